@@ -1,0 +1,16 @@
+"""gradcli: a command-line gradient calculator.
+
+The library API (parse -> graph -> evaluate -> differentiate) is importable without the CLI:
+`gradcli.evaluate`, `gradcli.grad`, `gradcli.compile_program`; lower layers live in
+`gradcli.graph`, `gradcli.autodiff`, `gradcli.evaluate`, `gradcli.ops`.
+"""
+__version__ = "0.1.0"
+
+_API = ("evaluate", "grad", "compile_program", "Result")
+
+
+def __getattr__(name):  # the API needs NumPy: load it only when used, so `--help` starts fast
+    if name in _API:
+        from . import api
+        return getattr(api, name)
+    raise AttributeError(f"module 'gradcli' has no attribute {name!r}")

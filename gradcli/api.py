@@ -1,0 +1,123 @@
+"""The library: parse -> graph -> evaluate -> differentiate, usable without the CLI.
+
+    >>> import gradcli
+    >>> r = gradcli.grad("y = sum(x * x)", wrt=["x"], feeds={"x": [1.0, 2.0]})
+    >>> r.gradients["x"]
+    array([2., 4.])
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .autodiff import gradients
+from .diagnostics import Diagnostic, NumericsChecker
+from .errors import GradcliError, Source
+from .evaluate import DTYPES, array_namespace, run
+from .graph import Graph, lower
+from .ops import fmt_shape
+from .parser import normalise, parse_program
+
+
+@dataclass
+class Result:
+    outputs: dict[str, np.ndarray]
+    gradients: dict[str, np.ndarray | None] = field(default_factory=dict)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    dtype: str = "float64"
+    graph: Graph | None = None
+
+    def nonfinite(self) -> list[str]:
+        """Names of outputs and gradients holding a NaN or an infinity (what --strict fails on)."""
+        bad = [n for n, v in self.outputs.items() if not np.isfinite(v).all()]
+        bad += [f"d/d{n}" for n, v in self.gradients.items() if v is not None and not np.isfinite(v).all()]
+        return bad
+
+
+def compile_program(text: str, name: str = "<expr>", feeds: dict | None = None) -> Graph:
+    """Parse and lower a program; `feeds` maps input names to arrays."""
+    source = Source(name, normalise(text))
+    module = parse_program(source)
+    return lower(module, source, {k: np.asarray(v, dtype=np.float64) for k, v in (feeds or {}).items()})
+
+
+def _check_options(dtype: str, unconnected: str = "none") -> None:
+    if dtype not in DTYPES:
+        raise GradcliError(f"unknown dtype '{dtype}': use float64 or float32")
+    if unconnected not in ("none", "zero"):
+        raise GradcliError(f"--unconnected must be none or zero, not '{unconnected}'")
+
+
+def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str) -> tuple[dict, list[Diagnostic]]:
+    xp = array_namespace(device)
+    checker = NumericsChecker(graph, xp, dtype)
+    with np.errstate(all="ignore"):
+        values = run(graph, list(dict.fromkeys(fetch.values())), dtype=dtype, xp=xp, check=checker)
+    to_host = (lambda a: a.get()) if xp is not np else (lambda a: a)
+    host = {k: np.asarray(to_host(values[j])) for k, j in fetch.items()}
+    diagnostics = checker.finish(fetch, host)
+    for message, pos in graph.warnings:
+        diagnostics.insert(0, Diagnostic("warning", "unused_input", "--set", message, None, pos))
+    return host, diagnostics
+
+
+def evaluate(text: str, *, name: str = "<expr>", feeds: dict | None = None, prints: list[str] | None = None,
+             dtype: str = "float64", device: str = "cpu") -> Result:
+    """The value of the last statement, or of each name in `prints`."""
+    _check_options(dtype)
+    graph = compile_program(text, name, feeds)
+    if prints:
+        fetch = {p: graph.value_id(p, "name for --print") for p in prints}
+    else:
+        fetch = {graph.result[0]: graph.result[1]}
+    host, diagnostics = _run(graph, fetch, dtype, device)
+    return Result(host, {}, diagnostics, dtype, graph)
+
+
+def grad(text: str, *, wrt: list[str], of: list[str] | None = None, name: str = "<expr>",
+         feeds: dict | None = None, grad_ys: dict | None = None, unconnected: str = "none",
+         dtype: str = "float64", device: str = "cpu") -> Result:
+    """d(sum of the `of` values)/d(each `wrt` name), as `tf.gradients(ys, xs, grad_ys)`."""
+    _check_options(dtype, unconnected)
+    if not wrt:
+        raise GradcliError("grad needs at least one --wrt NAME")
+    graph = compile_program(text, name, feeds)
+    ys = of or [graph.result[0]]
+    y_ids = [graph.value_id(y, "name for --of") for y in ys]
+    x_ids = [graph.value_id(x, "name for --wrt") for x in wrt]
+    seeds = []
+    for y, y_id in zip(ys, y_ids):
+        if grad_ys and y in grad_ys:
+            value = np.asarray(grad_ys[y], dtype=np.float64)
+            if value.shape != graph.shapes[y_id]:
+                raise GradcliError(f"--grad-ys {y}: has shape {fmt_shape(value.shape)}, but {y} has shape "
+                                   f"{fmt_shape(graph.shapes[y_id])}; the upstream gradient must match it exactly")
+            seeds.append(_seed(graph, y, value))
+        else:
+            seeds.append(None)
+    for y in grad_ys or {}:
+        if y not in ys:
+            raise GradcliError(f"--grad-ys {y}: '{y}' is not a differentiated output (--of {' --of '.join(ys)})")
+    names = {v: k for k, v in graph.names.items()}
+    grad_ids = gradients(graph, y_ids, x_ids, seeds, names)
+    fetch = dict(zip(ys, y_ids))
+    grad_fetch = {f"\0{x}": g for x, g in zip(wrt, grad_ids) if g is not None}
+    host, diagnostics = _run(graph, {**fetch, **grad_fetch}, dtype, device)
+    outputs = {k: host[k] for k in fetch}
+    result_grads: dict[str, np.ndarray | None] = {}
+    for x, x_id, g in zip(wrt, x_ids, grad_ids):
+        if g is not None:
+            result_grads[x] = host[f"\0{x}"]
+        elif unconnected == "zero":
+            result_grads[x] = np.zeros(graph.shapes[x_id], dtype=dtype)
+        else:
+            result_grads[x] = None
+    for d in diagnostics:
+        d.reaches = [r.replace("\0", "d/d") for r in d.reaches]
+    return Result(outputs, result_grads, diagnostics, dtype, graph)
+
+
+def _seed(graph: Graph, y: str, value: np.ndarray) -> int:
+    from .ops import OPS
+    return graph.add(OPS["input"], (), {"name": f"grad_ys:{y}", "value": value}, None, f"--grad-ys {y}")

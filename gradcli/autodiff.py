@@ -1,0 +1,87 @@
+"""Reverse mode, as `tf.gradients`: the gradient is built as new equations of the same graph.
+
+The backward pass walks the equations in reverse with a cotangent dictionary whose missing
+entries are zeros (autodidax's `eval_jaxpr_transposed`). Each op's rule comes from the op
+table; a cotangent of a broadcast shape is summed back to the input's shape here, in one
+place. Only equations on a path from some X to some Y are differentiated, so an op that
+passes no gradient (`stop_gradient`, comparisons) simply cuts the path.
+"""
+from __future__ import annotations
+
+from .errors import GradcliError
+from .graph import Graph
+from .ops import G, NO_GRADIENT, Sym
+
+
+def depends_on(graph: Graph, xs: list[int], upto: int) -> list[bool]:
+    """reach[i]: value i depends on some x through edges that carry a gradient."""
+    reach = [False] * (upto + 1)
+    for x in xs:
+        if x <= upto:
+            reach[x] = True
+    for i in range(min(xs, default=upto + 1), upto + 1):
+        if reach[i]:
+            continue
+        eq = graph.equations[i]
+        for k, j in enumerate(eq.inputs):
+            if reach[j] and eq.op.rule(k) is not NO_GRADIENT:
+                reach[i] = True
+                break
+    return reach
+
+
+def gradients(graph: Graph, ys: list[int], xs: list[int], grad_ys: list[int | None] | None = None,
+              names: dict[int, str] | None = None) -> list[int | None]:
+    """Ids of d(sum of ys)/dx for each x (None where unconnected), appended to `graph`.
+
+    `grad_ys[k]` is the id of Y k's upstream gradient (default: ones). Records the forward
+    equations it differentiated in `graph.differentiated` (for tie and kink diagnostics)."""
+    names = names or {}
+    upto = max(ys)
+    reach = depends_on(graph, xs, upto)
+    cotangent: dict[int, int] = {}
+    for k, y in enumerate(ys):
+        if not reach[y]:
+            continue
+        graph.context = y
+        seed = grad_ys[k] if grad_ys and grad_ys[k] is not None else None
+        if seed is None:
+            one = graph.constant(1.0)
+            seed = one.id if graph.shapes[y] == () else G.broadcast_to(one, shape=graph.shapes[y]).id
+        _accumulate(graph, cotangent, y, Sym(graph, seed))
+    differentiated = graph.differentiated
+    stop = min(xs)
+    for i in range(upto, stop - 1, -1):
+        g = cotangent.get(i)
+        if g is None:
+            continue
+        eq = graph.equations[i]
+        if not eq.inputs:
+            continue
+        needed = [(k, j) for k, j in enumerate(eq.inputs) if reach[j]]
+        if not needed:
+            continue
+        graph.context = i
+        args = [Sym(graph, j) for j in eq.inputs]
+        for k, j in needed:
+            rule = eq.op.rule(k)
+            if rule is NO_GRADIENT:
+                continue
+            if rule is None:
+                what = names.get(j) or f"argument {k + 1}"
+                raise GradcliError(
+                    f"operation '{eq.label}' has no gradient rule, and it lies on the path from "
+                    f"{what} to the differentiated output (TensorFlow: LookupError)", eq.pos, graph.source)
+            differentiated.add(i)
+            ct = rule(Sym(graph, g), Sym(graph, i), *args, **eq.params)
+            _accumulate(graph, cotangent, j, ct)
+    graph.context = None
+    return [cotangent.get(x) for x in xs]
+
+
+def _accumulate(graph: Graph, cotangent: dict, j: int, ct: Sym) -> None:
+    target = graph.shapes[j]
+    if ct.shape != target:
+        ct = G.sum_to(ct, shape=target) if len(ct.shape) >= len(target) else G.broadcast_to(ct, shape=target)
+    previous = cotangent.get(j)
+    cotangent[j] = ct.id if previous is None else G.add(Sym(graph, previous), ct).id

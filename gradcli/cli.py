@@ -1,0 +1,242 @@
+"""The `gradcli` command: reads options, calls the library, renders. Nothing else."""
+from __future__ import annotations
+
+import os
+import sys
+from enum import Enum
+from typing import Annotated, Optional
+
+import typer
+
+app = typer.Typer(
+    add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
+    help="A command-line gradient calculator: values, gradients and numerical diagnostics of small "
+         "Python-flavoured programs (TensorFlow semantics).",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+class Format(str, Enum):
+    auto = "auto"
+    table = "table"
+    json = "json"
+    plain = "plain"
+
+
+class Dtype(str, Enum):
+    float64 = "float64"
+    float32 = "float32"
+
+
+class Device(str, Enum):
+    cpu = "cpu"
+    cuda = "cuda"
+
+
+class Unconnected(str, Enum):
+    none = "none"
+    zero = "zero"
+
+
+# Options shared by every command, defined once.
+FileArg = Annotated[Optional[str], typer.Argument(
+    metavar="[FILE]", help="Program file; '-' or nothing (with a pipe) reads standard input.", show_default=False)]
+ExprOpt = Annotated[Optional[str], typer.Option("-e", "--expr", metavar="PROGRAM", help="Program text.")]
+SetOpt = Annotated[Optional[list[str]], typer.Option(
+    "--set", metavar="NAME=VALUE", help="Input value: a literal such as [1, 2] or @file.npy/.npz:key/.json/.csv.")]
+FormatOpt = Annotated[Format, typer.Option(help="Output format; auto is a table on a terminal, plain otherwise.")]
+DtypeOpt = Annotated[Dtype, typer.Option(help="Floating-point type of every value.")]
+DeviceOpt = Annotated[Device, typer.Option(help="Evaluate on the CPU (NumPy) or a GPU (CuPy).")]
+StrictOpt = Annotated[bool, typer.Option("--strict", help="Exit 1 if an output or gradient is not finite.")]
+LinesOpt = Annotated[bool, typer.Option("--lines", help="Each non-empty line of the input is its own program; "
+                                                        "one JSON object per line out.")]
+DebugOpt = Annotated[bool, typer.Option("--debug", help="Show the Python traceback of an error.", hidden=True)]
+
+
+@app.command("eval")
+def eval_command(
+    file: FileArg = None, expr: ExprOpt = None, set_: SetOpt = None,
+    print_: Annotated[Optional[list[str]], typer.Option(
+        "--print", metavar="NAME", help="Report this name's value (repeatable); default: the last statement.")] = None,
+    format: FormatOpt = Format.auto, dtype: DtypeOpt = Dtype.float64, device: DeviceOpt = Device.cpu,
+    strict: StrictOpt = False, lines: LinesOpt = False, debug: DebugOpt = False,
+) -> None:
+    """Evaluate a program and print the last statement's value (or each --print NAME)."""
+    _run("eval", dict(file=file, expr=expr, sets=set_ or [], prints=print_ or [],
+                                      format=format.value, dtype=dtype.value, device=device.value,
+                                      strict=strict, lines=lines, debug=debug))
+
+
+@app.command("grad")
+def grad_command(
+    file: FileArg = None, expr: ExprOpt = None,
+    wrt: Annotated[Optional[list[str]], typer.Option(
+        "--wrt", metavar="NAME", help="Differentiate with respect to this input or named value (repeatable).")] = None,
+    of: Annotated[Optional[list[str]], typer.Option(
+        "--of", metavar="NAME", help="Differentiate the sum of these values (repeatable); default: the last statement.")] = None,
+    grad_ys: Annotated[Optional[list[str]], typer.Option(
+        "--grad-ys", metavar="NAME=VALUE", help="Upstream gradient of an --of value, of exactly its shape; default ones.")] = None,
+    unconnected: Annotated[Unconnected, typer.Option(
+        help="Gradient of a --wrt value that the outputs do not depend on: null or zeros.")] = Unconnected.none,
+    set_: SetOpt = None, format: FormatOpt = Format.auto, dtype: DtypeOpt = Dtype.float64,
+    device: DeviceOpt = Device.cpu, strict: StrictOpt = False, lines: LinesOpt = False, debug: DebugOpt = False,
+) -> None:
+    """Gradients of the --of values (summed) with respect to each --wrt value, as tf.gradients."""
+    _run("grad", dict(file=file, expr=expr, sets=set_ or [], wrt=wrt or [], of=of or [],
+                                      grad_ys=grad_ys or [], unconnected=unconnected.value,
+                                      format=format.value, dtype=dtype.value, device=device.value,
+                                      strict=strict, lines=lines, debug=debug))
+
+
+# --------------------------------------------------------------------------- running a command
+
+def _read_program(file: str | None, expr: str | None) -> tuple[str, str]:
+    """(text, name) of the program: FILE, '-', -e, or piped standard input."""
+    from .errors import GradcliError
+
+    if expr is not None:
+        if file is not None:
+            raise GradcliError("give the program either as FILE or with -e, not both")
+        return expr, "<expr>"
+    if file is None and sys.stdin is not None and not sys.stdin.isatty():
+        file = "-"
+    if file is None:
+        raise GradcliError("no program: give FILE, -e PROGRAM, or pipe one into standard input")
+    if file == "-":
+        data = sys.stdin.buffer.read()
+        name = "<stdin>"
+    else:
+        if os.path.isdir(file):
+            raise GradcliError(f"'{file}' is a directory, not a program file")
+        try:
+            with open(file, "rb") as fh:
+                data = fh.read()
+        except OSError as exc:
+            raise GradcliError(f"cannot read '{file}': {exc.strerror or exc}") from None
+        name = file
+    try:
+        return data.decode("utf-8"), name
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise GradcliError(f"{name}:{line}: the program is not valid UTF-8 text (byte 0x{data[exc.start]:02x} "
+                           f"at offset {exc.start})") from None
+
+
+def _assignments(items: list[str], option: str) -> dict:
+    from .values import parse_value, split_assignment
+
+    out = {}
+    for item in items:
+        name, value = split_assignment(item, option)
+        out[name] = parse_value(value, f"{option} {name}")
+    return out
+
+
+def _compute(command: str, opts: dict, text: str, name: str):
+    from . import api
+
+    feeds = _assignments(opts["sets"], "--set")
+    if command == "eval":
+        return api.evaluate(text, name=name, feeds=feeds, prints=opts["prints"],
+                            dtype=opts["dtype"], device=opts["device"])
+    return api.grad(text, name=name, feeds=feeds, wrt=opts["wrt"], of=opts["of"] or None,
+                    grad_ys=_assignments(opts["grad_ys"], "--grad-ys"), unconnected=opts["unconnected"],
+                    dtype=opts["dtype"], device=opts["device"])
+
+
+def _run(command: str, opts: dict) -> None:
+    from .errors import GradcliError
+
+    try:
+        text, name = _read_program(opts["file"], opts["expr"])
+        if opts["lines"]:
+            code = _run_lines(command, opts, text)
+        else:
+            code = _run_one(command, opts, text, name)
+    except GradcliError as err:
+        if opts["debug"]:
+            import traceback
+            traceback.print_exc()
+        from .render import error_text
+        sys.stderr.write(error_text(err) + "\n")
+        code = err.exit_code
+    except (KeyboardInterrupt, BrokenPipeError):
+        raise
+    except Exception as exc:  # a bug in gradcli, never the user's fault
+        if opts["debug"]:
+            raise
+        sys.stderr.write(f"gradcli: internal error: {type(exc).__name__}: {exc}\n"
+                         "This is a bug in gradcli; run again with --debug for the traceback.\n")
+        code = 70
+    raise typer.Exit(code)
+
+
+def _format(opts: dict) -> str:
+    if opts["format"] == "auto":
+        return "table" if sys.stdout.isatty() else "plain"
+    return opts["format"]
+
+
+def _run_one(command: str, opts: dict, text: str, name: str) -> int:
+    from . import render
+    from .errors import Source
+
+    result = _compute(command, opts, text, name)
+    fmt = _format(opts)
+    with_gradients = command == "grad"
+    if fmt == "json":
+        body = render.dumps(render.result_json(result, with_gradients=with_gradients))
+        sys.stdout.write(body + "\n")
+    else:
+        source = result.graph.source if result.graph else Source(name, text)
+        for diag in result.diagnostics:
+            sys.stderr.write(render.diagnostic_text(diag, source) + "\n")
+        if fmt == "plain":
+            sys.stdout.write("".join(line + "\n" for line in render.plain_lines(result, with_gradients=with_gradients)))
+        else:
+            render.print_table(result, with_gradients=with_gradients)
+    sys.stdout.flush()
+    if opts["strict"] and result.nonfinite():
+        sys.stderr.write(f"gradcli: --strict: not finite: {', '.join(result.nonfinite())}\n")
+        return 1
+    return 0
+
+
+def _run_lines(command: str, opts: dict, text: str) -> int:
+    """NDJSON: one program per non-empty line, one JSON object per line, flushed as it goes."""
+    from . import render
+    from .errors import GradcliError
+
+    code = 0
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            result = _compute(command, opts, line, f"<line {number}>")
+            doc = render.result_json(result, with_gradients=command == "grad")
+            if opts["strict"] and result.nonfinite() and code == 0:
+                code = 1
+        except GradcliError as err:
+            doc = render.error_json(err)
+            doc["error"]["line"] = number
+            doc["error"]["text"] = render.error_text(err)
+            code = 2
+        sys.stdout.write(render.dumps(doc) + "\n")
+        sys.stdout.flush()
+    return code
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.stderr.write("gradcli: interrupted\n")
+        sys.exit(130)
+    except BrokenPipeError:
+        # the reader went away (`| head -1`): stop quietly
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except OSError:
+            pass
+        sys.exit(0)

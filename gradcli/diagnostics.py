@@ -1,0 +1,275 @@
+"""Numerical diagnostics (SPEC §5): where a non-finite number first appears, why, and a fix.
+
+`NumericsChecker` is called by the evaluator after every equation. Its common path is one
+reduction (`isfinite(sum(value))`); only when that fails does it look closer. It tracks
+which values carry non-finite numbers and from which origins, so each origin is reported
+once, at the equation that created it from finite inputs, not at every node downstream.
+It relies on no floating-point warnings (CuPy has none).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from .errors import Pos
+from .graph import Graph
+from .ops import normalize_axes
+
+NONFINITE_KINDS = ("overflow", "divide_by_zero", "invalid", "nonfinite_gradient")
+
+
+@dataclass
+class Diagnostic:
+    severity: str          # "warning" or "info"
+    kind: str              # overflow, divide_by_zero, invalid, nonfinite_gradient, tie, kink, ...
+    op: str                # the operation as the user spelled it
+    message: str
+    suggestion: str | None = None
+    pos: Pos | None = None
+    stack: tuple = ()      # call sites of the user functions it stands inside
+    count: int | None = None
+    reaches: list[str] = field(default_factory=list)
+    value_id: int | None = None
+
+    def to_json(self) -> dict:
+        out = {"severity": self.severity, "kind": self.kind, "op": self.op,
+               "line": self.pos.line if self.pos else None,
+               "column": self.pos.column if self.pos else None,
+               "message": self.message, "suggestion": self.suggestion}
+        if self.count is not None:
+            out["count"] = self.count
+        if self.reaches:
+            out["reaches"] = self.reaches
+        if self.stack:
+            out["called_from"] = [{"line": p.line, "column": p.column} for p in self.stack]
+        return out
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.6g}"
+
+
+class NumericsChecker:
+    """Call it as `check(i, eq, value, args)` after each equation."""
+
+    def __init__(self, graph: Graph, xp, dtype: str):
+        self.graph = graph
+        self.xp = xp
+        self.dtype = dtype
+        self.diagnostics: list[Diagnostic] = []
+        self.origins: dict[int, frozenset] = {}  # value id -> indices of the origins it carries
+        self.differentiated = graph.differentiated
+        self._consumers: dict[int, list[int]] | None = None
+        self._seen_ties: set[int] = set()
+
+    # ----------------------------------------------------------------- the per-equation check
+    def __call__(self, i, eq, value, args):
+        xp = self.xp
+        if i in self.differentiated:
+            self._check_kinks(i, eq, value, args)
+        if value.size == 0 or bool(xp.isfinite(xp.sum(value))):
+            return
+        finite = xp.isfinite(value)
+        if bool(finite.all()):  # only the check's own sum overflowed
+            return
+        carried = [j for j in eq.inputs if j in self.origins]
+        origins = frozenset().union(*(self.origins[j] for j in carried))
+        new = ~finite
+        if carried:
+            if eq.op.elementwise:
+                for a in args:
+                    new &= xp.broadcast_to(xp.isfinite(a), value.shape)
+            else:
+                new = None
+        if new is not None and bool(new.any()):
+            origins |= {self._origin(i, eq, value, args, new)}
+        elif carried and bool(xp.isnan(value).any()) and not any(bool(xp.isnan(a).any()) for a in args):
+            # NaN made from infinities (inf - inf, inf / inf, 0 * inf): a consequence of them
+            for k in origins:
+                d = self.diagnostics[k]
+                d.message += (f"; then {self._label(eq)} at {eq.pos} turns the infinities into NaN"
+                              if eq.pos else "")
+        self.origins[i] = origins
+
+    # ----------------------------------------------------------------- origins
+    def _origin(self, i, eq, value, args, mask) -> int:
+        xp = self.xp
+        bad = value[mask] if value.ndim else value
+        count = int(mask.sum())
+        has_inf = bool(xp.isinf(bad).any())
+        label = self._label(eq)
+        kind, detail = self._classify(eq, value, args, mask, has_inf)
+        if eq.backward is not None:
+            kind = "nonfinite_gradient"
+        noun = "infinity" if has_inf and not bool(xp.isnan(bad).any()) else "NaN" if not has_inf else "non-finite values"
+        where = f"{count} of {value.size} element{'s' * (value.size != 1)}"
+        if eq.backward is not None:
+            message = f"the gradient through {label} is {noun} at {where}"
+        else:
+            message = f"{label} gives {noun} at {where}"
+        if detail:
+            message += f": {detail}"
+        diag = Diagnostic("warning", kind, label, message, self._suggest(i, eq, kind, args),
+                          eq.pos, eq.stack, count, value_id=i)
+        self.diagnostics.append(diag)
+        return len(self.diagnostics) - 1
+
+    def _classify(self, eq, value, args, mask, has_inf):
+        xp = self.xp
+        name = eq.op.name
+        info = xp.finfo(self.dtype)
+
+        def at_bad(a):
+            return xp.broadcast_to(a, value.shape)[mask] if value.ndim else a
+
+        if eq.backward is not None:
+            return None, None
+        if name == "exp" and has_inf:
+            top = float(xp.max(at_bad(args[0])))
+            return "overflow", (f"its argument reaches {_fmt(top)}, and exp overflows {self.dtype} "
+                                f"above {math.log(float(info.max)):.2f}")
+        if name in ("divide", "log", "power") and has_inf:
+            zero_at = at_bad(args[1] if name == "divide" else args[0])
+            if bool((zero_at == 0).any()):
+                what = "the denominator is 0" if name == "divide" else "its argument is 0"
+                return "divide_by_zero", what
+        if has_inf:
+            finite_args = [a for a in args if a.size]
+            if finite_args:
+                low = min(float(xp.min(a)) for a in finite_args)
+                high = max(float(xp.max(a)) for a in finite_args)
+                return "overflow", (f"inputs range over [{_fmt(low)}, {_fmt(high)}], and the result exceeds "
+                                    f"the largest {self.dtype} ({float(info.max):.4g})")
+            return "overflow", None
+        if name in ("log", "log1p", "sqrt") and args:
+            limit = -1.0 if name == "log1p" else 0.0
+            low = float(xp.min(at_bad(args[0])))
+            if low < limit:
+                return "invalid", f"its argument reaches {_fmt(low)}, below its domain's start {limit:g}"
+        if name == "divide":
+            return "invalid", "0 / 0"
+        return "invalid", None
+
+    # ----------------------------------------------------------------- ties and kinks
+    def _check_kinks(self, i, eq, value, args):
+        xp = self.xp
+        name = eq.op.name
+        if name in ("max", "min") and i not in self._seen_ties:
+            axis = eq.params.get("axis")
+            keep = value if eq.params.get("keepdims") else xp.expand_dims(value, normalize_axes(axis, args[0].ndim))
+            counts = xp.sum(args[0] == keep, axis=axis, keepdims=True)
+            groups = int((counts > 1).sum())
+            if groups:
+                self._seen_ties.add(i)
+                label = self._label(eq)
+                self.diagnostics.append(Diagnostic(
+                    "info", "tie", label,
+                    f"{label} has tied extremes in {groups} group{'s' * (groups != 1)}; its gradient is "
+                    f"split evenly among the tied elements", None, eq.pos, eq.stack, groups, value_id=i))
+        elif name in ("maximum", "minimum"):
+            ties = int(xp.sum(xp.broadcast_to(args[0] == args[1], value.shape)))
+            if ties:
+                label = self._label(eq)
+                self.diagnostics.append(Diagnostic(
+                    "info", "tie", label, f"{label} has {ties} equal pair{'s' * (ties != 1)}; the gradient is "
+                    "split evenly between the two arguments there", None, eq.pos, eq.stack, ties, value_id=i))
+        elif name in ("abs", "relu"):
+            zeros = int(xp.sum(args[0] == 0))
+            if zeros:
+                label = self._label(eq)
+                self.diagnostics.append(Diagnostic(
+                    "info", "kink", label, f"{label} is evaluated exactly at 0 for {zeros} element"
+                    f"{'s' * (zeros != 1)}, where it has no derivative; gradcli uses 0 there", None,
+                    eq.pos, eq.stack, zeros, value_id=i))
+
+    # ----------------------------------------------------------------- suggestions
+    def _label(self, eq) -> str:
+        return eq.label
+
+    def consumers(self) -> dict[int, list[int]]:
+        if self._consumers is None:
+            cons: dict[int, list[int]] = {}
+            for k, e in enumerate(self.graph.equations):
+                if e.backward is None:
+                    for j in e.inputs:
+                        cons.setdefault(j, []).append(k)
+            self._consumers = cons
+        return self._consumers
+
+    def text(self, j: int) -> str:
+        """How value j is written in the user's source."""
+        g = self.graph
+        if j in g.value_names:
+            return g.value_names[j]
+        pos = g.equations[j].pos
+        if pos is not None and 0 <= pos.start < pos.end:
+            snippet = g.source.text[pos.start:pos.end]
+            if "\n" not in snippet and len(snippet) <= 60:
+                return snippet
+        return "x"
+
+    def _op_of(self, j: int) -> str:
+        return self.graph.equations[j].op.name
+
+    def _suggest(self, i, eq, kind, args) -> str | None:
+        g = self.graph
+        name = eq.op.name
+        if eq.backward is not None:
+            forward = g.equations[eq.backward]
+            fname = forward.op.name
+            for k in self.consumers().get(eq.backward, []):
+                if g.equations[k].op.name == "where":
+                    w = g.equations[k]
+                    return (f"the where at {w.pos} discards this branch's value but not its gradient: compute "
+                            f"the branch on safe inputs (the double-where trick), e.g. "
+                            f"where(c, log(where(c, x, 1.0)), 0.0)")
+            if fname == "sqrt":
+                x = self.text(forward.inputs[0])
+                return (f"d sqrt(u)/du = 1 / (2 sqrt(u)) is infinite at u = 0: use sqrt({x} + 1e-12), or "
+                        f"sqrt(maximum({x}, 1e-12))")
+            if fname in ("log", "divide"):
+                return "the gradient divides by a value that reaches 0: keep it away from 0 with an epsilon"
+            return None
+        if name == "exp" and kind == "overflow":
+            x = self.text(eq.inputs[0])
+            stable = f"exp({x} - stop_gradient(max({x})))"
+            for k in self.consumers().get(i, []):
+                c = g.equations[k]
+                if c.op.name == "divide" and c.inputs[0] == i:
+                    return (f"this is a softmax: subtract the maximum first, {stable} / sum({stable}), "
+                            f"or use softmax({x})")
+                if c.op.name == "sum" and any(g.equations[m].op.name == "log" for m in self.consumers().get(k, [])):
+                    return f"log(sum(exp({x}))) overflows: use logsumexp({x})"
+                if c.op.name == "add" and any(g.equations[m].op.name == "log" for m in self.consumers().get(k, [])):
+                    return f"log(1 + exp({x})) overflows: use softplus({x})"
+            return f"shift the argument so that it stays below {'709' if self.dtype == 'float64' else '88'}: {stable}"
+        if name == "log":
+            inner = eq.inputs[0]
+            x = self.text(inner)
+            op = self._op_of(inner)
+            if op == "sigmoid":
+                arg = self.text(g.equations[inner].inputs[0])
+                return f"log(sigmoid({arg})) underflows: use -softplus(-({arg}))"
+            if op == "sum" and self._op_of(g.equations[inner].inputs[0]) == "exp":
+                arg = self.text(g.equations[g.equations[inner].inputs[0]].inputs[0])
+                return f"use logsumexp({arg})"
+            if kind == "divide_by_zero":
+                return f"log is -inf at 0: use log(maximum({x}, 1e-12)) or log({x} + 1e-12)"
+            return f"log is undefined below 0: check the sign of {x}, or use log(abs({x}))"
+        if name == "divide" and kind in ("divide_by_zero", "invalid"):
+            d = self.text(eq.inputs[1])
+            return f"the denominator {d} reaches 0: guard it, e.g. where({d} != 0, n / where({d} != 0, {d}, 1.0), 0.0)"
+        if name == "sqrt":
+            return f"sqrt is undefined below 0: use sqrt(maximum({self.text(eq.inputs[0])}, 0.0))"
+        if kind == "overflow":
+            return "the values exceed the floating-point range: rescale them, or compute in log space"
+        return None
+
+    # ----------------------------------------------------------------- after the run
+    def finish(self, outputs: dict[str, int], results: dict) -> list[Diagnostic]:
+        """Fill in which outputs each origin reaches; order by position."""
+        for name, j in outputs.items():
+            for k in self.origins.get(j, ()):
+                if name not in self.diagnostics[k].reaches:
+                    self.diagnostics[k].reaches.append(name)
+        return self.diagnostics

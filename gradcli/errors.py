@@ -1,0 +1,109 @@
+"""Source positions and the one exception type for user errors.
+
+Every AST node, equation, error and diagnostic carries a `Pos`, so whatever goes wrong is
+reported as `FILE:LINE:COL:` with the source line and a caret (SPEC §6).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """A program's text and the name it is reported under (a path, `<expr>` or `<stdin>`)."""
+
+    name: str
+    text: str
+
+    def line_text(self, line: int) -> str:
+        lines = self.text.splitlines()
+        return lines[line - 1] if 0 < line <= len(lines) else ""
+
+    def line_start(self, line: int) -> int:
+        """Character offset at which 1-based `line` starts."""
+        offset = 0
+        for _ in range(line - 1):
+            nl = self.text.find("\n", offset)
+            if nl < 0:
+                return len(self.text)
+            offset = nl + 1
+        return offset
+
+
+@dataclass(frozen=True, slots=True)
+class Pos:
+    """Where something stands: the anchor (1-based line and column, e.g. an operator or a
+    function's name) and the character span [start, end) of the whole expression."""
+
+    line: int
+    column: int
+    start: int = -1
+    end: int = -1
+
+    def __str__(self) -> str:
+        return f"{self.line}:{self.column}"
+
+
+class GradcliError(Exception):
+    """A user error: bad syntax, unknown name, shape mismatch, unreadable value, ...
+
+    Rendered as `FILE:LINE:COL: error: message`, the source line and a caret; exit code 2.
+    `source` may be filled in by the caller that knows which text `pos` refers to.
+    """
+
+    exit_code = 2
+
+    def __init__(self, message: str, pos: Pos | None = None, source: Source | None = None,
+                 note: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.pos = pos
+        self.source = source
+        self.note = note
+
+    def at(self, source: Source) -> GradcliError:
+        """Attach the source text, unless a more specific one is already attached."""
+        if self.source is None:
+            self.source = source
+        return self
+
+
+class ShapeError(Exception):
+    """Raised by an op's shape rule; the graph builder re-raises it as a GradcliError at the
+    equation's position."""
+
+
+def caret_lines(source: Source, pos: Pos) -> list[str]:
+    """The source line of `pos` and, under it, `~` along the span and `^` at the anchor."""
+    text = source.line_text(pos.line)
+    if not text.strip():
+        return []
+    expanded = text.expandtabs(1)  # one column per character, so the caret lines up
+    col = max(1, min(pos.column, len(expanded) + 1))
+    under = [" "] * (col - 1)
+    if pos.start >= 0 and pos.end > pos.start:
+        line_start = source.line_start(pos.line)
+        first = max(pos.start - line_start, 0)
+        last = min(pos.end - line_start, len(expanded))
+        for i in range(first, last):
+            if i >= len(under):
+                under.append(" ")
+            under[i] = "~"
+    while len(under) < col:
+        under.append(" ")
+    under[col - 1] = "^"
+    return [expanded, "".join(under).rstrip()]
+
+
+def format_error(err: GradcliError) -> str:
+    """Plain-text rendering of a user error (no colour): header, source line, caret, note."""
+    if err.pos is not None and err.source is not None:
+        head = f"{err.source.name}:{err.pos.line}:{err.pos.column}: error: {err.message}"
+        lines = [head] + ["    " + ln for ln in caret_lines(err.source, err.pos)]
+    elif err.source is not None:
+        lines = [f"{err.source.name}: error: {err.message}"]
+    else:
+        lines = [f"gradcli: error: {err.message}"]
+    if err.note:
+        lines.append(f"note: {err.note}")
+    return "\n".join(lines)

@@ -1,0 +1,555 @@
+"""The op table: every operation defined once, with its forward rule, gradient rule and shape
+rule next to each other.
+
+- `forward(xp, *arrays, **params)` computes over an array namespace `xp` (NumPy, CuPy).
+- `vjp` holds, per input, a rule `(g, ans, *inputs, **params) -> cotangent` written over
+  symbolic values (`Sym`), so a gradient is built as new equations of the same program (as
+  `tf.gradients` adds ops to the graph). A rule may return a cotangent of the broadcast output
+  shape: `gradcli.autodiff` sums it back to the input's shape in one place. `NO_GRADIENT` for
+  an input means the op passes no gradient to it (comparisons, `sign`, `stop_gradient`);
+  `vjp=None` means the op has no gradient rule at all, an error if it lies on a path.
+- `shape(*shapes, **params)` gives the output shape or raises `ShapeError`.
+
+`register()` is the public API to add an operation (tests use it to inject a wrong rule).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .errors import ShapeError
+
+NO_GRADIENT = "no gradient"  # marker: this input receives no gradient from the op
+
+
+@dataclass(frozen=True, eq=False)
+class Op:
+    name: str
+    forward: Callable
+    shape: Callable
+    vjp: tuple | None
+    args: tuple[str, ...] = ("x",)           # tensor arguments, in call order
+    params: dict[str, Any] = field(default_factory=dict)  # static parameters and defaults
+    aliases: tuple[str, ...] = ()             # more names it is called by in programs
+    variadic: bool = False                    # takes any number of tensor arguments
+    elementwise: bool = False
+    public: bool = True                       # callable from programs
+    doc: str = ""
+
+    @property
+    def arity(self) -> int:
+        return len(self.args)
+
+    def rule(self, i: int):
+        """The gradient rule for input i: a callable, NO_GRADIENT, or None (no rule).
+        A variadic op's single entry is a factory taking i."""
+        if self.vjp is None:
+            return None
+        if self.variadic:
+            return self.vjp[0](i)
+        return self.vjp[i]
+
+
+OPS: dict[str, Op] = {}      # canonical name -> Op
+CALLABLE: dict[str, Op] = {}  # every name a program may call -> Op
+
+REQUIRED = object()  # a static parameter without a default
+
+
+def register(op: Op, *, replace: bool = False) -> Op:
+    """Add `op` to the table (and its names to what programs may call)."""
+    if op.name in OPS and not replace:
+        raise ValueError(f"operation {op.name!r} is already registered")
+    old = OPS.get(op.name)
+    if old is not None:
+        for name in (old.name,) + old.aliases:
+            CALLABLE.pop(name, None)
+    OPS[op.name] = op
+    if op.public:
+        for name in (op.name,) + op.aliases:
+            CALLABLE[name] = op
+    return op
+
+
+# --------------------------------------------------------------------------- symbolic values
+
+class Sym:
+    """A value of the program being built; arithmetic on it emits equations."""
+
+    __slots__ = ("graph", "id")
+
+    def __init__(self, graph, id_: int):
+        self.graph = graph
+        self.id = id_
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.graph.shapes[self.id]
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __add__(self, other): return G.add(self, other)
+    def __radd__(self, other): return G.add(other, self)
+    def __sub__(self, other): return G.subtract(self, other)
+    def __rsub__(self, other): return G.subtract(other, self)
+    def __mul__(self, other): return G.multiply(self, other)
+    def __rmul__(self, other): return G.multiply(other, self)
+    def __truediv__(self, other): return G.divide(self, other)
+    def __rtruediv__(self, other): return G.divide(other, self)
+    def __pow__(self, other): return G.power(self, other)
+    def __neg__(self): return G.negative(self)
+
+
+class _GraphFunctions:
+    """`G.exp(x)`, `G.sum(g, axis=0)`: emit an equation of the table's op into x's graph.
+    Python numbers become constants."""
+
+    def __getattr__(self, name: str):
+        op = OPS[name]
+
+        def emit(*args, **params):
+            graph = next(a.graph for a in args if isinstance(a, Sym))
+            ids = tuple(a.id if isinstance(a, Sym) else graph.constant(a).id for a in args)
+            return graph.derived(op, ids, params)
+
+        return emit
+
+
+G = _GraphFunctions()
+
+
+# --------------------------------------------------------------------------- shape helpers
+
+def fmt_shape(shape) -> str:
+    return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
+
+
+def broadcast_shapes(*shapes):
+    result: list[int] = []
+    for shape in shapes:
+        if len(shape) > len(result):
+            result = [1] * (len(shape) - len(result)) + result
+        for i, dim in enumerate(shape, len(result) - len(shape)):
+            if result[i] == 1:
+                result[i] = dim
+            elif dim != 1 and dim != result[i]:
+                raise ShapeError("shapes " + " and ".join(fmt_shape(s) for s in shapes)
+                                 + " cannot be broadcast together")
+    return tuple(result)
+
+
+def normalize_axes(axis, ndim: int) -> tuple[int, ...]:
+    """Axes of a reduction as sorted non-negative ints; None is every axis."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    out = []
+    for a in axes:
+        if not -ndim <= a < max(ndim, 1) or (ndim == 0 and a not in (0, -1)):
+            raise ShapeError(f"axis {a} is out of range for an array of rank {ndim}")
+        out.append(a % ndim if ndim else 0)
+    if len(set(out)) != len(out):
+        raise ShapeError(f"axis {axis} repeats an axis")
+    return tuple(sorted(out)) if ndim else ()
+
+
+def reduced_shape(shape, axis, keepdims):
+    axes = normalize_axes(axis, len(shape))
+    if keepdims:
+        return tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def _same(shape, **_):
+    return shape
+
+
+def _broadcast(*shapes, **_):
+    return broadcast_shapes(*shapes)
+
+
+def _reduction_shape(shape, axis=None, keepdims=False):
+    return reduced_shape(shape, axis, keepdims)
+
+
+def _nonempty_reduction_shape(shape, axis=None, keepdims=False):
+    out = reduced_shape(shape, axis, keepdims)
+    axes = normalize_axes(axis, len(shape))
+    if any(shape[a] == 0 for a in axes):
+        raise ShapeError("reduction over an empty axis has no identity")
+    return out
+
+
+def _keep(g: Sym, x_shape, axis, keepdims) -> Sym:
+    """g of a reduction's output, reshaped so that it broadcasts against the input."""
+    if keepdims:
+        return g
+    return G.reshape(g, shape=reduced_shape(x_shape, axis, True))
+
+
+def _spread(g: Sym, x: Sym, axis, keepdims) -> Sym:
+    return G.broadcast_to(_keep(g, x.shape, axis, keepdims), shape=x.shape)
+
+
+def _count(shape, axis) -> int:
+    return math.prod(shape[a] for a in normalize_axes(axis, len(shape)))
+
+
+# --------------------------------------------------------------------------- forward helpers
+
+def _dtype_of(xp, *arrays):
+    return xp.result_type(*arrays)
+
+
+def _compare(fn):
+    def forward(xp, a, b):
+        return fn(a, b).astype(_dtype_of(xp, a, b))
+    return forward
+
+
+def _sigmoid(xp, x):
+    # exp of a non-positive number only: no overflow at either end
+    e = xp.exp(-xp.abs(x))
+    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+def _logsumexp(xp, x, axis=None, keepdims=False):
+    m = xp.max(x, axis=axis, keepdims=True)
+    m = xp.where(xp.isfinite(m), m, 0)
+    out = xp.log(xp.sum(xp.exp(x - m), axis=axis, keepdims=True)) + m
+    return out if keepdims else xp.squeeze(out, axis=normalize_axes(axis, x.ndim))
+
+
+def _softmax(xp, x, axis=-1):
+    m = xp.max(x, axis=axis, keepdims=True)
+    e = xp.exp(x - xp.where(xp.isfinite(m), m, 0))
+    return e / xp.sum(e, axis=axis, keepdims=True)
+
+
+def _log_softmax(xp, x, axis=-1):
+    return x - _logsumexp(xp, x, axis=axis, keepdims=True)
+
+
+def _prod_others(xp, x, axis=None):
+    """For each element, the product of the other elements of its reduction group, exact
+    where the group holds zeros (no division by zero)."""
+    zero = x == 0
+    nonzero_x = xp.where(zero, 1, x)
+    n_zero = xp.sum(zero, axis=axis, keepdims=True)
+    p = xp.prod(nonzero_x, axis=axis, keepdims=True)
+    return xp.where(n_zero == 0, p / nonzero_x, xp.where((n_zero == 1) & zero, p, 0)).astype(x.dtype)
+
+
+def _sum_to(xp, x, shape):
+    lead = x.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(i + lead for i, d in enumerate(shape) if d == 1 and x.shape[i + lead] != 1)
+    out = xp.sum(x, axis=axes, keepdims=True) if axes else x
+    return out.reshape(shape)
+
+
+def _index_tuple(index):
+    """The static index (hashable tuples) as a NumPy index."""
+    out = []
+    for item in index:
+        if isinstance(item, tuple):
+            out.append(slice(*item))
+        elif item is None or item is Ellipsis:
+            out.append(item)
+        else:
+            out.append(item)
+    return tuple(out)
+
+
+def _index_shape(shape, index):
+    import numpy as np
+    probe = np.broadcast_to(np.empty((), dtype=np.int8), shape)  # no memory, any shape
+    try:
+        return probe[_index_tuple(index)].shape
+    except IndexError as exc:
+        raise ShapeError(str(exc).replace("index", "index", 1)) from None
+
+
+def _scatter(xp, g, shape, index):
+    out = xp.zeros(shape, dtype=g.dtype)
+    out[_index_tuple(index)] = g
+    return out
+
+
+def _matmul_shape(a, b):
+    if not a or not b:
+        raise ShapeError(f"matmul needs arrays of rank 1 or more, got {fmt_shape(a)} and {fmt_shape(b)}; "
+                         "use * to multiply by a scalar")
+    a2 = a if len(a) >= 2 else (1,) + a
+    b2 = b if len(b) >= 2 else b + (1,)
+    if a2[-1] != b2[-2]:
+        raise ShapeError(f"matmul of {fmt_shape(a)} and {fmt_shape(b)}: the inner dimensions differ "
+                         f"({a2[-1]} != {b2[-2]})")
+    batch = broadcast_shapes(a2[:-2], b2[:-2])
+    return batch + a[-2:-1] * (len(a) >= 2) + b[-1:] * (len(b) >= 2)
+
+
+def _mT(x: Sym) -> Sym:
+    perm = tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2)
+    return G.transpose(x, axes=perm)
+
+
+def _matmul_vjp_a(g, ans, a, b):
+    if a.ndim == 1 and b.ndim == 1:
+        return g * b
+    if b.ndim == 1:  # (..., n, k) @ (k,) -> (..., n)
+        return G.reshape(g, shape=g.shape + (1,)) * b
+    if a.ndim == 1:  # (k,) @ (..., k, m) -> (..., m)
+        return G.reshape(G.matmul(b, G.reshape(g, shape=g.shape + (1,))), shape=g.shape[:-1] + (a.shape[0],))
+    return G.matmul(g, _mT(b))
+
+
+def _matmul_vjp_b(g, ans, a, b):
+    if a.ndim == 1 and b.ndim == 1:
+        return g * a
+    if a.ndim == 1:  # (k,) @ (..., k, m) -> (..., m)
+        return G.reshape(a, shape=(a.shape[0], 1)) * G.reshape(g, shape=g.shape[:-1] + (1, g.shape[-1]))
+    if b.ndim == 1:  # (..., n, k) @ (k,) -> (..., n)
+        return G.reshape(G.matmul(_mT(a), G.reshape(g, shape=g.shape + (1,))), shape=g.shape[:-1] + (b.shape[0],))
+    return G.matmul(_mT(a), g)
+
+
+def _reshape_shape(x_shape, shape):
+    shape, shape_to = x_shape, shape
+    size = math.prod(shape)
+    target = list(shape_to)
+    if target.count(-1) > 1:
+        raise ShapeError("reshape: at most one dimension may be -1")
+    if any(d < -1 for d in target):
+        raise ShapeError(f"reshape: negative dimension in {fmt_shape(shape_to)}")
+    if -1 in target:
+        rest = math.prod(d for d in target if d != -1)
+        if rest == 0 or size % rest:
+            raise ShapeError(f"cannot reshape {fmt_shape(shape)} ({size} elements) to {fmt_shape(shape_to)}")
+        target[target.index(-1)] = size // rest
+    if math.prod(target) != size:
+        raise ShapeError(f"cannot reshape {fmt_shape(shape)} ({size} elements) to {fmt_shape(shape_to)} "
+                         f"({math.prod(target)} elements)")
+    return tuple(target)
+
+
+def _transpose_shape(shape, axes=None):
+    if axes is None:
+        return tuple(reversed(shape))
+    if sorted(a % len(shape) if shape else a for a in axes) != list(range(len(shape))) or len(axes) != len(shape):
+        raise ShapeError(f"transpose: axes {tuple(axes)} are not a permutation of the {len(shape)} axes")
+    return tuple(shape[a] for a in axes)
+
+
+def _transpose_vjp(g, ans, x, axes=None):
+    if axes is None:
+        return G.transpose(g)
+    perm = [a % x.ndim for a in axes]
+    return G.transpose(g, axes=tuple(sorted(range(len(perm)), key=perm.__getitem__)))
+
+
+def _broadcast_to_shape(x_shape, shape):
+    shape, shape_to = x_shape, shape
+    out = broadcast_shapes(shape, tuple(shape_to))
+    if out != tuple(shape_to):
+        raise ShapeError(f"cannot broadcast {fmt_shape(shape)} to {fmt_shape(shape_to)}")
+    return out
+
+
+def _sum_to_shape(x_shape, shape):
+    shape, shape_to = x_shape, shape
+    _broadcast_to_shape(tuple(shape_to), shape)
+    return tuple(shape_to)
+
+
+def _stack_shape(*shapes):
+    if any(s != shapes[0] for s in shapes):
+        raise ShapeError("the items of an array literal have different shapes: "
+                         + ", ".join(fmt_shape(s) for s in shapes))
+    return (len(shapes),) + (shapes[0] if shapes else ())
+
+
+def _maximum_weight(a, b):  # 1 where a wins, 1/2 at a tie (split evenly), 0 where b wins
+    return G.greater(a, b) + 0.5 * G.equal(a, b)
+
+
+def _minimum_weight(a, b):
+    return G.less(a, b) + 0.5 * G.equal(a, b)
+
+
+def _extreme_vjp(g, ans, x, axis=None, keepdims=False):
+    # ties share the gradient evenly (as autograd and TensorFlow's reduce_max do)
+    tied = G.equal(x, _keep(ans, x.shape, axis, keepdims))
+    return _keep(g, x.shape, axis, keepdims) * tied / G.sum(tied, axis=axis, keepdims=True)
+
+
+def _safe_log_base(a):
+    # d(a**b)/db = a**b * log(a) for a > 0 and 0 elsewhere (TensorFlow's convention); the
+    # inner where keeps log away from a <= 0 even in the branch that is discarded
+    positive = G.greater(a, 0.0)
+    return G.where(positive, G.log(G.where(positive, a, 1.0)), 0.0)
+
+
+# --------------------------------------------------------------------------- the table
+
+def _unary(name, forward, vjp, aliases=(), doc=""):
+    register(Op(name, forward, _same, vjp if vjp is None or isinstance(vjp, tuple) else (vjp,),
+                aliases=aliases, elementwise=True, doc=doc))
+
+
+def _binary(name, forward, vjp, aliases=(), doc=""):
+    register(Op(name, forward, _broadcast, vjp, args=("x", "y"), aliases=aliases, elementwise=True, doc=doc))
+
+
+def _reduction(name, forward, vjp, aliases=(), shape=_reduction_shape, doc=""):
+    register(Op(name, forward, shape, (vjp,), params={"axis": None, "keepdims": False},
+                aliases=aliases, doc=doc))
+
+
+NOT_DIFFERENTIABLE = (NO_GRADIENT,)
+
+_unary("negative", lambda xp, x: -x, lambda g, ans, x: -g, ("neg",))
+_unary("positive", lambda xp, x: +x, lambda g, ans, x: g)
+_unary("exp", lambda xp, x: xp.exp(x), lambda g, ans, x: g * ans)
+_unary("log", lambda xp, x: xp.log(x), lambda g, ans, x: g / x)
+_unary("log1p", lambda xp, x: xp.log1p(x), lambda g, ans, x: g / (1.0 + x))
+_unary("expm1", lambda xp, x: xp.expm1(x), lambda g, ans, x: g * (ans + 1.0))
+_unary("sqrt", lambda xp, x: xp.sqrt(x), lambda g, ans, x: g / (2.0 * ans))
+_unary("square", lambda xp, x: xp.square(x), lambda g, ans, x: g * (2.0 * x))
+_unary("abs", lambda xp, x: xp.abs(x), lambda g, ans, x: g * G.sign(x), ("absolute",))
+_unary("sign", lambda xp, x: xp.sign(x), NOT_DIFFERENTIABLE)
+_unary("sin", lambda xp, x: xp.sin(x), lambda g, ans, x: g * G.cos(x))
+_unary("cos", lambda xp, x: xp.cos(x), lambda g, ans, x: -(g * G.sin(x)))
+_unary("tan", lambda xp, x: xp.tan(x), lambda g, ans, x: g * (1.0 + ans * ans))
+_unary("tanh", lambda xp, x: xp.tanh(x), lambda g, ans, x: g * (1.0 - ans * ans))
+_unary("sigmoid", _sigmoid, lambda g, ans, x: g * (ans * (1.0 - ans)), ("expit",))
+_unary("softplus", lambda xp, x: xp.logaddexp(0, x).astype(x.dtype), lambda g, ans, x: g * G.sigmoid(x))
+_unary("relu", lambda xp, x: xp.maximum(x, 0), lambda g, ans, x: g * G.greater(x, 0.0))
+_unary("floor", lambda xp, x: xp.floor(x), NOT_DIFFERENTIABLE)
+_unary("ceil", lambda xp, x: xp.ceil(x), NOT_DIFFERENTIABLE)
+_unary("round", lambda xp, x: xp.round(x), NOT_DIFFERENTIABLE)
+# stop_gradient: the value passes, the gradient does not
+_unary("stop_gradient", lambda xp, x: x, NOT_DIFFERENTIABLE)
+
+_binary("add", lambda xp, x, y: x + y, (lambda g, ans, x, y: g, lambda g, ans, x, y: g))
+_binary("subtract", lambda xp, x, y: x - y, (lambda g, ans, x, y: g, lambda g, ans, x, y: -g), ("sub",))
+_binary("multiply", lambda xp, x, y: x * y, (lambda g, ans, x, y: g * y, lambda g, ans, x, y: g * x), ("mul",))
+_binary("divide", lambda xp, x, y: x / y,
+        (lambda g, ans, x, y: g / y, lambda g, ans, x, y: -(g * ans) / y), ("div", "truediv"))
+_binary("power", lambda xp, x, y: xp.power(x, y),
+        (lambda g, ans, x, y: g * (y * x ** (y - 1.0)), lambda g, ans, x, y: g * (ans * _safe_log_base(x))),
+        ("pow",))
+_binary("maximum", lambda xp, x, y: xp.maximum(x, y),
+        (lambda g, ans, x, y: g * _maximum_weight(x, y), lambda g, ans, x, y: g * (1.0 - _maximum_weight(x, y))))
+_binary("minimum", lambda xp, x, y: xp.minimum(x, y),
+        (lambda g, ans, x, y: g * _minimum_weight(x, y), lambda g, ans, x, y: g * (1.0 - _minimum_weight(x, y))))
+for _name, _fn in (("less", lambda a, b: a < b), ("less_equal", lambda a, b: a <= b),
+                   ("greater", lambda a, b: a > b), ("greater_equal", lambda a, b: a >= b),
+                   ("equal", lambda a, b: a == b), ("not_equal", lambda a, b: a != b)):
+    _binary(_name, _compare(_fn), NOT_DIFFERENTIABLE * 2)
+
+register(Op("where", lambda xp, c, x, y: xp.where(c != 0, x, y), _broadcast,
+            (NO_GRADIENT, lambda g, ans, c, x, y: G.where(c, g, 0.0), lambda g, ans, c, x, y: G.where(c, 0.0, g)),
+            args=("condition", "x", "y"), elementwise=True,
+            doc="where(c, x, y): x where c is nonzero, else y"))
+register(Op("clip", lambda xp, x, lo, hi: xp.minimum(xp.maximum(x, lo), hi), _broadcast,
+            (lambda g, ans, x, lo, hi: g * (G.greater_equal(x, lo) * G.less_equal(x, hi)),
+             lambda g, ans, x, lo, hi: g * G.less(x, lo),
+             lambda g, ans, x, lo, hi: g * G.greater(x, hi)),
+            args=("x", "lo", "hi"), aliases=("clip_by_value",), elementwise=True))
+
+_reduction("sum", lambda xp, x, axis=None, keepdims=False: xp.sum(x, axis=axis, keepdims=keepdims),
+           lambda g, ans, x, axis=None, keepdims=False: _spread(g, x, axis, keepdims), ("reduce_sum",))
+_reduction("mean", lambda xp, x, axis=None, keepdims=False: xp.mean(x, axis=axis, keepdims=keepdims),
+           lambda g, ans, x, axis=None, keepdims=False: _spread(g, x, axis, keepdims) / float(_count(x.shape, axis)),
+           ("reduce_mean",), _nonempty_reduction_shape)
+_reduction("prod", lambda xp, x, axis=None, keepdims=False: xp.prod(x, axis=axis, keepdims=keepdims),
+           lambda g, ans, x, axis=None, keepdims=False: _keep(g, x.shape, axis, keepdims) * G.prod_others(x, axis=axis),
+           ("reduce_prod",))
+_reduction("max", lambda xp, x, axis=None, keepdims=False: xp.max(x, axis=axis, keepdims=keepdims),
+           _extreme_vjp, ("reduce_max", "amax"), _nonempty_reduction_shape)
+_reduction("min", lambda xp, x, axis=None, keepdims=False: xp.min(x, axis=axis, keepdims=keepdims),
+           _extreme_vjp, ("reduce_min", "amin"), _nonempty_reduction_shape)
+_reduction("logsumexp", _logsumexp,
+           lambda g, ans, x, axis=None, keepdims=False:
+               _keep(g, x.shape, axis, keepdims) * G.exp(x - _keep(ans, x.shape, axis, keepdims)),
+           ("reduce_logsumexp",), _nonempty_reduction_shape)
+def _same_checking_axis(shape, axis=-1):
+    normalize_axes(axis, len(shape))
+    return shape
+
+
+def _arg_extreme_shape(shape, axis=None):
+    if not (axis is None or isinstance(axis, int)):
+        raise ShapeError("argmax and argmin take a single axis")
+    return _nonempty_reduction_shape(shape, axis, False)
+
+
+register(Op("prod_others", _prod_others, _same_checking_axis,
+            (lambda g, ans, x, axis=None: (G.sum(g * ans, axis=axis, keepdims=True) - g * ans) / x,),
+            params={"axis": None}, public=False,
+            doc="for each element, the product of the others in its group (the gradient of prod)"))
+for _name, _fn in (("argmax", "argmax"), ("argmin", "argmin")):
+    register(Op(_name, (lambda fn: lambda xp, x, axis=None: getattr(xp, fn)(x, axis=axis).astype(x.dtype))(_fn),
+                _arg_extreme_shape,
+                NOT_DIFFERENTIABLE, params={"axis": None}))
+
+register(Op("softmax", _softmax, _same_checking_axis,
+            (lambda g, ans, x, axis=-1: ans * (g - G.sum(g * ans, axis=axis, keepdims=True)),),
+            params={"axis": -1}))
+register(Op("log_softmax", _log_softmax, _same_checking_axis,
+            (lambda g, ans, x, axis=-1: g - G.exp(ans) * G.sum(g, axis=axis, keepdims=True),),
+            params={"axis": -1}))
+
+register(Op("matmul", lambda xp, a, b: xp.matmul(a, b), _matmul_shape, (_matmul_vjp_a, _matmul_vjp_b),
+            args=("a", "b"), aliases=("dot",)))
+register(Op("transpose", lambda xp, x, axes=None: xp.transpose(x, axes), _transpose_shape,
+            (_transpose_vjp,), params={"axes": None}))
+register(Op("reshape", lambda xp, x, shape: xp.reshape(x, shape), _reshape_shape,
+            (lambda g, ans, x, shape: G.reshape(g, shape=x.shape),), params={"shape": REQUIRED}))
+register(Op("broadcast_to", lambda xp, x, shape: xp.broadcast_to(x, shape), _broadcast_to_shape,
+            (lambda g, ans, x, shape: G.sum_to(g, shape=x.shape),), params={"shape": REQUIRED}))
+register(Op("sum_to", _sum_to, _sum_to_shape,
+            (lambda g, ans, x, shape: G.broadcast_to(g, shape=x.shape),), params={"shape": REQUIRED},
+            doc="sum_to(x, shape): sum the broadcast axes of x away, down to shape"))
+register(Op("index", lambda xp, x, index: x[_index_tuple(index)], _index_shape,
+            (lambda g, ans, x, index: G.scatter(g, shape=x.shape, index=index),), params={"index": REQUIRED},
+            public=False, doc="x[index] with a constant index"))
+register(Op("scatter", _scatter, lambda x_shape, shape, index: tuple(shape),
+            (lambda g, ans, x, shape, index: G.index(g, index=index),),
+            params={"shape": REQUIRED, "index": REQUIRED}, public=False,
+            doc="zeros of `shape` with x placed at `index` (the gradient of indexing)"))
+register(Op("stack", lambda xp, *xs: xp.stack(xs), _stack_shape,
+            (lambda i: lambda g, ans, *xs: G.index(g, index=(i,)),), args=(), variadic=True, public=False,
+            doc="[a, b, ...] of computed values"))
+
+
+# The language's prefixes for pasted TensorFlow / NumPy / JAX code, stripped repeatedly.
+PREFIXES = ("tf.", "np.", "jnp.", "numpy.", "jax.numpy.", "math.", "nn.", "linalg.")
+CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
+
+# Keyword spellings of TensorFlow and NumPy, mapped to the table's parameter names.
+KEYWORD_ALIASES = {
+    "keep_dims": "keepdims", "dim": "axis", "perm": "axes", "newshape": "shape",
+    "clip_value_min": "lo", "clip_value_max": "hi", "a_min": "lo", "a_max": "hi",
+}
+FIRST_ARGUMENT_KEYWORDS = ("input_tensor", "input", "a", "x", "t", "tensor", "logits", "features")
+
+
+def strip_prefixes(name: str) -> str:
+    changed = True
+    while changed:
+        changed = False
+        for prefix in PREFIXES:
+            if name.startswith(prefix):
+                name = name[len(prefix):]
+                changed = True
+    return name
+
+# Sources: a constant written in the program, and an input (`--set`, or a literal default).
+register(Op("const", lambda xp, value: value, lambda value: value.shape, (), args=(),
+            params={"value": REQUIRED}, public=False))
+register(Op("input", lambda xp, name, value: value, lambda name, value: value.shape, (), args=(),
+            params={"name": REQUIRED, "value": REQUIRED}, public=False))

@@ -1,0 +1,127 @@
+"""Rendering results, diagnostics and errors: JSON, plain lines, Rich tables.
+
+The only module that knows Rich; it is imported only when a table is drawn.
+"""
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+
+from .errors import GradcliError, Source, caret_lines, format_error
+
+_NONFINITE_TOKEN = re.compile(r"(?<![\w\"])(-?Infinity|NaN)(?![\w\"])")
+
+
+# --------------------------------------------------------------------------- JSON
+
+def json_value(arr: np.ndarray):
+    """A number for a scalar, else nested lists; non-finite numbers as strings."""
+    return arr.item() if arr.ndim == 0 else arr.tolist()
+
+
+def tensor_json(arr: np.ndarray | None, dtype: str) -> dict | None:
+    if arr is None:
+        return None
+    return {"shape": list(arr.shape), "dtype": dtype, "value": json_value(arr)}
+
+
+def dumps(doc: dict) -> str:
+    """Strict JSON: NaN and infinities become the strings "NaN", "Infinity", "-Infinity"."""
+    text = json.dumps(doc, allow_nan=True, separators=(", ", ": "))
+    if "NaN" in text or "Infinity" in text:
+        text = _requote(text)
+    return text
+
+
+def _requote(text: str) -> str:
+    # bare NaN/Infinity tokens only occur outside strings; strings are left untouched
+    out, pos = [], 0
+    for m in re.finditer(r'"(?:[^"\\]|\\.)*"', text):
+        out.append(_NONFINITE_TOKEN.sub(r'"\1"', text[pos:m.start()]))
+        out.append(m.group(0))
+        pos = m.end()
+    out.append(_NONFINITE_TOKEN.sub(r'"\1"', text[pos:]))
+    return "".join(out)
+
+
+def result_json(result, *, with_gradients: bool) -> dict:
+    doc = {"outputs": {k: tensor_json(v, result.dtype) for k, v in result.outputs.items()}}
+    if with_gradients:
+        doc["gradients"] = {k: tensor_json(v, result.dtype) for k, v in result.gradients.items()}
+    doc["diagnostics"] = [d.to_json() for d in result.diagnostics]
+    return doc
+
+
+def error_json(err: GradcliError) -> dict:
+    out = {"message": err.message}
+    if err.pos is not None:
+        out.update(line=err.pos.line, column=err.pos.column)
+    return {"error": out}
+
+
+# --------------------------------------------------------------------------- plain
+
+def plain_line(name: str, arr: np.ndarray | None) -> str:
+    if arr is None:
+        return f"{name}\t"  # unconnected gradient: the name, no numbers
+    flat = np.asarray(arr, dtype=np.float64).ravel()
+    return f"{name}\t" + " ".join(map(repr, flat.tolist()))
+
+
+def plain_lines(result, *, with_gradients: bool) -> list[str]:
+    lines = [plain_line(k, v) for k, v in result.outputs.items()] if not with_gradients else []
+    if with_gradients:
+        lines += [plain_line(k, v) for k, v in result.gradients.items()]
+    return lines
+
+
+# --------------------------------------------------------------------------- diagnostics, compiler-style
+
+def diagnostic_text(diag, source: Source | None) -> str:
+    where = f"{source.name}:{diag.pos.line}:{diag.pos.column}: " if source and diag.pos else (
+        f"{source.name}: " if source else "")
+    lines = [f"{where}{diag.severity}: {diag.message} [{diag.kind}]"]
+    if source is not None and diag.pos is not None:
+        lines += ["    " + ln for ln in caret_lines(source, diag.pos)]
+    for call in reversed(diag.stack):
+        lines.append(f"    called from line {call.line}, column {call.column}")
+    if diag.reaches:
+        lines.append(f"    reaches: {', '.join(diag.reaches)}")
+    if diag.suggestion:
+        lines.append(f"    suggestion: {diag.suggestion}")
+    return "\n".join(lines)
+
+
+def error_text(err: GradcliError) -> str:
+    return format_error(err)
+
+
+# --------------------------------------------------------------------------- tables
+
+def _summary(arr: np.ndarray | None) -> str:
+    if arr is None:
+        return "null (unconnected)"
+    if arr.size <= 64:
+        return np.array2string(arr, precision=8, separator=", ", max_line_width=100)
+    return (np.array2string(arr, precision=6, separator=", ", threshold=20, edgeitems=3, max_line_width=100)
+            + f"\nmin {np.nanmin(arr):.6g}  max {np.nanmax(arr):.6g}")
+
+
+def print_table(result, *, with_gradients: bool, file=None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(file=file)
+    table = Table(show_header=True, header_style="bold")
+    table.add_column("name")
+    table.add_column("shape")
+    table.add_column("value")
+    for name, arr in result.outputs.items():
+        table.add_row(name, str(tuple(arr.shape)), _summary(arr))
+    if with_gradients:
+        for name, arr in result.gradients.items():
+            shape = str(tuple(arr.shape)) if arr is not None else ""
+            table.add_row(f"∂/∂{name}", shape, _summary(arr))
+    console.print(table)
