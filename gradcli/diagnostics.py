@@ -30,6 +30,7 @@ class Diagnostic:
     count: int | None = None
     reaches: list[str] = field(default_factory=list)
     value_id: int | None = None
+    also: list[Pos] = field(default_factory=list)  # the same computation written elsewhere
 
     def to_json(self) -> dict:
         out = {"severity": self.severity, "kind": self.kind, "op": self.op,
@@ -40,6 +41,8 @@ class Diagnostic:
             out["count"] = self.count
         if self.reaches:
             out["reaches"] = self.reaches
+        if self.also:
+            out["also_at"] = [{"line": p.line, "column": p.column} for p in self.also]
         if self.stack:
             out["called_from"] = [{"line": p.line, "column": p.column} for p in self.stack]
         return out
@@ -61,6 +64,7 @@ class NumericsChecker:
         self.differentiated = graph.differentiated
         self._consumers: dict[int, list[int]] | None = None
         self._seen_ties: set[int] = set()
+        self._origin_of: dict[tuple, int] = {}  # (op, inputs, params) -> diagnostic index
 
     # ----------------------------------------------------------------- the per-equation check
     def __call__(self, i, eq, value, args):
@@ -93,6 +97,14 @@ class NumericsChecker:
 
     # ----------------------------------------------------------------- origins
     def _origin(self, i, eq, value, args, mask) -> int:
+        # the same operation on the same values written twice (exp(x) / sum(exp(x))) is one origin
+        key = (eq.op.name, eq.inputs, repr(sorted(eq.params.items())), eq.backward is None)
+        if key in self._origin_of:
+            k = self._origin_of[key]
+            if eq.pos is not None and eq.pos != self.diagnostics[k].pos and eq.pos not in self.diagnostics[k].also:
+                self.diagnostics[k].also.append(eq.pos)
+            return k
+        self._origin_of[key] = len(self.diagnostics)
         xp = self.xp
         bad = value[mask] if value.ndim else value
         count = int(mask.sum())

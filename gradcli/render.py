@@ -85,6 +85,8 @@ def diagnostic_text(diag, source: Source | None) -> str:
     lines = [f"{where}{diag.severity}: {diag.message} [{diag.kind}]"]
     if source is not None and diag.pos is not None:
         lines += ["    " + ln for ln in caret_lines(source, diag.pos)]
+    if diag.also:
+        lines.append("    the same computation also stands at " + ", ".join(str(p) for p in diag.also))
     for call in reversed(diag.stack):
         lines.append(f"    called from line {call.line}, column {call.column}")
     if diag.reaches:

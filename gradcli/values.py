@@ -86,10 +86,10 @@ def load_file(spec: str, label: str) -> np.ndarray:
     if ".npz:" in lower:
         cut = lower.rindex(".npz:") + 4
         path, key = spec[:cut], spec[cut + 1:]
+    _regular_file(path, label)
     ext = os.path.splitext(path)[1].lower()
     if ext not in (".npy", ".npz", ".json", ".csv"):
         raise GradcliError(f"{label}: cannot read '{path}': use a .npy, .npz, .json or .csv file")
-    _regular_file(path, label)
     try:
         if ext == ".npy":
             return _numeric(np.load(path, allow_pickle=False), label, path)

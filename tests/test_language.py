@@ -1,0 +1,139 @@
+"""The language (SPEC §1): parsing, precedence, names, functions, inputs, and depth."""
+import numpy as np
+import pytest
+
+from gradcli import api
+from gradcli.errors import GradcliError
+
+
+def value(program, **feeds):
+    result = api.evaluate(program, feeds=feeds)
+    return next(iter(result.outputs.values()))
+
+
+@pytest.mark.parametrize("program,expected", [
+    ("-2**2", -4.0), ("2**3**2", 512.0), ("(2**3)**2", 64.0), ("2**-1", 0.5), ("-2**-2", -0.25),
+    ("2 + 3 * 4", 14.0), ("(2 + 3) * 4", 20.0), ("- - 3", 3.0), ("10 - -2", 12.0), ("7 / 2", 3.5),
+    ("12 / 2 / 3", 2.0), ("[1, 2] @ [3, 4] ** 2", 41.0), ("[1, 2] @ [3, 4] + 1", 12.0),
+    ("True + 2 * False + True", 2.0), ("1e-3 * 1e3", 1.0), ("3 > 2", 1.0), ("2 != 2", 0.0),
+    ("2 * 3 ** 2", 18.0), (".5 + 1.", 1.5),
+])
+def test_python_precedence_and_associativity(program, expected):
+    assert value(program) == expected
+
+
+def test_constants_comments_semicolons_and_continuations():
+    program = "# a comment\na = pi; b = e  # trailing\nc = [[1, 2],\n     [3, 4]]\nd = a + \\\n  b\n"
+    r = api.evaluate(program, prints=["d", "c"])
+    assert r.outputs["d"] == np.pi + np.e
+    np.testing.assert_array_equal(r.outputs["c"], [[1, 2], [3, 4]])
+    assert np.isinf(value("inf")) and np.isnan(value("nan"))
+
+
+def test_prefixes_and_tensorflow_aliases():
+    x = np.array([1000.0, 1001.0, 1002.0])
+    want = np.exp(x - x.max())
+    np.testing.assert_allclose(value("tf.exp(x - tf.stop_gradient(tf.reduce_max(x)))", x=x), want)
+    np.testing.assert_allclose(value("tf.math.exp(np.log(jnp.sum(x)))", x=x), x.sum())
+    np.testing.assert_allclose(value("tf.reduce_sum(x, axis=0, keep_dims=True)", x=x), [x.sum()])
+    np.testing.assert_allclose(value("tf.nn.relu(x - 1001)", x=x), [0, 0, 1])
+
+
+def test_functions_expand_with_globals_defaults_and_shadowing():
+    program = ("w = 3.0\n"
+               "def scale(v, k):\n"
+               "    t = v * k\n"
+               "    return t * w\n"
+               "def f(x): return scale(x, 2) + 1\n"
+               "x = [1.0, 2.0]\n"
+               "y = f(x + 1)\n")
+    np.testing.assert_array_equal(value(program), [13.0, 19.0])
+    # a user function named like a built-in replaces it, as in Python
+    assert value("def exp(a): return a + 1\ny = exp(1)") == 2.0
+
+
+def test_a_literal_binding_is_an_input_that_set_overrides():
+    program = "x = [1.0, 2.0]\nb = -0.5\ny = x * 2 + b\n"
+    np.testing.assert_array_equal(value(program), [1.5, 3.5])
+    np.testing.assert_array_equal(value(program, x=[10.0], b=1.0), [21.0])
+
+
+def test_indexing_and_slicing():
+    m = np.arange(12.0).reshape(3, 4)
+    np.testing.assert_array_equal(value("m[1, 2]", m=m), m[1, 2])
+    np.testing.assert_array_equal(value("m[2][1]", m=m), m[2][1])
+    np.testing.assert_array_equal(value("m[:2, 1:]", m=m), m[:2, 1:])
+    np.testing.assert_array_equal(value("m[::-1, None, -1]", m=m), m[::-1, None, -1])
+    np.testing.assert_array_equal(value("m[..., 0]", m=m), m[..., 0])
+
+
+def test_array_of_computed_values_stacks_and_differentiates():
+    r = api.grad("x = [1.0, 2.0]\ny = sum([x * 2, x * x] @ [1.0, 3.0])", wrt=["x"])
+    # y = 2*(1*x0 + 3*x1) + (1*x0^2 + 3*x1^2)
+    np.testing.assert_allclose(r.gradients["x"], [2 + 2 * 1.0, 6 + 6 * 2.0])
+
+
+@pytest.mark.parametrize("depth", [100_000])
+def test_deep_nesting_parses_lowers_and_differentiates(depth):
+    program = "y = " + "(" * depth + "x" + " + 1)" * depth + "\n"
+    r = api.grad(program, wrt=["x"], feeds={"x": 0.5})
+    assert r.outputs["y"] == 0.5 + depth
+    assert r.gradients["x"] == 1.0
+
+
+def test_deep_chain_of_calls_and_long_sums():
+    depth = 20_000
+    program = "y = " + "sin(" * depth + "x" + ")" * depth
+    r = api.grad(program, wrt=["x"], feeds={"x": 0.3})
+    t, d = 0.3, 1.0
+    for _ in range(depth):
+        d *= np.cos(t)
+        t = np.sin(t)
+    np.testing.assert_allclose(r.outputs["y"], t, rtol=1e-12)
+    np.testing.assert_allclose(r.gradients["x"], d, rtol=1e-9)
+    terms = " + ".join(f"x * {k}" for k in range(1, 5001))
+    r = api.grad("y = " + terms, wrt=["x"], feeds={"x": 2.0})
+    assert r.gradients["x"] == 5000 * 5001 / 2
+
+
+@pytest.mark.parametrize("program,message,line,column", [
+    ("y = (x + 2))", "unmatched ')'", 1, 12),
+    ("y = = 2", "unexpected '='", 1, 5),
+    ("a = 1\nb = a *\n", "unexpected end of line", 2, 8),
+    ("y = frobnicate(1)", "unknown function 'frobnicate'", 1, 5),
+    ("y = exq(1)", "did you mean exp", 1, 5),
+    ("x = [1.0]\ny = x(2.0)", "'x' is a value", 2, 5),
+    ("y = [1, 2] + [1, 2, 3]", "cannot be broadcast", 1, 12),
+    ("y = reshape([1.0, 2.0, 3.0], [2, 2])", "cannot reshape", 1, 5),
+    ("y = where([1.0] > 0, [1.0])", "where() takes 3", 1, 5),
+    ("def f(a, b): return a * b\ny = f(1.0)", "f() takes 2 arguments", 2, 5),
+    ("x = [1.0, 2.0, 3.0]\ny = x[5]", "out of bounds", 2, 6),
+    ("def f(a):\n    return f(a) + 1\ny = f(1.0)", "recursion", 2, 12),
+    ("def ping(a): return pong(a)\ndef pong(a): return ping(a)\ny = ping(1.0)", "ping -> pong -> ping", 2, 21),
+    ("def f(a):\n    b = a\ny = f(1)", "must end with 'return EXPR'", 2, 5),
+    ("y = sum([1.0], axis=2)", "axis 2 is out of range", 1, 5),
+    ("y = sum([1.0], bogus=1)", "has no argument 'bogus'", 1, 16),
+    ("y = x * 2\nx = 3", "used before it is assigned", 1, 5),
+    ("y = alpha * beta + gamma", "missing inputs 'alpha', 'beta', 'gamma'", 1, 5),
+    ("y = 1 < 2 < 3", "comparisons do not chain", 1, 11),
+    ("y = [[1, 2], [3]]", "ragged array literal", 1, 5),
+    ("y = exp", "'exp' is a function", 1, 5),
+    ("def f(a, a): return a\ny = f(1, 2)", "duplicate parameter 'a'", 1, 10),
+    ("y = [1.0, 2.0] @ 2.0", "matmul needs arrays of rank 1", 1, 16),
+    ("y = sum([1.0], axis=x)", "must be a constant", 1, 5),
+])
+def test_user_errors_name_the_place(program, message, line, column):
+    with pytest.raises(GradcliError) as info:
+        api.evaluate(program)
+    err = info.value
+    assert message in err.message
+    assert (err.pos.line, err.pos.column) == (line, column)
+
+
+def test_expansion_blowup_is_refused_not_run(monkeypatch):
+    from gradcli import graph
+    monkeypatch.setattr(graph, "MAX_EQUATIONS", 10_000)
+    program = "def f0(a): return a + 1\n" + "".join(
+        f"def f{k}(a): return f{k - 1}(a) * f{k - 1}(a)\n" for k in range(1, 30)) + "y = f29(1.0)\n"
+    with pytest.raises(GradcliError, match="expands to more than 10,000 operations"):
+        api.evaluate(program)

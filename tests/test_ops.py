@@ -1,0 +1,157 @@
+"""Layer 1: the op table. Every gradient rule against float64 central finite differences on
+random inputs (broadcasting included), second derivatives by reverse over reverse, and the
+conventions at ties and kinks."""
+import numpy as np
+import pytest
+
+from gradcli import api
+from gradcli.ops import CALLABLE, OPS
+
+from gradcheck import check_program
+
+
+def positive(shape):
+    return lambda rng: rng.uniform(0.5, 2.0, shape)
+
+
+def normal(shape):
+    return lambda rng: rng.standard_normal(shape)
+
+
+def away_from_zero(shape):
+    return lambda rng: rng.choice([-1.0, 1.0], shape) * rng.uniform(0.3, 2.0, shape)
+
+
+# (program, {input: generator}); each input is differentiated.
+CASES = [
+    ("y = -x", {"x": normal((3, 4))}),
+    ("y = +x", {"x": normal((3,))}),
+    ("y = exp(x)", {"x": normal((3, 4))}),
+    ("y = log(x)", {"x": positive((3, 4))}),
+    ("y = log1p(x)", {"x": positive((5,))}),
+    ("y = expm1(x)", {"x": normal((5,))}),
+    ("y = sqrt(x)", {"x": positive((2, 3))}),
+    ("y = square(x)", {"x": normal((4,))}),
+    ("y = abs(x)", {"x": away_from_zero((6,))}),
+    ("y = sin(x)", {"x": normal((4,))}),
+    ("y = cos(x)", {"x": normal((4,))}),
+    ("y = tan(x)", {"x": lambda rng: rng.uniform(-1.2, 1.2, (4,))}),
+    ("y = tanh(x)", {"x": normal((4,))}),
+    ("y = sigmoid(x)", {"x": normal((2, 3))}),
+    ("y = softplus(x)", {"x": normal((2, 3))}),
+    ("y = relu(x)", {"x": away_from_zero((6,))}),
+    ("y = a + b", {"a": normal((3, 1)), "b": normal((1, 4))}),
+    ("y = a - b", {"a": normal((3, 4)), "b": normal((4,))}),
+    ("y = a * b", {"a": normal((3, 1)), "b": normal((1, 4))}),
+    ("y = a / b", {"a": normal((2, 3)), "b": away_from_zero((3,))}),
+    ("y = a ** b", {"a": positive((3, 1)), "b": normal((1, 4))}),
+    ("y = a ** 3", {"a": normal((4,))}),
+    ("y = 2 ** a", {"a": normal((4,))}),
+    ("y = maximum(a, b)", {"a": normal((3, 1)), "b": normal((1, 4))}),
+    ("y = minimum(a, b)", {"a": normal((3, 4)), "b": normal((4,))}),
+    ("y = where(c, a, b)", {"a": normal((4,)), "b": normal((3, 1))}),
+    ("y = clip(x, lo, hi)", {"x": lambda rng: rng.uniform(-3, 3, (8,)), "lo": lambda rng: rng.uniform(-2.1, -1.9, ()),
+                             "hi": lambda rng: rng.uniform(1.9, 2.1, ())}),
+    ("y = sum(x)", {"x": normal((3, 4))}),
+    ("y = sum(x, axis=0)", {"x": normal((3, 4))}),
+    ("y = sum(x, axis=[0, 2], keepdims=True)", {"x": normal((2, 3, 4))}),
+    ("y = mean(x, axis=-1)", {"x": normal((3, 4))}),
+    ("y = prod(x)", {"x": away_from_zero((2, 3))}),
+    ("y = prod(x, axis=1, keepdims=True)", {"x": away_from_zero((3, 4))}),
+    ("y = max(x, axis=1)", {"x": normal((3, 4))}),
+    ("y = min(x)", {"x": normal((3, 4))}),
+    ("y = logsumexp(x, axis=0)", {"x": normal((3, 4))}),
+    ("y = logsumexp(x)", {"x": normal((5,))}),
+    ("y = softmax(x)", {"x": normal((3, 4))}),
+    ("y = softmax(x, axis=0)", {"x": normal((3, 4))}),
+    ("y = log_softmax(x)", {"x": normal((2, 5))}),
+    ("y = a @ b", {"a": normal((3, 4)), "b": normal((4, 2))}),
+    ("y = a @ b", {"a": normal((4,)), "b": normal((4,))}),
+    ("y = a @ b", {"a": normal((3, 4)), "b": normal((4,))}),
+    ("y = a @ b", {"a": normal((4,)), "b": normal((4, 2))}),
+    ("y = a @ b", {"a": normal((2, 3, 4)), "b": normal((4, 2))}),
+    ("y = a @ b", {"a": normal((4,)), "b": normal((2, 4, 3))}),
+    ("y = dot(a, b)", {"a": normal((2, 3)), "b": normal((3, 2))}),
+    ("y = transpose(x)", {"x": normal((2, 3, 4))}),
+    ("y = transpose(x, axes=[1, 0, 2])", {"x": normal((2, 3, 4))}),
+    ("y = reshape(x, [3, -1])", {"x": normal((2, 3, 2))}),
+    ("y = broadcast_to(x, [3, 4])", {"x": normal((4,))}),
+    ("y = x[1]", {"x": normal((3, 4))}),
+    ("y = x[:, 1:3]", {"x": normal((3, 4))}),
+    ("y = x[::-2, None]", {"x": normal((5,))}),
+    ("y = x[..., -1]", {"x": normal((2, 3, 4))}),
+    ("y = [a, b * 2, a * b]", {"a": normal((3,)), "b": normal((3,))}),
+    ("y = sum(x * x * x + sin(x) * x + exp(x) / (1 + x * x))", {"x": normal((3,))}),
+]
+
+
+@pytest.mark.parametrize("program,inputs", CASES, ids=[c[0] for c in CASES])
+def test_gradient_matches_finite_differences(program, inputs):
+    rng = np.random.default_rng(abs(hash(program)) % 2**32)
+    feeds = {name: make(rng) for name, make in inputs.items()}
+    if "where(c" in program:
+        feeds["c"] = rng.choice([0.0, 1.0], (4,))
+    check_program(program, feeds, list(inputs), rng)
+
+
+def test_every_public_operation_is_covered_or_not_differentiable():
+    covered = {"negative", "positive", "broadcast_to", "sum_to", "index", "stack", "stop_gradient"}
+    for program, _ in CASES:
+        for name, op in CALLABLE.items():
+            if f"{name}(" in program:
+                covered.add(op.name)
+    symbols = {"+": "add", "-": "subtract", "*": "multiply", "/": "divide", "**": "power", "@": "matmul"}
+    for symbol, name in symbols.items():
+        if any(f" {symbol} " in p for p, _ in CASES):
+            covered.add(name)
+    for name, op in OPS.items():
+        if not op.public or all(r == "no gradient" for r in op.vjp or ()):
+            continue
+        assert name in covered, f"no finite-difference test for {name}"
+
+
+def grad_of(program, wrt="x", **feeds):
+    result = api.grad(program, wrt=[wrt], feeds=feeds)
+    return result.gradients[wrt]
+
+
+def test_max_splits_the_gradient_evenly_among_ties():
+    np.testing.assert_array_equal(grad_of("y = max(x)", x=[2.0, 2.0, 2.0]), [1 / 3] * 3)
+    np.testing.assert_array_equal(grad_of("y = min(x, axis=1)", x=[[1.0, 1.0, 2.0], [0.0, 3.0, 0.0]]),
+                                  [[0.5, 0.5, 0.0], [0.5, 0.0, 0.5]])
+
+
+def test_maximum_splits_on_equality_but_relu_abs_sign_give_zero_at_zero():
+    np.testing.assert_array_equal(grad_of("y = maximum(x, 0)", x=[0.0, 1.0, -1.0]), [0.5, 1.0, 0.0])
+    np.testing.assert_array_equal(grad_of("y = minimum(x, 0)", x=[0.0, 1.0, -1.0]), [0.5, 0.0, 1.0])
+    np.testing.assert_array_equal(grad_of("y = relu(x)", x=[0.0, 2.0, -2.0]), [0.0, 1.0, 0.0])
+    np.testing.assert_array_equal(grad_of("y = abs(x)", x=[0.0, 2.0, -2.0]), [0.0, 1.0, -1.0])
+
+
+def test_non_differentiable_operations_pass_no_gradient():
+    for program in ("y = sign(x)", "y = x > 1", "y = floor(x)", "y = argmax(x)", "y = stop_gradient(x)"):
+        assert grad_of(program, x=[0.5, 1.5]) is None, program
+
+
+def test_stop_gradient_passes_the_value_but_not_the_gradient():
+    x = np.array([1.9, -0.8, 0.5])
+    r = api.grad("y = sum(stop_gradient(x) * x + x)", wrt=["x"], feeds={"x": x})
+    np.testing.assert_allclose(r.outputs["y"], np.sum(x * x + x))
+    np.testing.assert_allclose(r.gradients["x"], x + 1.0, rtol=1e-15)
+
+
+def test_prod_gradient_is_exact_with_zeros():
+    np.testing.assert_array_equal(grad_of("y = prod(x)", x=[0.0, 2.0, 3.0]), [6.0, 0.0, 0.0])
+    np.testing.assert_array_equal(grad_of("y = prod(x)", x=[0.0, 2.0, 0.0]), [0.0, 0.0, 0.0])
+
+
+def test_stable_forms_stay_finite_at_extremes():
+    r = api.grad("y = sigmoid(x)", wrt=["x"], feeds={"x": [-1000.0, 0.0, 1000.0]})
+    np.testing.assert_array_equal(r.outputs["y"], [0.0, 0.5, 1.0])
+    np.testing.assert_array_equal(r.gradients["x"], [0.0, 0.25, 0.0])
+    r = api.grad("y = logsumexp(x)", wrt=["x"], feeds={"x": [1000.0, 1001.0, 1002.0]})
+    z = np.exp(np.array([-2.0, -1.0, 0.0]))
+    np.testing.assert_allclose(r.outputs["y"], 1002.0 + np.log(z.sum()), rtol=1e-15)
+    np.testing.assert_allclose(r.gradients["x"], z / z.sum(), rtol=1e-12)
+    r = api.evaluate("y = softplus(x)", feeds={"x": [-1000.0, 1000.0]})
+    np.testing.assert_array_equal(r.outputs["y"], [0.0, 1000.0])
