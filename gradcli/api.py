@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .autodiff import gradients
+from .autodiff import blocked_at, gradients
 from .diagnostics import Diagnostic, NumericsChecker
 from .errors import GradcliError, Source
 from .evaluate import DTYPES, array_namespace, run
@@ -115,7 +115,25 @@ def grad(text: str, *, wrt: list[str], of: list[str] | None = None, name: str = 
             result_grads[x] = None
     for d in diagnostics:
         d.reaches = [r.replace("\0", "d/d") for r in d.reaches]
+    for x, x_id, g in zip(wrt, x_ids, grad_ids):
+        if g is None:
+            diagnostics.append(_unconnected(graph, y_ids, ys, x, x_id))
     return Result(outputs, result_grads, diagnostics, dtype, graph)
+
+
+def _unconnected(graph: Graph, y_ids: list[int], ys: list[str], x: str, x_id: int) -> Diagnostic:
+    """Why x has no gradient: no path to the outputs, or every path is cut (and where)."""
+    cuts = blocked_at(graph, y_ids, x_id)
+    targets = " + ".join(ys)
+    if cuts is None:
+        return Diagnostic("info", "unconnected", "grad", f"{x} has no gradient: {targets} does not depend on {x}",
+                          None, graph.equations[x_id].pos)
+    where = ", ".join(f"{graph.equations[c].label} at {graph.equations[c].pos}" for c in cuts[:5])
+    more = f" and {len(cuts) - 5} more" if len(cuts) > 5 else ""
+    first = graph.equations[cuts[0]]
+    return Diagnostic("info", "unconnected", first.label,
+                      f"{x} has no gradient: every path from {x} to {targets} passes through an operation "
+                      f"that passes no gradient: {where}{more}", None, first.pos, first.stack)
 
 
 def _seed(graph: Graph, y: str, value: np.ndarray) -> int:

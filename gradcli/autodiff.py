@@ -85,3 +85,30 @@ def _accumulate(graph: Graph, cotangent: dict, j: int, ct: Sym) -> None:
         ct = G.sum_to(ct, shape=target) if len(ct.shape) >= len(target) else G.broadcast_to(ct, shape=target)
     previous = cotangent.get(j)
     cotangent[j] = ct.id if previous is None else G.add(Sym(graph, previous), ct).id
+
+
+def blocked_at(graph: Graph, ys: list[int], x: int) -> list[int] | None:
+    """Why x gets no gradient: None if no y depends on x at all, else the equations on the
+    way from x to the ys that pass it no gradient (stop_gradient, comparisons, sign, ...)."""
+    upto = max(ys)
+    if x > upto:
+        return None
+    ancestor = bytearray(upto + 1)
+    for y in ys:
+        ancestor[y] = 1
+    for i in range(upto, x - 1, -1):
+        if ancestor[i]:
+            for j in graph.equations[i].inputs:
+                ancestor[j] = 1
+    if not ancestor[x]:
+        return None
+    depends = bytearray(upto + 1)
+    depends[x] = 1
+    cuts = []
+    for i in range(x + 1, upto + 1):
+        eq = graph.equations[i]
+        if any(depends[j] for j in eq.inputs):
+            depends[i] = 1
+            if ancestor[i] and any(depends[j] and eq.op.rule(k) is NO_GRADIENT for k, j in enumerate(eq.inputs)):
+                cuts.append(i)
+    return cuts

@@ -17,6 +17,12 @@ from .ops import normalize_axes
 
 NONFINITE_KINDS = ("overflow", "divide_by_zero", "invalid", "nonfinite_gradient")
 
+# Operations whose results can grow past the floating-point range; their finite results
+# are also checked for headroom (how close they come to overflowing).
+GROWING_OPS = frozenset({"exp", "expm1", "power", "multiply", "square", "divide", "matmul", "prod", "sum"})
+HEADROOM_FACTOR = 1e3        # "close to overflowing": within this factor of the largest number
+FLOAT32_MAX = 3.4028234663852886e38
+
 
 @dataclass
 class Diagnostic:
@@ -65,16 +71,25 @@ class NumericsChecker:
         self._consumers: dict[int, list[int]] | None = None
         self._seen_ties: set[int] = set()
         self._origin_of: dict[tuple, int] = {}  # (op, inputs, params) -> diagnostic index
+        self.largest = float(xp.finfo(dtype).max)
 
     # ----------------------------------------------------------------- the per-equation check
     def __call__(self, i, eq, value, args):
         xp = self.xp
         if i in self.differentiated:
             self._check_kinks(i, eq, value, args)
-        if value.size == 0 or bool(xp.isfinite(xp.sum(value))):
+        if value.size == 0:
+            return
+        if bool(xp.isfinite(xp.sum(value))):
+            if eq.op.name in GROWING_OPS and eq.backward is None:
+                self._check_headroom(i, eq, value, args)
             return
         finite = xp.isfinite(value)
         if bool(finite.all()):  # only the check's own sum overflowed
+            return
+        if not eq.inputs:  # an input or a constant that holds non-finite numbers
+            self._nonfinite_source(i, eq, value, finite)
+            self.origins[i] = frozenset()
             return
         carried = [j for j in eq.inputs if j in self.origins]
         origins = frozenset().union(*(self.origins[j] for j in carried))
@@ -88,12 +103,32 @@ class NumericsChecker:
         if new is not None and bool(new.any()):
             origins |= {self._origin(i, eq, value, args, new)}
         elif carried and bool(xp.isnan(value).any()) and not any(bool(xp.isnan(a).any()) for a in args):
-            # NaN made from infinities (inf - inf, inf / inf, 0 * inf): a consequence of them
+            # NaN made from infinities (inf - inf, inf / inf, 0 * inf): a consequence of the
+            # origin that made them, or an origin itself where they were given as inputs
+            if not origins:
+                label = self._label(eq)
+                nans = int(xp.isnan(value).sum())
+                self.diagnostics.append(Diagnostic(
+                    "warning", "invalid", label, f"{label} gives NaN at {nans} element{'s' * (nans != 1)}: "
+                    f"an undefined form of infinities (inf - inf, inf / inf or 0 * inf)", None,
+                    eq.pos, eq.stack, nans, value_id=i))
+                origins = frozenset({len(self.diagnostics) - 1})
             for k in origins:
                 d = self.diagnostics[k]
                 d.message += (f"; then {self._label(eq)} at {eq.pos} turns the infinities into NaN"
                               if eq.pos else "")
         self.origins[i] = origins
+
+    def _nonfinite_source(self, i, eq, value, finite):
+        xp = self.xp
+        count = int((~finite).sum())
+        plural = "s" * (count != 1)
+        if eq.op.name == "input":
+            message = f"input {eq.params['name']} holds {count} non-finite number{plural}"
+        else:
+            message = f"this number is not finite in {self.dtype} (it is {float(xp.ravel(value)[0])})"
+        self.diagnostics.append(Diagnostic("info", "nonfinite_input", eq.label, message, None,
+                                           eq.pos, eq.stack, count, value_id=i))
 
     # ----------------------------------------------------------------- origins
     def _origin(self, i, eq, value, args, mask) -> int:
@@ -144,6 +179,7 @@ class NumericsChecker:
             zero_at = at_bad(args[1] if name == "divide" else args[0])
             if bool((zero_at == 0).any()):
                 what = "the denominator is 0" if name == "divide" else "its argument is 0"
+                self._explain_underflow(eq.inputs[1] if name == "divide" else eq.inputs[0], eq)
                 return "divide_by_zero", what
         if has_inf:
             finite_args = [a for a in args if a.size]
@@ -161,6 +197,52 @@ class NumericsChecker:
         if name == "divide":
             return "invalid", "0 / 0"
         return "invalid", None
+
+    def _check_headroom(self, i, eq, value, args):
+        xp = self.xp
+        top = max(float(xp.max(value)), -float(xp.min(value)))
+        label = self._label(eq)
+        if top > self.largest / HEADROOM_FACTOR:
+            self.diagnostics.append(Diagnostic(
+                "info", "headroom", label, f"{label} reaches {top:.4g}, within a factor of "
+                f"{self.largest / top:.3g} of the largest {self.dtype} ({self.largest:.4g}): a little more overflows",
+                None, eq.pos, eq.stack, value_id=i))
+        elif self.dtype == "float64" and top > FLOAT32_MAX:
+            limit = " (exp overflows float32 above 88.72)" if eq.op.name == "exp" else ""
+            self.diagnostics.append(Diagnostic(
+                "info", "float32_overflow", label, f"{label} reaches {top:.4g}, past the largest float32 "
+                f"({FLOAT32_MAX:.4g}): this program overflows with --dtype float32{limit}",
+                None, eq.pos, eq.stack, value_id=i))
+
+    def _explain_underflow(self, j: int, consumer) -> None:
+        """If value j is 0 because it underflowed (from nonzero inputs), say so (info).
+        Its inputs were freed after use: recompute them (this path only runs on trouble)."""
+        from .evaluate import run
+
+        producer = self.graph.equations[j]
+        if not producer.inputs or producer.op.name not in ("exp", "multiply", "divide", "power", "square",
+                                                           "sigmoid", "softmax", "prod", "matmul"):
+            return
+        xp = self.xp
+        values = run(self.graph, [j, *producer.inputs], dtype=self.dtype, xp=xp)
+        out = values[j]
+        nonzero_inputs = None
+        for k in producer.inputs:
+            nz = xp.broadcast_to(values[k] != 0, out.shape) if values[k].shape != out.shape else values[k] != 0
+            nonzero_inputs = nz if nonzero_inputs is None else nonzero_inputs & nz
+        underflowed = (out == 0) & nonzero_inputs
+        count = int(underflowed.sum())
+        if count:
+            label = self._label(producer)
+            extra = ""
+            if producer.op.name == "exp":
+                low = float(xp.min(xp.broadcast_to(values[producer.inputs[0]], out.shape)[underflowed]))
+                extra = f" (its argument reaches {_fmt(low)}; exp underflows below about -745 in float64)"
+            self.diagnostics.append(Diagnostic(
+                "info", "underflow", label, f"{label} underflows to 0 at {count} element{'s' * (count != 1)}"
+                f"{extra}, and {self._label(consumer)} at {consumer.pos} then divides by it",
+                "compute the ratio in log space (subtract logarithms), or rescale before dividing",
+                producer.pos, producer.stack, count, value_id=j))
 
     # ----------------------------------------------------------------- ties and kinks
     def _check_kinks(self, i, eq, value, args):
@@ -220,6 +302,13 @@ class NumericsChecker:
                 return snippet
         return "x"
 
+    def operand(self, j: int) -> str:
+        """`text(j)`, parenthesised where it would otherwise bind wrongly inside another expression."""
+        t = self.text(j)
+        simple = t.replace("_", "a").replace(".", "a").isalnum() or (
+            t.endswith(")") and t.split("(", 1)[0].replace("_", "a").replace(".", "a").isalnum())
+        return t if simple else f"({t})"
+
     def _op_of(self, j: int) -> str:
         return self.graph.equations[j].op.name
 
@@ -244,7 +333,7 @@ class NumericsChecker:
             return None
         if name == "exp" and kind == "overflow":
             x = self.text(eq.inputs[0])
-            stable = f"exp({x} - stop_gradient(max({x})))"
+            stable = f"exp({x} - stop_gradient(max({self.operand(eq.inputs[0])})))"
             for k in self.consumers().get(i, []):
                 c = g.equations[k]
                 if c.op.name == "divide" and c.inputs[0] == i:
@@ -269,8 +358,9 @@ class NumericsChecker:
                 return f"log is -inf at 0: use log(maximum({x}, 1e-12)) or log({x} + 1e-12)"
             return f"log is undefined below 0: check the sign of {x}, or use log(abs({x}))"
         if name == "divide" and kind in ("divide_by_zero", "invalid"):
-            d = self.text(eq.inputs[1])
-            return f"the denominator {d} reaches 0: guard it, e.g. where({d} != 0, n / where({d} != 0, {d}, 1.0), 0.0)"
+            d, n = self.operand(eq.inputs[1]), self.operand(eq.inputs[0])
+            return (f"the denominator {self.text(eq.inputs[1])} reaches 0: guard it, e.g. "
+                    f"where({d} != 0, {n} / where({d} != 0, {d}, 1.0), 0.0), or add a small epsilon")
         if name == "sqrt":
             return f"sqrt is undefined below 0: use sqrt(maximum({self.text(eq.inputs[0])}, 0.0))"
         if kind == "overflow":

@@ -43,7 +43,8 @@ def test_grad_json_document():
     assert strict_json(p.stdout) == {
         "outputs": {"y": {"shape": [], "dtype": "float64", "value": 5.0}},
         "gradients": {"a": {"shape": [2], "dtype": "float64", "value": [2.0, 4.0]}, "b": None},
-        "diagnostics": []}
+        "diagnostics": [{"severity": "info", "kind": "unconnected", "op": "grad", "line": 1, "column": 5,
+                         "message": "b has no gradient: y does not depend on b", "suggestion": None}]}
     p = gradcli("grad", "-e", "z = b * 2; y = sum(a * a)", "--wrt", "b", "--set", "a=[1, 2]",
                 "--set", "b=[3, 4]", "--unconnected", "zero", "--format", "json")
     assert strict_json(p.stdout)["gradients"]["b"] == {"shape": [2], "dtype": "float64", "value": [0.0, 0.0]}

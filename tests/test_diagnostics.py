@@ -1,0 +1,135 @@
+"""SPEC §5: every kind of diagnostic and every suggestion, each triggered by a program, and
+clean programs staying silent."""
+import numpy as np
+import pytest
+
+from gradcli import api
+
+
+def diagnostics(program, wrt=None, **feeds):
+    if wrt:
+        return api.grad(program, wrt=wrt, feeds=feeds).diagnostics
+    return api.evaluate(program, feeds=feeds).diagnostics
+
+
+def only(diags, kind):
+    found = [d for d in diags if d.kind == kind]
+    assert len(found) == 1, [(d.kind, d.message) for d in diags]
+    return found[0]
+
+
+def test_overflow_in_a_softmax_is_reported_once_with_the_stable_rewrite():
+    diags = diagnostics("y = exp(x) / sum(exp(x))", x=[1000.0, 1001.0, 1002.0])
+    d = only(diags, "overflow")
+    assert (d.op, d.pos.line, d.pos.column, d.count) == ("exp", 1, 5, 3)
+    assert "its argument reaches 1002" in d.message and "709.78" in d.message
+    assert "turns the infinities into NaN" in d.message
+    assert [(p.line, p.column) for p in d.also] == [(1, 18)]
+    assert d.reaches == ["y"]
+    assert "exp(x - stop_gradient(max(x)))" in d.suggestion and "softmax(x)" in d.suggestion
+
+
+@pytest.mark.parametrize("program,x,kind,op,suggestion", [
+    ("y = log(sum(exp(x)))", [1000.0, 1.0], "overflow", "exp", "logsumexp(x)"),
+    ("y = log(1 + exp(x))", [1000.0], "overflow", "exp", "softplus(x)"),
+    ("y = log(sigmoid(x))", [-1000.0], "divide_by_zero", "log", "-softplus(-(x))"),
+    ("y = log(x)", [0.0, 1.0], "divide_by_zero", "log", "log(maximum(x, 1e-12))"),
+    ("y = log(x)", [-1.0], "invalid", "log", "check the sign of x"),
+    ("y = 1 / (x - 1)", [1.0, 2.0], "divide_by_zero", "/",
+     "the denominator x - 1 reaches 0: guard it, e.g. where((x - 1) != 0, 1 / where((x - 1) != 0, (x - 1), 1.0), 0.0)"),
+    ("y = (x - 1) / (x - 1)", [1.0], "invalid", "/", "reaches 0"),
+    ("y = sqrt(x)", [-4.0], "invalid", "sqrt", "sqrt(maximum(x, 0.0))"),
+    ("y = x * 1e308", [10.0, 1.0], "overflow", "*", "rescale"),
+])
+def test_forward_origins_and_fixes(program, x, kind, op, suggestion):
+    d = only(diagnostics(program, x=x), kind)
+    assert d.op == op and d.severity == "warning"
+    assert suggestion in d.suggestion
+
+
+def test_backward_origin_sqrt_at_zero():
+    r = api.grad("y = sum(sqrt(x))", wrt=["x"], feeds={"x": [0.0, 4.0]})
+    np.testing.assert_array_equal(r.gradients["x"], [np.inf, 0.25])
+    d = only(r.diagnostics, "nonfinite_gradient")
+    assert (d.op, d.pos.column, d.count, d.reaches) == ("sqrt", 9, 1, ["d/dx"])
+    assert "sqrt(x + 1e-12)" in d.suggestion
+
+
+def test_the_where_trap_suggests_the_double_where():
+    r = api.grad("y = sum(where(x > 0, log(x), 0.0))", wrt=["x"], feeds={"x": [0.0, 2.0]})
+    assert np.isnan(r.gradients["x"][0]) and r.gradients["x"][1] == 0.5
+    assert only(r.diagnostics, "divide_by_zero").op == "log"  # forward, in the discarded branch
+    d = only(r.diagnostics, "nonfinite_gradient")
+    assert "double-where" in d.suggestion and "where(c, log(where(c, x, 1.0)), 0.0)" in d.suggestion
+
+
+def test_discarded_nan_is_reported_but_outputs_stay_finite():
+    r = api.grad("y = sum(where(x > 0, log(x), 0.0))", wrt=["x"], feeds={"x": [-1.0, 2.0]})
+    assert only(r.diagnostics, "invalid").op == "log"
+    assert r.nonfinite() == []
+
+
+def test_origin_inside_a_function_names_the_call_site():
+    program = "x = [1000.0, 1.0]\ndef f(a):\n    return exp(a) + 1\n\ny = f(x)\n"
+    d = only(diagnostics(program), "overflow")
+    assert (d.pos.line, d.pos.column) == (3, 12)
+    assert [(p.line, p.column) for p in d.stack] == [(5, 5)]
+
+
+def test_nonfinite_inputs_and_the_nan_they_make():
+    diags = diagnostics("y = x - x", x=[np.inf, 1.0])
+    assert only(diags, "nonfinite_input").message == "input x holds 1 non-finite number"
+    d = only(diags, "invalid")
+    assert d.op == "-" and "inf - inf" in d.message
+
+
+def test_underflow_then_divide_is_explained():
+    diags = diagnostics("y = 1 / exp(-800 * x)", x=[1.0])
+    assert only(diags, "divide_by_zero").op == "/"
+    d = only(diags, "underflow")
+    assert d.op == "exp" and d.severity == "info" and "argument reaches -800" in d.message
+
+
+def test_headroom_and_float32_warnings():
+    d = only(diagnostics("y = exp(x)", x=[705.0]), "headroom")
+    assert "within a factor of 119" in d.message
+    d = only(diagnostics("y = exp(x)", x=[100.0]), "float32_overflow")
+    assert "exp overflows float32 above 88.72" in d.message
+
+
+def test_ties_and_kinks_of_differentiated_operations():
+    r = api.grad("y = sum(min(x, axis=1) * 2)", wrt=["x"], feeds={"x": [[1.0, 1.0, 2.0], [0.0, 3.0, 0.0]]})
+    d = only(r.diagnostics, "tie")
+    assert (d.op, d.count) == ("min", 2) and "split evenly" in d.message
+    r = api.grad("y = sum(abs(x)) + sum(maximum(x, 1))", wrt=["x"], feeds={"x": [0.0, 1.0]})
+    assert only(r.diagnostics, "kink").op == "abs"
+    assert only(r.diagnostics, "tie").op == "maximum"
+
+
+def test_a_max_that_is_not_differentiated_reports_no_tie():
+    r = api.grad("y = sum(exp(x - stop_gradient(max(x))))", wrt=["x"], feeds={"x": [2.0, 2.0]})
+    assert r.diagnostics == []
+    assert api.evaluate("y = max(x)", feeds={"x": [2.0, 2.0]}).diagnostics == []
+
+
+def test_blocked_gradients_say_why():
+    r = api.grad("z = b * 2\ny = sum(a * a) + sum(stop_gradient(c) * 2) + sum(sign(c))",
+                 wrt=["a", "b", "c"], feeds={"a": [1.0], "b": 1.0, "c": 1.0})
+    assert r.gradients["b"] is None and r.gradients["c"] is None
+    unconnected = {d.message for d in r.diagnostics if d.kind == "unconnected"}
+    assert unconnected == {
+        "b has no gradient: y does not depend on b",
+        "c has no gradient: every path from c to y passes through an operation that passes no gradient: "
+        "stop_gradient at 2:22, sign at 2:50"}
+
+
+@pytest.mark.parametrize("shift", [1e4, -1e4, 0.0])
+def test_stable_softmax_is_clean_at_large_inputs(shift):
+    program = "z = x - stop_gradient(max(x))\ny = exp(z) / sum(exp(z))\nloss = sum(w * y)"
+    r = api.grad(program, of=["loss"], wrt=["x"], feeds={"x": np.array([1.0, 2.0, 3.0]) + shift, "w": [1.0, -1.0, 2.0]})
+    assert r.diagnostics == [] and np.isfinite(r.gradients["x"]).all()
+
+
+def test_unused_set_is_a_warning():
+    r = api.evaluate("y = x * 2", feeds={"x": 1.0, "q": 2.0})
+    assert only(r.diagnostics, "unused_input").message == "--set q: the program does not use 'q'; the value is ignored"
