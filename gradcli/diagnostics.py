@@ -72,21 +72,41 @@ class NumericsChecker:
         self._seen_ties: set[int] = set()
         self._origin_of: dict[tuple, int] = {}  # (op, inputs, params) -> diagnostic index
         self.largest = float(xp.finfo(dtype).max)
+        self.bound: dict[int, float] = {}  # value id -> a bound on its magnitude, where known
+        # v.v past this may hide a value close to overflowing (or past float32's range)
+        limit = FLOAT32_MAX if dtype == "float64" else self.largest / HEADROOM_FACTOR
+        self.headroom_trigger = limit * limit
 
     # ----------------------------------------------------------------- the per-equation check
     def __call__(self, i, eq, value, args):
         xp = self.xp
-        if i in self.differentiated:
+        if i in self.differentiated and args is not None:
             self._check_kinks(i, eq, value, args)
         if value.size == 0:
             return
-        if bool(xp.isfinite(xp.sum(value))):
-            if eq.op.name in GROWING_OPS and eq.backward is None:
+        clean = not any(j in self.origins for j in eq.inputs)
+        if clean and eq.inputs:
+            bound = self._propagate_bound(eq, value)
+            if bound is not None and bound * bound < self.headroom_trigger:
+                self.bound[i] = bound  # proven finite, and how large it can be: no pass needed
+                return
+            if eq.op.finite_closed:
+                return  # finite inputs, and this op cannot make them non-finite
+        square_sum = self._square_sum(value)
+        if math.isfinite(square_sum):
+            self.bound[i] = math.sqrt(square_sum) * (1 + 1e-6)
+            if eq.op.name in GROWING_OPS and eq.backward is None and square_sum > self.headroom_trigger:
                 self._check_headroom(i, eq, value, args)
             return
         finite = xp.isfinite(value)
-        if bool(finite.all()):  # only the check's own sum overflowed
+        if bool(finite.all()):  # finite but large: v.v overflowed
+            if eq.op.name in GROWING_OPS and eq.backward is None and args is not None:
+                self._check_headroom(i, eq, value, args)
             return
+        if args is None:  # the result overwrote an input: recompute the inputs (rare path)
+            from .evaluate import run
+            computed = run(self.graph, list(dict.fromkeys(eq.inputs)), dtype=self.dtype, xp=xp)
+            args = [computed[j] for j in eq.inputs]
         if not eq.inputs:  # an input or a constant that holds non-finite numbers
             self._nonfinite_source(i, eq, value, finite)
             self.origins[i] = frozenset()
@@ -129,6 +149,45 @@ class NumericsChecker:
             message = f"this number is not finite in {self.dtype} (it is {float(xp.ravel(value)[0])})"
         self.diagnostics.append(Diagnostic("info", "nonfinite_input", eq.label, message, None,
                                            eq.pos, eq.stack, count, value_id=i))
+
+    def _square_sum(self, value) -> float:
+        """v.v in one pass: not finite if v holds a NaN or an infinity (or squares past
+        1e154, which only sends the value down the careful path); its square root bounds
+        max|v|. BLAS dot is the fastest pass over memory there is."""
+        if value.ndim == 0:
+            v = float(value)
+            return v * v
+        flat = value.reshape(-1) if value.flags.c_contiguous else value.ravel()
+        return float(flat.dot(flat))
+
+    def _propagate_bound(self, eq, value) -> float | None:
+        """A bound on |result| from bounds on |inputs| (interval arithmetic on magnitudes),
+        for ops where one exists; None where it does not (exp, divide, log, ...)."""
+        bounds = [self.bound.get(j) for j in eq.inputs]
+        if any(b is None for b in bounds):
+            return None
+        name = eq.op.name
+        if name in ("add", "subtract"):
+            return bounds[0] + bounds[1]
+        if name == "multiply":
+            return bounds[0] * bounds[1]
+        if name == "square":
+            return bounds[0] * bounds[0]
+        if name in ("sum", "sum_to", "mean", "matmul", "prod_others"):
+            n = max(1, eq.inputs and self._size(eq.inputs[0]) // max(1, value.size))
+            if name == "matmul":
+                n = self.graph.shapes[eq.inputs[0]][-1] if self.graph.shapes[eq.inputs[0]] else 1
+                return bounds[0] * bounds[1] * n
+            return None if name == "prod_others" else bounds[0] * n
+        if name in ("sin", "cos", "tanh", "sigmoid", "softmax", "less", "less_equal", "greater",
+                    "greater_equal", "equal", "not_equal", "sign"):
+            return 1.0
+        if eq.op.finite_closed:
+            return max(bounds) if bounds else None
+        return None
+
+    def _size(self, j: int) -> int:
+        return math.prod(self.graph.shapes[j])
 
     # ----------------------------------------------------------------- origins
     def _origin(self, i, eq, value, args, mask) -> int:

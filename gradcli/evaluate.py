@@ -55,7 +55,8 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
     """Evaluate the values `fetch`; returns {id: array} in the namespace `xp`.
 
     `overrides` replaces the values of source equations (inputs) by id; `check(i, eq, value,
-    args)` is called after each equation (the numerical diagnostics)."""
+    args)` is called after each equation (the numerical diagnostics); args is None where the
+    result was written into an input's buffer."""
     if dtype not in DTYPES:
         raise GradcliError(f"unknown dtype '{dtype}': use float64 or float32")
     if xp is None:
@@ -69,22 +70,44 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
     keep = set(fetch)
     env: dict[int, object] = {}
     overrides = overrides or {}
+    # Buffers this run allocated and that no view shares: an elementwise op may write its
+    # result into one whose last use it is (no new allocation, a smaller peak).
+    owned: set[int] = set()
+    shapes = graph.shapes
     for i in order:
         eq = equations[i]
+        op = eq.op
         if not eq.inputs:  # a source: constant or input
             value = overrides.get(i)
             if value is None:
                 value = eq.params["value"]
             value = xp.asarray(value, dtype=dtype)
             args = ()
+            out = None
         else:
             args = [env[j] for j in eq.inputs]
-            value = eq.op.forward(xp, *args, **eq.params)
-            if value.dtype != dtype:
-                value = value.astype(dtype)
+            out = None
+            if op.ufunc is not None:
+                for j in eq.inputs:
+                    if j in owned and last_use[j] == i and j not in keep:
+                        candidate = env[j]
+                        if candidate.shape == shapes[i] and candidate.ndim and candidate.dtype == dtype:
+                            out = candidate
+                            break
+            if out is not None:
+                value = getattr(xp, op.ufunc)(*args, out=out)
+            else:
+                value = op.forward(xp, *args, **eq.params)
+                if value.dtype != dtype:
+                    value = value.astype(dtype)
+            if op.view:
+                owned.difference_update(eq.inputs)  # the result may share an input's memory
+            elif op.ufunc is not None and getattr(value, "ndim", 0):
+                owned.add(i)
         env[i] = value
         if check is not None:
-            check(i, eq, value, args)
+            # an input overwritten in place is no longer there to inspect: say so
+            check(i, eq, value, args if out is None else None)
         for j in eq.inputs:
             if last_use.get(j) == i and j not in keep:
                 env.pop(j, None)

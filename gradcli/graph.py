@@ -98,7 +98,10 @@ class Graph:
         return Sym(self, self._memo[key])
 
     def scalar_constant(self, id_: int):
+        """The number a value is everywhere, if it is a constant (seen through broadcasts)."""
         eq = self.equations[id_]
+        while eq.op.name in ("broadcast_to", "reshape"):
+            eq = self.equations[eq.inputs[0]]
         if eq.op.name == "const" and eq.params["value"].ndim == 0:
             return float(eq.params["value"])
         return None

@@ -14,6 +14,7 @@ rule next to each other.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -36,6 +37,12 @@ class Op:
     elementwise: bool = False
     public: bool = True                       # callable from programs
     doc: str = ""
+    # Evaluation hints. `ufunc`: the xp ufunc computing it, so the evaluator can write the
+    # result into a dead input's buffer. `view`: the result may share memory with an input.
+    # `finite_closed`: finite inputs always give a finite result (the check can be skipped).
+    ufunc: str | None = None
+    view: bool = False
+    finite_closed: bool = False
 
     @property
     def arity(self) -> int:
@@ -385,6 +392,14 @@ def _extreme_vjp(g, ans, x, axis=None, keepdims=False):
     return _keep(g, x.shape, axis, keepdims) * tied / G.sum(tied, axis=axis, keepdims=True)
 
 
+def _reduced_to(g: Sym, like: Sym) -> Sym:
+    """g summed down to `like`'s shape where `like` was broadcast, before any more
+    elementwise work (the engine would sum it afterwards, at full size)."""
+    if g.shape == like.shape or len(g.shape) < len(like.shape):
+        return g
+    return G.sum_to(g, shape=like.shape)
+
+
 def _safe_log_base(a):
     # d(a**b)/db = a**b * log(a) for a > 0 and 0 elsewhere (TensorFlow's convention); the
     # inner where keeps log away from a <= 0 even in the branch that is discarded
@@ -394,71 +409,80 @@ def _safe_log_base(a):
 
 # --------------------------------------------------------------------------- the table
 
-def _unary(name, forward, vjp, aliases=(), doc=""):
+def _ufunc(name):
+    return lambda xp, *args: getattr(xp, name)(*args)
+
+
+def _unary(name, forward, vjp, aliases=(), doc="", **hints):
+    if isinstance(forward, str):
+        hints["ufunc"], forward = forward, _ufunc(forward)
     register(Op(name, forward, _same, vjp if vjp is None or isinstance(vjp, tuple) else (vjp,),
-                aliases=aliases, elementwise=True, doc=doc))
+                aliases=aliases, elementwise=True, doc=doc, **hints))
 
 
-def _binary(name, forward, vjp, aliases=(), doc=""):
-    register(Op(name, forward, _broadcast, vjp, args=("x", "y"), aliases=aliases, elementwise=True, doc=doc))
+def _binary(name, forward, vjp, aliases=(), doc="", **hints):
+    if isinstance(forward, str):
+        hints["ufunc"], forward = forward, _ufunc(forward)
+    register(Op(name, forward, _broadcast, vjp, args=("x", "y"), aliases=aliases, elementwise=True,
+                doc=doc, **hints))
 
 
-def _reduction(name, forward, vjp, aliases=(), shape=_reduction_shape, doc=""):
+def _reduction(name, forward, vjp, aliases=(), shape=_reduction_shape, doc="", **hints):
     register(Op(name, forward, shape, (vjp,), params={"axis": None, "keepdims": False},
-                aliases=aliases, doc=doc))
+                aliases=aliases, doc=doc, **hints))
 
 
 NOT_DIFFERENTIABLE = (NO_GRADIENT,)
 
-_unary("negative", lambda xp, x: -x, lambda g, ans, x: -g, ("neg",))
-_unary("positive", lambda xp, x: +x, lambda g, ans, x: g)
-_unary("exp", lambda xp, x: xp.exp(x), lambda g, ans, x: g * ans)
-_unary("log", lambda xp, x: xp.log(x), lambda g, ans, x: g / x)
-_unary("log1p", lambda xp, x: xp.log1p(x), lambda g, ans, x: g / (1.0 + x))
-_unary("expm1", lambda xp, x: xp.expm1(x), lambda g, ans, x: g * (ans + 1.0))
-_unary("sqrt", lambda xp, x: xp.sqrt(x), lambda g, ans, x: g / (2.0 * ans))
-_unary("square", lambda xp, x: xp.square(x), lambda g, ans, x: g * (2.0 * x))
-_unary("abs", lambda xp, x: xp.abs(x), lambda g, ans, x: g * G.sign(x), ("absolute",))
-_unary("sign", lambda xp, x: xp.sign(x), NOT_DIFFERENTIABLE)
-_unary("sin", lambda xp, x: xp.sin(x), lambda g, ans, x: g * G.cos(x))
-_unary("cos", lambda xp, x: xp.cos(x), lambda g, ans, x: -(g * G.sin(x)))
-_unary("tan", lambda xp, x: xp.tan(x), lambda g, ans, x: g * (1.0 + ans * ans))
-_unary("tanh", lambda xp, x: xp.tanh(x), lambda g, ans, x: g * (1.0 - ans * ans))
-_unary("sigmoid", _sigmoid, lambda g, ans, x: g * (ans * (1.0 - ans)), ("expit",))
-_unary("softplus", lambda xp, x: xp.logaddexp(0, x).astype(x.dtype), lambda g, ans, x: g * G.sigmoid(x))
-_unary("relu", lambda xp, x: xp.maximum(x, 0), lambda g, ans, x: g * G.greater(x, 0.0))
-_unary("floor", lambda xp, x: xp.floor(x), NOT_DIFFERENTIABLE)
-_unary("ceil", lambda xp, x: xp.ceil(x), NOT_DIFFERENTIABLE)
-_unary("round", lambda xp, x: xp.round(x), NOT_DIFFERENTIABLE)
+_unary("negative", "negative", lambda g, ans, x: -g, ("neg",), finite_closed=True)
+_unary("positive", "positive", lambda g, ans, x: g, finite_closed=True)
+_unary("exp", "exp", lambda g, ans, x: g * ans)
+_unary("log", "log", lambda g, ans, x: g / x)
+_unary("log1p", "log1p", lambda g, ans, x: g / (1.0 + x))
+_unary("expm1", "expm1", lambda g, ans, x: g * (ans + 1.0))
+_unary("sqrt", "sqrt", lambda g, ans, x: g / (2.0 * ans))
+_unary("square", "square", lambda g, ans, x: g * (2.0 * x))
+_unary("abs", "absolute", lambda g, ans, x: g * G.sign(x), ("absolute",), finite_closed=True)
+_unary("sign", "sign", NOT_DIFFERENTIABLE, finite_closed=True)
+_unary("sin", "sin", lambda g, ans, x: g * G.cos(x), finite_closed=True)
+_unary("cos", "cos", lambda g, ans, x: -(g * G.sin(x)), finite_closed=True)
+_unary("tan", "tan", lambda g, ans, x: g * (1.0 + ans * ans))
+_unary("tanh", "tanh", lambda g, ans, x: g * (1.0 - ans * ans), finite_closed=True)
+_unary("sigmoid", _sigmoid, lambda g, ans, x: g * (ans * (1.0 - ans)), ("expit",), finite_closed=True)
+_unary("softplus", lambda xp, x: xp.logaddexp(0, x).astype(x.dtype), lambda g, ans, x: g * G.sigmoid(x), finite_closed=True)
+_unary("relu", lambda xp, x: xp.maximum(x, 0), lambda g, ans, x: g * G.greater(x, 0.0), finite_closed=True)
+_unary("floor", "floor", NOT_DIFFERENTIABLE, finite_closed=True)
+_unary("ceil", "ceil", NOT_DIFFERENTIABLE, finite_closed=True)
+_unary("round", lambda xp, x: xp.round(x), NOT_DIFFERENTIABLE, finite_closed=True)
 # stop_gradient: the value passes, the gradient does not
-_unary("stop_gradient", lambda xp, x: x, NOT_DIFFERENTIABLE)
+_unary("stop_gradient", lambda xp, x: x, NOT_DIFFERENTIABLE, view=True, finite_closed=True)
 
-_binary("add", lambda xp, x, y: x + y, (lambda g, ans, x, y: g, lambda g, ans, x, y: g))
-_binary("subtract", lambda xp, x, y: x - y, (lambda g, ans, x, y: g, lambda g, ans, x, y: -g), ("sub",))
-_binary("multiply", lambda xp, x, y: x * y, (lambda g, ans, x, y: g * y, lambda g, ans, x, y: g * x), ("mul",))
-_binary("divide", lambda xp, x, y: x / y,
-        (lambda g, ans, x, y: g / y, lambda g, ans, x, y: -(g * ans) / y), ("div", "truediv"))
-_binary("power", lambda xp, x, y: xp.power(x, y),
+_binary("add", "add", (lambda g, ans, x, y: g, lambda g, ans, x, y: g))
+_binary("subtract", "subtract", (lambda g, ans, x, y: g, lambda g, ans, x, y: -g), ("sub",))
+_binary("multiply", "multiply", (lambda g, ans, x, y: g * y, lambda g, ans, x, y: g * x), ("mul",))
+_binary("divide", "divide",
+        (lambda g, ans, x, y: g / y, lambda g, ans, x, y: -_reduced_to(g * ans, y) / y), ("div", "truediv"))
+_binary("power", "power",
         (lambda g, ans, x, y: g * (y * x ** (y - 1.0)), lambda g, ans, x, y: g * (ans * _safe_log_base(x))),
         ("pow",))
-_binary("maximum", lambda xp, x, y: xp.maximum(x, y),
-        (lambda g, ans, x, y: g * _maximum_weight(x, y), lambda g, ans, x, y: g * (1.0 - _maximum_weight(x, y))))
-_binary("minimum", lambda xp, x, y: xp.minimum(x, y),
-        (lambda g, ans, x, y: g * _minimum_weight(x, y), lambda g, ans, x, y: g * (1.0 - _minimum_weight(x, y))))
+_binary("maximum", "maximum",
+        (lambda g, ans, x, y: g * _maximum_weight(x, y), lambda g, ans, x, y: g * (1.0 - _maximum_weight(x, y))), finite_closed=True)
+_binary("minimum", "minimum",
+        (lambda g, ans, x, y: g * _minimum_weight(x, y), lambda g, ans, x, y: g * (1.0 - _minimum_weight(x, y))), finite_closed=True)
 for _name, _fn in (("less", lambda a, b: a < b), ("less_equal", lambda a, b: a <= b),
                    ("greater", lambda a, b: a > b), ("greater_equal", lambda a, b: a >= b),
                    ("equal", lambda a, b: a == b), ("not_equal", lambda a, b: a != b)):
-    _binary(_name, _compare(_fn), NOT_DIFFERENTIABLE * 2)
+    _binary(_name, _compare(_fn), NOT_DIFFERENTIABLE * 2, finite_closed=True)
 
 register(Op("where", lambda xp, c, x, y: xp.where(c != 0, x, y), _broadcast,
             (NO_GRADIENT, lambda g, ans, c, x, y: G.where(c, g, 0.0), lambda g, ans, c, x, y: G.where(c, 0.0, g)),
-            args=("condition", "x", "y"), elementwise=True,
+            args=("condition", "x", "y"), elementwise=True, finite_closed=True,
             doc="where(c, x, y): x where c is nonzero, else y"))
 register(Op("clip", lambda xp, x, lo, hi: xp.minimum(xp.maximum(x, lo), hi), _broadcast,
             (lambda g, ans, x, lo, hi: g * (G.greater_equal(x, lo) * G.less_equal(x, hi)),
              lambda g, ans, x, lo, hi: g * G.less(x, lo),
              lambda g, ans, x, lo, hi: g * G.greater(x, hi)),
-            args=("x", "lo", "hi"), aliases=("clip_by_value",), elementwise=True))
+            args=("x", "lo", "hi"), aliases=("clip_by_value",), elementwise=True, finite_closed=True))
 
 _reduction("sum", lambda xp, x, axis=None, keepdims=False: xp.sum(x, axis=axis, keepdims=keepdims),
            lambda g, ans, x, axis=None, keepdims=False: _spread(g, x, axis, keepdims), ("reduce_sum",))
@@ -469,9 +493,9 @@ _reduction("prod", lambda xp, x, axis=None, keepdims=False: xp.prod(x, axis=axis
            lambda g, ans, x, axis=None, keepdims=False: _keep(g, x.shape, axis, keepdims) * G.prod_others(x, axis=axis),
            ("reduce_prod",))
 _reduction("max", lambda xp, x, axis=None, keepdims=False: xp.max(x, axis=axis, keepdims=keepdims),
-           _extreme_vjp, ("reduce_max", "amax"), _nonempty_reduction_shape)
+           _extreme_vjp, ("reduce_max", "amax"), _nonempty_reduction_shape, finite_closed=True)
 _reduction("min", lambda xp, x, axis=None, keepdims=False: xp.min(x, axis=axis, keepdims=keepdims),
-           _extreme_vjp, ("reduce_min", "amin"), _nonempty_reduction_shape)
+           _extreme_vjp, ("reduce_min", "amin"), _nonempty_reduction_shape, finite_closed=True)
 _reduction("logsumexp", _logsumexp,
            lambda g, ans, x, axis=None, keepdims=False:
                _keep(g, x.shape, axis, keepdims) * G.exp(x - _keep(ans, x.shape, axis, keepdims)),
@@ -498,7 +522,7 @@ for _name, _fn in (("argmax", "argmax"), ("argmin", "argmin")):
 
 register(Op("softmax", _softmax, _same_checking_axis,
             (lambda g, ans, x, axis=-1: ans * (g - G.sum(g * ans, axis=axis, keepdims=True)),),
-            params={"axis": -1}))
+            params={"axis": -1}, finite_closed=True))
 register(Op("log_softmax", _log_softmax, _same_checking_axis,
             (lambda g, ans, x, axis=-1: g - G.exp(ans) * G.sum(g, axis=axis, keepdims=True),),
             params={"axis": -1}))
@@ -506,17 +530,19 @@ register(Op("log_softmax", _log_softmax, _same_checking_axis,
 register(Op("matmul", lambda xp, a, b: xp.matmul(a, b), _matmul_shape, (_matmul_vjp_a, _matmul_vjp_b),
             args=("a", "b"), aliases=("dot",)))
 register(Op("transpose", lambda xp, x, axes=None: xp.transpose(x, axes), _transpose_shape,
-            (_transpose_vjp,), params={"axes": None}))
+            (_transpose_vjp,), params={"axes": None}, view=True, finite_closed=True))
 register(Op("reshape", lambda xp, x, shape: xp.reshape(x, shape), _reshape_shape,
-            (lambda g, ans, x, shape: G.reshape(g, shape=x.shape),), params={"shape": REQUIRED}))
+            (lambda g, ans, x, shape: G.reshape(g, shape=x.shape),), params={"shape": REQUIRED},
+            view=True, finite_closed=True))
 register(Op("broadcast_to", lambda xp, x, shape: xp.broadcast_to(x, shape), _broadcast_to_shape,
-            (lambda g, ans, x, shape: G.sum_to(g, shape=x.shape),), params={"shape": REQUIRED}))
+            (lambda g, ans, x, shape: G.sum_to(g, shape=x.shape),), params={"shape": REQUIRED},
+            view=True, finite_closed=True))
 register(Op("sum_to", _sum_to, _sum_to_shape,
-            (lambda g, ans, x, shape: G.broadcast_to(g, shape=x.shape),), params={"shape": REQUIRED},
+            (lambda g, ans, x, shape: G.broadcast_to(g, shape=x.shape),), params={"shape": REQUIRED}, view=True,
             doc="sum_to(x, shape): sum the broadcast axes of x away, down to shape"))
 register(Op("index", lambda xp, x, index: x[_index_tuple(index)], _index_shape,
             (lambda g, ans, x, index: G.scatter(g, shape=x.shape, index=index),), params={"index": REQUIRED},
-            public=False, doc="x[index] with a constant index"))
+            public=False, view=True, finite_closed=True, doc="x[index] with a constant index"))
 register(Op("scatter", _scatter, lambda x_shape, shape, index: tuple(shape),
             (lambda g, ans, x, shape, index: G.index(g, index=index),),
             params={"shape": REQUIRED, "index": REQUIRED}, public=False,
@@ -538,6 +564,7 @@ KEYWORD_ALIASES = {
 FIRST_ARGUMENT_KEYWORDS = ("input_tensor", "input", "a", "x", "t", "tensor", "logits", "features")
 
 
+@functools.lru_cache(maxsize=4096)
 def strip_prefixes(name: str) -> str:
     changed = True
     while changed:
