@@ -39,7 +39,12 @@ def compile_program(text: str, name: str = "<expr>", feeds: dict | None = None) 
     """Parse and lower a program; `feeds` maps input names to arrays."""
     source = Source(name, normalise(text))
     module = parse_program(source)
-    return lower(module, source, {k: np.asarray(v, dtype=np.float64) for k, v in (feeds or {}).items()})
+    return lower(module, source, {k: _as_real(v) for k, v in (feeds or {}).items()})
+
+
+def _as_real(value) -> np.ndarray:
+    arr = np.asarray(value)
+    return arr if arr.dtype.kind == "f" and arr.dtype.itemsize >= 4 else arr.astype(np.float64)
 
 
 def _check_options(dtype: str, unconnected: str = "none") -> None:

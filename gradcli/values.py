@@ -74,10 +74,12 @@ def _regular_file(path: str, label: str) -> None:
 
 
 def _numeric(arr, label: str, path: str) -> np.ndarray:
+    """Real numbers; floating-point data keeps its precision (the run's --dtype decides),
+    so a float32 file is not widened to float64 on the way in."""
     arr = np.asarray(arr)
     if arr.dtype.kind not in "biuf":
         raise GradcliError(f"{label}: '{path}' holds {arr.dtype} data; gradcli needs real numbers")
-    return arr.astype(np.float64, copy=False)
+    return arr if arr.dtype.kind == "f" and arr.dtype.itemsize >= 4 else arr.astype(np.float64)
 
 
 def load_file(spec: str, label: str) -> np.ndarray:
