@@ -14,7 +14,7 @@ import numpy as np
 from .autodiff import blocked_at, gradients
 from .diagnostics import Diagnostic, NumericsChecker
 from .errors import GradcliError, Source
-from .evaluate import DTYPES, array_namespace, run
+from .evaluate import DTYPES, array_namespace, check_memory, run
 from .graph import Graph, lower
 from .ops import fmt_shape
 from .parser import normalise, parse_program
@@ -54,7 +54,9 @@ def _check_options(dtype: str, unconnected: str = "none") -> None:
         raise GradcliError(f"--unconnected must be none or zero, not '{unconnected}'")
 
 
-def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str) -> tuple[dict, list[Diagnostic]]:
+def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str,
+         max_memory: int | None = None) -> tuple[dict, list[Diagnostic]]:
+    check_memory(graph, list(fetch.values()), dtype, max_memory)
     xp = array_namespace(device)
     checker = NumericsChecker(graph, xp, dtype)
     with np.errstate(all="ignore"):
@@ -68,7 +70,7 @@ def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str) -> tuple[
 
 
 def evaluate(text: str, *, name: str = "<expr>", feeds: dict | None = None, prints: list[str] | None = None,
-             dtype: str = "float64", device: str = "cpu") -> Result:
+             dtype: str = "float64", device: str = "cpu", max_memory: int | None = None) -> Result:
     """The value of the last statement, or of each name in `prints`."""
     _check_options(dtype)
     graph = compile_program(text, name, feeds)
@@ -76,13 +78,13 @@ def evaluate(text: str, *, name: str = "<expr>", feeds: dict | None = None, prin
         fetch = {p: graph.value_id(p, "name for --print") for p in prints}
     else:
         fetch = {graph.result[0]: graph.result[1]}
-    host, diagnostics = _run(graph, fetch, dtype, device)
+    host, diagnostics = _run(graph, fetch, dtype, device, max_memory)
     return Result(host, {}, diagnostics, dtype, graph)
 
 
 def grad(text: str, *, wrt: list[str], of: list[str] | None = None, name: str = "<expr>",
          feeds: dict | None = None, grad_ys: dict | None = None, unconnected: str = "none",
-         dtype: str = "float64", device: str = "cpu") -> Result:
+         dtype: str = "float64", device: str = "cpu", max_memory: int | None = None) -> Result:
     """d(sum of the `of` values)/d(each `wrt` name), as `tf.gradients(ys, xs, grad_ys)`."""
     _check_options(dtype, unconnected)
     if not wrt:
@@ -108,7 +110,7 @@ def grad(text: str, *, wrt: list[str], of: list[str] | None = None, name: str = 
     grad_ids = gradients(graph, y_ids, x_ids, seeds, names)
     fetch = dict(zip(ys, y_ids))
     grad_fetch = {f"\0{x}": g for x, g in zip(wrt, grad_ids) if g is not None}
-    host, diagnostics = _run(graph, {**fetch, **grad_fetch}, dtype, device)
+    host, diagnostics = _run(graph, {**fetch, **grad_fetch}, dtype, device, max_memory)
     outputs = {k: host[k] for k in fetch}
     result_grads: dict[str, np.ndarray | None] = {}
     for x, x_id, g in zip(wrt, x_ids, grad_ids):

@@ -51,6 +51,9 @@ StrictOpt = Annotated[bool, typer.Option("--strict", help="Exit 1 if an output o
 LinesOpt = Annotated[bool, typer.Option("--lines", help="Each non-empty line of the input is its own program; "
                                                         "one JSON object per line out.")]
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show the Python traceback of an error.", hidden=True)]
+MaxMemoryOpt = Annotated[Optional[str], typer.Option(
+    "--max-memory", metavar="SIZE", help="Refuse programs whose arrays need more memory than this "
+                                         "(e.g. 8G, 500M); default: half of this machine's memory.")]
 
 
 @app.command("eval")
@@ -59,12 +62,13 @@ def eval_command(
     print_: Annotated[Optional[list[str]], typer.Option(
         "--print", metavar="NAME", help="Report this name's value (repeatable); default: the last statement.")] = None,
     format: FormatOpt = Format.auto, dtype: DtypeOpt = Dtype.float64, device: DeviceOpt = Device.cpu,
-    strict: StrictOpt = False, lines: LinesOpt = False, debug: DebugOpt = False,
+    strict: StrictOpt = False, lines: LinesOpt = False, max_memory: MaxMemoryOpt = None,
+    debug: DebugOpt = False,
 ) -> None:
     """Evaluate a program and print the last statement's value (or each --print NAME)."""
     _run("eval", dict(file=file, expr=expr, sets=set_ or [], prints=print_ or [],
                                       format=format.value, dtype=dtype.value, device=device.value,
-                                      strict=strict, lines=lines, debug=debug))
+                                      strict=strict, lines=lines, max_memory=max_memory, debug=debug))
 
 
 @app.command("grad")
@@ -79,55 +83,79 @@ def grad_command(
     unconnected: Annotated[Unconnected, typer.Option(
         help="Gradient of a --wrt value that the outputs do not depend on: null or zeros.")] = Unconnected.none,
     set_: SetOpt = None, format: FormatOpt = Format.auto, dtype: DtypeOpt = Dtype.float64,
-    device: DeviceOpt = Device.cpu, strict: StrictOpt = False, lines: LinesOpt = False, debug: DebugOpt = False,
+    device: DeviceOpt = Device.cpu, strict: StrictOpt = False, lines: LinesOpt = False,
+    max_memory: MaxMemoryOpt = None, debug: DebugOpt = False,
 ) -> None:
     """Gradients of the --of values (summed) with respect to each --wrt value, as tf.gradients."""
     _run("grad", dict(file=file, expr=expr, sets=set_ or [], wrt=wrt or [], of=of or [],
                                       grad_ys=grad_ys or [], unconnected=unconnected.value,
                                       format=format.value, dtype=dtype.value, device=device.value,
-                                      strict=strict, lines=lines, debug=debug))
+                                      strict=strict, lines=lines, max_memory=max_memory, debug=debug))
 
 
 # --------------------------------------------------------------------------- running a command
 
-def _read_program(file: str | None, expr: str | None) -> tuple[str, str]:
-    """(text, name) of the program: FILE, '-', -e, or piped standard input."""
+def _open_program(file: str | None, expr: str | None):
+    """(binary stream, name) of the program: FILE, '-', -e, or piped standard input."""
+    import io
     from .errors import GradcliError
 
     if expr is not None:
         if file is not None:
             raise GradcliError("give the program either as FILE or with -e, not both")
-        return expr, "<expr>"
+        return io.BytesIO(expr.encode("utf-8", "surrogateescape")), "<expr>"
     if file is None and sys.stdin is not None and not sys.stdin.isatty():
         file = "-"
     if file is None:
         raise GradcliError("no program: give FILE, -e PROGRAM, or pipe one into standard input")
     if file == "-":
-        data = sys.stdin.buffer.read()
-        name = "<stdin>"
-    else:
-        if os.path.isdir(file):
-            raise GradcliError(f"'{file}' is a directory, not a program file")
-        try:
-            with open(file, "rb") as fh:
-                data = fh.read()
-        except OSError as exc:
-            raise GradcliError(f"cannot read '{file}': {exc.strerror or exc}") from None
-        name = file
+        return sys.stdin.buffer, "<stdin>"
+    if os.path.isdir(file):
+        raise GradcliError(f"'{file}' is a directory, not a program file")
     try:
-        return data.decode("utf-8"), name
+        return open(file, "rb"), file
+    except OSError as exc:
+        raise GradcliError(f"cannot read '{file}': {exc.strerror or exc}") from None
+
+
+def _decode(data: bytes, name: str, first_line: int = 1) -> str:
+    from .errors import GradcliError, Pos, Source
+
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = data[:exc.start].count(b"\n") + 1
-        raise GradcliError(f"{name}:{line}: the program is not valid UTF-8 text (byte 0x{data[exc.start]:02x} "
-                           f"at offset {exc.start})") from None
+        before = data[:exc.start]
+        line = before.count(b"\n") + 1
+        column = len(before[before.rfind(b"\n") + 1:].decode("utf-8", "replace")) + 1
+        shown = Source(name, "\n" * (first_line - 1) + data.decode("utf-8", "replace"))
+        raise GradcliError(f"the program is not valid UTF-8 text (byte 0x{data[exc.start]:02x})",
+                           Pos(first_line + line - 1, column), shown) from None
+
+
+def _read_program(file: str | None, expr: str | None) -> tuple[str, str]:
+    stream, name = _open_program(file, expr)
+    with stream if stream is not sys.stdin.buffer else _nothing():
+        data = stream.read()
+    return _decode(data, name), name
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
 
 
 def _assignments(items: list[str], option: str) -> dict:
+    from .errors import GradcliError
     from .values import parse_value, split_assignment
 
     out = {}
     for item in items:
         name, value = split_assignment(item, option)
+        if name in out:
+            raise GradcliError(f"{option} {name} is given twice")
         out[name] = parse_value(value, f"{option} {name}")
     return out
 
@@ -136,22 +164,26 @@ def _compute(command: str, opts: dict, text: str, name: str):
     from . import api
 
     feeds = _assignments(opts["sets"], "--set")
+    common = dict(name=name, feeds=feeds, dtype=opts["dtype"], device=opts["device"],
+                  max_memory=opts["max_memory"])
     if command == "eval":
-        return api.evaluate(text, name=name, feeds=feeds, prints=opts["prints"],
-                            dtype=opts["dtype"], device=opts["device"])
-    return api.grad(text, name=name, feeds=feeds, wrt=opts["wrt"], of=opts["of"] or None,
-                    grad_ys=_assignments(opts["grad_ys"], "--grad-ys"), unconnected=opts["unconnected"],
-                    dtype=opts["dtype"], device=opts["device"])
+        return api.evaluate(text, prints=opts["prints"], **common)
+    return api.grad(text, wrt=opts["wrt"], of=opts["of"] or None,
+                    grad_ys=_assignments(opts["grad_ys"], "--grad-ys"), unconnected=opts["unconnected"], **common)
 
 
 def _run(command: str, opts: dict) -> None:
     from .errors import GradcliError
 
     try:
-        text, name = _read_program(opts["file"], opts["expr"])
+        if opts["max_memory"] is not None:
+            from .evaluate import parse_size
+            opts["max_memory"] = parse_size(opts["max_memory"])
         if opts["lines"]:
-            code = _run_lines(command, opts, text)
+            stream, _ = _open_program(opts["file"], opts["expr"])
+            code = _run_lines(command, opts, stream)
         else:
+            text, name = _read_program(opts["file"], opts["expr"])
             code = _run_one(command, opts, text, name)
     except GradcliError as err:
         if opts["debug"]:
@@ -202,16 +234,18 @@ def _run_one(command: str, opts: dict, text: str, name: str) -> int:
     return 0
 
 
-def _run_lines(command: str, opts: dict, text: str) -> int:
-    """NDJSON: one program per non-empty line, one JSON object per line, flushed as it goes."""
+def _run_lines(command: str, opts: dict, stream) -> int:
+    """NDJSON: one program per non-empty line, one JSON object per line, flushed as it goes;
+    the input is read a line at a time, so memory stays constant over any number of lines."""
     from . import render
     from .errors import GradcliError
 
     code = 0
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
+    for number, raw in enumerate(stream, 1):
+        if not raw.strip():
             continue
         try:
+            line = _decode(raw, f"<line {number}>", number).rstrip("\r\n")
             result = _compute(command, opts, line, f"<line {number}>")
             doc = render.result_json(result, with_gradients=command == "grad")
             if opts["strict"] and result.nonfinite() and code == 0:
@@ -226,12 +260,20 @@ def _run_lines(command: str, opts: dict, text: str) -> int:
     return code
 
 
+def _interrupted(signum, frame):
+    # one line and the conventional 128 + SIGINT; no traceback, no half-written JSON flushed
+    try:
+        sys.stderr.write("gradcli: interrupted\n")
+        sys.stderr.flush()
+    finally:
+        os._exit(130)
+
+
 def main() -> None:
+    import signal
+    signal.signal(signal.SIGINT, _interrupted)
     try:
         app()
-    except KeyboardInterrupt:
-        sys.stderr.write("gradcli: interrupted\n")
-        sys.exit(130)
     except BrokenPipeError:
         # the reader went away (`| head -1`): stop quietly
         try:

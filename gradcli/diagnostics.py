@@ -132,7 +132,8 @@ class NumericsChecker:
                     "warning", "invalid", label, f"{label} gives NaN at {nans} element{'s' * (nans != 1)}: "
                     f"an undefined form of infinities (inf - inf, inf / inf or 0 * inf)", None,
                     eq.pos, eq.stack, nans, value_id=i))
-                origins = frozenset({len(self.diagnostics) - 1})
+                self.origins[i] = frozenset({len(self.diagnostics) - 1})
+                return
             for k in origins:
                 d = self.diagnostics[k]
                 d.message += (f"; then {self._label(eq)} at {eq.pos} turns the infinities into NaN"
@@ -144,7 +145,8 @@ class NumericsChecker:
         count = int((~finite).sum())
         plural = "s" * (count != 1)
         if eq.op.name == "input":
-            message = f"input {eq.params['name']} holds {count} non-finite number{plural}"
+            first = float(value[~finite].ravel()[0]) if value.ndim else float(value)
+            message = f"input {eq.params['name']} holds {count} non-finite number{plural} ({first})"
         else:
             message = f"this number is not finite in {self.dtype} (it is {float(xp.ravel(value)[0])})"
         self.diagnostics.append(Diagnostic("info", "nonfinite_input", eq.label, message, None,
@@ -157,7 +159,10 @@ class NumericsChecker:
         if value.ndim == 0:
             v = float(value)
             return v * v
-        flat = value.reshape(-1) if value.flags.c_contiguous else value.ravel()
+        if not value.flags.c_contiguous:  # a view: no copy, one strided pass
+            total = float(value.sum())
+            return total * total
+        flat = value.reshape(-1)
         return float(flat.dot(flat))
 
     def _propagate_bound(self, eq, value) -> float | None:

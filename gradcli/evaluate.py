@@ -5,6 +5,8 @@ the program's length. Works over any NumPy-like namespace `xp` (NumPy, CuPy).
 """
 from __future__ import annotations
 
+import math
+import os
 from typing import Callable
 
 from .errors import GradcliError
@@ -34,6 +36,66 @@ def array_namespace(device: str):
     raise GradcliError(f"unknown device '{device}': use cpu or cuda")
 
 
+def default_memory_limit() -> int:
+    """Half of this machine's physical memory."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
+    except (ValueError, OSError, AttributeError):
+        return 8 << 30
+
+
+def parse_size(text: str) -> int:
+    """'8G', '500M', '2GiB', '1e9' -> bytes."""
+    units = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    t = text.strip().upper().replace("IB", "").rstrip("B") or "0"
+    unit = t[-1] if t[-1] in units else ""
+    try:
+        number = float(t[:-1] if unit else t)
+    except ValueError:
+        raise GradcliError(f"--max-memory: '{text}' is not a size such as 8G or 500M") from None
+    if not number > 0:
+        raise GradcliError(f"--max-memory: '{text}' must be positive")
+    return int(number * units[unit])
+
+
+def _gib(n: int) -> str:
+    return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
+
+
+def check_memory(graph: Graph, fetch: list[int], dtype: str, limit: int | None = None) -> None:
+    """Refuse, before anything runs, a program whose arrays would not fit: shapes are known,
+    so the evaluation's peak is simulated (values freed after their last use, views free)."""
+    import numpy as np
+
+    limit = limit or default_memory_limit()
+    itemsize = np.dtype(dtype).itemsize
+    order = needed_equations(graph, fetch)
+    last_use: dict[int, int] = {}
+    for i in order:
+        for j in graph.equations[i].inputs:
+            last_use[j] = i
+    keep = set(fetch)
+    live = 0
+    sizes: dict[int, int] = {}
+    for i in order:
+        eq = graph.equations[i]
+        full = math.prod(graph.shapes[i]) * itemsize
+        size = 0 if eq.op.view else full  # a view shares memory, but its consumers do not
+        if full > limit or live + size > limit:
+            size = max(size, full)
+            what = "this operation" if eq.inputs else "this value"
+            held = f" on top of the {_gib(live)} already held," if size <= limit else ""
+            raise GradcliError(
+                f"{what} would need a {graph.shapes[i]} array of {dtype} ({_gib(size)}),{held} more than "
+                f"the {_gib(limit)} allowed; raise the limit with --max-memory if the machine has it",
+                eq.pos, graph.source)
+        sizes[i] = size
+        live += size
+        for j in set(eq.inputs):
+            if last_use.get(j) == i and j not in keep:
+                live -= sizes.pop(j, 0)
+
+
 def needed_equations(graph: Graph, fetch: list[int]) -> list[int]:
     """The equations the fetched values depend on, in order."""
     if not fetch:
@@ -54,7 +116,7 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
         check: Callable | None = None) -> dict[int, object]:
     """Evaluate the values `fetch`; returns {id: array} in the namespace `xp`.
 
-    `overrides` replaces the values of source equations (inputs) by id; `check(i, eq, value,
+    `overrides` gives the values of equations by id (inputs, or any value to hold fixed); `check(i, eq, value,
     args)` is called after each equation (the numerical diagnostics); args is None where the
     result was written into an input's buffer."""
     if dtype not in DTYPES:
@@ -77,7 +139,7 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
     for i in order:
         eq = equations[i]
         op = eq.op
-        if not eq.inputs:  # a source: constant or input
+        if not eq.inputs or i in overrides:  # a source (constant, input), or a value given
             value = overrides.get(i)
             if value is None:
                 value = eq.params["value"]
@@ -94,12 +156,17 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
                         if candidate.shape == shapes[i] and candidate.ndim and candidate.dtype == dtype:
                             out = candidate
                             break
-            if out is not None:
-                value = getattr(xp, op.ufunc)(*args, out=out)
-            else:
-                value = op.forward(xp, *args, **eq.params)
-                if value.dtype != dtype:
-                    value = value.astype(dtype)
+            try:
+                if out is not None:
+                    value = getattr(xp, op.ufunc)(*args, out=out)
+                else:
+                    value = op.forward(xp, *args, **eq.params)
+                    if value.dtype != dtype:
+                        value = value.astype(dtype)
+            except MemoryError:
+                raise GradcliError(f"out of memory computing a {graph.shapes[i]} array of {dtype} here; "
+                                   "lower --max-memory to be stopped before starting, or use smaller inputs",
+                                   eq.pos, graph.source) from None
             if op.view:
                 owned.difference_update(eq.inputs)  # the result may share an input's memory
             elif op.ufunc is not None and getattr(value, "ndim", 0):

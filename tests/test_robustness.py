@@ -1,0 +1,184 @@
+"""Hostile and absurd input (issue 6): never a traceback, a hang, an out-of-memory crash,
+executed user text, or a silently wrong number."""
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gradcli import api
+from gradcli.errors import GradcliError
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def gradcli(*args, stdin=None, cwd=None, timeout=120):
+    proc = subprocess.run([sys.executable, "-m", "gradcli", *args], input=stdin, capture_output=True,
+                          cwd=cwd, stdin=None if stdin is not None else subprocess.DEVNULL, timeout=timeout)
+    out, err = proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
+    assert "Traceback" not in out + err, err
+    return proc.returncode, out, err
+
+
+@pytest.mark.slow
+def test_a_million_deep_nesting_works():
+    depth = 1_000_000
+    r = api.grad("y = " + "(" * depth + "x * 2" + ")" * depth, wrt=["x"], feeds={"x": 1.5})
+    assert (r.outputs["y"], r.gradients["x"]) == (3.0, 2.0)
+
+
+def test_a_50_megabyte_program_is_read(tmp_path):
+    statements = "".join(f"y{k} = x * {k} + 1\n" for k in range(5000)) + "y = x * 2 + 1\n"
+    comment = "# " + "a comment line that pads the program out " * 24 + "\n"
+    path = tmp_path / "big.expr"
+    path.write_text(comment * (50_000_000 // len(comment) + 1) + statements)
+    assert path.stat().st_size >= 50_000_000
+    code, out, err = gradcli("eval", str(path), "--set", "x=2", timeout=600)
+    assert (code, out) == (0, "y\t5.0\n")
+
+
+def test_a_10000_character_line():
+    program = "y = " + " + ".join(["x"] * 2500)
+    assert len(program) > 10_000
+    assert api.evaluate(program, feeds={"x": 1.0}).outputs["y"] == 2500.0
+
+
+@pytest.mark.parametrize("data,message,where", [
+    (b"y = 1\x00 + 2\n", "unexpected character '\\x00'", "<stdin>:1:6:"),
+    (b"y = 1 + \xff\xfe 2\n", "not valid UTF-8 text (byte 0xff)", "<stdin>:1:9:"),
+    (b"x = [1.0,\n", "is never closed", "<stdin>:1:5:"),
+])
+def test_bad_bytes_exit_2_with_the_place(data, message, where):
+    code, out, err = gradcli("eval", "-", stdin=data)
+    assert code == 2 and out == "" and message in err and err.startswith(where)
+
+
+def test_bom_and_crlf_are_read_as_text():
+    code, out, _ = gradcli("eval", "-", stdin="\ufeffx = 2\r\ndef f(a):\r\n    return a * 3\r\ny = f(x)\r\n".encode())
+    assert (code, out) == (0, "y\t6.0\n")
+
+
+def test_extreme_numbers():
+    r = api.evaluate("y = 1e999")
+    assert r.outputs["y"] == np.inf
+    assert [(d.kind, d.message) for d in r.diagnostics] == [("nonfinite_input", "input y holds 1 non-finite number (inf)")]
+    r = api.evaluate("y = 2 * 1e999")
+    assert [(d.kind, d.message) for d in r.diagnostics] == [
+        ("nonfinite_input", "this number is not finite in float64 (it is inf)")]
+    r = api.evaluate("y = -0.0 * x", feeds={"x": [1.0]})
+    assert np.signbit(r.outputs["y"][0])
+    assert api.evaluate("y = 1e-320 * 1e-10").outputs["y"] == 0.0
+
+
+def test_names_that_shadow_builtins_follow_python():
+    assert api.evaluate("pi = 3\ny = pi * 2").outputs["y"] == 6.0
+    assert api.evaluate("def sum(a): return a * 10\ny = sum(2)").outputs["y"] == 20.0
+    with pytest.raises(GradcliError, match="'exp' is a value .* not a function"):
+        api.evaluate("exp = 3\ny = exp(2)")
+
+
+def test_definitions_that_cannot_work_are_rejected():
+    with pytest.raises(GradcliError, match="duplicate parameter 'a'"):
+        api.evaluate("def f(a, a): return a\ny = f(1, 2)")
+    with pytest.raises(GradcliError, match="recursion is not supported: 'f' calls itself \\(f -> g -> f\\)"):
+        api.evaluate("def f(a): return g(a)\ndef g(a): return f(a) + 1\ny = f(1)")
+
+
+def test_hostile_value_files(tmp_path):
+    np.save(tmp_path / "objects.npy", np.array([object()], dtype=object), allow_pickle=True)
+    np.save(tmp_path / "good.npy", np.arange(100.0))
+    (tmp_path / "truncated.npy").write_bytes((tmp_path / "good.npy").read_bytes()[:-40])
+    (tmp_path / "ragged.csv").write_text("1,2,3\n4,5\n")
+    (tmp_path / "dir.npy").mkdir()
+    cases = [
+        ("@objects.npy", "holds Python objects; gradcli never unpickles data"),
+        ("@truncated.npy", "is not a valid .npy file"),
+        ("@ragged.csv", "ragged rows: row 1 has 3 fields, row 2 has 2"),
+        ("@dir.npy", "is a directory"),
+        ("@/dev/zero", "is not a regular file"),
+    ]
+    for spec, message in cases:
+        code, out, err = gradcli("eval", "-e", "y = x", "--set", f"x={spec}", cwd=tmp_path)
+        assert code == 2 and out == "" and message in err, (spec, err)
+
+
+def test_set_of_an_unused_name_warns():
+    code, out, err = gradcli("eval", "-e", "y = x * 2", "--set", "x=1", "--set", "typo=3")
+    assert code == 0 and out == "y\t2.0\n"
+    assert "warning: --set typo: the program does not use 'typo'; the value is ignored [unused_input]" in err
+
+
+def test_memory_guard_refuses_up_front_and_can_be_raised(tmp_path):
+    np.save(tmp_path / "col.npy", np.ones((100_000, 1)))
+    np.save(tmp_path / "row.npy", np.ones((1, 100_000)))
+    args = ["eval", "-e", "y = sum(a * b)", "--set", "a=@col.npy", "--set", "b=@row.npy"]
+    t = time.perf_counter()
+    code, out, err = gradcli(*args, cwd=tmp_path)
+    assert code == 2 and time.perf_counter() - t < 30
+    assert "would need a (100000, 100000) array of float64 (74.5 GiB)" in err and "--max-memory" in err
+    code, out, err = gradcli(*args, "--max-memory", "1M", cwd=tmp_path)
+    assert code == 2 and "more than the 1.0 MiB allowed" in err
+    code, out, err = gradcli("eval", "-e", "y = sum(a * b)", "--set", "a=[[1.0], [2.0]]", "--set", "b=[[1.0, 3.0]]",
+                             "--max-memory", "1M")
+    assert (code, out) == (0, "y\t12.0\n")
+
+
+def test_interrupt_exits_130_with_one_line():
+    proc = subprocess.Popen([sys.executable, "-m", "gradcli", "eval", "--lines"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdin.write(b"y = 1\n")
+    proc.stdin.flush()
+    assert proc.stdout.readline().startswith(b'{"outputs"')  # it is up and waiting for more input
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and err == b"gradcli: interrupted\n"
+
+
+def test_lines_streams_one_flushed_line_per_input_line():
+    proc = subprocess.Popen([sys.executable, "-m", "gradcli", "eval", "--lines"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    for k in range(3):
+        proc.stdin.write(f"{k} * 2\n".encode())
+        proc.stdin.flush()
+        assert f'"value": {2.0 * k}'.encode() in proc.stdout.readline()
+    proc.stdin.close()
+    assert proc.wait(timeout=30) == 0
+
+
+@pytest.mark.slow
+def test_lines_memory_stays_constant_over_many_lines():
+    script = ("import resource, subprocess, sys\n"
+              "n = int(sys.argv[1])\n"
+              "p = subprocess.Popen([sys.executable, '-m', 'gradcli', 'eval', '--lines'], stdin=subprocess.PIPE,"
+              " stdout=subprocess.DEVNULL)\n"
+              "line = b'x = [1.0, 2.0]; y = sum(x * x)\\n'\n"
+              "for _ in range(n // 1000): p.stdin.write(line * 1000)\n"
+              "p.stdin.close(); p.wait()\n"
+              "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n")
+    small = int(subprocess.run([sys.executable, "-c", script, "2000"], capture_output=True, text=True).stdout)
+    large = int(subprocess.run([sys.executable, "-c", script, "40000"], capture_output=True, text=True,
+                               timeout=600).stdout)
+    assert large < small * 1.15 + 4096, (small, large)  # KiB: no growth with the number of lines
+
+
+def test_no_partial_json_on_failure():
+    code, out, err = gradcli("eval", "-e", "y = x", "--set", "x=@missing.npy", "--format", "json")
+    assert code == 2 and out == ""
+
+
+def test_nothing_on_the_input_path_executes_or_unpickles():
+    """No eval/exec/compile/pickle/marshal in gradcli's source; .npy files are read with
+    allow_pickle=False."""
+    forbidden = re.compile(r"(?<![\w.])(eval|exec|compile|__import__)\s*\(|\bimport (pickle|marshal|shelve|dill)\b"
+                           r"|allow_pickle\s*=\s*True|\bpickle\.|\bmarshal\.")
+    for path in (ROOT / "gradcli").rglob("*.py"):
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            code = line.split("#", 1)[0]
+            assert not forbidden.search(code), f"{path.name}:{number}: {line.strip()}"
+    loads = [ln for p in (ROOT / "gradcli").rglob("*.py") for ln in p.read_text().splitlines() if "np.load(" in ln]
+    assert loads and all("allow_pickle=False" in ln for ln in loads)
