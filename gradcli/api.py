@@ -27,6 +27,8 @@ class Result:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     dtype: str = "float64"
     graph: Graph | None = None
+    jacobians: dict[str, np.ndarray | None] = field(default_factory=dict)
+    hessians: dict[str, np.ndarray | None] = field(default_factory=dict)
 
     def nonfinite(self) -> list[str]:
         """Names of outputs and gradients holding a NaN or an infinity (what --strict fails on)."""
@@ -146,3 +148,61 @@ def _unconnected(graph: Graph, y_ids: list[int], ys: list[str], x: str, x_id: in
 def _seed(graph: Graph, y: str, value: np.ndarray) -> int:
     from .ops import OPS
     return graph.add(OPS["input"], (), {"name": f"grad_ys:{y}", "value": value}, None, f"--grad-ys {y}")
+
+
+def _targets(graph: Graph, of: list[str] | None, wrt: list[str]) -> tuple[list[str], list[int], list[int]]:
+    if not wrt:
+        raise GradcliError("give at least one --wrt NAME")
+    ys = of or [graph.result[0]]
+    return ys, [graph.value_id(y, "name for --of") for y in ys], [graph.value_id(x, "name for --wrt") for x in wrt]
+
+
+def _fill_unconnected(graph, wrt, x_ids, blocks, unconnected, shape_of):
+    out = {}
+    for x, x_id, block in zip(wrt, x_ids, blocks):
+        if block is None and unconnected == "zero":
+            block = np.zeros(shape_of(x_id))
+        out[x] = block
+    return out
+
+
+def jacobian(text: str, *, of: str, wrt: list[str], name: str = "<expr>", feeds: dict | None = None,
+             unconnected: str = "none") -> Result:
+    """The full Jacobian dY/dX of each X, shaped Y.shape + X.shape (float64)."""
+    from .insight import jacobian as jacobian_blocks
+
+    _check_options("float64", unconnected)
+    graph = compile_program(text, name, feeds)
+    ys, (y,), x_ids = _targets(graph, [of], wrt)
+    host, diagnostics = _run(graph, {of: y}, "float64", "cpu")
+    blocks = jacobian_blocks(graph, y, x_ids)
+    jac = _fill_unconnected(graph, wrt, x_ids, blocks, unconnected, lambda x: graph.shapes[y] + graph.shapes[x])
+    return Result(host, {}, diagnostics, "float64", graph, jacobians=jac)
+
+
+def hessian(text: str, *, of: str | None = None, wrt: list[str], name: str = "<expr>",
+            feeds: dict | None = None, unconnected: str = "none") -> Result:
+    """The Hessian block d²Y/dX² of each X (Y a scalar), shaped X.shape + X.shape (float64)."""
+    from .insight import hessian as hessian_blocks
+
+    _check_options("float64", unconnected)
+    graph = compile_program(text, name, feeds)
+    ys, (y,), x_ids = _targets(graph, [of] if of else None, wrt)
+    host, diagnostics = _run(graph, {ys[0]: y}, "float64", "cpu")
+    blocks = hessian_blocks(graph, y, x_ids)
+    hes = _fill_unconnected(graph, wrt, x_ids, blocks, unconnected, lambda x: graph.shapes[x] * 2)
+    return Result(host, {}, diagnostics, "float64", graph, hessians=hes)
+
+
+def check(text: str, *, wrt: list[str], of: list[str] | None = None, name: str = "<expr>",
+          feeds: dict | None = None, eps: float = 1e-6, rtol: float = 1e-5, atol: float = 1e-8):
+    """Reverse-mode gradients against float64 central finite differences, with blame."""
+    from .insight import check as check_gradients
+
+    if not (eps > 0 and rtol >= 0 and atol >= 0):
+        raise GradcliError("--eps must be positive, and --rtol and --atol not negative")
+    graph = compile_program(text, name, feeds)
+    ys, y_ids, x_ids = _targets(graph, of, wrt)
+    result = check_gradients(graph, y_ids, dict(zip(wrt, x_ids)), eps=eps, rtol=rtol, atol=atol)
+    result.graph = graph
+    return result

@@ -93,6 +93,50 @@ def grad_command(
                                       strict=strict, lines=lines, max_memory=max_memory, debug=debug))
 
 
+WrtOpt = Annotated[Optional[list[str]], typer.Option(
+    "--wrt", metavar="NAME", help="With respect to this input or named value (repeatable).")]
+OfOpt = Annotated[Optional[list[str]], typer.Option(
+    "--of", metavar="NAME", help="Of these values (repeatable); default: the last statement.")]
+UnconnectedOpt = Annotated[Unconnected, typer.Option(
+    help="Result for a --wrt value that the output does not depend on: null or zeros.")]
+
+
+@app.command("check")
+def check_command(
+    file: FileArg = None, expr: ExprOpt = None, wrt: WrtOpt = None, of: OfOpt = None, set_: SetOpt = None,
+    eps: Annotated[float, typer.Option(help="Finite-difference step, relative to the input's scale.")] = 1e-6,
+    rtol: Annotated[float, typer.Option(help="Relative tolerance.")] = 1e-5,
+    atol: Annotated[float, typer.Option(help="Absolute tolerance.")] = 1e-8,
+    format: FormatOpt = Format.auto, debug: DebugOpt = False,
+) -> None:
+    """Compare reverse-mode gradients with float64 central finite differences; exit 1 if any
+    disagrees, naming the operation whose gradient rule is wrong."""
+    _run("check", dict(file=file, expr=expr, sets=set_ or [], wrt=wrt or [], of=of or [], eps=eps, rtol=rtol,
+                       atol=atol, format=format.value, debug=debug, lines=False, max_memory=None))
+
+
+@app.command("jacobian")
+def jacobian_command(
+    file: FileArg = None, expr: ExprOpt = None, of: OfOpt = None, wrt: WrtOpt = None, set_: SetOpt = None,
+    unconnected: UnconnectedOpt = Unconnected.none, format: FormatOpt = Format.auto, debug: DebugOpt = False,
+) -> None:
+    """The full Jacobian dY/dX of one --of Y for each --wrt X, shaped Y.shape + X.shape."""
+    _run("jacobian", dict(file=file, expr=expr, sets=set_ or [], wrt=wrt or [], of=of or [],
+                          unconnected=unconnected.value, format=format.value, debug=debug, lines=False,
+                          max_memory=None))
+
+
+@app.command("hessian")
+def hessian_command(
+    file: FileArg = None, expr: ExprOpt = None, of: OfOpt = None, wrt: WrtOpt = None, set_: SetOpt = None,
+    unconnected: UnconnectedOpt = Unconnected.none, format: FormatOpt = Format.auto, debug: DebugOpt = False,
+) -> None:
+    """The Hessian block d²Y/dX² of a scalar Y for each --wrt X, shaped X.shape + X.shape."""
+    _run("hessian", dict(file=file, expr=expr, sets=set_ or [], wrt=wrt or [], of=of or [],
+                         unconnected=unconnected.value, format=format.value, debug=debug, lines=False,
+                         max_memory=None))
+
+
 # --------------------------------------------------------------------------- running a command
 
 def _open_program(file: str | None, expr: str | None):
@@ -162,8 +206,20 @@ def _assignments(items: list[str], option: str) -> dict:
 
 def _compute(command: str, opts: dict, text: str, name: str):
     from . import api
+    from .errors import GradcliError
 
     feeds = _assignments(opts["sets"], "--set")
+    if command == "check":
+        return api.check(text, wrt=opts["wrt"], of=opts["of"] or None, name=name, feeds=feeds,
+                         eps=opts["eps"], rtol=opts["rtol"], atol=opts["atol"])
+    if command in ("jacobian", "hessian"):
+        if len(opts["of"]) > 1:
+            raise GradcliError(f"{command} takes one --of NAME")
+        of = opts["of"][0] if opts["of"] else None
+        if command == "jacobian":
+            return api.jacobian(text, of=of or api.compile_program(text, name, feeds).result[0], wrt=opts["wrt"],
+                                name=name, feeds=feeds, unconnected=opts["unconnected"])
+        return api.hessian(text, of=of, wrt=opts["wrt"], name=name, feeds=feeds, unconnected=opts["unconnected"])
     common = dict(name=name, feeds=feeds, dtype=opts["dtype"], device=opts["device"],
                   max_memory=opts["max_memory"])
     if command == "eval":
@@ -215,6 +271,8 @@ def _run_one(command: str, opts: dict, text: str, name: str) -> int:
 
     result = _compute(command, opts, text, name)
     fmt = _format(opts)
+    if command in ("check", "jacobian", "hessian"):
+        return _render_insight(command, result, fmt, name, text)
     with_gradients = command == "grad"
     if fmt == "json":
         body = render.dumps(render.result_json(result, with_gradients=with_gradients))
@@ -232,6 +290,23 @@ def _run_one(command: str, opts: dict, text: str, name: str) -> int:
         sys.stderr.write(f"gradcli: --strict: not finite: {', '.join(result.nonfinite())}\n")
         return 1
     return 0
+
+
+def _render_insight(command: str, result, fmt: str, name: str, text: str) -> int:
+    from . import render
+
+    source = result.graph.source
+    if fmt == "json":
+        sys.stdout.write(render.dumps(render.insight_json(command, result)) + "\n")
+    else:
+        for diag in result.diagnostics:
+            sys.stderr.write(render.diagnostic_text(diag, source) + "\n")
+        if fmt == "plain":
+            sys.stdout.write("".join(line + "\n" for line in render.insight_lines(command, result)))
+        else:
+            render.print_insight_table(command, result)
+    sys.stdout.flush()
+    return 0 if command != "check" or result.passed else 1
 
 
 def _run_lines(command: str, opts: dict, stream) -> int:

@@ -292,7 +292,10 @@ class NumericsChecker:
         out = values[j]
         nonzero_inputs = None
         for k in producer.inputs:
-            nz = xp.broadcast_to(values[k] != 0, out.shape) if values[k].shape != out.shape else values[k] != 0
+            if producer.op.elementwise:
+                nz = xp.broadcast_to(values[k] != 0, out.shape)
+            else:  # a reduction (prod, matmul, softmax): zero although no input element is
+                nz = xp.broadcast_to(xp.all(values[k] != 0), out.shape)
             nonzero_inputs = nz if nonzero_inputs is None else nonzero_inputs & nz
         underflowed = (out == 0) & nonzero_inputs
         count = int(underflowed.sum())

@@ -96,8 +96,8 @@ def check_memory(graph: Graph, fetch: list[int], dtype: str, limit: int | None =
                 live -= sizes.pop(j, 0)
 
 
-def needed_equations(graph: Graph, fetch: list[int]) -> list[int]:
-    """The equations the fetched values depend on, in order."""
+def needed_equations(graph: Graph, fetch: list[int], given=()) -> list[int]:
+    """The equations the fetched values depend on, in order (not looking past `given`)."""
     if not fetch:
         return []
     needed = bytearray(max(fetch) + 1)
@@ -105,7 +105,7 @@ def needed_equations(graph: Graph, fetch: list[int]) -> list[int]:
         needed[f] = 1
     equations = graph.equations
     for i in range(len(needed) - 1, -1, -1):
-        if needed[i]:
+        if needed[i] and i not in given:
             for j in equations[i].inputs:
                 needed[j] = 1
     return [i for i in range(len(needed)) if needed[i]]
@@ -123,15 +123,16 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
         raise GradcliError(f"unknown dtype '{dtype}': use float64 or float32")
     if xp is None:
         import numpy as xp
-    order = needed_equations(graph, fetch)
+    overrides = overrides or {}
+    order = needed_equations(graph, fetch, overrides)
     last_use: dict[int, int] = {}
     equations = graph.equations
     for i in order:
-        for j in equations[i].inputs:
-            last_use[j] = i
+        if i not in overrides:
+            for j in equations[i].inputs:
+                last_use[j] = i
     keep = set(fetch)
     env: dict[int, object] = {}
-    overrides = overrides or {}
     # Buffers this run allocated and that no view shares: an elementwise op may write its
     # result into one whose last use it is (no new allocation, a smaller peak).
     owned: set[int] = set()

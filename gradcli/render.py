@@ -127,3 +127,46 @@ def print_table(result, *, with_gradients: bool, file=None) -> None:
             shape = str(tuple(arr.shape)) if arr is not None else ""
             table.add_row(f"∂/∂{name}", shape, _summary(arr))
     console.print(table)
+
+
+# --------------------------------------------------------------------------- check, jacobian, hessian
+
+def insight_json(command: str, result) -> dict:
+    if command == "check":
+        doc = {"check": {k: r.to_json() for k, r in result.reports.items()}}
+    else:
+        key = "jacobians" if command == "jacobian" else "hessians"
+        blocks = result.jacobians if command == "jacobian" else result.hessians
+        doc = {"outputs": {k: tensor_json(v, result.dtype) for k, v in result.outputs.items()},
+               key: {k: tensor_json(v, result.dtype) for k, v in blocks.items()}}
+    doc["diagnostics"] = [d.to_json() for d in result.diagnostics]
+    return doc
+
+
+def insight_lines(command: str, result) -> list[str]:
+    if command == "check":
+        return [f"{k}\t{'passed' if r.passed else 'FAILED'}\t{r.max_abs_error:.3g}\t{r.max_rel_error:.3g}"
+                for k, r in result.reports.items()]
+    blocks = result.jacobians if command == "jacobian" else result.hessians
+    return [plain_line(k, v) for k, v in blocks.items()]
+
+
+def print_insight_table(command: str, result, file=None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(file=file)
+    if command == "check":
+        table = Table("input", "max abs error", "max rel error", "compared", "result", header_style="bold")
+        for k, r in result.reports.items():
+            table.add_row(k, f"{r.max_abs_error:.3g}", f"{r.max_rel_error:.3g}", r.method,
+                          "[green]passed[/]" if r.passed else "[bold red]FAILED[/]")
+    else:
+        blocks = result.jacobians if command == "jacobian" else result.hessians
+        table = Table("", "shape", "value", header_style="bold")
+        symbol = "∂" if command == "jacobian" else "∂²"
+        of = next(iter(result.outputs), "y")
+        for k, v in blocks.items():
+            table.add_row(f"{symbol}{of}/∂{k}{'²' if command == 'hessian' else ''}",
+                          str(tuple(v.shape)) if v is not None else "", _summary(v))
+    console.print(table)

@@ -133,3 +133,12 @@ def test_stable_softmax_is_clean_at_large_inputs(shift):
 def test_unused_set_is_a_warning():
     r = api.evaluate("y = x * 2", feeds={"x": 1.0, "q": 2.0})
     assert only(r.diagnostics, "unused_input").message == "--set q: the program does not use 'q'; the value is ignored"
+
+
+def test_underflow_through_a_reduction_is_explained():
+    # found by the fuzzer: the zero denominator came from prod, a reduction
+    r = api.evaluate("y = u / prod(x)", feeds={"u": [1.0, 2.0], "x": [1e-200, 1e-200]})
+    assert only(r.diagnostics, "divide_by_zero").op == "/"
+    assert only(r.diagnostics, "underflow").op == "prod"
+    r = api.evaluate("y = u / prod((0.5 + 0 * u) < s)", feeds={"u": [1.0, 2.0], "s": 0.0})
+    assert only(r.diagnostics, "divide_by_zero").op == "/"

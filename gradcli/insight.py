@@ -1,0 +1,214 @@
+"""Trust and insight on the core engine: gradient checks with blame, Jacobians and Hessians
+built by differentiating the gradient program.
+
+Everything here works on the graph: a gradient is equations of the same program, so it can
+be evaluated for many seeds (Jacobian rows), differentiated again (Hessians), or compared
+with finite differences of the forward program (checks).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .autodiff import gradients
+from .diagnostics import Diagnostic
+from .errors import GradcliError
+from .evaluate import needed_equations, run
+from .graph import Graph
+from .ops import OPS, fmt_shape
+
+SEED = OPS["input"]
+
+
+def _seed(graph: Graph, shape, name: str) -> int:
+    return graph.add(SEED, (), {"name": name, "value": np.zeros(shape)}, None, name)
+
+
+def _forward_values(graph: Graph, first_derived: int, ids: list[int]) -> dict[int, np.ndarray]:
+    """Values of the forward equations the given gradient equations read, computed once."""
+    reads = {j for i in needed_equations(graph, ids) if i >= first_derived
+             for j in graph.equations[i].inputs if j < first_derived}
+    reads = [j for j in reads if graph.equations[j].inputs]  # sources are cheap to recreate
+    with np.errstate(all="ignore"):
+        return run(graph, reads) if reads else {}
+
+
+def _rows(graph: Graph, seed: int, seed_shape, outputs: list[int], held: dict) -> list[np.ndarray]:
+    """For each basis vector e_k of the seed, the values of `outputs`: stacked rows."""
+    n = int(np.prod(seed_shape))
+    results = [[] for _ in outputs]
+    basis = np.zeros(n)
+    for k in range(n):
+        basis[:] = 0.0
+        basis[k] = 1.0
+        with np.errstate(all="ignore"):
+            values = run(graph, outputs, overrides={**held, seed: basis.reshape(seed_shape)})
+        for r, o in zip(results, outputs):
+            r.append(values[o])
+    return [np.stack(r).reshape(tuple(seed_shape) + graph.shapes[o]) for r, o in zip(results, outputs)]
+
+
+def jacobian(graph: Graph, y: int, xs: list[int]) -> list[np.ndarray | None]:
+    """dY/dX for each X, shaped Y.shape + X.shape (None where Y does not depend on X):
+    reverse mode, one evaluation of the gradient program per element of Y."""
+    first = len(graph.equations)
+    seed = _seed(graph, graph.shapes[y], "jacobian seed")
+    grads = gradients(graph, [y], xs, [seed])
+    live = [g for g in grads if g is not None]
+    if not live:
+        return [None] * len(xs)
+    held = _forward_values(graph, first, live)
+    rows = iter(_rows(graph, seed, graph.shapes[y], live, held))
+    return [next(rows) if g is not None else None for g in grads]
+
+
+def hessian(graph: Graph, y: int, xs: list[int]) -> list[np.ndarray | None]:
+    """d²Y/dX² for each X (Y a scalar), shaped X.shape + X.shape: reverse over reverse."""
+    if graph.shapes[y] != ():
+        raise GradcliError(f"a Hessian needs a scalar output; this one has shape {fmt_shape(graph.shapes[y])} "
+                           "(sum it, or pick an element)", graph.equations[y].pos, graph.source)
+    out = []
+    for x in xs:
+        (g,) = gradients(graph, [y], [x])
+        if g is None:
+            out.append(None)
+            continue
+        first = len(graph.equations)
+        seed = _seed(graph, graph.shapes[x], "hessian seed")
+        (h,) = gradients(graph, [g], [x], [seed])
+        if h is None:  # the gradient does not depend on x: Y is linear in x
+            out.append(np.zeros(graph.shapes[x] * 2))
+            continue
+        held = _forward_values(graph, first, [h])
+        out.append(_rows(graph, seed, graph.shapes[x], [h], held)[0])
+    return out
+
+
+# --------------------------------------------------------------------------- gradient check
+
+@dataclass
+class CheckReport:
+    name: str
+    max_abs_error: float
+    max_rel_error: float
+    passed: bool
+    method: str  # "all elements" or "N random directions"
+
+    def to_json(self) -> dict:
+        return {"max_abs_error": self.max_abs_error, "max_rel_error": self.max_rel_error,
+                "passed": self.passed, "method": self.method}
+
+
+@dataclass
+class CheckResult:
+    reports: dict[str, CheckReport]
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return all(r.passed for r in self.reports.values())
+
+
+ALL_ELEMENTS_UP_TO = 64   # inputs this small are checked element by element
+DIRECTIONS = 16           # else along this many random directions
+
+
+def _objective(graph: Graph, ys: list[int]):
+    """L(overrides) = sum of all elements of all ys, with stop_gradient values held."""
+    held_ids = [i for i in needed_equations(graph, ys) if graph.equations[i].op.name == "stop_gradient"]
+    with np.errstate(all="ignore"):
+        held = run(graph, held_ids) if held_ids else {}
+
+    def value(overrides):
+        with np.errstate(all="ignore"):
+            out = run(graph, ys, overrides={**held, **overrides})
+        return sum(float(np.sum(out[y])) for y in ys)
+    return value
+
+
+def _differences(f, x: int, point: np.ndarray, grad: np.ndarray, eps: float, rng):
+    """(reverse-mode, finite-difference) pairs: per element, or along random directions."""
+    step = eps * max(1.0, float(np.max(np.abs(point)))) if point.size else eps
+    if point.size <= ALL_ELEMENTS_UP_TO:
+        directions = np.eye(point.size)
+    else:
+        directions = rng.standard_normal((DIRECTIONS, point.size))
+        directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+    ours = directions @ grad.reshape(-1)
+    fd = np.array([(f({x: point + step * d.reshape(point.shape)}) - f({x: point - step * d.reshape(point.shape)}))
+                   / (2 * step) for d in directions])
+    method = "all elements" if point.size <= ALL_ELEMENTS_UP_TO else f"{DIRECTIONS} random directions"
+    return ours, fd, method
+
+
+def check(graph: Graph, ys: list[int], xs: dict[str, int], *, eps: float = 1e-6, rtol: float = 1e-5,
+          atol: float = 1e-8, seed: int = 0) -> CheckResult:
+    """Reverse-mode gradients of sum(ys) against float64 central finite differences; where
+    they disagree, blame the equation whose own gradient rule disagrees at this point."""
+    rng = np.random.default_rng(seed)
+    names = list(xs)
+    grads = gradients(graph, ys, [xs[n] for n in names])
+    live = [g for g in grads if g is not None]
+    with np.errstate(all="ignore"):
+        values = run(graph, live + [xs[n] for n in names])
+    f = _objective(graph, ys)
+    reports = {}
+    for name, g in zip(names, grads):
+        x = xs[name]
+        point = np.asarray(values[x], dtype=np.float64)
+        grad = np.zeros(graph.shapes[x]) if g is None else np.asarray(values[g], dtype=np.float64)
+        ours, fd, method = _differences(f, x, point, grad, eps, rng)
+        abs_err = np.abs(ours - fd)
+        with np.errstate(all="ignore"):
+            rel_err = abs_err / np.maximum(np.abs(fd), np.abs(ours))
+        rel_err = np.where(abs_err == 0, 0.0, rel_err)
+        passed = bool(np.all(abs_err <= atol + rtol * np.abs(fd)))
+        reports[name] = CheckReport(name, float(np.max(abs_err, initial=0.0)),
+                                    float(np.nanmax(rel_err, initial=0.0)), passed, method)
+    result = CheckResult(reports)
+    if not result.passed:
+        result.diagnostics.extend(blame(graph, eps=eps, rtol=rtol, atol=atol, rng=rng))
+    return result
+
+
+def blame(graph: Graph, *, eps: float, rtol: float, atol: float, rng) -> list[Diagnostic]:
+    """Each differentiated equation's gradient rule, checked alone at this point against
+    finite differences of its own forward rule: the ones that disagree."""
+    found = []
+    forward = sorted(i for i in graph.differentiated if graph.equations[i].backward is None)
+    with np.errstate(all="ignore"):
+        values = run(graph, sorted({j for i in forward for j in graph.equations[i].inputs}))
+    for i in forward:
+        eq = graph.equations[i]
+        local = Graph(graph.source)
+        params = [local.add(SEED, (), {"name": f"arg{k}", "value": np.asarray(values[j], dtype=np.float64)},
+                            eq.pos, f"arg{k}") for k, j in enumerate(eq.inputs)]
+        out = local.add(eq.op, tuple(params), eq.params, eq.pos, eq.label)
+        cot_value = rng.standard_normal(local.shapes[out])
+        cot = local.add(SEED, (), {"name": "g", "value": cot_value}, eq.pos, "g")
+        wanted = [p for k, p in enumerate(params) if eq.op.rule(k) not in ("no gradient", None)]
+        if not wanted:
+            continue
+        grads = gradients(local, [out], wanted, [cot])
+        live = [g for g in grads if g is not None]
+        with np.errstate(all="ignore"):
+            got = run(local, live) if live else {}
+
+        def f(overrides, out=out, local=local, cot_value=cot_value):
+            with np.errstate(all="ignore"):
+                return float(np.sum(cot_value * run(local, [out], overrides=overrides)[out]))
+
+        for p, g in zip(wanted, grads):
+            point = np.asarray(local.equations[p].params["value"])
+            grad = np.zeros(point.shape) if g is None else np.asarray(got[g], dtype=np.float64)
+            ours, fd, _ = _differences(f, p, point, grad, eps, rng)
+            if np.all(np.isfinite(fd)) and not np.all(np.abs(ours - fd) <= atol + rtol * np.abs(fd)):
+                err = float(np.max(np.abs(ours - fd)))
+                found.append(Diagnostic(
+                    "error", "gradient_mismatch", eq.label,
+                    f"the gradient rule of {eq.label} disagrees with finite differences of {eq.label} itself "
+                    f"at this point (max abs error {err:.3g} over {fd.size} comparisons)",
+                    f"check the vjp of '{eq.op.name}' in the op table", eq.pos, eq.stack, value_id=i))
+                break
+    return found
