@@ -78,7 +78,7 @@ def test_origin_inside_a_function_names_the_call_site():
 
 def test_nonfinite_inputs_and_the_nan_they_make():
     diags = diagnostics("y = x - x", x=[np.inf, 1.0])
-    assert only(diags, "nonfinite_input").message == "input x holds 1 non-finite number"
+    assert only(diags, "nonfinite_input").message == "input x holds 1 non-finite number (inf)"
     d = only(diags, "invalid")
     assert d.op == "-" and "inf - inf" in d.message
 
