@@ -206,3 +206,59 @@ def check(text: str, *, wrt: list[str], of: list[str] | None = None, name: str =
     result = check_gradients(graph, y_ids, dict(zip(wrt, x_ids)), eps=eps, rtol=rtol, atol=atol)
     result.graph = graph
     return result
+
+
+def derive(text: str, *, wrt: str, of: list[str] | None = None, name: str = "<expr>",
+           feeds: dict | None = None) -> str:
+    """The gradient d(sum of `of`)/d(`wrt`) as a program in gradcli's own language, which
+    evaluates (with the same inputs) to the gradient."""
+    from .printer import Printer
+
+    graph = compile_program(text, name, feeds)
+    ys, y_ids, (x,) = _targets(graph, of, [wrt])
+    (g,) = gradients(graph, y_ids, [x])
+    target = "+".join(ys)
+    root = f"d{'_'.join(ys)}_d{wrt}" if len(ys) < 4 else f"grad_{wrt}"
+    header = f"d({target})/d{wrt} of {name}, as a gradcli program (evaluate it with the same inputs)"
+    printer = Printer(graph, set(graph.names) | {root})
+    if g is None:
+        g = graph.add_constant(np.zeros(graph.shapes[x]))
+        header += f"; {target} does not depend on {wrt}"
+    return printer.program({root: g}, header)
+
+
+@dataclass
+class GraphView:
+    """The evaluated program, for `gradcli graph`: nodes the output needs, their values,
+    and (with wrt) each node's gradient d(output)/d(node)."""
+    graph: Graph
+    root: int
+    nodes: list[int]
+    values: dict[int, np.ndarray]
+    gradients: dict[int, np.ndarray]
+    nonfinite: set[int]
+    diagnostics: list[Diagnostic]
+
+
+def graph_view(text: str, *, of: str | None = None, wrt: list[str] | None = None, name: str = "<expr>",
+               feeds: dict | None = None) -> GraphView:
+    from .autodiff import depends_on
+    from .evaluate import needed_equations
+
+    graph = compile_program(text, name, feeds)
+    ys, (y,), x_ids = _targets(graph, [of] if of else None, wrt or ["_unused_"]) if wrt else (
+        None, [graph.value_id(of) if of else graph.result[1]], [])
+    nodes = needed_equations(graph, [y])
+    cotangents: dict[int, int] = {}
+    if x_ids:
+        reach = depends_on(graph, x_ids, y)
+        on_path = [i for i in nodes if reach[i]]
+        for i, g in zip(on_path, gradients(graph, [y], on_path)):
+            if g is not None:
+                cotangents[i] = g
+    fetch = {f"v{i}": i for i in nodes} | {f"g{i}": g for i, g in cotangents.items()}
+    host, diagnostics = _run(graph, fetch, "float64", "cpu")
+    values = {i: host[f"v{i}"] for i in nodes}
+    grads = {i: host[f"g{i}"] for i in cotangents}
+    nonfinite = {i for i, v in values.items() if not np.isfinite(v).all()}
+    return GraphView(graph, y, nodes, values, grads, nonfinite, diagnostics)

@@ -137,6 +137,36 @@ def hessian_command(
                          max_memory=None))
 
 
+@app.command("derive")
+def derive_command(
+    file: FileArg = None, expr: ExprOpt = None,
+    wrt: Annotated[Optional[str], typer.Option("--wrt", metavar="NAME", help="With respect to this value.")] = None,
+    of: OfOpt = None, set_: SetOpt = None, debug: DebugOpt = False,
+) -> None:
+    """Print the gradient as a program in gradcli's own language, simplified."""
+    _run("derive", dict(file=file, expr=expr, sets=set_ or [], wrt=[wrt] if wrt else [], of=of or [],
+                        format="plain", debug=debug, lines=False, max_memory=None))
+
+
+class GraphFormat(str, Enum):
+    tree = "tree"
+    dot = "dot"
+
+
+@app.command("graph")
+def graph_command(
+    file: FileArg = None, expr: ExprOpt = None, wrt: WrtOpt = None,
+    of: Annotated[Optional[str], typer.Option("--of", metavar="NAME", help="Show this value; default: the last.")] = None,
+    set_: SetOpt = None,
+    format: Annotated[GraphFormat, typer.Option(help="A tree on the terminal, or Graphviz DOT (dot -Tsvg).")] = GraphFormat.tree,
+    debug: DebugOpt = False,
+) -> None:
+    """Show the program as a graph: each operation, where it stands, its shape and values,
+    and with --wrt its gradient."""
+    _run("graph", dict(file=file, expr=expr, sets=set_ or [], wrt=wrt or [], of=[of] if of else [],
+                       format=format.value, debug=debug, lines=False, max_memory=None))
+
+
 # --------------------------------------------------------------------------- running a command
 
 def _open_program(file: str | None, expr: str | None):
@@ -209,6 +239,13 @@ def _compute(command: str, opts: dict, text: str, name: str):
     from .errors import GradcliError
 
     feeds = _assignments(opts["sets"], "--set")
+    if command == "graph":
+        return api.graph_view(text, of=opts["of"][0] if opts["of"] else None, wrt=opts["wrt"], name=name,
+                              feeds=feeds)
+    if command == "derive":
+        if len(opts["wrt"]) != 1:
+            raise GradcliError("derive takes one --wrt NAME")
+        return api.derive(text, wrt=opts["wrt"][0], of=opts["of"] or None, name=name, feeds=feeds)
     if command == "check":
         return api.check(text, wrt=opts["wrt"], of=opts["of"] or None, name=name, feeds=feeds,
                          eps=opts["eps"], rtol=opts["rtol"], atol=opts["atol"])
@@ -270,6 +307,18 @@ def _run_one(command: str, opts: dict, text: str, name: str) -> int:
     from .errors import Source
 
     result = _compute(command, opts, text, name)
+    if command == "derive":
+        sys.stdout.write(result)
+        return 0
+    if command == "graph":
+        from . import render
+        for diag in result.diagnostics:
+            sys.stderr.write(render.diagnostic_text(diag, result.graph.source) + "\n")
+        if opts["format"] == "dot":
+            sys.stdout.write(render.graph_dot(result))
+        else:
+            render.print_graph_tree(result)
+        return 0
     fmt = _format(opts)
     if command in ("check", "jacobian", "hessian"):
         return _render_insight(command, result, fmt, name, text)

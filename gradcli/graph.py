@@ -11,6 +11,7 @@ user functions are expanded where they are called, with recursion detected and r
 from __future__ import annotations
 
 import difflib
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,6 +20,7 @@ from . import ops as op_table
 from . import syntax as ast
 from .errors import GradcliError, Pos, ShapeError, Source
 from .ops import OPS, Op, Sym, fmt_shape
+from .ops import broadcast_shapes as ops_broadcast
 
 # A program that expands (through nested function calls) past this many equations is
 # refused rather than left to exhaust memory.
@@ -109,6 +111,7 @@ class Graph:
     def derived(self, op: Op, inputs: tuple, params: dict) -> Sym:
         """Emit an equation of a gradient, attributed to the equation being differentiated;
         identical equations are shared and `x * 1`, `x + 0`, `x / 1` are folded away."""
+        inputs = self._unbroadcast(op, inputs)
         simpler = self._simplify(op, inputs)
         if simpler is not None:
             return Sym(self, simpler)
@@ -121,13 +124,33 @@ class Graph:
         self._memo[key] = id_
         return Sym(self, id_)
 
+    def _unbroadcast(self, op: Op, inputs: tuple) -> tuple:
+        """An elementwise op broadcasts by itself: drop an explicit broadcast_to (or a
+        reshape of a scalar) of an input where the result's shape stays the same."""
+        if not op.elementwise or len(inputs) < 2:
+            return inputs
+        out = ops_broadcast(*(self.shapes[j] for j in inputs))
+        new = list(inputs)
+        for k, j in enumerate(inputs):
+            eq = self.equations[j]
+            while eq.op.name in ("broadcast_to", "reshape") and (
+                    eq.op.name == "broadcast_to" or math.prod(self.shapes[eq.inputs[0]]) == 1):
+                inner = eq.inputs[0]
+                trial = new[:k] + [inner] + new[k + 1:]
+                if ops_broadcast(*(self.shapes[t] for t in trial)) != out:
+                    break
+                new[k] = inner
+                eq = self.equations[inner]
+        return tuple(new)
+
     def _simplify(self, op: Op, inputs: tuple) -> int | None:
         if len(inputs) != 2 or op.name not in ("add", "subtract", "multiply", "divide"):
             return None
         a, b = inputs
         ca, cb = self.scalar_constant(a), self.scalar_constant(b)
-        keep_b = self.shapes[b] == self.shapes[a] or (self.shapes[a] == ())
-        keep_a = self.shapes[a] == self.shapes[b] or (self.shapes[b] == ())
+        out = ops_broadcast(self.shapes[a], self.shapes[b])
+        keep_b = self.shapes[b] == out
+        keep_a = self.shapes[a] == out
         if op.name == "multiply":
             if cb == 1.0 and keep_a:
                 return a

@@ -513,7 +513,7 @@ def _arg_extreme_shape(shape, axis=None):
 
 register(Op("prod_others", _prod_others, _same_checking_axis,
             (lambda g, ans, x, axis=None: (G.sum(g * ans, axis=axis, keepdims=True) - g * ans) / x,),
-            params={"axis": None}, public=False,
+            params={"axis": None},
             doc="for each element, the product of the others in its group (the gradient of prod)"))
 for _name, _fn in (("argmax", "argmax"), ("argmin", "argmin")):
     register(Op(_name, (lambda fn: lambda xp, x, axis=None: getattr(xp, fn)(x, axis=axis).astype(x.dtype))(_fn),

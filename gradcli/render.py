@@ -170,3 +170,83 @@ def print_insight_table(command: str, result, file=None) -> None:
             table.add_row(f"{symbol}{of}/∂{k}{'²' if command == 'hessian' else ''}",
                           str(tuple(v.shape)) if v is not None else "", _summary(v))
     console.print(table)
+
+
+# --------------------------------------------------------------------------- the graph
+
+def _node_label(view, i: int) -> tuple[str, str, str]:
+    """(operation, where, details) of a node."""
+    g = view.graph
+    eq = g.equations[i]
+    name = g.value_names.get(i)
+    op = eq.op.name if eq.op.name in ("input", "const") else eq.label
+    if eq.op.name == "input":
+        op = f"input {eq.params['name']}"
+    elif eq.op.name == "const":
+        op = "constant"
+    elif name:
+        op = f"{name} = {op}"
+    where = f"{eq.pos.line}:{eq.pos.column}" if eq.pos else ""
+    details = f"{tuple(g.shapes[i])} {_brief(view.values[i])}"
+    if i in view.gradients:
+        details += f"  ∂ {_brief(view.gradients[i])}"
+    return op, where, details
+
+
+def _brief(arr: np.ndarray) -> str:
+    if arr.size <= 6:
+        return np.array2string(np.asarray(arr), precision=4, separator=", ", max_line_width=10**6)
+    with np.errstate(all="ignore"):
+        return f"min {np.nanmin(arr):.4g} max {np.nanmax(arr):.4g}"
+
+
+def graph_dot(view) -> str:
+    """Graphviz DOT: one box per equation, edges from inputs to their consumer;
+    stop_gradient edges dashed, nodes with non-finite values red."""
+    g = view.graph
+    lines = ["digraph gradcli {", "  rankdir=BT;", '  node [shape=box, fontname="monospace"];']
+    for i in view.nodes:
+        op, where, details = _node_label(view, i)
+        label = "\\n".join(p for p in (op, where, details) if p).replace('"', '\\"')
+        style = ', color=red, fontcolor=red' if i in view.nonfinite else ""
+        lines.append(f'  n{i} [label="{label}"{style}];')
+    for i in view.nodes:
+        eq = g.equations[i]
+        dashed = " [style=dashed]" if eq.op.name == "stop_gradient" else ""
+        for j in dict.fromkeys(eq.inputs):
+            lines.append(f"  n{j} -> n{i}{dashed};")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def print_graph_tree(view, file=None, max_depth: int = 200) -> None:
+    """The graph as a Rich tree from the output down to the inputs; a node shared by several
+    consumers is expanded once and referred to after. Built without recursion."""
+    from rich.console import Console
+    from rich.tree import Tree
+
+    console = Console(file=file)
+
+    def text(i):
+        op, where, details = _node_label(view, i)
+        colour = "red" if i in view.nonfinite else "bold"
+        dashed = " (stop_gradient: no gradient passes)" if view.graph.equations[i].op.name == "stop_gradient" else ""
+        return f"[{colour}]{op}[/] [dim]{where}[/] {details}{dashed}"
+
+    root = Tree(text(view.root))
+    shown = {view.root}
+    stack = [(view.root, root, 0)]
+    while stack:
+        i, branch, depth = stack.pop()
+        inputs = list(dict.fromkeys(view.graph.equations[i].inputs))
+        children = []
+        for j in inputs:
+            if j in shown:
+                children.append((j, branch.add(f"[dim]↑ {_node_label(view, j)[0]} (shown above)[/]"), None))
+            elif depth >= max_depth:
+                children.append((j, branch.add("[dim]… (deeper nodes not shown)[/]"), None))
+            else:
+                shown.add(j)
+                children.append((j, branch.add(text(j)), depth + 1))
+        stack.extend((j, node, d) for j, node, d in reversed(children) if d is not None)
+    console.print(root)

@@ -1,0 +1,206 @@
+"""Graph -> program text in gradcli's own language (`gradcli derive`).
+
+The gradient is equations of the same graph, so printing it is printing equations: values
+used more than once are bound to a name once, small constant subexpressions are folded to
+literals, and every operation prints as something the grammar parses back (an index's
+gradient, a scatter, prints as a constant 0/1 selection matrix applied with `@`).
+"""
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+
+from .errors import GradcliError
+from .evaluate import needed_equations, run
+from .graph import Graph
+
+SYMBOLS = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "matmul": "@", "power": "**",
+           "less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">=", "equal": "==",
+           "not_equal": "!="}
+PRECEDENCE = {"+": 2, "-": 2, "*": 3, "/": 3, "@": 3, "**": 5, "<": 1, "<=": 1, ">": 1, ">=": 1, "==": 1, "!=": 1}
+ATOM, UNARY = 6, 4
+FOLD_UP_TO = 16          # constant subexpressions this small print as literals
+LITERAL_UP_TO = 4096     # inputs this small print as literal bindings
+SELECTION_UP_TO = 1 << 16  # elements of a printed selection matrix
+
+
+def number(v: float) -> str:
+    if math.isnan(v):
+        return "nan"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    text = repr(float(v))
+    return text
+
+
+def literal(value: np.ndarray) -> str:
+    value = np.asarray(value, dtype=np.float64)
+    if value.ndim == 0:
+        return number(float(value))
+    text = np.array2string(value, separator=", ", threshold=value.size + 1, max_line_width=10**9,
+                           formatter={"float_kind": number})
+    return re.sub(r"\s+", " ", text)
+
+
+def _prec_of_literal(text: str) -> int:
+    return UNARY if text.startswith("-") else ATOM
+
+
+class Printer:
+    def __init__(self, graph: Graph, reserved: set[str]):
+        self.graph = graph
+        self.reserved = set(reserved)
+        self.counter = 0
+
+    def fresh(self, hint: str | None = None) -> str:
+        if hint and hint.isidentifier() and hint not in self.reserved:
+            self.reserved.add(hint)
+            return hint
+        while True:
+            self.counter += 1
+            name = f"t{self.counter}"
+            if name not in self.reserved:
+                self.reserved.add(name)
+                return name
+
+    def program(self, roots: dict[str, int], header: str) -> str:
+        g = self.graph
+        order = needed_equations(g, list(roots.values()))
+        inputs = [i for i in order if g.equations[i].op.name == "input"]
+        constant = self._constant_flags(order)
+        folded = self._fold(order, constant)
+        uses: dict[int, int] = {}
+        for i in order:
+            if i in folded:
+                continue
+            for j in g.equations[i].inputs:
+                uses[j] = uses.get(j, 0) + 1
+        for r in roots.values():
+            uses[r] = uses.get(r, 0) + 1
+        lines = [f"# {header}"]
+        text: dict[int, tuple[str, int]] = {}
+        for i in inputs:
+            eq = g.equations[i]
+            name = eq.params["name"]
+            self.reserved.add(name)
+            text[i] = (name, ATOM)
+            value = eq.params["value"]
+            if value is not None and np.asarray(value).size <= LITERAL_UP_TO:
+                lines.append(f"{name} = {literal(value)}")
+        for i in order:
+            if i in text:
+                continue
+            if i in folded:
+                text[i] = folded[i]
+                continue
+            expr = self._expression(i, text)
+            shared = uses.get(i, 0) > 1 and not expr[0].replace("_", "a").isalnum()
+            named = i not in roots.values() and (shared or len(expr[0]) > 400)
+            if named:
+                hint = g.value_names.get(i) if g.equations[i].backward is None else None
+                name = self.fresh(hint)
+                lines.append(f"{name} = {expr[0]}")
+                text[i] = (name, ATOM)
+            else:
+                text[i] = expr
+        for name, r in roots.items():
+            lines.append(f"{name} = {text[r][0]}")
+        return "\n".join(lines) + "\n"
+
+    def _constant_flags(self, order: list[int]) -> dict[int, bool]:
+        g = self.graph
+        flags = {}
+        for i in order:
+            eq = g.equations[i]
+            flags[i] = eq.op.name == "const" or (bool(eq.inputs) and all(flags[j] for j in eq.inputs))
+        return flags
+
+    def _fold(self, order, constant) -> dict[int, tuple[str, int]]:
+        g = self.graph
+        small = [i for i in order if constant[i] and math.prod(g.shapes[i]) <= FOLD_UP_TO]
+        if not small:
+            return {}
+        with np.errstate(all="ignore"):
+            values = run(g, small)
+        out = {}
+        for i in small:
+            t = literal(values[i])
+            out[i] = (t, _prec_of_literal(t))
+        return out
+
+    def _expression(self, i: int, text: dict) -> tuple[str, int]:
+        g = self.graph
+        eq = g.equations[i]
+        op = eq.op.name
+        args = [text[j] for j in eq.inputs]
+
+        def wrap(arg, need):
+            return arg[0] if arg[1] >= need else f"({arg[0]})"
+
+        if op == "const":
+            t = literal(eq.params["value"])
+            return t, _prec_of_literal(t)
+        if op in SYMBOLS:
+            sym = SYMBOLS[op]
+            p = PRECEDENCE[sym]
+            if sym == "**":
+                return f"{wrap(args[0], ATOM)} ** {wrap(args[1], UNARY)}", p
+            return f"{wrap(args[0], p if p > 1 else 2)} {sym} {wrap(args[1], p + 1)}", p
+        if op in ("negative", "positive"):
+            sign = "-" if op == "negative" else "+"
+            return f"{sign}{wrap(args[0], 5)}", UNARY
+        if op == "index":
+            return f"{wrap(args[0], ATOM)}[{self._subscripts(eq.params['index'])}]", ATOM
+        if op == "stack":
+            return "[" + ", ".join(a[0] for a in args) + "]", ATOM
+        if op == "scatter":
+            return self._scatter(eq, args[0]), ATOM
+        if op == "sum_to" and eq.params["shape"] == ():
+            return f"sum({args[0][0]})", ATOM
+        params = []
+        defaults = eq.op.params
+        for key, value in eq.params.items():
+            if value is None or (key in defaults and defaults[key] == value):
+                continue
+            if isinstance(value, bool):
+                params.append(f"{key}={value}")
+            elif isinstance(value, tuple):
+                params.append(f"{key}=[{', '.join(str(v) for v in value)}]")
+            else:
+                params.append(f"{key}={value}")
+        return f"{eq.op.name}({', '.join([a[0] for a in args] + params)})", ATOM
+
+    @staticmethod
+    def _subscripts(index) -> str:
+        parts = []
+        for item in index:
+            if item is None:
+                parts.append("None")
+            elif item is Ellipsis:
+                parts.append("...")
+            elif isinstance(item, tuple):
+                start, stop, step = ("" if v is None else str(v) for v in item)
+                parts.append(f"{start}:{stop}" + (f":{step}" if step else ""))
+            else:
+                parts.append(str(item))
+        return ", ".join(parts) + ("," if len(parts) == 1 and parts[0] == "None" else "")
+
+    def _scatter(self, eq, arg) -> str:
+        """scatter(g, shape, index) = reshape(S @ reshape(g, [m]), shape), S a constant 0/1
+        matrix: exact, and written in the language."""
+        from .ops import _index_tuple
+
+        shape = tuple(eq.params["shape"])
+        n = math.prod(shape)
+        positions = np.arange(n).reshape(shape)[_index_tuple(eq.params["index"])]
+        m = positions.size
+        if n * m > SELECTION_UP_TO:
+            raise GradcliError(f"derive: the gradient of the indexing at {eq.pos} would print as a {n} x {m} "
+                               "selection matrix, too large to be readable", eq.pos, self.graph.source)
+        selection = np.zeros((n, m))
+        selection[positions.reshape(-1), np.arange(m)] = 1.0
+        flat = f"reshape({arg[0]}, [{m}])"
+        dims = ", ".join(str(d) for d in shape)
+        return f"reshape({literal(selection)} @ {flat}, [{dims}])"
