@@ -212,7 +212,10 @@ class NumericsChecker:
         kind, detail = self._classify(eq, value, args, mask, has_inf)
         if eq.backward is not None:
             kind = "nonfinite_gradient"
-        noun = "infinity" if has_inf and not bool(xp.isnan(bad).any()) else "NaN" if not has_inf else "non-finite values"
+        if has_inf and not bool(xp.isnan(bad).any()):
+            noun = "-infinity" if bool((bad < 0).all()) else "infinity"
+        else:
+            noun = "NaN" if not has_inf else "non-finite values"
         where = f"{count} of {value.size} element{'s' * (value.size != 1)}"
         if eq.backward is not None:
             message = f"the gradient through {label} is {noun} at {where}"

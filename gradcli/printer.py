@@ -147,7 +147,11 @@ class Printer:
             p = PRECEDENCE[sym]
             if sym == "**":
                 return f"{wrap(args[0], ATOM)} ** {wrap(args[1], UNARY)}", p
-            return f"{wrap(args[0], p if p > 1 else 2)} {sym} {wrap(args[1], p + 1)}", p
+            right = args[1]
+            if sym in "+-" and right[0].startswith("-") and right[1] >= 3:  # a + -b*c is a - b*c
+                sym = "-" if sym == "+" else "+"
+                right = (right[0][1:], right[1] if right[1] != UNARY else ATOM)
+            return f"{wrap(args[0], p if p > 1 else 2)} {sym} {wrap(right, p + 1)}", p
         if op in ("negative", "positive"):
             sign = "-" if op == "negative" else "+"
             return f"{sign}{wrap(args[0], 5)}", UNARY
