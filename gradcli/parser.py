@@ -220,14 +220,91 @@ def _indenter_class():
     return PositionedIndenter
 
 
+_OPTIONS = dict(parser="lalr", start=["start", "value"], maybe_placeholders=True)
+TABLES = Path(__file__).resolve().parent / "_parser_tables.json"
+
+
+def _fingerprint(text: str) -> str:
+    import hashlib
+    return hashlib.sha256((text + repr(sorted(_OPTIONS.items()))).encode()).hexdigest()
+
+
 @functools.cache
 def _lark():
+    """The parser, built once per process. Building LALR tables from the grammar takes ~60 ms,
+    so they ship precomputed (`python -m gradcli.parser --write-tables`, plain JSON data);
+    they are used only when made from this very grammar by this very Lark version."""
+    import lark
     from lark import Lark
 
+    text = grammar_text()
     indenter = _indenter_class()()
-    parser = Lark(grammar_text(), parser="lalr", start=["start", "value"], postlex=indenter,
-                  transformer=_AstBuilder(), maybe_placeholders=True)
-    return parser, indenter
+    tables = _load_tables(text, lark.__version__)
+    if tables is not None:
+        try:
+            return Lark._load_from_dict(*tables, transformer=_AstBuilder(), postlex=indenter), indenter
+        except Exception:  # a Lark whose internals moved: build from the grammar instead
+            pass
+    return Lark(text, postlex=indenter, transformer=_AstBuilder(), **_OPTIONS), indenter
+
+
+def _load_tables(text: str, lark_version: str):
+    import json
+
+    try:
+        doc = json.loads(TABLES.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if doc.get("grammar") != _fingerprint(text) or doc.get("lark") != lark_version:
+        return None
+    return _decode(doc["data"]), _decode(doc["memo"])
+
+
+def _encode(o):
+    """Lark's serialized parser as JSON: tuples and integer-keyed dicts are tagged."""
+    if isinstance(o, dict):
+        if all(isinstance(k, str) for k in o):
+            return {k: _encode(v) for k, v in o.items()}
+        return {"__intkeys__": [[k, _encode(v)] for k, v in o.items()]}
+    if isinstance(o, tuple):
+        return {"__tuple__": [_encode(v) for v in o]}
+    if isinstance(o, list):
+        return [_encode(v) for v in o]
+    return o
+
+
+def _decode(o):
+    if isinstance(o, dict):
+        if "__intkeys__" in o:
+            return {k: _decode(v) for k, v in o["__intkeys__"]}
+        if "__tuple__" in o:
+            return tuple(_decode(v) for v in o["__tuple__"])
+        return {k: _decode(v) for k, v in o.items()}
+    if isinstance(o, list):
+        return [_decode(v) for v in o]
+    return o
+
+
+def table_document() -> str:
+    """The precomputed tables for the current grammar and Lark, as the JSON file holds them."""
+    import json
+    import lark
+    from lark import Lark
+
+    text = grammar_text()
+    built = Lark(text, **_OPTIONS)
+    data, memo = built.memo_serialize([lark.lexer.TerminalDef, lark.grammar.Rule])
+    return json.dumps({"grammar": _fingerprint(text), "lark": lark.__version__,
+                       "data": _encode(data), "memo": _encode(memo)}, sort_keys=True) + "\n"
+
+
+if __name__ == "__main__":
+    import sys
+    if sys.argv[1:] == ["--write-tables"]:
+        TABLES.write_text(table_document(), encoding="utf-8")
+        print(f"wrote {TABLES}")
+    else:
+        sys.exit("usage: python -m gradcli.parser --write-tables")
 
 
 def _describe(token) -> str:

@@ -1,4 +1,6 @@
 """The language (SPEC §1): parsing, precedence, names, functions, inputs, and depth."""
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -137,3 +139,37 @@ def test_expansion_blowup_is_refused_not_run(monkeypatch):
         f"def f{k}(a): return f{k - 1}(a) * f{k - 1}(a)\n" for k in range(1, 30)) + "y = f29(1.0)\n"
     with pytest.raises(GradcliError, match="expands to more than 10,000 operations"):
         api.evaluate(program)
+
+
+def test_precomputed_parser_tables_match_the_grammar():
+    """The shipped tables are made from grammar/gradcli.lark (rerun
+    `python -m gradcli.parser --write-tables` after changing it) and are what gets loaded."""
+    import json
+
+    import lark
+    from gradcli import parser
+
+    doc = json.loads(parser.TABLES.read_text())
+    assert doc["grammar"] == parser._fingerprint(parser.grammar_text()), "run python -m gradcli.parser --write-tables"
+    if doc["lark"] != lark.__version__:
+        pytest.skip(f"tables made with Lark {doc['lark']}, this is {lark.__version__}: built from the grammar instead")
+    assert parser._load_tables(parser.grammar_text(), lark.__version__) is not None
+    # the shipped tables parse exactly as tables freshly built from the grammar
+    from lark import Lark
+    fresh = Lark(parser.grammar_text(), postlex=parser._indenter_class()(), transformer=parser._AstBuilder(),
+                 **parser._OPTIONS)
+    shipped, _ = parser._lark()
+    corpus = [p.read_text() for p in (Path(__file__).resolve().parent.parent / "samples").glob("*.expr")]
+    corpus += ["y = -2**-2 @ [1, 2][::2, None, ...] < 3\ndef f(a, b=1): return a\n",
+               "x = [[1, 2],\n [3, 4]]; y = tf.reduce_sum(x, axis=1, keepdims=True)\n"]
+    for text in corpus:
+        text = parser.normalise(text)
+        try:
+            want = repr(fresh.parse(text, start="start"))
+        except Exception as exc:
+            want = type(exc).__name__
+        try:
+            got = repr(shipped.parse(text, start="start"))
+        except Exception as exc:
+            got = type(exc).__name__
+        assert got == want
