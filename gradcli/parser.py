@@ -7,7 +7,6 @@ no parse tree is built and nothing recurses over the input's nesting depth.
 from __future__ import annotations
 
 import functools
-from importlib import resources
 from pathlib import Path
 
 from .errors import GradcliError, Pos, Source
@@ -28,12 +27,16 @@ _TOKEN_WORDS = {
 _EXPRESSION_STARTS = {"NAME", "NUMBER", "LPAR", "LSQB", "ADD_OP", "TRUE", "FALSE"}
 
 
+def grammar_path() -> Path:
+    """The grammar inside the installed package (the wheel ships it as gradcli/grammar/),
+    or, running from a source checkout, the top-level grammar/ folder."""
+    here = Path(__file__).resolve().parent
+    packaged = here / "grammar" / "gradcli.lark"
+    return packaged if packaged.is_file() else here.parent / "grammar" / "gradcli.lark"
+
+
 def grammar_text() -> str:
-    """The grammar, from inside the installed package, or from the source tree."""
-    packaged = resources.files("gradcli") / "grammar" / "gradcli.lark"
-    if packaged.is_file():
-        return packaged.read_text(encoding="utf-8")
-    return (Path(__file__).resolve().parent.parent / "grammar" / "gradcli.lark").read_text(encoding="utf-8")
+    return grammar_path().read_text(encoding="utf-8")
 
 
 def _pos(tok, start=None, end=None) -> Pos:

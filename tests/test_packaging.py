@@ -23,10 +23,9 @@ def test_wheel_ships_the_grammar_and_runs_a_sample(tmp_path):
     bindir = venv / ("Scripts" if os.name == "nt" else "bin")
     subprocess.run([str(bindir / "python"), "-m", "pip", "install", "-q", "--no-deps", str(wheel)],
                    check=True, capture_output=True, timeout=300)
-    where = subprocess.run([str(bindir / "python"), "-c", "import gradcli.parser as p; print(p.grammar_text()[:2]);"
-                            "import importlib.resources as r; print(r.files('gradcli'))"],
-                           capture_output=True, text=True, cwd=tmp_path, check=True).stdout
-    assert str(venv) in where
+    where = subprocess.run([str(bindir / "python"), "-c", "import gradcli.parser as p; print(p.grammar_path())"],
+                           capture_output=True, text=True, cwd=tmp_path, check=True).stdout.strip()
+    assert where.startswith(str(venv)) and where.endswith("gradcli/grammar/gradcli.lark"), where
     p = subprocess.run([str(bindir / "gradcli"), "grad", os.path.join(ROOT, "samples", "stable_softmax.expr"),
                         "--wrt", "x", "--grad-ys", "y=[1, 0, 0]", "--format", "plain"],
                        capture_output=True, text=True, cwd=tmp_path, timeout=60)
