@@ -69,6 +69,8 @@ def check_memory(graph: Graph, fetch: list[int], dtype: str, limit: int | None =
 
     limit = limit or default_memory_limit()
     itemsize = np.dtype(dtype).itemsize
+    if sum(math.prod(s) for s in graph.shapes) * itemsize <= limit:
+        return  # even holding every value at once fits: no need to simulate
     order = needed_equations(graph, fetch)
     last_use: dict[int, int] = {}
     for i in order:
