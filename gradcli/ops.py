@@ -135,6 +135,9 @@ def fmt_shape(shape) -> str:
 
 
 def broadcast_shapes(*shapes):
+    first = shapes[0]
+    if all(s == first for s in shapes[1:]):  # the common case, and a cheap one
+        return tuple(first)
     result: list[int] = []
     for shape in shapes:
         if len(shape) > len(result):
