@@ -115,6 +115,7 @@ class Graph:
         simpler = self._simplify(op, inputs)
         if simpler is not None:
             return Sym(self, simpler)
+        self._index_equations()
         key = (op.name, inputs, _hashable(params))
         if key in self._memo:
             return Sym(self, self._memo[key])
@@ -122,7 +123,18 @@ class Graph:
         id_ = self.add(op, inputs, params, ctx.pos if ctx else None, ctx.label if ctx else op.name,
                        ctx.stack if ctx else (), self.context)
         self._memo[key] = id_
+        self._memo["indexed"] = len(self.equations)
         return Sym(self, id_)
+
+    def _index_equations(self) -> None:
+        """Let gradient equations reuse identical equations of the program itself
+        (`w * y` computed forward is not computed again backward)."""
+        start = self._memo.get("indexed", 0)
+        for i in range(start, len(self.equations)):
+            eq = self.equations[i]
+            if eq.inputs:
+                self._memo.setdefault((eq.op.name, eq.inputs, _hashable(eq.params)), i)
+        self._memo["indexed"] = len(self.equations)
 
     def _unbroadcast(self, op: Op, inputs: tuple) -> tuple:
         """An elementwise op broadcasts by itself: drop an explicit broadcast_to (or a
