@@ -158,3 +158,19 @@ def test_stable_forms_stay_finite_at_extremes():
     np.testing.assert_allclose(r.gradients["x"], z / z.sum(), rtol=1e-12)
     r = api.evaluate("y = softplus(x)", feeds={"x": [-1000.0, 1000.0]})
     np.testing.assert_array_equal(r.outputs["y"], [0.0, 1000.0])
+
+
+def test_logsumexp_and_log_softmax_stay_accurate_at_large_magnitudes():
+    # found by fuzzing: the gradient as exp(x - logsumexp(x)) cancels catastrophically
+    x = np.array([[1.7762e13, 1.7762e13, 1.7762e13 + 2.0], [0.5, -1.0, 2.0]])
+    r = api.grad("y = sum(logsumexp(x, axis=1) * [1.0, 2.0])", wrt=["x"], feeds={"x": x})
+    z = x - x.max(axis=1, keepdims=True)
+    s = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(r.gradients["x"], s * [[1.0], [2.0]], rtol=1e-14)
+    r = api.evaluate("y = log_softmax(x)", feeds={"x": x})
+    np.testing.assert_allclose(r.outputs["y"], z - np.log(np.exp(z).sum(axis=1, keepdims=True)), rtol=1e-14)
+    r = api.grad("y = logsumexp(exp(exp(sum(a, axis=1, keepdims=True) * 3.0)), axis=-1)", wrt=["a"],
+                 feeds={"a": [[0.31990733, 0.68848968, 0.13087497]]})
+    s0 = 0.31990733 + 0.68848968 + 0.13087497
+    exact = np.exp(np.exp(3 * s0)) * np.exp(3 * s0) * 3  # 1.616679371718890e15 (40 digits: ...890.51)
+    np.testing.assert_allclose(r.gradients["a"], [[exact] * 3], rtol=1e-12)
