@@ -130,6 +130,11 @@ def smooth_gradient_check(text, feeds):
         return "non-finite"
     if any(d.kind in ("tie", "kink") or d.severity == "warning" for d in r.diagnostics):
         return "non-smooth"
+    periodic = [i for i, eq in enumerate(graph.equations) if eq.op.name in ("sin", "cos", "tan")]
+    if periodic:
+        args = run(graph, [graph.equations[i].inputs[0] for i in periodic])
+        if any(np.max(np.abs(a)) > 1e6 for a in args.values()):
+            return "non-smooth"  # sin(1e15): a finite-difference step spans many periods
     y = graph.names["z"]  # y = sum(z): difference z elementwise, then sum (no cancellation)
     held = [i for i, eq in enumerate(graph.equations[:y + 1]) if eq.op.name == "stop_gradient"]
     with np.errstate(all="ignore"):
