@@ -139,7 +139,8 @@ class Graph:
     def _unbroadcast(self, op: Op, inputs: tuple) -> tuple:
         """An elementwise op broadcasts by itself: drop an explicit broadcast_to (or a
         reshape of a scalar) of an input where the result's shape stays the same."""
-        if not op.elementwise or len(inputs) < 2:
+        if not op.elementwise or len(inputs) < 2 or not any(
+                self.equations[j].op.name in ("broadcast_to", "reshape") for j in inputs):
             return inputs
         out = ops_broadcast(*(self.shapes[j] for j in inputs))
         new = list(inputs)
@@ -186,6 +187,8 @@ class Graph:
 
 
 def _hashable(params: dict):
+    if not params:
+        return ()
     return tuple(sorted((k, v.tobytes() if isinstance(v, np.ndarray) else v) for k, v in params.items()))
 
 
