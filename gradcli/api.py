@@ -65,7 +65,7 @@ def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str,
         values = run(graph, list(dict.fromkeys(fetch.values())), dtype=dtype, xp=xp, check=checker)
     to_host = (lambda a: a.get()) if xp is not np else (lambda a: a)
     host = {k: np.asarray(to_host(values[j])) for k, j in fetch.items()}
-    diagnostics = checker.finish(fetch, host)
+    diagnostics = checker.finish(fetch)
     for message, pos in graph.warnings:
         diagnostics.insert(0, Diagnostic("warning", "unused_input", "--set", message, None, pos))
     return host, diagnostics
@@ -102,7 +102,7 @@ def grad(text: str, *, wrt: list[str], of: list[str] | None = None, name: str = 
             if value.shape != graph.shapes[y_id]:
                 raise GradcliError(f"--grad-ys {y}: has shape {fmt_shape(value.shape)}, but {y} has shape "
                                    f"{fmt_shape(graph.shapes[y_id])}; the upstream gradient must match it exactly")
-            seeds.append(_seed(graph, y, value))
+            seeds.append(graph.add_input(f"grad_ys:{y}", value, label=f"--grad-ys {y}"))
         else:
             seeds.append(None)
     for y in grad_ys or {}:
@@ -145,10 +145,6 @@ def _unconnected(graph: Graph, y_ids: list[int], ys: list[str], x: str, x_id: in
                       f"that passes no gradient: {where}{more}", None, first.pos, first.stack)
 
 
-def _seed(graph: Graph, y: str, value: np.ndarray) -> int:
-    from .ops import OPS
-    return graph.add(OPS["input"], (), {"name": f"grad_ys:{y}", "value": value}, None, f"--grad-ys {y}")
-
 
 def _targets(graph: Graph, of: list[str] | None, wrt: list[str]) -> tuple[list[str], list[int], list[int]]:
     if not wrt:
@@ -166,15 +162,16 @@ def _fill_unconnected(graph, wrt, x_ids, blocks, unconnected, shape_of):
     return out
 
 
-def jacobian(text: str, *, of: str, wrt: list[str], name: str = "<expr>", feeds: dict | None = None,
-             unconnected: str = "none") -> Result:
-    """The full Jacobian dY/dX of each X, shaped Y.shape + X.shape (float64)."""
+def jacobian(text: str, *, of: str | None = None, wrt: list[str], name: str = "<expr>",
+             feeds: dict | None = None, unconnected: str = "none") -> Result:
+    """The full Jacobian dY/dX of each X, shaped Y.shape + X.shape (float64); Y defaults
+    to the last statement."""
     from .insight import jacobian as jacobian_blocks
 
     _check_options("float64", unconnected)
     graph = compile_program(text, name, feeds)
-    ys, (y,), x_ids = _targets(graph, [of], wrt)
-    host, diagnostics = _run(graph, {of: y}, "float64", "cpu")
+    ys, (y,), x_ids = _targets(graph, [of] if of else None, wrt)
+    host, diagnostics = _run(graph, {ys[0]: y}, "float64", "cpu")
     blocks = jacobian_blocks(graph, y, x_ids)
     jac = _fill_unconnected(graph, wrt, x_ids, blocks, unconnected, lambda x: graph.shapes[y] + graph.shapes[x])
     return Result(host, {}, diagnostics, "float64", graph, jacobians=jac)

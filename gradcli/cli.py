@@ -208,17 +208,12 @@ def _decode(data: bytes, name: str, first_line: int = 1) -> str:
 
 def _read_program(file: str | None, expr: str | None) -> tuple[str, str]:
     stream, name = _open_program(file, expr)
-    with stream if stream is not sys.stdin.buffer else _nothing():
+    try:
         data = stream.read()
+    finally:
+        if stream is not sys.stdin.buffer:
+            stream.close()
     return _decode(data, name), name
-
-
-class _nothing:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 def _assignments(items: list[str], option: str) -> dict:
@@ -254,8 +249,8 @@ def _compute(command: str, opts: dict, text: str, name: str):
             raise GradcliError(f"{command} takes one --of NAME")
         of = opts["of"][0] if opts["of"] else None
         if command == "jacobian":
-            return api.jacobian(text, of=of or api.compile_program(text, name, feeds).result[0], wrt=opts["wrt"],
-                                name=name, feeds=feeds, unconnected=opts["unconnected"])
+            return api.jacobian(text, of=of, wrt=opts["wrt"], name=name, feeds=feeds,
+                                unconnected=opts["unconnected"])
         return api.hessian(text, of=of, wrt=opts["wrt"], name=name, feeds=feeds, unconnected=opts["unconnected"])
     common = dict(name=name, feeds=feeds, dtype=opts["dtype"], device=opts["device"],
                   max_memory=opts["max_memory"])

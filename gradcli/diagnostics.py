@@ -438,7 +438,7 @@ class NumericsChecker:
         return None
 
     # ----------------------------------------------------------------- after the run
-    def finish(self, outputs: dict[str, int], results: dict) -> list[Diagnostic]:
+    def finish(self, outputs: dict[str, int]) -> list[Diagnostic]:
         """Fill in which outputs each origin reaches; order by position."""
         for name, j in outputs.items():
             for k in self.origins.get(j, ()):

@@ -82,14 +82,15 @@ class Graph:
         self.shapes.append(shape)
         return len(self.equations) - 1
 
+    def add_input(self, name: str, value, pos: Pos | None = None, label: str | None = None) -> int:
+        """An input equation: a named source whose value can be given anew at each run."""
+        return self.add(OPS["input"], (), {"name": name, "value": np.asarray(value)}, pos, label or name)
+
     def add_constant(self, value, pos: Pos | None = None, stack: tuple = (), backward: int | None = None) -> int:
         value = np.asarray(value, dtype=np.float64)
         return self.add(OPS["const"], (), {"value": value}, pos, "constant", stack, backward)
 
     # ----------------------------------------------------------------- gradient building
-    def sym(self, id_: int) -> Sym:
-        return Sym(self, id_)
-
     def constant(self, value) -> Sym:
         """A scalar constant for a gradient rule, shared by every rule that uses it."""
         key = ("const", float(value))
@@ -282,11 +283,11 @@ class _Lowering:
             value = None
         op = OPS["input"]
         if value is None:  # unknown shape: lowering goes on to find every missing input
-            graph.equations.append(_equation(op, (), {"name": name, "value": None}, pos, name))
+            graph.equations.append(Equation(op, (), {"name": name, "value": None}, pos, name))
             graph.shapes.append(None)
             id_ = len(graph.equations) - 1
         else:
-            id_ = graph.add(op, (), {"name": name, "value": np.asarray(value)}, pos, name)
+            id_ = graph.add_input(name, value, pos)
         graph.inputs[name] = id_
         graph.names.setdefault(name, id_)
         graph.value_names.setdefault(id_, name)
@@ -502,10 +503,6 @@ class _Lowering:
 
     def emit(self, op: Op, ids: tuple, params: dict, pos: Pos, label: str, scope: _Scope) -> int:
         return self.graph.add(op, ids, params, pos, label, scope.stack)
-
-
-def _equation(op, inputs, params, pos, label):
-    return Equation(op, inputs, params, pos, label)
 
 
 def lower(module: ast.Module, source: Source, feeds: dict | None = None) -> Graph:

@@ -16,13 +16,10 @@ from .diagnostics import Diagnostic
 from .errors import GradcliError
 from .evaluate import needed_equations, run
 from .graph import Graph
-from .ops import OPS, fmt_shape
-
-SEED = OPS["input"]
-
+from .ops import fmt_shape
 
 def _seed(graph: Graph, shape, name: str) -> int:
-    return graph.add(SEED, (), {"name": name, "value": np.zeros(shape)}, None, name)
+    return graph.add_input(name, np.zeros(shape))
 
 
 def _forward_values(graph: Graph, first_derived: int, ids: list[int]) -> dict[int, np.ndarray]:
@@ -182,11 +179,11 @@ def blame(graph: Graph, *, eps: float, rtol: float, atol: float, rng) -> list[Di
     for i in forward:
         eq = graph.equations[i]
         local = Graph(graph.source)
-        params = [local.add(SEED, (), {"name": f"arg{k}", "value": np.asarray(values[j], dtype=np.float64)},
-                            eq.pos, f"arg{k}") for k, j in enumerate(eq.inputs)]
+        params = [local.add_input(f"arg{k}", np.asarray(values[j], dtype=np.float64), eq.pos)
+                  for k, j in enumerate(eq.inputs)]
         out = local.add(eq.op, tuple(params), eq.params, eq.pos, eq.label)
         cot_value = rng.standard_normal(local.shapes[out])
-        cot = local.add(SEED, (), {"name": "g", "value": cot_value}, eq.pos, "g")
+        cot = local.add_input("g", cot_value, eq.pos)
         wanted = [p for k, p in enumerate(params) if eq.op.rule(k) not in ("no gradient", None)]
         if not wanted:
             continue

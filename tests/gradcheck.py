@@ -10,7 +10,6 @@ import numpy as np
 from gradcli.api import compile_program
 from gradcli.autodiff import gradients
 from gradcli.evaluate import run
-from gradcli.ops import OPS
 
 
 def forward(graph, y, overrides):
@@ -33,7 +32,7 @@ def finite_difference(graph, y, x, point, seed, overrides=None, eps=1e-6):
 
 
 def seed_input(graph, value, name="seed"):
-    return graph.add(OPS["input"], (), {"name": name, "value": np.asarray(value, dtype=np.float64)}, None, name)
+    return graph.add_input(name, np.asarray(value, dtype=np.float64))
 
 
 def check_program(text, feeds, wrt, rng, *, of=None, rtol=1e-6, atol=1e-7, second_order=True):
