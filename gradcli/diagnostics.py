@@ -439,7 +439,7 @@ class NumericsChecker:
 
     # ----------------------------------------------------------------- after the run
     def finish(self, outputs: dict[str, int]) -> list[Diagnostic]:
-        """Fill in which outputs each origin reaches; order by position."""
+        """Fill in which outputs (and gradients) each origin reaches."""
         for name, j in outputs.items():
             for k in self.origins.get(j, ()):
                 if name not in self.diagnostics[k].reaches:
