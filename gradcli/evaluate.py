@@ -138,6 +138,8 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
     # Buffers this run allocated and that no view shares: an elementwise op may write its
     # result into one whose last use it is (no new allocation, a smaller peak).
     owned: set[int] = set()
+    # Dead owned buffers, by (shape, dtype): reused as outputs (a fresh array costs page faults).
+    pool: dict[tuple, list] = {}
     shapes = graph.shapes
     for i in order:
         eq = equations[i]
@@ -159,6 +161,8 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
                         if candidate.shape == shapes[i] and candidate.ndim and candidate.dtype == dtype:
                             out = candidate
                             break
+                if out is None and pool.get((shapes[i], dtype)):
+                    out = pool[(shapes[i], dtype)].pop()
             try:
                 if out is not None:
                     value = getattr(xp, op.ufunc)(*args, out=out)
@@ -177,8 +181,12 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
         env[i] = value
         if check is not None:
             # an input overwritten in place is no longer there to inspect: say so
-            check(i, eq, value, args if out is None else None)
+            clobbered = out is not None and any(out is a for a in args)
+            check(i, eq, value, None if clobbered else args)
         for j in eq.inputs:
             if last_use.get(j) == i and j not in keep:
-                env.pop(j, None)
+                dead = env.pop(j, None)
+                if j in owned and dead is not None and dead is not value and getattr(dead, "ndim", 0):
+                    owned.discard(j)
+                    pool.setdefault((dead.shape, dead.dtype), []).append(dead)
     return {f: env[f] for f in fetch}

@@ -142,3 +142,10 @@ def test_underflow_through_a_reduction_is_explained():
     assert only(r.diagnostics, "underflow").op == "prod"
     r = api.evaluate("y = u / prod((0.5 + 0 * u) < s)", feeds={"u": [1.0, 2.0], "s": 0.0})
     assert only(r.diagnostics, "divide_by_zero").op == "/"
+
+
+def test_ties_are_seen_when_buffers_are_reused():
+    # maximum's result may land in a recycled buffer; its inputs are intact and its tie reported
+    x = np.zeros(5000)
+    r = api.grad("a = exp(x) * 2\nb = a + 1\nc = maximum(b * 0 + 3, x + 3)\ny = sum(c)", wrt=["x"], feeds={"x": x})
+    assert only(r.diagnostics, "tie").count == 5000
