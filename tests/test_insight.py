@@ -190,3 +190,9 @@ def test_graph_tree_shows_values_and_gradients():
     r = CliRunner().invoke(app, ["graph", "-e", "x = [1.0, 2.0]\ny = sum(x * x)", "--wrt", "x"])
     assert r.exit_code == 0
     assert "y = sum" in r.stdout and "input x" in r.stdout and "∂ [2., 4.]" in r.stdout
+
+
+def test_check_differences_elementwise_so_large_outputs_do_not_hide_small_ones():
+    # found by the property test: exp(exp(exp(u))) reaches 1e15 in one element
+    result = api.check("z = exp(exp(exp(u)))\ny = sum(z)", wrt=["u"], feeds={"u": [1.2, -0.7, 0.1]})
+    assert result.passed, result.reports
