@@ -277,8 +277,8 @@ def _run(command: str, opts: dict) -> None:
         if opts["debug"]:
             import traceback
             traceback.print_exc()
-        from .render import error_text
-        sys.stderr.write(error_text(err) + "\n")
+        from .errors import format_error  # no NumPy needed to say what is wrong
+        sys.stderr.write(format_error(err) + "\n")
         code = err.exit_code
     except (KeyboardInterrupt, BrokenPipeError):
         raise
@@ -297,67 +297,60 @@ def _format(opts: dict) -> str:
     return opts["format"]
 
 
+def _print_diagnostics(result) -> None:
+    """Diagnostics to stderr, compiler-style (table, plain, tree and dot formats)."""
+    from . import render
+
+    for diag in result.diagnostics:
+        sys.stderr.write(render.diagnostic_text(diag, result.graph.source) + "\n")
+
+
 def _run_one(command: str, opts: dict, text: str, name: str) -> int:
     from . import render
-    from .errors import Source
 
     result = _compute(command, opts, text, name)
     if command == "derive":
         sys.stdout.write(result)
         return 0
+    fmt = opts["format"] if command == "graph" else _format(opts)
+    if fmt != "json":
+        _print_diagnostics(result)
+    code = 0
     if command == "graph":
-        from . import render
-        for diag in result.diagnostics:
-            sys.stderr.write(render.diagnostic_text(diag, result.graph.source) + "\n")
-        if opts["format"] == "dot":
+        if fmt == "dot":
             sys.stdout.write(render.graph_dot(result))
         else:
             render.print_graph_tree(result)
-        return 0
-    fmt = _format(opts)
-    if command in ("check", "jacobian", "hessian"):
-        return _render_insight(command, result, fmt, name, text)
-    with_gradients = command == "grad"
-    if fmt == "json":
-        body = render.dumps(render.result_json(result, with_gradients=with_gradients))
-        sys.stdout.write(body + "\n")
-    else:
-        source = result.graph.source if result.graph else Source(name, text)
-        for diag in result.diagnostics:
-            sys.stderr.write(render.diagnostic_text(diag, source) + "\n")
-        if fmt == "plain":
-            sys.stdout.write("".join(line + "\n" for line in render.plain_lines(result, with_gradients=with_gradients)))
-        else:
-            render.print_table(result, with_gradients=with_gradients)
-    sys.stdout.flush()
-    if opts["strict"] and result.nonfinite():
-        sys.stderr.write(f"gradcli: --strict: not finite: {', '.join(result.nonfinite())}\n")
-        return 1
-    return 0
-
-
-def _render_insight(command: str, result, fmt: str, name: str, text: str) -> int:
-    from . import render
-
-    source = result.graph.source
-    if fmt == "json":
-        sys.stdout.write(render.dumps(render.insight_json(command, result)) + "\n")
-    else:
-        for diag in result.diagnostics:
-            sys.stderr.write(render.diagnostic_text(diag, source) + "\n")
-        if fmt == "plain":
+    elif command in ("check", "jacobian", "hessian"):
+        if fmt == "json":
+            sys.stdout.write(render.dumps(render.insight_json(command, result)) + "\n")
+        elif fmt == "plain":
             sys.stdout.write("".join(line + "\n" for line in render.insight_lines(command, result)))
         else:
             render.print_insight_table(command, result)
+        if command == "check" and not result.passed:
+            code = 1
+    else:
+        with_gradients = command == "grad"
+        if fmt == "json":
+            sys.stdout.write(render.dumps(render.result_json(result, with_gradients=with_gradients)) + "\n")
+        elif fmt == "plain":
+            lines = render.plain_lines(result, with_gradients=with_gradients)
+            sys.stdout.write("".join(line + "\n" for line in lines))
+        else:
+            render.print_table(result, with_gradients=with_gradients)
+        if opts["strict"] and result.nonfinite():
+            sys.stderr.write(f"gradcli: --strict: not finite: {', '.join(result.nonfinite())}\n")
+            code = 1
     sys.stdout.flush()
-    return 0 if command != "check" or result.passed else 1
+    return code
 
 
 def _run_lines(command: str, opts: dict, stream) -> int:
     """NDJSON: one program per non-empty line, one JSON object per line, flushed as it goes;
     the input is read a line at a time, so memory stays constant over any number of lines."""
     from . import render
-    from .errors import GradcliError
+    from .errors import GradcliError, format_error
 
     code = 0
     for number, raw in enumerate(stream, 1):
@@ -372,7 +365,7 @@ def _run_lines(command: str, opts: dict, stream) -> int:
         except GradcliError as err:
             doc = render.error_json(err)
             doc["error"]["line"] = number
-            doc["error"]["text"] = render.error_text(err)
+            doc["error"]["text"] = format_error(err)
             code = 2
         sys.stdout.write(render.dumps(doc) + "\n")
         sys.stdout.flush()

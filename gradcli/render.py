@@ -9,7 +9,7 @@ import re
 
 import numpy as np
 
-from .errors import GradcliError, Source, caret_lines, format_error
+from .errors import GradcliError, Source, caret_lines
 
 _NONFINITE_TOKEN = re.compile(r"(?<![\w\"])(-?Infinity|NaN)(?![\w\"])")
 
@@ -94,10 +94,6 @@ def diagnostic_text(diag, source: Source | None) -> str:
     if diag.suggestion:
         lines.append(f"    suggestion: {diag.suggestion}")
     return "\n".join(lines)
-
-
-def error_text(err: GradcliError) -> str:
-    return format_error(err)
 
 
 # --------------------------------------------------------------------------- tables
