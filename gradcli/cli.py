@@ -16,6 +16,20 @@ app = typer.Typer(
 )
 
 
+def _version(value: bool) -> None:
+    if value:
+        from . import __version__
+        typer.echo(f"gradcli {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(version: Annotated[Optional[bool], typer.Option(
+        "--version", callback=_version, is_eager=True, help="Print the version and exit.")] = None) -> None:
+    """A command-line gradient calculator: values, gradients and numerical diagnostics of
+    small Python-flavoured programs (TensorFlow semantics)."""
+
+
 class Format(str, Enum):
     auto = "auto"
     table = "table"

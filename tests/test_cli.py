@@ -162,3 +162,9 @@ def test_closed_pipe_ends_quietly():
 def test_help_lists_the_commands():
     p = gradcli("--help")
     assert p.returncode == 0 and "eval" in p.stdout and "grad" in p.stdout
+
+
+def test_version():
+    from gradcli import __version__
+    p = gradcli("--version")
+    assert (p.returncode, p.stdout) == (0, f"gradcli {__version__}\n")
