@@ -420,7 +420,7 @@ class NumericsChecker:
             op = self._op_of(inner)
             if op == "sigmoid":
                 arg = self.text(g.equations[inner].inputs[0])
-                return f"log(sigmoid({arg})) underflows: use -softplus(-({arg}))"
+                return f"log(sigmoid({arg})) underflows: use log_sigmoid({arg}), which is -softplus(-({arg}))"
             if op == "sum" and self._op_of(g.equations[inner].inputs[0]) == "exp":
                 arg = self.text(g.equations[g.equations[inner].inputs[0]].inputs[0])
                 return f"use logsumexp({arg})"

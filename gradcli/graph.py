@@ -450,7 +450,7 @@ class _Lowering:
                 raise self.error(f"{label}() needs the argument '{pname}'", node.pos)
             elif default is not None:
                 params[pname] = default
-        if op.name in ("negative", "positive") and isinstance(given["x"], Literal):
+        if op.name in ("negative", "positive", "identity") and isinstance(given["x"], Literal):
             value = given["x"].value
             return Literal(-value if op.name == "negative" else value, node.pos)
         ids = tuple(self.materialize(given[a], scope) for a in op.args)

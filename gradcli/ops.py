@@ -441,6 +441,9 @@ def _reduction(name, forward, vjp, aliases=(), shape=_reduction_shape, doc="", *
 NOT_DIFFERENTIABLE = (NO_GRADIENT,)
 
 _unary("negative", "negative", lambda g, ans, x: -g, ("neg",), finite_closed=True)
+# tf.constant([...]), np.array([...]), tf.Variable([...]) in pasted code: the value itself
+_unary("identity", lambda xp, x: x, lambda g, ans, x: g,
+       ("constant", "array", "asarray", "convert_to_tensor", "Variable"), view=True, finite_closed=True)
 _unary("positive", "positive", lambda g, ans, x: g, finite_closed=True)
 _unary("exp", "exp", lambda g, ans, x: g * ans)
 _unary("log", "log", lambda g, ans, x: g / x)
@@ -456,6 +459,9 @@ _unary("tan", "tan", lambda g, ans, x: g * (1.0 + ans * ans))
 _unary("tanh", "tanh", lambda g, ans, x: g * (1.0 - ans * ans), finite_closed=True)
 _unary("sigmoid", _sigmoid, lambda g, ans, x: g * (ans * (1.0 - ans)), ("expit",), finite_closed=True)
 _unary("softplus", lambda xp, x: xp.logaddexp(0, x).astype(x.dtype), lambda g, ans, x: g * G.sigmoid(x), finite_closed=True)
+# log(sigmoid(x)) without its underflow: -softplus(-x)
+_unary("log_sigmoid", lambda xp, x: -xp.logaddexp(0, -x).astype(x.dtype),
+       lambda g, ans, x: g * G.sigmoid(-x))
 _unary("relu", lambda xp, x: xp.maximum(x, 0), lambda g, ans, x: g * G.greater(x, 0.0), finite_closed=True)
 _unary("floor", "floor", NOT_DIFFERENTIABLE, finite_closed=True)
 _unary("ceil", "ceil", NOT_DIFFERENTIABLE, finite_closed=True)

@@ -32,7 +32,7 @@ def test_overflow_in_a_softmax_is_reported_once_with_the_stable_rewrite():
 @pytest.mark.parametrize("program,x,kind,op,suggestion", [
     ("y = log(sum(exp(x)))", [1000.0, 1.0], "overflow", "exp", "logsumexp(x)"),
     ("y = log(1 + exp(x))", [1000.0], "overflow", "exp", "softplus(x)"),
-    ("y = log(sigmoid(x))", [-1000.0], "divide_by_zero", "log", "-softplus(-(x))"),
+    ("y = log(sigmoid(x))", [-1000.0], "divide_by_zero", "log", "use log_sigmoid(x), which is -softplus(-(x))"),
     ("y = log(x)", [0.0, 1.0], "divide_by_zero", "log", "log(maximum(x, 1e-12))"),
     ("y = log(x)", [-1.0], "invalid", "log", "check the sign of x"),
     ("y = 1 / (x - 1)", [1.0, 2.0], "divide_by_zero", "/",

@@ -173,3 +173,10 @@ def test_precomputed_parser_tables_match_the_grammar():
         except Exception as exc:
             got = type(exc).__name__
         assert got == want
+
+
+def test_pasted_tensorflow_constants_are_inputs_with_defaults():
+    program = "x = tf.constant([1.0, 2.0])\nw = np.array([[0.5], [2.0]])\ny = tf.reduce_sum(tf.matmul(w, [x]))\n"
+    r = api.grad(program, wrt=["x"])
+    assert r.outputs["y"] == 7.5 and list(r.gradients["x"]) == [2.5, 2.5]
+    assert api.evaluate(program, feeds={"x": [0.0, 1.0]}).outputs["y"] == 2.5

@@ -40,6 +40,8 @@ CASES = [
     ("y = sigmoid(x)", {"x": normal((2, 3))}),
     ("y = softplus(x)", {"x": normal((2, 3))}),
     ("y = relu(x)", {"x": away_from_zero((6,))}),
+    ("y = log_sigmoid(x)", {"x": normal((2, 3))}),
+    ("y = tf.constant(x) * np.array(x)", {"x": normal((3,))}),
     ("y = a + b", {"a": normal((3, 1)), "b": normal((1, 4))}),
     ("y = a - b", {"a": normal((3, 4)), "b": normal((4,))}),
     ("y = a * b", {"a": normal((3, 1)), "b": normal((1, 4))}),
@@ -98,7 +100,7 @@ def test_gradient_matches_finite_differences(program, inputs):
 
 
 def test_every_public_operation_is_covered_or_not_differentiable():
-    covered = {"negative", "positive", "broadcast_to", "sum_to", "index", "stack", "stop_gradient"}
+    covered = {"negative", "positive", "broadcast_to", "sum_to", "index", "stack", "stop_gradient", "identity"}
     for program, _ in CASES:
         for name, op in CALLABLE.items():
             if f"{name}(" in program:
@@ -174,3 +176,9 @@ def test_logsumexp_and_log_softmax_stay_accurate_at_large_magnitudes():
     s0 = 0.31990733 + 0.68848968 + 0.13087497
     exact = np.exp(np.exp(3 * s0)) * np.exp(3 * s0) * 3  # 1.616679371718890e15 (40 digits: ...890.51)
     np.testing.assert_allclose(r.gradients["a"], [[exact] * 3], rtol=1e-12)
+
+
+def test_log_sigmoid_is_finite_where_log_of_sigmoid_is_not():
+    r = api.grad("y = log_sigmoid(x)", wrt=["x"], feeds={"x": [-1000.0, 0.0, 1000.0]})
+    np.testing.assert_allclose(r.outputs["y"], [-1000.0, -np.log(2.0), 0.0])
+    np.testing.assert_allclose(r.gradients["x"], [1.0, 0.5, 0.0])
