@@ -347,7 +347,12 @@ class _Lowering:
         elif op_table.strip_prefixes(name) in op_table.CALLABLE:
             raise self.error(f"'{name}' is a function: call it, as in {name}(x)", node.pos)
         elif "." in name:
-            raise self.error(f"unknown name '{name}'", node.pos)
+            base, _, attribute = name.rpartition(".")
+            hints = {"T": f"transpose({base})", "shape": "shapes are not values in gradcli",
+                     "sum": f"sum({base})", "mean": f"mean({base})", "max": f"max({base})"}
+            hint = f"; write {hints[attribute]}" if attribute in hints and attribute != "shape" else (
+                f"; {hints['shape']}" if attribute == "shape" else "")
+            raise self.error(f"unknown name '{name}'{hint}", node.pos)
         else:
             return self.input(name, node.pos)
         if isinstance(found, ast.FuncDef):

@@ -323,7 +323,8 @@ def _convert(exc, text: str, indenter) -> GradcliError:
     if isinstance(exc, UnexpectedCharacters):
         char = text[exc.pos_in_stream] if exc.pos_in_stream < len(text) else "?"
         what = "tab or space" if char in "\t " else repr(char)
-        return _syntax(f"unexpected character {what}",
+        hint = {"%": "; gradcli has no % operator"}.get(char, "")
+        return _syntax(f"unexpected character {what}{hint}",
                        Pos(exc.line, exc.column, exc.pos_in_stream, exc.pos_in_stream + 1))
     if isinstance(exc, UnexpectedToken):
         tok = exc.token
@@ -337,7 +338,9 @@ def _convert(exc, text: str, indenter) -> GradcliError:
             lines = text.rstrip().splitlines() or [""]
             return _syntax(message, Pos(len(lines), len(lines[-1]) + 1))
         message = f"unexpected {_describe(tok)}"
-        if tok.type == "_INDENT":
+        if tok.value == "/" and text[max(tok.start_pos - 1, 0):tok.start_pos] == "/":
+            message = "gradcli has no // (floor division): write floor(a / b)"
+        elif tok.type == "_INDENT":
             message = "unexpected indentation"
         elif tok.type == "COMPARE" and "COMPARE" not in expected:
             message = "comparisons do not chain: write (a < b) * (b < c) for 'a < b < c'"
