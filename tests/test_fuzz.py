@@ -31,7 +31,7 @@ FUZZ = settings(max_examples=LONG or 100_000, deadline=None, suppress_health_che
 INPUTS = {"s": (), "u": (2,), "v": (3,), "a": (2, 3)}
 SHAPES = [(), (2,), (3,), (2, 3)]
 UNARY = ["exp", "log", "log1p", "expm1", "sqrt", "square", "abs", "sin", "cos", "tan", "tanh", "sigmoid",
-         "softplus", "relu", "-", "stop_gradient", "sign"]
+         "softplus", "log_sigmoid", "relu", "-", "stop_gradient", "sign"]
 BINARY = ["+", "-", "*", "/", "**", "maximum", "minimum", "<", ">="]
 REDUCTIONS = ["sum", "mean", "max", "min", "logsumexp", "prod"]
 
