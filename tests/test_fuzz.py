@@ -130,6 +130,11 @@ def smooth_gradient_check(text, feeds):
         return "non-finite"
     if any(d.kind in ("tie", "kink") or d.severity == "warning" for d in r.diagnostics):
         return "non-smooth"
+    forward = [i for i, eq in enumerate(graph.equations) if eq.inputs and eq.backward is None]
+    if any(np.max(np.abs(v), initial=0.0) > 1e12 for v in run(graph, forward).values()):
+        # ill-conditioned: reverse mode adds terms this large whose rounding finite
+        # differences never see (softmax of equal 1e31s: 2/9 - 1/9 - 1/9 = 3e-17, times 3e33)
+        return "ill-conditioned"
     periodic = [i for i, eq in enumerate(graph.equations) if eq.op.name in ("sin", "cos", "tan")]
     if periodic:
         args = run(graph, [graph.equations[i].inputs[0] for i in periodic])
