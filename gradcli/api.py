@@ -243,8 +243,8 @@ def graph_view(text: str, *, of: str | None = None, wrt: list[str] | None = None
     from .evaluate import needed_equations
 
     graph = compile_program(text, name, feeds)
-    ys, (y,), x_ids = _targets(graph, [of] if of else None, wrt or ["_unused_"]) if wrt else (
-        None, [graph.value_id(of) if of else graph.result[1]], [])
+    y = graph.value_id(of, "name for --of") if of else graph.result[1]
+    x_ids = [graph.value_id(x, "name for --wrt") for x in wrt or []]
     nodes = needed_equations(graph, [y])
     cotangents: dict[int, int] = {}
     if x_ids:

@@ -126,7 +126,7 @@ class NumericsChecker:
             # NaN made from infinities (inf - inf, inf / inf, 0 * inf): a consequence of the
             # origin that made them, or an origin itself where they were given as inputs
             if not origins:
-                label = self._label(eq)
+                label = eq.label
                 nans = int(xp.isnan(value).sum())
                 self.diagnostics.append(Diagnostic(
                     "warning", "invalid", label, f"{label} gives NaN at {nans} element{'s' * (nans != 1)}: "
@@ -136,7 +136,7 @@ class NumericsChecker:
                 return
             for k in origins:
                 d = self.diagnostics[k]
-                d.message += (f"; then {self._label(eq)} at {eq.pos} turns the infinities into NaN"
+                d.message += (f"; then {eq.label} at {eq.pos} turns the infinities into NaN"
                               if eq.pos else "")
         self.origins[i] = origins
 
@@ -178,12 +178,11 @@ class NumericsChecker:
             return bounds[0] * bounds[1]
         if name == "square":
             return bounds[0] * bounds[0]
-        if name in ("sum", "sum_to", "mean", "matmul", "prod_others"):
-            n = max(1, eq.inputs and self._size(eq.inputs[0]) // max(1, value.size))
-            if name == "matmul":
-                n = self.graph.shapes[eq.inputs[0]][-1] if self.graph.shapes[eq.inputs[0]] else 1
-                return bounds[0] * bounds[1] * n
-            return None if name == "prod_others" else bounds[0] * n
+        if name in ("sum", "sum_to", "mean"):  # at most (elements summed) x the largest
+            return bounds[0] * max(1, self._size(eq.inputs[0]) // max(1, value.size))
+        if name == "matmul":  # at most (inner dimension) x the product of the largest
+            inner = self.graph.shapes[eq.inputs[0]]
+            return bounds[0] * bounds[1] * (inner[-1] if inner else 1)
         if name in ("sin", "cos", "tanh", "sigmoid", "softmax", "less", "less_equal", "greater",
                     "greater_equal", "equal", "not_equal", "sign"):
             return 1.0
@@ -208,7 +207,7 @@ class NumericsChecker:
         bad = value[mask] if value.ndim else value
         count = int(mask.sum())
         has_inf = bool(xp.isinf(bad).any())
-        label = self._label(eq)
+        label = eq.label
         kind, detail = self._classify(eq, value, args, mask, has_inf)
         if eq.backward is not None:
             kind = "nonfinite_gradient"
@@ -268,7 +267,7 @@ class NumericsChecker:
     def _check_headroom(self, i, eq, value, args):
         xp = self.xp
         top = max(float(xp.max(value)), -float(xp.min(value)))
-        label = self._label(eq)
+        label = eq.label
         if top > self.largest / HEADROOM_FACTOR:
             self.diagnostics.append(Diagnostic(
                 "info", "headroom", label, f"{label} reaches {top:.4g}, within a factor of "
@@ -303,14 +302,14 @@ class NumericsChecker:
         underflowed = (out == 0) & nonzero_inputs
         count = int(underflowed.sum())
         if count:
-            label = self._label(producer)
+            label = producer.label
             extra = ""
             if producer.op.name == "exp":
                 low = float(xp.min(xp.broadcast_to(values[producer.inputs[0]], out.shape)[underflowed]))
                 extra = f" (its argument reaches {_fmt(low)}; exp underflows below about -745 in float64)"
             self.diagnostics.append(Diagnostic(
                 "info", "underflow", label, f"{label} underflows to 0 at {count} element{'s' * (count != 1)}"
-                f"{extra}, and {self._label(consumer)} at {consumer.pos} then divides by it",
+                f"{extra}, and {consumer.label} at {consumer.pos} then divides by it",
                 "compute the ratio in log space (subtract logarithms), or rescale before dividing",
                 producer.pos, producer.stack, count, value_id=j))
 
@@ -325,7 +324,7 @@ class NumericsChecker:
             groups = int((counts > 1).sum())
             if groups:
                 self._seen_ties.add(i)
-                label = self._label(eq)
+                label = eq.label
                 self.diagnostics.append(Diagnostic(
                     "info", "tie", label,
                     f"{label} has tied extremes in {groups} group{'s' * (groups != 1)}; its gradient is "
@@ -333,23 +332,20 @@ class NumericsChecker:
         elif name in ("maximum", "minimum"):
             ties = int(xp.sum(xp.broadcast_to(args[0] == args[1], value.shape)))
             if ties:
-                label = self._label(eq)
+                label = eq.label
                 self.diagnostics.append(Diagnostic(
                     "info", "tie", label, f"{label} has {ties} equal pair{'s' * (ties != 1)}; the gradient is "
                     "split evenly between the two arguments there", None, eq.pos, eq.stack, ties, value_id=i))
         elif name in ("abs", "relu"):
             zeros = int(xp.sum(args[0] == 0))
             if zeros:
-                label = self._label(eq)
+                label = eq.label
                 self.diagnostics.append(Diagnostic(
                     "info", "kink", label, f"{label} is evaluated exactly at 0 for {zeros} element"
                     f"{'s' * (zeros != 1)}, where it has no derivative; gradcli uses 0 there", None,
                     eq.pos, eq.stack, zeros, value_id=i))
 
     # ----------------------------------------------------------------- suggestions
-    def _label(self, eq) -> str:
-        return eq.label
-
     def consumers(self) -> dict[int, list[int]]:
         if self._consumers is None:
             cons: dict[int, list[int]] = {}

@@ -72,10 +72,7 @@ def check_memory(graph: Graph, fetch: list[int], dtype: str, limit: int | None =
     if sum(math.prod(s) for s in graph.shapes) * itemsize <= limit:
         return  # even holding every value at once fits: no need to simulate
     order = needed_equations(graph, fetch)
-    last_use: dict[int, int] = {}
-    for i in order:
-        for j in graph.equations[i].inputs:
-            last_use[j] = i
+    last_use = last_uses(graph, order)
     keep = set(fetch)
     live = 0
     sizes: dict[int, int] = {}
@@ -96,6 +93,16 @@ def check_memory(graph: Graph, fetch: list[int], dtype: str, limit: int | None =
         for j in set(eq.inputs):
             if last_use.get(j) == i and j not in keep:
                 live -= sizes.pop(j, 0)
+
+
+def last_uses(graph: Graph, order: list[int], given=()) -> dict[int, int]:
+    """For each value, the last equation in `order` that reads it (given values read none)."""
+    last: dict[int, int] = {}
+    for i in order:
+        if i not in given:
+            for j in graph.equations[i].inputs:
+                last[j] = i
+    return last
 
 
 def needed_equations(graph: Graph, fetch: list[int], given=()) -> list[int]:
@@ -127,12 +134,8 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
         import numpy as xp
     overrides = overrides or {}
     order = needed_equations(graph, fetch, overrides)
-    last_use: dict[int, int] = {}
+    last_use = last_uses(graph, order, overrides)
     equations = graph.equations
-    for i in order:
-        if i not in overrides:
-            for j in equations[i].inputs:
-                last_use[j] = i
     keep = set(fetch)
     env: dict[int, object] = {}
     # Buffers this run allocated and that no view shares: an elementwise op may write its

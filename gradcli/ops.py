@@ -265,15 +265,7 @@ def _sum_to(xp, x, shape):
 
 def _index_tuple(index):
     """The static index (hashable tuples) as a NumPy index."""
-    out = []
-    for item in index:
-        if isinstance(item, tuple):
-            out.append(slice(*item))
-        elif item is None or item is Ellipsis:
-            out.append(item)
-        else:
-            out.append(item)
-    return tuple(out)
+    return tuple(slice(*item) if isinstance(item, tuple) else item for item in index)
 
 
 def _index_shape(shape, index):
@@ -282,7 +274,7 @@ def _index_shape(shape, index):
     try:
         return probe[_index_tuple(index)].shape
     except IndexError as exc:
-        raise ShapeError(str(exc).replace("index", "index", 1)) from None
+        raise ShapeError(str(exc)) from None
 
 
 def _scatter(xp, g, shape, index):

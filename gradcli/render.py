@@ -71,10 +71,8 @@ def plain_line(name: str, arr: np.ndarray | None) -> str:
 
 
 def plain_lines(result, *, with_gradients: bool) -> list[str]:
-    lines = [plain_line(k, v) for k, v in result.outputs.items()] if not with_gradients else []
-    if with_gradients:
-        lines += [plain_line(k, v) for k, v in result.gradients.items()]
-    return lines
+    shown = result.gradients if with_gradients else result.outputs  # grad prints its gradients
+    return [plain_line(k, v) for k, v in shown.items()]
 
 
 # --------------------------------------------------------------------------- diagnostics, compiler-style
