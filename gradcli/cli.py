@@ -361,29 +361,59 @@ def _run_one(command: str, opts: dict, text: str, name: str) -> int:
 
 
 def _run_lines(command: str, opts: dict, stream) -> int:
-    """NDJSON: one program per non-empty line, one JSON object per line, flushed as it goes;
-    the input is read a line at a time, so memory stays constant over any number of lines."""
+    """NDJSON: one program per non-empty line, one JSON object per line; the input is read in
+    chunks, so memory stays constant over any number of lines."""
     from . import render
     from .errors import GradcliError, format_error
 
     code = 0
-    for number, raw in enumerate(stream, 1):
-        if not raw.strip():
-            continue
+    number = 0
+    for batch in _arrived_lines(stream):
+        answers = []
         try:
-            line = _decode(raw, f"<line {number}>", number).rstrip("\r\n")
-            result = _compute(command, opts, line, f"<line {number}>")
-            doc = render.result_json(result, with_gradients=command == "grad")
-            if opts["strict"] and result.nonfinite() and code == 0:
-                code = 1
-        except GradcliError as err:
-            doc = render.error_json(err)
-            doc["error"]["line"] = number
-            doc["error"]["text"] = format_error(err)
-            code = 2
-        sys.stdout.write(render.dumps(doc) + "\n")
-        sys.stdout.flush()
+            for raw in batch:
+                number += 1
+                if not raw.strip():
+                    continue
+                try:
+                    line = _decode(raw, f"<line {number}>", number).rstrip("\r")
+                    result = _compute(command, opts, line, f"<line {number}>")
+                    doc = render.result_json(result, with_gradients=command == "grad")
+                    if opts["strict"] and result.nonfinite() and code == 0:
+                        code = 1
+                except GradcliError as err:
+                    doc = render.error_json(err)
+                    doc["error"]["line"] = number
+                    doc["error"]["text"] = format_error(err)
+                    code = 2
+                answers.append(render.dumps(doc) + "\n")
+        finally:  # what was answered is written, even if a later line meets a gradcli bug
+            sys.stdout.write("".join(answers))
+            sys.stdout.flush()
     return code
+
+
+def _arrived_lines(stream):
+    """The input's lines (without their newline), in lists of those that had arrived when
+    they were read. The output is flushed after each list: a pipe fed a line at a time is
+    answered a line at a time, and a file is not answered with one write per line."""
+    read = getattr(stream, "read1", stream.read)
+    partial: list[bytes] = []  # of a line not yet ended
+    while True:
+        chunk = read(1 << 16)
+        if not chunk:
+            break
+        if b"\n" not in chunk:
+            partial.append(chunk)
+            continue
+        lines = chunk.split(b"\n")
+        if partial:
+            lines[0] = b"".join(partial) + lines[0]
+        last = lines.pop()
+        partial = [last] if last else []
+        yield lines
+    if partial:
+        yield [b"".join(partial)]
 
 
 def _interrupted(signum, frame):

@@ -275,7 +275,7 @@ class _Rule:
     put None where an omitted `[x]` stood, hand a `?rule`'s single child through, else call
     the `_AstBuilder` method (a `_rule` yields its children as a list to splice)."""
 
-    __slots__ = ("origin", "size", "callback", "expand1", "include", "append_none", "passthrough")
+    __slots__ = ("origin", "size", "callback", "expand1", "include", "append_none", "passthrough", "apply")
 
     def __init__(self, spec: dict, builder: _AstBuilder):
         self.origin = spec["origin"]
@@ -288,7 +288,13 @@ class _Rule:
         self.passthrough = (self.expand1 and self.size == 1 and self.include == [(0, False, 0)]
                             and not self.append_none)
 
-    def reduce(self, children: list):
+        identity = self.include == [(i, False, 0) for i in range(self.size)] and not self.append_none
+        if identity and not self.expand1:  # most rules: the children as they stand
+            self.apply = self.callback or list
+        else:
+            self.apply = self._shape
+
+    def _shape(self, children: list):
         filtered = []
         for i, splice, nones in self.include:
             if nones:
@@ -399,38 +405,35 @@ class _Parser:
         """Shift/reduce over the tokens, building the AST bottom-up (no recursion)."""
         table, rules, chains = self.states, self.rules, self.chains
         end_state = self.end_states[start]
-        states, values, brackets = [self.start_states[start]], [], []
+        state = self.start_states[start]
+        states, values, brackets = [state], [], []
         for token in self.tokens(text, brackets):
             kind = token.type
-            while True:
-                action = table[states[-1]].get(kind)
-                if action is None:
-                    raise _unexpected(token, table[states[-1]], text, brackets)
-                if action >= 0:  # shift
-                    states.append(action)
-                    values.append(token)
-                    break
+            action = table[state].get(kind)
+            while action is not None and action < 0:  # reduce
                 rule = rules[~action]
-                if rule.passthrough:
-                    del states[-1]
+                size = rule.size
+                if size:
+                    children = values[-size:]
+                    del values[-size:], states[-size:]
+                    values.append(rule.apply(children))
                 else:
-                    size = rule.size
-                    if size:
-                        children = values[-size:]
-                        del values[-size:], states[-size:]
-                    else:
-                        children = []
-                    values.append(rule.reduce(children))
+                    values.append(rule.apply([]))
                 # The state after the goto, past any `?expr: arith`-style reductions that
                 # follow it on this lookahead: one lookup instead of a chain of reductions.
-                below = states[-1]
-                key = (below, rule.origin, kind)
-                target = chains.get(key)
-                if target is None:
-                    target = chains[key] = self._goto(below, rule.origin, kind)
-                states.append(target)
-                if kind == _END and target == end_state:
+                key = (states[-1], rule.origin, kind)
+                state = chains.get(key)
+                if state is None:
+                    state = chains[key] = self._goto(states[-1], rule.origin, kind)
+                states.append(state)
+                if state == end_state and kind == _END:
                     return values[-1]
+                action = table[state].get(kind)
+            if action is None:
+                raise _unexpected(token, table[state], text, brackets)
+            states.append(action)
+            values.append(token)
+            state = action
         raise AssertionError("the token stream ends with $END")
 
     def _goto(self, below: int, origin: str, kind: str) -> int:

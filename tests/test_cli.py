@@ -121,6 +121,29 @@ def test_lines_streams_ndjson_and_reports_bad_lines_in_stream():
     assert grads == [[2.0, 4.0], np.cos(3.0)] and p.returncode == 0
 
 
+def test_lines_answers_each_line_as_it_arrives_and_numbers_lines_across_chunks():
+    import select
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    proc = subprocess.Popen([sys.executable, "-m", "gradcli", "eval", "--lines"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        for k in range(3):  # the next line is not written until this one is answered
+            proc.stdin.write(f"y = {k} * 2\n".encode())
+            proc.stdin.flush()
+            ready, _, _ = select.select([proc.stdout], [], [], 30)
+            assert ready, f"no answer to line {k + 1} before the next line"
+            assert strict_json(proc.stdout.readline())["outputs"]["y"]["value"] == 2.0 * k
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+    # a long input: read in chunks, a line split between two of them, blank lines counted
+    program = "".join(f"y = {k} + 0.{'0' * 40}1\n" for k in range(4000)) + "\n\r\ny = (\n"
+    p = gradcli("eval", "--lines", stdin=program)
+    docs = [strict_json(ln) for ln in p.stdout.splitlines()]
+    assert [d["outputs"]["y"]["value"] for d in docs[:-1]] == [k + 1e-41 for k in range(4000)]
+    assert docs[-1]["error"]["line"] == 4003 and p.returncode == 2
+
+
 def test_diagnostics_go_to_stderr_like_a_compiler(tmp_path):
     p = gradcli("eval", os.path.join(ROOT, "samples", "naive_softmax.expr"), "--format", "plain")
     assert p.returncode == 0 and p.stdout == "y\tnan nan nan\n"
