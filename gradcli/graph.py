@@ -68,7 +68,7 @@ class Graph:
     def add(self, op: Op, inputs: tuple, params: dict, pos: Pos | None, label: str,
             stack: tuple = (), backward: int | None = None) -> int:
         in_shapes = [self.shapes[i] for i in inputs]
-        if any(s is None for s in in_shapes):
+        if None in in_shapes:
             shape = None
         else:
             try:
@@ -112,6 +112,9 @@ class Graph:
     def derived(self, op: Op, inputs: tuple, params: dict) -> Sym:
         """Emit an equation of a gradient, attributed to the equation being differentiated;
         identical equations are shared and `x * 1`, `x + 0`, `x / 1` are folded away."""
+        if op.name == "sum_to" and params.get("shape") == ():
+            # a sum down to a scalar is the plain sum, which the program may already compute
+            op, params = OPS["sum"], {"keepdims": False}
         inputs = self._unbroadcast(op, inputs)
         simpler = self._simplify(op, inputs)
         if simpler is not None:
@@ -316,7 +319,8 @@ class _Lowering:
                     work.append((_APPLY, node, scope))
                     work.extend((_EVAL, kid, scope) for kid in reversed(kids))
             elif kind == _APPLY:
-                n = len(ast.children(node))
+                n = (len(node.args) + len(node.keywords) if type(node) is ast.Call
+                     else len(ast.children(node)))
                 args = values[len(values) - n:]
                 del values[len(values) - n:]
                 if isinstance(node, ast.Call):
@@ -425,9 +429,14 @@ class _Lowering:
 
     def call_builtin(self, op: Op, node: ast.Call, values: list, scope: _Scope):
         label = node.symbol or op_table.strip_prefixes(node.func)
+        if not node.keywords and len(values) == len(op.args) and not op.required and (
+                op.name not in ("negative", "positive", "identity")):
+            # the common call, `exp(x)` or `a * b`: every argument given, every parameter default
+            ids = tuple(v if type(v) is int else self.materialize(v, scope) for v in values)
+            return self.emit(op, ids, dict(op.defaults), node.pos, label, scope)
         positional = values[:len(node.args)]
         keyword_values = values[len(node.args):]
-        slots = list(op.args) + list(op.params)
+        slots = op.slots
         given: dict = {}
         if len(positional) > len(slots):
             raise self.error(f"{label}() takes at most {len(slots)} arguments ({', '.join(slots)}), "

@@ -44,6 +44,14 @@ class Op:
     view: bool = False
     finite_closed: bool = False
 
+    def __post_init__(self):
+        # what a call of the op needs, worked out once: argument slots in call order, the
+        # parameters that take their default, and whether any parameter must be given
+        object.__setattr__(self, "slots", tuple(self.args) + tuple(self.params))
+        object.__setattr__(self, "defaults", {k: v for k, v in self.params.items()
+                                              if v is not None and v is not REQUIRED})
+        object.__setattr__(self, "required", any(v is REQUIRED for v in self.params.values()))
+
     @property
     def arity(self) -> int:
         return len(self.args)
