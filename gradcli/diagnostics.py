@@ -86,7 +86,7 @@ class NumericsChecker:
             return
         clean = not any(j in self.origins for j in eq.inputs)
         if clean and eq.inputs:
-            bound = self._propagate_bound(eq, value)
+            bound = self._propagate_bound(eq, value, args)
             if bound is not None and bound * bound < self.headroom_trigger:
                 self.bound[i] = bound  # proven finite, and how large it can be: no pass needed
                 return
@@ -165,9 +165,9 @@ class NumericsChecker:
         flat = value.reshape(-1)
         return float(flat.dot(flat))
 
-    def _propagate_bound(self, eq, value) -> float | None:
+    def _propagate_bound(self, eq, value, args) -> float | None:
         """A bound on |result| from bounds on |inputs| (interval arithmetic on magnitudes),
-        for ops where one exists; None where it does not (exp, divide, log, ...)."""
+        for ops where one exists; None where it does not (exp, log, ...)."""
         bounds = [self.bound.get(j) for j in eq.inputs]
         if any(b is None for b in bounds):
             return None
@@ -176,6 +176,10 @@ class NumericsChecker:
             return bounds[0] + bounds[1]
         if name == "multiply":
             return bounds[0] * bounds[1]
+        if name == "divide" and args is not None and args[1].size == 1:
+            # by one number (a softmax's sum): |a / s| <= max|a| / |s|, rounding included
+            denominator = abs(float(args[1].reshape(-1)[0]))
+            return bounds[0] / denominator * (1 + 1e-6) if denominator > 0 else None
         if name == "square":
             return bounds[0] * bounds[0]
         if name in ("sum", "sum_to", "mean"):  # at most (elements summed) x the largest

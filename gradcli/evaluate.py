@@ -133,6 +133,7 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
     if xp is None:
         import numpy as xp
     overrides = overrides or {}
+    dtype = xp.dtype(dtype)  # compared with each result's: a dtype object, not its name
     order = needed_equations(graph, fetch, overrides)
     last_use = last_uses(graph, order, overrides)
     equations = graph.equations

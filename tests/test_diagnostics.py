@@ -149,3 +149,17 @@ def test_ties_are_seen_when_buffers_are_reused():
     x = np.zeros(5000)
     r = api.grad("a = exp(x) * 2\nb = a + 1\nc = maximum(b * 0 + 3, x + 3)\ny = sum(c)", wrt=["x"], feeds={"x": x})
     assert only(r.diagnostics, "tie").count == 5000
+
+
+@pytest.mark.parametrize("dtype,big", [("float64", 1e300), ("float32", 1e30)])
+def test_dividing_by_one_number_still_catches_overflow(dtype, big):
+    """Dividing bounded values by a known scalar is proven finite without a pass over the
+    result; a small enough scalar still overflows, and that is still reported."""
+    r = api.evaluate("y = x / s", feeds={"x": np.array([big, 1.0], dtype), "s": np.array(1e-10, dtype)},
+                     dtype=dtype)
+    d = only(r.diagnostics, "overflow")
+    assert (d.op, d.count) == ("/", 1)
+    assert api.evaluate("y = x / s", feeds={"x": np.array([1e3, 1.0], dtype), "s": np.array(1e-10, dtype)},
+                        dtype=dtype).diagnostics == []
+    r = api.evaluate("y = x / s", feeds={"x": np.array([1.0, 2.0], dtype), "s": np.array(0.0, dtype)}, dtype=dtype)
+    assert only(r.diagnostics, "divide_by_zero").count == 2
