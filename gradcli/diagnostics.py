@@ -84,7 +84,7 @@ class NumericsChecker:
             self._check_kinks(i, eq, value, args)
         if value.size == 0:
             return
-        clean = not any(j in self.origins for j in eq.inputs)
+        clean = not self.origins or not any(j in self.origins for j in eq.inputs)
         if clean and eq.inputs:
             bound = self._propagate_bound(eq, value, args)
             if bound is not None and bound * bound < self.headroom_trigger:
@@ -169,7 +169,7 @@ class NumericsChecker:
         """A bound on |result| from bounds on |inputs| (interval arithmetic on magnitudes),
         for ops where one exists; None where it does not (exp, log, ...)."""
         bounds = [self.bound.get(j) for j in eq.inputs]
-        if any(b is None for b in bounds):
+        if None in bounds:
             return None
         name = eq.op.name
         if name in ("add", "subtract"):

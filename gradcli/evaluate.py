@@ -158,7 +158,7 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
         else:
             args = [env[j] for j in eq.inputs]
             out = None
-            if op.ufunc is not None:
+            if op.ufunc is not None and shapes[i]:  # (a number is not worth a buffer)
                 for j in eq.inputs:
                     if j in owned and last_use[j] == i and j not in keep:
                         candidate = env[j]

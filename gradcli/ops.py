@@ -81,6 +81,7 @@ def register(op: Op, *, replace: bool = False) -> Op:
         for name in (old.name,) + old.aliases:
             CALLABLE.pop(name, None)
     OPS[op.name] = op
+    G.__dict__.pop(op.name, None)
     if op.public:
         for name in (op.name,) + op.aliases:
             CALLABLE[name] = op
@@ -126,10 +127,15 @@ class _GraphFunctions:
         op = OPS[name]
 
         def emit(*args, **params):
-            graph = next(a.graph for a in args if isinstance(a, Sym))
-            ids = tuple(a.id if isinstance(a, Sym) else graph.constant(a).id for a in args)
+            graph = None
+            for a in args:
+                if type(a) is Sym:
+                    graph = a.graph
+                    break
+            ids = tuple(a.id if type(a) is Sym else graph.constant(a).id for a in args)
             return graph.derived(op, ids, params)
 
+        setattr(self, name, emit)  # made once per op (register() forgets it on replacing)
         return emit
 
 
