@@ -61,6 +61,11 @@ def process_time(argv, repeat, stdin=None):
 # --------------------------------------------------------------------------- start-up
 
 def startup(repeat):
+    # pip compiles an installed wheel's bytecode; an editable install where
+    # PYTHONDONTWRITEBYTECODE is set would recompile gradcli's modules at every start instead
+    import compileall
+    import gradcli
+    compileall.compile_dir(os.path.dirname(gradcli.__file__), quiet=1)
     numpy_import = [sys.executable, "-c", "import numpy"]
     base = process_time(numpy_import, repeat)
     ours = process_time([GRADCLI, "eval", "-e", "exp(1)", "--format", "plain"], repeat)

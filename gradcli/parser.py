@@ -200,8 +200,9 @@ _FORMAT = 2  # of the tables file; bump when its layout changes
 
 
 def _fingerprint(text: str) -> str:
-    import hashlib
-    return hashlib.sha256((text + repr(sorted(_OPTIONS.items())) + str(_FORMAT)).encode()).hexdigest()
+    """What the tables are made from: the grammar's text itself, and the options (compared as
+    text: hashing it would load OpenSSL, 3 ms of every start)."""
+    return f"format {_FORMAT}, {sorted(_OPTIONS.items())}\n{text}"
 
 
 def build_tables(text: str) -> dict:
