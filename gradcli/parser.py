@@ -345,9 +345,11 @@ class _Parser:
                 break
             kind, pos = match.lastgroup, match.end()
             start = match.start(kind) if kind else pos
-            if start != skipped and "\\" in text[skipped:start]:  # a line continuation
-                line += text.count("\n", skipped, start)
-                line_start = text.rindex("\n", skipped, start) + 1
+            if start != skipped:  # blanks, a comment, or a `\\` line continuation were skipped
+                newlines = text.count("\n", skipped, start)
+                if newlines:
+                    line += newlines
+                    line_start = text.rindex("\n", skipped, start) + 1
             if kind is None:
                 continue
             value = match.group(kind)

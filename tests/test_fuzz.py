@@ -218,7 +218,7 @@ def mutation(draw):
         if kind == 0:
             text = text[:i] + text[i + 1:]
         elif kind == 1:
-            text = text[:i] + draw(st.sampled_from(list("()[]:,;=+-*/@<>.\n #e0x") + ["    ", "def", "**"])) + text[i:]
+            text = text[:i] + draw(st.sampled_from(list("()[]:,;=+-*/@<>.\n #e0x\\") + ["    ", "def", "**"])) + text[i:]
         else:
             j = draw(st.integers(0, len(text)))
             text = text[:min(i, j)] + text[max(i, j):]

@@ -220,7 +220,8 @@ def test_the_parser_builds_exactly_what_larks_parser_builds():
     corpus += ["y = -2**-2 @ [1, 2][::2, None, ...] < 3\ndef f(a, b=1): return a\n",
                "x = [[1, 2],\n [3, 4]]; y = tf.reduce_sum(x, axis=1, keepdims=True,)\n",
                "def f(a,):\n    # a comment\n\n    b = a \\\n      + 1\n    return b\ny = f(2)[...][:, 1:][::-1]\n",
-               "y = f()\n", "y = []\n", "y = (1,)\n", "y = x[:]\n", "y = 1 < 2 < 3\n"]
+               "y = f()\n", "y = []\n", "y = (1,)\n", "y = x[:]\n", "y = 1 < 2 < 3\n",
+               "#\\\n", "y = 1  # a \\ in a comment\nz = (y +\n  # inside brackets \\\n  2)\n"]
     for text in corpus:
         _agree(*_both_parse(reference, text))
 
