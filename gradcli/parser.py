@@ -288,7 +288,6 @@ class _Rule:
         # `?expr: arith` and the like: the value passes unchanged, only the state moves.
         self.passthrough = (self.expand1 and self.size == 1 and self.include == [(0, False, 0)]
                             and not self.append_none)
-
         identity = self.include == [(i, False, 0) for i in range(self.size)] and not self.append_none
         if identity and not self.expand1:  # most rules: the children as they stand
             self.apply = self.callback or list
