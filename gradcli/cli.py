@@ -363,9 +363,6 @@ def _run_one(command: str, opts: dict, text: str, name: str) -> int:
 def _run_lines(command: str, opts: dict, stream) -> int:
     """NDJSON: one program per non-empty line, one JSON object per line; the input is read in
     chunks, so memory stays constant over any number of lines."""
-    from . import render
-    from .errors import GradcliError, format_error
-
     code = 0
     number = 0
     for batch in _arrived_lines(stream):
@@ -373,24 +370,33 @@ def _run_lines(command: str, opts: dict, stream) -> int:
         try:
             for raw in batch:
                 number += 1
-                if not raw.strip():
-                    continue
-                try:
-                    line = _decode(raw, f"<line {number}>", number).rstrip("\r")
-                    result = _compute(command, opts, line, f"<line {number}>")
-                    doc = render.result_json(result, with_gradients=command == "grad")
-                    if opts["strict"] and result.nonfinite() and code == 0:
-                        code = 1
-                except GradcliError as err:
-                    doc = render.error_json(err)
-                    doc["error"]["line"] = number
-                    doc["error"]["text"] = format_error(err)
-                    code = 2
-                answers.append(render.dumps(doc) + "\n")
+                if raw.strip():
+                    answer, line_code = _answer_line(command, opts, raw, number)
+                    answers.append(answer)
+                    code = max(code, line_code)
         finally:  # what was answered is written, even if a later line meets a gradcli bug
             sys.stdout.write("".join(answers))
             sys.stdout.flush()
     return code
+
+
+def _answer_line(command: str, opts: dict, raw: bytes, number: int) -> tuple[str, int]:
+    """One `--lines` program's JSON line, and its exit code (1: not finite under --strict,
+    2: an error)."""
+    from . import render
+    from .errors import GradcliError, format_error
+
+    try:
+        line = _decode(raw, f"<line {number}>", number).rstrip("\r")
+        result = _compute(command, opts, line, f"<line {number}>")
+        doc = render.result_json(result, with_gradients=command == "grad")
+        code = 1 if opts["strict"] and result.nonfinite() else 0
+    except GradcliError as err:
+        doc = render.error_json(err)
+        doc["error"]["line"] = number
+        doc["error"]["text"] = format_error(err)
+        code = 2
+    return render.dumps(doc) + "\n", code
 
 
 def _arrived_lines(stream):
