@@ -419,21 +419,32 @@ class _Lowering:
             where = self.assigned_at.get(name)
             extra = f" (assigned at line {where.line})" if where and scope.locals is None else ""
             raise self.error(f"'{name}' is a value{extra}, not a function", node.pos)
-        op = op_table.CALLABLE.get(op_table.strip_prefixes(name))
+        library, bare = op_table.split_spelling(name)
+        op = op_table.CALLABLE.get(bare)
         if op is None:
             known = list(op_table.CALLABLE) + [n for n, v in self.globals.items() if isinstance(v, ast.FuncDef)]
-            close = difflib.get_close_matches(op_table.strip_prefixes(name), known, n=3)
+            close = difflib.get_close_matches(bare, known, n=3)
             hint = f"; did you mean {', '.join(close)}?" if close else ""
             raise self.error(f"unknown function '{name}'{hint}", node.pos)
-        return self.call_builtin(op, node, values, scope)
+        preset: dict = {}
+        if op.reading is not None and node.symbol is None:
+            spelling = op_table.Spelling(library, bare, len(node.args), tuple(k.name for k in node.keywords),
+                                         bool(node.args) and isinstance(node.args[0], ast.Array))
+            try:
+                chosen = op.reading(spelling)
+            except op_table.ReadingError as exc:
+                raise self.error(str(exc), node.pos) from None
+            if chosen is not None:
+                op, preset = OPS[chosen[0]], chosen[1]
+        return self.call_builtin(op, node, values, scope, preset)
 
-    def call_builtin(self, op: Op, node: ast.Call, values: list, scope: _Scope):
+    def call_builtin(self, op: Op, node: ast.Call, values: list, scope: _Scope, preset: dict | None = None):
         label = node.symbol or op_table.strip_prefixes(node.func)
         if not node.keywords and len(values) == len(op.args) and not op.required and (
                 op.name not in ("negative", "positive", "identity")):
             # the common call, `exp(x)` or `a * b`: every argument given, every parameter default
             ids = tuple(v if type(v) is int else self.materialize(v, scope) for v in values)
-            return self.emit(op, ids, dict(op.defaults), node.pos, label, scope)
+            return self.emit(op, ids, dict(op.defaults, **(preset or {})), node.pos, label, scope)
         positional = values[:len(node.args)]
         keyword_values = values[len(node.args):]
         slots = op.slots
@@ -456,8 +467,12 @@ class _Lowering:
         if missing:
             raise self.error(f"{label}() takes {len(op.args)} array argument{'s' * (len(op.args) != 1)} "
                              f"({', '.join(op.args)}), got {len(op.args) - len(missing)}", node.pos)
-        params = {}
+        params = dict(preset or {})
         for pname, default in op.params.items():
+            if pname in params:
+                if pname in given:
+                    raise self.error(f"{label}(): '{pname}' is fixed by how {label}() is read here", node.pos)
+                continue
             if pname in given:
                 params[pname] = self.static_param(pname, given[pname], label, node.pos)
             elif default is op_table.REQUIRED:

@@ -43,6 +43,11 @@ class Op:
     ufunc: str | None = None
     view: bool = False
     finite_closed: bool = False
+    # How a pasted spelling of this op reads where libraries disagree on its meaning
+    # (Python's `max(a, b)` is elementwise, NumPy's `max(x, 0)` reduces over axis 0):
+    # `reading(call: Spelling) -> (op name, preset parameters) | None`, None keeping this op;
+    # it raises ReadingError naming both readings where the spelling does not decide.
+    reading: Callable | None = None
 
     def __post_init__(self):
         # what a call of the op needs, worked out once: argument slots in call order, the
@@ -64,6 +69,20 @@ class Op:
         if self.variadic:
             return self.vjp[0](i)
         return self.vjp[i]
+
+
+@dataclass(frozen=True, slots=True)
+class Spelling:
+    """What the lowering knows of a call when an op chooses its reading."""
+    library: str          # "python" for a bare name, else "numpy", "tensorflow", "jax", "scipy"
+    name: str             # the name without its library prefix (`max`, `reduce_max`)
+    positional: int       # positional arguments given
+    keywords: tuple       # keyword names given
+    list_argument: bool   # the first argument is written as a list literal, `[a, b]`
+
+
+class ReadingError(Exception):
+    """A spelling whose meaning differs between Python and the array libraries."""
 
 
 OPS: dict[str, Op] = {}      # canonical name -> Op
@@ -502,8 +521,33 @@ register(Op("clip", lambda xp, x, lo, hi: xp.minimum(xp.maximum(x, lo), hi), _br
              lambda g, ans, x, lo, hi: g * G.greater(x, hi)),
             args=("x", "lo", "hi"), aliases=("clip_by_value",), elementwise=True, finite_closed=True))
 
+def _python_pairwise(elementwise: str):
+    """Python's built-in `max(a, b)` / `min(a, b)` compares its arguments (elementwise here);
+    NumPy's and TensorFlow's `max(x, 0)` reduce over axis 0."""
+    def reading(call: Spelling):
+        if call.library == "python" and call.name in ("max", "min") and call.positional >= 2:
+            if call.positional > 2 or call.keywords:
+                raise ReadingError(
+                    f"{call.name}() with {call.positional} arguments: Python's built-in {call.name}(a, b) "
+                    f"compares two values (gradcli: {elementwise}(a, b)), NumPy's np.{call.name}(x, axis) "
+                    f"reduces; write {elementwise}(a, b) or {call.name}(x, axis=...)")
+            return elementwise, {}
+        return None
+    return reading
+
+
+def _python_sum_of_list(call: Spelling):
+    """Python's built-in `sum([a, b])` adds the list's items (a + b, elementwise); NumPy's
+    `np.sum([a, b])` adds every element of the stacked array."""
+    if call.library == "python" and call.name == "sum" and call.list_argument and call.positional == 1 \
+            and not call.keywords:
+        return "sum", {"axis": 0}
+    return None
+
+
 _reduction("sum", lambda xp, x, axis=None, keepdims=False: xp.sum(x, axis=axis, keepdims=keepdims),
-           lambda g, ans, x, axis=None, keepdims=False: _spread(g, x, axis, keepdims), ("reduce_sum",))
+           lambda g, ans, x, axis=None, keepdims=False: _spread(g, x, axis, keepdims), ("reduce_sum",),
+           reading=_python_sum_of_list)
 _reduction("mean", lambda xp, x, axis=None, keepdims=False: xp.mean(x, axis=axis, keepdims=keepdims),
            lambda g, ans, x, axis=None, keepdims=False: _spread(g, x, axis, keepdims) / float(_count(x.shape, axis)),
            ("reduce_mean",), _nonempty_reduction_shape)
@@ -511,9 +555,11 @@ _reduction("prod", lambda xp, x, axis=None, keepdims=False: xp.prod(x, axis=axis
            lambda g, ans, x, axis=None, keepdims=False: _keep(g, x.shape, axis, keepdims) * G.prod_others(x, axis=axis),
            ("reduce_prod",))
 _reduction("max", lambda xp, x, axis=None, keepdims=False: xp.max(x, axis=axis, keepdims=keepdims),
-           _extreme_vjp, ("reduce_max", "amax"), _nonempty_reduction_shape, finite_closed=True)
+           _extreme_vjp, ("reduce_max", "amax"), _nonempty_reduction_shape, finite_closed=True,
+           reading=_python_pairwise("maximum"))
 _reduction("min", lambda xp, x, axis=None, keepdims=False: xp.min(x, axis=axis, keepdims=keepdims),
-           _extreme_vjp, ("reduce_min", "amin"), _nonempty_reduction_shape, finite_closed=True)
+           _extreme_vjp, ("reduce_min", "amin"), _nonempty_reduction_shape, finite_closed=True,
+           reading=_python_pairwise("minimum"))
 # d logsumexp(x) = softmax(x): computed shifted by the maximum, not as exp(x - ans), which
 # cancels catastrophically for large |x| (found by fuzzing: 1e-3 off at x ~ 1e13)
 _reduction("logsumexp", _logsumexp,
@@ -572,8 +618,10 @@ register(Op("stack", lambda xp, *xs: xp.stack(xs), _stack_shape,
             doc="[a, b, ...] of computed values"))
 
 
-# The language's prefixes for pasted TensorFlow / NumPy / JAX code, stripped repeatedly.
-PREFIXES = ("tf.", "np.", "jnp.", "numpy.", "jax.numpy.", "math.", "nn.", "linalg.")
+# The language's prefixes for pasted TensorFlow / NumPy / JAX code, stripped repeatedly; the
+# first one stripped names the library whose meaning the spelling carries.
+PREFIXES = {"tf.": "tensorflow", "np.": "numpy", "jnp.": "numpy", "numpy.": "numpy",
+            "jax.numpy.": "numpy", "math.": "python", "nn.": "tensorflow", "linalg.": "numpy"}
 CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
 
 # Keyword spellings of TensorFlow and NumPy, mapped to the table's parameter names.
@@ -585,15 +633,23 @@ FIRST_ARGUMENT_KEYWORDS = ("input_tensor", "input", "a", "x", "t", "tensor", "lo
 
 
 @functools.lru_cache(maxsize=4096)
-def strip_prefixes(name: str) -> str:
+def split_spelling(name: str) -> tuple[str, str]:
+    """(library, bare name): `np.max` -> ("numpy", "max"); a bare `max` is Python's."""
+    library = None
     changed = True
     while changed:
         changed = False
-        for prefix in PREFIXES:
+        for prefix, owner in PREFIXES.items():
             if name.startswith(prefix):
                 name = name[len(prefix):]
+                library = library or owner
                 changed = True
-    return name
+    return library or "python", name
+
+
+def strip_prefixes(name: str) -> str:
+    return split_spelling(name)[1]
+
 
 # Sources: a constant written in the program, and an input (`--set`, or a literal default).
 register(Op("const", lambda xp, value: value, lambda value: value.shape, (), args=(),

@@ -240,3 +240,35 @@ def test_pasted_tensorflow_constants_are_inputs_with_defaults():
     r = api.grad(program, wrt=["x"])
     assert r.outputs["y"] == 7.5 and list(r.gradients["x"]) == [2.5, 2.5]
     assert api.evaluate(program, feeds={"x": [0.0, 1.0]}).outputs["y"] == 2.5
+
+
+# --------------------------------------------------------------------------- two readings
+SIGMOID_CE = "y = max(x, 0) - x * z + log(1 + exp(-abs(x)))"  # TensorFlow's documented formula
+
+
+@pytest.mark.parametrize("x,z", [(1.0, 1.0), (-2.0, 0.0), (0.5, 0.3), (3.0, 1.0)])
+def test_python_max_of_two_values_is_elementwise(x, z):
+    # d/dx of sigmoid cross-entropy with logits is sigmoid(x) - z (independent formula)
+    r = api.grad(SIGMOID_CE, wrt=["x"], feeds={"x": x, "z": z})
+    assert r.outputs["y"] == pytest.approx(np.logaddexp(0, x) - x * z, rel=1e-12)
+    assert r.gradients["x"] == pytest.approx(1 / (1 + np.exp(-x)) - z, rel=1e-12)
+
+
+@pytest.mark.parametrize("program,expected", [
+    ("max(x, 0)", [[0, 2], [3, 0]]), ("min(x, 0)", [[-1, 0], [0, -4]]),
+    ("np.max(x, 0)", [3, 2]), ("jnp.min(x, 0)", [-1, -4]), ("tf.reduce_max(x, 0)", [3, 2]),
+    ("max(x, axis=0)", [3, 2]), ("max(x)", 3), ("np.max(x)", 3),
+    ("sum([x, 2 * x])", [[-3, 6], [9, -12]]), ("np.sum([x, 2 * x])", 0), ("sum(x)", 0),
+    ("sum([1, 2, 3])", 6), ("sum(x, axis=0)", [2, -2]),
+])
+def test_spelling_decides_the_reading(program, expected):
+    x = np.array([[-1.0, 2.0], [3.0, -4.0]])
+    np.testing.assert_array_equal(value(program, x=x), expected)
+
+
+def test_a_spelling_with_no_single_reading_is_refused_naming_both():
+    with pytest.raises(GradcliError) as err:
+        api.evaluate("y = max(x, 0, 1)", feeds={"x": [1.0, 2.0]})
+    message = str(err.value)
+    assert "Python's built-in max(a, b)" in message and "np.max(x, axis)" in message
+    assert err.value.pos.line == 1 and err.value.pos.column == 5
