@@ -656,3 +656,7 @@ register(Op("const", lambda xp, value: value, lambda value: value.shape, (), arg
             params={"value": REQUIRED}, public=False))
 register(Op("input", lambda xp, name, value: value, lambda name, value: value.shape, (), args=(),
             params={"name": REQUIRED, "value": REQUIRED}, public=False))
+
+
+# The rest of the table, one module per family; each registers its ops on import.
+from . import ops_elementwise, ops_reduce, ops_array, ops_linalg  # noqa: E402,F401  (after the core)
