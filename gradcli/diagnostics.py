@@ -1,4 +1,4 @@
-"""Numerical diagnostics (SPEC §5): where a non-finite number first appears, why, and a fix.
+"""Numerical diagnostics (docs/contract.md §5): where a non-finite number first appears, why, and a fix.
 
 `NumericsChecker` is called by the evaluator after every equation. Its common path is one
 reduction (`isfinite(sum(value))`); only when that fails does it look closer. It tracks

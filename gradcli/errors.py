@@ -1,7 +1,7 @@
 """Source positions and the one exception type for user errors.
 
 Every AST node, equation, error and diagnostic carries a `Pos`, so whatever goes wrong is
-reported as `FILE:LINE:COL:` with the source line and a caret (SPEC §6).
+reported as `FILE:LINE:COL:` with the source line and a caret (docs/contract.md §6).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SPEC §5: every kind of diagnostic and every suggestion, each triggered by a program, and
+"""docs/contract.md §5: every kind of diagnostic and every suggestion, each triggered by a program, and
 clean programs staying silent."""
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""The language (SPEC §1): parsing, precedence, names, functions, inputs, and depth."""
+"""The language (docs/contract.md §1): parsing, precedence, names, functions, inputs, and depth."""
 import functools
 import re
 from pathlib import Path
