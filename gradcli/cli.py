@@ -3,10 +3,15 @@ from __future__ import annotations
 
 import os
 import sys
-from enum import Enum
-from typing import Annotated, Optional
 
-import typer
+from . import streams
+
+streams.take_signals("starting")  # before the heavy imports: Ctrl-C during start-up is quiet too
+
+from enum import Enum  # noqa: E402
+from typing import Annotated, Optional  # noqa: E402
+
+import typer  # noqa: E402
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
@@ -197,16 +202,27 @@ def _open_program(file: str | None, expr: str | None):
     if file is None:
         raise GradcliError("no program: give FILE, -e PROGRAM, or pipe one into standard input")
     if file == "-":
-        return sys.stdin.buffer, "<stdin>"
-    if os.path.isdir(file):
-        raise GradcliError(f"'{file}' is a directory, not a program file")
+        if sys.stdin is None:
+            raise GradcliError("cannot read the program: standard input is closed")
+        stream, name, label = sys.stdin.buffer, "<stdin>", "standard input"
+    else:
+        try:
+            stream, name, label = open(file, "rb"), file, f"'{file}'"
+        except IsADirectoryError:
+            raise GradcliError(f"'{file}' is a directory, not a program file") from None
+        except OSError as exc:
+            raise GradcliError(f"cannot read '{file}': {exc.strerror or exc}") from None
     try:
-        return open(file, "rb"), file
-    except OSError as exc:
-        raise GradcliError(f"cannot read '{file}': {exc.strerror or exc}") from None
+        kind = streams.unreadable_kind(stream.fileno())
+    except (OSError, ValueError):  # not a file (a caller's stream): nothing to check
+        kind = None
+    if kind is not None:
+        _close(stream)
+        raise GradcliError(f"{label} is {kind}, not a program file")
+    return stream, name
 
 
-def _decode(data: bytes, name: str, first_line: int = 1) -> str:
+def _decode(data: bytes, name: str) -> str:
     from .errors import GradcliError, Pos, Source
 
     try:
@@ -215,19 +231,36 @@ def _decode(data: bytes, name: str, first_line: int = 1) -> str:
         before = data[:exc.start]
         line = before.count(b"\n") + 1
         column = len(before[before.rfind(b"\n") + 1:].decode("utf-8", "replace")) + 1
-        shown = Source(name, "\n" * (first_line - 1) + data.decode("utf-8", "replace"))
         raise GradcliError(f"the program is not valid UTF-8 text (byte 0x{data[exc.start]:02x})",
-                           Pos(first_line + line - 1, column), shown) from None
+                           Pos(line, column), Source(name, data.decode("utf-8", "replace"))) from None
 
 
-def _read_program(file: str | None, expr: str | None) -> tuple[str, str]:
+def _read_program(file: str | None, expr: str | None, max_memory: int | None = None) -> tuple[str, str]:
+    from .errors import GradcliError
+
     stream, name = _open_program(file, expr)
+    limit = streams.cap(streams.MAX_PROGRAM_BYTES, max_memory)
     try:
-        data = stream.read()
+        data = streams.read_bounded(stream, limit)
+    except OverflowError:
+        raise GradcliError(f"the program is longer than the {streams.describe_size(limit)} allowed",
+                           source=_unnamed(name)) from None
+    except OSError as exc:
+        raise GradcliError(f"cannot read the program: {exc.strerror or exc}", source=_unnamed(name)) from None
     finally:
-        if stream is not sys.stdin.buffer:
-            stream.close()
+        _close(stream)
     return _decode(data, name), name
+
+
+def _close(stream) -> None:
+    if stream is not getattr(sys.stdin, "buffer", None):
+        stream.close()
+
+
+def _unnamed(name: str):
+    """A source that only names where the program came from (for `NAME: error: ...`)."""
+    from .errors import Source
+    return Source(name, "")
 
 
 def _assignments(items: list[str], option: str) -> dict:
@@ -283,31 +316,43 @@ def _run(command: str, opts: dict) -> None:
             opts["max_memory"] = parse_size(opts["max_memory"])
         if opts["lines"]:
             stream, _ = _open_program(opts["file"], opts["expr"])
-            code = _run_lines(command, opts, stream)
+            try:
+                code = _run_lines(command, opts, stream)
+            finally:
+                _close(stream)
         else:
-            text, name = _read_program(opts["file"], opts["expr"])
+            text, name = _read_program(opts["file"], opts["expr"], opts["max_memory"])
             code = _run_one(command, opts, text, name)
     except GradcliError as err:
         if opts["debug"]:
             import traceback
             traceback.print_exc()
         from .errors import format_error  # no NumPy needed to say what is wrong
-        sys.stderr.write(format_error(err) + "\n")
+        streams.say(format_error(err))
         code = err.exit_code
-    except (KeyboardInterrupt, BrokenPipeError):
-        raise
+    except streams.ReaderGone:  # `| head -1`: the reader has what it wanted
+        streams.silence_stdout()
+        code = 0
+    except streams.OutputError as err:
+        streams.silence_stdout()
+        streams.say(f"gradcli: cannot write the output: {err}")
+        code = streams.EXIT_OUTPUT
     except Exception as exc:  # a bug in gradcli, never the user's fault
         if opts["debug"]:
             raise
-        sys.stderr.write(f"gradcli: internal error: {type(exc).__name__}: {exc}\n"
-                         "This is a bug in gradcli; run again with --debug for the traceback.\n")
+        streams.say(_internal_error(exc))
         code = 70
     raise typer.Exit(code)
 
 
+def _internal_error(exc: Exception, where: str = "") -> str:
+    return (f"gradcli: internal error{where}: {type(exc).__name__}: {exc}\n"
+            "This is a bug in gradcli; run again with --debug for the traceback.")
+
+
 def _format(opts: dict) -> str:
     if opts["format"] == "auto":
-        return "table" if sys.stdout.isatty() else "plain"
+        return "table" if sys.stdout is not None and sys.stdout.isatty() else "plain"
     return opts["format"]
 
 
@@ -316,131 +361,143 @@ def _print_diagnostics(result) -> None:
     from . import render
 
     for diag in result.diagnostics:
-        sys.stderr.write(render.diagnostic_text(diag, result.graph.source) + "\n")
+        streams.say(render.diagnostic_text(diag, result.graph.source))
 
 
 def _run_one(command: str, opts: dict, text: str, name: str) -> int:
+    """Compute, render the whole output, then write it (so it arrives whole or not at all)."""
     from . import render
 
     result = _compute(command, opts, text, name)
     if command == "derive":
-        sys.stdout.write(result)
+        streams.write_output([result])
         return 0
     fmt = opts["format"] if command == "graph" else _format(opts)
     if fmt != "json":
         _print_diagnostics(result)
     code = 0
     if command == "graph":
-        if fmt == "dot":
-            sys.stdout.write(render.graph_dot(result))
-        else:
-            render.print_graph_tree(result)
+        output = render.graph_dot(result) if fmt == "dot" else render.on_terminal(render.graph_tree(result))
     elif command in ("check", "jacobian", "hessian"):
         if fmt == "json":
-            sys.stdout.write(render.dumps(render.insight_json(command, result)) + "\n")
+            output = render.dumps(render.insight_json(command, result)) + "\n"
         elif fmt == "plain":
-            sys.stdout.write("".join(line + "\n" for line in render.insight_lines(command, result)))
+            output = "".join(line + "\n" for line in render.insight_lines(command, result))
         else:
-            render.print_insight_table(command, result)
+            output = render.on_terminal(render.insight_table(command, result))
         if command == "check" and not result.passed:
             code = 1
     else:
         with_gradients = command == "grad"
         if fmt == "json":
-            sys.stdout.write(render.dumps(render.result_json(result, with_gradients=with_gradients)) + "\n")
+            output = render.dumps(render.result_json(result, with_gradients=with_gradients)) + "\n"
         elif fmt == "plain":
-            lines = render.plain_lines(result, with_gradients=with_gradients)
-            sys.stdout.write("".join(line + "\n" for line in lines))
+            output = "".join(line + "\n" for line in render.plain_lines(result, with_gradients=with_gradients))
         else:
-            render.print_table(result, with_gradients=with_gradients)
+            output = render.on_terminal(render.table(result, with_gradients=with_gradients))
         if opts["strict"] and result.nonfinite():
-            sys.stderr.write(f"gradcli: --strict: not finite: {', '.join(result.nonfinite())}\n")
+            streams.say(f"gradcli: --strict: not finite: {', '.join(result.nonfinite())}")
             code = 1
-    sys.stdout.flush()
+    streams.write_output([output])
     return code
 
 
 def _run_lines(command: str, opts: dict, stream) -> int:
-    """NDJSON: one program per non-empty line, one JSON object per line; the input is read in
-    chunks, so memory stays constant over any number of lines."""
+    """NDJSON: one program per non-empty line, one JSON object per line, each line's error
+    (even a gradcli bug) answered in its place; the input is read in chunks and one line is
+    bounded, so memory stays constant over any number of lines."""
+    limit = streams.cap(streams.MAX_LINE_BYTES, opts["max_memory"])
     code = 0
     number = 0
-    for batch in _arrived_lines(stream):
+    for batch in _arrived_lines(stream, limit):
         answers = []
-        try:
-            for raw in batch:
-                number += 1
-                if raw.strip():
-                    answer, line_code = _answer_line(command, opts, raw, number)
-                    answers.append(answer)
-                    code = max(code, line_code)
-        finally:  # what was answered is written, even if a later line meets a gradcli bug
-            sys.stdout.write("".join(answers))
-            sys.stdout.flush()
+        for raw in batch:
+            number += 1
+            if raw is None or raw.strip():
+                answer, line_code = _answer_line(command, opts, raw, number, limit)
+                answers.append(answer)
+                code = max(code, line_code)
+        streams.write_output(answers)
     return code
 
 
-def _answer_line(command: str, opts: dict, raw: bytes, number: int) -> tuple[str, int]:
+def _answer_line(command: str, opts: dict, raw: bytes | None, number: int, limit: int) -> tuple[str, int]:
     """One `--lines` program's JSON line, and its exit code (1: not finite under --strict,
-    2: an error)."""
+    2: an error, 70: a bug in gradcli). `raw` is None for a line longer than `limit`."""
     from . import render
     from .errors import GradcliError, format_error
 
+    name = f"<line {number}>"
     try:
-        line = _decode(raw, f"<line {number}>", number).rstrip("\r")
-        result = _compute(command, opts, line, f"<line {number}>")
+        if raw is None:
+            raise GradcliError(f"the line is longer than the {streams.describe_size(limit)} allowed "
+                               "for one program", source=_unnamed(name))
+        line = _decode(raw, name).rstrip("\r")
+        result = _compute(command, opts, line, name)
         doc = render.result_json(result, with_gradients=command == "grad")
         code = 1 if opts["strict"] and result.nonfinite() else 0
     except GradcliError as err:
         doc = render.error_json(err)
-        doc["error"]["line"] = number
-        doc["error"]["text"] = format_error(err)
+        doc["error"].update(line=number, text=format_error(err))
         code = 2
+    except Exception as exc:  # a bug in gradcli: said on stderr, answered in place, and the stream goes on
+        if opts["debug"]:
+            import traceback
+            traceback.print_exc()
+        streams.say(_internal_error(exc, f" on line {number}"))
+        doc = {"error": {"message": f"internal error: {type(exc).__name__}: {exc}", "line": number,
+                         "internal": True}}
+        code = 70
     return render.dumps(doc) + "\n", code
 
 
-def _arrived_lines(stream):
+def _arrived_lines(stream, limit: int):
     """The input's lines (without their newline), in lists of those that had arrived when
-    they were read. The output is flushed after each list: a pipe fed a line at a time is
-    answered a line at a time, and a file is not answered with one write per line."""
+    they were read. The output is written after each list: a pipe fed a line at a time is
+    answered a line at a time, and a file is not answered with one write per line. A line
+    longer than `limit` is None, given as soon as it is known, and its rest is skipped."""
     read = getattr(stream, "read1", stream.read)
     partial: list[bytes] = []  # of a line not yet ended
+    size = 0  # of `partial`; -1 while skipping the rest of an over-long line
     while True:
-        chunk = read(1 << 16)
+        try:
+            chunk = read(1 << 16)
+        except OSError as exc:
+            from .errors import GradcliError
+            raise GradcliError(f"cannot read the input: {exc.strerror or exc}") from None
         if not chunk:
             break
-        if b"\n" not in chunk:
-            partial.append(chunk)
-            continue
         lines = chunk.split(b"\n")
-        if partial:
-            lines[0] = b"".join(partial) + lines[0]
-        last = lines.pop()
-        partial = [last] if last else []
-        yield lines
+        last = lines.pop()  # not yet ended
+        if lines:
+            if size >= 0:
+                lines[0] = b"".join(partial) + lines[0]
+            else:
+                lines.pop(0)  # the end of a line already answered as too long
+            partial, size = [], 0
+            lines = [None if len(ln) > limit else ln for ln in lines]
+        if size >= 0 and last:
+            partial.append(last)
+            size += len(last)
+            if size > limit:
+                lines.append(None)
+                partial, size = [], -1
+        if lines:
+            yield lines
     if partial:
         yield [b"".join(partial)]
 
 
-def _interrupted(signum, frame):
-    # one line and the conventional 128 + SIGINT; no traceback, no half-written JSON flushed
-    try:
-        sys.stderr.write("gradcli: interrupted\n")
-        sys.stderr.flush()
-    finally:
-        os._exit(130)
-
-
 def main() -> None:
-    import signal
-    signal.signal(signal.SIGINT, _interrupted)
+    """The console script and `python -m gradcli`."""
+    streams.reserve_standard_fds()
+    streams.take_signals("command")
     try:
         app()
-    except BrokenPipeError:
-        # the reader went away (`| head -1`): stop quietly
-        try:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-        except OSError:
-            pass
-        sys.exit(0)
+    except OSError as exc:  # click could not write its own output (help, version)
+        streams.silence_stdout()
+        streams.say(f"gradcli: cannot write the output: {exc.strerror or exc}")
+        sys.exit(streams.EXIT_OUTPUT)
+
+
+streams.started()

@@ -5,29 +5,45 @@ reported as `FILE:LINE:COL:` with the source line and a caret (docs/contract.md 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True, slots=True)
 class Source:
-    """A program's text and the name it is reported under (a path, `<expr>` or `<stdin>`)."""
+    """A program's text and the name it is reported under (a path, `<expr>` or `<stdin>`).
+
+    A line ends at `\\n` and nowhere else, as for the lexer (not at `\\x0c`, `\\x85` or `\\u2028`,
+    where `str.splitlines` would split); where lines start is indexed once, on first use, so
+    quoting any number of lines costs time linear in their length."""
 
     name: str
     text: str
+    _starts: list | None = field(default=None, init=False, repr=False, compare=False)
+
+    def _line_starts(self) -> list[int]:
+        starts = self._starts
+        if starts is None:
+            starts, find = [0], self.text.find
+            newline = find("\n")
+            while newline >= 0:
+                starts.append(newline + 1)
+                newline = find("\n", newline + 1)
+            object.__setattr__(self, "_starts", starts)
+        return starts
 
     def line_text(self, line: int) -> str:
-        lines = self.text.splitlines()
-        return lines[line - 1] if 0 < line <= len(lines) else ""
+        """The text of 1-based `line`, without its line end."""
+        starts = self._line_starts()
+        if not 0 < line <= len(starts):
+            return ""
+        end = starts[line] - 1 if line < len(starts) else len(self.text)
+        return self.text[starts[line - 1]:end].removesuffix("\r")
 
     def line_start(self, line: int) -> int:
         """Character offset at which 1-based `line` starts."""
-        offset = 0
-        for _ in range(line - 1):
-            nl = self.text.find("\n", offset)
-            if nl < 0:
-                return len(self.text)
-            offset = nl + 1
-        return offset
+        starts = self._line_starts()
+        return starts[line - 1] if 0 < line <= len(starts) else len(self.text)
 
 
 class Pos:
@@ -90,12 +106,17 @@ class ShapeError(Exception):
     equation's position."""
 
 
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
 def caret_lines(source: Source, pos: Pos) -> list[str]:
     """The source line of `pos` and, under it, `~` along the span and `^` at the anchor."""
     text = source.line_text(pos.line)
     if not text.strip():
         return []
-    expanded = text.expandtabs(1)  # one column per character, so the caret lines up
+    # one column per character, so the caret lines up; control characters (a form feed, U+2028)
+    # would move the terminal's cursor, so they are shown as U+FFFD
+    expanded = _UNPRINTABLE.sub("\ufffd", text.expandtabs(1))
     col = max(1, min(pos.column, len(expanded) + 1))
     under = [" "] * (col - 1)
     if pos.start >= 0 and pos.end > pos.start:

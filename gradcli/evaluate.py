@@ -44,8 +44,12 @@ def default_memory_limit() -> int:
         return 8 << 30
 
 
+MIN_MEMORY_LIMIT = 1 << 10
+
+
 def parse_size(text: str) -> int:
-    """'8G', '500M', '2GiB', '1e9' -> bytes."""
+    """'8G', '500M', '2GiB', '1e9' -> bytes: a finite number of at least 1 KiB (anything less
+    cannot hold a program; a fraction of a byte is not a size)."""
     units = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
     t = text.strip().upper().replace("IB", "").rstrip("B") or "0"
     unit = t[-1] if t[-1] in units else ""
@@ -53,9 +57,14 @@ def parse_size(text: str) -> int:
         number = float(t[:-1] if unit else t)
     except ValueError:
         raise GradcliError(f"--max-memory: '{text}' is not a size such as 8G or 500M") from None
-    if not number > 0:
+    if not math.isfinite(number):
+        raise GradcliError(f"--max-memory: '{text}' is not a finite size; give one such as 8G or 500M")
+    if number <= 0:
         raise GradcliError(f"--max-memory: '{text}' must be positive")
-    return int(number * units[unit])
+    size = number * units[unit]
+    if size < MIN_MEMORY_LIMIT:
+        raise GradcliError(f"--max-memory: '{text}' is {size:g} bytes; the smallest limit is 1K (1024 bytes)")
+    return int(size)
 
 
 def _gib(n: int) -> str:

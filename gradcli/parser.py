@@ -469,7 +469,7 @@ def _unexpected(tok: Token, actions: dict, text: str, brackets: list) -> Gradcli
             opener = brackets[-1]
             return _syntax(f"{message}: '{opener.value}' at {opener.line}:{opener.column} is never closed",
                            _pos(opener))
-        lines = text.rstrip().splitlines() or [""]
+        lines = text.rstrip().split("\n")  # the lexer's lines, not str.splitlines
         return _syntax(message, Pos(len(lines), len(lines[-1]) + 1))
     message = f"unexpected {_describe(tok)}"
     if tok.value == "/" and text[max(tok.start_pos - 1, 0):tok.start_pos] == "/":

@@ -105,22 +105,38 @@ def _summary(arr: np.ndarray | None) -> str:
             + f"\nmin {np.nanmin(arr):.6g}  max {np.nanmax(arr):.6g}")
 
 
-def print_table(result, *, with_gradients: bool, file=None) -> None:
+def on_terminal(renderable) -> str:
+    """A Rich table or tree as text for standard output, sized and coloured for it when it is
+    a terminal; written by the caller in one piece."""
     from rich.console import Console
+
+    console = Console()
+    with console.capture() as captured:
+        console.print(renderable)
+    return captured.get()
+
+
+def _cells(*cells: str):
+    """Table cells that are data, never markup: `[nan, 1.]` is shown as it is."""
+    from rich.text import Text
+    return [Text(cell) for cell in cells]
+
+
+def table(result, *, with_gradients: bool):
+    """The Rich table of outputs (and gradients)."""
     from rich.table import Table
 
-    console = Console(file=file)
-    table = Table(show_header=True, header_style="bold")
-    table.add_column("name")
-    table.add_column("shape")
-    table.add_column("value")
+    shown = Table(show_header=True, header_style="bold")
+    shown.add_column("name")
+    shown.add_column("shape")
+    shown.add_column("value")
     for name, arr in result.outputs.items():
-        table.add_row(name, str(tuple(arr.shape)), _summary(arr))
+        shown.add_row(*_cells(name, str(tuple(arr.shape)), _summary(arr)))
     if with_gradients:
         for name, arr in result.gradients.items():
             shape = str(tuple(arr.shape)) if arr is not None else ""
-            table.add_row(f"∂/∂{name}", shape, _summary(arr))
-    console.print(table)
+            shown.add_row(*_cells(f"∂/∂{name}", shape, _summary(arr)))
+    return shown
 
 
 # --------------------------------------------------------------------------- check, jacobian, hessian
@@ -145,25 +161,25 @@ def insight_lines(command: str, result) -> list[str]:
     return [plain_line(k, v) for k, v in blocks.items()]
 
 
-def print_insight_table(command: str, result, file=None) -> None:
-    from rich.console import Console
+def insight_table(command: str, result):
+    """The Rich table of `check`, `jacobian` or `hessian`."""
     from rich.table import Table
+    from rich.text import Text
 
-    console = Console(file=file)
     if command == "check":
-        table = Table("input", "max abs error", "max rel error", "compared", "result", header_style="bold")
+        shown = Table("input", "max abs error", "max rel error", "compared", "result", header_style="bold")
         for k, r in result.reports.items():
-            table.add_row(k, f"{r.max_abs_error:.3g}", f"{r.max_rel_error:.3g}", r.method,
-                          "[green]passed[/]" if r.passed else "[bold red]FAILED[/]")
+            verdict = Text("passed", style="green") if r.passed else Text("FAILED", style="bold red")
+            shown.add_row(*_cells(k, f"{r.max_abs_error:.3g}", f"{r.max_rel_error:.3g}", r.method), verdict)
     else:
         blocks = result.jacobians if command == "jacobian" else result.hessians
-        table = Table("", "shape", "value", header_style="bold")
+        shown = Table("", "shape", "value", header_style="bold")
         symbol = "∂" if command == "jacobian" else "∂²"
         of = next(iter(result.outputs), "y")
         for k, v in blocks.items():
-            table.add_row(f"{symbol}{of}/∂{k}{'²' if command == 'hessian' else ''}",
-                          str(tuple(v.shape)) if v is not None else "", _summary(v))
-    console.print(table)
+            shown.add_row(*_cells(f"{symbol}{of}/∂{k}{'²' if command == 'hessian' else ''}",
+                                  str(tuple(v.shape)) if v is not None else "", _summary(v)))
+    return shown
 
 
 # --------------------------------------------------------------------------- the graph
@@ -213,21 +229,20 @@ def graph_dot(view) -> str:
     return "\n".join(lines) + "\n"
 
 
-def print_graph_tree(view, file=None, max_depth: int = 200) -> None:
+def graph_tree(view, max_depth: int = 200):
     """The graph as a Rich tree from the output down to the inputs; a node shared by several
-    consumers is expanded once and referred to after. Built without recursion."""
-    from rich.console import Console
+    consumers is expanded once and referred to after. Built without recursion; labels are
+    Text, never markup."""
+    from rich.text import Text
     from rich.tree import Tree
 
-    console = Console(file=file)
-
-    def text(i):
+    def label(i):
         op, where, details = _node_label(view, i)
         colour = "red" if i in view.nonfinite else "bold"
         dashed = " (stop_gradient: no gradient passes)" if view.graph.equations[i].op.name == "stop_gradient" else ""
-        return f"[{colour}]{op}[/] [dim]{where}[/] {details}{dashed}"
+        return Text.assemble((op, colour), " ", (where, "dim"), f" {details}{dashed}")
 
-    root = Tree(text(view.root))
+    root = Tree(label(view.root))
     shown = {view.root}
     stack = [(view.root, root, 0)]
     while stack:
@@ -236,11 +251,11 @@ def print_graph_tree(view, file=None, max_depth: int = 200) -> None:
         children = []
         for j in inputs:
             if j in shown:
-                children.append((j, branch.add(f"[dim]↑ {_node_label(view, j)[0]} (shown above)[/]"), None))
+                children.append((j, branch.add(Text(f"↑ {_node_label(view, j)[0]} (shown above)", style="dim")), None))
             elif depth >= max_depth:
-                children.append((j, branch.add("[dim]… (deeper nodes not shown)[/]"), None))
+                children.append((j, branch.add(Text("… (deeper nodes not shown)", style="dim")), None))
             else:
                 shown.add(j)
-                children.append((j, branch.add(text(j)), depth + 1))
+                children.append((j, branch.add(label(j)), depth + 1))
         stack.extend((j, node, d) for j, node, d in reversed(children) if d is not None)
-    console.print(root)
+    return root
