@@ -1,7 +1,6 @@
 """The `gradcli` command: reads options, calls the library, renders. Nothing else."""
 from __future__ import annotations
 
-import os
 import sys
 
 from . import streams
