@@ -107,13 +107,16 @@ def _summary(arr: np.ndarray | None) -> str:
 
 def on_terminal(renderable) -> str:
     """A Rich table or tree as text for standard output, sized and coloured for it when it is
-    a terminal; written by the caller in one piece."""
+    a terminal; written by the caller in one piece (Rich itself never touches the output)."""
+    import io
+    import sys
+
     from rich.console import Console
 
-    console = Console()
-    with console.capture() as captured:
-        console.print(renderable)
-    return captured.get()
+    terminal = sys.stdout is not None and sys.stdout.isatty()
+    console = Console(file=io.StringIO(), force_terminal=True if terminal else None)
+    console.print(renderable)
+    return console.file.getvalue()
 
 
 def _cells(*cells: str):

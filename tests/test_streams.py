@@ -44,10 +44,17 @@ def test_a_file_too_large_for_the_output_exits_74_and_holds_no_partial_document(
     assert path.stat().st_size == 0  # whole or not at all: the partial document was cut away
 
 
-def test_a_full_disk_exits_74_with_one_line():
+@pytest.mark.parametrize("args", [
+    ["eval", "-e", BIG, "--format", "json"], ["eval", "-e", "y = 1.5", "--format", "table"],
+    ["graph", "-e", "y = 1.5 * 2"], ["derive", "-e", "y = x * x", "--wrt", "x", "--set", "x=2"],
+])
+def test_a_full_disk_exits_74_with_one_line(args):
     with open("/dev/full", "wb") as full:
-        assert run("eval", "-e", BIG, "--format", "json", stdout=full)[::2] == (
-            74, "gradcli: cannot write the output: No space left on device\n")
+        assert run(*args, stdout=full)[::2] == (74, "gradcli: cannot write the output: No space left on device\n")
+
+
+def test_a_full_disk_under_lines_exits_74_with_one_line():
+    with open("/dev/full", "wb") as full:
         proc = subprocess.run([sys.executable, "-m", "gradcli", "eval", "--lines"], input=b"1 + 1\n2 + 2\n",
                               stdout=full, stderr=subprocess.PIPE, timeout=60)
     assert (proc.returncode, proc.stderr) == (74, b"gradcli: cannot write the output: No space left on device\n")
