@@ -98,7 +98,7 @@ def test_hostile_value_files(tmp_path):
     cases = [
         ("@objects.npy", "holds Python objects; gradcli never unpickles data"),
         ("@truncated.npy", "is not a valid .npy file"),
-        ("@ragged.csv", "ragged rows: row 1 has 3 fields, row 2 has 2"),
+        ("@ragged.csv", "ragged.csv:2:4: error: --set x: ragged rows: this row has 2 fields, the first has 3"),
         ("@dir.npy", "is a directory"),
         ("@/dev/zero", "is not a regular file"),
     ]
