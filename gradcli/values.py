@@ -145,6 +145,8 @@ def _open_regular(path: str, label: str):
 def _npy_header(fp, label: str, where: str, available: int, max_bytes: int):
     """Read and check a .npy header: dtype real numbers, shape sane, and the data it announces
     exactly the `available` bytes after it and within the memory limit."""
+    import tokenize
+
     fmt = np.lib.format
     try:
         version = fmt.read_magic(fp)
@@ -155,7 +157,7 @@ def _npy_header(fp, label: str, where: str, available: int, max_bytes: int):
         else:
             raise GradcliError(f"{label}: '{where}' is .npy format version {version[0]}.{version[1]}; "
                                "gradcli reads versions 1.0 and 2.0 (numpy.save writes these for numbers)")
-    except (ValueError, SyntaxError, RecursionError) as exc:  # NumPy parses the header with literal_eval
+    except (ValueError, SyntaxError, RecursionError, tokenize.TokenError) as exc:  # NumPy parses it as Python
         raise GradcliError(f"{label}: '{where}' is not a valid .npy file ({exc})") from None
     if dtype.hasobject:
         raise GradcliError(f"{label}: '{where}' holds Python objects; gradcli never unpickles data")
@@ -250,7 +252,11 @@ def _read_text(fh, size: int, label: str, path: str, max_bytes: int) -> str:
     """A text file's contents (UTF-8, a BOM dropped), refused unread if larger than the limit."""
     if size > max_bytes:
         raise _too_large(label, f"reading '{path}'", size, max_bytes)
-    data = fh.read(max_bytes + 1)  # bounded even where the size was wrong (/proc files say 0)
+    data = fh.read(size + 1)
+    if len(data) > size:  # the size was wrong (/proc files say 0): read on, as far as the limit
+        data = bytearray(data)
+        while len(data) <= max_bytes and (more := fh.read(min(1 << 20, max_bytes + 1 - len(data)))):
+            data += more
     if len(data) > max_bytes:
         raise _too_large(label, f"reading '{path}'", len(data), max_bytes)
     if data.startswith(b"\xef\xbb\xbf"):
@@ -305,9 +311,8 @@ def _number_overflows(piece: str) -> bool:
 # read as gradcli writes them ("NaN", "Infinity", "-Infinity") and as Python writes them (bare).
 _WS = r"[ \t\n\r]*"
 _JSON_SCALAR = r'-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|"(?:NaN|-?Infinity)"|NaN|-?Infinity'
-_JSON_TOKEN = (  # a list of numbers only (the common innermost list) is one token
-    rf"{_WS}(?:(?P<leaf>\[{_WS}(?:(?:{_JSON_SCALAR}){_WS}(?:,{_WS}(?:{_JSON_SCALAR}){_WS})*)?\])"
-    rf"|(?P<open>\[)|(?P<close>\])|(?P<comma>,)|(?P<scalar>{_JSON_SCALAR})"
+_JSON_TOKEN = (  # a list without lists (the common innermost list) is one token, checked apart
+    rf"{_WS}(?:(?P<leaf>\[[^\[\]]*\])|(?P<open>\[)|(?P<close>\])|(?P<comma>,)|(?P<scalar>{_JSON_SCALAR})"
     r'|(?P<word>[A-Za-z_][A-Za-z0-9_]*)|(?P<string>"(?:[^"\\\n]|\\.){0,40}"?)|(?P<other>.)|(?P<end>\Z))')
 
 
@@ -318,6 +323,8 @@ def _json(text: str, label: str, path: str, max_bytes: int) -> np.ndarray:
     import re
 
     token = re.compile(_JSON_TOKEN, re.S | re.A)
+    is_scalar = re.compile(rf"{_WS}(?:{_JSON_SCALAR}){_WS}", re.A).fullmatch
+    blank = re.compile(_WS).fullmatch
     values = array.array("d")
     cap = max_bytes // 8
     max_dims = _max_dims()
@@ -335,6 +342,33 @@ def _json(text: str, label: str, path: str, max_bytes: int) -> np.ndarray:
         if math.isinf(value) and _number_overflows(piece):
             raise fail(offset + len(piece) - len(piece.lstrip()), "number too large for float64")
         return value
+
+    def read_numbers(lo: int, hi: int) -> int | None:
+        """Append the numbers of the list text[lo:hi] and say how many, or None (and append
+        nothing) if an item is not a number. In slices cut at commas, so that temporaries stay
+        small and the regular expressions keep no state per item."""
+        if blank(text, lo, hi):
+            return 0
+        mark = len(values)
+        while True:
+            cut = text.find(",", min(lo + 16384, hi), hi)
+            cut = hi if cut < 0 else cut
+            chunk = text[lo:cut]
+            pieces = chunk.split(",")
+            if not all(map(is_scalar, pieces)):
+                del values[mark:]
+                return None
+            row = list(map(float, chunk.replace('"', "").split(",")))
+            if math.inf in row or -math.inf in row:
+                for piece in pieces:
+                    number(piece, lo)
+                    lo += len(piece) + 1
+            if len(values) + len(row) > cap:
+                raise _too_large(label, f"the array in '{path}'", (len(values) + len(row)) * 8, max_bytes)
+            values.extend(row)
+            if cut >= hi:
+                return len(values) - mark
+            lo = cut + 1
 
     def stand(start: int, depth: int, is_list: bool) -> None:
         """An item starting at `start` stands at `depth` (0: the whole file)."""
@@ -378,18 +412,15 @@ def _json(text: str, label: str, path: str, max_bytes: int) -> np.ndarray:
                 expect = "value or ]"
                 continue
             else:
-                inner = m.group(kind)[1:-1]
-                pieces = inner.split(",") if inner.strip(" \t\n\r") else []
-                if pieces:
+                n = read_numbers(start + 1, pos - 1)
+                if n is None:  # read it token by token, to say where and what is wrong
+                    counts.append(0)
+                    expect = "value or ]"
+                    pos = start + 1
+                    continue
+                if n:
                     stand(start + 1, depth + 1, False)
-                close(start, depth, len(pieces))
-                row = list(map(float, inner.replace('"', "").split(","))) if pieces else []
-                if math.inf in row or -math.inf in row:
-                    offset = start + 1
-                    for piece in pieces:
-                        number(piece, offset)
-                        offset += len(piece) + 1
-                values.extend(row)
+                close(start, depth, n)
             if len(values) > cap:
                 raise _too_large(label, f"the array in '{path}'", len(values) * 8, max_bytes)
         elif kind == "comma":
