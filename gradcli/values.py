@@ -94,6 +94,8 @@ def _literal(text: str, label: str, max_bytes: int) -> np.ndarray:
 
 def load_file(spec: str, label: str, max_bytes: int | None = None) -> np.ndarray:
     """`PATH` or `PATH.npz:KEY` as an array, allocating at most `max_bytes` for it."""
+    import warnings
+
     max_bytes = _limit(max_bytes)
     path, key = spec, None
     lower = spec.lower()
@@ -106,10 +108,12 @@ def load_file(spec: str, label: str, max_bytes: int | None = None) -> np.ndarray
         if ext not in (".npy", ".npz", ".json", ".csv"):
             raise GradcliError(f"{label}: cannot read '{path}': use a .npy, .npz, .json or .csv file")
         try:
-            if ext == ".npy":
-                return _npy_file(fh, size, label, path, max_bytes)
-            if ext == ".npz":
-                return _npz(fh, key, label, path, max_bytes)
+            if ext in (".npy", ".npz"):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # NumPy warns, and goes on, for headers written by Python 2
+                    if ext == ".npy":
+                        return _npy_file(fh, size, label, path, max_bytes)
+                    return _npz(fh, key, label, path, max_bytes)
             text = _read_text(fh, size, label, path, max_bytes)
             if ext == ".json":
                 return _json(text, label, path, max_bytes)
@@ -150,10 +154,9 @@ def _npy_header(fp, label: str, where: str, available: int, max_bytes: int):
     fmt = np.lib.format
     try:
         version = fmt.read_magic(fp)
-        if version == (1, 0):
-            shape, _, dtype = fmt.read_array_header_1_0(fp)
-        elif version == (2, 0):
-            shape, _, dtype = fmt.read_array_header_2_0(fp)
+        read_header = {(1, 0): fmt.read_array_header_1_0, (2, 0): fmt.read_array_header_2_0}.get(version)
+        if read_header:
+            shape, _, dtype = read_header(fp)
         else:
             raise GradcliError(f"{label}: '{where}' is .npy format version {version[0]}.{version[1]}; "
                                "gradcli reads versions 1.0 and 2.0 (numpy.save writes these for numbers)")

@@ -266,6 +266,12 @@ def test_npy_reads_numbers_as_float64(tmp_path, arr):
     np.testing.assert_array_equal(got, arr.astype(np.float64))
 
 
+def test_npy_header_written_by_python_2_reads_without_a_warning(tmp_path):
+    data = npy_bytes(np.arange(12.0).reshape(3, 4))
+    data = data.replace(b"(3, 4), }  ", b"(3L, 4L), }", 1)  # the same header length
+    np.testing.assert_array_equal(read(tmp_path, "v.npy", data), np.arange(12.0).reshape(3, 4))
+
+
 def test_npy_float32_keeps_its_precision(tmp_path):
     assert read(tmp_path, "v.npy", npy_bytes(np.arange(3, dtype=np.float32))).dtype == np.float32
 
