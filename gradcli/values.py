@@ -214,6 +214,8 @@ def _npz(fh, key: str | None, label: str, path: str, max_bytes: int) -> np.ndarr
     import zlib
 
     bad = (zipfile.BadZipFile, zlib.error, struct.error, UnicodeDecodeError, EOFError, ValueError, OSError)
+    if fh.read(4) not in (b"PK\x03\x04", b"PK\x05\x06"):  # as NumPy: no data before the archive
+        raise GradcliError(f"{label}: '{path}' is not a valid .npz file (it does not start as a zip archive)")
     try:
         archive = zipfile.ZipFile(fh)
     except bad as exc:

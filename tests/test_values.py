@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 import gradcli.evaluate  # noqa: F401 (imported before memory is measured: error messages use it)
 from gradcli.errors import GradcliError, format_error
@@ -83,6 +84,24 @@ def gradcli(*args, cwd=None):
 ])
 def test_csv_reads(tmp_path, text, expected):
     np.testing.assert_array_equal(read(tmp_path, "v.csv", text), np.array(expected, dtype=float))
+
+
+@settings(max_examples=60, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
+@given(hnp.arrays(np.float64, hnp.array_shapes(min_dims=2, max_dims=2, min_side=2, max_side=5),
+                  elements=st.floats(allow_nan=False, allow_infinity=True, width=64)),
+       st.sampled_from([",", ";", "\t", " ", ", "]), st.sampled_from(["\n", "\r\n", "\r"]), st.booleans(),
+       st.booleans())
+def test_csv_round_trips_any_matrix(m, delimiter, newline, header, bom):
+    lines = ([delimiter.join(f"c{j}" for j in range(m.shape[1]))] if header else []) + [
+        delimiter.join(map(repr, row)) for row in m.tolist()]
+    text = ("\ufeff" if bom else "") + newline.join(lines) + newline
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "m.csv")
+        with open(path, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+        got = load_file(path, "--set x", MiB)
+    assert got.shape == m.shape
+    np.testing.assert_array_equal(got, m)
 
 
 def test_csv_shapes_one_row_is_a_vector_one_column_a_matrix(tmp_path):
@@ -409,7 +428,8 @@ def test_corrupt_npz_files_are_refused_naming_the_file(tmp_path):
     deflated = bytearray(zip_bytes({"a.npy": npy_bytes(np.arange(1000.0))}, zipfile.ZIP_DEFLATED))
     deflated[100] ^= 0xFF
     cases = {
-        "garbage": (os.urandom(300), "'v.npz' is not a valid .npz file (File is not a zip file)"),
+        "garbage": (b"PK\x03\x04" + os.urandom(300), "'v.npz' is not a valid .npz file (File is not a zip file)"),
+        "data before the archive": (b"[" + good, "'v.npz' is not a valid .npz file (it does not start as a zip archive)"),
         "truncated": (good[:500], "'v.npz' is not a valid .npz file (File is not a zip file)"),
         "bad CRC": (bytes(flipped), "'v.npz:a' is not a valid .npz member (Bad CRC-32 for file 'a.npy')"),
         "bad stream": (bytes(deflated), "'v.npz:a' is not a valid .npz member (Error -3 while decompressing data"),
@@ -481,14 +501,27 @@ TOKENS = [b"[", b"]", b"]" * 3, b"[" * 1000, b"[" * 70, b"null", b"1" * 400, b"1
 DESCRS = ["<f8", "<f4", ">f8", "<i4", "|b1", "<f2", "<c16", "|O", "<U3", "|V8", "<M8[s]"]
 
 
+JSON_VALUES = st.one_of(
+    st.recursive(st.one_of(st.floats(), st.integers(-10**400, 10**400), st.booleans(), st.none(),
+                           st.sampled_from(["NaN", "Infinity", "-Infinity", "nan", ""])),
+                 lambda items: st.lists(items, max_size=4), max_leaves=24),
+    hnp.arrays(np.float64, hnp.array_shapes(min_dims=0, max_dims=4, min_side=0, max_side=4)).map(np.ndarray.tolist))
+
+
 @st.composite
 def hostile_file(draw):
     """A valid seed file, mutated: bit flips, truncation, random bytes, inserted tokens (deep
     nesting, huge numbers, delimiters), lying .npy headers and members, or random bytes."""
     name = draw(st.sampled_from(sorted(SEEDS)))
     data = SEEDS[name]
-    if draw(st.integers(0, 9)) == 0:
+    start = draw(st.integers(0, 9))
+    if start == 0:
         return name, draw(st.binary(max_size=400))
+    if start == 1:
+        name = "g.json"
+        data = json.dumps(draw(JSON_VALUES), indent=draw(st.sampled_from([None, 0, 2]))).encode()
+        if draw(st.booleans()):
+            return name, data
     for _ in range(draw(st.integers(1, 4))):
         kind = draw(st.integers(0, 5))
         i = draw(st.integers(0, len(data)))
@@ -517,10 +550,27 @@ def hostile_file(draw):
     return name, data
 
 
+def independent_reading(name, data):
+    """What NumPy (.npy, .npz) or Python's json module make of a file gradcli accepted."""
+    if name.endswith(".json"):
+        text = data.decode("utf-8-sig")
+        for spelled in ("NaN", "Infinity", "-Infinity"):
+            text = text.replace(f'"{spelled}"', spelled)
+        return np.array(json.loads(text), dtype=float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if ".npz" in name:
+            with np.load(io.BytesIO(data), allow_pickle=False) as archive:
+                key = name.partition(":")[2] or archive.files[0]
+                return archive[key].astype(float)
+        return np.load(io.BytesIO(data), allow_pickle=False).astype(float)
+
+
 def read_or_refuse(name, data):
     """Either an array of real numbers within the limit (non-finite ones only where a text file
-    spells them) or a GradcliError with one rendered message; never another exception, never a
-    warning, and never much more memory than the limit."""
+    spells them), equal to what NumPy or Python's json make of the same file, or a GradcliError
+    with one rendered message; never another exception, never a warning, and never much more
+    memory than the limit."""
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, name.split(":")[0])
         with open(path, "wb") as fh:
@@ -538,6 +588,10 @@ def read_or_refuse(name, data):
         assert isinstance(arr, np.ndarray) and arr.dtype.kind == "f" and arr.nbytes <= FUZZ_LIMIT
         if name.endswith((".json", ".csv")) and not np.isfinite(arr).all():
             assert b"nan" in data.lower() or b"inf" in data.lower()
+        if not name.endswith(".csv"):
+            reference = independent_reading(name, data)
+            assert arr.shape == reference.shape
+            np.testing.assert_array_equal(arr, reference)
 
 
 @settings(max_examples=300, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
