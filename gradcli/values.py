@@ -336,6 +336,7 @@ def _json(text: str, label: str, path: str, max_bytes: int) -> np.ndarray:
     counts: list[int] = []          # items so far in each open list
     lengths: list[int | None] = []  # the length every list at that depth must have
     leaf_depth = None               # the depth at which numbers stand: the number of dimensions
+    deepest_list = -1               # the deepest depth at which a list has stood
     expect = "value"                # "value", "value or ]", ", or ]", "end"
     pos = 0
 
@@ -377,13 +378,14 @@ def _json(text: str, label: str, path: str, max_bytes: int) -> np.ndarray:
 
     def stand(start: int, depth: int, is_list: bool) -> None:
         """An item starting at `start` stands at `depth` (0: the whole file)."""
-        nonlocal leaf_depth
+        nonlocal leaf_depth, deepest_list
         if is_list:
             if leaf_depth is not None and depth >= leaf_depth:
                 raise fail(start, "ragged lists: a list where a number is expected")
             if depth + 1 > max_dims:
                 raise fail(start, f"lists nested deeper than {max_dims} levels (NumPy's limit on dimensions)")
-        elif leaf_depth is None:
+            deepest_list = max(deepest_list, depth)
+        elif leaf_depth is None and depth > deepest_list:
             leaf_depth = depth
         elif depth != leaf_depth:
             raise fail(start, "ragged lists: a number where a list is expected")
