@@ -218,7 +218,7 @@ def _npz(fh, key: str | None, label: str, path: str, max_bytes: int) -> np.ndarr
         raise GradcliError(f"{label}: '{path}' is not a valid .npz file (it does not start as a zip archive)")
     try:
         archive = zipfile.ZipFile(fh)
-    except bad as exc:
+    except (*bad, NotImplementedError) as exc:
         raise GradcliError(f"{label}: '{path}' is not a valid .npz file ({exc})") from None
     with archive:
         members = {(info.filename[:-4] if info.filename.endswith(".npy") else info.filename): info
@@ -232,7 +232,7 @@ def _npz(fh, key: str | None, label: str, path: str, max_bytes: int) -> np.ndarr
         if key not in members:
             raise GradcliError(f"{label}: '{path}' has no array '{key}'; it has {', '.join(keys) or 'none'}")
         info, where = members[key], f"{path}:{key}"
-        if info.flag_bits & 0x1:
+        if info.flag_bits & 0x41:  # traditional or strong encryption
             raise GradcliError(f"{label}: '{where}' is encrypted; gradcli reads plain .npz files")
         if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
             raise GradcliError(f"{label}: '{where}' uses zip compression method {info.compress_type}; gradcli "
@@ -248,6 +248,8 @@ def _npz(fh, key: str | None, label: str, path: str, max_bytes: int) -> np.ndarr
                     raise GradcliError(f"{label}: '{where}' holds more data than its header announces")
         except bad as exc:
             raise GradcliError(f"{label}: '{where}' is not a valid .npz member ({exc})") from None
+        except NotImplementedError as exc:  # zipfile's word for a feature it lacks (patched data, ...)
+            raise GradcliError(f"{label}: '{where}' uses a zip feature gradcli does not read ({exc})") from None
         return arr
 
 
