@@ -324,38 +324,110 @@ _JSON_TOKEN = (  # a list without lists (the common innermost list) is one token
 
 
 def _json(text: str, label: str, path: str, max_bytes: int) -> np.ndarray:
-    """One pass over the tokens with an explicit stack: shape checked as lists close, numbers
-    appended to one flat buffer (no Python object per number, no recursion)."""
-    import array
-    import re
+    return _JsonReader(text, label, path, max_bytes).read()
 
-    token = re.compile(_JSON_TOKEN, re.S | re.A)
-    is_scalar = re.compile(rf"{_WS}(?:{_JSON_SCALAR}){_WS}", re.A).fullmatch
-    blank = re.compile(_WS).fullmatch
-    values = array.array("d")
-    cap = max_bytes // 8
-    max_dims = _max_dims()
-    counts: list[int] = []          # items so far in each open list
-    lengths: list[int | None] = []  # the length every list at that depth must have
-    leaf_depth = None               # the depth at which numbers stand: the number of dimensions
-    deepest_list = -1               # the deepest depth at which a list has stood
-    expect = "value"                # "value", "value or ]", ", or ]", "end"
-    pos = 0
 
-    def fail(offset: int, message: str) -> GradcliError:
-        return _error_at(label, path, text, offset, message)
+class _JsonReader:
+    """One pass over the tokens with an explicit stack (no recursion): the shape is checked as
+    lists close, and the numbers go into one flat buffer (no Python object per number)."""
 
-    def number(piece: str, offset: int) -> float:
+    def __init__(self, text: str, label: str, path: str, max_bytes: int):
+        import array
+        import re
+
+        self.text, self.label, self.path, self.max_bytes = text, label, path, max_bytes
+        self.token = re.compile(_JSON_TOKEN, re.S | re.A).match
+        self.is_scalar = re.compile(rf"{_WS}(?:{_JSON_SCALAR}){_WS}", re.A).fullmatch
+        self.blank = re.compile(_WS).fullmatch
+        self.values = array.array("d")
+        self.max_dims = _max_dims()
+        self.counts: list[int] = []          # items so far in each open list
+        self.lengths: list[int | None] = []  # the length every list at that depth must have
+        self.leaf_depth = None               # the depth at which numbers stand: the number of dimensions
+        self.deepest_list = -1               # the deepest depth at which a list has stood
+
+    def read(self) -> np.ndarray:
+        text, counts = self.text, self.counts
+        expect = "value"  # or "value or ]", ", or ]", "end"
+        pos = 0
+        while True:
+            m = self.token(text, pos)
+            kind = m.lastgroup
+            start, pos = m.start(kind), m.end()
+            depth = len(counts)
+            if kind in ("scalar", "open", "leaf"):
+                if expect not in ("value", "value or ]"):
+                    raise self.fail(start, "expected ',' or ']'" if counts else "expected the end of the file")
+                self.stand(start, depth, kind != "scalar")
+                if counts:
+                    if depth - 1 < len(self.lengths) and counts[-1] == self.lengths[depth - 1]:
+                        raise self.fail(start, "ragged lists: this list has more items than the first list at "
+                                               f"its depth ({counts[-1]})")
+                    counts[-1] += 1
+                if kind == "scalar":
+                    self.values.append(self.number(m.group(kind), start))
+                    self.check_size(0)
+                elif kind == "open" or (n := self.numbers(start + 1, pos - 1)) is None:
+                    # a list of lists, or one to read token by token to say where and what is wrong
+                    counts.append(0)
+                    expect, pos = "value or ]", start + 1
+                    continue
+                else:
+                    if n:
+                        self.stand(start + 1, depth + 1, False)
+                    self.close(start, depth, n)
+            elif kind == "comma":
+                if expect != ", or ]":
+                    raise self.fail(start, "expected a number or '['" if counts else "expected the end of the file")
+                expect = "value"
+                continue
+            elif kind == "close":
+                if not counts:
+                    raise self.fail(start, "unmatched ']'")
+                if expect == "value":
+                    raise self.fail(start, "expected a number or '[' after ','")
+                self.close(start, depth - 1, counts.pop())
+            elif kind == "end":
+                if expect == "end":
+                    break
+                if expect == "value" and not counts:
+                    raise self.fail(start, "the file holds no value")
+                raise self.fail(start, f"the file ends inside {_plural(depth, 'unclosed list')}")
+            else:
+                raise self.fail(start, self.not_a_number(kind, m.group(kind)))
+            expect = ", or ]" if counts else "end"
+        shape = self.lengths[:self.leaf_depth] if self.leaf_depth is not None else self.lengths
+        return np.frombuffer(self.values, dtype=np.float64).reshape(tuple(shape))
+
+    @staticmethod
+    def not_a_number(kind: str, found: str) -> str:
+        if kind == "word":
+            return f"{found} is not a number" + ('; write "NaN" for a missing value' if found == "null" else "")
+        if kind == "string":
+            shown = found if len(found) > 1 and found.endswith('"') else found + "…"
+            return f'the string {shown} is not a number (only "NaN", "Infinity" and "-Infinity" are)'
+        return "a JSON object is not a number or a list of numbers" if found == "{" else f"unexpected {found!r}"
+
+    def fail(self, offset: int, message: str) -> GradcliError:
+        return _error_at(self.label, self.path, self.text, offset, message)
+
+    def check_size(self, more: int) -> None:
+        if (len(self.values) + more) * 8 > self.max_bytes:
+            raise _too_large(self.label, f"the array in '{self.path}'", (len(self.values) + more) * 8,
+                             self.max_bytes)
+
+    def number(self, piece: str, offset: int) -> float:
         value = float(piece.replace('"', ""))
         if math.isinf(value) and _number_overflows(piece):
-            raise fail(offset + len(piece) - len(piece.lstrip()), "number too large for float64")
+            raise self.fail(offset + len(piece) - len(piece.lstrip()), "number too large for float64")
         return value
 
-    def read_numbers(lo: int, hi: int) -> int | None:
+    def numbers(self, lo: int, hi: int) -> int | None:
         """Append the numbers of the list text[lo:hi] and say how many, or None (and append
         nothing) if an item is not a number. In slices cut at commas, so that temporaries stay
         small and the regular expressions keep no state per item."""
-        if blank(text, lo, hi):
+        text, values = self.text, self.values
+        if self.blank(text, lo, hi):
             return 0
         mark = len(values)
         while True:
@@ -363,106 +435,43 @@ def _json(text: str, label: str, path: str, max_bytes: int) -> np.ndarray:
             cut = hi if cut < 0 else cut
             chunk = text[lo:cut]
             pieces = chunk.split(",")
-            if not all(map(is_scalar, pieces)):
+            if not all(map(self.is_scalar, pieces)):
                 del values[mark:]
                 return None
             row = list(map(float, chunk.replace('"', "").split(",")))
             if math.inf in row or -math.inf in row:
                 for piece in pieces:
-                    number(piece, lo)
+                    self.number(piece, lo)
                     lo += len(piece) + 1
-            if len(values) + len(row) > cap:
-                raise _too_large(label, f"the array in '{path}'", (len(values) + len(row)) * 8, max_bytes)
+            self.check_size(len(row))
             values.extend(row)
             if cut >= hi:
                 return len(values) - mark
             lo = cut + 1
 
-    def stand(start: int, depth: int, is_list: bool) -> None:
+    def stand(self, start: int, depth: int, is_list: bool) -> None:
         """An item starting at `start` stands at `depth` (0: the whole file)."""
-        nonlocal leaf_depth, deepest_list
         if is_list:
-            if leaf_depth is not None and depth >= leaf_depth:
-                raise fail(start, "ragged lists: a list where a number is expected")
-            if depth + 1 > max_dims:
-                raise fail(start, f"lists nested deeper than {max_dims} levels (NumPy's limit on dimensions)")
-            deepest_list = max(deepest_list, depth)
-        elif leaf_depth is None and depth > deepest_list:
-            leaf_depth = depth
-        elif depth != leaf_depth:
-            raise fail(start, "ragged lists: a number where a list is expected")
+            if self.leaf_depth is not None and depth >= self.leaf_depth:
+                raise self.fail(start, "ragged lists: a list where a number is expected")
+            if depth + 1 > self.max_dims:
+                raise self.fail(start, f"lists nested deeper than {self.max_dims} levels (NumPy's limit on "
+                                       "dimensions)")
+            self.deepest_list = max(self.deepest_list, depth)
+        elif self.leaf_depth is None and depth > self.deepest_list:
+            self.leaf_depth = depth
+        elif depth != self.leaf_depth:
+            raise self.fail(start, "ragged lists: a number where a list is expected")
 
-    def close(start: int, depth: int, n: int) -> None:
+    def close(self, start: int, depth: int, n: int) -> None:
+        """A list at `depth` closes with `n` items: every list at a depth has the same length."""
+        lengths = self.lengths
         lengths.extend([None] * (depth + 1 - len(lengths)))
         if lengths[depth] is None:
             lengths[depth] = n
         elif lengths[depth] != n:
-            raise fail(start, f"ragged lists: this list has {n} items, the first list at its depth "
-                              f"has {lengths[depth]}")
-
-    while True:
-        m = token.match(text, pos)
-        kind = m.lastgroup
-        start, pos = m.start(kind), m.end()
-        depth = len(counts)
-        if kind in ("scalar", "open", "leaf"):
-            if expect not in ("value", "value or ]"):
-                raise fail(start, "expected ',' or ']'" if counts else "expected the end of the file")
-            stand(start, depth, kind != "scalar")
-            if counts:
-                if depth - 1 < len(lengths) and counts[-1] == lengths[depth - 1]:
-                    raise fail(start, "ragged lists: this list has more items than the first list at "
-                                      f"its depth ({counts[-1]})")
-                counts[-1] += 1
-            if kind == "scalar":
-                values.append(number(m.group(kind), start))
-            elif kind == "open":
-                counts.append(0)
-                expect = "value or ]"
-                continue
-            else:
-                n = read_numbers(start + 1, pos - 1)
-                if n is None:  # read it token by token, to say where and what is wrong
-                    counts.append(0)
-                    expect = "value or ]"
-                    pos = start + 1
-                    continue
-                if n:
-                    stand(start + 1, depth + 1, False)
-                close(start, depth, n)
-            if len(values) > cap:
-                raise _too_large(label, f"the array in '{path}'", len(values) * 8, max_bytes)
-        elif kind == "comma":
-            if expect != ", or ]":
-                raise fail(start, "expected a number or '['" if counts else "expected the end of the file")
-            expect = "value"
-            continue
-        elif kind == "close":
-            if not counts:
-                raise fail(start, "unmatched ']'")
-            if expect == "value":
-                raise fail(start, "expected a number or '[' after ','")
-            close(start, depth - 1, counts.pop())
-        elif kind == "end":
-            if expect == "end":
-                break
-            if expect == "value" and not counts:
-                raise fail(start, "the file holds no value")
-            raise fail(start, f"the file ends inside {depth} unclosed list{'s' * (depth > 1)}")
-        elif kind == "word":
-            word = m.group(kind)
-            hint = '; write "NaN" for a missing value' if word == "null" else ""
-            raise fail(start, f"{word} is not a number{hint}")
-        elif kind == "string":
-            shown = m.group(kind) if len(m.group(kind)) > 1 and m.group(kind).endswith('"') else m.group(kind) + "…"
-            raise fail(start, f'the string {shown} is not a number (only "NaN", "Infinity" and "-Infinity" are)')
-        else:
-            char = m.group(kind)
-            raise fail(start, "a JSON object is not a number or a list of numbers" if char == "{"
-                       else f"unexpected {char!r}")
-        expect = ", or ]" if counts else "end"
-    shape = tuple(lengths[:leaf_depth]) if leaf_depth is not None else tuple(lengths)
-    return np.frombuffer(values, dtype=np.float64).reshape(shape)
+            raise self.fail(start, f"ragged lists: this list has {_plural(n, 'item')}, the first list at its "
+                                   f"depth has {lengths[depth]}")
 
 
 # CSV: numbers as Python and NumPy write them, NaN and infinities in any case, spaces around.
@@ -507,7 +516,7 @@ def _csv(text: str, label: str, path: str, max_bytes: int) -> np.ndarray:
         if len(fields) != width:
             starts = _field_starts(line_text, delimiter)
             column = starts[width] if len(fields) > width else len(line_text) + 1
-            raise fail(column, f"ragged rows: this row has {_fields(len(fields))}, the first has {width}")
+            raise fail(column, f"ragged rows: this row has {_plural(len(fields), 'field')}, the first has {width}")
         if not all(map(is_number, fields)):
             k = next(i for i, f in enumerate(fields) if not is_number(f))
             column = _field_starts(line_text, delimiter)[k]
@@ -530,8 +539,8 @@ def _csv(text: str, label: str, path: str, max_bytes: int) -> np.ndarray:
     return arr if rows == 1 else arr.reshape(rows, width)
 
 
-def _fields(n: int) -> str:
-    return f"{n} field" if n == 1 else f"{n} fields"
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + "s" * (n != 1)
 
 
 def _field_starts(line: str, delimiter: str) -> list[int]:

@@ -179,7 +179,7 @@ def test_json_reads(tmp_path, text, expected):
     ("[[], 0.0]", "v.json:1:6: error: --set x: ragged lists: a number where a list is expected"),
     ("[[[]], [0]]", "v.json:1:9: error: --set x: ragged lists: a number where a list is expected"),
     ("[[0], [[]]]", "v.json:1:8: error: --set x: ragged lists: a list where a number is expected"),
-    ("[[1, 2], [3]]", "v.json:1:10: error: --set x: ragged lists: this list has 1 items, the first list at its depth has 2"),
+    ("[[1, 2], [3]]", "v.json:1:10: error: --set x: ragged lists: this list has 1 item, the first list at its depth has 2"),
     ("[[1], [], [2]]", "v.json:1:7: error: --set x: ragged lists: this list has 0 items, the first list at its depth has 1"),
     ("[[1], [2, x]]", "v.json:1:11: error: --set x: x is not a number"),
     ("[[[1]], [[2], [3]]]", "v.json:1:15: error: --set x: ragged lists: this list has more items than the first list at its depth (1)"),
