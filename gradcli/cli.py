@@ -262,8 +262,9 @@ def _unnamed(name: str):
     return Source(name, "")
 
 
-def _assignments(items: list[str], option: str) -> dict:
+def _assignments(items: list[str], option: str, max_memory: int | None) -> dict:
     from .errors import GradcliError
+    from .evaluate import default_memory_limit
     from .values import parse_value, split_assignment
 
     out = {}
@@ -271,7 +272,7 @@ def _assignments(items: list[str], option: str) -> dict:
         name, value = split_assignment(item, option)
         if name in out:
             raise GradcliError(f"{option} {name} is given twice")
-        out[name] = parse_value(value, f"{option} {name}")
+        out[name] = parse_value(value, f"{option} {name}", max_memory or default_memory_limit())
     return out
 
 
@@ -279,7 +280,7 @@ def _compute(command: str, opts: dict, text: str, name: str):
     from . import api
     from .errors import GradcliError
 
-    feeds = _assignments(opts["sets"], "--set")
+    feeds = _assignments(opts["sets"], "--set", opts["max_memory"])
     if command == "graph":
         return api.graph_view(text, of=opts["of"][0] if opts["of"] else None, wrt=opts["wrt"], name=name,
                               feeds=feeds)
@@ -303,7 +304,7 @@ def _compute(command: str, opts: dict, text: str, name: str):
     if command == "eval":
         return api.evaluate(text, prints=opts["prints"], **common)
     return api.grad(text, wrt=opts["wrt"], of=opts["of"] or None,
-                    grad_ys=_assignments(opts["grad_ys"], "--grad-ys"), unconnected=opts["unconnected"], **common)
+                    grad_ys=_assignments(opts["grad_ys"], "--grad-ys", opts["max_memory"]), unconnected=opts["unconnected"], **common)
 
 
 def _run(command: str, opts: dict) -> None:
