@@ -20,6 +20,7 @@ from .evaluate import DTYPES, array_namespace, check_memory, run
 from .graph import Graph, lower
 from .ops import fmt_shape
 from .parser import normalise, parse_program
+from . import syntax as ast
 
 
 @dataclass
@@ -58,11 +59,21 @@ def _collector_paused(fn):
 
 
 @_collector_paused
-def compile_program(text: str, name: str = "<expr>", feeds: dict | None = None) -> Graph:
-    """Parse and lower a program; `feeds` maps input names to arrays."""
+def compile_program(text: str, name: str = "<expr>", feeds: dict | None = None, call: str | None = None) -> Graph:
+    """Parse and lower a program; `feeds` maps input names to arrays. `call` is one more
+    statement run after the program (`f(a, b)`: call a pasted function with these arguments);
+    without it, a program that ends with a `def` calls that function on the inputs named as
+    its parameters."""
+    if call is not None:
+        text = text.rstrip("\n") + "\n" + call
     source = Source(name, normalise(text))
     module = parse_program(source)
-    return lower(module, source, {k: _as_real(v) for k, v in (feeds or {}).items()})
+    tail = None
+    if call is not None:
+        tail = module.statements.pop()
+        if not isinstance(tail, (ast.ExprStmt, ast.Assign)):
+            raise GradcliError("the call must be one expression, such as f(a, b)", tail.pos, source)
+    return lower(module, source, {k: _as_real(v) for k, v in (feeds or {}).items()}, tail)
 
 
 def _as_real(value) -> np.ndarray:

@@ -286,7 +286,10 @@ class _Lowering:
         top = _Scope(None)
         statements = list(self.module.statements)
         if self.call_text is not None:
-            statements.append(self.call_text)
+            call = self.call_text
+            if isinstance(call, ast.ExprStmt) and isinstance(call.value, ast.Call) and "." not in call.value.func:
+                call = ast.Assign(call.value.func, call.value, call.pos)  # named after the function
+            statements.append(call)
         elif statements and isinstance(statements[-1], ast.FuncDef):
             statements.append(self.implicit_call(statements[-1]))
         for stmt in statements:
@@ -706,6 +709,9 @@ class _Lowering:
             del keywords[k], keyword_values[k]
         slots = op.slots
         given: dict = {}
+        if node.method and len(positional) > len(slots) and len(slots) == 2 and slots[1] in ("shape", "axes"):
+            # NumPy's methods take a shape as separate numbers: x.reshape(2, 3), x.transpose(1, 0)
+            positional = [positional[0], TupleValue(positional[1:], node.pos)]
         if len(positional) > len(slots):
             raise self.error(f"{label}() takes at most {len(slots)} arguments ({', '.join(slots)}), "
                              f"got {len(positional)}", node.pos)
