@@ -59,7 +59,8 @@ def _collector_paused(fn):
 
 
 @_collector_paused
-def compile_program(text: str, name: str = "<expr>", feeds: dict | None = None, call: str | None = None) -> Graph:
+def compile_program(text: str, name: str = "<expr>", feeds: dict | None = None, call: str | None = None,
+                    symbols: bool = False) -> Graph:
     """Parse and lower a program; `feeds` maps input names to arrays. `call` is one more
     statement run after the program (`f(a, b)`: call a pasted function with these arguments);
     without it, a program that ends with a `def` calls that function on the inputs named as
@@ -73,7 +74,7 @@ def compile_program(text: str, name: str = "<expr>", feeds: dict | None = None, 
         tail = module.statements.pop()
         if not isinstance(tail, (ast.ExprStmt, ast.Assign)):
             raise GradcliError("the call must be one expression, such as f(a, b)", tail.pos, source)
-    return lower(module, source, {k: _as_real(v) for k, v in (feeds or {}).items()}, tail)
+    return lower(module, source, {k: _as_real(v) for k, v in (feeds or {}).items()}, tail, symbols)
 
 
 def _as_real(value) -> np.ndarray:
@@ -249,7 +250,7 @@ def derive(text: str, *, wrt: str, of: list[str] | None = None, name: str = "<ex
     evaluates (with the same inputs) to the gradient."""
     from .printer import Printer
 
-    graph = compile_program(text, name, feeds)
+    graph = compile_program(text, name, feeds, symbols=True)
     ys, y_ids, (x,) = _targets(graph, of, [wrt])
     (g,) = gradients(graph, y_ids, [x])
     target = "+".join(ys)

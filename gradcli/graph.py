@@ -161,26 +161,28 @@ class Graph:
         return tuple(new)
 
     def _simplify(self, op: Op, inputs: tuple) -> int | None:
-        if len(inputs) != 2 or op.name not in ("add", "subtract", "multiply", "divide"):
+        """An equation of a gradient that needs no computing, by its op record's algebra:
+        an operand beside the op's identity (`x * 1`, `x + 0`, `x ** 1`), an involution applied
+        twice (`-(-x)`), or an elementwise op of scalar constants (folded into one)."""
+        if op.involution and len(inputs) == 1:
+            inner = self.equations[inputs[0]]
+            if inner.op is op:
+                return inner.inputs[0]
+        if op.elementwise and inputs:
+            constants = [self.scalar_constant(j) for j in inputs]
+            if None not in constants and all(self.shapes[j] == () for j in inputs):
+                with np.errstate(all="ignore"):
+                    folded = float(op.forward(np, *(np.float64(c) for c in constants)))
+                return self.constant(folded).id
+        if len(inputs) != 2 or op.identities == (None, None):
             return None
         a, b = inputs
-        ca, cb = self.scalar_constant(a), self.scalar_constant(b)
         out = ops_broadcast(self.shapes[a], self.shapes[b])
-        keep_b = self.shapes[b] == out
-        keep_a = self.shapes[a] == out
-        if op.name == "multiply":
-            if cb == 1.0 and keep_a:
-                return a
-            if ca == 1.0 and keep_b:
-                return b
-        elif op.name == "add":
-            if cb == 0.0 and keep_a:
-                return a
-            if ca == 0.0 and keep_b:
-                return b
-        elif op.name in ("subtract", "divide"):
-            if cb == (0.0 if op.name == "subtract" else 1.0) and keep_a:
-                return a
+        left, right = op.identities
+        if right is not None and self.scalar_constant(b) == right and self.shapes[a] == out:
+            return a
+        if left is not None and self.scalar_constant(a) == left and self.shapes[b] == out:
+            return b
         return None
 
     def value_id(self, name: str, what: str = "name") -> int:
@@ -263,8 +265,10 @@ _EVAL, _APPLY, _BIND, _DISCARD, _UNPACK, _DEFINE = range(6)
 
 
 class _Lowering:
-    def __init__(self, module: ast.Module, source: Source, feeds: dict, call: ast.Node | None = None):
+    def __init__(self, module: ast.Module, source: Source, feeds: dict, call: ast.Node | None = None,
+                 symbols: bool = False):
         self.graph = Graph(source)
+        self.symbols = symbols  # an input with no value is a scalar symbol (derive)
         self.source = source
         self.feeds = feeds
         self.globals: dict = {}  # name -> value id | ast.FuncDef
@@ -385,6 +389,13 @@ class _Lowering:
             value = self.feeds[name]
         elif default is not None:
             value = default.value
+        elif self.symbols:  # a scalar with no value: what `derive` prints as a free name
+            graph.equations.append(Equation(OPS["input"], (), {"name": name, "value": None}, pos, name))
+            graph.shapes.append(())
+            value = graph.inputs[name] = len(graph.equations) - 1
+            graph.names.setdefault(name, value)
+            graph.value_names.setdefault(value, name)
+            return value
         else:
             self.missing.setdefault(name, pos)
             value = None
@@ -820,7 +831,9 @@ def _bound_names(stmt) -> list[str]:
     return []
 
 
-def lower(module: ast.Module, source: Source, feeds: dict | None = None, call: ast.Node | None = None) -> Graph:
+def lower(module: ast.Module, source: Source, feeds: dict | None = None, call: ast.Node | None = None,
+          symbols: bool = False) -> Graph:
     """The program as a graph, with `feeds` (name -> array) as its input values; `call` (an
-    assignment or expression statement) is run after the program, e.g. `f(a, b)`."""
-    return _Lowering(module, source, dict(feeds or {}), call).run()
+    assignment or expression statement) is run after the program, e.g. `f(a, b)`. With
+    `symbols`, an input that has no value is a scalar without one (nothing is evaluated)."""
+    return _Lowering(module, source, dict(feeds or {}), call, symbols).run()

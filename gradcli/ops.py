@@ -51,6 +51,11 @@ class Op:
     # `boolean`: every result is 0 or 1 (comparisons, logical ops), what Python's `and`,
     # `or` and `not` may combine without changing the numbers
     boolean: bool = False
+    # How gradient equations simplify as they are built: `identities` = (left, right), the
+    # constant that leaves the other operand unchanged on that side (`0 + x`, `x * 1`,
+    # `x ** 1`), None where there is none; `involution`: applying it twice is the identity.
+    identities: tuple = (None, None)
+    involution: bool = False
 
     def __post_init__(self):
         # what a call of the op needs, worked out once: argument slots in call order, the
@@ -468,7 +473,7 @@ def _reduction(name, forward, vjp, aliases=(), shape=_reduction_shape, doc="", *
 
 NOT_DIFFERENTIABLE = (NO_GRADIENT,)
 
-_unary("negative", "negative", lambda g, ans, x: -g, ("neg",), finite_closed=True)
+_unary("negative", "negative", lambda g, ans, x: -g, ("neg",), finite_closed=True, involution=True)
 # tf.constant([...]), np.array([...]), tf.Variable([...]) in pasted code: the value itself
 _unary("identity", lambda xp, x: x, lambda g, ans, x: g,
        ("constant", "array", "asarray", "convert_to_tensor", "Variable"), view=True, finite_closed=True)
@@ -497,14 +502,17 @@ _unary("round", lambda xp, x: xp.round(x), NOT_DIFFERENTIABLE, finite_closed=Tru
 # stop_gradient: the value passes, the gradient does not
 _unary("stop_gradient", lambda xp, x: x, NOT_DIFFERENTIABLE, view=True, finite_closed=True)
 
-_binary("add", "add", (lambda g, ans, x, y: g, lambda g, ans, x, y: g))
-_binary("subtract", "subtract", (lambda g, ans, x, y: g, lambda g, ans, x, y: -g), ("sub",))
-_binary("multiply", "multiply", (lambda g, ans, x, y: g * y, lambda g, ans, x, y: g * x), ("mul",))
+_binary("add", "add", (lambda g, ans, x, y: g, lambda g, ans, x, y: g), identities=(0.0, 0.0))
+_binary("subtract", "subtract", (lambda g, ans, x, y: g, lambda g, ans, x, y: -g), ("sub",),
+        identities=(None, 0.0))
+_binary("multiply", "multiply", (lambda g, ans, x, y: g * y, lambda g, ans, x, y: g * x), ("mul",),
+        identities=(1.0, 1.0))
 _binary("divide", "divide",
-        (lambda g, ans, x, y: g / y, lambda g, ans, x, y: -_reduced_to(g * ans, y) / y), ("div", "truediv"))
+        (lambda g, ans, x, y: g / y, lambda g, ans, x, y: -_reduced_to(g * ans, y) / y), ("div", "truediv"),
+        identities=(None, 1.0))
 _binary("power", "power",
         (lambda g, ans, x, y: g * (y * x ** (y - 1.0)), lambda g, ans, x, y: g * (ans * _safe_log_base(x))),
-        ("pow",))
+        ("pow",), identities=(None, 1.0))
 _binary("maximum", "maximum",
         (lambda g, ans, x, y: g * _maximum_weight(x, y), lambda g, ans, x, y: g * (1.0 - _maximum_weight(x, y))), finite_closed=True)
 _binary("minimum", "minimum",

@@ -130,3 +130,26 @@ def test_python_out_of_scope_says_what_to_write_instead(program, message, line, 
     err = refusal(program, x=W)
     assert message in str(err)
     assert (err.pos.line, err.pos.column) == (line, column), format_error(err)
+
+
+# --------------------------------------------------------------------------- derive without values
+@pytest.mark.parametrize("program,derivative", [
+    ("y = x**3 * sin(x)", lambda x: 3 * x**2 * np.sin(x) + x**3 * np.cos(x)),
+    ("y = exp(-x**2 / 2)", lambda x: -x * np.exp(-x**2 / 2)),
+    ("y = log(1 + exp(x))", lambda x: 1 / (1 + np.exp(-x))),
+])
+def test_derive_without_values_treats_inputs_as_scalar_symbols(program, derivative):
+    printed = api.derive(program, wrt="x")
+    assert "\nx = " not in printed  # a symbol: no value is bound
+    for x in (-1.3, 0.2, 2.5):
+        got = api.evaluate(printed, feeds={"x": x})
+        assert next(iter(got.outputs.values())) == pytest.approx(derivative(x), rel=1e-12)
+
+
+@pytest.mark.parametrize("program,printed", [
+    ("y = x ** 2", "dy_dx = 2.0 * x\n"),
+    ("y = -(-x) * 3", "dy_dx = 3.0\n"),
+    ("y = x ** 3 + x", "dy_dx = 1.0 + 3.0 * x ** 2.0\n"),
+])
+def test_derive_simplifies_identities_and_double_negations(program, printed):
+    assert api.derive(program, wrt="x").endswith(printed)
