@@ -153,3 +153,24 @@ def test_derive_without_values_treats_inputs_as_scalar_symbols(program, derivati
 ])
 def test_derive_simplifies_identities_and_double_negations(program, printed):
     assert api.derive(program, wrt="x").endswith(printed)
+
+
+def test_call_picks_the_function_and_its_arguments():
+    program = "def loss(w, x, b=0.5):\n    return sum(w * x) + b\n"
+    feeds = {"w": [1.0, 2.0], "v": [3.0, 4.0]}
+    r = api.grad(program, wrt=["w"], feeds=feeds, call="loss(w, v, b=1)")
+    assert float(r.outputs["loss"]) == 12.0
+    np.testing.assert_array_equal(r.gradients["w"], [3.0, 4.0])
+    r = api.evaluate(program, feeds=feeds, call="2 * loss(v, w)")
+    assert float(r.outputs["_"]) == 2 * (3 + 8 + 0.5)
+
+
+def test_call_from_the_command_line(tmp_path):
+    import subprocess
+    import sys
+    path = tmp_path / "loss.py"
+    path.write_text("def loss(w, x, b=0.5):\n    return sum(w * x) + b\n")
+    run = subprocess.run([sys.executable, "-m", "gradcli", "grad", str(path), "--wrt", "w", "--set", "w=[1, 2]",
+                          "--set", "v=[3, 4]", "--call", "loss(w, v, b=1)", "--format", "plain"],
+                         capture_output=True, text=True, timeout=60)
+    assert (run.returncode, run.stdout, run.stderr) == (0, "w\t3.0 4.0\n", "")
