@@ -291,7 +291,8 @@ class _Lowering:
         statements = list(self.module.statements)
         if self.call_text is not None:
             call = self.call_text
-            if isinstance(call, ast.ExprStmt) and isinstance(call.value, ast.Call) and "." not in call.value.func:
+            defined = {stmt.name for stmt in statements if isinstance(stmt, ast.FuncDef)}
+            if isinstance(call, ast.ExprStmt) and isinstance(call.value, ast.Call) and call.value.func in defined:
                 call = ast.Assign(call.value.func, call.value, call.pos)  # named after the function
             statements.append(call)
         elif statements and isinstance(statements[-1], ast.FuncDef):
