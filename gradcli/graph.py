@@ -226,6 +226,18 @@ class Text:
     pos: Pos
 
 
+class _NoneType:
+    """`None` in pasted code: a left-out argument, compared with `is`, or a new axis."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "None"
+
+
+NONE = _NoneType()
+
+
 @dataclass(slots=True)
 class Closure:
     """A `def` inside a function: it sees the names of the scope it was defined in."""
@@ -261,7 +273,7 @@ CONSTANT_FUNCTIONS = {"epsilon": 1e-7}
 # NumPy array attributes read as the functions they are
 ATTRIBUTES = {"T": "transpose", "mT": "matrix_transpose"}
 
-_EVAL, _APPLY, _BIND, _DISCARD, _UNPACK, _DEFINE = range(6)
+_EVAL, _APPLY, _BIND, _DISCARD, _UNPACK, _DEFINE, _CHOOSE = range(7)
 
 
 class _Lowering:
@@ -349,9 +361,11 @@ class _Lowering:
 
     def implicit_call(self, fn: ast.FuncDef) -> ast.Assign:
         """A pasted function with no call: call it with its parameters bound to the inputs
-        of the same names (parameters with defaults keep them); the result is named after it."""
+        of the same names (a parameter with a default keeps it unless --set gives it); the
+        result is named after the function."""
         args = [ast.Name(p, pos) for p, pos in fn.params if p not in fn.defaults]
-        return ast.Assign(fn.name, ast.Call(fn.name, args, fn.pos), fn.pos)
+        given = [ast.Keyword(p, ast.Name(p, pos), pos) for p, pos in fn.params if p in fn.defaults and p in self.feeds]
+        return ast.Assign(fn.name, ast.Call(fn.name, args, fn.pos, given), fn.pos)
 
     def imports(self, stmt: ast.Import) -> None:
         for module, name in stmt.bindings:
@@ -419,6 +433,8 @@ class _Lowering:
             return self.array(ast.Array([], value.pos), value.items, scope, as_value=True)
         if isinstance(value, Text):
             raise self.error(f"the string '{value.value}' is not a number", value.pos)
+        if value is NONE:
+            raise self.error("None is not a number (an argument left out is used as one)", None)
         return value
 
     # ----------------------------------------------------------------- expressions
@@ -437,6 +453,12 @@ class _Lowering:
                     values.append(self.resolve(node, scope))
                 elif isinstance(node, ast.Str):
                     values.append(Text(node.value, node.pos))
+                elif isinstance(node, ast.NoneLiteral):
+                    values.append(NONE)
+                elif isinstance(node, ast.Call) and node.symbol == "if":
+                    # the condition first: a constant one picks its side, as Python does
+                    work.append((_CHOOSE, node, scope))
+                    work.append((_EVAL, node.args[0], scope))
                 else:
                     if isinstance(node, ast.Call) and not node.method and "." in node.func:
                         node = self.as_method(node, scope)
@@ -467,9 +489,31 @@ class _Lowering:
                     scope.locals[name] = item
             elif kind == _DEFINE:
                 scope.locals[node.name] = Closure(node, scope)
+            elif kind == _CHOOSE:
+                condition, then, otherwise = values.pop(), node.args[1], node.args[2]
+                truth = self.constant_truth(condition)
+                if truth is not None:
+                    work.append((_EVAL, then if truth else otherwise, scope))
+                else:  # a computed condition: both sides, then where(c, a, b)
+                    values.append(condition)
+                    work.append((_APPLY, ast.Call("where", node.args, node.pos, symbol="if"), scope))
+                    work.append((_EVAL, otherwise, scope))
+                    work.append((_EVAL, then, scope))
             else:
                 values.pop()
         return values.pop()
+
+    def constant_truth(self, value) -> bool | None:
+        """Python's truth of a value known while lowering (a constant, None), else None."""
+        if value is NONE:
+            return False
+        value = self.constant_value(value)
+        if isinstance(value, Literal) and value.value.size == 1:
+            return bool(value.value.reshape(()))
+        if isinstance(value, Literal):
+            raise self.error("the truth value of an array with more than one element is ambiguous (as in "
+                             "NumPy): write where(condition, a, b)", value.pos)
+        return None
 
     def is_value_name(self, name: str, scope: _Scope) -> bool:
         """Whether `name` stands for a value of the program (not a module such as `np`)."""
@@ -524,6 +568,8 @@ class _Lowering:
             return Literal(np.float64(len(shape)), pos)
         if name == "size":
             return Literal(np.float64(math.prod(shape)), pos)
+        if name == "dtype":  # what gradcli computes in: a floating type (--dtype says which)
+            return Text("float", pos)
         if name in ATTRIBUTES:
             op = op_table.CALLABLE.get(ATTRIBUTES[name])
             if op is not None:
@@ -579,12 +625,11 @@ class _Lowering:
                 if parts[2] == 0:
                     raise self.error("slice step cannot be zero", sub.pos)
                 index.append(tuple(parts))
-            elif sub is ast.NEWAXIS:
-                index.append(None)
             elif sub is ast.ELLIPSIS:
                 index.append(Ellipsis)
             else:
-                index.append(self.static_int(next(rest), "an index", getattr(sub, "pos", node.pos)))
+                value = next(rest)
+                index.append(None if value is NONE else self.static_int(value, "an index", getattr(sub, "pos", node.pos)))
         if isinstance(target, TupleValue):  # `x.shape[0]`, `pair[1]`
             if len(index) != 1 or not isinstance(index[0], int):
                 raise self.error("a tuple takes one constant integer index", node.pos)
@@ -619,6 +664,8 @@ class _Lowering:
             where = self.assigned_at.get(name)
             extra = f" (assigned at line {where.line})" if where and scope.locals is None else ""
             raise self.error(f"'{name}' is a value{extra}, not a function", node.pos)
+        if node.symbol in ("is", "is not"):
+            return self.identity_test(node, values)
         library, bare = ("numpy", name) if node.method else op_table.split_spelling(self.spelled(name))
         special = self.call_special(bare, node, values)
         if special is not None:
@@ -644,6 +691,16 @@ class _Lowering:
             if chosen is not None:
                 op, preset = OPS[chosen[0]], chosen[1]
         return self.call_builtin(op, node, values, scope, preset)
+
+    def identity_test(self, node: ast.Call, values: list) -> Literal:
+        """`targets is None`, `targets is not None`: known while lowering, as the left-out
+        arguments they test are. Identity of computed values is not a number: refused."""
+        left, right = values
+        if left is not NONE and right is not NONE:
+            raise self.error(f"'{node.symbol}' compares identity, which values do not have here: "
+                             "compare them with == or !=", node.pos)
+        same = left is right
+        return Literal(np.float64(same if node.symbol == "is" else not same), node.pos)
 
     def check_truth_values(self, node: ast.Call, values: list) -> None:
         """Python's `a and b` gives one of its operands, NumPy's logical_and gives 0 or 1: the

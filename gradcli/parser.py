@@ -47,7 +47,6 @@ UNSUPPORTED = {
     "assert": "assert is not supported: use gradcli check for gradients, --strict for non-finite values",
     "elif": "if statements are not supported: write where(condition, a, b) or `a if condition else b`",
     "in": "'in' is not supported: compare with == and combine with or",
-    "is": "'is' is not supported: compare values with ==",
     "async": "async code is not supported", "await": "async code is not supported",
     "break": "loops are not supported", "continue": "loops are not supported",
 }
@@ -57,7 +56,7 @@ _TOKEN_WORDS = {
     "_NL": "end of line", "$END": "end of input", "_INDENT": "indentation",
     "_DEDENT": "end of indented block", "NAME": "name", "NUMBER": "number",
 }
-_EXPRESSION_STARTS = {"NAME", "NUMBER", "LPAR", "LSQB", "ADD_OP", "TRUE", "FALSE"}
+_EXPRESSION_STARTS = {"NAME", "NUMBER", "LPAR", "LSQB", "ADD_OP", "TRUE", "FALSE", "NONE", "STRING", "NOT"}
 
 # The indentation scheme (as Python's): these terminal names are the grammar's.
 _NL, _INDENT, _DEDENT, _END = "_NL", "_INDENT", "_DEDENT", "$END"
@@ -284,8 +283,14 @@ class _AstBuilder:
         parts += [None] * (3 - len(parts))
         return ast.Slice(parts[0], parts[1], parts[2], _pos(colon))
 
-    def newaxis(self, items):
-        return ast.NEWAXIS
+    def none(self, items):
+        return ast.NoneLiteral(_pos(items[0]))
+
+    def identity(self, items):
+        left, keyword, negated, right = items
+        symbol = "is not" if negated is not None else "is"
+        return ast.Call(symbol, [left, right], Pos(keyword.line, keyword.column, left.pos.start, right.pos.end),
+                        symbol=symbol)
 
     def ellipsis(self, items):
         return ast.ELLIPSIS

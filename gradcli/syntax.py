@@ -87,8 +87,14 @@ class Slice:
     pos: Pos
 
 
-NEWAXIS = "None"
 ELLIPSIS = "..."
+
+
+@dataclass(slots=True, eq=False)
+class NoneLiteral(Node):
+    """`None`: a missing argument (`targets=None`), or a new axis in a subscript."""
+
+    pos: Pos
 
 
 @dataclass(slots=True, eq=False)
@@ -96,7 +102,7 @@ class Index(Node):
     """`target[i, j:k, None, ...]`; the subscripts must be constants."""
 
     target: Node
-    subscripts: list  # of Node | Slice | NEWAXIS | ELLIPSIS
+    subscripts: list  # of Node | Slice | ELLIPSIS (None is a NoneLiteral node)
     pos: Pos
 
 
