@@ -553,7 +553,7 @@ class _Lowering:
         if "." not in name and name in self.assigned_at:
             where = self.assigned_at[name]
             raise self.error(f"'{name}' is used before it is assigned (at line {where.line})", node.pos)
-        if bare in op_table.CALLABLE and ("." in name or bare == name):
+        if bare in op_table.CALLABLE and ("." in name or bare == name) and name not in self.feeds:
             raise self.error(f"'{name}' is a function: call it, as in {name}(x)", node.pos)
         if "." in name:
             raise self.error(f"unknown name '{name}'", node.pos)
