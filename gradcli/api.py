@@ -20,6 +20,7 @@ from .evaluate import DTYPES, array_namespace, check_memory, run
 from .graph import Graph, lower
 from .ops import fmt_shape
 from .parser import normalise, parse_program
+from . import syntax as ast
 
 
 @dataclass
@@ -58,11 +59,22 @@ def _collector_paused(fn):
 
 
 @_collector_paused
-def compile_program(text: str, name: str = "<expr>", feeds: dict | None = None) -> Graph:
-    """Parse and lower a program; `feeds` maps input names to arrays."""
+def compile_program(text: str, name: str = "<expr>", feeds: dict | None = None, call: str | None = None,
+                    symbols: bool = False) -> Graph:
+    """Parse and lower a program; `feeds` maps input names to arrays. `call` is one more
+    statement run after the program (`f(a, b)`: call a pasted function with these arguments);
+    without it, a program that ends with a `def` calls that function on the inputs named as
+    its parameters."""
+    if call is not None:
+        text = text.rstrip("\n") + "\n" + call
     source = Source(name, normalise(text))
     module = parse_program(source)
-    return lower(module, source, {k: _as_real(v) for k, v in (feeds or {}).items()})
+    tail = None
+    if call is not None:
+        tail = module.statements.pop()
+        if not isinstance(tail, (ast.ExprStmt, ast.Assign)):
+            raise GradcliError("the call must be one expression, such as f(a, b)", tail.pos, source)
+    return lower(module, source, {k: _as_real(v) for k, v in (feeds or {}).items()}, tail, symbols)
 
 
 def _as_real(value) -> np.ndarray:
@@ -93,11 +105,11 @@ def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str,
 
 
 @_collector_paused
-def evaluate(text: str, *, name: str = "<expr>", feeds: dict | None = None, prints: list[str] | None = None,
+def evaluate(text: str, *, call: str | None = None, name: str = "<expr>", feeds: dict | None = None, prints: list[str] | None = None,
              dtype: str = "float64", device: str = "cpu", max_memory: int | None = None) -> Result:
     """The value of the last statement, or of each name in `prints`."""
     _check_options(dtype)
-    graph = compile_program(text, name, feeds)
+    graph = compile_program(text, name, feeds, call)
     if prints:
         fetch = {p: graph.value_id(p, "name for --print") for p in prints}
     else:
@@ -107,14 +119,14 @@ def evaluate(text: str, *, name: str = "<expr>", feeds: dict | None = None, prin
 
 
 @_collector_paused
-def grad(text: str, *, wrt: list[str], of: list[str] | None = None, name: str = "<expr>",
+def grad(text: str, *, call: str | None = None, wrt: list[str], of: list[str] | None = None, name: str = "<expr>",
          feeds: dict | None = None, grad_ys: dict | None = None, unconnected: str = "none",
          dtype: str = "float64", device: str = "cpu", max_memory: int | None = None) -> Result:
     """d(sum of the `of` values)/d(each `wrt` name), as `tf.gradients(ys, xs, grad_ys)`."""
     _check_options(dtype, unconnected)
     if not wrt:
         raise GradcliError("grad needs at least one --wrt NAME")
-    graph = compile_program(text, name, feeds)
+    graph = compile_program(text, name, feeds, call)
     ys = of or [graph.result[0]]
     y_ids = [graph.value_id(y, "name for --of") for y in ys]
     x_ids = [graph.value_id(x, "name for --wrt") for x in wrt]
@@ -186,14 +198,14 @@ def _fill_unconnected(graph, wrt, x_ids, blocks, unconnected, shape_of):
 
 
 @_collector_paused
-def jacobian(text: str, *, of: str | None = None, wrt: list[str], name: str = "<expr>",
+def jacobian(text: str, *, call: str | None = None, of: str | None = None, wrt: list[str], name: str = "<expr>",
              feeds: dict | None = None, unconnected: str = "none") -> Result:
     """The full Jacobian dY/dX of each X, shaped Y.shape + X.shape (float64); Y defaults
     to the last statement."""
     from .insight import jacobian as jacobian_blocks
 
     _check_options("float64", unconnected)
-    graph = compile_program(text, name, feeds)
+    graph = compile_program(text, name, feeds, call)
     ys, (y,), x_ids = _targets(graph, [of] if of else None, wrt)
     host, diagnostics = _run(graph, {ys[0]: y}, "float64", "cpu")
     blocks = jacobian_blocks(graph, y, x_ids)
@@ -202,13 +214,13 @@ def jacobian(text: str, *, of: str | None = None, wrt: list[str], name: str = "<
 
 
 @_collector_paused
-def hessian(text: str, *, of: str | None = None, wrt: list[str], name: str = "<expr>",
+def hessian(text: str, *, call: str | None = None, of: str | None = None, wrt: list[str], name: str = "<expr>",
             feeds: dict | None = None, unconnected: str = "none") -> Result:
     """The Hessian block d²Y/dX² of each X (Y a scalar), shaped X.shape + X.shape (float64)."""
     from .insight import hessian as hessian_blocks
 
     _check_options("float64", unconnected)
-    graph = compile_program(text, name, feeds)
+    graph = compile_program(text, name, feeds, call)
     ys, (y,), x_ids = _targets(graph, [of] if of else None, wrt)
     host, diagnostics = _run(graph, {ys[0]: y}, "float64", "cpu")
     blocks = hessian_blocks(graph, y, x_ids)
@@ -217,14 +229,14 @@ def hessian(text: str, *, of: str | None = None, wrt: list[str], name: str = "<e
 
 
 @_collector_paused
-def check(text: str, *, wrt: list[str], of: list[str] | None = None, name: str = "<expr>",
+def check(text: str, *, call: str | None = None, wrt: list[str], of: list[str] | None = None, name: str = "<expr>",
           feeds: dict | None = None, eps: float = 1e-6, rtol: float = 1e-5, atol: float = 1e-8):
     """Reverse-mode gradients against float64 central finite differences, with blame."""
     from .insight import check as check_gradients
 
     if not (eps > 0 and rtol >= 0 and atol >= 0):
         raise GradcliError("--eps must be positive, and --rtol and --atol not negative")
-    graph = compile_program(text, name, feeds)
+    graph = compile_program(text, name, feeds, call)
     ys, y_ids, x_ids = _targets(graph, of, wrt)
     result = check_gradients(graph, y_ids, dict(zip(wrt, x_ids)), eps=eps, rtol=rtol, atol=atol)
     result.graph = graph
@@ -232,13 +244,13 @@ def check(text: str, *, wrt: list[str], of: list[str] | None = None, name: str =
 
 
 @_collector_paused
-def derive(text: str, *, wrt: str, of: list[str] | None = None, name: str = "<expr>",
+def derive(text: str, *, call: str | None = None, wrt: str, of: list[str] | None = None, name: str = "<expr>",
            feeds: dict | None = None) -> str:
     """The gradient d(sum of `of`)/d(`wrt`) as a program in gradcli's own language, which
     evaluates (with the same inputs) to the gradient."""
     from .printer import Printer
 
-    graph = compile_program(text, name, feeds)
+    graph = compile_program(text, name, feeds, call, symbols=True)
     ys, y_ids, (x,) = _targets(graph, of, [wrt])
     (g,) = gradients(graph, y_ids, [x])
     target = "+".join(ys)
@@ -265,12 +277,12 @@ class GraphView:
 
 
 @_collector_paused
-def graph_view(text: str, *, of: str | None = None, wrt: list[str] | None = None, name: str = "<expr>",
+def graph_view(text: str, *, call: str | None = None, of: str | None = None, wrt: list[str] | None = None, name: str = "<expr>",
                feeds: dict | None = None) -> GraphView:
     from .autodiff import depends_on
     from .evaluate import needed_equations
 
-    graph = compile_program(text, name, feeds)
+    graph = compile_program(text, name, feeds, call)
     y = graph.value_id(of, "name for --of") if of else graph.result[1]
     x_ids = [graph.value_id(x, "name for --wrt") for x in wrt or []]
     nodes = needed_equations(graph, [y])

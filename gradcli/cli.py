@@ -68,6 +68,9 @@ DeviceOpt = Annotated[Device, typer.Option(help="Evaluate on the CPU (NumPy) or 
 StrictOpt = Annotated[bool, typer.Option("--strict", help="Exit 1 if an output or gradient is not finite.")]
 LinesOpt = Annotated[bool, typer.Option("--lines", help="Each non-empty line of the input is its own program; "
                                                         "one JSON object per line out.")]
+CallOpt = Annotated[Optional[str], typer.Option(
+    "--call", metavar="EXPR", help="Call a function of the program, e.g. 'loss(w, x)'; by default a program "
+                                   "ending in a def calls it on the inputs named as its parameters.")]
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show the Python traceback of an error.", hidden=True)]
 MaxMemoryOpt = Annotated[Optional[str], typer.Option(
     "--max-memory", metavar="SIZE", help="Refuse programs whose arrays need more memory than this "
@@ -76,7 +79,7 @@ MaxMemoryOpt = Annotated[Optional[str], typer.Option(
 
 @app.command("eval")
 def eval_command(
-    file: FileArg = None, expr: ExprOpt = None, set_: SetOpt = None,
+    file: FileArg = None, expr: ExprOpt = None, set_: SetOpt = None, call: CallOpt = None,
     print_: Annotated[Optional[list[str]], typer.Option(
         "--print", metavar="NAME", help="Report this name's value (repeatable); default: the last statement.")] = None,
     format: FormatOpt = Format.auto, dtype: DtypeOpt = Dtype.float64, device: DeviceOpt = Device.cpu,
@@ -84,7 +87,7 @@ def eval_command(
     debug: DebugOpt = False,
 ) -> None:
     """Evaluate a program and print the last statement's value (or each --print NAME)."""
-    _run("eval", dict(file=file, expr=expr, sets=set_ or [], prints=print_ or [],
+    _run("eval", dict(file=file, expr=expr, call=call, sets=set_ or [], prints=print_ or [],
                                       format=format.value, dtype=dtype.value, device=device.value,
                                       strict=strict, lines=lines, max_memory=max_memory, debug=debug))
 
@@ -100,12 +103,12 @@ def grad_command(
         "--grad-ys", metavar="NAME=VALUE", help="Upstream gradient of an --of value, of exactly its shape; default ones.")] = None,
     unconnected: Annotated[Unconnected, typer.Option(
         help="Gradient of a --wrt value that the outputs do not depend on: null or zeros.")] = Unconnected.none,
-    set_: SetOpt = None, format: FormatOpt = Format.auto, dtype: DtypeOpt = Dtype.float64,
+    set_: SetOpt = None, call: CallOpt = None, format: FormatOpt = Format.auto, dtype: DtypeOpt = Dtype.float64,
     device: DeviceOpt = Device.cpu, strict: StrictOpt = False, lines: LinesOpt = False,
     max_memory: MaxMemoryOpt = None, debug: DebugOpt = False,
 ) -> None:
     """Gradients of the --of values (summed) with respect to each --wrt value, as tf.gradients."""
-    _run("grad", dict(file=file, expr=expr, sets=set_ or [], wrt=wrt or [], of=of or [],
+    _run("grad", dict(file=file, expr=expr, call=call, sets=set_ or [], wrt=wrt or [], of=of or [],
                                       grad_ys=grad_ys or [], unconnected=unconnected.value,
                                       format=format.value, dtype=dtype.value, device=device.value,
                                       strict=strict, lines=lines, max_memory=max_memory, debug=debug))
@@ -121,7 +124,7 @@ UnconnectedOpt = Annotated[Unconnected, typer.Option(
 
 @app.command("check")
 def check_command(
-    file: FileArg = None, expr: ExprOpt = None, wrt: WrtOpt = None, of: OfOpt = None, set_: SetOpt = None,
+    file: FileArg = None, expr: ExprOpt = None, wrt: WrtOpt = None, of: OfOpt = None, set_: SetOpt = None, call: CallOpt = None,
     eps: Annotated[float, typer.Option(help="Finite-difference step, relative to the input's scale.")] = 1e-6,
     rtol: Annotated[float, typer.Option(help="Relative tolerance.")] = 1e-5,
     atol: Annotated[float, typer.Option(help="Absolute tolerance.")] = 1e-8,
@@ -129,28 +132,28 @@ def check_command(
 ) -> None:
     """Compare reverse-mode gradients with float64 central finite differences; exit 1 if any
     disagrees, naming the operation whose gradient rule is wrong."""
-    _run("check", dict(file=file, expr=expr, sets=set_ or [], wrt=wrt or [], of=of or [], eps=eps, rtol=rtol,
+    _run("check", dict(file=file, expr=expr, call=call, sets=set_ or [], wrt=wrt or [], of=of or [], eps=eps, rtol=rtol,
                        atol=atol, format=format.value, debug=debug, lines=False, max_memory=None))
 
 
 @app.command("jacobian")
 def jacobian_command(
-    file: FileArg = None, expr: ExprOpt = None, of: OfOpt = None, wrt: WrtOpt = None, set_: SetOpt = None,
+    file: FileArg = None, expr: ExprOpt = None, of: OfOpt = None, wrt: WrtOpt = None, set_: SetOpt = None, call: CallOpt = None,
     unconnected: UnconnectedOpt = Unconnected.none, format: FormatOpt = Format.auto, debug: DebugOpt = False,
 ) -> None:
     """The full Jacobian dY/dX of one --of Y for each --wrt X, shaped Y.shape + X.shape."""
-    _run("jacobian", dict(file=file, expr=expr, sets=set_ or [], wrt=wrt or [], of=of or [],
+    _run("jacobian", dict(file=file, expr=expr, call=call, sets=set_ or [], wrt=wrt or [], of=of or [],
                           unconnected=unconnected.value, format=format.value, debug=debug, lines=False,
                           max_memory=None))
 
 
 @app.command("hessian")
 def hessian_command(
-    file: FileArg = None, expr: ExprOpt = None, of: OfOpt = None, wrt: WrtOpt = None, set_: SetOpt = None,
+    file: FileArg = None, expr: ExprOpt = None, of: OfOpt = None, wrt: WrtOpt = None, set_: SetOpt = None, call: CallOpt = None,
     unconnected: UnconnectedOpt = Unconnected.none, format: FormatOpt = Format.auto, debug: DebugOpt = False,
 ) -> None:
     """The Hessian block d²Y/dX² of a scalar Y for each --wrt X, shaped X.shape + X.shape."""
-    _run("hessian", dict(file=file, expr=expr, sets=set_ or [], wrt=wrt or [], of=of or [],
+    _run("hessian", dict(file=file, expr=expr, call=call, sets=set_ or [], wrt=wrt or [], of=of or [],
                          unconnected=unconnected.value, format=format.value, debug=debug, lines=False,
                          max_memory=None))
 
@@ -159,10 +162,10 @@ def hessian_command(
 def derive_command(
     file: FileArg = None, expr: ExprOpt = None,
     wrt: Annotated[Optional[str], typer.Option("--wrt", metavar="NAME", help="With respect to this value.")] = None,
-    of: OfOpt = None, set_: SetOpt = None, debug: DebugOpt = False,
+    of: OfOpt = None, set_: SetOpt = None, call: CallOpt = None, debug: DebugOpt = False,
 ) -> None:
     """Print the gradient as a program in gradcli's own language, simplified."""
-    _run("derive", dict(file=file, expr=expr, sets=set_ or [], wrt=[wrt] if wrt else [], of=of or [],
+    _run("derive", dict(file=file, expr=expr, call=call, sets=set_ or [], wrt=[wrt] if wrt else [], of=of or [],
                         format="plain", debug=debug, lines=False, max_memory=None))
 
 
@@ -175,13 +178,13 @@ class GraphFormat(str, Enum):
 def graph_command(
     file: FileArg = None, expr: ExprOpt = None, wrt: WrtOpt = None,
     of: Annotated[Optional[str], typer.Option("--of", metavar="NAME", help="Show this value; default: the last.")] = None,
-    set_: SetOpt = None,
+    set_: SetOpt = None, call: CallOpt = None,
     format: Annotated[GraphFormat, typer.Option(help="A tree on the terminal, or Graphviz DOT (dot -Tsvg).")] = GraphFormat.tree,
     debug: DebugOpt = False,
 ) -> None:
     """Show the program as a graph: each operation, where it stands, its shape and values,
     and with --wrt its gradient."""
-    _run("graph", dict(file=file, expr=expr, sets=set_ or [], wrt=wrt or [], of=[of] if of else [],
+    _run("graph", dict(file=file, expr=expr, call=call, sets=set_ or [], wrt=wrt or [], of=[of] if of else [],
                        format=format.value, debug=debug, lines=False, max_memory=None))
 
 
@@ -281,26 +284,28 @@ def _compute(command: str, opts: dict, text: str, name: str):
     from .errors import GradcliError
 
     feeds = _assignments(opts["sets"], "--set", opts["max_memory"])
+    call = opts.get("call")
     if command == "graph":
         return api.graph_view(text, of=opts["of"][0] if opts["of"] else None, wrt=opts["wrt"], name=name,
-                              feeds=feeds)
+                              feeds=feeds, call=call)
     if command == "derive":
         if len(opts["wrt"]) != 1:
             raise GradcliError("derive takes one --wrt NAME")
-        return api.derive(text, wrt=opts["wrt"][0], of=opts["of"] or None, name=name, feeds=feeds)
+        return api.derive(text, wrt=opts["wrt"][0], of=opts["of"] or None, name=name, feeds=feeds, call=call)
     if command == "check":
-        return api.check(text, wrt=opts["wrt"], of=opts["of"] or None, name=name, feeds=feeds,
+        return api.check(text, wrt=opts["wrt"], of=opts["of"] or None, name=name, feeds=feeds, call=call,
                          eps=opts["eps"], rtol=opts["rtol"], atol=opts["atol"])
     if command in ("jacobian", "hessian"):
         if len(opts["of"]) > 1:
             raise GradcliError(f"{command} takes one --of NAME")
         of = opts["of"][0] if opts["of"] else None
         if command == "jacobian":
-            return api.jacobian(text, of=of, wrt=opts["wrt"], name=name, feeds=feeds,
+            return api.jacobian(text, of=of, wrt=opts["wrt"], name=name, feeds=feeds, call=call,
                                 unconnected=opts["unconnected"])
-        return api.hessian(text, of=of, wrt=opts["wrt"], name=name, feeds=feeds, unconnected=opts["unconnected"])
+        return api.hessian(text, of=of, wrt=opts["wrt"], name=name, feeds=feeds, call=call,
+                           unconnected=opts["unconnected"])
     common = dict(name=name, feeds=feeds, dtype=opts["dtype"], device=opts["device"],
-                  max_memory=opts["max_memory"])
+                  max_memory=opts["max_memory"], call=call)
     if command == "eval":
         return api.evaluate(text, prints=opts["prints"], **common)
     return api.grad(text, wrt=opts["wrt"], of=opts["of"] or None,

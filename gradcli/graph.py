@@ -161,26 +161,28 @@ class Graph:
         return tuple(new)
 
     def _simplify(self, op: Op, inputs: tuple) -> int | None:
-        if len(inputs) != 2 or op.name not in ("add", "subtract", "multiply", "divide"):
+        """An equation of a gradient that needs no computing, by its op record's algebra:
+        an operand beside the op's identity (`x * 1`, `x + 0`, `x ** 1`), an involution applied
+        twice (`-(-x)`), or an elementwise op of scalar constants (folded into one)."""
+        if op.involution and len(inputs) == 1:
+            inner = self.equations[inputs[0]]
+            if inner.op is op:
+                return inner.inputs[0]
+        if op.elementwise and inputs:
+            constants = [self.scalar_constant(j) for j in inputs]
+            if None not in constants and all(self.shapes[j] == () for j in inputs):
+                with np.errstate(all="ignore"):
+                    folded = float(op.forward(np, *(np.float64(c) for c in constants)))
+                return self.constant(folded).id
+        if len(inputs) != 2 or op.identities == (None, None):
             return None
         a, b = inputs
-        ca, cb = self.scalar_constant(a), self.scalar_constant(b)
         out = ops_broadcast(self.shapes[a], self.shapes[b])
-        keep_b = self.shapes[b] == out
-        keep_a = self.shapes[a] == out
-        if op.name == "multiply":
-            if cb == 1.0 and keep_a:
-                return a
-            if ca == 1.0 and keep_b:
-                return b
-        elif op.name == "add":
-            if cb == 0.0 and keep_a:
-                return a
-            if ca == 0.0 and keep_b:
-                return b
-        elif op.name in ("subtract", "divide"):
-            if cb == (0.0 if op.name == "subtract" else 1.0) and keep_a:
-                return a
+        left, right = op.identities
+        if right is not None and self.scalar_constant(b) == right and self.shapes[a] == out:
+            return a
+        if left is not None and self.scalar_constant(a) == left and self.shapes[b] == out:
+            return b
         return None
 
     def value_id(self, name: str, what: str = "name") -> int:
@@ -208,28 +210,88 @@ class Literal:
 
 
 @dataclass(slots=True)
+class TupleValue:
+    """`(a, b)` of computed values, or what a function returned with `return a, b`: unpacked
+    by `x, y = ...`, indexed with a constant, or read as one array (its items stacked)."""
+
+    items: list
+    pos: Pos
+
+
+@dataclass(slots=True)
+class Text:
+    """A string argument (an einsum spec, a mode, a dtype's name); never a number."""
+
+    value: str
+    pos: Pos
+
+
+class _NoneType:
+    """`None` in pasted code: a left-out argument, compared with `is`, or a new axis."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "None"
+
+
+NONE = _NoneType()
+
+
+@dataclass(slots=True)
+class Closure:
+    """A `def` inside a function: it sees the names of the scope it was defined in."""
+
+    fn: ast.FuncDef
+    scope: "_Scope"
+
+
+@dataclass(slots=True)
 class _Scope:
     locals: dict | None          # None at top level
     stack: tuple = ()             # call sites of the user functions being expanded
     active: tuple = ()            # names of those functions, to detect recursion
+    parent: "_Scope | None" = None  # where a nested def was defined: its enclosing names
+
+    def lookup(self, name: str):
+        """The local binding of `name` in this scope or an enclosing function's, else None."""
+        scope = self
+        while scope is not None and scope.locals is not None:
+            if name in scope.locals:
+                return scope.locals[name]
+            scope = scope.parent
+        return None
 
 
-_EVAL, _APPLY, _BIND, _DISCARD = range(4)
+# dtype names in pasted code (`tf.float32`, `np.float64`, 'float32'): floating types are what
+# gradcli computes in; the others would change the numbers
+FLOAT_DTYPES = {"float16", "float32", "float64", "double", "single", "half", "float", "bfloat16", "float_"}
+OTHER_DTYPES = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool", "bool_",
+                "int", "complex64", "complex128", "complex", "long"}
+# Functions of pasted code that are numbers: Keras' fuzz factor
+CONSTANT_FUNCTIONS = {"epsilon": 1e-7}
+# NumPy array attributes read as the functions they are
+ATTRIBUTES = {"T": "transpose", "mT": "matrix_transpose"}
+
+_EVAL, _APPLY, _BIND, _DISCARD, _UNPACK, _DEFINE, _CHOOSE = range(7)
 
 
 class _Lowering:
-    def __init__(self, module: ast.Module, source: Source, feeds: dict):
+    def __init__(self, module: ast.Module, source: Source, feeds: dict, call: ast.Node | None = None,
+                 symbols: bool = False):
         self.graph = Graph(source)
+        self.symbols = symbols  # an input with no value is a scalar symbol (derive)
         self.source = source
         self.feeds = feeds
         self.globals: dict = {}  # name -> value id | ast.FuncDef
+        self.aliases: dict[str, str] = {}  # `import numpy as onp`: onp -> numpy
         self.missing: dict[str, Pos] = {}
         self.assigned_at: dict[str, Pos] = {}
         for stmt in module.statements:
-            name = getattr(stmt, "name", None)
-            if name is not None and name not in self.assigned_at:
-                self.assigned_at[name] = stmt.pos
+            for name in _bound_names(stmt):
+                self.assigned_at.setdefault(name, stmt.pos)
         self.module = module
+        self.call_text = call
 
     def error(self, message: str, pos: Pos | None) -> GradcliError:
         return GradcliError(message, pos, self.source)
@@ -238,20 +300,30 @@ class _Lowering:
     def run(self) -> Graph:
         graph = self.graph
         top = _Scope(None)
-        for stmt in self.module.statements:
+        statements = list(self.module.statements)
+        if self.call_text is not None:
+            call = self.call_text
+            defined = {stmt.name for stmt in statements if isinstance(stmt, ast.FuncDef)}
+            if isinstance(call, ast.ExprStmt) and isinstance(call.value, ast.Call) and call.value.func in defined:
+                call = ast.Assign(call.value.func, call.value, call.pos)  # named after the function
+            statements.append(call)
+        elif statements and isinstance(statements[-1], ast.FuncDef):
+            statements.append(self.implicit_call(statements[-1]))
+        for stmt in statements:
             if isinstance(stmt, ast.FuncDef):
                 self.globals[stmt.name] = stmt
                 continue
+            if isinstance(stmt, ast.Import):
+                self.imports(stmt)
+                continue
+            if isinstance(stmt, ast.ExprStmt) and isinstance(stmt.value, ast.Str):
+                continue  # a docstring
             value = self.lower(stmt.value, top)
-            if isinstance(stmt, ast.Assign):
-                if isinstance(value, Literal) and stmt.name not in self.globals:
-                    value = self.input(stmt.name, stmt.pos, default=value)
-                else:
-                    value = self.materialize(value, top)
-                self.globals[stmt.name] = value
-                graph.names[stmt.name] = value
-                graph.value_names.setdefault(value, stmt.name)
-                graph.result = (stmt.name, value)
+            if isinstance(stmt, ast.Unpack):
+                for (name, pos), item in zip(stmt.names, self.unpack(value, len(stmt.names), stmt.pos, top)):
+                    self.bind_global(name, item, pos, top)
+            elif isinstance(stmt, ast.Assign):
+                self.bind_global(stmt.name, value, stmt.pos, top)
             else:
                 value = self.materialize(value, top)
                 graph.names["_"] = value
@@ -261,7 +333,10 @@ class _Lowering:
             first = self.missing[names[0]]
             listed = ", ".join(f"'{n}'" for n in names)
             hint = " ".join(f"--set {n}=VALUE" for n in names)
-            raise self.error(f"missing input{'s' if len(names) > 1 else ''} {listed}: "
+            known = [n for n in graph.names if n not in self.missing]
+            close = [c for n in names for c in difflib.get_close_matches(n, known, n=1)]
+            maybe = f" (did you mean {', '.join(close)}?)" if close and len(names) == 1 else ""
+            raise self.error(f"missing input{'s' if len(names) > 1 else ''} {listed}{maybe}: "
                              f"give {'them' if len(names) > 1 else 'it'} with {hint}", first)
         if graph.result is None:
             raise self.error("the program defines functions but computes nothing", None)
@@ -273,6 +348,54 @@ class _Lowering:
                 graph.warnings.append((f"--set {name}: {why}; the value is ignored", None))
         return graph
 
+    def bind_global(self, name: str, value, pos: Pos, scope: _Scope) -> None:
+        graph = self.graph
+        if isinstance(value, Literal) and name not in self.globals:
+            value = self.input(name, pos, default=value)
+        else:
+            value = self.materialize(value, scope)
+        self.globals[name] = value
+        graph.names[name] = value
+        graph.value_names.setdefault(value, name)
+        graph.result = (name, value)
+
+    def implicit_call(self, fn: ast.FuncDef) -> ast.Assign:
+        """A pasted function with no call: call it with its parameters bound to the inputs
+        of the same names (a parameter with a default keeps it unless --set gives it); the
+        result is named after the function."""
+        args = [ast.Name(p, pos) for p, pos in fn.params if p not in fn.defaults]
+        given = [ast.Keyword(p, ast.Name(p, pos), pos) for p, pos in fn.params if p in fn.defaults and p in self.feeds]
+        return ast.Assign(fn.name, ast.Call(fn.name, args, fn.pos, given), fn.pos)
+
+    def imports(self, stmt: ast.Import) -> None:
+        for module, name in stmt.bindings:
+            if module != name:
+                self.aliases[name] = module
+
+    def spelled(self, name: str) -> str:
+        """The name with an `import ... as` alias replaced by its module (`onp.exp` -> `numpy.exp`)."""
+        head, dot, rest = name.partition(".")
+        module = self.aliases.get(head)
+        if module is None:
+            return name
+        return f"{module}.{rest}" if dot else module
+
+    def unpack(self, value, count: int, pos: Pos, scope: _Scope) -> list:
+        """The `count` items of a tuple, or the rows of an array, for `a, b = value`."""
+        if isinstance(value, TupleValue):
+            items = value.items
+        elif isinstance(value, Literal) and value.value.ndim:
+            items = [Literal(row, value.pos) for row in value.value]
+        elif type(value) is int and self.graph.shapes[value]:
+            n = self.graph.shapes[value][0]
+            items = [self.emit(OPS["index"], (value,), {"index": (k,)}, pos, "[]", scope) for k in range(min(n, count))]
+            items += [None] * (n - len(items))
+        else:
+            raise self.error(f"cannot unpack a single number into {count} names", pos)
+        if len(items) != count:
+            raise self.error(f"cannot unpack {len(items)} values into {count} names", pos)
+        return items
+
     def input(self, name: str, pos: Pos, default: Literal | None = None) -> int:
         graph = self.graph
         if name in graph.inputs:
@@ -281,6 +404,13 @@ class _Lowering:
             value = self.feeds[name]
         elif default is not None:
             value = default.value
+        elif self.symbols:  # a scalar with no value: what `derive` prints as a free name
+            graph.equations.append(Equation(OPS["input"], (), {"name": name, "value": None}, pos, name))
+            graph.shapes.append(())
+            value = graph.inputs[name] = len(graph.equations) - 1
+            graph.names.setdefault(name, value)
+            graph.value_names.setdefault(value, name)
+            return value
         else:
             self.missing.setdefault(name, pos)
             value = None
@@ -299,12 +429,19 @@ class _Lowering:
     def materialize(self, value, scope: _Scope) -> int:
         if isinstance(value, Literal):
             return self.graph.add_constant(value.value, value.pos, scope.stack)
+        if isinstance(value, TupleValue):  # read as one array, as np.asarray reads a tuple
+            return self.array(ast.Array([], value.pos), value.items, scope, as_value=True)
+        if isinstance(value, Text):
+            raise self.error(f"the string '{value.value}' is not a number", value.pos)
+        if value is NONE:
+            raise self.error("None is not a number (an argument left out is used as one)", None)
         return value
 
     # ----------------------------------------------------------------- expressions
     def lower(self, root: ast.Node, scope: _Scope):
-        """The value of an expression: a graph id or a Literal. Iterative post-order walk;
-        a user function call pushes its body onto the same work stack."""
+        """The value of an expression: a graph id, a Literal, a TupleValue or a Text.
+        Iterative post-order walk; a user function call pushes its body onto the same work
+        stack."""
         work = [(_EVAL, root, scope)]
         values: list = []
         while work:
@@ -314,7 +451,17 @@ class _Lowering:
                     values.append(Literal(np.float64(node.value), node.pos))
                 elif isinstance(node, ast.Name):
                     values.append(self.resolve(node, scope))
+                elif isinstance(node, ast.Str):
+                    values.append(Text(node.value, node.pos))
+                elif isinstance(node, ast.NoneLiteral):
+                    values.append(NONE)
+                elif isinstance(node, ast.Call) and node.symbol == "if":
+                    # the condition first: a constant one picks its side, as Python does
+                    work.append((_CHOOSE, node, scope))
+                    work.append((_EVAL, node.args[0], scope))
                 else:
+                    if isinstance(node, ast.Call) and not node.method and "." in node.func:
+                        node = self.as_method(node, scope)
                     kids = ast.children(node)
                     work.append((_APPLY, node, scope))
                     work.extend((_EVAL, kid, scope) for kid in reversed(kids))
@@ -329,41 +476,124 @@ class _Lowering:
                         values.append(result)
                 elif isinstance(node, ast.Array):
                     values.append(self.array(node, args, scope))
+                elif isinstance(node, ast.Tuple):
+                    values.append(self.tuple(node, args))
+                elif isinstance(node, ast.Attribute):
+                    values.append(self.attribute(args[0], node.name, node.pos, scope))
                 else:
                     values.append(self.index(node, args, scope))
             elif kind == _BIND:
                 scope.locals[node] = values.pop()
+            elif kind == _UNPACK:
+                for (name, _), item in zip(node.names, self.unpack(values.pop(), len(node.names), node.pos, scope)):
+                    scope.locals[name] = item
+            elif kind == _DEFINE:
+                scope.locals[node.name] = Closure(node, scope)
+            elif kind == _CHOOSE:
+                condition, then, otherwise = values.pop(), node.args[1], node.args[2]
+                truth = self.constant_truth(condition)
+                if truth is not None:
+                    work.append((_EVAL, then if truth else otherwise, scope))
+                else:  # a computed condition: both sides, then where(c, a, b)
+                    values.append(condition)
+                    work.append((_APPLY, ast.Call("where", node.args, node.pos, symbol="if"), scope))
+                    work.append((_EVAL, otherwise, scope))
+                    work.append((_EVAL, then, scope))
             else:
                 values.pop()
         return values.pop()
 
+    def constant_truth(self, value) -> bool | None:
+        """Python's truth of a value known while lowering (a constant, None), else None."""
+        if value is NONE:
+            return False
+        value = self.constant_value(value)
+        if isinstance(value, Literal) and value.value.size == 1:
+            return bool(value.value.reshape(()))
+        if isinstance(value, Literal):
+            raise self.error("the truth value of an array with more than one element is ambiguous (as in "
+                             "NumPy): write where(condition, a, b)", value.pos)
+        return None
+
+    def is_value_name(self, name: str, scope: _Scope) -> bool:
+        """Whether `name` stands for a value of the program (not a module such as `np`)."""
+        return (scope.lookup(name) is not None or name in self.globals or name in self.feeds
+                or name in self.assigned_at or name in self.graph.inputs)
+
+    def as_method(self, node: ast.Call, scope: _Scope) -> ast.Call:
+        """`x.sum(axis=0)` where x is a value: the method call `sum(x, axis=0)`."""
+        base, _, method = node.func.partition(".")
+        if "." in method or not self.is_value_name(base, scope) or base in self.aliases:
+            return node
+        receiver = ast.Name(base, Pos(node.pos.line, node.pos.column, node.pos.start,
+                                      node.pos.start + len(base) if node.pos.start >= 0 else -1))
+        return ast.Call(method, [receiver] + node.args, node.pos, node.keywords, method=True)
+
     def resolve(self, node: ast.Name, scope: _Scope):
         name = node.id
-        if scope.locals is not None and name in scope.locals:
-            found = scope.locals[name]
-        elif name in self.globals:
+        found = scope.lookup(name)
+        if found is None and name in self.globals:
             found = self.globals[name]
-        elif name in op_table.CONSTANTS:
-            return Literal(np.float64(op_table.CONSTANTS[name]), node.pos)
-        elif "." not in name and name in self.assigned_at:
+        if found is not None:
+            if isinstance(found, (ast.FuncDef, Closure)):
+                raise self.error(f"'{name}' is a function: call it, as in {name}(x)", node.pos)
+            return found
+        if "." in name:
+            base, _, attribute = name.partition(".")
+            if self.is_value_name(base, scope) and base not in self.aliases:
+                target = self.resolve(ast.Name(base, node.pos), scope)
+                for part in attribute.split("."):
+                    target = self.attribute(target, part, node.pos, scope)
+                return target
+        library, bare = op_table.split_spelling(self.spelled(name))
+        if bare in op_table.CONSTANTS and (bare == name or library != "python" or "." in name):
+            return Literal(np.float64(op_table.CONSTANTS[bare]), node.pos)
+        if "." in name and bare in FLOAT_DTYPES | OTHER_DTYPES:
+            return Text(bare, node.pos)
+        if "." not in name and name in self.assigned_at:
             where = self.assigned_at[name]
             raise self.error(f"'{name}' is used before it is assigned (at line {where.line})", node.pos)
-        elif op_table.strip_prefixes(name) in op_table.CALLABLE:
+        if bare in op_table.CALLABLE and ("." in name or bare == name) and name not in self.feeds:
             raise self.error(f"'{name}' is a function: call it, as in {name}(x)", node.pos)
-        elif "." in name:
-            base, _, attribute = name.rpartition(".")
-            hints = {"T": f"transpose({base})", "shape": "shapes are not values in gradcli",
-                     "sum": f"sum({base})", "mean": f"mean({base})", "max": f"max({base})"}
-            hint = f"; write {hints[attribute]}" if attribute in hints and attribute != "shape" else (
-                f"; {hints['shape']}" if attribute == "shape" else "")
-            raise self.error(f"unknown name '{name}'{hint}", node.pos)
-        else:
-            return self.input(name, node.pos)
-        if isinstance(found, ast.FuncDef):
-            raise self.error(f"'{name}' is a function: call it, as in {name}(x)", node.pos)
-        return found
+        if "." in name:
+            raise self.error(f"unknown name '{name}'", node.pos)
+        return self.input(name, node.pos)
 
-    def array(self, node: ast.Array, items: list, scope: _Scope):
+    def attribute(self, target, name: str, pos: Pos, scope: _Scope):
+        """`x.T`, `x.shape`, `x.ndim`, `x.size` of a value, as the functions and numbers they are."""
+        shape = self.shape_of(target)
+        if name == "shape":
+            return TupleValue([Literal(np.float64(d), pos) for d in shape], pos)
+        if name == "ndim":
+            return Literal(np.float64(len(shape)), pos)
+        if name == "size":
+            return Literal(np.float64(math.prod(shape)), pos)
+        if name == "dtype":  # what gradcli computes in: a floating type (--dtype says which)
+            return Text("float", pos)
+        if name in ATTRIBUTES:
+            op = op_table.CALLABLE.get(ATTRIBUTES[name])
+            if op is not None:
+                call = ast.Call(ATTRIBUTES[name], [ast.Name("", pos)], pos, method=True)
+                return self.call_builtin(op, call, [target], scope)
+        raise self.error(f"unknown attribute '.{name}' of a value; gradcli knows .T, .shape, .ndim, .size "
+                         "and the methods that are functions (x.sum(axis=0), x.reshape(...))", pos)
+
+    def shape_of(self, value) -> tuple:
+        if isinstance(value, Literal):
+            return value.value.shape
+        if isinstance(value, TupleValue):
+            return (len(value.items),)
+        if isinstance(value, Text):
+            raise self.error("a string has no shape", value.pos)
+        return self.graph.shapes[value]
+
+    def tuple(self, node: ast.Tuple, items: list):
+        if items and all(isinstance(v, Literal) for v in items) and len({v.value.shape for v in items}) == 1:
+            return self.array(node, items, None)
+        return TupleValue(list(items), node.pos)
+
+    def array(self, node, items: list, scope: _Scope | None, as_value: bool = False):
+        items = [self.flatten_tuple(v) for v in items]
         if all(isinstance(v, Literal) for v in items):
             shapes = {v.value.shape for v in items}
             if len(shapes) > 1:
@@ -373,33 +603,48 @@ class _Lowering:
                 value = np.array([float(v.value) for v in items])
             else:
                 value = np.array([v.value for v in items]).reshape((len(items),) + (shapes.pop() if items else ()))
+            if as_value:
+                return self.graph.add_constant(value, node.pos, scope.stack if scope else ())
             return Literal(value, node.pos)
         ids = tuple(self.materialize(v, scope) for v in items)
         return self.emit(OPS["stack"], ids, {}, node.pos, "[...]", scope)
+
+    def flatten_tuple(self, value):
+        """A tuple inside an array literal, `[(1, 2), (3, 4)]`, is one of its rows."""
+        if isinstance(value, TupleValue) and all(isinstance(v, Literal) for v in value.items):
+            return self.array(ast.Array([], value.pos), value.items, None)
+        return value
 
     def index(self, node: ast.Index, values: list, scope: _Scope):
         target, rest = values[0], iter(values[1:])
         index = []
         for sub in node.subscripts:
             if isinstance(sub, ast.Slice):
-                parts = [self.static_int(next(rest), "a slice bound") if p is not None else None
+                parts = [self.static_int(next(rest), "a slice bound", sub.pos) if p is not None else None
                          for p in (sub.start, sub.stop, sub.step)]
                 if parts[2] == 0:
                     raise self.error("slice step cannot be zero", sub.pos)
                 index.append(tuple(parts))
-            elif sub is ast.NEWAXIS:
-                index.append(None)
             elif sub is ast.ELLIPSIS:
                 index.append(Ellipsis)
             else:
-                index.append(self.static_int(next(rest), "an index"))
+                value = next(rest)
+                index.append(None if value is NONE else self.static_int(value, "an index", getattr(sub, "pos", node.pos)))
+        if isinstance(target, TupleValue):  # `x.shape[0]`, `pair[1]`
+            if len(index) != 1 or not isinstance(index[0], int):
+                raise self.error("a tuple takes one constant integer index", node.pos)
+            k = index[0]
+            if not -len(target.items) <= k < len(target.items):
+                raise self.error(f"index {k} is out of range for a tuple of {len(target.items)}", node.pos)
+            return target.items[k]
         return self.emit(OPS["index"], (self.materialize(target, scope),), {"index": tuple(index)},
                          node.pos, "[]", scope)
 
-    def static_int(self, value, what: str) -> int:
+    def static_int(self, value, what: str, pos: Pos | None = None) -> int:
+        value = self.constant_value(value)
         if not isinstance(value, Literal) or value.value.ndim != 0:
-            pos = value.pos if isinstance(value, Literal) else None
-            raise self.error(f"{what} must be a constant integer", pos)
+            where = value.pos if isinstance(value, (Literal, Text, TupleValue)) else pos
+            raise self.error(f"{what} must be a constant integer, written in the program", where)
         number = float(value.value)
         if not number.is_integer():
             raise self.error(f"{what} must be an integer, not {number:g}", value.pos)
@@ -408,24 +653,33 @@ class _Lowering:
     # ----------------------------------------------------------------- calls
     def call(self, node: ast.Call, values: list, scope: _Scope, work: list):
         name = node.func
-        bound = None
-        if scope.locals is not None and name in scope.locals:
-            bound = scope.locals[name]
-        elif name in self.globals:
-            bound = self.globals[name]
+        bound = None if node.method else scope.lookup(name)
+        if bound is None and not node.method:
+            bound = self.globals.get(name)
         if isinstance(bound, ast.FuncDef):
-            return self.call_user(bound, node, values, scope, work)
+            return self.call_user(bound, node, values, scope, work, None)
+        if isinstance(bound, Closure):
+            return self.call_user(bound.fn, node, values, scope, work, bound.scope)
         if bound is not None or name in op_table.CONSTANTS:
             where = self.assigned_at.get(name)
             extra = f" (assigned at line {where.line})" if where and scope.locals is None else ""
             raise self.error(f"'{name}' is a value{extra}, not a function", node.pos)
-        library, bare = op_table.split_spelling(name)
+        if node.symbol in ("is", "is not"):
+            return self.identity_test(node, values)
+        library, bare = ("numpy", name) if node.method else op_table.split_spelling(self.spelled(name))
+        special = self.call_special(bare, node, values)
+        if special is not None:
+            return special
         op = op_table.CALLABLE.get(bare)
         if op is None:
+            if bare == "print":
+                raise self.error("print() is not needed: gradcli prints the last statement's value; name more "
+                                 "values with --print NAME", node.pos)
             known = list(op_table.CALLABLE) + [n for n, v in self.globals.items() if isinstance(v, ast.FuncDef)]
             close = difflib.get_close_matches(bare, known, n=3)
             hint = f"; did you mean {', '.join(close)}?" if close else ""
-            raise self.error(f"unknown function '{name}'{hint}", node.pos)
+            what = "method" if node.method else "function"
+            raise self.error(f"unknown {what} '{'.' if node.method else ''}{name}'{hint}", node.pos)
         preset: dict = {}
         if op.reading is not None and node.symbol is None:
             spelling = op_table.Spelling(library, bare, len(node.args), tuple(k.name for k in node.keywords),
@@ -438,23 +692,101 @@ class _Lowering:
                 op, preset = OPS[chosen[0]], chosen[1]
         return self.call_builtin(op, node, values, scope, preset)
 
+    def identity_test(self, node: ast.Call, values: list) -> Literal:
+        """`targets is None`, `targets is not None`: known while lowering, as the left-out
+        arguments they test are. Identity of computed values is not a number: refused."""
+        left, right = values
+        if left is not NONE and right is not NONE:
+            raise self.error(f"'{node.symbol}' compares identity, which values do not have here: "
+                             "compare them with == or !=", node.pos)
+        same = left is right
+        return Literal(np.float64(same if node.symbol == "is" else not same), node.pos)
+
+    def check_truth_values(self, node: ast.Call, values: list) -> None:
+        """Python's `a and b` gives one of its operands, NumPy's logical_and gives 0 or 1: the
+        same numbers only where the operands are 0/1 (comparisons), so only those are read."""
+        for arg, value in zip(node.args, values):
+            if isinstance(value, Literal):
+                truth = bool(np.all((value.value == 0) | (value.value == 1)))
+            else:
+                truth = type(value) is int and self.graph.equations[value].op.boolean
+            if not truth:
+                raise self.error(
+                    f"'{node.symbol}' of a value that is not a comparison: Python's '{node.symbol}' works on "
+                    f"truth values (and 'and'/'or' give one of their operands), NumPy's logical_{node.symbol} "
+                    f"gives 0 or 1; compare first (x > 0), or write where(...) for the value you mean", arg.pos)
+
+    def call_special(self, bare: str, node: ast.Call, values: list):
+        """Calls that are numbers or casts rather than operations: `len(x)`, `K.epsilon()`,
+        `tf.cast(x, tf.float32)`, `x.astype(np.float32)`, `np.float32(x)`. None otherwise."""
+        if bare in CONSTANT_FUNCTIONS and not values:
+            return Literal(np.float64(CONSTANT_FUNCTIONS[bare]), node.pos)
+        if bare == "len" and len(values) == 1 and not node.keywords:
+            shape = self.shape_of(values[0])
+            if not shape:
+                raise self.error("len() of a number: it has no length", node.pos)
+            return Literal(np.float64(shape[0]), node.pos)
+        if bare in ("cast", "astype") and len(values) == 2 or bare in FLOAT_DTYPES | OTHER_DTYPES and len(values) == 1:
+            dtype = values[1] if len(values) == 2 else Text(bare, node.pos)
+            self.check_dtype(dtype, node.pos)
+            return values[0]
+        return None
+
+    def check_dtype(self, dtype, pos: Pos) -> None:
+        """A floating dtype is what gradcli computes in (--dtype chooses which); any other
+        would change the numbers (truncation), so it is refused."""
+        if not isinstance(dtype, Text):
+            raise self.error("a dtype must be written as a name such as tf.float32 or 'float32'", pos)
+        if dtype.value in FLOAT_DTYPES:
+            return
+        raise self.error(f"a cast to {dtype.value} would change the numbers (gradcli computes in floating "
+                         "point): write floor(x), round(x) or x > 0 for what the cast should do", dtype.pos)
+
+    def constant_value(self, value):
+        """A value computed from constants alone (`5 * 4`, `x.shape[0] * 2`), as a Literal, for
+        places that need a number written in the program (shapes, axes, indices)."""
+        if isinstance(value, TupleValue):
+            items = [self.constant_value(v) for v in value.items]
+            if all(isinstance(v, Literal) and v.value.ndim == 0 for v in items):
+                return Literal(np.array([float(v.value) for v in items]), value.pos)
+            return value
+        if type(value) is not int:
+            return value
+        from .evaluate import needed_equations, run
+
+        order = needed_equations(self.graph, [value])
+        if any(self.graph.equations[i].op.name == "input" for i in order) or len(order) > 10_000:
+            return value
+        with np.errstate(all="ignore"):
+            result = run(self.graph, [value])[value]
+        return Literal(np.array(result, dtype=np.float64), self.graph.equations[value].pos)
+
     def call_builtin(self, op: Op, node: ast.Call, values: list, scope: _Scope, preset: dict | None = None):
         label = node.symbol or op_table.strip_prefixes(node.func)
+        if node.symbol in ("and", "or", "not"):
+            self.check_truth_values(node, values)
         if not node.keywords and len(values) == len(op.args) and not op.required and (
                 op.name not in ("negative", "positive", "identity")):
             # the common call, `exp(x)` or `a * b`: every argument given, every parameter default
             ids = tuple(v if type(v) is int else self.materialize(v, scope) for v in values)
             return self.emit(op, ids, dict(op.defaults, **(preset or {})), node.pos, label, scope)
         positional = values[:len(node.args)]
-        keyword_values = values[len(node.args):]
+        keywords, keyword_values = list(node.keywords), values[len(node.args):]
+        if any(kw.name == "dtype" for kw in keywords):  # `dtype=tf.float32`: the computation's own
+            k = next(k for k, kw in enumerate(keywords) if kw.name == "dtype")
+            self.check_dtype(keyword_values[k], keywords[k].pos)
+            del keywords[k], keyword_values[k]
         slots = op.slots
         given: dict = {}
+        if node.method and len(positional) > len(slots) and len(slots) == 2 and slots[1] in ("shape", "axes"):
+            # NumPy's methods take a shape as separate numbers: x.reshape(2, 3), x.transpose(1, 0)
+            positional = [positional[0], TupleValue(positional[1:], node.pos)]
         if len(positional) > len(slots):
             raise self.error(f"{label}() takes at most {len(slots)} arguments ({', '.join(slots)}), "
                              f"got {len(positional)}", node.pos)
         for slot, value in zip(slots, positional):
             given[slot] = value
-        for kw, value in zip(node.keywords, keyword_values):
+        for kw, value in zip(keywords, keyword_values):
             slot = op_table.KEYWORD_ALIASES.get(kw.name, kw.name)
             if slot not in slots and kw.name in op_table.FIRST_ARGUMENT_KEYWORDS and op.args:
                 slot = op.args[0]
@@ -486,6 +818,9 @@ class _Lowering:
         return self.emit(op, ids, params, node.pos, label, scope)
 
     def static_param(self, pname: str, value, label: str, pos: Pos):
+        value = self.constant_value(value)
+        if isinstance(value, Text):
+            return value.value
         if not isinstance(value, Literal):
             raise self.error(f"{label}(): '{pname}' must be a constant, written in the program", pos)
         arr = value.value
@@ -499,7 +834,8 @@ class _Lowering:
             return int(arr)
         return tuple(int(v) for v in np.atleast_1d(arr))
 
-    def call_user(self, fn: ast.FuncDef, node: ast.Call, values: list, scope: _Scope, work: list):
+    def call_user(self, fn: ast.FuncDef, node: ast.Call, values: list, scope: _Scope, work: list,
+                  defined_in: _Scope | None):
         if fn.name in scope.active:
             chain = " -> ".join(scope.active[scope.active.index(fn.name):] + (fn.name,))
             raise self.error(f"recursion is not supported: '{fn.name}' calls itself ({chain}); "
@@ -515,25 +851,47 @@ class _Lowering:
             if kw.name in args:
                 raise self.error(f"{fn.name}() got argument '{kw.name}' twice", kw.pos)
             args[kw.name] = value
-        if len(args) != len(params):
-            missing = [p for p in params if p not in args]
+        missing = [p for p in params if p not in args and p not in fn.defaults]
+        if missing:
             raise self.error(f"{fn.name}() takes {len(params)} argument{'s' * (len(params) != 1)} "
                              f"({', '.join(params)}); missing {', '.join(missing)}", node.pos)
-        inner = _Scope(args, scope.stack + (node.pos,), scope.active + (fn.name,))
+        inner = _Scope(args, scope.stack + (node.pos,), scope.active + (fn.name,), defined_in)
         *body, ret = fn.body
         work.append((_EVAL, ret.value, inner))
         for stmt in reversed(body):
             if isinstance(stmt, ast.Assign):
                 work.append((_BIND, stmt.name, inner))
+            elif isinstance(stmt, ast.Unpack):
+                work.append((_UNPACK, stmt, inner))
+            elif isinstance(stmt, ast.FuncDef):
+                work.append((_DEFINE, stmt, inner))
+                continue
+            elif isinstance(stmt, ast.Import) or (isinstance(stmt, ast.ExprStmt) and isinstance(stmt.value, ast.Str)):
+                continue
             else:
                 work.append((_DISCARD, None, inner))
             work.append((_EVAL, stmt.value, inner))
+        # parameters left out take their defaults, computed where the function was defined
+        for p in reversed([p for p in params if p not in args]):
+            work.append((_BIND, p, inner))
+            work.append((_EVAL, fn.defaults[p], defined_in or _Scope(None, scope.stack, scope.active)))
         return None
 
     def emit(self, op: Op, ids: tuple, params: dict, pos: Pos, label: str, scope: _Scope) -> int:
         return self.graph.add(op, ids, params, pos, label, scope.stack)
 
 
-def lower(module: ast.Module, source: Source, feeds: dict | None = None) -> Graph:
-    """The program as a graph, with `feeds` (name -> array) as its input values."""
-    return _Lowering(module, source, dict(feeds or {})).run()
+def _bound_names(stmt) -> list[str]:
+    if isinstance(stmt, ast.Assign):
+        return [stmt.name]
+    if isinstance(stmt, ast.Unpack):
+        return [name for name, _ in stmt.names]
+    return []
+
+
+def lower(module: ast.Module, source: Source, feeds: dict | None = None, call: ast.Node | None = None,
+          symbols: bool = False) -> Graph:
+    """The program as a graph, with `feeds` (name -> array) as its input values; `call` (an
+    assignment or expression statement) is run after the program, e.g. `f(a, b)`. With
+    `symbols`, an input that has no value is a scalar without one (nothing is evaluated)."""
+    return _Lowering(module, source, dict(feeds or {}), call, symbols).run()

@@ -48,6 +48,14 @@ class Op:
     # `reading(call: Spelling) -> (op name, preset parameters) | None`, None keeping this op;
     # it raises ReadingError naming both readings where the spelling does not decide.
     reading: Callable | None = None
+    # `boolean`: every result is 0 or 1 (comparisons, logical ops), what Python's `and`,
+    # `or` and `not` may combine without changing the numbers
+    boolean: bool = False
+    # How gradient equations simplify as they are built: `identities` = (left, right), the
+    # constant that leaves the other operand unchanged on that side (`0 + x`, `x * 1`,
+    # `x ** 1`), None where there is none; `involution`: applying it twice is the identity.
+    identities: tuple = (None, None)
+    involution: bool = False
 
     def __post_init__(self):
         # what a call of the op needs, worked out once: argument slots in call order, the
@@ -465,7 +473,7 @@ def _reduction(name, forward, vjp, aliases=(), shape=_reduction_shape, doc="", *
 
 NOT_DIFFERENTIABLE = (NO_GRADIENT,)
 
-_unary("negative", "negative", lambda g, ans, x: -g, ("neg",), finite_closed=True)
+_unary("negative", "negative", lambda g, ans, x: -g, ("neg",), finite_closed=True, involution=True)
 # tf.constant([...]), np.array([...]), tf.Variable([...]) in pasted code: the value itself
 _unary("identity", lambda xp, x: x, lambda g, ans, x: g,
        ("constant", "array", "asarray", "convert_to_tensor", "Variable"), view=True, finite_closed=True)
@@ -494,22 +502,32 @@ _unary("round", lambda xp, x: xp.round(x), NOT_DIFFERENTIABLE, finite_closed=Tru
 # stop_gradient: the value passes, the gradient does not
 _unary("stop_gradient", lambda xp, x: x, NOT_DIFFERENTIABLE, view=True, finite_closed=True)
 
-_binary("add", "add", (lambda g, ans, x, y: g, lambda g, ans, x, y: g))
-_binary("subtract", "subtract", (lambda g, ans, x, y: g, lambda g, ans, x, y: -g), ("sub",))
-_binary("multiply", "multiply", (lambda g, ans, x, y: g * y, lambda g, ans, x, y: g * x), ("mul",))
+_binary("add", "add", (lambda g, ans, x, y: g, lambda g, ans, x, y: g), identities=(0.0, 0.0))
+_binary("subtract", "subtract", (lambda g, ans, x, y: g, lambda g, ans, x, y: -g), ("sub",),
+        identities=(None, 0.0))
+_binary("multiply", "multiply", (lambda g, ans, x, y: g * y, lambda g, ans, x, y: g * x), ("mul",),
+        identities=(1.0, 1.0))
 _binary("divide", "divide",
-        (lambda g, ans, x, y: g / y, lambda g, ans, x, y: -_reduced_to(g * ans, y) / y), ("div", "truediv"))
+        (lambda g, ans, x, y: g / y, lambda g, ans, x, y: -_reduced_to(g * ans, y) / y), ("div", "truediv"),
+        identities=(None, 1.0))
 _binary("power", "power",
         (lambda g, ans, x, y: g * (y * x ** (y - 1.0)), lambda g, ans, x, y: g * (ans * _safe_log_base(x))),
-        ("pow",))
+        ("pow",), identities=(None, 1.0))
 _binary("maximum", "maximum",
         (lambda g, ans, x, y: g * _maximum_weight(x, y), lambda g, ans, x, y: g * (1.0 - _maximum_weight(x, y))), finite_closed=True)
 _binary("minimum", "minimum",
         (lambda g, ans, x, y: g * _minimum_weight(x, y), lambda g, ans, x, y: g * (1.0 - _minimum_weight(x, y))), finite_closed=True)
 for _name, _fn in (("less", lambda a, b: a < b), ("less_equal", lambda a, b: a <= b),
                    ("greater", lambda a, b: a > b), ("greater_equal", lambda a, b: a >= b),
-                   ("equal", lambda a, b: a == b), ("not_equal", lambda a, b: a != b)):
-    _binary(_name, _compare(_fn), NOT_DIFFERENTIABLE * 2, finite_closed=True)
+                   ("equal", lambda a, b: a == b), ("not_equal", lambda a, b: a != b),
+                   ("logical_and", lambda a, b: (a != 0) & (b != 0)),
+                   ("logical_or", lambda a, b: (a != 0) | (b != 0))):
+    _binary(_name, _compare(_fn), NOT_DIFFERENTIABLE * 2, finite_closed=True, boolean=True)
+_unary("logical_not", lambda xp, x: (x == 0).astype(x.dtype), NOT_DIFFERENTIABLE, finite_closed=True, boolean=True)
+# Python's `//` and `%` (NumPy's floor_divide and mod: the remainder takes the divisor's sign)
+_binary("floor_divide", "floor_divide", NOT_DIFFERENTIABLE * 2, ("floordiv",))
+_binary("mod", "mod", (lambda g, ans, x, y: g, lambda g, ans, x, y: -(g * G.floor_divide(x, y))),
+        ("remainder", "floormod", "floor_mod"))
 
 register(Op("where", lambda xp, c, x, y: xp.where(c != 0, x, y), _broadcast,
             (NO_GRADIENT, lambda g, ans, c, x, y: G.where(c, g, 0.0), lambda g, ans, c, x, y: G.where(c, 0.0, g)),
@@ -620,8 +638,21 @@ register(Op("stack", lambda xp, *xs: xp.stack(xs), _stack_shape,
 
 # The language's prefixes for pasted TensorFlow / NumPy / JAX code, stripped repeatedly; the
 # first one stripped names the library whose meaning the spelling carries.
-PREFIXES = {"tf.": "tensorflow", "np.": "numpy", "jnp.": "numpy", "numpy.": "numpy",
-            "jax.numpy.": "numpy", "math.": "python", "nn.": "tensorflow", "linalg.": "numpy"}
+PREFIXES = {
+    "tf.": "tensorflow", "tensorflow.": "tensorflow", "math_ops.": "tensorflow", "nn_ops.": "tensorflow",
+    "np.": "numpy", "numpy.": "numpy", "jnp.": "numpy", "jax.numpy.": "numpy", "anp.": "numpy",
+    "autograd.numpy.": "numpy", "linalg.": "numpy",
+    "jax.nn.": "jax", "jax.lax.": "jax", "lax.": "jax", "jax.": "jax",
+    "jax.scipy.special.": "scipy", "jax.scipy.": "scipy", "scipy.special.": "scipy", "scipy.": "scipy",
+    "special.": "scipy",
+    "torch.nn.functional.": "torch", "torch.special.": "torch", "torch.linalg.": "torch", "torch.": "torch",
+    "F.": "torch",
+    "keras.ops.": "keras", "keras.backend.": "keras", "keras.activations.": "keras", "keras.": "keras",
+    "K.": "keras", "ops.": "keras", "activations.": "keras",
+    "math.": "python", "nn.": "tensorflow",
+}
+# longest first, so that `jax.numpy.` is read before `jax.`
+_PREFIX_ORDER = tuple(sorted(PREFIXES.items(), key=lambda item: -len(item[0])))
 CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
 
 # Keyword spellings of TensorFlow and NumPy, mapped to the table's parameter names.
@@ -639,7 +670,7 @@ def split_spelling(name: str) -> tuple[str, str]:
     changed = True
     while changed:
         changed = False
-        for prefix, owner in PREFIXES.items():
+        for prefix, owner in _PREFIX_ORDER:
             if name.startswith(prefix):
                 name = name[len(prefix):]
                 library = library or owner

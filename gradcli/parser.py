@@ -24,16 +24,39 @@ from . import syntax as ast
 BINARY_OPS = {
     "+": "add", "-": "subtract", "*": "multiply", "/": "divide", "@": "matmul", "**": "power",
     "<": "less", "<=": "less_equal", ">": "greater", ">=": "greater_equal",
-    "==": "equal", "!=": "not_equal",
+    "==": "equal", "!=": "not_equal", "//": "floor_divide", "%": "mod",
+    "and": "logical_and", "or": "logical_or",
 }
-UNARY_OPS = {"-": "negative", "+": "positive"}
+UNARY_OPS = {"-": "negative", "+": "positive", "not": "logical_not"}
+# `x op= v` rebinds x to `x op v`
+AUGMENTED = {op + "=": op for op in ("+", "-", "*", "/", "//", "%", "@", "**")}
+# Python that stays out of the language, each with what to write instead.
+UNSUPPORTED = {
+    "for": "loops are not supported: gradcli programs are straight-line; write the loop out, or use "
+           "array operations (sum, cumsum, matmul) over the axis you would loop over",
+    "while": "loops are not supported: gradcli programs are straight-line; write the steps out",
+    "lambda": "lambda is not supported: define the function with def NAME(args): return EXPR",
+    "with": "'with' blocks are not supported: write the statements inside it at the top level",
+    "class": "classes are not supported: write the computation as functions (def) and statements",
+    "try": "try/except is not supported: gradcli reports errors itself, with their place",
+    "raise": "raise is not supported: gradcli reports errors itself, with their place",
+    "yield": "generators are not supported: return the values (return a, b)",
+    "global": "'global' is not needed: functions see the program's names as they stand at the call",
+    "nonlocal": "'nonlocal' is not supported: return the new value instead",
+    "del": "'del' is not needed: values are freed after their last use",
+    "assert": "assert is not supported: use gradcli check for gradients, --strict for non-finite values",
+    "elif": "if statements are not supported: write where(condition, a, b) or `a if condition else b`",
+    "in": "'in' is not supported: compare with == and combine with or",
+    "async": "async code is not supported", "await": "async code is not supported",
+    "break": "loops are not supported", "continue": "loops are not supported",
+}
 
 # How a token is named in a syntax error.
 _TOKEN_WORDS = {
     "_NL": "end of line", "$END": "end of input", "_INDENT": "indentation",
     "_DEDENT": "end of indented block", "NAME": "name", "NUMBER": "number",
 }
-_EXPRESSION_STARTS = {"NAME", "NUMBER", "LPAR", "LSQB", "ADD_OP", "TRUE", "FALSE"}
+_EXPRESSION_STARTS = {"NAME", "NUMBER", "LPAR", "LSQB", "ADD_OP", "TRUE", "FALSE", "NONE", "STRING", "NOT"}
 
 # The indentation scheme (as Python's): these terminal names are the grammar's.
 _NL, _INDENT, _DEDENT, _END = "_NL", "_INDENT", "_DEDENT", "$END"
@@ -86,36 +109,129 @@ class _AstBuilder:
         return items[0]
 
     def assign(self, items):
-        name, _, value = items
-        if "." in name.value:
-            raise _syntax(f"cannot assign to the dotted name '{name.value}'", _pos(name))
-        return ast.Assign(name.value, value, _pos(name))
+        target, _, value = items
+        if isinstance(target, ast.Name):
+            return self._bind(target.id, target.pos, value)
+        if isinstance(target, ast.Tuple) and target.items and all(isinstance(t, ast.Name) for t in target.items):
+            names = [(t.id, t.pos) for t in target.items]
+            for name, pos in names:
+                self._check_target(name, pos)
+            return ast.Unpack(names, value, names[0][1])
+        raise _syntax("only a name, or names separated by commas, can be assigned to", target.pos)
+
+    def _bind(self, name: str, pos: Pos, value):
+        self._check_target(name, pos)
+        return ast.Assign(name, value, pos)
+
+    @staticmethod
+    def _check_target(name: str, pos: Pos):
+        if "." in name:
+            raise _syntax(f"cannot assign to the dotted name '{name}'", pos)
+
+    def annassign(self, items):
+        name, _, _annotation, _, value = items
+        if value is None:  # `x: float`: declares, computes nothing
+            return None
+        return self._bind(name.value, _pos(name), value)
+
+    def augassign(self, items):
+        name, op, value = items
+        target = ast.Name(name.value, _pos(name))
+        symbol = AUGMENTED[op.value]
+        call = ast.Call(BINARY_OPS.get(symbol, "power"), [target, value],
+                        Pos(op.line, op.column, op.start_pos, value.pos.end), symbol=symbol)
+        return self._bind(name.value, _pos(name), call)
 
     def expr_stmt(self, items):
         return ast.ExprStmt(items[0], items[0].pos)
 
     def return_stmt(self, items):
-        return ast.Return(items[1], _pos(items[0]))
+        keyword, value = items
+        if value is None:
+            raise _syntax("a function must return a value: return EXPR", _pos(keyword))
+        return ast.Return(value, _pos(keyword))
+
+    def pass_stmt(self, items):
+        return None
+
+    def import_names(self, items):
+        # IMPORT NAME [AS NAME] ("," NAME [AS NAME])*: pairs after the keyword
+        keyword, *rest = items
+        bindings = []
+        for module, alias in zip(rest[0::3], rest[2::3]):
+            bindings.append((module.value, alias.value if alias is not None else module.value.split(".")[0]))
+        return ast.Import(bindings, _pos(keyword))
+
+    def import_from(self, items):
+        keyword, package, _, *rest = items
+        if len(rest) == 1 and getattr(rest[0], "type", None) == "MUL_OP":
+            return ast.Import([], _pos(keyword))  # `from m import *`: names resolve by themselves
+        bindings = [(f"{package.value}.{name.value}", (alias or name).value)
+                    for name, alias in zip(rest[0::3], rest[2::3])]
+        return ast.Import(bindings, _pos(keyword))
 
     def params(self, items):
-        return [(t.value, _pos(t)) for t in items]
+        return items
+
+    def param(self, items):
+        name, _, _annotation, _, default = items
+        return (name.value, _pos(name), default)
 
     def funcdef(self, items):
-        _, name_token, params, *body = items
+        _, name_token, params, *rest = items
+        # [ARROW test] placeholders come before the body
+        body = [stmt for stmt in rest[2:] if stmt is not None]
         name = name_token.value
         if "." in name:
             raise _syntax(f"cannot define the dotted name '{name}'", _pos(name_token))
+        if body and isinstance(body[0], ast.ExprStmt) and isinstance(body[0].value, ast.Str) and len(body) > 1:
+            body = body[1:]  # the docstring
         returns = [i for i, stmt in enumerate(body) if isinstance(stmt, ast.Return)]
         if not returns:
-            raise _syntax(f"the body of '{name}' must end with 'return EXPR'", body[-1].pos)
+            raise _syntax(f"the body of '{name}' must end with 'return EXPR'", body[-1].pos if body else _pos(name_token))
         if returns[0] != len(body) - 1:
             raise _syntax("'return' must be the last statement of a function body", body[returns[0]].pos)
         seen = set()
-        for pname, ppos in params or []:
+        defaults = {}
+        for pname, ppos, default in params or []:
             if pname in seen:
                 raise _syntax(f"duplicate parameter '{pname}' in the definition of '{name}'", ppos)
             seen.add(pname)
-        return ast.FuncDef(name, params or [], body, _pos(name_token))
+            if default is not None:
+                defaults[pname] = default
+            elif defaults:
+                raise _syntax(f"parameter '{pname}' without a default follows one with a default", ppos)
+        return ast.FuncDef(name, [(p, pos) for p, pos, _ in params or []], body, _pos(name_token), defaults)
+
+    def tuple(self, items):
+        if len(items) == 2 and getattr(items[0], "type", None) == "LPAR":
+            lpar, rpar = items
+            return ast.Tuple([], _pos(lpar, lpar.start_pos, rpar.end_pos))
+        first, last = items[0], items[-1]
+        return ast.Tuple(list(items), Pos(first.pos.line, first.pos.column, first.pos.start, last.pos.end))
+
+    def conditional(self, items):
+        # `a if c else b` reads as where(c, a, b): both sides are computed (TensorFlow's
+        # tf.where), so the diagnostics watch the discarded side's gradient
+        then, keyword, condition, _, otherwise = items
+        return ast.Call("where", [condition, then, otherwise],
+                        Pos(keyword.line, keyword.column, then.pos.start, otherwise.pos.end), symbol="if")
+
+    def logical(self, items):
+        return self.binary(items)
+
+    def attribute(self, items):
+        target, dot, name = items
+        # `(x).T.sum` lexes its tail as one dotted name: one attribute per part
+        for part in name.value.split("."):
+            target = ast.Attribute(target, part, Pos(dot.line, dot.column, target.pos.start, name.end_pos))
+        return target
+
+    def string(self, items):
+        import ast as python_ast  # the literal's escapes read as Python reads them, never evaluated
+
+        text = "".join(python_ast.literal_eval(t.value) for t in items)
+        return ast.Str(text, _pos(items[0], items[0].start_pos, items[-1].end_pos))
 
     def binary(self, items):
         left, op, right = items
@@ -129,6 +245,9 @@ class _AstBuilder:
 
     def call(self, items):
         target, lpar, arguments, rpar = items
+        receiver = []
+        if isinstance(target, ast.Attribute):  # `(a + b).sum(axis=0)`: a method of the value
+            receiver, target = [target.target], ast.Name(target.name, target.pos)
         if not isinstance(target, ast.Name):
             raise _syntax("only a named function can be called", _pos(lpar))
         args, keywords = [], []
@@ -139,8 +258,10 @@ class _AstBuilder:
                 raise _syntax("a positional argument follows a keyword argument", arg.pos)
             else:
                 args.append(arg)
-        return ast.Call(target.id, args, Pos(target.pos.line, target.pos.column,
-                                             target.pos.start, rpar.end_pos), keywords)
+        call = ast.Call(target.id, receiver + args, Pos(target.pos.line, target.pos.column,
+                                                        target.pos.start, rpar.end_pos), keywords)
+        call.method = bool(receiver)  # a method: its receiver is the first argument
+        return call
 
     def arguments(self, items):
         return items
@@ -162,8 +283,14 @@ class _AstBuilder:
         parts += [None] * (3 - len(parts))
         return ast.Slice(parts[0], parts[1], parts[2], _pos(colon))
 
-    def newaxis(self, items):
-        return ast.NEWAXIS
+    def none(self, items):
+        return ast.NoneLiteral(_pos(items[0]))
+
+    def identity(self, items):
+        left, keyword, negated, right = items
+        symbol = "is not" if negated is not None else "is"
+        return ast.Call(symbol, [left, right], Pos(keyword.line, keyword.column, left.pos.start, right.pos.end),
+                        symbol=symbol)
 
     def ellipsis(self, items):
         return ast.ELLIPSIS
@@ -354,6 +481,8 @@ class _Parser:
             value = match.group(kind)
             if kind == "NAME":
                 kind = keywords.get(value, kind)
+                if value in UNSUPPORTED:
+                    raise _syntax(UNSUPPORTED[value], Pos(line, start - line_start + 1, start, pos))
                 token = last = Token(kind, value, start, pos, line, start - line_start + 1)
                 yield token
             elif kind == _NL:
@@ -367,6 +496,9 @@ class _Parser:
                     yield from self._indentation(value, pos, line, indents)
             else:
                 token = last = Token(kind, value, start, pos, line, start - line_start + 1)
+                if kind == "STRING" and "\n" in value:  # a triple-quoted string spans lines
+                    line += value.count("\n")
+                    line_start = start + value.rindex("\n") + 1
                 if kind in _OPENERS:
                     brackets.append(token)
                 elif kind in _CLOSERS:
@@ -380,7 +512,7 @@ class _Parser:
         if pos != len(text):
             char = text[pos]
             what = "tab or space" if char in "\t " else repr(char)
-            hint = {"%": "; gradcli has no % operator"}.get(char, "")
+            hint = {"'": "; a string is not closed on its line", '"': "; a string is not closed on its line"}.get(char, "")
             raise _syntax(f"unexpected character {what}{hint}", Pos(line, pos - line_start + 1, pos, pos + 1))
         for _ in indents[1:]:
             yield _borrow(_DEDENT, "", last)
@@ -472,8 +604,9 @@ def _unexpected(tok: Token, actions: dict, text: str, brackets: list) -> Gradcli
         lines = text.rstrip().split("\n")  # the lexer's lines, not str.splitlines
         return _syntax(message, Pos(len(lines), len(lines[-1]) + 1))
     message = f"unexpected {_describe(tok)}"
-    if tok.value == "/" and text[max(tok.start_pos - 1, 0):tok.start_pos] == "/":
-        message = "gradcli has no // (floor division): write floor(a / b)"
+    if tok.type == "IF" and "IF" not in expected:
+        message = ("if statements are not supported: gradcli programs are straight-line; write "
+                   "where(condition, a, b) or `a if condition else b`")
     elif tok.type == _INDENT:
         message = "unexpected indentation"
     elif tok.type == "COMPARE" and "COMPARE" not in expected:

@@ -36,6 +36,31 @@ class Array(Node):
 
 
 @dataclass(slots=True, eq=False)
+class Str(Node):
+    """A string literal: a docstring, or a text argument such as an einsum spec."""
+
+    value: str
+    pos: Pos
+
+
+@dataclass(slots=True, eq=False)
+class Tuple(Node):
+    """`(a, b)` or `a, b`: several values, unpacked by `x, y = ...` or read as an array."""
+
+    items: list[Node]
+    pos: Pos
+
+
+@dataclass(slots=True, eq=False)
+class Attribute(Node):
+    """`(expr).name`: an attribute or method of a computed value (`(a @ b).T`)."""
+
+    target: Node
+    name: str
+    pos: Pos
+
+
+@dataclass(slots=True, eq=False)
 class Keyword:
     name: str
     value: Node
@@ -51,6 +76,7 @@ class Call(Node):
     pos: Pos
     keywords: list[Keyword] = field(default_factory=list)
     symbol: str | None = None
+    method: bool = False  # `x.sum(axis=0)`: args[0] is the value the method was called on
 
 
 @dataclass(slots=True, eq=False)
@@ -61,8 +87,14 @@ class Slice:
     pos: Pos
 
 
-NEWAXIS = "None"
 ELLIPSIS = "..."
+
+
+@dataclass(slots=True, eq=False)
+class NoneLiteral(Node):
+    """`None`: a missing argument (`targets=None`), or a new axis in a subscript."""
+
+    pos: Pos
 
 
 @dataclass(slots=True, eq=False)
@@ -70,7 +102,7 @@ class Index(Node):
     """`target[i, j:k, None, ...]`; the subscripts must be constants."""
 
     target: Node
-    subscripts: list  # of Node | Slice | NEWAXIS | ELLIPSIS
+    subscripts: list  # of Node | Slice | ELLIPSIS (None is a NoneLiteral node)
     pos: Pos
 
 
@@ -79,6 +111,23 @@ class Assign:
     name: str
     value: Node
     pos: Pos  # of the name
+
+
+@dataclass(slots=True, eq=False)
+class Unpack:
+    """`a, b = value`: the items of a tuple, or the rows of an array, bound to names."""
+
+    names: list[tuple[str, Pos]]
+    value: Node
+    pos: Pos  # of the first name
+
+
+@dataclass(slots=True, eq=False)
+class Import:
+    """`import numpy as onp`, `from jax import numpy as jnp`: (module, the name it is bound to)."""
+
+    bindings: list[tuple[str, str]]
+    pos: Pos
 
 
 @dataclass(slots=True, eq=False)
@@ -97,21 +146,24 @@ class Return:
 class FuncDef:
     name: str
     params: list[tuple[str, Pos]]
-    body: list  # Assign | ExprStmt | Return, ending in a Return
+    body: list  # Assign | Unpack | ExprStmt | FuncDef | Import, ending in a Return
     pos: Pos  # of the function's name
+    defaults: dict = field(default_factory=dict)  # parameter name -> default value (a Node)
 
 
 @dataclass(slots=True, eq=False)
 class Module:
-    statements: list  # Assign | ExprStmt | FuncDef
+    statements: list  # Assign | Unpack | ExprStmt | FuncDef | Import
 
 
 def children(node) -> list:
     """The sub-expressions of an expression node, for iterative walks (no recursion)."""
     if isinstance(node, Call):
         return node.args + [k.value for k in node.keywords]
-    if isinstance(node, Array):
+    if isinstance(node, (Array, Tuple)):
         return node.items
+    if isinstance(node, Attribute):
+        return [node.target]
     if isinstance(node, Index):
         out = [node.target]
         for sub in node.subscripts:

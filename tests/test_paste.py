@@ -1,0 +1,176 @@
+"""Python as people paste it: the constructs of real NumPy / TensorFlow / JAX / Keras / PyTorch
+code that gradcli reads, each checked against NumPy computing the same thing, and the Python
+that stays out, each refused with one sentence saying what to write instead."""
+import numpy as np
+import pytest
+
+from gradcli import api
+from gradcli.errors import GradcliError, format_error
+
+RNG = np.random.default_rng(20261122)
+X = RNG.normal(size=(3, 4))
+W = RNG.normal(size=4)
+
+
+def value(program, **feeds):
+    result = api.evaluate(program, feeds=feeds)
+    return next(iter(result.outputs.values()))
+
+
+def refusal(program, **feeds):
+    with pytest.raises(GradcliError) as info:
+        api.evaluate(program, feeds=feeds)
+    return info.value
+
+
+@pytest.mark.parametrize("program,expected", [
+    # prefixes of every kind, for names as well as calls
+    ("y = np.pi + math.e + jnp.exp(0)", np.pi + np.e + 1),
+    ("y = jax.nn.relu(x) + jax.lax.exp(x) + lax.exp(x)", np.maximum(X, 0) + 2 * np.exp(X)),
+    ("y = torch.sigmoid(x) + F.softplus(x)", 1 / (1 + np.exp(-X)) + np.logaddexp(0, X)),
+    ("y = scipy.special.expit(x) + special.expit(x)", 2 / (1 + np.exp(-X))),
+    ("y = K.exp(x) + keras.ops.exp(x) + ops.exp(x) + keras.backend.exp(x)", 4 * np.exp(X)),
+    ("y = tf.keras.activations.relu(x) + math_ops.exp(x) + nn_ops.relu(x)", 2 * np.maximum(X, 0) + np.exp(X)),
+    ("import numpy as onp\ny = onp.exp(x) + onp.pi", np.exp(X) + np.pi),
+    ("import jax.numpy as jjj\nfrom jax import numpy as kkk\ny = jjj.exp(x) + kkk.sum(x)", np.exp(X) + X.sum()),
+    ("import tensorflow as tf\nfrom jax import nn\nimport math\ny = tf.exp(x) + nn.relu(x)", np.exp(X) + np.maximum(X, 0)),
+    ("from scipy.special import expit\ny = expit(x)", 1 / (1 + np.exp(-X))),
+    # methods and attributes, read as the functions they are (NumPy's methods)
+    ("y = x.sum(axis=0)", X.sum(axis=0)),
+    ("y = x.T @ x", X.T @ X),
+    ("y = (x * 2).T.sum()", 2 * X.sum()),
+    ("y = x.mean() + x.max(0)", X.mean() + X.max(0)),
+    ("y = x.reshape((4, 3))", X.reshape((4, 3))),
+    ("y = x.reshape(x.shape[1], -1)", X.reshape(4, -1)),
+    ("y = x.shape[0] * x.ndim + x.size + len(x)", 3 * 2 + 12 + 3),
+    ("y = reshape(x, [2 * 2, 3])", X.reshape(4, 3)),
+    ("y = reshape(x, (2, 6))", X.reshape(2, 6)),
+    # operators and statements
+    ("y = x % 0.7 + x // 0.7", np.mod(X, 0.7) + np.floor_divide(X, 0.7)),
+    ("y = 1.0 if 2 > 1 else 0.0", 1.0),
+    ("y = x if 0.5 > 1 else -x", -X),
+    ("y = where((x > 0) and (x < 1), 1.0, 0.0) + (not 0) + (x > 1 or x < -1)",
+     ((X > 0) & (X < 1)) + 1.0 + ((X > 1) | (X < -1))),
+    ("a, b = 1.5, 2.5\ny = a * b", 3.75),
+    ("def f(v):\n    return v, 2 * v\np, q = f(x)\ny = p + q", 3 * X),
+    # defaults, annotations, nested defs, docstrings, type-annotated assignments
+    ("def f(v: float, k: float = 3.0) -> float:\n    '''Scale.'''\n    return v * k\ny = f(x) + f(x, k=1.0)", 4 * X),
+    ("def outer(v):\n    s = 2.0\n    def inner(u):\n        return u * s\n    return inner(v) + 1\ny = outer(x)", 2 * X + 1),
+    ('"""A module docstring\nover two lines."""\nz: float = 2.0\ny = x * z', 2 * X),
+    ("def f(v):\n    \"\"\"Docstring.\"\"\"\n    pass\n    return v\ny = f(x)", X),
+    # casts and dtypes that do not change the numbers
+    ("y = tf.cast(x, tf.float32) + x.astype(np.float64) + np.float32(x)", 3 * X),
+    ("y = tf.constant([1.0, 2.0], dtype=tf.float32) + np.array([3, 4], dtype='float64')", [4.0, 6.0]),
+    ("y = K.epsilon() + tf.keras.backend.epsilon()", 2e-7),
+])
+def test_pasted_python_reads_as_python(program, expected):
+    got = value(program, x=X)
+    np.testing.assert_allclose(got, expected, rtol=1e-13, atol=1e-15)
+
+
+def test_augmented_assignment_rebinds_step_by_step():
+    y = X.copy()
+    y = ((y + 1) * 2) ** 2 - X
+    y = np.mod(np.floor_divide(y / 3, 1), 5)
+    np.testing.assert_allclose(value("y = x\ny += 1\ny *= 2\ny **= 2\ny -= x\ny /= 3\ny //= 1\ny %= 5", x=X), y)
+
+
+def test_tuple_unpacking_of_an_array_takes_its_rows():
+    r = api.evaluate("a, b, c = x\ny = a + 2 * c", feeds={"x": X})
+    np.testing.assert_allclose(r.outputs["y"], X[0] + 2 * X[2])
+    with pytest.raises(GradcliError, match="cannot unpack 3 values into 2 names"):
+        api.evaluate("a, b = x\ny = a", feeds={"x": X})
+
+
+def test_gradients_flow_through_the_pasted_forms():
+    # d/dw of mean((x @ w - t)**2) written the way a tutorial writes it
+    program = ("import numpy as onp\n"
+               "def loss(w, x, t, scale: float = 1.0):\n"
+               "    '''Mean squared error.'''\n"
+               "    err = x @ w - t\n"
+               "    err **= 2\n"
+               "    return scale * err.mean()\n")
+    t = RNG.normal(size=3)
+    r = api.grad(program, wrt=["w"], feeds={"w": W, "x": X, "t": t})
+    assert r.outputs["loss"] == pytest.approx(np.mean((X @ W - t) ** 2), rel=1e-13)
+    np.testing.assert_allclose(r.gradients["w"], 2 * X.T @ (X @ W - t) / 3, rtol=1e-12)
+
+
+def test_a_last_def_is_called_on_the_inputs_named_as_its_parameters():
+    r = api.evaluate("def softplus_sum(v, k=2.0):\n    return sum(log(1 + exp(k * v)))\n", feeds={"v": W})
+    assert r.outputs["softplus_sum"] == pytest.approx(np.sum(np.log1p(np.exp(2 * W))), rel=1e-13)
+    err = refusal("def f(v, u):\n    return v * u\n", v=W)
+    assert "missing input 'u'" in str(err)
+
+
+def test_the_conditional_expression_is_a_where_with_its_gradient():
+    r = api.grad("y = sum(x * x if 1 > 0 else x)", wrt=["x"], feeds={"x": W})
+    np.testing.assert_allclose(r.gradients["x"], 2 * W)
+
+
+@pytest.mark.parametrize("program,message,line,column", [
+    ("for i in range(3):\n    y = i\n", "loops are not supported", 1, 1),
+    ("y = 0\nwhile y < 1:\n    y = y + 1\n", "loops are not supported", 2, 1),
+    ("f = lambda a: a\n", "lambda is not supported: define the function with def", 1, 5),
+    ("with open('f') as h:\n    y = 1\n", "'with' blocks are not supported", 1, 1),
+    ("if x > 0:\n    y = 1\n", "if statements are not supported", 1, 1),
+    ("class A:\n    pass\n", "classes are not supported", 1, 1),
+    ("y = print(x)\n", "print() is not needed", 1, 5),
+    ("y = tf.cast(x, tf.int32)\n", "a cast to int32 would change the numbers", 1, 16),
+    ("y = x and 1\n", "'and' of a value that is not a comparison", 1, 5),
+    ("y = x[i]\n", "an index must be a constant integer", 1, 7),
+    ("y = x.foo\n", "unknown attribute '.foo'", 1, 5),
+    ("y = x.frobnicate()\n", "unknown method '.frobnicate'", 1, 5),
+    ("y = 'abc\n", "a string is not closed on its line", 1, 5),
+    ("y = 'abc' * 2\n", "the string 'abc' is not a number", 1, 5),
+    ("y = x + xx1\nz = sum(xx2)\n", "missing inputs 'xx1', 'xx2'", 1, 9),
+    ("xx = 1.0\ny = sum(xxz)\n", "missing input 'xxz' (did you mean xx?)", 2, 9),
+])
+def test_python_out_of_scope_says_what_to_write_instead(program, message, line, column):
+    err = refusal(program, x=W)
+    assert message in str(err)
+    assert (err.pos.line, err.pos.column) == (line, column), format_error(err)
+
+
+# --------------------------------------------------------------------------- derive without values
+@pytest.mark.parametrize("program,derivative", [
+    ("y = x**3 * sin(x)", lambda x: 3 * x**2 * np.sin(x) + x**3 * np.cos(x)),
+    ("y = exp(-x**2 / 2)", lambda x: -x * np.exp(-x**2 / 2)),
+    ("y = log(1 + exp(x))", lambda x: 1 / (1 + np.exp(-x))),
+])
+def test_derive_without_values_treats_inputs_as_scalar_symbols(program, derivative):
+    printed = api.derive(program, wrt="x")
+    assert "\nx = " not in printed  # a symbol: no value is bound
+    for x in (-1.3, 0.2, 2.5):
+        got = api.evaluate(printed, feeds={"x": x})
+        assert next(iter(got.outputs.values())) == pytest.approx(derivative(x), rel=1e-12)
+
+
+@pytest.mark.parametrize("program,printed", [
+    ("y = x ** 2", "dy_dx = 2.0 * x\n"),
+    ("y = -(-x) * 3", "dy_dx = 3.0\n"),
+    ("y = x ** 3 + x", "dy_dx = 1.0 + 3.0 * x ** 2.0\n"),
+])
+def test_derive_simplifies_identities_and_double_negations(program, printed):
+    assert api.derive(program, wrt="x").endswith(printed)
+
+
+def test_call_picks_the_function_and_its_arguments():
+    program = "def loss(w, x, b=0.5):\n    return sum(w * x) + b\n"
+    feeds = {"w": [1.0, 2.0], "v": [3.0, 4.0]}
+    r = api.grad(program, wrt=["w"], feeds=feeds, call="loss(w, v, b=1)")
+    assert float(r.outputs["loss"]) == 12.0
+    np.testing.assert_array_equal(r.gradients["w"], [3.0, 4.0])
+    r = api.evaluate(program, feeds=feeds, call="2 * loss(v, w)")
+    assert float(r.outputs["_"]) == 2 * (3 + 8 + 0.5)
+
+
+def test_call_from_the_command_line(tmp_path):
+    import subprocess
+    import sys
+    path = tmp_path / "loss.py"
+    path.write_text("def loss(w, x, b=0.5):\n    return sum(w * x) + b\n")
+    run = subprocess.run([sys.executable, "-m", "gradcli", "grad", str(path), "--wrt", "w", "--set", "w=[1, 2]",
+                          "--set", "v=[3, 4]", "--call", "loss(w, v, b=1)", "--format", "plain"],
+                         capture_output=True, text=True, timeout=60)
+    assert (run.returncode, run.stdout, run.stderr) == (0, "w\t3.0 4.0\n", "")
