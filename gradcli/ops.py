@@ -74,7 +74,7 @@ class Op:
 @dataclass(frozen=True, slots=True)
 class Spelling:
     """What the lowering knows of a call when an op chooses its reading."""
-    library: str          # "python" for a bare name, else "numpy", "tensorflow", "jax", "scipy"
+    library: str          # "python" for a bare name, else "numpy", "tensorflow", "jax", "scipy", "nn"
     name: str             # the name without its library prefix (`max`, `reduce_max`)
     positional: int       # positional arguments given
     keywords: tuple       # keyword names given
@@ -498,10 +498,10 @@ _binary("add", "add", (lambda g, ans, x, y: g, lambda g, ans, x, y: g))
 _binary("subtract", "subtract", (lambda g, ans, x, y: g, lambda g, ans, x, y: -g), ("sub",))
 _binary("multiply", "multiply", (lambda g, ans, x, y: g * y, lambda g, ans, x, y: g * x), ("mul",))
 _binary("divide", "divide",
-        (lambda g, ans, x, y: g / y, lambda g, ans, x, y: -_reduced_to(g * ans, y) / y), ("div", "truediv"))
+        (lambda g, ans, x, y: g / y, lambda g, ans, x, y: -_reduced_to(g * ans, y) / y), ("div", "truediv", "true_divide"))
 _binary("power", "power",
         (lambda g, ans, x, y: g * (y * x ** (y - 1.0)), lambda g, ans, x, y: g * (ans * _safe_log_base(x))),
-        ("pow",))
+        ("pow", "float_power"))
 _binary("maximum", "maximum",
         (lambda g, ans, x, y: g * _maximum_weight(x, y), lambda g, ans, x, y: g * (1.0 - _maximum_weight(x, y))), finite_closed=True)
 _binary("minimum", "minimum",
@@ -621,13 +621,18 @@ register(Op("stack", lambda xp, *xs: xp.stack(xs), _stack_shape,
 # The language's prefixes for pasted TensorFlow / NumPy / JAX code, stripped repeatedly; the
 # first one stripped names the library whose meaning the spelling carries.
 PREFIXES = {"tf.": "tensorflow", "np.": "numpy", "jnp.": "numpy", "numpy.": "numpy",
-            "jax.numpy.": "numpy", "math.": "python", "nn.": "tensorflow", "linalg.": "numpy"}
+            "jax.numpy.": "numpy", "math.": "python", "linalg.": "numpy",
+            # `nn.` is TensorFlow's tf.nn, JAX's (and Flax's) nn or PyTorch's torch.nn: where
+            # their meanings differ (gelu, leaky_relu) the op's reading refuses to choose
+            "nn.": "nn", "jax.nn.": "jax", "jax.lax.": "jax", "lax.": "jax",
+            "jax.scipy.special.": "scipy", "scipy.special.": "scipy", "special.": "scipy"}
 CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
 
 # Keyword spellings of TensorFlow and NumPy, mapped to the table's parameter names.
 KEYWORD_ALIASES = {
     "keep_dims": "keepdims", "dim": "axis", "perm": "axes", "newshape": "shape",
     "clip_value_min": "lo", "clip_value_max": "hi", "a_min": "lo", "a_max": "hi",
+    "negative_slope": "alpha", "correction": "ddof", "interpolation": "method",
 }
 FIRST_ARGUMENT_KEYWORDS = ("input_tensor", "input", "a", "x", "t", "tensor", "logits", "features")
 
