@@ -73,6 +73,20 @@ def _on_host(xp, name: str, *arrays):
     return xp.asarray(getattr(numpy, name)(*(xp.asnumpy(a) for a in arrays)))
 
 
+def _scalar_params(shape_rule):
+    """The shape rule of an op whose parameters are single numbers (or words): a list is refused."""
+    def rule(*shapes, **params):
+        for name, value in params.items():
+            if isinstance(value, tuple):
+                raise ShapeError(f"{name} must be one number, not a list")
+        return shape_rule(*shapes, **params)
+    return rule
+
+
+_SAME = _scalar_params(_same)
+_BROADCAST = _scalar_params(_broadcast)
+
+
 def _where_zero(xp, condition, value):
     """0 where `condition`, else `value` (in value's dtype)."""
     return xp.where(condition, xp.zeros((), dtype=value.dtype), value)
@@ -125,7 +139,13 @@ def _sinc_derivative(xp, x, order=1):
 
 _unary("sinc", lambda xp, x: xp.sinc(x), lambda g, ans, x: g * G.sinc_derivative(x, order=1),
        doc="sin(pi x) / (pi x), 1 at 0")
-register(Op("sinc_derivative", _sinc_derivative, _same,
+def _order_shape(shape, order=1):
+    if not isinstance(order, int) or order < 0:
+        raise ShapeError(f"order must be a non-negative integer, not {order}")
+    return shape
+
+
+register(Op("sinc_derivative", _sinc_derivative, _order_shape,
             (lambda g, ans, x, order=1: g * G.sinc_derivative(x, order=order + 1),),
             params={"order": 1}, elementwise=True,
             doc="sinc_derivative(x, order): the order-th derivative of sinc, exact at 0"))
@@ -184,11 +204,11 @@ _unary("real", lambda xp, x: x, lambda g, ans, x: g, ("conj", "conjugate", "real
 _unary("imag", lambda xp, x: xp.zeros_like(x), NOT_DIFFERENTIABLE, finite_closed=True,
        doc="the imaginary part: 0 (values are real)")
 register(Op("angle", lambda xp, x, deg=False: xp.arctan2(xp.zeros_like(x), x) * (180.0 / math.pi if deg else 1.0),
-            _same, NOT_DIFFERENTIABLE, params={"deg": False}, elementwise=True,
+            _SAME, NOT_DIFFERENTIABLE, params={"deg": False}, elementwise=True,
             doc="the angle of a real number: 0, or pi below 0"))
 register(Op("nan_to_num",
             lambda xp, x, nan=0.0, posinf=None, neginf=None: xp.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf),
-            _same, (lambda g, ans, x, **_: g * G.isfinite(x),),
+            _SAME, (lambda g, ans, x, **_: g * G.isfinite(x),),
             params={"nan": 0.0, "posinf": None, "neginf": None}, elementwise=True, finite_closed=True))
 
 # --------------------------------------------------------------------------- TensorFlow's guarded arithmetic
@@ -316,14 +336,14 @@ def _elu(xp, x, alpha=1.0):
     return xp.where(negative, alpha * xp.expm1(xp.where(negative, x, 0)), x)
 
 
-register(Op("elu", _elu, _same,
+register(Op("elu", _elu, _SAME,
             (lambda g, ans, x, alpha=1.0: G.where(G.greater(x, 0.0), g, g * (ans + alpha)),),
             params={"alpha": 1.0}, elementwise=True, doc="x above 0, alpha (exp(x) - 1) below"))
 _unary("selu", lambda xp, x: SELU_SCALE * _elu(xp, x, SELU_ALPHA),
        lambda g, ans, x: G.where(G.greater(x, 0.0), g * SELU_SCALE, g * (ans + SELU_SCALE * SELU_ALPHA)),
        doc="scale * elu(x, alpha) with the self-normalizing constants")
 register(Op("celu", lambda xp, x, alpha=1.0: xp.where(x > 0, x, alpha * xp.expm1(xp.where(x > 0, 0, x) / alpha)),
-            _same, (lambda g, ans, x, alpha=1.0: G.where(G.greater(x, 0.0), g, g * (ans / alpha + 1.0)),),
+            _SAME, (lambda g, ans, x, alpha=1.0: G.where(G.greater(x, 0.0), g, g * (ans / alpha + 1.0)),),
             params={"alpha": 1.0}, elementwise=True, doc="max(0, x) + min(0, alpha (exp(x / alpha) - 1))"))
 
 
@@ -331,7 +351,7 @@ def _leaky_relu(xp, x, alpha):
     return xp.where(x > 0, x, alpha * x)
 
 
-register(Op("leaky_relu", _leaky_relu, _same,
+register(Op("leaky_relu", _leaky_relu, _SAME,
             (lambda g, ans, x, alpha: G.where(G.greater(x, 0.0), g, g * alpha),),
             params={"alpha": REQUIRED}, elementwise=True,
             reading=_library_default(
@@ -372,7 +392,7 @@ def _gelu_shape(shape, approximate):
     return shape
 
 
-register(Op("gelu", _gelu, _gelu_shape, (_gelu_vjp,), params={"approximate": REQUIRED}, elementwise=True,
+register(Op("gelu", _gelu, _scalar_params(_gelu_shape), (_gelu_vjp,), params={"approximate": REQUIRED}, elementwise=True,
             finite_closed=True,
             reading=_library_default(
                 "gelu", "approximate", {"tensorflow": False, "keras": False, "torch": False, "jax": True},
@@ -390,7 +410,7 @@ def _silu_vjp(g, ans, x, beta=1.0):
     return g * (s * (1.0 + beta * x * (1.0 - s)))
 
 
-register(Op("silu", _silu, _same, (_silu_vjp,), params={"beta": 1.0}, aliases=("swish",), elementwise=True,
+register(Op("silu", _silu, _SAME, (_silu_vjp,), params={"beta": 1.0}, aliases=("swish",), elementwise=True,
             finite_closed=True, doc="x sigmoid(beta x)"))
 _unary("softsign", lambda xp, x: x / (1.0 + xp.abs(x)), lambda g, ans, x: g / G.square(1.0 + G.abs(x)),
        finite_closed=True, doc="x / (1 + |x|)")
@@ -426,7 +446,7 @@ _unary("hard_silu", lambda xp, x: x * _hard_sigmoid(xp, x),
        lambda g, ans, x: g * (G.hard_sigmoid(x) + x * (_relu6_gate(x + 3.0) / 6.0)), ("hard_swish", "hardswish"),
        finite_closed=True, doc="x relu6(x + 3) / 6")
 register(Op("hard_tanh", lambda xp, x, min_val=-1.0, max_val=1.0: xp.minimum(xp.maximum(x, min_val), max_val),
-            _same, (lambda g, ans, x, min_val=-1.0, max_val=1.0: g * (G.greater(x, min_val) * G.less(x, max_val)),),
+            _SAME, (lambda g, ans, x, min_val=-1.0, max_val=1.0: g * (G.greater(x, min_val) * G.less(x, max_val)),),
             params={"min_val": -1.0, "max_val": 1.0}, aliases=("hardtanh",), elementwise=True,
             doc="clip(x, -1, 1)"))
 
@@ -435,7 +455,7 @@ def _squareplus(xp, x, b=4.0):
     return 0.5 * (x + xp.sqrt(x * x + b))
 
 
-register(Op("squareplus", _squareplus, _same,
+register(Op("squareplus", _squareplus, _SAME,
             (lambda g, ans, x, b=4.0: g * (0.5 * (1.0 + x / G.sqrt(x * x + b))),),
             params={"b": 4.0}, elementwise=True, doc="(x + sqrt(x^2 + b)) / 2"))
 
@@ -480,10 +500,10 @@ def _huber_reading(call):
     return None
 
 
-register(Op("huber", _huber, _same, (lambda g, ans, r, delta=1.0: g * G.clip(r, -delta, delta),),
+register(Op("huber", _huber, _SAME, (lambda g, ans, r, delta=1.0: g * G.clip(r, -delta, delta),),
             args=("r",), params={"delta": 1.0}, elementwise=True,
             doc="huber(r, delta): r^2 / 2 for |r| <= delta, delta (|r| - delta / 2) beyond"))
-register(Op("huber_loss", lambda xp, p, t, delta=1.0: _huber(xp, p - t, delta), _broadcast,
+register(Op("huber_loss", lambda xp, p, t, delta=1.0: _huber(xp, p - t, delta), _BROADCAST,
             (lambda g, ans, p, t, delta=1.0: g * G.clip(p - t, -delta, delta),
              lambda g, ans, p, t, delta=1.0: -(g * G.clip(p - t, -delta, delta))),
             args=("predictions", "targets"), params={"delta": 1.0}, elementwise=True, reading=_huber_reading,
@@ -549,7 +569,7 @@ def _bias_add(xp, value, bias, data_format=None):
     return value + bias.reshape((-1,) + (1,) * (value.ndim - 1 - axis))
 
 
-register(Op("bias_add", _bias_add, _bias_add_shape,
+register(Op("bias_add", _bias_add, _scalar_params(_bias_add_shape),
             (lambda g, ans, value, bias, data_format=None: g,
              lambda g, ans, value, bias, data_format=None: G.sum(
                  g, axis=tuple(i for i in range(g.ndim) if i != _bias_add_axis(value.shape, data_format)))),
