@@ -828,11 +828,19 @@ class _Lowering:
             if arr.ndim != 0:
                 raise self.error(f"{label}(): keepdims must be True or False", value.pos)
             return bool(arr)
-        if arr.ndim > 1 or not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
-            raise self.error(f"{label}(): '{pname}' must be an integer or a list of integers", value.pos)
-        if pname == "axis" and arr.ndim == 0:
-            return int(arr)
-        return tuple(int(v) for v in np.atleast_1d(arr))
+        integral = bool(np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)))
+        if pname in ("axis", "axes", "shape"):  # positions and sizes: integers
+            if arr.ndim > 1 or not integral:
+                raise self.error(f"{label}(): '{pname}' must be an integer or a list of integers", value.pos)
+            if pname == "axis" and arr.ndim == 0:
+                return int(arr)
+            return tuple(int(v) for v in np.atleast_1d(arr))
+        # any other parameter is a number (alpha=0.2, ord=inf, ddof=1) or a list of numbers
+        # (q=[0.25, 0.75]): an int where it is one, so that it prints and compares as written
+        if arr.ndim > 1 or bool(np.any(np.isnan(arr))):
+            raise self.error(f"{label}(): '{pname}' must be a number or a list of numbers", value.pos)
+        numbers = tuple(int(v) if np.isfinite(v) and v == round(v) else float(v) for v in np.atleast_1d(arr))
+        return numbers[0] if arr.ndim == 0 else numbers
 
     def call_user(self, fn: ast.FuncDef, node: ast.Call, values: list, scope: _Scope, work: list,
                   defined_in: _Scope | None):

@@ -82,7 +82,7 @@ class Op:
 @dataclass(frozen=True, slots=True)
 class Spelling:
     """What the lowering knows of a call when an op chooses its reading."""
-    library: str          # "python" for a bare name, else "numpy", "tensorflow", "jax", "scipy"
+    library: str          # "python" for a bare name, else "numpy", "tensorflow", "jax", "scipy", "nn"
     name: str             # the name without its library prefix (`max`, `reduce_max`)
     positional: int       # positional arguments given
     keywords: tuple       # keyword names given
@@ -508,11 +508,11 @@ _binary("subtract", "subtract", (lambda g, ans, x, y: g, lambda g, ans, x, y: -g
 _binary("multiply", "multiply", (lambda g, ans, x, y: g * y, lambda g, ans, x, y: g * x), ("mul",),
         identities=(1.0, 1.0))
 _binary("divide", "divide",
-        (lambda g, ans, x, y: g / y, lambda g, ans, x, y: -_reduced_to(g * ans, y) / y), ("div", "truediv"),
+        (lambda g, ans, x, y: g / y, lambda g, ans, x, y: -_reduced_to(g * ans, y) / y), ("div", "truediv", "true_divide"),
         identities=(None, 1.0))
 _binary("power", "power",
         (lambda g, ans, x, y: g * (y * x ** (y - 1.0)), lambda g, ans, x, y: g * (ans * _safe_log_base(x))),
-        ("pow",), identities=(None, 1.0))
+        ("pow", "float_power"), identities=(None, 1.0))
 _binary("maximum", "maximum",
         (lambda g, ans, x, y: g * _maximum_weight(x, y), lambda g, ans, x, y: g * (1.0 - _maximum_weight(x, y))), finite_closed=True)
 _binary("minimum", "minimum",
@@ -649,7 +649,10 @@ PREFIXES = {
     "F.": "torch",
     "keras.ops.": "keras", "keras.backend.": "keras", "keras.activations.": "keras", "keras.": "keras",
     "K.": "keras", "ops.": "keras", "activations.": "keras",
-    "math.": "python", "nn.": "tensorflow",
+    "math.": "python",
+    # `nn.` is TensorFlow's tf.nn, JAX's (and Flax's) nn or PyTorch's torch.nn: where
+    # their meanings differ (gelu, leaky_relu) the op's reading refuses to choose
+    "nn.": "nn",
 }
 # longest first, so that `jax.numpy.` is read before `jax.`
 _PREFIX_ORDER = tuple(sorted(PREFIXES.items(), key=lambda item: -len(item[0])))
@@ -659,6 +662,7 @@ CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
 KEYWORD_ALIASES = {
     "keep_dims": "keepdims", "dim": "axis", "perm": "axes", "newshape": "shape",
     "clip_value_min": "lo", "clip_value_max": "hi", "a_min": "lo", "a_max": "hi",
+    "negative_slope": "alpha", "correction": "ddof", "interpolation": "method",
 }
 FIRST_ARGUMENT_KEYWORDS = ("input_tensor", "input", "a", "x", "t", "tensor", "logits", "features")
 

@@ -1,3 +1,850 @@
-"""The op table, continued: Reductions, scans and statistics.
+"""The op table, continued: reductions, scans and statistics.
 
-Each op is one record registered with `gradcli.ops.register` (see gradcli/ops.py)."""
+Each op is one record registered with `gradcli.ops.register` (see gradcli/ops.py). Gradient
+rules are `G.` equations, so second derivatives come from differentiating them again. Ops that
+select elements (sort, partition, cummax, median, quantile) route the gradient through the
+permutation their forward used, held as an index array (`argsort`, `cumargmax`), with the pair
+`gather_along` / `scatter_along` moving values along an axis by such indices.
+"""
+from __future__ import annotations
+
+import math
+
+from .errors import ShapeError
+from .ops import (G, NO_GRADIENT, NOT_DIFFERENTIABLE, REQUIRED, Op, ReadingError, _extreme_vjp, _keep,
+                  _nonempty_reduction_shape, _reduction, _reduction_shape, _spread, normalize_axes, reduced_shape,
+                  register)
+
+FULL = (None, None, None)  # a whole axis, as the static index of `G.index` / `G.scatter` spells slices
+
+
+def _along(axis: int, item) -> tuple:
+    """A static index selecting `item` (an int, or (start, stop, step)) on `axis`."""
+    return (FULL,) * axis + (item,)
+
+
+def _shift_toward_start(a, axis: int):
+    """a[i + 1] at i, 0 at the end (along axis)."""
+    return G.scatter(G.index(a, index=_along(axis, (1, None, None))), shape=a.shape,
+                     index=_along(axis, (None, -1, None)))
+
+
+def _shift_toward_end(a, axis: int):
+    """a[i - 1] at i, 0 at the start (along axis)."""
+    return G.scatter(G.index(a, index=_along(axis, (None, -1, None))), shape=a.shape,
+                     index=_along(axis, (1, None, None)))
+
+
+def _on_host(xp, fn, *arrays):
+    """fn(*arrays) with NumPy, on host copies where xp is not NumPy (CuPy lacks ufunc.accumulate)."""
+    if xp.__name__ == "numpy":
+        return fn(*arrays)
+    return xp.asarray(fn(*(xp.asnumpy(a) for a in arrays)))
+
+
+def _single_numbers(**params):
+    for name, value in params.items():
+        if isinstance(value, tuple):
+            raise ShapeError(f"{name} must be one number, not a list")
+
+
+def _one_axis(shape, axis, what="axis"):
+    if not isinstance(axis, int):
+        raise ShapeError(f"{what} must be one integer, not {axis}")
+    if not shape:
+        raise ShapeError("needs an array of rank 1 or more")
+    normalize_axes(axis, len(shape))
+    return axis % len(shape)
+
+
+# --------------------------------------------------------------------------- scans
+
+def _linear_recurrence(xp, b, a, axis=0, reverse=False):
+    """s[i] = b[i] + a[i] * s[i - 1] along axis (s[i + 1] with reverse), starting from b."""
+    b, a = xp.broadcast_arrays(b, a)
+    out = xp.empty(b.shape, dtype=xp.result_type(b, a))
+    n = b.shape[axis]
+    previous = None
+    for i in (range(n - 1, -1, -1) if reverse else range(n)):
+        at = _along(axis, i)
+        at = tuple(slice(*item) if isinstance(item, tuple) else item for item in at)
+        previous = b[at] if previous is None else b[at] + a[at] * previous
+        out[at] = previous
+    return out
+
+
+def _linear_recurrence_shape(b, a, axis=0, reverse=False):
+    from .ops import broadcast_shapes
+    shape = broadcast_shapes(b, a)
+    _one_axis(shape, axis)
+    return shape
+
+
+def _linear_recurrence_vjp_b(g, ans, b, a, axis=0, reverse=False):
+    shift = _shift_toward_end if reverse else _shift_toward_start
+    return G.linear_recurrence(g, shift(a, axis), axis=axis, reverse=not reverse)
+
+
+def _linear_recurrence_vjp_a(g, ans, b, a, axis=0, reverse=False):
+    shift = _shift_toward_start if reverse else _shift_toward_end
+    return shift(ans, axis) * _linear_recurrence_vjp_b(g, ans, b, a, axis, reverse)
+
+
+register(Op("linear_recurrence", _linear_recurrence, _linear_recurrence_shape,
+            (_linear_recurrence_vjp_b, _linear_recurrence_vjp_a), args=("b", "a"),
+            params={"axis": 0, "reverse": False},
+            doc="s[i] = b[i] + a[i] * s[i-1] along axis (s[i+1] with reverse=True): "
+                "the scan that the gradients of cumprod and cumlogsumexp are made of"))
+
+
+def _scan_shape(shape, axis=None, **_):
+    if axis is None:
+        return (math.prod(shape),)
+    _one_axis(shape, axis)
+    return shape
+
+
+def _scan(xp, x, axis, reverse, exclusive, scan, fill):
+    if axis is None:
+        x, axis = x.reshape(-1), 0
+    if reverse:
+        x = xp.flip(x, axis=axis)
+    out = scan(x, axis)
+    if exclusive and x.shape[axis]:
+        head = xp.full(tuple(1 if i == axis % x.ndim else d for i, d in enumerate(x.shape)), fill, dtype=out.dtype)
+        body = out[tuple(slice(None, -1) if i == axis % x.ndim else slice(None) for i in range(x.ndim))]
+        out = xp.concatenate([head, body], axis=axis)
+    return xp.flip(out, axis=axis) if reverse else out
+
+
+def _scan_vjp(rule):
+    """A scan's rule on a named axis; axis=None (the flattened array) reshapes around it."""
+    def vjp(g, ans, x, axis=None, **params):
+        if axis is None:
+            flat = x if x.ndim == 1 else G.reshape(x, shape=(math.prod(x.shape),))
+            out = rule(g, ans, flat, 0, **params)
+            return out if x.ndim == 1 else G.reshape(out, shape=x.shape)
+        return rule(g, ans, x, axis % x.ndim, **params)
+    return vjp
+
+
+def _tensorflow_axis_zero(name):
+    """TensorFlow's cumsum/cumprod scan axis 0 by default; NumPy's flatten the array."""
+    def reading(call):
+        if call.library == "tensorflow" and call.positional < 2 and "axis" not in call.keywords:
+            return name, {"axis": 0}
+        return None
+    return reading
+
+
+def _cumsum_rule(g, ans, x, axis, exclusive=False, reverse=False):
+    return G.cumsum(g, axis=axis, exclusive=exclusive, reverse=not reverse)
+
+
+def _cumprod_rule(g, ans, x, axis, exclusive=False, reverse=False):
+    # d out[j] / d x[i] = (product of the x before i) (product of x[i+1..j]): the first factor is
+    # the exclusive cumprod, the sum over j a linear scan; exact with zeros, no division
+    shift = _shift_toward_end if reverse else _shift_toward_start
+    before = G.cumprod(x, axis=axis, exclusive=True, reverse=reverse)
+    b = shift(g, axis) if exclusive else g
+    return before * G.linear_recurrence(b, shift(x, axis), axis=axis, reverse=not reverse)
+
+
+_SCAN_PARAMS = {"axis": None, "exclusive": False, "reverse": False}
+register(Op("cumsum", lambda xp, x, axis=None, exclusive=False, reverse=False:
+            _scan(xp, x, axis, reverse, exclusive, lambda v, ax: xp.cumsum(v, axis=ax), 0),
+            _scan_shape, (_scan_vjp(_cumsum_rule),), params=dict(_SCAN_PARAMS), reading=_tensorflow_axis_zero("cumsum"),
+            doc="cumulative sum along axis (the flattened array by default; TensorFlow's spelling: axis 0)"))
+register(Op("cumprod", lambda xp, x, axis=None, exclusive=False, reverse=False:
+            _scan(xp, x, axis, reverse, exclusive, lambda v, ax: xp.cumprod(v, axis=ax), 1),
+            _scan_shape, (_scan_vjp(_cumprod_rule),), params=dict(_SCAN_PARAMS), reading=_tensorflow_axis_zero("cumprod"),
+            doc="cumulative product along axis; its gradient is exact where x holds zeros"))
+
+
+def _cumlogsumexp_rule(g, ans, x, axis, reverse=False):
+    # d out[j] / d x[i] = exp(x[i] - out[j]) = exp(x[i] - out[i]) * prod of exp(out[k-1] - out[k]):
+    # every factor is at most 1, so nothing overflows
+    inner, outer = (None, -1, None), (1, None, None)
+    if reverse:
+        inner, outer = outer, inner
+    ratio = G.exp(G.index(ans, index=_along(axis, inner)) - G.index(ans, index=_along(axis, outer)))
+    a = G.scatter(ratio, shape=x.shape, index=_along(axis, inner))
+    return G.exp(x - ans) * G.linear_recurrence(g, a, axis=axis, reverse=not reverse)
+
+
+def _logaddexp_accumulate(x, axis):
+    import numpy
+    return numpy.logaddexp.accumulate(x, axis=axis)
+
+
+def _torch_tuple(call):
+    if call.library == "torch":
+        raise ReadingError(f"torch.{call.name} returns (values, indices); gradcli's {call.name} is the values: "
+                           f"write {call.name}(x, axis=...) without the torch. prefix")
+    return None
+
+
+register(Op("cumlogsumexp", lambda xp, x, axis=0, reverse=False:
+            _scan(xp, x, axis, reverse, False, lambda v, ax: _on_host(xp, lambda u: _logaddexp_accumulate(u, ax), v), 0),
+            _scan_shape, (_scan_vjp(_cumlogsumexp_rule),), params={"axis": 0, "reverse": False},
+            aliases=("cumulative_logsumexp", "logcumsumexp"),
+            doc="log(cumsum(exp(x))) along axis (0 by default, as lax and TensorFlow), without overflow"))
+
+
+def _cumulative_extreme(xp, x, axis, reverse, kind):
+    import numpy
+    ufunc = numpy.maximum if kind == "max" else numpy.minimum
+    return _scan(xp, x, axis, reverse, False, lambda v, ax: _on_host(xp, lambda u: ufunc.accumulate(u, axis=ax), v), 0)
+
+
+def _cumulative_arg(xp, x, axis=0, reverse=False, kind="max"):
+    """The index of the element each running extreme comes from: on ties, the first that the
+    scan reaches; a NaN takes over from where it stands."""
+    import numpy
+
+    def on_host(v):
+        v = numpy.moveaxis(v, axis, -1) if axis is not None else v.reshape(-1)
+        if reverse:
+            v = v[..., ::-1]
+        better = numpy.greater if kind == "max" else numpy.less
+        running = (numpy.maximum if kind == "max" else numpy.minimum).accumulate(v, axis=-1)
+        new = numpy.ones(v.shape, dtype=bool)
+        new[..., 1:] = better(v[..., 1:], running[..., :-1]) | (numpy.isnan(v[..., 1:]) & ~numpy.isnan(running[..., :-1]))
+        n = v.shape[-1]
+        index = numpy.maximum.accumulate(numpy.where(new, numpy.arange(n), 0), axis=-1)
+        if reverse:
+            index = (n - 1 - index)[..., ::-1]
+        return (numpy.moveaxis(index, -1, axis) if axis is not None else index).astype(v.dtype)
+    return _on_host(xp, on_host, x)
+
+
+def _cumulative_extreme_rule(kind):
+    def rule(g, ans, x, axis, reverse=False):
+        index = G.cumargmax(x, axis=axis, reverse=reverse) if kind == "max" else G.cumargmin(x, axis=axis, reverse=reverse)
+        return G.scatter_along(g, index, axis=axis, size=x.shape[axis])
+    return rule
+
+
+for _kind in ("max", "min"):
+    register(Op(f"cum{_kind}", (lambda k: lambda xp, x, axis=0, reverse=False: _cumulative_extreme(xp, x, axis, reverse, k))(_kind),
+                _scan_shape, (_scan_vjp(_cumulative_extreme_rule(_kind)),), params={"axis": 0, "reverse": False},
+                reading=_torch_tuple, finite_closed=True,
+                doc=f"the running {_kind}imum along axis (0 by default, as lax); on ties the gradient goes to the "
+                    "first element the scan reaches"))
+    register(Op(f"cumarg{_kind}", (lambda k: lambda xp, x, axis=0, reverse=False: _cumulative_arg(xp, x, axis, reverse, k))(_kind),
+                lambda shape, axis=0, reverse=False: _scan_shape(shape, axis), NOT_DIFFERENTIABLE,
+                params={"axis": 0, "reverse": False},
+                doc=f"the index each running {_kind}imum of cum{_kind} comes from (first reached on ties)"))
+
+
+# --------------------------------------------------------------------------- permutations: sort, partition
+
+def _argsort(xp, x, axis=-1, kind=None):
+    if axis is None:
+        x, axis = x.reshape(-1), 0
+    if xp.__name__ == "numpy":
+        return xp.argsort(x, axis=axis, kind="stable").astype(x.dtype)
+    return xp.argsort(x, axis=axis).astype(x.dtype)  # CuPy's sort is stable
+
+
+def _sort_shape(shape, axis=-1, **_):
+    return _scan_shape(shape, axis)
+
+
+def _gather_along_shape(v, indices, axis):
+    axis = _one_axis(v, axis)
+    if len(indices) != len(v) or any(a != b for i, (a, b) in enumerate(zip(v, indices)) if i != axis):
+        raise ShapeError(f"indices of shape {indices} do not match values of shape {v} off axis {axis}")
+    return indices
+
+
+def _scatter_along_shape(v, indices, axis, size):
+    axis = _one_axis(v, axis)
+    if v != indices:
+        raise ShapeError(f"indices of shape {indices} do not match values of shape {v}")
+    return v[:axis] + (size,) + v[axis + 1:]
+
+
+def _gather_along(xp, v, indices, axis):
+    return xp.take_along_axis(v, indices.astype(xp.int64), axis=axis)
+
+
+def _scatter_along(xp, v, indices, axis, size):
+    """Zeros with `size` along axis, v[..., j] added at indices[..., j] (repeated indices add)."""
+    moved = xp.moveaxis(v, axis, -1)
+    index = xp.moveaxis(indices, axis, -1).astype(xp.int64)
+    lead = moved.shape[:-1]
+    rows = math.prod(lead)
+    flat = (xp.arange(rows, dtype=xp.int64).reshape(-1, 1) * size + index.reshape(rows, -1)).reshape(-1)
+    out = xp.bincount(flat, weights=moved.reshape(-1), minlength=rows * size)
+    return xp.moveaxis(out.reshape(lead + (size,)).astype(v.dtype), -1, axis)
+
+
+register(Op("gather_along", _gather_along, _gather_along_shape,
+            (lambda g, ans, v, indices, axis: G.scatter_along(g, indices, axis=axis, size=v.shape[axis % v.ndim]),
+             NO_GRADIENT),
+            args=("v", "indices"), params={"axis": REQUIRED},
+            doc="gather_along(v, indices, axis): v's elements at the (constant) indices along axis"))
+register(Op("scatter_along", _scatter_along, _scatter_along_shape,
+            (lambda g, ans, v, indices, axis, size: G.gather_along(g, indices, axis=axis), NO_GRADIENT),
+            args=("v", "indices"), params={"axis": REQUIRED, "size": REQUIRED},
+            doc="scatter_along(v, indices, axis, size): zeros of length size along axis with v added "
+                "at the indices (the gradient of gather_along)"))
+register(Op("argsort", _argsort, _sort_shape, NOT_DIFFERENTIABLE, params={"axis": -1, "kind": None},
+            doc="the indices that sort x along axis (stable: ties keep their order)"))
+
+
+def _sort_vjp(g, ans, x, axis=-1, kind=None):
+    if axis is None:
+        flat = x if x.ndim == 1 else G.reshape(x, shape=(math.prod(x.shape),))
+        out = _sort_vjp(g, ans, flat, 0)
+        return out if x.ndim == 1 else G.reshape(out, shape=x.shape)
+    axis %= x.ndim
+    return G.scatter_along(g, G.argsort(x, axis=axis), axis=axis, size=x.shape[axis])
+
+
+register(Op("sort", lambda xp, x, axis=-1, kind=None: xp.sort(x.reshape(-1) if axis is None else x,
+                                                              axis=0 if axis is None else axis),
+            _sort_shape, (_sort_vjp,), params={"axis": -1, "kind": None}, reading=_torch_tuple, finite_closed=True,
+            doc="x sorted along axis; the gradient follows the permutation (stable: tied elements "
+                "take the gradients of their sorted positions in their original order)"))
+
+
+def _partition_shape(shape, kth, axis=-1):
+    axis = _one_axis(shape, axis)
+    for k in (kth,) if isinstance(kth, int) else kth:
+        if not isinstance(k, int) or not -shape[axis] <= k < shape[axis]:
+            raise ShapeError(f"kth {k} is out of range for an axis of length {shape[axis]}")
+    return shape
+
+
+def _argpartition(xp, x, kth, axis=-1):
+    kth = list(kth) if isinstance(kth, tuple) else kth
+    return xp.argpartition(x, kth, axis=axis).astype(x.dtype)
+
+
+register(Op("argpartition", _argpartition, _partition_shape, NOT_DIFFERENTIABLE,
+            params={"kth": REQUIRED, "axis": -1}, doc="the indices that partition x around kth"))
+register(Op("partition", lambda xp, x, kth, axis=-1: _gather_along(xp, x, _argpartition(xp, x, kth, axis), axis),
+            _partition_shape,
+            (lambda g, ans, x, kth, axis=-1: G.scatter_along(g, G.argpartition(x, kth=kth, axis=axis), axis=axis,
+                                                             size=x.shape[axis % x.ndim]),),
+            params={"kth": REQUIRED, "axis": -1}, finite_closed=True,
+            doc="x rearranged so that its kth element is in sorted position, smaller ones before"))
+
+
+# --------------------------------------------------------------------------- moments: var, std, average
+
+def _moments_reading(name):
+    """np.var(x, axis, dtype, out, ddof): past the axis, arguments are read only by name; PyTorch's
+    var and std default to the unbiased estimate (ddof=1), NumPy's, TensorFlow's and JAX's to 0."""
+    return lambda call: _moments_read(name, call)
+
+
+def _moments_read(name, call):
+    if call.positional > 2:
+        raise ReadingError(f"{call.name}() with {call.positional} arguments: NumPy's third argument is dtype, "
+                           f"PyTorch's unbiased, TensorFlow's keepdims; write ddof= and keepdims= by name")
+    if call.library == "torch":
+        if "unbiased" in call.keywords:
+            raise ReadingError(f"torch.{call.name}(unbiased=...): write correction=1 (unbiased) or correction=0")
+        if "correction" not in call.keywords and "ddof" not in call.keywords:
+            return name, {"ddof": 1}
+    return None
+
+
+def _divisor(x_shape, axis, ddof) -> float:
+    n = _count(x_shape, axis) - ddof
+    return float(n) if n > 0 else 0.0
+
+
+def _count(shape, axis) -> int:
+    return math.prod(shape[a] for a in normalize_axes(axis, len(shape)))
+
+
+def _inverse(n: float) -> float:
+    return 1.0 / n if n else math.inf  # NumPy divides by max(n - ddof, 0): inf or NaN
+
+
+def _var_vjp(g, ans, x, axis=None, ddof=0, keepdims=False):
+    centred = x - G.mean(x, axis=axis, keepdims=True)
+    return _keep(g, x.shape, axis, keepdims) * centred * (2.0 * _inverse(_divisor(x.shape, axis, ddof)))
+
+
+def _std_vjp(g, ans, x, axis=None, ddof=0, keepdims=False):
+    centred = x - G.mean(x, axis=axis, keepdims=True)
+    scale = _inverse(_divisor(x.shape, axis, ddof))
+    return _keep(g, x.shape, axis, keepdims) * centred * scale / _keep(ans, x.shape, axis, keepdims)
+
+
+def _moment_shape(shape, axis=None, ddof=0, keepdims=False):
+    if not isinstance(ddof, (int, float)):
+        raise ShapeError(f"ddof must be a number, not {ddof}")
+    return reduced_shape(shape, axis, keepdims)
+
+
+_MOMENT_PARAMS = {"axis": None, "ddof": 0, "keepdims": False}
+register(Op("var", lambda xp, x, axis=None, ddof=0, keepdims=False: xp.var(x, axis=axis, ddof=ddof, keepdims=keepdims),
+            _moment_shape, (_var_vjp,), params=dict(_MOMENT_PARAMS), aliases=("reduce_variance",),
+            reading=_moments_reading("var"), doc="the variance, sum((x - mean)^2) / (n - ddof); ddof=0 by default"))
+register(Op("std", lambda xp, x, axis=None, ddof=0, keepdims=False: xp.std(x, axis=axis, ddof=ddof, keepdims=keepdims),
+            _moment_shape, (_std_vjp,), params=dict(_MOMENT_PARAMS), aliases=("reduce_std",),
+            reading=_moments_reading("std"),
+            doc="the standard deviation, sqrt(var); its gradient is NaN where it is 0 (all values equal)"))
+
+
+def _average_reading(call):
+    if call.positional > 2:
+        raise ReadingError("average() with more than 2 arguments: write weights= and keepdims= by name")
+    if "weights" in call.keywords:
+        return "weighted_average", {}
+    return None
+
+
+_reduction("average", lambda xp, x, axis=None, keepdims=False: xp.mean(x, axis=axis, keepdims=keepdims),
+           lambda g, ans, x, axis=None, keepdims=False: _spread(g, x, axis, keepdims) / float(_count(x.shape, axis)),
+           shape=_nonempty_reduction_shape, reading=_average_reading,
+           doc="the mean, or with weights= the weighted mean")
+
+
+def _weights_shape(x_shape, w_shape, axis):
+    """How weights line up with x: their own shape if it is x's, else 1-D along the one axis."""
+    if tuple(w_shape) == tuple(x_shape):
+        return tuple(w_shape)
+    if isinstance(axis, int) and len(w_shape) == 1 and x_shape and w_shape[0] == x_shape[axis % len(x_shape)]:
+        return tuple(w_shape[0] if i == axis % len(x_shape) else 1 for i in range(len(x_shape)))
+    raise ShapeError(f"weights of shape {tuple(w_shape)} must have x's shape {tuple(x_shape)}, "
+                     "or be 1-D along the one axis given")
+
+
+def _weighted_average(xp, x, w, axis=None, keepdims=False):
+    wb = xp.broadcast_to(w.reshape(_weights_shape(x.shape, w.shape, axis)), x.shape)
+    return xp.sum(x * wb, axis=axis, keepdims=keepdims) / xp.sum(wb, axis=axis, keepdims=keepdims)
+
+
+def _weighted_average_parts(x, w, axis, keepdims, g, ans):
+    aligned = _weights_shape(x.shape, w.shape, axis)
+    wb = w if aligned == w.shape else G.reshape(w, shape=aligned)
+    total = G.sum(G.broadcast_to(wb, shape=x.shape), axis=axis, keepdims=True)
+    return wb, total, _keep(g, x.shape, axis, keepdims), _keep(ans, x.shape, axis, keepdims)
+
+
+def _weighted_average_vjp_w(g, ans, x, w, axis=None, keepdims=False):
+    wb, total, gk, avg = _weighted_average_parts(x, w, axis, keepdims, g, ans)
+    ct = gk * (x - avg) / total
+    if wb.shape == w.shape:
+        return ct
+    return G.reshape(G.sum(ct, axis=tuple(i for i in range(x.ndim) if i != axis % x.ndim)), shape=w.shape)
+
+
+register(Op("weighted_average", _weighted_average,
+            lambda x, w, axis=None, keepdims=False: (_weights_shape(x, w, axis), reduced_shape(x, axis, keepdims))[1],
+            (lambda g, ans, x, w, axis=None, keepdims=False: (lambda p: p[2] * p[0] / p[1])(
+                _weighted_average_parts(x, w, axis, keepdims, g, ans)),
+             _weighted_average_vjp_w),
+            args=("x", "weights"), params={"axis": None, "keepdims": False},
+            doc="sum(x * weights) / sum(weights) over axis (what average(x, weights=w) reads as)"))
+
+
+# --------------------------------------------------------------------------- order statistics: median, quantile
+
+_METHODS = ("linear", "lower", "higher", "nearest", "midpoint")
+
+
+def _quantile_plan(shape, q, axis, method):
+    """Static: the axes kept, the length n of the sorted axis, and per quantile the two sorted
+    positions it reads and the weight of the upper one (NumPy's methods)."""
+    axes = normalize_axes(axis, len(shape))
+    kept = tuple(i for i in range(len(shape)) if i not in axes)
+    n = math.prod(shape[a] for a in axes)
+    if n == 0:
+        raise ShapeError("the quantile of no elements is undefined")
+    if method not in _METHODS + ("median",):
+        raise ShapeError(f"method {method!r} is not one of {', '.join(_METHODS)}")
+    picks = []
+    for value in (q if isinstance(q, tuple) else (q,)):
+        if not isinstance(value, (int, float)) or not 0 <= value <= 1:
+            raise ShapeError(f"q must be between 0 and 1 (percentiles between 0 and 100), got {value}")
+        position = value * (n - 1)
+        lo = math.floor(position)
+        hi, t = min(lo + 1, n - 1), position - lo
+        if method == "median":
+            lo, hi = (n - 1) // 2, n // 2
+            t = 0.5 if lo != hi else 0.0
+        elif method == "lower":
+            hi, t = lo, 0.0
+        elif method == "higher":
+            lo = hi = math.ceil(position)
+            t = 0.0
+        elif method == "nearest":
+            lo = hi = round(position)  # half to even, as NumPy
+            t = 0.0
+        elif method == "midpoint":
+            t = 0.5 if t else 0.0
+        picks.append((lo, hi, t))
+    return axes, kept, n, picks
+
+
+def _quantile_forward(xp, x, q, axis=None, method="linear", keepdims=False):
+    axes, kept, n, picks = _quantile_plan(x.shape, q, axis, method)
+    lead = tuple(x.shape[i] for i in kept)
+    ordered = xp.sort(xp.transpose(x, kept + axes).reshape(lead + (n,)), axis=-1)
+    values = []
+    for lo, hi, t in picks:
+        a, b = ordered[..., lo], ordered[..., hi]
+        if method == "median":
+            values.append((a + b) / 2 if lo != hi else a)
+        elif t == 0:
+            values.append(a)
+        else:  # NumPy's lerp: from the nearer end
+            values.append(a + (b - a) * t if t < 0.5 else b - (b - a) * (1 - t))
+    out = xp.stack(values) if isinstance(q, tuple) else values[0]
+    out = xp.where(xp.isnan(ordered[..., -1]), math.nan, out).astype(x.dtype)  # a NaN makes the slice NaN
+    if keepdims:
+        out = out.reshape(out.shape[:out.ndim - len(lead)] + reduced_shape(x.shape, axes, True))
+    return out
+
+
+def _quantile_vjp(g, ans, x, q, axis=None, method="linear", keepdims=False):
+    axes, kept, n, picks = _quantile_plan(x.shape, q, axis, method)
+    lead = tuple(x.shape[i] for i in kept)
+    perm = kept + axes
+    moved = x if perm == tuple(range(x.ndim)) else G.transpose(x, axes=perm)
+    moved = moved if moved.shape == lead + (n,) else G.reshape(moved, shape=lead + (n,))
+    on_sorted = None
+    for k, (lo, hi, t) in enumerate(picks):
+        gk = G.index(g, index=(k,)) if isinstance(q, tuple) else g
+        gk = gk if gk.shape == lead else G.reshape(gk, shape=lead)
+        weights = {lo: 1.0 - t}
+        weights[hi] = weights.get(hi, 0.0) + t
+        for position, weight in weights.items():
+            if weight:
+                term = G.scatter(gk * weight, shape=lead + (n,), index=(Ellipsis, position))
+                on_sorted = term if on_sorted is None else on_sorted + term
+    at = len(lead)
+    out = G.scatter_along(on_sorted, G.argsort(moved, axis=at), axis=at, size=n)
+    permuted = tuple(x.shape[i] for i in perm)
+    out = out if out.shape == permuted else G.reshape(out, shape=permuted)
+    if perm == tuple(range(x.ndim)):
+        return out
+    return G.transpose(out, axes=tuple(sorted(range(x.ndim), key=perm.__getitem__)))
+
+
+def _quantile_shape(shape, q, axis=None, method="linear", keepdims=False):
+    _quantile_plan(shape, q, axis, method)
+    return ((len(q),) if isinstance(q, tuple) else ()) + reduced_shape(shape, axis, keepdims)
+
+
+def _percent(q):
+    return tuple(v / 100 for v in q) if isinstance(q, tuple) else q / 100 if isinstance(q, (int, float)) else q
+
+
+def _median_reading(call):
+    if call.library == "torch":
+        raise ReadingError("torch.median gives the lower of the two middle values (and with dim, a tuple); "
+                           "NumPy's median averages them: write median(x) for NumPy's, "
+                           "quantile(x, 0.5, method='lower') for PyTorch's")
+    return None
+
+
+_QUANTILE_PARAMS = {"q": REQUIRED, "axis": None, "method": "linear", "keepdims": False}
+register(Op("quantile", _quantile_forward, _quantile_shape, (_quantile_vjp,), params=dict(_QUANTILE_PARAMS),
+            finite_closed=True,
+            doc="quantile(x, q, axis, method): NumPy's methods linear (default), lower, higher, nearest, "
+                "midpoint; the gradient goes to the (one or two) sorted elements it reads"))
+register(Op("percentile", lambda xp, x, q, **p: _quantile_forward(xp, x, _percent(q), **p),
+            lambda shape, q, **p: _quantile_shape(shape, _percent(q), **p),
+            (lambda g, ans, x, q, **p: _quantile_vjp(g, ans, x, _percent(q), **p),), params=dict(_QUANTILE_PARAMS),
+            finite_closed=True, doc="quantile with q in percent"))
+register(Op("median", lambda xp, x, axis=None, keepdims=False: _quantile_forward(xp, x, 0.5, axis, "median", keepdims),
+            lambda shape, axis=None, keepdims=False: _quantile_shape(shape, 0.5, axis, "median", keepdims),
+            (lambda g, ans, x, axis=None, keepdims=False: _quantile_vjp(g, ans, x, 0.5, axis, "median", keepdims),),
+            params={"axis": None, "keepdims": False}, reading=_median_reading, finite_closed=True,
+            doc="the middle value, or the mean of the two middle values; the gradient is split between them"))
+
+
+# --------------------------------------------------------------------------- norms
+
+_INF = math.inf
+
+
+def _norm_plan(shape, ord, axis, kind):
+    """("vector", axes) or ("matrix", (rows, columns)), as NumPy's linalg.norm (kind "norm"),
+    vector_norm or matrix_norm read their arguments; refuses what they refuse."""
+    if kind == "norm":
+        if axis is None:
+            if ord is None:
+                kind, axis = "vector", None
+            elif len(shape) in (1, 2):
+                kind, axis = ("vector", 0) if len(shape) == 1 else ("matrix", (0, 1))
+            else:
+                raise ShapeError(f"norm with ord of a rank-{len(shape)} array needs axis (one axis, or two)")
+        else:
+            kind = "vector" if isinstance(axis, int) else "matrix"
+    if kind == "vector":
+        axes = normalize_axes(axis, len(shape))
+        if isinstance(ord, str) or (ord is not None and not isinstance(ord, (int, float))):
+            raise ShapeError(f"ord {ord!r} is not a vector norm (a number, inf or -inf)")
+        if ord in (_INF, -_INF) and any(shape[a] == 0 for a in axes):
+            raise ShapeError("the max or min norm of no elements is undefined")
+        return "vector", axes
+    pair = (axis,) if isinstance(axis, int) else tuple(axis)
+    if len(pair) != 2 or len(shape) < 2:
+        raise ShapeError(f"a matrix norm needs two axes of an array of rank 2 or more, got axis {axis}")
+    normalize_axes(pair, len(shape))  # in range, and different
+    rows, columns = (a % len(shape) for a in pair)
+    if ord in (2, -2, "nuc"):
+        raise ShapeError(f"the matrix norm ord={ord!r} is made of singular values: use svd")
+    if ord not in (None, "fro", 1, -1, _INF, -_INF):
+        raise ShapeError(f"ord {ord!r} is not a matrix norm (fro, 1, -1, inf, -inf)")
+    return "matrix", (rows, columns)
+
+
+def _norm_forward(xp, x, ord, axis, keepdims, kind):
+    plan, axes = _norm_plan(x.shape, ord, axis, kind)
+    a = xp.abs(x)
+    if plan == "vector":
+        if ord in (None, 2):
+            return xp.sqrt(xp.sum(x * x, axis=axes, keepdims=keepdims))
+        if ord in (_INF, -_INF):
+            return (xp.max if ord > 0 else xp.min)(a, axis=axes, keepdims=keepdims)
+        if ord == 0:
+            return xp.sum(x != 0, axis=axes, keepdims=keepdims).astype(x.dtype)
+        if ord == 1:
+            return xp.sum(a, axis=axes, keepdims=keepdims)
+        return xp.sum(a ** ord, axis=axes, keepdims=keepdims) ** (1.0 / ord)
+    rows, columns = axes
+    if ord in (None, "fro"):
+        out = xp.sqrt(xp.sum(x * x, axis=axes, keepdims=True))
+    else:
+        summed, extreme = (rows, columns) if ord in (1, -1) else (columns, rows)
+        out = (xp.max if ord > 0 else xp.min)(xp.sum(a, axis=summed, keepdims=True), axis=extreme, keepdims=True)
+    return out if keepdims else xp.squeeze(out, axis=axes)
+
+
+def _norm_vjp(g, ans, x, ord, axis, keepdims, kind):
+    plan, axes = _norm_plan(x.shape, ord, axis, kind)
+    gk, norm = _keep(g, x.shape, axes, keepdims), _keep(ans, x.shape, axes, keepdims)
+    if ord in (None, 2, "fro"):
+        return gk * x / norm  # NaN at 0, where the 2-norm has no gradient
+    if plan == "vector":
+        if ord in (_INF, -_INF):  # ties share the gradient, as max and min
+            tied = G.equal(G.abs(x), norm)
+            return gk * G.sign(x) * tied / G.sum(tied, axis=axes, keepdims=True)
+        if ord == 0:
+            return _spread(g, x, axes, keepdims) * 0.0
+        if ord == 1:
+            return gk * G.sign(x)
+        return gk * G.sign(x) * (G.abs(x) / norm) ** float(ord - 1)
+    rows, columns = axes
+    summed, extreme = (rows, columns) if ord in (1, -1) else (columns, rows)
+    tied = G.equal(G.sum(G.abs(x), axis=summed, keepdims=True), norm)
+    return gk * G.sign(x) * (tied / G.sum(tied, axis=extreme, keepdims=True))
+
+
+def _norm_shape(kind):
+    def shape_rule(shape, ord=None, axis=None, keepdims=False):
+        plan, axes = _norm_plan(shape, ord, axis, kind)
+        return reduced_shape(shape, axes, keepdims)
+    return shape_rule
+
+
+def _norm_reading(call):
+    """tf.norm treats the array as one vector unless axis is a pair (NumPy's ord of a matrix is a
+    matrix norm); torch.norm(x, p) likewise: with ord they are refused, without they are vector_norm."""
+    if call.library in ("tensorflow", "torch"):
+        if call.positional > 1 or "ord" in call.keywords:
+            raise ReadingError(f"{call.library}'s norm with ord: TensorFlow's and torch.norm's ord applies to "
+                               "the flattened array unless axis is a pair, NumPy's to a matrix as a matrix norm; "
+                               "write vector_norm(x, ord=...) or matrix_norm(x, ord=...)")
+        return "vector_norm", {}
+    return None
+
+
+def _register_norm(name, kind, params, doc, aliases=(), reading=None):
+    ord0, axis0 = params.get("ord", 2), params["axis"]  # defaults: None ones are not passed
+
+    def forward(xp, x, ord=ord0, axis=axis0, keepdims=False):
+        return _norm_forward(xp, x, ord, axis, keepdims, kind)
+
+    def shape(x_shape, ord=ord0, axis=axis0, keepdims=False):
+        return reduced_shape(x_shape, _norm_plan(x_shape, ord, axis, kind)[1], keepdims)
+
+    def vjp(g, ans, x, ord=ord0, axis=axis0, keepdims=False):
+        return _norm_vjp(g, ans, x, ord, axis, keepdims, kind)
+
+    register(Op(name, forward, shape, (vjp,), params=params, aliases=aliases, reading=reading, doc=doc))
+
+
+_register_norm("norm", "norm", {"ord": None, "axis": None, "keepdims": False},
+               "NumPy's linalg.norm: ord (None, a number, inf, fro) over axis (one axis: a vector norm; two: a "
+               "matrix norm); the 2-norm's gradient is NaN at 0, where it has none", reading=_norm_reading)
+_register_norm("vector_norm", "vector", {"ord": 2, "axis": None, "keepdims": False},
+               "the ord-norm of the elements over axis (all by default), taken as one vector")
+_register_norm("matrix_norm", "matrix", {"ord": "fro", "axis": (-2, -1), "keepdims": False},
+               "a matrix norm (fro, 1, -1, inf, -inf) over two axes (the last two by default)")
+_register_norm("euclidean_norm", "vector", {"axis": None, "keepdims": False},
+               "sqrt(sum(x^2)) over axis (TensorFlow's reduce_euclidean_norm)", aliases=("reduce_euclidean_norm",))
+
+
+# --------------------------------------------------------------------------- differences and integrals
+
+def _stencil(length: int, kind: str, **params):
+    """The linear map along one axis as terms (destination, [(coefficient, source), ...], divisor):
+    out[destination] = sum(coefficient * x[source]) / divisor, slices as (start, stop, step)."""
+    if kind == "diff":
+        return [((None, None, None), [(1.0, (1, None, None)), (-1.0, (None, -1, None))], 1.0)]
+    if kind == "trapezoid":  # the pieces of np.trapezoid before the sum: dx (y[i+1] + y[i]) / 2
+        return [((None, None, None), [(params["dx"], (1, None, None)), (params["dx"], (None, -1, None))], 2.0)]
+    h, order = params["spacing"], params["edge_order"]
+    terms = [((1, -1, None), [(1.0, (2, None, None)), (-1.0, (None, -2, None))], 2.0 * h)]
+    if order == 1:
+        terms += [((0, 1, None), [(1.0, (1, 2, None)), (-1.0, (0, 1, None))], h),
+                  ((-1, None, None), [(1.0, (-1, None, None)), (-1.0, (-2, -1, None))], h)]
+    else:
+        terms += [((0, 1, None), [(-1.5 / h, (0, 1, None)), (2.0 / h, (1, 2, None)), (-0.5 / h, (2, 3, None))], 1.0),
+                  ((-1, None, None), [(0.5 / h, (-3, -2, None)), (-2.0 / h, (-2, -1, None)), (1.5 / h, (-1, None, None))], 1.0)]
+    return terms
+
+
+def _stencil_length(length, kind, **params):
+    return length if kind == "gradient" else max(length - 1, 0)
+
+
+def _apply_stencil(xp, x, axis, kind, **params):
+    shape = list(x.shape)
+    shape[axis] = _stencil_length(x.shape[axis], kind, **params)
+    out = xp.empty(tuple(shape), dtype=x.dtype)
+
+    def at(item):
+        return tuple(slice(*item) if i == axis else slice(None) for i in range(x.ndim))
+    for destination, parts, divisor in _stencil(x.shape[axis], kind, **params):
+        total = None
+        for coefficient, source in parts:
+            term = x[at(source)] if coefficient == 1.0 else (-x[at(source)] if coefficient == -1.0
+                                                              else coefficient * x[at(source)])
+            total = term if total is None else total + term
+        out[at(destination)] = total / divisor if divisor != 1.0 else total
+    return out
+
+
+def _transpose_stencil(g, x_shape, axis, kind, **params):
+    out = None
+    for destination, parts, divisor in _stencil(x_shape[axis], kind, **params):
+        piece = g if destination == FULL else G.index(g, index=_along(axis, destination))
+        for coefficient, source in parts:
+            term = G.scatter(piece * (coefficient / divisor), shape=x_shape, index=_along(axis, source))
+            out = term if out is None else out + term
+    return out
+
+
+def _diff_shape(shape, n=1, axis=-1):
+    axis = _one_axis(shape, axis)
+    if not isinstance(n, int) or n < 0:
+        raise ShapeError(f"n must be a non-negative integer, not {n}")
+    return tuple(max(d - n, 0) if i == axis else d for i, d in enumerate(shape))
+
+
+def _diff(xp, x, n=1, axis=-1):
+    axis %= x.ndim
+    for _ in range(n):
+        x = _apply_stencil(xp, x, axis, "diff")
+    return x
+
+
+def _diff_vjp(g, ans, x, n=1, axis=-1):
+    axis %= x.ndim
+    for k in range(n - 1, -1, -1):
+        g = _transpose_stencil(g, tuple(max(d - k, 0) if i == axis else d for i, d in enumerate(x.shape)), axis, "diff")
+    return g
+
+
+register(Op("diff", _diff, _diff_shape, (_diff_vjp,), params={"n": 1, "axis": -1},
+            doc="the n-th difference along axis, x[1:] - x[:-1] applied n times"))
+
+
+def _gradient_axis(shape, axis, spacing, edge_order):
+    if axis is None:
+        if len(shape) != 1:
+            raise ShapeError(f"gradient of a rank-{len(shape)} array without axis= gives one array per axis; "
+                             "give axis=")
+        axis = 0
+    axis = _one_axis(shape, axis)
+    if not isinstance(spacing, (int, float)) or spacing == 0:
+        raise ShapeError(f"spacing must be one nonzero number (sample points are not supported), not {spacing}")
+    if edge_order not in (1, 2):
+        raise ShapeError(f"edge_order must be 1 or 2, not {edge_order}")
+    if shape[axis] < edge_order + 1:
+        raise ShapeError(f"gradient needs at least {edge_order + 1} elements along the axis, got {shape[axis]}")
+    return axis
+
+
+register(Op("gradient",
+            lambda xp, f, spacing=1.0, axis=None, edge_order=1: _apply_stencil(
+                xp, f, _gradient_axis(f.shape, axis, spacing, edge_order), "gradient",
+                spacing=spacing, edge_order=edge_order),
+            lambda shape, spacing=1.0, axis=None, edge_order=1: (_gradient_axis(shape, axis, spacing, edge_order), shape)[1],
+            (lambda g, ans, f, spacing=1.0, axis=None, edge_order=1: _transpose_stencil(
+                g, f.shape, _gradient_axis(f.shape, axis, spacing, edge_order), "gradient",
+                spacing=spacing, edge_order=edge_order),),
+            args=("f",), params={"spacing": 1.0, "axis": None, "edge_order": 1},
+            doc="NumPy's gradient with one spacing: central differences inside, one-sided at the ends"))
+
+
+def _trapezoid_reading(call):
+    if call.positional > 1 or "x" in call.keywords:
+        raise ReadingError("trapezoid with sample points x is not supported: give the spacing as dx=")
+    return None
+
+
+def _trapezoid_shape(shape, dx=1.0, axis=-1):
+    axis = _one_axis(shape, axis)
+    if not isinstance(dx, (int, float)):
+        raise ShapeError(f"dx must be one number, not {dx}")
+    return shape[:axis] + shape[axis + 1:]
+
+
+register(Op("trapezoid",
+            lambda xp, y, dx=1.0, axis=-1: xp.sum(_apply_stencil(xp, y, axis % y.ndim, "trapezoid", dx=dx), axis=axis),
+            _trapezoid_shape,
+            (lambda g, ans, y, dx=1.0, axis=-1: _transpose_stencil(
+                G.broadcast_to(G.reshape(g, shape=reduced_shape(y.shape, axis, True)),
+                               shape=_diff_shape(y.shape, 1, axis)), y.shape, axis % y.ndim, "trapezoid", dx=dx),),
+            args=("y",), params={"dx": 1.0, "axis": -1}, aliases=("trapz",), reading=_trapezoid_reading,
+            doc="the trapezoidal rule along axis with spacing dx"))
+
+
+# --------------------------------------------------------------------------- NaN-ignoring reductions, range, unwrap
+
+_reduction("nansum", lambda xp, x, axis=None, keepdims=False: xp.nansum(x, axis=axis, keepdims=keepdims),
+           lambda g, ans, x, axis=None, keepdims=False: G.where(G.isnan(x), 0.0, _spread(g, x, axis, keepdims)),
+           doc="the sum of the elements that are not NaN")
+_reduction("nanmean", lambda xp, x, axis=None, keepdims=False: xp.nanmean(x, axis=axis, keepdims=keepdims),
+           lambda g, ans, x, axis=None, keepdims=False: G.where(
+               G.isnan(x), 0.0, _keep(g, x.shape, axis, keepdims) / G.sum(1.0 - G.isnan(x), axis=axis, keepdims=True)),
+           shape=_nonempty_reduction_shape, doc="the mean of the elements that are not NaN")
+_reduction("nanprod", lambda xp, x, axis=None, keepdims=False: xp.nanprod(x, axis=axis, keepdims=keepdims),
+           lambda g, ans, x, axis=None, keepdims=False: G.where(
+               G.isnan(x), 0.0, _keep(g, x.shape, axis, keepdims) * G.prod_others(G.where(G.isnan(x), 1.0, x), axis=axis)),
+           doc="the product of the elements that are not NaN")
+for _name in ("nanmax", "nanmin"):
+    _reduction(_name, (lambda fn: lambda xp, x, axis=None, keepdims=False: getattr(xp, fn)(x, axis=axis, keepdims=keepdims))(_name),
+               _extreme_vjp, shape=_nonempty_reduction_shape, finite_closed=True,
+               doc=f"the {_name[3:]}imum of the elements that are not NaN; ties share the gradient")
+
+
+def _ptp_vjp(g, ans, x, axis=None, keepdims=False):
+    top = G.max(x, axis=axis, keepdims=keepdims)
+    bottom = G.min(x, axis=axis, keepdims=keepdims)
+    return _extreme_vjp(g, top, x, axis, keepdims) - _extreme_vjp(g, bottom, x, axis, keepdims)
+
+
+_reduction("ptp", lambda xp, x, axis=None, keepdims=False: xp.max(x, axis=axis, keepdims=keepdims)
+           - xp.min(x, axis=axis, keepdims=keepdims), _ptp_vjp, shape=_nonempty_reduction_shape,
+           doc="max - min (peak to peak); ties share the gradient")
+register(Op("unwrap", lambda xp, p, discont=None, axis=-1, period=2 * math.pi:
+            xp.unwrap(p, discont=discont, axis=axis, period=period),
+            lambda shape, discont=None, axis=-1, period=2 * math.pi: (
+                _one_axis(shape, axis), _single_numbers(discont=discont, period=period), shape)[2],
+            (lambda g, ans, p, **_: g,), args=("p",), params={"discont": None, "axis": -1, "period": 2 * math.pi},
+            doc="p with jumps above period/2 along axis removed (adds constants: gradient 1)"))

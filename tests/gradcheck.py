@@ -64,3 +64,28 @@ def check_program(text, feeds, wrt, rng, *, of=None, rtol=1e-6, atol=1e-7, secon
             np.testing.assert_allclose(got2, want2, rtol=1e-4, atol=1e-5,
                                        err_msg=f"second derivative d/d{name} of {text!r}")
     return graph
+
+
+def check_op_case(program, inputs, reference, rng, *, fixed=None, rtol=1e-6, atol=1e-7, forward_rtol=1e-12,
+                  second_order=True, float32=True):
+    """One row of an op table: the forward against `reference(**feeds)` (NumPy/SciPy), first
+    and second derivatives in `inputs` against finite differences (`fixed` inputs are held), and
+    a float32 run close to float64."""
+    from gradcli import api
+
+    feeds = {name: np.asarray(make(rng), dtype=np.float64) for name, make in {**inputs, **(fixed or {})}.items()}
+    with np.errstate(all="ignore"):
+        want = np.asarray(reference(**feeds), dtype=np.float64)
+    got = api.evaluate(program, feeds=feeds).outputs["y"]
+    np.testing.assert_allclose(got, want, rtol=forward_rtol, atol=1e-300, err_msg=f"forward of {program!r}")
+    check_program(program, feeds, list(inputs), rng, rtol=rtol, atol=atol, second_order=second_order)
+    if float32:
+        r64 = api.grad(program, wrt=list(inputs), feeds=feeds)
+        r32 = api.grad(program, wrt=list(inputs), feeds={k: v.astype(np.float32) for k, v in feeds.items()},
+                       dtype="float32")
+        assert r32.outputs["y"].dtype == np.float32
+        np.testing.assert_allclose(r32.outputs["y"], want, rtol=2e-4, atol=2e-5, err_msg=f"float32 {program!r}")
+        for name in inputs:
+            g32, g64 = r32.gradients[name], r64.gradients[name]
+            np.testing.assert_allclose(g32, g64, rtol=2e-3, atol=2e-4 * max(1.0, float(np.max(np.abs(g64)))),
+                                       err_msg=f"float32 d/d{name} of {program!r}")
