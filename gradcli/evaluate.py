@@ -136,7 +136,11 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
 
     `overrides` gives the values of equations by id (inputs, or any value to hold fixed); `check(i, eq, value,
     args)` is called after each equation (the numerical diagnostics); args is None where the
-    result was written into an input's buffer."""
+    result was written into an input's buffer.
+
+    Ownership: values are written once. Every returned array belongs to the caller: none is
+    (or views) an override or a constant of the graph, and none is a buffer this run recycles,
+    so a caller may reuse its override buffers between runs (Jacobian rows, checks, --lines)."""
     if dtype not in DTYPES:
         raise GradcliError(f"unknown dtype '{dtype}': use float64 or float32")
     if xp is None:
@@ -153,6 +157,9 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
     owned: set[int] = set()
     # Dead owned buffers, by (shape, dtype): reused as outputs (a fresh array costs page faults).
     pool: dict[tuple, list] = {}
+    # Values that may share memory with arrays this run does not own (an override the caller
+    # may reuse for its next run, a constant of the graph): copied before they are returned.
+    borrowed: set[int] = set()
     shapes = graph.shapes
     for i in order:
         eq = equations[i]
@@ -162,6 +169,7 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
             if value is None:
                 value = eq.params["value"]
             value = xp.asarray(value, dtype=dtype)
+            borrowed.add(i)
             args = ()
             out = None
         else:
@@ -189,6 +197,8 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
                                    eq.pos, graph.source) from None
             if op.view:
                 owned.difference_update(eq.inputs)  # the result may share an input's memory
+                if not borrowed.isdisjoint(eq.inputs):
+                    borrowed.add(i)
             elif op.ufunc is not None and getattr(value, "ndim", 0):
                 owned.add(i)
         env[i] = value
@@ -202,4 +212,6 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
                 if j in owned and dead is not None and dead is not value and getattr(dead, "ndim", 0):
                     owned.discard(j)
                     pool.setdefault((dead.shape, dead.dtype), []).append(dead)
-    return {f: env[f] for f in fetch}
+    # Values are written once: what is returned is the caller's own, never a buffer that is
+    # reused (the Jacobian's seed is rewritten for every row) or part of the graph.
+    return {f: env[f].copy() if f in borrowed and hasattr(env[f], "copy") else env[f] for f in fetch}

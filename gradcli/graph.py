@@ -336,6 +336,9 @@ class _Lowering:
             known = [n for n in graph.names if n not in self.missing]
             close = [c for n in names for c in difflib.get_close_matches(n, known, n=1)]
             maybe = f" (did you mean {', '.join(close)}?)" if close and len(names) == 1 else ""
+            functions = [n for n in names if n in op_table.CALLABLE]
+            if functions and not maybe and len(names) == 1:
+                maybe = f" (or call the function: {functions[0]}(x))"
             raise self.error(f"missing input{'s' if len(names) > 1 else ''} {listed}{maybe}: "
                              f"give {'them' if len(names) > 1 else 'it'} with {hint}", first)
         if graph.result is None:
@@ -553,7 +556,9 @@ class _Lowering:
         if "." not in name and name in self.assigned_at:
             where = self.assigned_at[name]
             raise self.error(f"'{name}' is used before it is assigned (at line {where.line})", node.pos)
-        if bare in op_table.CALLABLE and ("." in name or bare == name) and name not in self.feeds:
+        # a bare name that is also a function (`beta`, `gamma` of a layer norm) is an input;
+        # a library's function spelled as a value (`np.sin * 2`) is a slip
+        if bare in op_table.CALLABLE and "." in name:
             raise self.error(f"'{name}' is a function: call it, as in {name}(x)", node.pos)
         if "." in name:
             raise self.error(f"unknown name '{name}'", node.pos)
@@ -769,7 +774,7 @@ class _Lowering:
                 op.name not in ("negative", "positive", "identity")):
             # the common call, `exp(x)` or `a * b`: every argument given, every parameter default
             ids = tuple(v if type(v) is int else self.materialize(v, scope) for v in values)
-            return self.emit(op, ids, dict(op.defaults, **(preset or {})), node.pos, label, scope)
+            return self.emit_call(op, ids, dict(op.defaults, **(preset or {})), node.pos, label, scope)
         positional = values[:len(node.args)]
         keywords, keyword_values = list(node.keywords), values[len(node.args):]
         if any(kw.name == "dtype" for kw in keywords):  # `dtype=tf.float32`: the computation's own
@@ -815,7 +820,7 @@ class _Lowering:
             value = given["x"].value
             return Literal(-value if op.name == "negative" else value, node.pos)
         ids = tuple(self.materialize(given[a], scope) for a in op.args)
-        return self.emit(op, ids, params, node.pos, label, scope)
+        return self.emit_call(op, ids, params, node.pos, label, scope)
 
     def static_param(self, pname: str, value, label: str, pos: Pos):
         value = self.constant_value(value)
@@ -884,6 +889,18 @@ class _Lowering:
             work.append((_BIND, p, inner))
             work.append((_EVAL, fn.defaults[p], defined_in or _Scope(None, scope.stack, scope.active)))
         return None
+
+    def emit_call(self, op: Op, ids: tuple, params: dict, pos: Pos, label: str, scope: _Scope):
+        """A call's value: one equation, or for a function that returns a tuple (`slogdet`,
+        `split`) a tuple of the equations its record names as its parts."""
+        if op.parts is None:
+            return self.emit(op, ids, params, pos, label, scope)
+        try:
+            parts = op.parts(*(self.graph.shapes[i] for i in ids), **params)
+        except ShapeError as exc:
+            raise self.error(f"{label}(): {exc}", pos) from None
+        return TupleValue([self.emit(op_table.OPS[name], ids, part_params, pos, label, scope)
+                           for name, part_params in parts], pos)
 
     def emit(self, op: Op, ids: tuple, params: dict, pos: Pos, label: str, scope: _Scope) -> int:
         return self.graph.add(op, ids, params, pos, label, scope.stack)

@@ -57,6 +57,14 @@ class Op:
     identities: tuple = (None, None)
     involution: bool = False
 
+    # A function that returns a tuple (`sign, logdet = slogdet(a)`, `split(x, 3)`): its items
+    # are ops of their own, `parts(*shapes, **params) -> [(op name, params), ...]`, called with
+    # the same arguments; the record's own forward and shape rule are then unused.
+    parts: Callable | None = None
+    # Failure on the user's data (a singular matrix): the forward raises DataError and the
+    # evaluator reports it at the call's place, as a user error.
+    fails_on_data: bool = False
+
     def __post_init__(self):
         # what a call of the op needs, worked out once: argument slots in call order, the
         # parameters that take their default, and whether any parameter must be given
@@ -87,6 +95,11 @@ class Spelling:
     positional: int       # positional arguments given
     keywords: tuple       # keyword names given
     list_argument: bool   # the first argument is written as a list literal, `[a, b]`
+
+
+class DataError(Exception):
+    """An op cannot compute on these values (`solve` of a singular matrix, `cholesky` of one
+    that is not positive definite): a user error, reported at the call's place."""
 
 
 class ReadingError(Exception):
@@ -648,7 +661,7 @@ PREFIXES = {
     "torch.nn.functional.": "torch", "torch.special.": "torch", "torch.linalg.": "torch", "torch.": "torch",
     "F.": "torch",
     "keras.ops.": "keras", "keras.backend.": "keras", "keras.activations.": "keras", "keras.": "keras",
-    "K.": "keras", "ops.": "keras", "activations.": "keras",
+    "keras.losses.": "keras", "K.": "keras", "ops.": "keras", "activations.": "keras", "losses.": "keras",
     "math.": "python",
     # `nn.` is TensorFlow's tf.nn, JAX's (and Flax's) nn or PyTorch's torch.nn: where
     # their meanings differ (gelu, leaky_relu) the op's reading refuses to choose

@@ -8,7 +8,7 @@ import zipfile
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RUNTIME = ("lark", "numpy", "rich", "typer")
+RUNTIME = ("lark", "numpy", "rich", "typer", "scipy")
 
 
 def _run(*args, **kwargs):
