@@ -11,6 +11,7 @@ from typing import Callable
 
 from .errors import GradcliError
 from .graph import Graph
+from .ops import DataError
 
 DTYPES = ("float64", "float32")
 
@@ -191,6 +192,8 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
                     value = op.forward(xp, *args, **eq.params)
                     if value.dtype != dtype:
                         value = value.astype(dtype)
+            except DataError as exc:  # the op cannot compute on these values: the user's data
+                raise GradcliError(f"{eq.label or op.name}: {exc}", eq.pos, graph.source) from None
             except MemoryError:
                 raise GradcliError(f"out of memory computing a {graph.shapes[i]} array of {dtype} here; "
                                    "lower --max-memory to be stopped before starting, or use smaller inputs",
