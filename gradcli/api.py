@@ -239,6 +239,11 @@ def check(text: str, *, call: str | None = None, wrt: list[str], of: list[str] |
     graph = compile_program(text, name, feeds, call)
     ys, y_ids, x_ids = _targets(graph, of, wrt)
     result = check_gradients(graph, y_ids, dict(zip(wrt, x_ids)), eps=eps, rtol=rtol, atol=atol)
+    if any(r.reason for r in result.reports.values()):
+        # where a gradient is not finite, the numerical diagnostics say where it first was not
+        fetch = {**dict(zip(ys, y_ids)), **{f"d/d{n}": g for n, g in result.gradient_ids.items()}}
+        _, found = _run(graph, fetch, "float64", "cpu")
+        result.diagnostics[:0] = found
     result.graph = graph
     return result
 

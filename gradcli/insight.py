@@ -7,6 +7,7 @@ with finite differences of the forward program (checks).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -91,16 +92,21 @@ class CheckReport:
     max_rel_error: float
     passed: bool
     method: str  # "all elements" or "N random directions"
+    reason: str | None = None  # why it failed where the errors are not numbers (inf, NaN)
 
     def to_json(self) -> dict:
-        return {"max_abs_error": self.max_abs_error, "max_rel_error": self.max_rel_error,
-                "passed": self.passed, "method": self.method}
+        out = {"max_abs_error": self.max_abs_error, "max_rel_error": self.max_rel_error,
+               "passed": self.passed, "method": self.method}
+        if self.reason:
+            out["reason"] = self.reason
+        return out
 
 
 @dataclass
 class CheckResult:
     reports: dict[str, CheckReport]
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    gradient_ids: dict[str, int] = field(default_factory=dict)  # the reverse-mode gradients checked
 
     @property
     def passed(self) -> bool:
@@ -135,7 +141,9 @@ def _differences(f, x: int, point: np.ndarray, grad: np.ndarray, eps: float, rng
     else:
         directions = rng.standard_normal((DIRECTIONS, point.size))
         directions /= np.linalg.norm(directions, axis=1, keepdims=True)
-    ours = directions @ grad.reshape(-1)
+    # element by element, the gradient itself (a product with the identity would make
+    # 0 * inf = NaN of one infinite element in every row)
+    ours = grad.reshape(-1).copy() if point.size <= ALL_ELEMENTS_UP_TO else directions @ grad.reshape(-1)
     fd = np.empty(len(directions))
     scale = float(np.sum(np.abs(f({}))))
     for k, d in enumerate(directions):
@@ -163,17 +171,35 @@ def check(graph: Graph, ys: list[int], xs: dict[str, int], *, eps: float = 1e-6,
         point = np.asarray(values[x], dtype=np.float64)
         grad = np.zeros(graph.shapes[x]) if g is None else np.asarray(values[g], dtype=np.float64)
         ours, fd, noise, method = _differences(f, x, point, grad, eps, rng)
-        abs_err = np.abs(ours - fd)
         with np.errstate(all="ignore"):
-            rel_err = abs_err / np.maximum(np.abs(fd), np.abs(ours))
-        rel_err = np.where(abs_err == 0, 0.0, rel_err)
+            abs_err = np.abs(ours - fd)
+            rel_err = np.where(abs_err == 0, 0.0, abs_err / np.maximum(np.abs(fd), np.abs(ours)))
         passed = bool(np.all(abs_err <= atol + noise + rtol * np.abs(fd)))
-        reports[name] = CheckReport(name, float(np.max(abs_err, initial=0.0)),
-                                    float(np.nanmax(rel_err, initial=0.0)), passed, method)
-    result = CheckResult(reports)
+        reason = _nonfinite_reason(ours, fd, point.shape, method)
+        if reason:  # an inf or NaN on either side is no agreement, and no error size either
+            reports[name] = CheckReport(name, math.nan, math.nan, False, method, reason)
+        else:
+            reports[name] = CheckReport(name, float(np.max(abs_err, initial=0.0)),
+                                        float(np.max(rel_err, initial=0.0)), passed, method)
+    result = CheckResult(reports, gradient_ids={n: g for n, g in zip(names, grads) if g is not None})
     if not result.passed:
         result.diagnostics.extend(blame(graph, eps=eps, rtol=rtol, atol=atol, rng=rng))
     return result
+
+
+def _nonfinite_reason(ours: np.ndarray, fd: np.ndarray, shape, method: str) -> str | None:
+    bad = ~(np.isfinite(ours) & np.isfinite(fd))
+    if not bad.any():
+        return None
+    k = int(np.argmax(bad))
+    if method != "all elements":
+        where = f"random direction {k}"
+    else:
+        where = f"element {list(map(int, np.unravel_index(k, shape)))}" if shape else "this point"
+    count = int(bad.sum())
+    more = f" (and {count - 1} more)" if count > 1 else ""
+    return (f"not finite at {where}{more}: the gradient gives {float(ours[k])!r}, finite differences "
+            f"{float(fd[k])!r}; the function is not differentiable there, or overflows")
 
 
 def blame(graph: Graph, *, eps: float, rtol: float, atol: float, rng) -> list[Diagnostic]:

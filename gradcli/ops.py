@@ -64,6 +64,9 @@ class Op:
     # Failure on the user's data (a singular matrix): the forward raises DataError and the
     # evaluator reports it at the call's place, as a user error.
     fails_on_data: bool = False
+    # How `derive` writes an op the language has no name for (a slope used by a gradient):
+    # `prints_as(*arguments) -> text` in the language, each argument an atom or parenthesized.
+    prints_as: Callable | None = None
 
     def __post_init__(self):
         # what a call of the op needs, worked out once: argument slots in call order, the
@@ -459,6 +462,20 @@ def _safe_log_base(a):
     return G.where(positive, G.log(G.where(positive, a, 1.0)), 0.0)
 
 
+def _power_vjp_base(g, ans, x, y):
+    # d(x**y)/dx = y * x**(y-1), and exactly 0 at x = y = 0 (x**0 is the constant 1; y * x**-1
+    # would be 0 * inf there), as JAX and autograd require. Elsewhere the plain formula, so
+    # its derivative in y stays exact (d²(x**y)/dxdy = 1/4 at (4, 0), JAX's second-derivative
+    # test); the base is replaced at the special point so no branch computes inf (a gradient
+    # through `where` would turn it into NaN). A constant exponent decides while building.
+    exponent = y.graph.scalar_constant(y.id)
+    if exponent is not None:
+        return g * 0.0 if exponent == 0 else g * (y * x ** (y - 1.0))
+    special = G.logical_and(G.equal(x, 0.0), G.equal(y, 0.0))
+    safe_x = G.where(special, 1.0, x)
+    return g * G.where(special, 0.0, y * safe_x ** (y - 1.0))
+
+
 # --------------------------------------------------------------------------- the table
 
 def _ufunc(name):
@@ -502,8 +519,28 @@ _unary("sign", "sign", NOT_DIFFERENTIABLE, finite_closed=True)
 _unary("sin", "sin", lambda g, ans, x: g * G.cos(x), finite_closed=True)
 _unary("cos", "cos", lambda g, ans, x: -(g * G.sin(x)), finite_closed=True)
 _unary("tan", "tan", lambda g, ans, x: g * (1.0 + ans * ans))
-_unary("tanh", "tanh", lambda g, ans, x: g * (1.0 - ans * ans), finite_closed=True)
-_unary("sigmoid", _sigmoid, lambda g, ans, x: g * (ans * (1.0 - ans)), ("expit",), finite_closed=True)
+_unary("tanh", "tanh", lambda g, ans, x: g * G.tanh_slope(x), finite_closed=True)
+_unary("sigmoid", _sigmoid, lambda g, ans, x: g * G.sigmoid_slope(x), ("expit",), finite_closed=True)
+
+
+# The slopes of tanh and sigmoid, computed from x with full relative accuracy in the tails
+# (1 - tanh(x)**2 is 0 from |x| > 19 on, where sech(x)**2 is still 1e-16 .. 1e-308):
+# with t = exp(-2|x|), sech(x)**2 = 4t / (1 + t)**2; sigmoid'(x) = e / (1 + e)**2, e = exp(-|x|).
+def _tanh_slope(xp, x):
+    t = xp.exp(-2.0 * xp.abs(x))
+    return 4.0 * t / ((1.0 + t) * (1.0 + t))
+
+
+def _sigmoid_slope(xp, x):
+    e = xp.exp(-xp.abs(x))
+    return e / ((1.0 + e) * (1.0 + e))
+
+
+_unary("tanh_slope", _tanh_slope, lambda g, ans, x: g * (-2.0 * ans * G.tanh(x)), public=False,
+       finite_closed=True, doc="d tanh(x)/dx = sech(x)**2", prints_as=lambda x: f"(1.0 / cosh({x}) ** 2)")
+_unary("sigmoid_slope", _sigmoid_slope, lambda g, ans, x: g * (ans * (1.0 - 2.0 * G.sigmoid(x))), public=False,
+       finite_closed=True, doc="d sigmoid(x)/dx = sigmoid(x) * sigmoid(-x)",
+       prints_as=lambda x: f"(sigmoid({x}) * sigmoid(-{x}))")
 _unary("softplus", lambda xp, x: xp.logaddexp(0, x).astype(x.dtype), lambda g, ans, x: g * G.sigmoid(x), finite_closed=True)
 # log(sigmoid(x)) without its underflow: -softplus(-x)
 _unary("log_sigmoid", lambda xp, x: -xp.logaddexp(0, -x).astype(x.dtype),
@@ -523,8 +560,7 @@ _binary("multiply", "multiply", (lambda g, ans, x, y: g * y, lambda g, ans, x, y
 _binary("divide", "divide",
         (lambda g, ans, x, y: g / y, lambda g, ans, x, y: -_reduced_to(g * ans, y) / y), ("div", "truediv", "true_divide"),
         identities=(None, 1.0))
-_binary("power", "power",
-        (lambda g, ans, x, y: g * (y * x ** (y - 1.0)), lambda g, ans, x, y: g * (ans * _safe_log_base(x))),
+_binary("power", "power", (_power_vjp_base, lambda g, ans, x, y: g * (ans * _safe_log_base(x))),
         ("pow", "float_power"), identities=(None, 1.0))
 _binary("maximum", "maximum",
         (lambda g, ans, x, y: g * _maximum_weight(x, y), lambda g, ans, x, y: g * (1.0 - _maximum_weight(x, y))), finite_closed=True)

@@ -3,7 +3,7 @@
 The gradient is equations of the same graph, so printing it is printing equations: values
 used more than once are bound to a name once, small constant subexpressions are folded to
 literals, and every operation prints as something the grammar parses back (an index's
-gradient, a scatter, prints as a constant 0/1 selection matrix applied with `@`).
+gradient, a scatter, prints as a list of the gradient's elements and zeros).
 """
 from __future__ import annotations
 
@@ -75,8 +75,10 @@ class Printer:
         for i in order:
             if i in folded:
                 continue
+            # a scatter writes its input once per element: bind it to a name first
+            weight = 2 if g.equations[i].op.name == "scatter" else 1
             for j in g.equations[i].inputs:
-                uses[j] = uses.get(j, 0) + 1
+                uses[j] = uses.get(j, 0) + weight
         for r in roots.values():
             uses[r] = uses.get(r, 0) + 1
         lines = [f"# {header}"]
@@ -159,6 +161,8 @@ class Printer:
             return f"{wrap(args[0], ATOM)}[{self._subscripts(eq.params['index'])}]", ATOM
         if op == "stack":
             return "[" + ", ".join(a[0] for a in args) + "]", ATOM
+        if eq.op.prints_as is not None:
+            return eq.op.prints_as(*(wrap(a, ATOM) for a in args)), ATOM
         if op == "scatter":
             return self._scatter(eq, args[0]), ATOM
         if op == "sum_to" and eq.params["shape"] == ():
@@ -192,19 +196,27 @@ class Printer:
         return ", ".join(parts) + ("," if len(parts) == 1 and parts[0] == "None" else "")
 
     def _scatter(self, eq, arg) -> str:
-        """scatter(g, shape, index) = reshape(S @ reshape(g, [m]), shape), S a constant 0/1
-        matrix: exact, and written in the language."""
+        """scatter(g, shape, index): the array of `shape` holding g's elements where the index
+        took them (summed where it took one twice) and 0 elsewhere, written as a list of
+        `g[k]` items. Exact: no 0 * g product, so a NaN in g stays where it is."""
         from .ops import _index_tuple
 
         shape = tuple(eq.params["shape"])
         n = math.prod(shape)
-        positions = np.arange(n).reshape(shape)[_index_tuple(eq.params["index"])]
-        m = positions.size
-        if n * m > SELECTION_UP_TO:
-            raise GradcliError(f"derive: the gradient of the indexing at {eq.pos} would print as a {n} x {m} "
-                               "selection matrix, too large to be readable", eq.pos, self.graph.source)
-        selection = np.zeros((n, m))
-        selection[positions.reshape(-1), np.arange(m)] = 1.0
-        flat = f"reshape({arg[0]}, [{m}])"
+        positions = np.arange(n).reshape(shape)[_index_tuple(eq.params["index"])].reshape(-1)
+        if n > SELECTION_UP_TO:
+            raise GradcliError(f"derive: the gradient of the indexing at {eq.pos} would print as a list of {n} "
+                               "items, too many to be readable", eq.pos, self.graph.source)
+        g_shape = self.graph.shapes[eq.inputs[0]]
+        atom = arg[0] if arg[0].replace("_", "a").isalnum() else f"({arg[0]})"
+        if g_shape == ():
+            element = [arg[0]]
+        else:
+            flat = atom if len(g_shape) == 1 else f"reshape({arg[0]}, [{positions.size}])"
+            element = [f"{flat}[{k}]" for k in range(positions.size)]
+        items = [[] for _ in range(n)]
+        for k, position in enumerate(positions):
+            items[position].append(element[k])
+        listed = ", ".join(" + ".join(terms) if terms else "0.0" for terms in items)
         dims = ", ".join(str(d) for d in shape)
-        return f"reshape({literal(selection)} @ {flat}, [{dims}])"
+        return f"reshape([{listed}], [{dims}])"

@@ -159,7 +159,7 @@ def insight_json(command: str, result) -> dict:
 def insight_lines(command: str, result) -> list[str]:
     if command == "check":
         return [f"{k}\t{'passed' if r.passed else 'FAILED'}\t{r.max_abs_error:.3g}\t{r.max_rel_error:.3g}"
-                for k, r in result.reports.items()]
+                + (f"\t{r.reason}" if r.reason else "") for k, r in result.reports.items()]
     blocks = result.jacobians if command == "jacobian" else result.hessians
     return [plain_line(k, v) for k, v in blocks.items()]
 
@@ -174,6 +174,9 @@ def insight_table(command: str, result):
         for k, r in result.reports.items():
             verdict = Text("passed", style="green") if r.passed else Text("FAILED", style="bold red")
             shown.add_row(*_cells(k, f"{r.max_abs_error:.3g}", f"{r.max_rel_error:.3g}", r.method), verdict)
+        reasons = [f"{k}: {r.reason}" for k, r in result.reports.items() if r.reason]
+        if reasons:
+            shown.caption = Text("\n".join(reasons))
     else:
         blocks = result.jacobians if command == "jacobian" else result.hessians
         shown = Table("", "shape", "value", header_style="bold")
