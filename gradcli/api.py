@@ -302,5 +302,12 @@ def graph_view(text: str, *, call: str | None = None, of: str | None = None, wrt
     host, diagnostics = _run(graph, fetch, "float64", "cpu")
     values = {i: host[f"v{i}"] for i in nodes}
     grads = {i: host[f"g{i}"] for i in cotangents}
+    # what a diagnostic reaches, in the user's words: the names the program gave its values
+    # (and their gradients), not the keys the values were fetched by
+    y_name = graph.value_names.get(y, "y")
+    shown = {f"v{i}": graph.value_names[i] for i in nodes if i in graph.value_names}
+    shown |= {f"g{i}": f"d{y_name}/d{graph.value_names[i]}" for i in cotangents if i in graph.value_names}
+    for d in diagnostics:
+        d.reaches = list(dict.fromkeys(shown[r] for r in d.reaches if r in shown))
     nonfinite = {i for i, v in values.items() if not np.isfinite(v).all()}
     return GraphView(graph, y, nodes, values, grads, nonfinite, diagnostics)

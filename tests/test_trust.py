@@ -157,3 +157,14 @@ def test_check_of_an_infinite_gradient_exits_1_without_warnings_from_numpy():
 def test_check_passes_where_one_element_is_at_a_kink_that_has_a_finite_subgradient():
     # abs at 0: gradient 0 and central differences 0; the other elements are compared as usual
     assert api.check("y = abs(x) + x", wrt=["x"], feeds={"x": [0.0, -2.0, 3.0]}).passed
+
+
+# ----------------------------------------------------------------- what people see
+
+def test_graph_diagnostics_name_what_the_user_wrote():
+    view = api.graph_view("a = log(x - 2)\nb = a * 3\ny = b + sqrt(x)", wrt=["x"], feeds={"x": 1.0})
+    (diagnostic,) = [d for d in view.diagnostics if d.kind == "invalid"]
+    assert diagnostic.reaches == ["a", "b", "y"]
+    nan_grad = api.graph_view("y = sqrt(x) * 0 + x", wrt=["x"], feeds={"x": -1.0})
+    for d in nan_grad.diagnostics:
+        assert all(r in ("y", "x", "dy/dx") for r in d.reaches), d.reaches
