@@ -104,10 +104,120 @@ def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str,
     return host, diagnostics
 
 
+def _numbers(result: Result) -> dict:
+    return {**{f"value {k}": v for k, v in result.outputs.items()},
+            **{f"gradient {k}": v for k, v in result.gradients.items()}}
+
+
+def _named_values(text: str, name: str, feeds: dict | None, dtype: str, max_memory: int | None) -> dict:
+    """Every value the program names (not only its last): a rewrite must keep them all."""
+    graph = compile_program(text, name, feeds)
+    fetch = {f"named {k}": v for k, v in graph.names.items() if not k.startswith("_")}
+    host, _ = _run(graph, fetch, dtype, "cpu", max_memory)
+    return host
+
+
+def _prove_fixes(result: Result, call: str | None, rerun, named) -> None:
+    """Give each diagnostic that has one a rewrite of the user's text proven on their inputs
+    (gradcli.fixes): `rerun(text)` is the same command on the rewritten program, `named(text)`
+    the values of every name the program assigns."""
+    from .diagnostics import NONFINITE_KINDS
+    from .fixes import find_fixes
+
+    wanted = [d for d in result.diagnostics if d.kind in NONFINITE_KINDS and d.value_id is not None]
+    if not wanted:
+        return
+    graph = result.graph
+    text = graph.source.text
+    limit = len(text) - len(call) - 1 if call is not None else None
+
+    def numbers_of(rewritten: str):
+        try:
+            with np.errstate(all="ignore"):
+                return {**_numbers(rerun(rewritten)), **named(rewritten)}
+        except (GradcliError, MemoryError):
+            return None
+
+    original = numbers_of(text)
+    if original is None:
+        return
+    proven = find_fixes(graph, [(d.value_id, d.kind) for d in wanted], original, numbers_of, limit)
+    for d, fixes in zip(wanted, proven):
+        if fixes:
+            d.fix, d.more_fixes = fixes[0], fixes[1:]
+            d.fix_json = d.fix.to_json(text)
+            d.more_fixes_json = [f.to_json(text) for f in d.more_fixes]
+            d.suggestion = "; ".join(f"replace {text[f.start:f.end]!r} with {f.replacement!r}" for f in fixes) + \
+                " (verified on these inputs: finite where it was not, the same numbers elsewhere)"
+
+
+@dataclass
+class Fixed:
+    """`gradcli fix`: the program with every proven fix applied, the fixes applied (each a
+    (diagnostic, Fix) pair), and the diagnostics of the fixed program that are left."""
+    text: str
+    original: str
+    applied: list
+    remaining: list[Diagnostic]
+    graph: Graph | None = None
+    nonfinite: list[str] = field(default_factory=list)  # what is still not finite once fixed
+
+
+def fix(text: str, *, call: str | None = None, name: str = "<expr>", feeds: dict | None = None,
+        wrt: list[str] | None = None, of: list[str] | None = None, grad_ys: dict | None = None,
+        dtype: str = "float64", max_memory: int | None = None) -> Fixed:
+    """Apply every verified fix to the program (values, and the gradients in `wrt` when given).
+    The fixes are applied one by one, each kept only if the program with it and the ones
+    before it is still proven against the original numbers."""
+    from .fixes import agrees, apply_all
+
+    def command(program: str, fixes: bool = True) -> Result:
+        if wrt:
+            return grad(program, wrt=wrt, of=of, name=name, feeds=feeds, grad_ys=grad_ys, dtype=dtype,
+                        max_memory=max_memory, fixes=fixes)
+        return evaluate(program, name=name, feeds=feeds, dtype=dtype, max_memory=max_memory, fixes=fixes)
+
+    def numbers_of(program: str) -> dict:
+        with np.errstate(all="ignore"):
+            return {**_numbers(command(program, fixes=False)), **_named_values(program, name, feeds, dtype, max_memory)}
+
+    first = command(text if call is None else text.rstrip("\n") + "\n" + call)
+    source = first.graph.source.text
+    numbers = numbers_of(source)
+    # a fix of a gradient first: where it and a fix of the value overlap (the where trap),
+    # the one that keeps the value as written is the one wanted
+    offered = sorted(((d, f) for d in first.diagnostics if d.fix is not None for f in [d.fix, *d.more_fixes]),
+                     key=lambda pair: (pair[0].kind != "nonfinite_gradient", pair[1].start))
+    applied, current = [], source
+    for d, f in offered:
+        trial = apply_all(source, [a[1] for a in applied] + [f])
+        if trial == current:
+            continue  # overlaps one already applied
+        try:
+            proven = agrees(numbers, numbers_of(trial))
+        except GradcliError:
+            proven = False
+        if proven:
+            applied.append((d, f))
+            current = trial
+    final = command(current, fixes=False) if applied else first
+    remaining = [d for d in final.diagnostics if d.kind in _nonfinite_kinds()]
+    if call is not None:  # the --call line is not part of the user's file
+        current = current[:len(current) - len(call) - 1]
+        source = source[:len(source) - len(call) - 1]
+    return Fixed(current, source, applied, remaining, first.graph, final.nonfinite())
+
+
+def _nonfinite_kinds():
+    from .diagnostics import NONFINITE_KINDS
+    return NONFINITE_KINDS
+
+
 @_collector_paused
 def evaluate(text: str, *, call: str | None = None, name: str = "<expr>", feeds: dict | None = None, prints: list[str] | None = None,
-             dtype: str = "float64", device: str = "cpu", max_memory: int | None = None) -> Result:
-    """The value of the last statement, or of each name in `prints`."""
+             dtype: str = "float64", device: str = "cpu", max_memory: int | None = None, fixes: bool = True) -> Result:
+    """The value of the last statement, or of each name in `prints`. With `fixes`, a
+    diagnostic may carry a rewrite proven on these inputs (`Diagnostic.fix`)."""
     _check_options(dtype)
     graph = compile_program(text, name, feeds, call)
     if prints:
@@ -115,14 +225,21 @@ def evaluate(text: str, *, call: str | None = None, name: str = "<expr>", feeds:
     else:
         fetch = {graph.result[0]: graph.result[1]}
     host, diagnostics = _run(graph, fetch, dtype, device, max_memory)
-    return Result(host, {}, diagnostics, dtype, graph)
+    result = Result(host, {}, diagnostics, dtype, graph)
+    if fixes:
+        _prove_fixes(result, call, lambda rewritten: evaluate(
+            rewritten, name=name, feeds=feeds, prints=prints, dtype=dtype, device=device,
+            max_memory=max_memory, fixes=False),
+            lambda rewritten: _named_values(rewritten, name, feeds, dtype, max_memory))
+    return result
 
 
 @_collector_paused
 def grad(text: str, *, call: str | None = None, wrt: list[str], of: list[str] | None = None, name: str = "<expr>",
          feeds: dict | None = None, grad_ys: dict | None = None, unconnected: str = "none",
-         dtype: str = "float64", device: str = "cpu", max_memory: int | None = None) -> Result:
-    """d(sum of the `of` values)/d(each `wrt` name), as `tf.gradients(ys, xs, grad_ys)`."""
+         dtype: str = "float64", device: str = "cpu", max_memory: int | None = None, fixes: bool = True) -> Result:
+    """d(sum of the `of` values)/d(each `wrt` name), as `tf.gradients(ys, xs, grad_ys)`. With
+    `fixes`, a diagnostic may carry a rewrite proven on these inputs (`Diagnostic.fix`)."""
     _check_options(dtype, unconnected)
     if not wrt:
         raise GradcliError("grad needs at least one --wrt NAME")
@@ -162,7 +279,13 @@ def grad(text: str, *, call: str | None = None, wrt: list[str], of: list[str] | 
     for x, x_id, g in zip(wrt, x_ids, grad_ids):
         if g is None:
             diagnostics.append(_unconnected(graph, y_ids, ys, x, x_id))
-    return Result(outputs, result_grads, diagnostics, dtype, graph)
+    result = Result(outputs, result_grads, diagnostics, dtype, graph)
+    if fixes:
+        _prove_fixes(result, call, lambda rewritten: grad(
+            rewritten, wrt=wrt, of=of, name=name, feeds=feeds, grad_ys=grad_ys, unconnected=unconnected,
+            dtype=dtype, device=device, max_memory=max_memory, fixes=False),
+            lambda rewritten: _named_values(rewritten, name, feeds, dtype, max_memory))
+    return result
 
 
 def _unconnected(graph: Graph, y_ids: list[int], ys: list[str], x: str, x_id: int) -> Diagnostic:

@@ -169,6 +169,22 @@ def derive_command(
                         format="plain", debug=debug, lines=False, max_memory=None))
 
 
+@app.command("fix")
+def fix_command(
+    file: FileArg = None, expr: ExprOpt = None, set_: SetOpt = None, call: CallOpt = None,
+    wrt: Annotated[Optional[list[str]], typer.Option(
+        "--wrt", metavar="NAME", help="Also prove the fixes on the gradients with respect to this value (repeatable).")] = None,
+    of: OfOpt = None,
+    diff: Annotated[bool, typer.Option("--diff", help="Print a unified diff instead of the whole program.")] = False,
+    dtype: DtypeOpt = Dtype.float64, max_memory: MaxMemoryOpt = None, debug: DebugOpt = False,
+) -> None:
+    """Print the program with every fix gradcli has proven on these inputs applied (finite where
+    it was not, the same numbers elsewhere); the file itself is never written. Exit 1 if a
+    value or gradient is still not finite."""
+    _run("fix", dict(file=file, expr=expr, call=call, sets=set_ or [], wrt=wrt or [], of=of or [], diff=diff,
+                     dtype=dtype.value, format="plain", debug=debug, lines=False, max_memory=max_memory))
+
+
 class GraphFormat(str, Enum):
     tree = "tree"
     dot = "dot"
@@ -292,6 +308,9 @@ def _compute(command: str, opts: dict, text: str, name: str):
         if len(opts["wrt"]) != 1:
             raise GradcliError("derive takes one --wrt NAME")
         return api.derive(text, wrt=opts["wrt"][0], of=opts["of"] or None, name=name, feeds=feeds, call=call)
+    if command == "fix":
+        return api.fix(text, wrt=opts["wrt"], of=opts["of"] or None, name=name, feeds=feeds, call=call,
+                       dtype=opts["dtype"], max_memory=opts["max_memory"])
     if command == "check":
         return api.check(text, wrt=opts["wrt"], of=opts["of"] or None, name=name, feeds=feeds, call=call,
                          eps=opts["eps"], rtol=opts["rtol"], atol=opts["atol"])
@@ -377,6 +396,13 @@ def _run_one(command: str, opts: dict, text: str, name: str) -> int:
     if command == "derive":
         streams.write_output([result])
         return 0
+    if command == "fix":
+        for d in result.applied:
+            streams.say(render.applied_fix_text(d, result.graph.source))
+        for d in result.remaining:
+            streams.say(render.diagnostic_text(d, result.graph.source))
+        streams.write_output([render.fixed_program(result, name, opts["diff"])])
+        return 1 if result.nonfinite else 0
     fmt = opts["format"] if command == "graph" else _format(opts)
     if fmt != "json":
         _print_diagnostics(result)

@@ -37,6 +37,10 @@ class Diagnostic:
     reaches: list[str] = field(default_factory=list)
     value_id: int | None = None
     also: list[Pos] = field(default_factory=list)  # the same computation written elsewhere
+    fix: object = None        # a gradcli.fixes.Fix proven on the user's inputs, if there is one
+    fix_json: dict | None = None
+    more_fixes: list = field(default_factory=list)  # where the same origin is written elsewhere too
+    more_fixes_json: list = field(default_factory=list)
 
     def to_json(self) -> dict:
         out = {"severity": self.severity, "kind": self.kind, "op": self.op,
@@ -51,6 +55,10 @@ class Diagnostic:
             out["also_at"] = [{"line": p.line, "column": p.column} for p in self.also]
         if self.stack:
             out["called_from"] = [{"line": p.line, "column": p.column} for p in self.stack]
+        if self.fix_json is not None:
+            out["fix"] = self.fix_json
+        if self.more_fixes_json:
+            out["more_fixes"] = self.more_fixes_json
         return out
 
 
@@ -360,29 +368,12 @@ class NumericsChecker:
             self._consumers = cons
         return self._consumers
 
-    def text(self, j: int) -> str:
-        """How value j is written in the user's source."""
-        g = self.graph
-        if j in g.value_names:
-            return g.value_names[j]
-        pos = g.equations[j].pos
-        if pos is not None and 0 <= pos.start < pos.end:
-            snippet = g.source.text[pos.start:pos.end]
-            if "\n" not in snippet and len(snippet) <= 60:
-                return snippet
-        return "x"
-
-    def operand(self, j: int) -> str:
-        """`text(j)`, parenthesised where it would otherwise bind wrongly inside another expression."""
-        t = self.text(j)
-        simple = t.replace("_", "a").replace(".", "a").isalnum() or (
-            t.endswith(")") and t.split("(", 1)[0].replace("_", "a").replace(".", "a").isalnum())
-        return t if simple else f"({t})"
-
     def _op_of(self, j: int) -> str:
         return self.graph.equations[j].op.name
 
     def _suggest(self, i, eq, kind, args) -> str | None:
+        """A hint in words. A rewrite in code is offered only where gradcli.fixes has proven
+        it on the user's inputs (it then replaces this hint)."""
         g = self.graph
         name = eq.op.name
         if eq.backward is not None:
@@ -392,47 +383,39 @@ class NumericsChecker:
                 if g.equations[k].op.name == "where":
                     w = g.equations[k]
                     return (f"the where at {w.pos} discards this branch's value but not its gradient: compute "
-                            f"the branch on safe inputs (the double-where trick), e.g. "
-                            f"where(c, log(where(c, x, 1.0)), 0.0)")
+                            f"the branch on safe inputs (where inside the branch as well: the double-where trick)")
             if fname == "sqrt":
-                x = self.text(forward.inputs[0])
-                return (f"d sqrt(u)/du = 1 / (2 sqrt(u)) is infinite at u = 0: use sqrt({x} + 1e-12), or "
-                        f"sqrt(maximum({x}, 1e-12))")
+                return ("d sqrt(u)/du = 1 / (2 sqrt(u)) is infinite at u = 0: keep the argument away from 0, "
+                        "or choose the value of the gradient there with a where")
             if fname in ("log", "divide"):
                 return "the gradient divides by a value that reaches 0: keep it away from 0 with an epsilon"
             return None
         if name == "exp" and kind == "overflow":
-            x = self.text(eq.inputs[0])
-            stable = f"exp({x} - stop_gradient(max({self.operand(eq.inputs[0])})))"
             for k in self.consumers().get(i, []):
                 c = g.equations[k]
                 if c.op.name == "divide" and c.inputs[0] == i:
-                    return (f"this is a softmax: subtract the maximum first, {stable} / sum({stable}), "
-                            f"or use softmax({x})")
+                    return "this is a softmax: subtract the maximum before exp, or call softmax"
                 if c.op.name == "sum" and any(g.equations[m].op.name == "log" for m in self.consumers().get(k, [])):
-                    return f"log(sum(exp({x}))) overflows: use logsumexp({x})"
+                    return "log of a sum of exp overflows: logsumexp computes it without overflowing"
                 if c.op.name == "add" and any(g.equations[m].op.name == "log" for m in self.consumers().get(k, [])):
-                    return f"log(1 + exp({x})) overflows: use softplus({x})"
-            return f"shift the argument so that it stays below {'709' if self.dtype == 'float64' else '88'}: {stable}"
+                    return "log(1 + exp(...)) overflows: softplus computes it without overflowing"
+            return (f"shift the argument so that it stays below {'709' if self.dtype == 'float64' else '88'}, "
+                    "or compute in log space")
         if name == "log":
-            inner = eq.inputs[0]
-            x = self.text(inner)
-            op = self._op_of(inner)
+            op = self._op_of(eq.inputs[0])
             if op == "sigmoid":
-                arg = self.text(g.equations[inner].inputs[0])
-                return f"log(sigmoid({arg})) underflows: use log_sigmoid({arg}), which is -softplus(-({arg}))"
-            if op == "sum" and self._op_of(g.equations[inner].inputs[0]) == "exp":
-                arg = self.text(g.equations[g.equations[inner].inputs[0]].inputs[0])
-                return f"use logsumexp({arg})"
+                return "log of sigmoid underflows: log_sigmoid computes it without underflowing"
+            if op == "softmax":
+                return "log of softmax underflows: log_softmax computes it without underflowing"
+            if op == "sum" and self._op_of(g.equations[eq.inputs[0]].inputs[0]) == "exp":
+                return "log of a sum of exp: logsumexp computes it without overflowing"
             if kind == "divide_by_zero":
-                return f"log is -inf at 0: use log(maximum({x}, 1e-12)) or log({x} + 1e-12)"
-            return f"log is undefined below 0: check the sign of {x}, or use log(abs({x}))"
+                return "log is -inf at 0: keep its argument away from 0"
+            return "log is undefined below 0: check the sign of its argument"
         if name == "divide" and kind in ("divide_by_zero", "invalid"):
-            d, n = self.operand(eq.inputs[1]), self.operand(eq.inputs[0])
-            return (f"the denominator {self.text(eq.inputs[1])} reaches 0: guard it, e.g. "
-                    f"where({d} != 0, {n} / where({d} != 0, {d}, 1.0), 0.0), or add a small epsilon")
+            return "the denominator reaches 0: guard it with a where, or add a small epsilon"
         if name == "sqrt":
-            return f"sqrt is undefined below 0: use sqrt(maximum({self.text(eq.inputs[0])}, 0.0))"
+            return "sqrt is undefined below 0: check the sign of its argument"
         if kind == "overflow":
             return "the values exceed the floating-point range: rescale them, or compute in log space"
         return None

