@@ -28,7 +28,7 @@ def test_overflow_in_a_softmax_is_reported_once_with_the_stable_rewrite():
     assert d.reaches == ["y"]
     assert d.fix.replacement == "softmax(x)" and (d.fix.start, d.fix.end) == (4, 24)
     assert d.fix_json == {"start": [1, 5], "end": [1, 25], "replacement": "softmax(x)", "verified": True}
-    assert "replace 'exp(x) / sum(exp(x))' with 'softmax(x)' (verified" in d.suggestion
+    assert "replace 'exp(x) / sum(exp(x))' at 1:5 with 'softmax(x)' (verified" in d.suggestion
 
 
 # (program, x, kind, op, the verified replacement or None, words of the hint)
