@@ -1,0 +1,143 @@
+"""The commands vouch for each other, on random programs from the fuzz generator: row k of
+`jacobian` is `grad` with a one-hot upstream gradient; `hessian` is symmetric and equals
+finite differences of `grad`; float32 agrees with float64 within its precision; plain, JSON
+and table print the same numbers. (`derive` evaluating to `grad`, and `check` passing on
+smooth programs, are in test_insight.py on the same generator.)
+
+The default run is short and replays (hypothesis is derandomized); the long run is
+`GRADCLI_FUZZ_EXAMPLES=20000 pytest -m fuzz tests/test_properties.py`.
+"""
+import json
+import re
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import test_fuzz
+from gradcli import api, render
+from gradcli.errors import GradcliError
+
+SHORT = settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+LONG = settings(max_examples=test_fuzz.LONG or 20_000, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+def used_feeds(text, data):
+    feeds = test_fuzz.point(data.draw)
+    return {n: feeds[n] for n in test_fuzz.INPUTS if re.search(rf"\b{n}\b", text)}
+
+
+def smooth(result) -> bool:
+    values = [*result.outputs.values(), *(g for g in result.gradients.values() if g is not None)]
+    return (all(np.isfinite(v).all() and np.max(np.abs(v), initial=0) < 1e6 for v in values)
+            and not any(d.severity == "warning" or d.kind in ("tie", "kink") for d in result.diagnostics))
+
+
+def jacobian_rows_are_gradients(text, feeds):
+    for x in feeds:
+        try:
+            jac = api.jacobian(text, of="z", wrt=[x], feeds=feeds, unconnected="zero").jacobians[x]
+            z_shape = api.evaluate(text, feeds=feeds, prints=["z"]).outputs["z"].shape
+        except GradcliError:
+            return
+        for k in range(int(np.prod(z_shape))):
+            seed = np.zeros(int(np.prod(z_shape)))
+            seed[k] = 1.0
+            g = api.grad(text, wrt=[x], of=["z"], feeds=feeds, grad_ys={"z": seed.reshape(z_shape)},
+                         unconnected="zero").gradients[x]
+            row = jac.reshape((-1,) + np.shape(feeds[x]))[k]
+            np.testing.assert_array_equal(row, g, err_msg=f"row {k} of d z/d{x}:\n{text}")
+
+
+def hessian_is_symmetric_and_the_derivative_of_grad(text, feeds):
+    for x in feeds:
+        try:
+            base = api.grad(text, wrt=[x], feeds=feeds, unconnected="zero")
+            if not smooth(base):
+                return
+            hes = api.hessian(text, of="y", wrt=[x], feeds=feeds, unconnected="zero").hessians[x]
+        except GradcliError:
+            return
+        point = np.asarray(feeds[x], dtype=np.float64)
+        n = point.size
+        h = hes.reshape(n, n)
+        if not np.isfinite(h).all() or np.max(np.abs(h), initial=0) > 1e6:
+            return
+        np.testing.assert_allclose(h, h.T, rtol=1e-9, atol=1e-9 * (1 + np.max(np.abs(h))), err_msg=text)
+        if "stop_gradient" in text:
+            return  # tf.hessians holds it constant; finite differences of grad move it
+        fd = np.zeros((n, n))
+        eps = 1e-5
+        for k in range(n):
+            step = np.zeros(n)
+            step[k] = eps
+            plus = api.grad(text, wrt=[x], feeds={**feeds, x: point + step.reshape(point.shape)}, unconnected="zero")
+            minus = api.grad(text, wrt=[x], feeds={**feeds, x: point - step.reshape(point.shape)}, unconnected="zero")
+            if not (smooth(plus) and smooth(minus)):
+                return  # a kink within a step: finite differences say nothing here
+            fd[:, k] = ((plus.gradients[x] - minus.gradients[x]) / (2 * eps)).reshape(-1)
+        np.testing.assert_allclose(h, fd, rtol=1e-4, atol=1e-4 * (1 + np.max(np.abs(h))), err_msg=text)
+
+
+def float32_agrees_with_float64(text, feeds):
+    x = list(feeds)
+    try:
+        wide = api.grad(text, wrt=x, feeds=feeds, unconnected="zero")
+        narrow = api.grad(text, wrt=x, feeds=feeds, unconnected="zero", dtype="float32")
+    except GradcliError:
+        return
+    if not smooth(wide) or not smooth(narrow):
+        return
+    checked = test_fuzz.smooth_gradient_check(text, {**test_fuzz.point(lambda _: 0), **feeds})
+    if checked != "checked":
+        return  # ill-conditioned programs amplify float32's rounding without bound
+    for name in x:
+        a, b = wide.gradients[name], narrow.gradients[name]
+        assert b.dtype == np.float32
+        scale = 1 + np.max(np.abs(a), initial=0)
+        np.testing.assert_allclose(b, a, rtol=2e-3, atol=2e-3 * scale, err_msg=f"d/d{name} float32:\n{text}")
+
+
+def formats_print_the_same_numbers(text, feeds):
+    try:
+        result = api.grad(text, wrt=list(feeds), feeds=feeds, unconnected="zero")
+    except GradcliError:
+        return
+    doc = json.loads(render.dumps(render.result_json(result, with_gradients=True)))
+    for line in render.plain_lines(result, with_gradients=True):
+        name, _, numbers = line.partition("\t")
+        plain = [float(v) for v in numbers.split()] if numbers else []
+        value = doc["gradients"][name]["value"]
+        flat = np.ravel(np.asarray(value, dtype=object)).tolist()
+        from_json = [float(v) if not isinstance(v, str) else float(v.replace("Infinity", "inf")) for v in flat]
+        np.testing.assert_array_equal(plain, from_json)
+        table = render.on_terminal(render.table(result, with_gradients=True))
+        first = np.ravel(result.gradients[name])[0] if result.gradients[name].size else None
+        if first is not None and np.isfinite(first):
+            assert f"{first:.4g}"[:3] in table.replace(" ", "") or np.format_float_positional(
+                first, precision=3)[:3] in table, (name, first, table)
+
+
+PROPERTIES = [jacobian_rows_are_gradients, hessian_is_symmetric_and_the_derivative_of_grad,
+              float32_agrees_with_float64, formats_print_the_same_numbers]
+
+
+@pytest.mark.parametrize("prop", PROPERTIES, ids=lambda p: p.__name__)
+def test_commands_agree_on_random_programs(prop):
+    @SHORT
+    @given(test_fuzz.program(), st.data())
+    def run(text, data):
+        prop(text, used_feeds(text, data))
+    run()
+
+
+@pytest.mark.fuzz
+@test_fuzz.needs_long
+@pytest.mark.parametrize("prop", PROPERTIES, ids=lambda p: p.__name__)
+def test_commands_agree_long(prop):
+    @LONG
+    @given(test_fuzz.program(), st.data())
+    def run(text, data):
+        prop(text, used_feeds(text, data))
+    run()
