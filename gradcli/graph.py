@@ -24,6 +24,7 @@ from .ops import broadcast_shapes as ops_broadcast
 
 # A program that expands (through nested function calls) past this many equations is
 # refused rather than left to exhaust memory.
+MAX_DIMENSIONS = 64  # NumPy's limit, checked here so no op meets it first
 MAX_EQUATIONS = 5_000_000
 
 
@@ -74,7 +75,13 @@ class Graph:
             try:
                 shape = tuple(op.shape(*in_shapes, **params))
             except ShapeError as exc:
-                raise GradcliError(f"{label}: {exc}", pos, self.source) from None
+                message = str(exc)
+                prefix = f"{label}: "
+                raise GradcliError(message if message.startswith(prefix) else prefix + message,
+                                   pos, self.source) from None
+            if len(shape) > MAX_DIMENSIONS:
+                raise GradcliError(f"{label}: the result would have {len(shape)} dimensions; arrays have at most "
+                                   f"{MAX_DIMENSIONS} (as in NumPy)", pos, self.source)
         if len(self.equations) >= MAX_EQUATIONS:
             raise GradcliError(f"the program expands to more than {MAX_EQUATIONS:,} operations "
                                "(user functions are expanded where they are called)", pos, self.source)

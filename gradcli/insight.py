@@ -35,6 +35,8 @@ def _forward_values(graph: Graph, first_derived: int, ids: list[int]) -> dict[in
 def _rows(graph: Graph, seed: int, seed_shape, outputs: list[int], held: dict) -> list[np.ndarray]:
     """For each basis vector e_k of the seed, the values of `outputs`: stacked rows."""
     n = int(np.prod(seed_shape))
+    if n == 0:  # an empty seed: no rows, the right shape
+        return [np.zeros(tuple(seed_shape) + graph.shapes[o]) for o in outputs]
     results = [[] for _ in outputs]
     basis = np.zeros(n)
     for k in range(n):

@@ -215,12 +215,12 @@ def normalize_axes(axis, ndim: int) -> tuple[int, ...]:
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
     out = []
     for a in axes:
-        if not -ndim <= a < max(ndim, 1) or (ndim == 0 and a not in (0, -1)):
+        if not -ndim <= a < ndim:  # a number has no axis 0 (NumPy and TensorFlow refuse it too)
             raise ShapeError(f"axis {a} is out of range for an array of rank {ndim}")
-        out.append(a % ndim if ndim else 0)
+        out.append(a % ndim)
     if len(set(out)) != len(out):
         raise ShapeError(f"axis {axis} repeats an axis")
-    return tuple(sorted(out)) if ndim else ()
+    return tuple(sorted(out))
 
 
 def reduced_shape(shape, axis, keepdims):
@@ -283,22 +283,29 @@ def _sigmoid(xp, x):
     return xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
 
 
+def _safe_max(xp, x, axis):
+    # the shift of a softmax or logsumexp; an empty array has none (and needs none)
+    if x.size == 0:
+        return xp.zeros(reduced_shape(x.shape, axis, True), dtype=x.dtype)
+    return xp.max(x, axis=axis, keepdims=True)
+
+
 def _logsumexp(xp, x, axis=None, keepdims=False):
-    m = xp.max(x, axis=axis, keepdims=True)
+    m = _safe_max(xp, x, axis)
     m = xp.where(xp.isfinite(m), m, 0)
     out = xp.log(xp.sum(xp.exp(x - m), axis=axis, keepdims=True)) + m
     return out if keepdims else xp.squeeze(out, axis=normalize_axes(axis, x.ndim))
 
 
 def _softmax(xp, x, axis=-1):
-    m = xp.max(x, axis=axis, keepdims=True)
+    m = _safe_max(xp, x, axis)
     e = xp.exp(x - xp.where(xp.isfinite(m), m, 0))
     return e / xp.sum(e, axis=axis, keepdims=True)
 
 
 def _log_softmax(xp, x, axis=-1):
     # (x - m) - log(sum(exp(x - m))): x - m is exact near the maximum, x - logsumexp(x) is not
-    m = xp.max(x, axis=axis, keepdims=True)
+    m = _safe_max(xp, x, axis)
     z = x - xp.where(xp.isfinite(m), m, 0)
     return z - xp.log(xp.sum(xp.exp(z), axis=axis, keepdims=True))
 
