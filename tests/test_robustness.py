@@ -1,5 +1,6 @@
 """Hostile and absurd input (issue 6): never a traceback, a hang, an out-of-memory crash,
 executed user text, or a silently wrong number."""
+import json
 import os
 import re
 import signal
@@ -183,3 +184,33 @@ def test_nothing_on_the_input_path_executes_or_unpickles():
     loads = [ln for p in (ROOT / "gradcli").rglob("*.py") for ln in p.read_text().splitlines()
              if "np.load(" in ln or "read_array(" in ln]
     assert loads and all("allow_pickle=False" in ln for ln in loads)
+
+
+@pytest.mark.parametrize("program,message", [
+    ("y = reshape(x, [" + ", ".join(["1"] * 64) + ", 0])",
+     "reshape: the result would have 65 dimensions; arrays have at most 64 (as in NumPy)"),
+    ("y = reshape(x, [-5])", "reshape: negative dimension in (-5,)"),
+    ("y = reshape(x, [2**63])", "reshape: cannot reshape (0,) (0 elements) to (9223372036854775808,)"),
+    ("y = mean(3.0, axis=0)", "mean: axis 0 is out of range for an array of rank 0"),
+    ("y = sum(3.0, axis=-1)", "sum: axis -1 is out of range for an array of rank 0"),
+    ("y = logsumexp(x)", "logsumexp: reduction over an empty axis has no identity"),
+])
+def test_impossible_shapes_are_user_errors_at_their_place(program, message):
+    from gradcli import api
+    from gradcli.errors import GradcliError
+
+    with pytest.raises(GradcliError) as info:
+        api.evaluate(program, feeds={"x": np.zeros(0)})
+    assert str(info.value).startswith(message) and info.value.pos.line == 1
+
+
+def test_empty_arrays_have_empty_answers():
+    from gradcli import api
+
+    x = {"x": np.zeros(0)}
+    assert api.evaluate("y = softmax(x) + log_softmax(x)", feeds=x).outputs["y"].shape == (0,)
+    assert api.grad("y = sum(softmax(x))", wrt=["x"], feeds=x).gradients["x"].shape == (0,)
+    assert api.jacobian("y = x * 2", wrt=["x"], feeds=x).jacobians["x"].shape == (0, 0)
+    assert api.hessian("y = sum(x * x)", wrt=["x"], feeds=x).hessians["x"].shape == (0, 0)
+    code, out, _ = gradcli("jacobian", "-e", "y = x * 2", "--wrt", "x", "--set", "x=[]", "--format", "json")
+    assert code == 0 and json.loads(out)["jacobians"]["x"]["shape"] == [0, 0]
