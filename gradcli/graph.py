@@ -26,6 +26,8 @@ from .ops import broadcast_shapes as ops_broadcast
 # refused rather than left to exhaust memory.
 MAX_DIMENSIONS = 64  # NumPy's limit, checked here so no op meets it first
 MAX_EQUATIONS = 5_000_000
+MAX_LOWERING_STEPS = 1_000_000           # expansion steps of a short program (seconds of work)
+LOWERING_STEPS_PER_CHARACTER = 8         # ... and more for a longer text (a 50 MB program)
 
 
 class Equation:
@@ -287,6 +289,9 @@ class _Lowering:
     def __init__(self, module: ast.Module, source: Source, feeds: dict, call: ast.Node | None = None,
                  symbols: bool = False):
         self.graph = Graph(source)
+        # the expansion's work is bounded, not only the operations it adds: a call tree that
+        # adds none (`pick(f(a), f(a))` forty deep) must end too
+        self.steps_left = MAX_LOWERING_STEPS + LOWERING_STEPS_PER_CHARACTER * len(source.text)
         self.symbols = symbols  # an input with no value is a scalar symbol (derive)
         self.source = source
         self.feeds = feeds
@@ -338,8 +343,9 @@ class _Lowering:
         if self.missing:
             names = list(self.missing)
             first = self.missing[names[0]]
-            listed = ", ".join(f"'{n}'" for n in names)
-            hint = " ".join(f"--set {n}=VALUE" for n in names)
+            shown = names[:8]
+            listed = ", ".join(f"'{n}'" for n in shown) + (f" and {len(names) - 8:,} more" if len(names) > 8 else "")
+            hint = " ".join(f"--set {n}=VALUE" for n in shown) + (" ..." if len(names) > 8 else "")
             known = [n for n in graph.names if n not in self.missing]
             close = [c for n in names for c in difflib.get_close_matches(n, known, n=1)]
             maybe = f" (did you mean {', '.join(close)}?)" if close and len(names) == 1 else ""
@@ -456,6 +462,12 @@ class _Lowering:
         values: list = []
         while work:
             kind, node, scope = work.pop()
+            self.steps_left -= 1
+            if self.steps_left < 0:
+                raise self.error(f"the program expands to more than {MAX_LOWERING_STEPS:,} steps of lowering: user "
+                                 "functions are expanded where they are called, and calls that call a function "
+                                 "more than once multiply (f calling g twice, g calling h twice, ...)",
+                                 getattr(node, "pos", None) or getattr(root, "pos", None))
             if kind == _EVAL:
                 if isinstance(node, ast.Number):
                     values.append(Literal(np.float64(node.value), node.pos))

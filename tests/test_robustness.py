@@ -214,3 +214,31 @@ def test_empty_arrays_have_empty_answers():
     assert api.hessian("y = sum(x * x)", wrt=["x"], feeds=x).hessians["x"].shape == (0, 0)
     code, out, _ = gradcli("jacobian", "-e", "y = x * 2", "--wrt", "x", "--set", "x=[]", "--format", "json")
     assert code == 0 and json.loads(out)["jacobians"]["x"]["shape"] == [0, 0]
+
+
+def test_expansion_work_is_bounded_even_when_it_adds_no_operations(monkeypatch):
+    # pick(f(a), f(a)) forty deep adds one operation and expands 2**40 calls: the bound is on
+    # the expansion's steps (here lowered, so the test is quick; the real one is 1,000,000
+    # steps plus 8 per character of the program)
+    from gradcli import graph as graph_module
+
+    lines = ["def pick(a, b): return a", "def f0(a): return a * 2"]
+    lines += [f"def f{k}(a): return pick(f{k - 1}(a), f{k - 1}(a))" for k in range(1, 41)]
+    program = "\n".join(lines + ["y = f40(x)"])
+    monkeypatch.setattr(graph_module, "MAX_LOWERING_STEPS", 20_000)
+    monkeypatch.setattr(graph_module, "LOWERING_STEPS_PER_CHARACTER", 0)
+    started = time.monotonic()
+    with pytest.raises(GradcliError, match="the program expands to more than 20,000 steps of lowering"):
+        api.evaluate(program, feeds={"x": 1.0})
+    assert time.monotonic() - started < 10
+    # the same functions ten deep (1,024 calls) are well inside the bound
+    small = "\n".join(lines[:12] + ["y = f10(x)"])
+    assert float(api.evaluate(small, feeds={"x": 1.5}).outputs["y"]) == 3.0
+
+
+def test_missing_inputs_are_listed_briefly():
+    program = "y = " + " + ".join(f"x{i}" for i in range(100))
+    with pytest.raises(GradcliError) as info:
+        api.evaluate(program)
+    assert str(info.value).startswith("missing inputs 'x0', 'x1', 'x2', 'x3', 'x4', 'x5', 'x6', 'x7' and 92 more")
+    assert len(str(info.value)) < 300
