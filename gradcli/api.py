@@ -138,10 +138,7 @@ def _prove_fixes(result: Result, call: str | None, rerun, named) -> None:
         except (GradcliError, MemoryError):
             return None
 
-    original = numbers_of(text)
-    if original is None:
-        return
-    proven = find_fixes(graph, [(d.value_id, d.kind) for d in wanted], original, numbers_of, limit)
+    proven = find_fixes(graph, [(d.value_id, d.kind) for d in wanted], lambda: numbers_of(text), numbers_of, limit)
     for d, fixes in zip(wanted, proven):
         if fixes:
             d.fix, d.more_fixes = fixes[0], fixes[1:]

@@ -20,6 +20,9 @@ NONFINITE_KINDS = ("overflow", "divide_by_zero", "invalid", "nonfinite_gradient"
 # Operations whose results can grow past the floating-point range; their finite results
 # are also checked for headroom (how close they come to overflowing).
 GROWING_OPS = frozenset({"exp", "expm1", "power", "multiply", "square", "divide", "matmul", "prod", "sum"})
+# Origins a value is known to carry, at most: a sum of 20,000 NaN terms carries 20,000, and
+# tracking them all at every partial sum is quadratic (the first ones are what a user reads)
+ORIGINS_TRACKED = 16
 HEADROOM_FACTOR = 1e3        # "close to overflowing": within this factor of the largest number
 FLOAT32_MAX = 3.4028234663852886e38
 
@@ -121,6 +124,8 @@ class NumericsChecker:
             return
         carried = [j for j in eq.inputs if j in self.origins]
         origins = frozenset().union(*(self.origins[j] for j in carried))
+        if len(origins) > ORIGINS_TRACKED:  # bounded bookkeeping: linear in the program, not quadratic
+            origins = frozenset(sorted(origins)[:ORIGINS_TRACKED])
         new = ~finite
         if carried:
             if eq.op.elementwise:
@@ -144,8 +149,8 @@ class NumericsChecker:
                 return
             for k in origins:
                 d = self.diagnostics[k]
-                d.message += (f"; then {eq.label} at {eq.pos} turns the infinities into NaN"
-                              if eq.pos else "")
+                if eq.pos and "turns the infinities into NaN" not in d.message:  # the first place only
+                    d.message += f"; then {eq.label} at {eq.pos} turns the infinities into NaN"
         self.origins[i] = origins
 
     def _nonfinite_source(self, i, eq, value, finite):

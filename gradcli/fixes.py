@@ -386,22 +386,27 @@ def agrees(original: dict, rewritten: dict) -> bool:
     return improved
 
 
-def find_fixes(graph: Graph, origins: list[tuple[int, str]], numbers: dict,
+def find_fixes(graph: Graph, origins: list[tuple[int, str]], original: Callable[[], dict | None],
                rerun: Callable[[str], dict | None], limit: int | None = None) -> list[list[Fix]]:
     """For each diagnostic origin (value id, kind), the candidate rewrites that `rerun` (the
     same command on the rewritten text, returning its numbers or None where it fails) proves:
     the first one at each place where the origin is written (`exp(x)` may stand in a softmax
-    and in a log-sum-exp). `limit` is where the user's own text ends (a --call after it is
-    not rewritten)."""
+    and in a log-sum-exp). `original()` gives the numbers to keep, computed only if there is
+    a candidate to try. `limit` is where the user's own text ends (a --call after it is not
+    rewritten)."""
     finder = _Finder(graph)
     text = graph.source.text
     end = len(text) if limit is None else limit
+    offered = [[c for c in finder.candidates(i, kind) if c.end <= end] for i, kind in origins]
+    numbers = original() if any(offered) else None
+    if numbers is None:
+        return [[] for _ in origins]
     tried: dict[Candidate, bool] = {}
     out: list[list[Fix]] = []
-    for i, kind in origins:
+    for candidates in offered:
         chosen: list[Fix] = []
-        for cand in finder.candidates(i, kind):
-            if cand.end > end or any(cand.start < f.end and f.start < cand.end for f in chosen):
+        for cand in candidates:
+            if any(cand.start < f.end and f.start < cand.end for f in chosen):
                 continue
             if cand not in tried:
                 rewritten = rerun(text[:cand.start] + cand.replacement + text[cand.end:])
