@@ -145,7 +145,8 @@ def _prove_fixes(result: Result, call: str | None, rerun, named) -> None:
             d.fix_json = d.fix.to_json(text)
             d.more_fixes_json = [f.to_json(text) for f in d.more_fixes]
             d.suggestion = "; ".join(f"replace {text[f.start:f.end]!r} at {':'.join(map(str, f.to_json(text)['start']))} "
-                                     f"with {f.replacement!r}" for f in fixes) + \
+                                     f"with {f.replacement!r}"
+                                     + "".join(f" (or {a!r})" for a in f.alternatives) for f in fixes) + \
                 " (verified on these inputs: finite where it was not, the same numbers elsewhere)"
 
 

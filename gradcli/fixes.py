@@ -28,10 +28,14 @@ class Fix:
     end: int
     replacement: str
     verified: bool = True
+    alternatives: tuple = ()  # other replacements of the same span, proven as well
 
     def to_json(self, text: str) -> dict:
-        return {"start": list(_line_column(text, self.start)), "end": list(_line_column(text, self.end)),
-                "replacement": self.replacement, "verified": self.verified}
+        out = {"start": list(_line_column(text, self.start)), "end": list(_line_column(text, self.end)),
+               "replacement": self.replacement, "verified": self.verified}
+        if self.alternatives:
+            out["alternatives"] = list(self.alternatives)
+        return out
 
     def apply(self, text: str) -> str:
         return text[:self.start] + self.replacement + text[self.end:]
@@ -222,13 +226,14 @@ class _Finder:
             params = self.graph.equations[bottom].params
             ndim = len(self.graph.shapes[top])
             axis = _axis_words(params, ndim, default_last=True)
-            if axis is not None and (params.get("keepdims") or ndim <= 1 or params.get("axis") is None):
-                out += self._make(d, f"softmax({a}{axis})")
+            # first the user's own formula with the maximum subtracted, then the library's name
             shift_axis = "" if params.get("axis") is None else f", axis={params['axis']}, keepdims=True"
             shifted = f"exp({_operand(a)} - stop_gradient(max({a}{shift_axis})))"
             keep = ", keepdims=True" if params.get("keepdims") else ""
             sum_axis = "" if params.get("axis") is None else f", axis={params['axis']}"
             out += self._make(d, f"{shifted} / sum({shifted}{sum_axis}{keep})")
+            if axis is not None and (params.get("keepdims") or ndim <= 1 or params.get("axis") is None):
+                out += self._make(d, f"softmax({a}{axis})")
         return out
 
     # --- log(sum(exp(a))) -> logsumexp(a)
@@ -402,17 +407,22 @@ def find_fixes(graph: Graph, origins: list[tuple[int, str]], original: Callable[
     if numbers is None:
         return [[] for _ in origins]
     tried: dict[Candidate, bool] = {}
+
+    def proven(cand: Candidate) -> bool:
+        if cand not in tried:
+            rewritten = rerun(text[:cand.start] + cand.replacement + text[cand.end:])
+            tried[cand] = rewritten is not None and agrees(numbers, rewritten)
+        return tried[cand]
+
     out: list[list[Fix]] = []
     for candidates in offered:
         chosen: list[Fix] = []
-        for cand in candidates:
-            if any(cand.start < f.end and f.start < cand.end for f in chosen):
+        for k, cand in enumerate(candidates):
+            if any(cand.start < f.end and f.start < cand.end for f in chosen) or not proven(cand):
                 continue
-            if cand not in tried:
-                rewritten = rerun(text[:cand.start] + cand.replacement + text[cand.end:])
-                tried[cand] = rewritten is not None and agrees(numbers, rewritten)
-            if tried[cand]:
-                chosen.append(Fix(cand.start, cand.end, cand.replacement))
+            others = tuple(c.replacement for c in candidates[k + 1:]
+                           if (c.start, c.end) == (cand.start, cand.end) and proven(c))
+            chosen.append(Fix(cand.start, cand.end, cand.replacement, alternatives=others))
         out.append(chosen)
     return out
 

@@ -149,7 +149,8 @@ def test_diagnostics_go_to_stderr_like_a_compiler(tmp_path):
     assert p.returncode == 0 and p.stdout == "y\tnan nan nan\n"
     assert "naive_softmax.expr:7:5: warning: exp gives infinity at 3 of 3 elements" in p.stderr
     assert "    y = exp(x) / sum(exp(x))\n        ^~~~~~\n" in p.stderr
-    assert "suggestion: replace 'exp(x) / sum(exp(x))' at 7:5 with 'softmax(x)' (verified on these inputs" in p.stderr
+    assert ("suggestion: replace 'exp(x) / sum(exp(x))' at 7:5 with 'exp(x - stop_gradient(max(x))) / "
+            "sum(exp(x - stop_gradient(max(x))))' (or 'softmax(x)') (verified on these inputs") in p.stderr
 
 
 def test_table_format_draws_a_table():

@@ -26,9 +26,11 @@ def test_overflow_in_a_softmax_is_reported_once_with_the_stable_rewrite():
     assert "turns the infinities into NaN" in d.message
     assert [(p.line, p.column) for p in d.also] == [(1, 18)]
     assert d.reaches == ["y"]
-    assert d.fix.replacement == "softmax(x)" and (d.fix.start, d.fix.end) == (4, 24)
-    assert d.fix_json == {"start": [1, 5], "end": [1, 25], "replacement": "softmax(x)", "verified": True}
-    assert "replace 'exp(x) / sum(exp(x))' at 1:5 with 'softmax(x)' (verified" in d.suggestion
+    shifted = "exp(x - stop_gradient(max(x))) / sum(exp(x - stop_gradient(max(x))))"
+    assert d.fix.replacement == shifted and (d.fix.start, d.fix.end) == (4, 24)
+    assert d.fix_json == {"start": [1, 5], "end": [1, 25], "replacement": shifted, "verified": True,
+                          "alternatives": ["softmax(x)"]}
+    assert f"replace 'exp(x) / sum(exp(x))' at 1:5 with '{shifted}' (or 'softmax(x)') (verified" in d.suggestion
 
 
 # (program, x, kind, op, the verified replacement or None, words of the hint)
