@@ -170,3 +170,133 @@ CASES = [
 def test_op(program, inputs, reference, options):
     rng = np.random.default_rng(sum(map(ord, program)))
     check_op_case(program, inputs, reference, rng, **options)
+
+
+def value(program, **feeds):
+    return api.evaluate(program, feeds=feeds).outputs["y"]
+
+
+def refused(program, words, wrt=None, **feeds):
+    with pytest.raises(GradcliError) as info:
+        if wrt:
+            api.grad(program, wrt=wrt, feeds=feeds)
+        else:
+            api.evaluate(program, feeds=feeds)
+    assert words in str(info.value), str(info.value)
+    assert info.value.pos is not None and info.value.pos.line >= 1
+    return info.value
+
+
+def test_dot_is_numpys_dot_not_matmul():
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((2, 1, 2)), rng.standard_normal((2, 2, 1))
+    got = value("y = np.dot(a, b)", a=a, b=b)
+    assert got.shape == (2, 1, 2, 1)
+    np.testing.assert_allclose(got, np.dot(a, b), rtol=1e-15)
+    assert value("y = a @ b", a=a, b=b).shape == (2, 1, 1) == value("y = tf.matmul(a, b)", a=a, b=b).shape
+    np.testing.assert_array_equal(value("y = np.dot(3, x)", x=[1.0, 2.0]), [3.0, 6.0])
+    assert value("y = dot(x, 2)", x=4.0) == 8.0
+
+
+def test_singular_matrix_is_a_positioned_user_error_from_the_command_line():
+    run = subprocess.run([sys.executable, "-m", "gradcli", "eval", "-e", "y = inv(a)", "--set", "a=[[1,2],[2,4]]"],
+                         capture_output=True, text=True)
+    assert run.returncode == 2, run.stderr
+    assert "1:5: error: inv: the matrix is singular" in run.stderr
+    assert "Traceback" not in run.stderr and run.stdout == ""
+
+
+def test_data_that_cannot_be_inverted_or_factored_is_refused_at_its_place():
+    singular = [[1.0, 2.0], [2.0, 4.0]]
+    refused("y = solve(a, b)", "the matrix is singular", a=singular, b=[1.0, 2.0])
+    refused("y = matrix_power(a, -1)", "the matrix is singular", a=singular)
+    refused("y = np.linalg.inv(a)", "matrix (1,) of the stack", a=[np.eye(2), singular])
+    error = refused("z = 1\ny = cholesky(a)", "not positive definite", a=[[1.0, 2.0], [2.0, 1.0]])
+    assert (error.pos.line, error.pos.column) == (2, 5)
+    refused("y = cholesky(a)", "not symmetric", a=[[2.0, 1.0], [0.0, 2.0]])
+    refused("y = eigvalsh(a)", "not symmetric", a=[[2.0, 1.0], [0.0, 2.0]])
+    refused("y = solve_triangular(a, b, lower=True)", "diagonal holds a zero", a=[[0.0, 0.0], [1.0, 1.0]], b=[1.0, 1.0])
+    # a matrix nearly singular in float64 (condition ~1e17): refused, not garbage
+    refused("y = inv(a)", "condition number", a=[[1.0, 1.0], [1.0, 1.0 + 1e-17]])
+
+
+def test_det_of_a_singular_matrix_and_its_gradient_are_finite():
+    r = api.grad("y = det(a)", wrt=["a"], feeds={"a": [[1.0, 2.0], [2.0, 4.0]]})
+    assert abs(float(r.outputs["y"])) < 1e-15
+    np.testing.assert_allclose(r.gradients["a"], [[4.0, -2.0], [-2.0, 1.0]], atol=1e-14)  # the cofactors
+
+
+def test_repeated_eigenvalues_give_nan_vector_gradients_with_a_reason():
+    a = np.diag([2.0, 2.0, 3.0])
+    r = api.grad("w, v = eigh(a)\ny = sum(v * v[0])", wrt=["a"], feeds={"a": a})
+    assert np.isnan(r.gradients["a"]).any()
+    (diagnostic,) = [d for d in r.diagnostics if d.kind == "nonfinite_gradient"]
+    assert "eigenvalues (or singular values) repeat" in diagnostic.message
+    assert (diagnostic.pos.line, diagnostic.pos.column) == (1, 8)
+    # the eigenvalues' own gradient stays finite there (V diag(g) V^T): the sum of the repeated ones is smooth
+    r = api.grad("y = sum(eigvalsh(a))", wrt=["a"], feeds={"a": a})
+    np.testing.assert_allclose(r.gradients["a"], np.eye(3), atol=1e-15)
+    r = api.grad("u, s, vh = svd(a)\ny = sum(u * u[0])", wrt=["a"], feeds={"a": np.eye(2)})
+    assert np.isnan(r.gradients["a"]).any() and any("singular values" in d.message for d in r.diagnostics)
+
+
+def test_non_finite_input_gives_nan_not_a_crash():
+    for program in ("y = inv(a)", "y = cholesky(a)", "y = pinv(a)", "y = matrix_exp(a)", "y = svdvals(a)"):
+        r = api.evaluate(program, feeds={"a": [[np.nan, 1.0], [1.0, 2.0]]})
+        assert np.isnan(r.outputs["y"]).all(), program
+
+
+def test_spellings_follow_their_library():
+    rng = np.random.default_rng(2)
+    m = rng.standard_normal((4, 3))
+    spd = m.T @ m + np.eye(3)
+    np.testing.assert_allclose(value("y = scipy.linalg.cholesky(a)", a=spd), sl.cholesky(spd), rtol=1e-12)
+    np.testing.assert_allclose(value("y = cholesky(a)", a=spd), np.linalg.cholesky(spd), rtol=1e-12)
+    np.testing.assert_allclose(value("q, r = scipy.linalg.qr(a)\ny = q", a=m), sl.qr(m)[0], rtol=1e-12)
+    assert value("q, r = qr(a)\ny = q", a=m).shape == (4, 3)
+    assert value("q, r = tf.linalg.qr(a, full_matrices=True)\ny = q", a=m).shape == (4, 4)
+    s, u, v = (api.evaluate(f"s, u, v = tf.linalg.svd(a)\ny = {name}", feeds={"a": m}).outputs["y"]
+               for name in "suv")
+    assert (s.shape, u.shape, v.shape) == ((3,), (4, 3), (3, 3))
+    np.testing.assert_allclose((u * s) @ v.T, m, atol=1e-13)
+    u, s, vh = (value(f"u, s, vh = np.linalg.svd(a)\ny = {name}", a=m) for name in ("u", "s", "vh"))
+    assert (u.shape, vh.shape) == ((4, 4), (3, 3))
+    np.testing.assert_allclose((u[:, :3] * s) @ vh, m, atol=1e-13)
+    refused("u, s, v = torch.svd(a)\ny = s", "torch.linalg.svd(a) returns Vh", a=m)
+    lower = np.tril(spd)
+    b = rng.standard_normal((3, 2))
+    np.testing.assert_allclose(value("y = tf.linalg.triangular_solve(a, b)", a=lower, b=b),
+                               sl.solve_triangular(lower, b, lower=True), rtol=1e-12)
+    np.testing.assert_allclose(value("y = scipy.linalg.solve_triangular(a, b)", a=spd, b=b),
+                               sl.solve_triangular(spd, b), rtol=1e-12)
+    refused("y = torch.linalg.solve_triangular(a, b)", "needs upper=True or upper=False", a=spd, b=b)
+    np.testing.assert_allclose(value("y = torch.linalg.solve_triangular(a, b, upper=False)", a=spd, b=b),
+                               sl.solve_triangular(spd, b, lower=True), rtol=1e-12)
+    np.testing.assert_allclose(value("y = tf.linalg.lstsq(a, b)", a=m, b=rng.standard_normal((4, 1))).shape, (3, 1))
+    np.testing.assert_allclose(value("y = torch.cholesky_solve(b, c)", b=b, c=np.linalg.cholesky(spd)),
+                               np.linalg.solve(spd, b), rtol=1e-12)
+    np.testing.assert_allclose(value("y = tf.linalg.cholesky_solve(c, b)", b=b, c=np.linalg.cholesky(spd)),
+                               np.linalg.solve(spd, b), rtol=1e-12)
+
+
+def test_gradients_that_do_not_exist_are_refused_at_the_call():
+    rng = np.random.default_rng(3)
+    wide, tall = rng.standard_normal((2, 3)), rng.standard_normal((3, 2))
+    refused("q, r = qr(a)\ny = q", "wide matrix", wrt=["a"], a=wide)
+    refused("u, s, vh = svd(a)\ny = u", "full_matrices=False", wrt=["a"], a=tall)
+    with pytest.raises(GradcliError, match="no gradient rule"):
+        api.hessian("y = sum(matrix_exp(a))", wrt=["a"], feeds={"a": np.eye(2) * 0.5})
+    refused("y = svd(a, compute_uv=False)", "write svdvals(a)", a=tall)
+    refused("q, r = qr(a, mode='r')", "mode='reduced'", a=tall)
+
+
+def test_einsum_specs_are_checked_at_the_call():
+    a = np.ones((2, 3))
+    refused("y = einsum('ij,jk->ik', a)", "name 2 operands, got 1", a=a)
+    refused("y = einsum('ijk', a)", "names 3 axes of an array of shape (2, 3)", a=a)
+    refused("y = einsum('ij->k', a)", "names no operand's axis", a=a)
+    refused("y = einsum('ii', a)", "diagonal of axes of different lengths", a=a)
+    refused("y = einsum('ij,ij', a, b)", "differ in length", a=a, b=np.ones((2, 2)))
+    refused("y = einsum(a, [0, 1])", "subscripts", a=a)
+    np.testing.assert_allclose(value("y = einsum('ij,jk', a, b, optimize=True)", a=a, b=np.ones((3, 2))),
+                               np.full((2, 2), 3.0))
