@@ -902,7 +902,7 @@ register(Op("eigh_vectors", lambda xp, a: _symmetric_eigh(xp, a)[1], lambda a: _
 def _svd_parts(a, full_matrices=True, compute_uv=True, hermitian=False, some=None, layout="usvh"):
     _matrix(a)
     if not compute_uv:
-        raise ShapeError("compute_uv=False returns the singular values alone: write svdvals(a)")
+        raise ShapeError("compute_uv=False returns the singular values alone: write svdvals(a)")  # (read apart)
     if hermitian:
         raise ShapeError("hermitian=True is not supported (its singular vectors may differ in sign): leave it out")
     full = bool(full_matrices) if some is None else not some
@@ -914,6 +914,8 @@ def _svd_parts(a, full_matrices=True, compute_uv=True, hermitian=False, some=Non
 
 
 def _svd_reading(call: Spelling):
+    if "compute_uv" in call.keywords:  # svd(a, compute_uv=False): the singular values alone, one array
+        return "svd_values_only", {}
     if call.library == "tensorflow":
         preset = {"layout": "suv"}
         if "full_matrices" not in call.keywords and call.positional < 2:
@@ -992,9 +994,24 @@ def _svd_forward(xp, a, index, full):
 register(Op("svd", None, None, None, parts=_svd_parts, reading=_svd_reading,
             params={"full_matrices": True, "compute_uv": True, "hermitian": False, "some": None, "layout": "usvh"},
             doc="u, s, vh = svd(a): NumPy's order and full matrices by default; tf.linalg.svd gives s, u, v"))
-register(Op("svdvals", lambda xp, a: _svd_forward(xp, a, 1, False) if not _all_finite(xp, a)
-            else xp.linalg.svd(a, compute_uv=False), lambda a: _matrix(a)[:-2] + (min(a[-2:]),),
+def _svdvals(xp, a, **_):
+    return xp.linalg.svd(a, compute_uv=False) if _all_finite(xp, a) else _svd_forward(xp, a, 1, False)
+
+
+register(Op("svdvals", _svdvals, lambda a: _matrix(a)[:-2] + (min(a[-2:]),),
             (lambda g, ans, a: _svd_vjp(a, gs=g),), doc="the singular values, descending"))
+
+
+def _svd_values_only_shape(a, compute_uv=True, **_):
+    if compute_uv:
+        raise ShapeError("compute_uv=True returns u, s, vh: leave compute_uv out")
+    return _matrix(a)[:-2] + (min(a[-2:]),)
+
+
+register(Op("svd_values_only", _svdvals, _svd_values_only_shape,
+            (lambda g, ans, a, **_: _svd_vjp(a, gs=g),),
+            params={"compute_uv": REQUIRED, "full_matrices": True, "hermitian": False}, public=False,
+            doc="svd(a, compute_uv=False): the singular values"))
 register(Op("svd_u", lambda xp, a, full=False: _svd_forward(xp, a, 0, full), _svd_u_shape, (_svd_vectors_vjp("u"),),
             params={"full": False}, public=False, doc="the u of svd"))
 register(Op("svd_vh", lambda xp, a, full=False: _svd_forward(xp, a, 2, full), _svd_vh_shape, (_svd_vectors_vjp("vh"),),

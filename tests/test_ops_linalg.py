@@ -159,6 +159,8 @@ CASES = [
     ("u, s, v = torch.svd(a, some=True)\ny = v * v[0]", {"a": tall((4, 3))},
      lambda a: (lambda u, s, vh: vh.T * vh.T[0])(*np.linalg.svd(a, full_matrices=False)), {}),
     ("y = svdvals(a)", {"a": tall((2, 3, 2))}, lambda a: np.linalg.svd(a, compute_uv=False), {}),
+    ("y = np.linalg.svd(a, full_matrices=False, compute_uv=False)", {"a": tall((5, 3))},
+     lambda a: np.linalg.svd(a, compute_uv=False), {}),
     ("y = cond(a)", {"a": tall((3, 3))}, lambda a: np.linalg.cond(a), {}),
     ("y = cond(a, -2)", {"a": tall((2, 3, 3))}, lambda a: np.linalg.cond(a, -2), {}),
     ("y = matrix_exp(a)", {"a": normal((3, 3))}, lambda a: sl.expm(a), {"second_order": False}),
@@ -286,7 +288,7 @@ def test_gradients_that_do_not_exist_are_refused_at_the_call():
     refused("u, s, vh = svd(a)\ny = u", "full_matrices=False", wrt=["a"], a=tall)
     with pytest.raises(GradcliError, match="no gradient rule"):
         api.hessian("y = sum(matrix_exp(a))", wrt=["a"], feeds={"a": np.eye(2) * 0.5})
-    refused("y = svd(a, compute_uv=False)", "write svdvals(a)", a=tall)
+    refused("y = svd(a, compute_uv=True)", "leave compute_uv out", a=tall)
     refused("q, r = qr(a, mode='r')", "mode='reduced'", a=tall)
 
 
