@@ -228,6 +228,9 @@ class NumericsChecker:
         kind, detail = self._classify(eq, value, args, mask, has_inf)
         if eq.backward is not None:
             kind = "nonfinite_gradient"
+            if eq.op.name == "inverse_gaps":  # the eigenvector (singular vector) gradient's weights
+                detail = ("eigenvalues (or singular values) repeat, and the gradient of their vectors does not "
+                          "exist there")
         if has_inf and not bool(xp.isnan(bad).any()):
             noun = "-infinity" if bool((bad < 0).all()) else "infinity"
         else:

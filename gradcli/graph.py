@@ -794,6 +794,8 @@ class _Lowering:
             # the common call, `exp(x)` or `a * b`: every argument given, every parameter default
             ids = tuple(v if type(v) is int else self.materialize(v, scope) for v in values)
             return self.emit_call(op, ids, dict(op.defaults, **(preset or {})), node.pos, label, scope)
+        if op.variadic:
+            return self.call_variadic(op, node, values, scope, label, preset)
         positional = values[:len(node.args)]
         keywords, keyword_values = list(node.keywords), values[len(node.args):]
         if any(kw.name == "dtype" for kw in keywords):  # `dtype=tf.float32`: the computation's own
@@ -841,6 +843,29 @@ class _Lowering:
         ids = tuple(self.materialize(given[a], scope) for a in op.args)
         return self.emit_call(op, ids, params, node.pos, label, scope)
 
+    def call_variadic(self, op: Op, node: ast.Call, values: list, scope: _Scope, label: str, preset):
+        """`einsum('ij,jk->ik', a, b)`: the op's required parameters first, then any number of
+        arrays (a tuple of them, `multi_dot((a, b, c))`, counts as its items)."""
+        lead = [p for p, default in op.params.items() if default is op_table.REQUIRED]
+        positional = values[:len(node.args)]
+        params = dict(op.defaults, **(preset or {}))
+        for pname, value in zip(lead, positional):
+            params[pname] = self.static_param(pname, value, label, node.pos)
+        for kw, value in zip(node.keywords, values[len(node.args):]):
+            pname = op_table.KEYWORD_ALIASES.get(kw.name, kw.name)
+            if pname not in op.params or pname in lead[:len(positional)]:
+                raise self.error(f"{label}() has no argument '{kw.name}' here; it takes "
+                                 f"{', '.join(lead + ['arrays...'])}", kw.pos)
+            params[pname] = self.static_param(pname, value, label, kw.pos)
+        missing = [p for p in lead if p not in params]
+        arrays = positional[len(lead):]
+        if len(arrays) == 1 and isinstance(arrays[0], TupleValue):
+            arrays = arrays[0].items
+        if missing or not arrays:
+            raise self.error(f"{label}() takes {', '.join(lead + ['arrays...'])}", node.pos)
+        ids = tuple(self.materialize(v, scope) for v in arrays)
+        return self.emit_call(op, ids, params, node.pos, label, scope)
+
     def static_param(self, pname: str, value, label: str, pos: Pos):
         value = self.constant_value(value)
         if isinstance(value, Text):
@@ -854,6 +879,8 @@ class _Lowering:
             return bool(arr)
         integral = bool(np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)))
         if pname in ("axis", "axes", "shape"):  # positions and sizes: integers
+            if pname == "axes" and arr.ndim == 2 and integral:  # tensordot's pair of lists
+                return tuple(tuple(int(v) for v in row) for row in arr)
             if arr.ndim > 1 or not integral:
                 raise self.error(f"{label}(): '{pname}' must be an integer or a list of integers", value.pos)
             if pname == "axis" and arr.ndim == 0:

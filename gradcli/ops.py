@@ -668,7 +668,7 @@ register(Op("log_softmax", _log_softmax, _same_checking_axis,
             params={"axis": -1}))
 
 register(Op("matmul", lambda xp, a, b: xp.matmul(a, b), _matmul_shape, (_matmul_vjp_a, _matmul_vjp_b),
-            args=("a", "b"), aliases=("dot",)))
+            args=("a", "b")))
 register(Op("transpose", lambda xp, x, axes=None: xp.transpose(x, axes), _transpose_shape,
             (_transpose_vjp,), params={"axes": None}, view=True, finite_closed=True))
 register(Op("reshape", lambda xp, x, shape: xp.reshape(x, shape), _reshape_shape,

@@ -19,7 +19,7 @@ def forward(graph, y, overrides):
 
 def finite_difference(graph, y, x, point, seed, overrides=None, eps=1e-6):
     """d(sum(seed * y))/dx at `point` by central differences, element by element."""
-    grad = np.zeros_like(point)
+    grad = np.zeros(point.shape)  # C order: a transposed point's zeros_like would not flatten to a view
     flat = grad.reshape(-1)
     base = dict(overrides or {})
     for k in range(point.size):
