@@ -321,7 +321,7 @@ def _fill_unconnected(graph, wrt, x_ids, blocks, unconnected, shape_of):
 
 @_collector_paused
 def jacobian(text: str, *, call: str | None = None, of: str | None = None, wrt: list[str], name: str = "<expr>",
-             feeds: dict | None = None, unconnected: str = "none") -> Result:
+             feeds: dict | None = None, unconnected: str = "none", max_memory: int | None = None) -> Result:
     """The full Jacobian dY/dX of each X, shaped Y.shape + X.shape (float64); Y defaults
     to the last statement."""
     from .insight import jacobian as jacobian_blocks
@@ -329,30 +329,31 @@ def jacobian(text: str, *, call: str | None = None, of: str | None = None, wrt: 
     _check_options("float64", unconnected)
     graph = compile_program(text, name, feeds, call)
     ys, (y,), x_ids = _targets(graph, [of] if of else None, wrt)
-    host, diagnostics = _run(graph, {ys[0]: y}, "float64", "cpu")
-    blocks = jacobian_blocks(graph, y, x_ids)
+    host, diagnostics = _run(graph, {ys[0]: y}, "float64", "cpu", max_memory)
+    blocks = jacobian_blocks(graph, y, x_ids, max_memory)
     jac = _fill_unconnected(graph, wrt, x_ids, blocks, unconnected, lambda x: graph.shapes[y] + graph.shapes[x])
     return Result(host, {}, diagnostics, "float64", graph, jacobians=jac)
 
 
 @_collector_paused
 def hessian(text: str, *, call: str | None = None, of: str | None = None, wrt: list[str], name: str = "<expr>",
-            feeds: dict | None = None, unconnected: str = "none") -> Result:
+            feeds: dict | None = None, unconnected: str = "none", max_memory: int | None = None) -> Result:
     """The Hessian block d²Y/dX² of each X (Y a scalar), shaped X.shape + X.shape (float64)."""
     from .insight import hessian as hessian_blocks
 
     _check_options("float64", unconnected)
     graph = compile_program(text, name, feeds, call)
     ys, (y,), x_ids = _targets(graph, [of] if of else None, wrt)
-    host, diagnostics = _run(graph, {ys[0]: y}, "float64", "cpu")
-    blocks = hessian_blocks(graph, y, x_ids)
+    host, diagnostics = _run(graph, {ys[0]: y}, "float64", "cpu", max_memory)
+    blocks = hessian_blocks(graph, y, x_ids, max_memory)
     hes = _fill_unconnected(graph, wrt, x_ids, blocks, unconnected, lambda x: graph.shapes[x] * 2)
     return Result(host, {}, diagnostics, "float64", graph, hessians=hes)
 
 
 @_collector_paused
 def check(text: str, *, call: str | None = None, wrt: list[str], of: list[str] | None = None, name: str = "<expr>",
-          feeds: dict | None = None, eps: float = 1e-6, rtol: float = 1e-5, atol: float = 1e-8):
+          feeds: dict | None = None, eps: float = 1e-6, rtol: float = 1e-5, atol: float = 1e-8,
+          max_memory: int | None = None):
     """Reverse-mode gradients against float64 central finite differences, with blame."""
     from .insight import check as check_gradients
 
@@ -360,11 +361,15 @@ def check(text: str, *, call: str | None = None, wrt: list[str], of: list[str] |
         raise GradcliError("--eps must be positive, and --rtol and --atol not negative")
     graph = compile_program(text, name, feeds, call)
     ys, y_ids, x_ids = _targets(graph, of, wrt)
+    # the forward program (run twice per difference) and the gradients, before anything runs;
+    # the gradient equations built here are the ones the check reuses
+    grads = [g for g in gradients(graph, y_ids, x_ids) if g is not None]
+    check_memory(graph, y_ids + grads, "float64", max_memory, text=False)
     result = check_gradients(graph, y_ids, dict(zip(wrt, x_ids)), eps=eps, rtol=rtol, atol=atol)
     if any(r.reason for r in result.reports.values()):
         # where a gradient is not finite, the numerical diagnostics say where it first was not
         fetch = {**dict(zip(ys, y_ids)), **{f"d/d{n}": g for n, g in result.gradient_ids.items()}}
-        _, found = _run(graph, fetch, "float64", "cpu")
+        _, found = _run(graph, fetch, "float64", "cpu", max_memory)
         result.diagnostics[:0] = found
     result.graph = graph
     return result
@@ -372,7 +377,7 @@ def check(text: str, *, call: str | None = None, wrt: list[str], of: list[str] |
 
 @_collector_paused
 def derive(text: str, *, call: str | None = None, wrt: str, of: list[str] | None = None, name: str = "<expr>",
-           feeds: dict | None = None) -> str:
+           feeds: dict | None = None, max_memory: int | None = None) -> str:
     """The gradient d(sum of `of`)/d(`wrt`) as a program in gradcli's own language, which
     evaluates (with the same inputs) to the gradient."""
     from .printer import Printer
@@ -383,6 +388,8 @@ def derive(text: str, *, call: str | None = None, wrt: str, of: list[str] | None
     target = "+".join(ys)
     root = f"d{'_'.join(ys)}_d{wrt}" if len(ys) < 4 else f"grad_{wrt}"
     header = f"d({target})/d{wrt} of {name}, as a gradcli program (evaluate it with the same inputs)"
+    if g is not None and all(graph.shapes[i] is not None for i in range(len(graph.shapes))):
+        check_memory(graph, [g], "float64", max_memory, text=False)  # folding evaluates constant parts
     printer = Printer(graph, set(graph.names) | {root})
     if g is None:
         g = graph.add_constant(np.zeros(graph.shapes[x]))
@@ -405,7 +412,7 @@ class GraphView:
 
 @_collector_paused
 def graph_view(text: str, *, call: str | None = None, of: str | None = None, wrt: list[str] | None = None, name: str = "<expr>",
-               feeds: dict | None = None) -> GraphView:
+               feeds: dict | None = None, max_memory: int | None = None) -> GraphView:
     from .autodiff import depends_on
     from .evaluate import needed_equations
 
@@ -421,7 +428,7 @@ def graph_view(text: str, *, call: str | None = None, of: str | None = None, wrt
             if g is not None:
                 cotangents[i] = g
     fetch = {f"v{i}": i for i in nodes} | {f"g{i}": g for i, g in cotangents.items()}
-    host, diagnostics = _run(graph, fetch, "float64", "cpu")
+    host, diagnostics = _run(graph, fetch, "float64", "cpu", max_memory)
     values = {i: host[f"v{i}"] for i in nodes}
     grads = {i: host[f"g{i}"] for i in cotangents}
     # what a diagnostic reaches, in the user's words: the names the program gave its values

@@ -128,45 +128,48 @@ def check_command(
     eps: Annotated[float, typer.Option(help="Finite-difference step, relative to the input's scale.")] = 1e-6,
     rtol: Annotated[float, typer.Option(help="Relative tolerance.")] = 1e-5,
     atol: Annotated[float, typer.Option(help="Absolute tolerance.")] = 1e-8,
-    format: FormatOpt = Format.auto, debug: DebugOpt = False,
+    format: FormatOpt = Format.auto, max_memory: MaxMemoryOpt = None, debug: DebugOpt = False,
 ) -> None:
     """Compare reverse-mode gradients with float64 central finite differences; exit 1 if any
     disagrees, naming the operation whose gradient rule is wrong."""
     _run("check", dict(file=file, expr=expr, call=call, sets=set_ or [], wrt=wrt or [], of=of or [], eps=eps, rtol=rtol,
-                       atol=atol, format=format.value, debug=debug, lines=False, max_memory=None))
+                       atol=atol, format=format.value, debug=debug, lines=False, max_memory=max_memory))
 
 
 @app.command("jacobian")
 def jacobian_command(
     file: FileArg = None, expr: ExprOpt = None, of: OfOpt = None, wrt: WrtOpt = None, set_: SetOpt = None, call: CallOpt = None,
-    unconnected: UnconnectedOpt = Unconnected.none, format: FormatOpt = Format.auto, debug: DebugOpt = False,
+    unconnected: UnconnectedOpt = Unconnected.none, format: FormatOpt = Format.auto,
+    max_memory: MaxMemoryOpt = None, debug: DebugOpt = False,
 ) -> None:
     """The full Jacobian dY/dX of one --of Y for each --wrt X, shaped Y.shape + X.shape."""
     _run("jacobian", dict(file=file, expr=expr, call=call, sets=set_ or [], wrt=wrt or [], of=of or [],
                           unconnected=unconnected.value, format=format.value, debug=debug, lines=False,
-                          max_memory=None))
+                          max_memory=max_memory))
 
 
 @app.command("hessian")
 def hessian_command(
     file: FileArg = None, expr: ExprOpt = None, of: OfOpt = None, wrt: WrtOpt = None, set_: SetOpt = None, call: CallOpt = None,
-    unconnected: UnconnectedOpt = Unconnected.none, format: FormatOpt = Format.auto, debug: DebugOpt = False,
+    unconnected: UnconnectedOpt = Unconnected.none, format: FormatOpt = Format.auto,
+    max_memory: MaxMemoryOpt = None, debug: DebugOpt = False,
 ) -> None:
     """The Hessian block d²Y/dX² of a scalar Y for each --wrt X, shaped X.shape + X.shape."""
     _run("hessian", dict(file=file, expr=expr, call=call, sets=set_ or [], wrt=wrt or [], of=of or [],
                          unconnected=unconnected.value, format=format.value, debug=debug, lines=False,
-                         max_memory=None))
+                         max_memory=max_memory))
 
 
 @app.command("derive")
 def derive_command(
     file: FileArg = None, expr: ExprOpt = None,
     wrt: Annotated[Optional[str], typer.Option("--wrt", metavar="NAME", help="With respect to this value.")] = None,
-    of: OfOpt = None, set_: SetOpt = None, call: CallOpt = None, debug: DebugOpt = False,
+    of: OfOpt = None, set_: SetOpt = None, call: CallOpt = None, max_memory: MaxMemoryOpt = None,
+    debug: DebugOpt = False,
 ) -> None:
     """Print the gradient as a program in gradcli's own language, simplified."""
     _run("derive", dict(file=file, expr=expr, call=call, sets=set_ or [], wrt=[wrt] if wrt else [], of=of or [],
-                        format="plain", debug=debug, lines=False, max_memory=None))
+                        format="plain", debug=debug, lines=False, max_memory=max_memory))
 
 
 @app.command("fix")
@@ -196,12 +199,12 @@ def graph_command(
     of: Annotated[Optional[str], typer.Option("--of", metavar="NAME", help="Show this value; default: the last.")] = None,
     set_: SetOpt = None, call: CallOpt = None,
     format: Annotated[GraphFormat, typer.Option(help="A tree on the terminal, or Graphviz DOT (dot -Tsvg).")] = GraphFormat.tree,
-    debug: DebugOpt = False,
+    max_memory: MaxMemoryOpt = None, debug: DebugOpt = False,
 ) -> None:
     """Show the program as a graph: each operation, where it stands, its shape and values,
     and with --wrt its gradient."""
     _run("graph", dict(file=file, expr=expr, call=call, sets=set_ or [], wrt=wrt or [], of=[of] if of else [],
-                       format=format.value, debug=debug, lines=False, max_memory=None))
+                       format=format.value, debug=debug, lines=False, max_memory=max_memory))
 
 
 # --------------------------------------------------------------------------- running a command
@@ -303,26 +306,27 @@ def _compute(command: str, opts: dict, text: str, name: str):
     call = opts.get("call")
     if command == "graph":
         return api.graph_view(text, of=opts["of"][0] if opts["of"] else None, wrt=opts["wrt"], name=name,
-                              feeds=feeds, call=call)
+                              feeds=feeds, call=call, max_memory=opts["max_memory"])
     if command == "derive":
         if len(opts["wrt"]) != 1:
             raise GradcliError("derive takes one --wrt NAME")
-        return api.derive(text, wrt=opts["wrt"][0], of=opts["of"] or None, name=name, feeds=feeds, call=call)
+        return api.derive(text, wrt=opts["wrt"][0], of=opts["of"] or None, name=name, feeds=feeds, call=call,
+                          max_memory=opts["max_memory"])
     if command == "fix":
         return api.fix(text, wrt=opts["wrt"], of=opts["of"] or None, name=name, feeds=feeds, call=call,
                        dtype=opts["dtype"], max_memory=opts["max_memory"])
     if command == "check":
         return api.check(text, wrt=opts["wrt"], of=opts["of"] or None, name=name, feeds=feeds, call=call,
-                         eps=opts["eps"], rtol=opts["rtol"], atol=opts["atol"])
+                         eps=opts["eps"], rtol=opts["rtol"], atol=opts["atol"], max_memory=opts["max_memory"])
     if command in ("jacobian", "hessian"):
         if len(opts["of"]) > 1:
             raise GradcliError(f"{command} takes one --of NAME")
         of = opts["of"][0] if opts["of"] else None
         if command == "jacobian":
             return api.jacobian(text, of=of, wrt=opts["wrt"], name=name, feeds=feeds, call=call,
-                                unconnected=opts["unconnected"])
+                                unconnected=opts["unconnected"], max_memory=opts["max_memory"])
         return api.hessian(text, of=of, wrt=opts["wrt"], name=name, feeds=feeds, call=call,
-                           unconnected=opts["unconnected"])
+                           unconnected=opts["unconnected"], max_memory=opts["max_memory"])
     common = dict(name=name, feeds=feeds, dtype=opts["dtype"], device=opts["device"],
                   max_memory=opts["max_memory"], call=call)
     if command == "eval":

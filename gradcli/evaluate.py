@@ -69,27 +69,53 @@ def parse_size(text: str) -> int:
 
 
 def _gib(n: int) -> str:
-    return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
+    """A size for a person: 1.5 GiB, 234.4 KiB, 900 bytes."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"
 
 
-def check_memory(graph: Graph, fetch: list[int], dtype: str, limit: int | None = None) -> None:
+# Text of one number in an output (`-0.30592180165271284, ` in JSON, plain or a table)
+TEXT_BYTES_PER_NUMBER = 24
+
+
+def output_text_bytes(elements: int) -> int:
+    return elements * TEXT_BYTES_PER_NUMBER
+
+
+def check_memory(graph: Graph, fetch: list[int], dtype: str, limit: int | None = None, text: bool = True) -> None:
     """Refuse, before anything runs, a program whose arrays would not fit: shapes are known,
-    so the evaluation's peak is simulated (values freed after their last use, views free)."""
+    so the evaluation's peak is simulated (values freed after their last use, views free),
+    and the text the fetched values make (an output is rendered whole before it is written)."""
     import numpy as np
 
     limit = limit or default_memory_limit()
     itemsize = np.dtype(dtype).itemsize
-    if sum(math.prod(s) for s in graph.shapes) * itemsize <= limit:
+    fetched = sum(math.prod(graph.shapes[f]) for f in set(fetch))
+    text = output_text_bytes(fetched) if text else 0  # the fetched values printed (not for check, derive)
+    if text > limit:
+        f = max(set(fetch), key=lambda j: math.prod(graph.shapes[j]))
+        raise GradcliError(f"the output would be {fetched:,} numbers, about {_gib(text)} of text, more than the "
+                           f"{_gib(limit)} allowed; raise the limit with --max-memory if the machine has it",
+                           graph.equations[f].pos, graph.source)
+    if sum(math.prod(s) for s in graph.shapes) * itemsize + text <= limit:
         return  # even holding every value at once fits: no need to simulate
     order = needed_equations(graph, fetch)
     last_use = last_uses(graph, order)
     keep = set(fetch)
     live = 0
     sizes: dict[int, int] = {}
+    strided: set[int] = set()  # values that may be non-contiguous views: a reshape of one copies
     for i in order:
         eq = graph.equations[i]
         full = math.prod(graph.shapes[i]) * itemsize
-        size = 0 if eq.op.view else full  # a view shares memory, but its consumers do not
+        memory = eq.op.memory
+        if memory == "reshape":
+            memory = "view" if not strided.intersection(eq.inputs) else "new"
+        if memory == "view" or (memory == "same" and strided.intersection(eq.inputs)):
+            strided.add(i)
+        size = 0 if memory in ("view", "same") else full  # a view shares memory, its consumers do not
         if full > limit or live + size > limit:
             size = max(size, full)
             what = "this operation" if eq.inputs else "this value"
@@ -101,8 +127,12 @@ def check_memory(graph: Graph, fetch: list[int], dtype: str, limit: int | None =
         sizes[i] = size
         live += size
         for j in set(eq.inputs):
-            if last_use.get(j) == i and j not in keep:
-                live -= sizes.pop(j, 0)
+            # inputs and constants are held by the caller and the graph: they are never freed
+            if last_use.get(j) == i and j not in keep and graph.equations[j].inputs:
+                if size == 0:  # a view keeps what it views alive: its memory passes on to it
+                    sizes[i] += sizes.pop(j, 0)
+                else:
+                    live -= sizes.pop(j, 0)
 
 
 def last_uses(graph: Graph, order: list[int], given=()) -> dict[int, int]:

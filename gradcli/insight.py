@@ -33,11 +33,10 @@ def _forward_values(graph: Graph, first_derived: int, ids: list[int]) -> dict[in
 
 
 def _rows(graph: Graph, seed: int, seed_shape, outputs: list[int], held: dict) -> list[np.ndarray]:
-    """For each basis vector e_k of the seed, the values of `outputs`: stacked rows."""
+    """For each basis vector e_k of the seed, the values of `outputs`: rows of one array
+    each, written in place (no list of rows beside it)."""
     n = int(np.prod(seed_shape))
-    if n == 0:  # an empty seed: no rows, the right shape
-        return [np.zeros(tuple(seed_shape) + graph.shapes[o]) for o in outputs]
-    results = [[] for _ in outputs]
+    results = [np.zeros((n,) + graph.shapes[o]) for o in outputs]
     basis = np.zeros(n)
     for k in range(n):
         basis[:] = 0.0
@@ -45,29 +44,86 @@ def _rows(graph: Graph, seed: int, seed_shape, outputs: list[int], held: dict) -
         with np.errstate(all="ignore"):
             values = run(graph, outputs, overrides={**held, seed: basis.reshape(seed_shape)})
         for r, o in zip(results, outputs):
-            r.append(values[o])
-    return [np.stack(r).reshape(tuple(seed_shape) + graph.shapes[o]) for r, o in zip(results, outputs)]
+            r[k] = values[o]
+    return [r.reshape(tuple(seed_shape) + graph.shapes[o]) for r, o in zip(results, outputs)]
 
 
-def jacobian(graph: Graph, y: int, xs: list[int]) -> list[np.ndarray | None]:
-    """dY/dX for each X, shaped Y.shape + X.shape (None where Y does not depend on X):
-    reverse mode, one evaluation of the gradient program per element of Y."""
-    first = len(graph.equations)
-    seed = _seed(graph, graph.shapes[y], "jacobian seed")
-    grads = gradients(graph, [y], xs, [seed])
-    live = [g for g in grads if g is not None]
-    if not live:
-        return [None] * len(xs)
-    held = _forward_values(graph, first, live)
-    rows = iter(_rows(graph, seed, graph.shapes[y], live, held))
-    return [next(rows) if g is not None else None for g in grads]
+# Work one derivative command may start, in (passes x equations evaluated): about a minute
+MAX_DERIVATIVE_WORK = 2_000_000_000
 
 
-def hessian(graph: Graph, y: int, xs: list[int]) -> list[np.ndarray | None]:
+def _guard_blocks(graph: Graph, what: str, passes: int, block_elements: int, limit: int | None,
+                  where: int) -> None:
+    """Refuse before starting what would not fit in memory or would run for hours: the
+    derivative array itself, and the passes times the program's size."""
+    from .evaluate import _gib, default_memory_limit, output_text_bytes
+
+    limit = limit or default_memory_limit()
+    need = block_elements * 8 + output_text_bytes(block_elements)  # the array, and its text out
+    pos = graph.equations[where].pos
+    if need > limit:
+        raise GradcliError(f"the {what} would be {block_elements:,} float64 numbers: {_gib(block_elements * 8)} "
+                           f"and about {_gib(output_text_bytes(block_elements))} of text out, more than the "
+                           f"{_gib(limit)} allowed by --max-memory", pos, graph.source)
+    work = passes * max(1, len(graph.equations))
+    if work > MAX_DERIVATIVE_WORK:
+        raise GradcliError(f"the {what} needs {passes:,} evaluations of a {len(graph.equations):,}-operation "
+                           f"program ({work:.2g} operations, hours of work): ask for a gradient (grad) of a "
+                           "sum, or of fewer elements", pos, graph.source)
+
+
+def jacobian(graph: Graph, y: int, xs: list[int], max_memory: int | None = None) -> list[np.ndarray | None]:
+    """dY/dX for each X, shaped Y.shape + X.shape (None where Y does not depend on X).
+
+    Reverse mode evaluates the gradient program once per element of Y; where X has fewer
+    elements than Y, forward mode, once per element of X: J v is the derivative of the
+    (linear) reverse pass u -> J^T u along v, so it is built by differentiating the gradient
+    program again. The cost and the result's size are checked before anything runs."""
+    n_y = math.prod(graph.shapes[y])
+    out: list[np.ndarray | None] = [None] * len(xs)
+    reverse = [k for k, x in enumerate(xs) if math.prod(graph.shapes[x]) >= n_y]
+    forward = [k for k in range(len(xs)) if k not in reverse]
+    for k in range(len(xs)):
+        n_x = math.prod(graph.shapes[xs[k]])
+        _guard_blocks(graph, "Jacobian", min(n_x, n_y), n_x * n_y, max_memory, y)
+    if reverse:
+        first = len(graph.equations)
+        seed = _seed(graph, graph.shapes[y], "jacobian seed")
+        grads = gradients(graph, [y], [xs[k] for k in reverse], [seed])
+        live = [g for g in grads if g is not None]
+        if live:
+            held = _forward_values(graph, first, live)
+            rows = iter(_rows(graph, seed, graph.shapes[y], live, held))
+            for k, g in zip(reverse, grads):
+                out[k] = next(rows) if g is not None else None
+    for k in forward:
+        x = xs[k]
+        first = len(graph.equations)
+        u = _seed(graph, graph.shapes[y], "jacobian seed")
+        (g,) = gradients(graph, [y], [x], [u])
+        if g is None:
+            continue
+        v = _seed(graph, graph.shapes[x], "jacobian direction")
+        (column,) = gradients(graph, [g], [u], [v])
+        if column is None:  # J^T u does not depend on u: J is 0
+            out[k] = np.zeros(graph.shapes[y] + graph.shapes[x])
+            continue
+        held = _forward_values(graph, first, [column])
+        columns = _rows(graph, v, graph.shapes[x], [column], held)[0]  # shaped X + Y
+        n_x = len(graph.shapes[x])
+        out[k] = np.moveaxis(columns.reshape(graph.shapes[x] + graph.shapes[y]),
+                             list(range(n_x)), list(range(len(graph.shapes[y]), len(graph.shapes[y]) + n_x)))
+    return out
+
+
+def hessian(graph: Graph, y: int, xs: list[int], max_memory: int | None = None) -> list[np.ndarray | None]:
     """d²Y/dX² for each X (Y a scalar), shaped X.shape + X.shape: reverse over reverse."""
     if graph.shapes[y] != ():
         raise GradcliError(f"a Hessian needs a scalar output; this one has shape {fmt_shape(graph.shapes[y])} "
                            "(sum it, or pick an element)", graph.equations[y].pos, graph.source)
+    for x in xs:
+        n_x = math.prod(graph.shapes[x])
+        _guard_blocks(graph, "Hessian", n_x, n_x * n_x, max_memory, y)
     out = []
     for x in xs:
         (g,) = gradients(graph, [y], [x])

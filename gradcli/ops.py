@@ -42,6 +42,11 @@ class Op:
     # `finite_closed`: finite inputs always give a finite result (the check can be skipped).
     ufunc: str | None = None
     view: bool = False
+    # What the result costs in memory (the guard's estimate): "new" allocates it; "view" never
+    # does (transpose, broadcast_to, a basic index: the result may be strided); "same" returns
+    # an input as it is; "reshape" is free only where its input is contiguous (a reshape of a
+    # transpose copies). `view` above says whether the result may share an input's memory.
+    memory: str = "new"
     finite_closed: bool = False
     # How a pasted spelling of this op reads where libraries disagree on its meaning
     # (Python's `max(a, b)` is elementwise, NumPy's `max(x, 0)` reduces over axis 0):
@@ -513,7 +518,8 @@ NOT_DIFFERENTIABLE = (NO_GRADIENT,)
 _unary("negative", "negative", lambda g, ans, x: -g, ("neg",), finite_closed=True, involution=True)
 # tf.constant([...]), np.array([...]), tf.Variable([...]) in pasted code: the value itself
 _unary("identity", lambda xp, x: x, lambda g, ans, x: g,
-       ("constant", "array", "asarray", "convert_to_tensor", "Variable"), view=True, finite_closed=True)
+       ("constant", "array", "asarray", "convert_to_tensor", "Variable"), view=True, memory="same",
+       finite_closed=True)
 _unary("positive", "positive", lambda g, ans, x: g, finite_closed=True)
 _unary("exp", "exp", lambda g, ans, x: g * ans)
 _unary("log", "log", lambda g, ans, x: g / x)
@@ -557,7 +563,7 @@ _unary("floor", "floor", NOT_DIFFERENTIABLE, finite_closed=True)
 _unary("ceil", "ceil", NOT_DIFFERENTIABLE, finite_closed=True)
 _unary("round", lambda xp, x: xp.round(x), NOT_DIFFERENTIABLE, finite_closed=True)
 # stop_gradient: the value passes, the gradient does not
-_unary("stop_gradient", lambda xp, x: x, NOT_DIFFERENTIABLE, view=True, finite_closed=True)
+_unary("stop_gradient", lambda xp, x: x, NOT_DIFFERENTIABLE, view=True, memory="same", finite_closed=True)
 
 _binary("add", "add", (lambda g, ans, x, y: g, lambda g, ans, x, y: g), identities=(0.0, 0.0))
 _binary("subtract", "subtract", (lambda g, ans, x, y: g, lambda g, ans, x, y: -g), ("sub",),
@@ -670,19 +676,19 @@ register(Op("log_softmax", _log_softmax, _same_checking_axis,
 register(Op("matmul", lambda xp, a, b: xp.matmul(a, b), _matmul_shape, (_matmul_vjp_a, _matmul_vjp_b),
             args=("a", "b")))
 register(Op("transpose", lambda xp, x, axes=None: xp.transpose(x, axes), _transpose_shape,
-            (_transpose_vjp,), params={"axes": None}, view=True, finite_closed=True))
+            (_transpose_vjp,), params={"axes": None}, view=True, memory="view", finite_closed=True))
 register(Op("reshape", lambda xp, x, shape: xp.reshape(x, shape), _reshape_shape,
             (lambda g, ans, x, shape: G.reshape(g, shape=x.shape),), params={"shape": REQUIRED},
-            view=True, finite_closed=True))
+            view=True, memory="reshape", finite_closed=True))
 register(Op("broadcast_to", lambda xp, x, shape: xp.broadcast_to(x, shape), _broadcast_to_shape,
             (lambda g, ans, x, shape: G.sum_to(g, shape=x.shape),), params={"shape": REQUIRED},
-            view=True, finite_closed=True))
+            view=True, memory="view", finite_closed=True))
 register(Op("sum_to", _sum_to, _sum_to_shape,
             (lambda g, ans, x, shape: G.broadcast_to(g, shape=x.shape),), params={"shape": REQUIRED}, view=True,
             doc="sum_to(x, shape): sum the broadcast axes of x away, down to shape"))
 register(Op("index", lambda xp, x, index: x[_index_tuple(index)], _index_shape,
             (lambda g, ans, x, index: G.scatter(g, shape=x.shape, index=index),), params={"index": REQUIRED},
-            public=False, view=True, finite_closed=True, doc="x[index] with a constant index"))
+            public=False, view=True, memory="view", finite_closed=True, doc="x[index] with a constant index"))
 register(Op("scatter", _scatter, lambda x_shape, shape, index: tuple(shape),
             (lambda g, ans, x, shape, index: G.index(g, index=index),),
             params={"shape": REQUIRED, "index": REQUIRED}, public=False,

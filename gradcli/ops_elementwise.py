@@ -199,7 +199,7 @@ for _name in ("isnan", "isinf", "isfinite", "signbit"):
 _unary("spacing", lambda xp, x: _on_host(xp, "spacing", x), NOT_DIFFERENTIABLE,
        doc="the distance to the next representable number")
 # real values: the real part and the conjugate are the value, the imaginary part is 0
-_unary("real", lambda xp, x: x, lambda g, ans, x: g, ("conj", "conjugate", "real_if_close"), view=True,
+_unary("real", lambda xp, x: x, lambda g, ans, x: g, ("conj", "conjugate", "real_if_close"), view=True, memory="same",
        finite_closed=True, doc="the real part: the value itself (values are real)")
 _unary("imag", lambda xp, x: xp.zeros_like(x), NOT_DIFFERENTIABLE, finite_closed=True,
        doc="the imaginary part: 0 (values are real)")

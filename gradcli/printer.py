@@ -203,10 +203,10 @@ class Printer:
 
         shape = tuple(eq.params["shape"])
         n = math.prod(shape)
-        positions = np.arange(n).reshape(shape)[_index_tuple(eq.params["index"])].reshape(-1)
-        if n > SELECTION_UP_TO:
-            raise GradcliError(f"derive: the gradient of the indexing at {eq.pos} would print as a list of {n} "
+        if n > SELECTION_UP_TO:  # before anything of size n is made
+            raise GradcliError(f"derive: the gradient of the indexing at {eq.pos} would print as a list of {n:,} "
                                "items, too many to be readable", eq.pos, self.graph.source)
+        positions = np.arange(n).reshape(shape)[_index_tuple(eq.params["index"])].reshape(-1)
         g_shape = self.graph.shapes[eq.inputs[0]]
         atom = arg[0] if arg[0].replace("_", "a").isalnum() else f"({arg[0]})"
         if g_shape == ():

@@ -47,7 +47,9 @@ def jacobian_rows_are_gradients(text, feeds):
             g = api.grad(text, wrt=[x], of=["z"], feeds=feeds, grad_ys={"z": seed.reshape(z_shape)},
                          unconnected="zero").gradients[x]
             row = jac.reshape((-1,) + np.shape(feeds[x]))[k]
-            np.testing.assert_array_equal(row, g, err_msg=f"row {k} of d z/d{x}:\n{text}")
+            # forward mode (fewer inputs than outputs) sums in another order: equal to rounding
+            np.testing.assert_allclose(row, g, rtol=1e-12, atol=1e-12 * (1 + np.max(np.abs(g), initial=0)),
+                                       err_msg=f"row {k} of d z/d{x}:\n{text}")
 
 
 def hessian_is_symmetric_and_the_derivative_of_grad(text, feeds):

@@ -242,3 +242,48 @@ def test_missing_inputs_are_listed_briefly():
         api.evaluate(program)
     assert str(info.value).startswith("missing inputs 'x0', 'x1', 'x2', 'x3', 'x4', 'x5', 'x6', 'x7' and 92 more")
     assert len(str(info.value)) < 300
+
+
+def test_a_jacobian_with_fewer_inputs_than_outputs_runs_forward_and_agrees():
+    # one pass per input element (2), not per output element (10^5)
+    x = np.array([0.3, -1.2])
+    r = api.jacobian("y = broadcast_to(x[0], shape=[100000]) * linspace_like + x[1]", of="y", wrt=["x"],
+                     feeds={"x": x, "linspace_like": np.linspace(0, 1, 100000)})
+    jac = r.jacobians["x"]
+    assert jac.shape == (100000, 2)
+    np.testing.assert_allclose(jac[:, 0], np.linspace(0, 1, 100000), rtol=1e-15)
+    np.testing.assert_array_equal(jac[:, 1], 1.0)
+    small = api.jacobian("y = [x[0] * x[1], sin(x[0]), x[1] ** 2]", wrt=["x"], feeds={"x": [2.0, 3.0]})
+    np.testing.assert_allclose(small.jacobians["x"], [[3.0, 2.0], [np.cos(2.0), 0.0], [0.0, 6.0]], rtol=1e-15)
+
+
+@pytest.mark.parametrize("args,message", [
+    (["hessian", "-e", "y = sum(x * x)", "--wrt", "x", "--max-memory", "1G"],
+     "the Hessian would be 900,000,000 float64 numbers: 6.7 GiB and about 20.1 GiB of text out, more than the "
+     "1.0 GiB allowed by --max-memory"),
+    (["jacobian", "-e", "y = exp(x) * 2", "--wrt", "x", "--max-memory", "1G"],
+     "the Jacobian would be 900,000,000 float64 numbers"),
+    (["eval", "-e", "y = x", "--max-memory", "300K"], "the output would be 30,000 numbers, about 703.1 KiB of text"),
+    (["check", "-e", "y = sum(exp(x))", "--wrt", "x", "--max-memory", "300K"], "more than the 300.0 KiB allowed"),
+    (["derive", "-e", "y = sum(exp(x))", "--wrt", "x", "--max-memory", "300K"], "more than the 300.0 KiB allowed"),
+    (["graph", "-e", "y = sum(exp(x))", "--max-memory", "300K"], "more than the 300.0 KiB allowed"),
+])
+def test_every_command_refuses_what_would_not_fit_before_it_starts(tmp_path, args, message):
+    np.save(tmp_path / "x.npy", np.zeros(30000))
+    started = time.monotonic()
+    code, out, err = gradcli(*args, "--set", f"x=@{tmp_path / 'x.npy'}")
+    assert code == 2 and out == ""
+    assert message in err, err
+    assert time.monotonic() - started < 20
+
+
+def test_views_that_copy_are_counted(tmp_path):
+    # reshape of a transpose copies: ten of them on a 64 MiB input do not pass --max-memory 150M
+    np.save(tmp_path / "x.npy", np.zeros((2048, 4096)))
+    lines = ["a0 = x"] + [f"a{k} = reshape(transpose(a{k - 1}), [2048, 4096])" for k in range(1, 11)]
+    program = tmp_path / "views.expr"
+    program.write_text("\n".join(lines + ["y = sum(a10)"]) + "\n")
+    code, _, err = gradcli("eval", str(program), "--set", f"x=@{tmp_path / 'x.npy'}", "--max-memory", "150M")
+    assert code == 2 and "more than the 150.0 MiB allowed" in err
+    code, out, _ = gradcli("eval", str(program), "--set", f"x=@{tmp_path / 'x.npy'}", "--max-memory", "300M")
+    assert code == 0 and out == "y\t0.0\n"
