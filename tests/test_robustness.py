@@ -287,3 +287,15 @@ def test_views_that_copy_are_counted(tmp_path):
     assert code == 2 and "more than the 150.0 MiB allowed" in err
     code, out, _ = gradcli("eval", str(program), "--set", f"x=@{tmp_path / 'x.npy'}", "--max-memory", "300M")
     assert code == 0 and out == "y\t0.0\n"
+
+
+@pytest.mark.slow
+def test_ten_megabytes_of_blank_and_comment_lines_take_little_memory(tmp_path):
+    # the newline token's repetition is possessive: no per-line backtracking state (was 7.6 GB)
+    program = tmp_path / "blank.expr"
+    program.write_text("\n" * 5_000_000 + "# a comment\n" * 400_000 + "y = 1\n")
+    out = subprocess.run(["/usr/bin/time", "-f", "%M", sys.executable, "-m", "gradcli", "eval", str(program)],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout == "y\t1.0\n"
+    peak_kib = int(out.stderr.strip().splitlines()[-1])
+    assert peak_kib < 300_000, peak_kib
