@@ -109,28 +109,37 @@ class ShapeError(Exception):
 _UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
+CARET_WINDOW = 100  # characters shown on each side of the anchor of a long line
+
+
 def caret_lines(source: Source, pos: Pos) -> list[str]:
-    """The source line of `pos` and, under it, `~` along the span and `^` at the anchor."""
+    """The source line of `pos` and, under it, `~` along the span and `^` at the anchor. A
+    long line is shown as a window around the anchor (`…` where it is cut), so the cost of a
+    message does not grow with the line: 14,000 messages on one 300 KB line stay small."""
     text = source.line_text(pos.line)
     if not text.strip():
         return []
+    col = max(1, min(pos.column, len(text) + 1))
+    begin = max(0, col - 1 - CARET_WINDOW)
+    end = min(len(text), col - 1 + CARET_WINDOW)
+    shown = text[begin:end]
     # one column per character, so the caret lines up; control characters (a form feed, U+2028)
     # would move the terminal's cursor, so they are shown as U+FFFD
-    expanded = _UNPRINTABLE.sub("\ufffd", text.expandtabs(1))
-    col = max(1, min(pos.column, len(expanded) + 1))
-    under = [" "] * (col - 1)
+    expanded = _UNPRINTABLE.sub("\ufffd", shown.expandtabs(1))
+    lead = "…" if begin else ""
+    tail = "…" if end < len(text) else ""
+    anchor = col - 1 - begin + len(lead)
+    under = [" "] * (len(lead) + len(expanded))
     if pos.start >= 0 and pos.end > pos.start:
         line_start = source.line_start(pos.line)
-        first = max(pos.start - line_start, 0)
-        last = min(pos.end - line_start, len(expanded))
-        for i in range(first, last):
-            if i >= len(under):
-                under.append(" ")
+        first = max(pos.start - line_start - begin, 0) + len(lead)
+        last = min(pos.end - line_start - begin, len(expanded)) + len(lead)
+        for i in range(first, max(first, last)):
             under[i] = "~"
-    while len(under) < col:
+    while len(under) <= anchor:
         under.append(" ")
-    under[col - 1] = "^"
-    return [expanded, "".join(under).rstrip()]
+    under[anchor] = "^"
+    return [lead + expanded + tail, "".join(under).rstrip()]
 
 
 def format_error(err: GradcliError) -> str:

@@ -299,3 +299,19 @@ def test_ten_megabytes_of_blank_and_comment_lines_take_little_memory(tmp_path):
     assert out.returncode == 0 and out.stdout == "y\t1.0\n"
     peak_kib = int(out.stderr.strip().splitlines()[-1])
     assert peak_kib < 300_000, peak_kib
+
+
+def test_messages_on_a_long_line_show_a_window_around_their_place():
+    from gradcli.errors import Pos, Source, caret_lines
+
+    line = " + ".join(f"log(x-{i})" for i in range(20000))
+    source = Source("<t>", f"y = {line}\n")
+    start = source.text.index("log(x-10000)")
+    shown, under = caret_lines(source, Pos(1, start + 1, start, start + len("log(x-10000)")))
+    assert shown.startswith("…") and shown.endswith("…") and len(shown) <= 2 * 100 + 2
+    assert shown[under.index("^"):].startswith("log(x-10000)")
+    assert under.strip() == "^" + "~" * (len("log(x-10000)") - 1)
+    program = "y = " + " + ".join(f"log(x-{i})" for i in range(2, 3002))
+    code, out, err = gradcli("eval", "-e", program, "--set", "x=1", "--format", "plain")
+    assert code == 0 and err.count("warning: log gives NaN") == 3000
+    assert len(err) < 3000 * 700   # not 3000 copies of the 40 KB line
