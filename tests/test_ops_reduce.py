@@ -1,0 +1,193 @@
+"""The reductions, scans and statistics: each forward against NumPy/SciPy, its gradient and
+second derivative against float64 finite differences, a float32 run; then the conventions at
+ties and kinks, and how pasted spellings (NumPy's, PyTorch's, TensorFlow's defaults) are read."""
+import math
+
+import numpy as np
+import pytest
+
+from gradcli import api
+from gradcli.errors import GradcliError
+
+from gradcheck import check_op_case
+
+
+def normal(shape=(2, 3)):
+    return lambda rng: rng.standard_normal(shape)
+
+
+def u(lo, hi, shape=(2, 3)):
+    return lambda rng: rng.uniform(lo, hi, shape)
+
+
+def away(lo=0.3, hi=2.0, shape=(2, 3)):  # |x| in [lo, hi], either sign
+    return lambda rng: rng.choice([-1.0, 1.0], shape) * rng.uniform(lo, hi, shape)
+
+
+def spread(shape=(2, 3)):
+    """Values at least 0.1 apart within the array (no near-ties for order statistics)."""
+    def make(rng):
+        n = math.prod(shape)
+        return (rng.permutation(n) * 0.37 - n * 0.15 + rng.uniform(-0.05, 0.05, n)).reshape(shape)
+    return make
+
+
+def with_nan(shape=(2, 4), at=((0, 1), (1, 3))):
+    def make(rng):
+        x = rng.uniform(0.5, 2.0, shape) * rng.choice([-1.0, 1.0], shape)
+        for i in at:
+            x[i] = np.nan
+        return x
+    return make
+
+
+def const(value):
+    return lambda rng: np.asarray(value, dtype=np.float64)
+
+
+def exclusive_reverse_cumsum(x):
+    return np.flip(np.cumsum(np.flip(x, 0), 0), 0) - x
+
+
+def linear_recurrence(b, a, reverse=False):
+    b, a = np.broadcast_arrays(b, a)
+    out = np.empty(b.shape)
+    order = range(len(b) - 1, -1, -1) if reverse else range(len(b))
+    previous = None
+    for i in order:
+        previous = b[i] if previous is None else b[i] + a[i] * previous
+        out[i] = previous
+    return out
+
+
+def scatter_along(v, i, size):
+    out = np.zeros(v.shape[:-1] + (size,))
+    for row in range(v.shape[0]):
+        np.add.at(out[row], i[row].astype(int), v[row])
+    return out
+
+
+INDICES = const([[2, 0, 0, 3], [1, 1, 2, 0]])
+
+# (program, differentiated inputs, reference, options)
+CASES = [
+    # scans
+    ("y = cumsum(x)", {"x": normal()}, lambda x: np.cumsum(x), {}),
+    ("y = cumsum(x, axis=1)", {"x": normal()}, lambda x: np.cumsum(x, axis=1), {}),
+    ("y = cumsum(x, axis=0, exclusive=True, reverse=True)", {"x": normal((4, 2))}, exclusive_reverse_cumsum, {}),
+    ("y = tf.cumsum(x)", {"x": normal((3, 2))}, lambda x: np.cumsum(x, axis=0), {}),
+    ("y = cumprod(x, axis=1)", {"x": u(-1.5, 1.5, (2, 4))}, lambda x: np.cumprod(x, axis=1), {}),
+    ("y = cumprod(x)", {"x": const([[0.5, 0.0, 2.0], [-1.5, 0.0, 0.0]])}, lambda x: np.cumprod(x), {}),
+    ("y = cumprod(x, axis=0, exclusive=True, reverse=True)", {"x": u(-1.5, 1.5, (4,))},
+     lambda x: np.append(np.flip(np.cumprod(np.flip(x)))[1:], 1.0), {}),
+    ("y = tf.math.cumprod(x, exclusive=True)", {"x": u(-1.5, 1.5, (3, 2))},
+     lambda x: np.concatenate([np.ones((1, 2)), np.cumprod(x, axis=0)[:-1]]), {}),
+    ("y = cumlogsumexp(x)", {"x": normal((4, 2))}, lambda x: np.logaddexp.accumulate(x, axis=0), {}),
+    ("y = tf.math.cumulative_logsumexp(x, axis=1, reverse=True)", {"x": normal((2, 4))},
+     lambda x: np.flip(np.logaddexp.accumulate(np.flip(x, 1), axis=1), 1), {}),
+    ("y = cummax(x)", {"x": spread((5, 2))}, lambda x: np.maximum.accumulate(x, axis=0), {}),
+    ("y = lax.cummin(x, axis=1, reverse=True)", {"x": spread((2, 5))},
+     lambda x: np.flip(np.minimum.accumulate(np.flip(x, 1), axis=1), 1), {}),
+    ("y = linear_recurrence(b, a)", {"b": normal((4, 2)), "a": normal((4, 1))},
+     lambda b, a: linear_recurrence(b, a), {}),
+    ("y = linear_recurrence(b, a, axis=0, reverse=True)", {"b": normal((5,)), "a": normal((5,))},
+     lambda b, a: linear_recurrence(b, a, reverse=True), {}),
+    # moving values by constant indices
+    ("y = gather_along(v, i, axis=1)", {"v": normal((2, 4))},
+     lambda v, i: np.take_along_axis(v, i.astype(int), axis=1), {"fixed": {"i": INDICES}}),
+    ("y = scatter_along(v, i, axis=1, size=5)", {"v": normal((2, 4))}, lambda v, i: scatter_along(v, i, 5),
+     {"fixed": {"i": INDICES}}),
+    # permutations
+    ("y = sort(x)", {"x": spread((2, 4))}, lambda x: np.sort(x), {}),
+    ("y = sort(x, axis=0)", {"x": spread((3, 2))}, lambda x: np.sort(x, axis=0), {}),
+    ("y = np.sort(x, axis=None)", {"x": spread((2, 3))}, lambda x: np.sort(x, axis=None), {}),
+    ("y = partition(x, 2)", {"x": spread((2, 5))}, lambda x: np.partition(x, 2), {}),
+    ("y = partition(x, kth=[0, 3], axis=0)", {"x": spread((5, 2))}, lambda x: np.partition(x, [0, 3], axis=0), {}),
+    # moments
+    ("y = var(x)", {"x": normal()}, lambda x: np.var(x), {}),
+    ("y = var(x, axis=0, ddof=1)", {"x": normal((3, 2))}, lambda x: np.var(x, axis=0, ddof=1), {}),
+    ("y = np.var(x, axis=[0, 2], keepdims=True)", {"x": normal((2, 3, 2))},
+     lambda x: np.var(x, axis=(0, 2), keepdims=True), {}),
+    ("y = x.var(1)", {"x": normal()}, lambda x: np.var(x, axis=1), {}),
+    ("y = std(x)", {"x": normal()}, lambda x: np.std(x), {}),
+    ("y = std(x, axis=1, ddof=1, keepdims=True)", {"x": normal((2, 4))},
+     lambda x: np.std(x, axis=1, ddof=1, keepdims=True), {}),
+    ("y = x.std(axis=0)", {"x": normal((3, 2))}, lambda x: np.std(x, axis=0), {}),
+    ("y = tf.math.reduce_std(x, axis=1)", {"x": normal()}, lambda x: np.std(x, axis=1), {}),
+    ("y = tf.math.reduce_variance(x, 0)", {"x": normal()}, lambda x: np.var(x, axis=0), {}),
+    ("y = torch.var(x)", {"x": normal()}, lambda x: np.var(x, ddof=1), {}),
+    ("y = torch.std(x, dim=0, correction=0)", {"x": normal()}, lambda x: np.std(x, axis=0), {}),
+    ("y = average(x, axis=0)", {"x": normal()}, lambda x: np.average(x, axis=0), {}),
+    ("y = np.average(x, axis=1, weights=w)", {"x": normal(), "w": u(0.5, 2.0, (3,))},
+     lambda x, w: np.average(x, axis=1, weights=w), {}),
+    ("y = weighted_average(x, w)", {"x": normal(), "w": u(0.5, 2.0)}, lambda x, w: np.average(x, weights=w), {}),
+    # order statistics
+    ("y = median(x)", {"x": spread((3, 3))}, lambda x: np.median(x), {}),
+    ("y = median(x, axis=1)", {"x": spread((2, 4))}, lambda x: np.median(x, axis=1), {}),
+    ("y = np.median(x, axis=0, keepdims=True)", {"x": spread((3, 2))},
+     lambda x: np.median(x, axis=0, keepdims=True), {}),
+    ("y = quantile(x, 0.3)", {"x": spread((2, 4))}, lambda x: np.quantile(x, 0.3), {}),
+    ("y = quantile(x, [0.25, 0.9], axis=1, keepdims=True)", {"x": spread((2, 5))},
+     lambda x: np.quantile(x, [0.25, 0.9], axis=1, keepdims=True), {}),
+    ("y = quantile(x, 0.4, axis=0, method='lower')", {"x": spread((4, 2))},
+     lambda x: np.quantile(x, 0.4, axis=0, method="lower"), {}),
+    ("y = quantile(x, 0.4, method='higher')", {"x": spread((4,))}, lambda x: np.quantile(x, 0.4, method="higher"), {}),
+    ("y = quantile(x, [0.5, 0.7], method='nearest')", {"x": spread((6,))},
+     lambda x: np.quantile(x, [0.5, 0.7], method="nearest"), {}),
+    ("y = quantile(x, 0.3, method='midpoint')", {"x": spread((6,))},
+     lambda x: np.quantile(x, 0.3, method="midpoint"), {}),
+    ("y = percentile(x, 40, axis=0)", {"x": spread((4, 2))}, lambda x: np.percentile(x, 40, axis=0), {}),
+    ("y = np.percentile(x, [10, 50], interpolation='linear')", {"x": spread((5,))},
+     lambda x: np.percentile(x, [10, 50]), {}),
+    # norms
+    ("y = norm(x)", {"x": normal()}, lambda x: np.linalg.norm(x), {}),
+    ("y = np.linalg.norm(x, axis=1)", {"x": normal()}, lambda x: np.linalg.norm(x, axis=1), {}),
+    ("y = norm(x, ord=1, axis=1, keepdims=True)", {"x": away()},
+     lambda x: np.linalg.norm(x, ord=1, axis=1, keepdims=True), {}),
+    ("y = norm(x, np.inf)", {"x": spread((5,))}, lambda x: np.linalg.norm(x, np.inf), {}),
+    ("y = norm(x, -inf, axis=0)", {"x": spread((3, 2))}, lambda x: np.linalg.norm(x, -np.inf, axis=0), {}),
+    ("y = norm(x, 3, axis=0)", {"x": away(shape=(3, 2))},
+     lambda x: np.linalg.norm(x, 3, axis=0), {}),
+    ("y = norm(x, 0.5)", {"x": away(shape=(4,))}, lambda x: np.linalg.norm(x, 0.5), {"rtol": 1e-5}),
+    ("y = norm(x, 'fro')", {"x": normal()}, lambda x: np.linalg.norm(x, "fro"), {}),
+    ("y = norm(x, 1)", {"x": spread((3, 3))}, lambda x: np.linalg.norm(x, 1), {}),
+    ("y = norm(x, -1, axis=(1, 0))", {"x": spread((3, 3))}, lambda x: np.linalg.norm(x, -1, axis=(1, 0)), {}),
+    ("y = norm(x, inf)", {"x": spread((3, 3))}, lambda x: np.linalg.norm(x, np.inf), {}),
+    ("y = norm(x, -inf, keepdims=True)", {"x": spread((3, 3))},
+     lambda x: np.linalg.norm(x, -np.inf, keepdims=True), {}),
+    ("y = vector_norm(x, ord=3)", {"x": away()}, lambda x: np.linalg.norm(x.reshape(-1), 3), {}),
+    ("y = linalg.vector_norm(x, ord=-inf, axis=1)", {"x": spread()}, lambda x: np.min(np.abs(x), axis=1), {}),
+    ("y = vector_norm(x, ord=0, axis=1)", {"x": away()}, lambda x: np.sum(x != 0, axis=1) * 1.0, {}),
+    ("y = matrix_norm(x, ord=1)", {"x": spread((2, 3, 3))}, lambda x: np.linalg.norm(x, 1, axis=(-2, -1)), {}),
+    ("y = matrix_norm(x)", {"x": normal((2, 2, 3))}, lambda x: np.linalg.norm(x, "fro", axis=(-2, -1)), {}),
+    ("y = euclidean_norm(x, axis=1)", {"x": normal()}, lambda x: np.linalg.norm(x, axis=1), {}),
+    ("y = tf.math.reduce_euclidean_norm(x)", {"x": normal()}, lambda x: np.linalg.norm(x), {}),
+    ("y = tf.norm(x)", {"x": normal((2, 2, 2))}, lambda x: np.linalg.norm(x.reshape(-1)), {}),
+    # differences and integrals
+    ("y = diff(x)", {"x": normal((2, 4))}, lambda x: np.diff(x), {}),
+    ("y = diff(x, n=2, axis=0)", {"x": normal((5, 2))}, lambda x: np.diff(x, n=2, axis=0), {}),
+    ("y = gradient(f)", {"f": normal((5,))}, lambda f: np.gradient(f), {}),
+    ("y = gradient(f, 0.5, axis=1, edge_order=2)", {"f": normal((2, 5))},
+     lambda f: np.gradient(f, 0.5, axis=1, edge_order=2), {}),
+    ("y = trapezoid(y0)", {"y0": normal((2, 4))}, lambda y0: np.trapezoid(y0), {}),
+    ("y = np.trapz(y0, dx=0.5, axis=0)", {"y0": normal((4, 2))}, lambda y0: np.trapezoid(y0, dx=0.5, axis=0), {}),
+    # NaN-ignoring reductions, range, unwrap
+    ("y = nansum(x)", {"x": with_nan()}, lambda x: np.nansum(x), {}),
+    ("y = nansum(x, axis=1, keepdims=True)", {"x": with_nan()}, lambda x: np.nansum(x, axis=1, keepdims=True), {}),
+    ("y = nanmean(x, axis=1)", {"x": with_nan()}, lambda x: np.nanmean(x, axis=1), {}),
+    ("y = nanmean(x)", {"x": with_nan()}, lambda x: np.nanmean(x), {}),
+    ("y = nanprod(x, axis=0)", {"x": with_nan()}, lambda x: np.nanprod(x, axis=0), {}),
+    ("y = nanmax(x, axis=1)", {"x": with_nan()}, lambda x: np.nanmax(x, axis=1), {}),
+    ("y = nanmin(x)", {"x": with_nan()}, lambda x: np.nanmin(x), {}),
+    ("y = ptp(x, axis=0)", {"x": spread((3, 2))}, lambda x: np.ptp(x, axis=0), {}),
+    ("y = np.ptp(x)", {"x": spread((3, 2))}, lambda x: np.ptp(x), {}),
+    ("y = unwrap(p)", {"p": const([0.1, 3.0, 6.5, 0.2, -3.0, 2.5])}, lambda p: np.unwrap(p), {}),
+    ("y = unwrap(p, period=4.0, axis=0)", {"p": const([[0.1, 1.0], [1.9, -1.5], [3.8, 1.5]])},
+     lambda p: np.unwrap(p, period=4.0, axis=0), {}),
+]
+
+
+@pytest.mark.parametrize("program,inputs,reference,options", CASES, ids=[c[0] for c in CASES])
+def test_op(program, inputs, reference, options):
+    rng = np.random.default_rng(sum(map(ord, program)))
+    check_op_case(program, inputs, reference, rng, **options)
