@@ -722,7 +722,7 @@ CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
 
 # Keyword spellings of TensorFlow and NumPy, mapped to the table's parameter names.
 KEYWORD_ALIASES = {
-    "keep_dims": "keepdims", "dim": "axis", "perm": "axes", "newshape": "shape",
+    "keep_dims": "keepdims", "keepdim": "keepdims", "dim": "axis", "perm": "axes", "newshape": "shape",
     "clip_value_min": "lo", "clip_value_max": "hi", "a_min": "lo", "a_max": "hi",
     "negative_slope": "alpha", "correction": "ddof", "interpolation": "method",
 }

@@ -345,52 +345,85 @@ def _moments_read(name, call):
     if call.positional > 2:
         raise ReadingError(f"{call.name}() with {call.positional} arguments: NumPy's third argument is dtype, "
                            f"PyTorch's unbiased, TensorFlow's keepdims; write ddof= and keepdims= by name")
-    if call.library == "torch":
-        if "unbiased" in call.keywords:
-            raise ReadingError(f"torch.{call.name}(unbiased=...): write correction=1 (unbiased) or correction=0")
-        if "correction" not in call.keywords and "ddof" not in call.keywords:
-            return name, {"ddof": 1}
+    if call.library == "torch" and not {"correction", "ddof", "unbiased"} & set(call.keywords):
+        return name, {"ddof": 1}
     return None
-
-
-def _divisor(x_shape, axis, ddof) -> float:
-    n = _count(x_shape, axis) - ddof
-    return float(n) if n > 0 else 0.0
 
 
 def _count(shape, axis) -> int:
     return math.prod(shape[a] for a in normalize_axes(axis, len(shape)))
 
 
-def _inverse(n: float) -> float:
-    return 1.0 / n if n else math.inf  # NumPy divides by max(n - ddof, 0): inf or NaN
-
-
-def _var_vjp(g, ans, x, axis=None, ddof=0, keepdims=False):
-    centred = x - G.mean(x, axis=axis, keepdims=True)
-    return _keep(g, x.shape, axis, keepdims) * centred * (2.0 * _inverse(_divisor(x.shape, axis, ddof)))
-
-
-def _std_vjp(g, ans, x, axis=None, ddof=0, keepdims=False):
-    centred = x - G.mean(x, axis=axis, keepdims=True)
-    scale = _inverse(_divisor(x.shape, axis, ddof))
-    return _keep(g, x.shape, axis, keepdims) * centred * scale / _keep(ans, x.shape, axis, keepdims)
-
-
-def _moment_shape(shape, axis=None, ddof=0, keepdims=False):
+def _resolved_ddof(ddof, unbiased, default=0):
+    """ddof (NumPy), correction (PyTorch, read as ddof) or unbiased (PyTorch's older spelling)."""
+    if unbiased is not None:
+        if ddof is not None:
+            raise ShapeError("give ddof (correction) or unbiased, not both")
+        return int(bool(unbiased))
+    if ddof is None:
+        return default
     if not isinstance(ddof, (int, float)):
-        raise ShapeError(f"ddof must be a number, not {ddof}")
+        raise ShapeError(f"ddof must be one number, not {ddof}")
+    return ddof
+
+
+def _divisor(shape, axis, ddof, unbiased, default=0) -> float:
+    """n - ddof, refused where it is not positive (NumPy would divide by 0: inf or NaN)."""
+    ddof = _resolved_ddof(ddof, unbiased, default)
+    n = _count(shape, axis)
+    if n - ddof <= 0:
+        raise ShapeError(f"ddof={ddof:g} over {n} element{'s' * (n != 1)} leaves no degrees of freedom "
+                         f"(n - ddof = {n - ddof:g}): the result would be inf or NaN")
+    return float(n - ddof)
+
+
+def _nonzero(a):
+    """a, with 1 where it is 0: the denominator of a rule whose numerator is 0 there too."""
+    return G.where(G.equal(a, 0.0), 1.0, a)
+
+
+def _var_forward(xp, x, axis=None, ddof=None, keepdims=False, unbiased=None, default=0):
+    d = _divisor(x.shape, axis, ddof, unbiased, default)
+    return xp.var(x, axis=axis, ddof=_count(x.shape, axis) - d, keepdims=keepdims)
+
+
+def _var_vjp(g, ans, x, axis=None, ddof=None, keepdims=False, unbiased=None, default=0):
+    centred = x - G.mean(x, axis=axis, keepdims=True)
+    return _keep(g, x.shape, axis, keepdims) * centred * (2.0 / _divisor(x.shape, axis, ddof, unbiased, default))
+
+
+def _std_vjp(g, ans, x, axis=None, ddof=None, keepdims=False, unbiased=None, default=0):
+    # sqrt(var) has no derivative where all values are equal (a cone): 0 there, a subgradient
+    centred = x - G.mean(x, axis=axis, keepdims=True)
+    scale = 1.0 / _divisor(x.shape, axis, ddof, unbiased, default)
+    return _keep(g, x.shape, axis, keepdims) * centred * scale / _nonzero(_keep(ans, x.shape, axis, keepdims))
+
+
+def _moment_shape(shape, axis=None, ddof=None, keepdims=False, unbiased=None, default=0):
+    _divisor(shape, axis, ddof, unbiased, default)
     return reduced_shape(shape, axis, keepdims)
 
 
-_MOMENT_PARAMS = {"axis": None, "ddof": 0, "keepdims": False}
-register(Op("var", lambda xp, x, axis=None, ddof=0, keepdims=False: xp.var(x, axis=axis, ddof=ddof, keepdims=keepdims),
-            _moment_shape, (_var_vjp,), params=dict(_MOMENT_PARAMS), aliases=("reduce_variance",),
-            reading=_moments_reading("var"), doc="the variance, sum((x - mean)^2) / (n - ddof); ddof=0 by default"))
-register(Op("std", lambda xp, x, axis=None, ddof=0, keepdims=False: xp.std(x, axis=axis, ddof=ddof, keepdims=keepdims),
-            _moment_shape, (_std_vjp,), params=dict(_MOMENT_PARAMS), aliases=("reduce_std",),
-            reading=_moments_reading("std"),
-            doc="the standard deviation, sqrt(var); its gradient is NaN where it is 0 (all values equal)"))
+_MOMENT_PARAMS = {"axis": None, "ddof": None, "keepdims": False, "unbiased": None}
+register(Op("var", _var_forward, _moment_shape, (_var_vjp,), params=dict(_MOMENT_PARAMS), aliases=("reduce_variance",),
+            reading=_moments_reading("var"),
+            doc="the variance, sum((x - mean)^2) / (n - ddof); ddof=0 by default (torch.var: 1)"))
+register(Op("std", lambda xp, *a, **p: xp.sqrt(_var_forward(xp, *a, **p)), _moment_shape, (_std_vjp,),
+            params=dict(_MOMENT_PARAMS), aliases=("reduce_std",), reading=_moments_reading("std"),
+            doc="the standard deviation, sqrt(var); its gradient is 0 where it is 0 (all values equal)"))
+
+
+def _moment_and_mean(name):
+    """torch.std_mean / var_mean: (std or var, mean), unbiased (ddof=1) by default, as PyTorch."""
+    def parts(shape, axis=None, ddof=None, keepdims=False, unbiased=None):
+        moment = {"axis": axis, "ddof": _resolved_ddof(ddof, unbiased, 1), "keepdims": keepdims}
+        return [(name, moment), ("mean", {"axis": axis, "keepdims": keepdims})]
+    return parts
+
+
+for _name in ("std", "var"):
+    register(Op(f"{_name}_mean", None, None, None, params=dict(_MOMENT_PARAMS), parts=_moment_and_mean(_name),
+                doc=f"PyTorch's {_name}_mean: the tuple ({_name}, mean), ddof=1 unless correction= says otherwise"))
 
 
 def _average_reading(call):
@@ -505,12 +538,31 @@ def _quantile_forward(xp, x, q, axis=None, method="linear", keepdims=False):
     return out
 
 
-def _quantile_vjp(g, ans, x, q, axis=None, method="linear", keepdims=False):
-    axes, kept, n, picks = _quantile_plan(x.shape, q, axis, method)
+def _moved(x, kept, axes, n):
+    """x with the reduced axes moved last and merged into one of length n: shape lead + (n,)."""
     lead = tuple(x.shape[i] for i in kept)
     perm = kept + axes
     moved = x if perm == tuple(range(x.ndim)) else G.transpose(x, axes=perm)
-    moved = moved if moved.shape == lead + (n,) else G.reshape(moved, shape=lead + (n,))
+    return moved if moved.shape == lead + (n,) else G.reshape(moved, shape=lead + (n,))
+
+
+def _through_sort(on_sorted, x, kept, axes, n):
+    """A cotangent given on the sorted values (lead + (n,)) taken back to x through the sorting
+    permutation; tied elements share it evenly (so quantile(x, 1) splits as max does)."""
+    moved = _moved(x, kept, axes, n)
+    at = len(kept)
+    out = G.tie_average(G.scatter_along(on_sorted, G.argsort(moved, axis=at), axis=at, size=n), moved, axis=at)
+    perm = kept + axes
+    permuted = tuple(x.shape[i] for i in perm)
+    out = out if out.shape == permuted else G.reshape(out, shape=permuted)
+    if perm == tuple(range(x.ndim)):
+        return out
+    return G.transpose(out, axes=tuple(sorted(range(x.ndim), key=perm.__getitem__)))
+
+
+def _quantile_vjp(g, ans, x, q, axis=None, method="linear", keepdims=False):
+    axes, kept, n, picks = _quantile_plan(x.shape, q, axis, method)
+    lead = tuple(x.shape[i] for i in kept)
     on_sorted = None
     for k, (lo, hi, t) in enumerate(picks):
         gk = G.index(g, index=(k,)) if isinstance(q, tuple) else g
@@ -521,13 +573,37 @@ def _quantile_vjp(g, ans, x, q, axis=None, method="linear", keepdims=False):
             if weight:
                 term = G.scatter(gk * weight, shape=lead + (n,), index=(Ellipsis, position))
                 on_sorted = term if on_sorted is None else on_sorted + term
-    at = len(lead)
-    out = G.scatter_along(on_sorted, G.argsort(moved, axis=at), axis=at, size=n)
-    permuted = tuple(x.shape[i] for i in perm)
-    out = out if out.shape == permuted else G.reshape(out, shape=permuted)
-    if perm == tuple(range(x.ndim)):
-        return out
-    return G.transpose(out, axes=tuple(sorted(range(x.ndim), key=perm.__getitem__)))
+    return _through_sort(on_sorted, x, kept, axes, n)
+
+
+def _tie_average(xp, w, x, axis):
+    """For each element, the mean of w over the elements of its group along axis whose x is equal."""
+    import numpy
+
+    def on_host(w, x):
+        n = x.shape[axis]
+        xm = numpy.moveaxis(x, axis, -1).reshape(-1, n)
+        wm = numpy.moveaxis(w, axis, -1).reshape(-1, n)
+        order = numpy.argsort(xm, axis=-1, kind="stable")
+        xs = numpy.take_along_axis(xm, order, axis=-1)
+        new = numpy.ones(xs.shape, dtype=bool)
+        new[:, 1:] = xs[:, 1:] != xs[:, :-1]  # NaN != NaN: each NaN a group of its own
+        run = numpy.cumsum(new.reshape(-1)) - 1
+        sums = numpy.bincount(run, numpy.take_along_axis(wm, order, axis=-1).reshape(-1))
+        means = (sums / numpy.bincount(run))[run].reshape(xs.shape)
+        out = numpy.empty_like(means)
+        numpy.put_along_axis(out, order, means, axis=-1)
+        moved_shape = numpy.moveaxis(x, axis, -1).shape
+        return numpy.moveaxis(out.reshape(moved_shape), -1, axis).astype(w.dtype)
+    if w.size == 0:
+        return w
+    return _on_host(xp, on_host, w, x)
+
+
+register(Op("tie_average", _tie_average, lambda w, x, axis: (_one_axis(w, axis), w)[1],
+            (lambda g, ans, w, x, axis: G.tie_average(g, x, axis=axis), NO_GRADIENT),
+            args=("w", "x"), params={"axis": REQUIRED}, public=False,
+            doc="w averaged over the elements with equal x along axis (the even split of a gradient at ties)"))
 
 
 def _quantile_shape(shape, q, axis=None, method="linear", keepdims=False):
@@ -626,7 +702,7 @@ def _norm_vjp(g, ans, x, ord, axis, keepdims, kind):
     plan, axes = _norm_plan(x.shape, ord, axis, kind)
     gk, norm = _keep(g, x.shape, axes, keepdims), _keep(ans, x.shape, axes, keepdims)
     if ord in (None, 2, "fro"):
-        return gk * x / norm  # NaN at 0, where the 2-norm has no gradient
+        return gk * x / _nonzero(norm)  # 0 at 0, where the norm has no gradient: a subgradient
     if plan == "vector":
         if ord in (_INF, -_INF):  # ties share the gradient, as max and min
             tied = G.equal(G.abs(x), norm)
@@ -635,7 +711,13 @@ def _norm_vjp(g, ans, x, ord, axis, keepdims, kind):
             return _spread(g, x, axes, keepdims) * 0.0
         if ord == 1:
             return gk * G.sign(x)
-        return gk * G.sign(x) * (G.abs(x) / norm) ** float(ord - 1)
+        if ord > 1:  # |x|^(ord-1) is 0 where x is: only the norm's zero needs guarding
+            return gk * G.sign(x) * (G.abs(x) / _nonzero(norm)) ** float(ord - 1)
+        # ord < 1: the slope is infinite where an element is 0 (a cusp) and, for ord < 0, every
+        # slope is 0 where the norm is 0: 0 there, with both sides of the where kept finite
+        zero = G.logical_or(G.equal(x, 0.0), G.equal(norm, 0.0))
+        ratio = G.abs(G.where(zero, 1.0, x)) / G.where(zero, 1.0, norm)
+        return G.where(zero, 0.0, gk * G.sign(x) * ratio ** float(ord - 1))
     rows, columns = axes
     summed, extreme = (rows, columns) if ord in (1, -1) else (columns, rows)
     tied = G.equal(G.sum(G.abs(x), axis=summed, keepdims=True), norm)
@@ -678,7 +760,7 @@ def _register_norm(name, kind, params, doc, aliases=(), reading=None):
 
 _register_norm("norm", "norm", {"ord": None, "axis": None, "keepdims": False},
                "NumPy's linalg.norm: ord (None, a number, inf, fro) over axis (one axis: a vector norm; two: a "
-               "matrix norm); the 2-norm's gradient is NaN at 0, where it has none", reading=_norm_reading)
+               "matrix norm); the gradient at 0, where the norm has none, is 0", reading=_norm_reading)
 _register_norm("vector_norm", "vector", {"ord": 2, "axis": None, "keepdims": False},
                "the ord-norm of the elements over axis (all by default), taken as one vector")
 _register_norm("matrix_norm", "matrix", {"ord": "fro", "axis": (-2, -1), "keepdims": False},
@@ -819,7 +901,27 @@ register(Op("trapezoid",
 _reduction("nansum", lambda xp, x, axis=None, keepdims=False: xp.nansum(x, axis=axis, keepdims=keepdims),
            lambda g, ans, x, axis=None, keepdims=False: G.where(G.isnan(x), 0.0, _spread(g, x, axis, keepdims)),
            doc="the sum of the elements that are not NaN")
-_reduction("nanmean", lambda xp, x, axis=None, keepdims=False: xp.nanmean(x, axis=axis, keepdims=keepdims),
+def _nanmean(xp, x, axis=None, keepdims=False):
+    # nansum / count: NaN (0 / 0) where every element is NaN, without NumPy's RuntimeWarning
+    count = xp.sum(~xp.isnan(x), axis=axis, keepdims=keepdims)
+    return (xp.nansum(x, axis=axis, keepdims=keepdims) / count).astype(x.dtype)
+
+
+def _nan_extreme(xp, x, axis=None, keepdims=False, kind="max"):
+    # NaN only where every element is NaN (as nanmax), without NumPy's RuntimeWarning
+    nan = xp.isnan(x)
+    reduce = xp.max if kind == "max" else xp.min
+    out = reduce(xp.where(nan, -math.inf if kind == "max" else math.inf, x), axis=axis, keepdims=keepdims)
+    return xp.where(xp.all(nan, axis=axis, keepdims=keepdims), math.nan, out).astype(x.dtype)
+
+
+def _nan_extreme_vjp(g, ans, x, axis=None, keepdims=False):
+    # ties share the gradient, as max; none goes to a NaN, nor anywhere in an all-NaN group
+    tied = G.equal(x, _keep(ans, x.shape, axis, keepdims))
+    return _keep(g, x.shape, axis, keepdims) * tied / _nonzero(G.sum(tied, axis=axis, keepdims=True))
+
+
+_reduction("nanmean", _nanmean,
            lambda g, ans, x, axis=None, keepdims=False: G.where(
                G.isnan(x), 0.0, _keep(g, x.shape, axis, keepdims) / G.sum(1.0 - G.isnan(x), axis=axis, keepdims=True)),
            shape=_nonempty_reduction_shape, doc="the mean of the elements that are not NaN")
@@ -828,8 +930,8 @@ _reduction("nanprod", lambda xp, x, axis=None, keepdims=False: xp.nanprod(x, axi
                G.isnan(x), 0.0, _keep(g, x.shape, axis, keepdims) * G.prod_others(G.where(G.isnan(x), 1.0, x), axis=axis)),
            doc="the product of the elements that are not NaN")
 for _name in ("nanmax", "nanmin"):
-    _reduction(_name, (lambda fn: lambda xp, x, axis=None, keepdims=False: getattr(xp, fn)(x, axis=axis, keepdims=keepdims))(_name),
-               _extreme_vjp, shape=_nonempty_reduction_shape, finite_closed=True,
+    _reduction(_name, (lambda kind: lambda xp, x, axis=None, keepdims=False: _nan_extreme(xp, x, axis, keepdims, kind))(_name[3:]),
+               _nan_extreme_vjp, shape=_nonempty_reduction_shape, finite_closed=True,
                doc=f"the {_name[3:]}imum of the elements that are not NaN; ties share the gradient")
 
 
