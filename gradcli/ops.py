@@ -705,7 +705,7 @@ PREFIXES = {
     "np.": "numpy", "numpy.": "numpy", "jnp.": "numpy", "jax.numpy.": "numpy", "anp.": "numpy",
     "autograd.numpy.": "numpy", "linalg.": "numpy",
     "jax.nn.": "jax", "jax.lax.": "jax", "lax.": "jax", "jax.": "jax",
-    "jax.scipy.special.": "scipy", "jax.scipy.": "scipy", "scipy.special.": "scipy", "scipy.": "scipy",
+    "jax.scipy.special.": "scipy", "jax.scipy.": "scipy", "scipy.special.": "scipy", "scipy.": "scipy", "integrate.": "scipy",
     "special.": "scipy",
     "torch.nn.functional.": "torch", "torch.special.": "torch", "torch.linalg.": "torch", "torch.": "torch",
     "F.": "torch",

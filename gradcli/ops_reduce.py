@@ -492,7 +492,7 @@ def _quantile_plan(shape, q, axis, method):
     n = math.prod(shape[a] for a in axes)
     if n == 0:
         raise ShapeError("the quantile of no elements is undefined")
-    if method not in _METHODS + ("median",):
+    if method not in _METHODS and not (method == "median" and q == 0.5):  # "median": median's own
         raise ShapeError(f"method {method!r} is not one of {', '.join(_METHODS)}")
     picks = []
     for value in (q if isinstance(q, tuple) else (q,)):
@@ -637,6 +637,82 @@ register(Op("median", lambda xp, x, axis=None, keepdims=False: _quantile_forward
             (lambda g, ans, x, axis=None, keepdims=False: _quantile_vjp(g, ans, x, 0.5, axis, "median", keepdims),),
             params={"axis": None, "keepdims": False}, reading=_median_reading, finite_closed=True,
             doc="the middle value, or the mean of the two middle values; the gradient is split between them"))
+
+
+def _sorted_rows(xp, x, kept, axes, n):
+    lead = tuple(x.shape[i] for i in kept)
+    return xp.sort(xp.transpose(x, kept + axes).reshape(lead + (n,)), axis=-1)  # NaN last
+
+
+def _nan_quantile_weights(xp, x, q, axis=None, method="linear"):
+    """The weights on the sorted values (lead + (n,), NaN last) that make np.nanquantile: where
+    they fall depends on how many values are not NaN, so they are computed, not planned."""
+    axes, kept, n, _ = _quantile_plan(x.shape, q, axis, method)
+    ordered = _sorted_rows(xp, x, kept, axes, n)
+    m = xp.sum(~xp.isnan(ordered), axis=-1, keepdims=True)
+    top = xp.maximum(m - 1, 0)
+    stacked = []
+    for value in (q if isinstance(q, tuple) else (q,)):
+        position = value * top
+        lo = xp.floor(position)
+        t = position - lo
+        hi = xp.minimum(lo + 1, top)
+        if method == "lower":
+            hi, t = lo, 0 * t
+        elif method == "higher":
+            lo = hi = xp.ceil(position)
+            t = 0 * t
+        elif method == "nearest":
+            lo = hi = xp.round(position)  # half to even, as NumPy
+            t = 0 * t
+        elif method == "midpoint":
+            t = xp.where(t > 0, 0.5, 0.0)
+        weights = xp.zeros(ordered.shape, dtype=x.dtype)
+        xp.put_along_axis(weights, lo.astype(xp.int64), (1 - t).astype(x.dtype), axis=-1)
+        upper = xp.take_along_axis(weights, hi.astype(xp.int64), axis=-1) + t
+        xp.put_along_axis(weights, hi.astype(xp.int64), upper.astype(x.dtype), axis=-1)
+        stacked.append(xp.where(m > 0, weights, 0))
+    return xp.stack(stacked) if isinstance(q, tuple) else stacked[0]
+
+
+def _nanquantile_forward(xp, x, q, axis=None, method="linear", keepdims=False):
+    axes, kept, n, _ = _quantile_plan(x.shape, q, axis, method)
+    ordered = _sorted_rows(xp, x, kept, axes, n)
+    weights = _nan_quantile_weights(xp, x, q, axis, method)
+    out = xp.sum(xp.where(weights == 0, 0, weights * ordered), axis=-1)
+    out = xp.where(xp.isnan(ordered[..., 0]), math.nan, out).astype(x.dtype)  # every value NaN
+    if keepdims:
+        out = out.reshape(out.shape[:out.ndim - len(kept)] + reduced_shape(x.shape, axes, True))
+    return out
+
+
+def _nanquantile_vjp(g, ans, x, q, axis=None, method="linear", keepdims=False):
+    axes, kept, n, _ = _quantile_plan(x.shape, q, axis, method)
+    weights = G.nan_quantile_weights(x, q=q, axis=axis, method=method)
+    g = g if g.shape == weights.shape[:-1] else G.reshape(g, shape=weights.shape[:-1])
+    on_sorted = G.reshape(g, shape=g.shape + (1,)) * weights
+    if isinstance(q, tuple):
+        on_sorted = G.sum(on_sorted, axis=0)
+    return _through_sort(on_sorted, x, kept, axes, n)
+
+
+register(Op("nan_quantile_weights", _nan_quantile_weights,
+            lambda shape, q, axis=None, method="linear": (
+                ((len(q),) if isinstance(q, tuple) else ()) + tuple(shape[i] for i in _quantile_plan(shape, q, axis, method)[1])
+                + (_quantile_plan(shape, q, axis, method)[2],)),
+            NOT_DIFFERENTIABLE, params={"q": REQUIRED, "axis": None, "method": "linear"}, public=False,
+            doc="the weights of nanquantile on the sorted values"))
+register(Op("nanquantile", _nanquantile_forward, _quantile_shape, (_nanquantile_vjp,), params=dict(_QUANTILE_PARAMS),
+            finite_closed=True, doc="quantile of the values that are not NaN (NaN where all are)"))
+register(Op("nanpercentile", lambda xp, x, q, **p: _nanquantile_forward(xp, x, _percent(q), **p),
+            lambda shape, q, **p: _quantile_shape(shape, _percent(q), **p),
+            (lambda g, ans, x, q, **p: _nanquantile_vjp(g, ans, x, _percent(q), **p),), params=dict(_QUANTILE_PARAMS),
+            finite_closed=True, doc="nanquantile with q in percent"))
+register(Op("nanmedian", lambda xp, x, axis=None, keepdims=False: _nanquantile_forward(xp, x, 0.5, axis, "linear", keepdims),
+            lambda shape, axis=None, keepdims=False: _quantile_shape(shape, 0.5, axis, "linear", keepdims),
+            (lambda g, ans, x, axis=None, keepdims=False: _nanquantile_vjp(g, ans, x, 0.5, axis, "linear", keepdims),),
+            params={"axis": None, "keepdims": False}, reading=_median_reading, finite_closed=True,
+            doc="the median of the values that are not NaN"))
 
 
 # --------------------------------------------------------------------------- norms
@@ -950,3 +1026,311 @@ register(Op("unwrap", lambda xp, p, discont=None, axis=-1, period=2 * math.pi:
                 _one_axis(shape, axis), _single_numbers(discont=discont, period=period), shape)[2],
             (lambda g, ans, p, **_: g,), args=("p",), params={"discont": None, "axis": -1, "period": 2 * math.pi},
             doc="p with jumps above period/2 along axis removed (adds constants: gradient 1)"))
+
+
+# --------------------------------------------------------------------------- trace, cumulative integral
+
+def _trace_plan(shape, offset=0, axis1=0, axis2=1):
+    if len(shape) < 2:
+        raise ShapeError(f"trace needs an array of rank 2 or more, got shape {tuple(shape)}")
+    for name, value in (("offset", offset), ("axis1", axis1), ("axis2", axis2)):
+        if not isinstance(value, int):
+            raise ShapeError(f"{name} must be one integer, not {value}")
+    first, second = normalize_axes((axis1, axis2), len(shape))  # in range, and different
+    first, second = axis1 % len(shape), axis2 % len(shape)
+    rest = tuple(d for i, d in enumerate(shape) if i not in (first, second))
+    return first, second, rest
+
+
+def _place_diagonal(xp, g, shape, offset, axis1, axis2):
+    """Zeros of `shape` with g on the offset diagonal of axes (axis1, axis2) (the gradient of trace)."""
+    first, second, _ = _trace_plan(shape, offset, axis1, axis2)
+    out = xp.zeros(shape, dtype=g.dtype)
+    view = xp.moveaxis(out, (first, second), (-2, -1))
+    length = max(0, min(shape[first] - max(-offset, 0), shape[second] - max(offset, 0)))
+    steps = xp.arange(length)
+    view[..., steps + max(-offset, 0), steps + max(offset, 0)] = g[..., None]
+    return out
+
+
+_TRACE_PARAMS = {"offset": 0, "axis1": 0, "axis2": 1}
+register(Op("trace", lambda xp, x, offset=0, axis1=0, axis2=1: xp.trace(x, offset, axis1, axis2),
+            lambda shape, **p: _trace_plan(shape, **p)[2],
+            (lambda g, ans, x, **p: G.place_diagonal(g, shape=x.shape, **p),), params=dict(_TRACE_PARAMS),
+            doc="the sum of the offset diagonal over axes axis1, axis2 (NumPy's trace)"))
+register(Op("place_diagonal", _place_diagonal,
+            lambda g_shape, shape, **p: tuple(shape) if _trace_plan(shape, **p)[2] == tuple(g_shape) else
+            (_ for _ in ()).throw(ShapeError("place_diagonal: the shapes do not match")),
+            (lambda g, ans, v, shape, **p: G.trace(g, **p),), params={"shape": REQUIRED, **_TRACE_PARAMS},
+            public=False, doc="zeros with the values on a diagonal (the gradient of trace)"))
+
+
+def _cumulative_trapezoid_shape(shape, dx=1.0, axis=-1, initial=None):
+    axis = _one_axis(shape, axis)
+    if not isinstance(dx, (int, float)):
+        raise ShapeError(f"dx must be one number, not {dx}")
+    if initial not in (None, 0):
+        raise ShapeError(f"initial must be 0 or left out (as SciPy), not {initial}")
+    length = shape[axis] if initial is not None else max(shape[axis] - 1, 0)
+    return shape[:axis] + (length,) + shape[axis + 1:]
+
+
+def _cumulative_trapezoid(xp, y, dx=1.0, axis=-1, initial=None):
+    axis %= y.ndim
+    out = xp.cumsum(_apply_stencil(xp, y, axis, "trapezoid", dx=dx), axis=axis)
+    if initial is not None:
+        head = xp.zeros(tuple(1 if i == axis else d for i, d in enumerate(y.shape)), dtype=out.dtype)
+        out = xp.concatenate([head, out], axis=axis)
+    return out
+
+
+def _cumulative_trapezoid_vjp(g, ans, y, dx=1.0, axis=-1, initial=None):
+    axis %= y.ndim
+    if initial is not None:
+        g = G.index(g, index=_along(axis, (1, None, None)))
+    return _transpose_stencil(G.cumsum(g, axis=axis, reverse=True), y.shape, axis, "trapezoid", dx=dx)
+
+
+register(Op("cumulative_trapezoid", _cumulative_trapezoid, _cumulative_trapezoid_shape,
+            (_cumulative_trapezoid_vjp,), args=("y",), params={"dx": 1.0, "axis": -1, "initial": None},
+            aliases=("cumtrapz",), reading=_trapezoid_reading,
+            doc="SciPy's cumulative_trapezoid: the running trapezoidal integral (initial=0 prepends 0)"))
+
+
+# --------------------------------------------------------------------------- covariance, correlation
+
+def _cov_plan(shape, rowvar=True, bias=False, ddof=None):
+    """(rows, observations) of NumPy's cov(m): a 1-D m is one variable; and n - ddof."""
+    if len(shape) > 2 or not shape:
+        raise ShapeError(f"cov and corrcoef take a 1-D or 2-D array, got shape {tuple(shape)}")
+    rows, observations = (1, shape[0]) if len(shape) == 1 else (shape if rowvar else shape[::-1])
+    if ddof is None:
+        ddof = 0 if bias else 1
+    if not isinstance(ddof, (int, float)):
+        raise ShapeError(f"ddof must be one number, not {ddof}")
+    if observations - ddof <= 0:
+        raise ShapeError(f"cov of {observations} observation{'s' * (observations != 1)} with ddof={ddof:g} "
+                         "leaves no degrees of freedom: the result would be inf or NaN")
+    out = (rows, rows) if rows > 1 else ()  # NumPy squeezes a single variable to a number
+    return rows, observations, float(observations - ddof), out
+
+
+def _as_rows(x, rowvar):
+    """m as (variables, observations), symbolically."""
+    if x.ndim == 1:
+        return G.reshape(x, shape=(1,) + x.shape)
+    return x if rowvar else G.transpose(x)
+
+
+def _from_rows(d, x, rowvar):
+    if x.ndim == 1:
+        return G.reshape(d, shape=x.shape)
+    return d if rowvar else G.transpose(d)
+
+
+def _cov_vjp(g, ans, x, rowvar=True, bias=False, ddof=None):
+    rows, _, divisor, _ = _cov_plan(x.shape, rowvar, bias, ddof)
+    m = _as_rows(x, rowvar)
+    centred = m - G.mean(m, axis=1, keepdims=True)
+    g = G.reshape(g, shape=(rows, rows)) if g.shape != (rows, rows) else g
+    # d(c c^T / d) = (g + g^T) c / d; its rows sum to 0, so centring passes it unchanged
+    return _from_rows(G.matmul(g + G.transpose(g), centred) / divisor, x, rowvar)
+
+
+def _corrcoef_vjp(g, ans, x, rowvar=True):
+    # R = z z^T with z = c / |c| row by row (c centred): dz = (g + g^T) z, then through the
+    # normalisation dc = (dz - z sum(dz z)) / |c|; its rows sum to 0 (sum(z) = 0)
+    rows, _, _, _ = _cov_plan(x.shape, rowvar)
+    m = _as_rows(x, rowvar)
+    centred = m - G.mean(m, axis=1, keepdims=True)
+    length = G.sqrt(G.sum(centred * centred, axis=1, keepdims=True))
+    z = centred / length
+    g = G.reshape(g, shape=(rows, rows)) if g.shape != (rows, rows) else g
+    dz = G.matmul(g + G.transpose(g), z)
+    return _from_rows((dz - z * G.sum(dz * z, axis=1, keepdims=True)) / length, x, rowvar)
+
+
+def _one_array_reading(call):
+    if call.positional > 1 or "y" in call.keywords:
+        raise ReadingError(f"{call.name}(x, y): give the variables as the rows of one array, "
+                           f"{call.name}([x, y]) (NumPy stacks them so)")
+    return None
+
+
+register(Op("cov", lambda xp, x, rowvar=True, bias=False, ddof=None: xp.cov(x, rowvar=rowvar, bias=bias, ddof=ddof),
+            lambda shape, **p: _cov_plan(shape, **p)[3], (_cov_vjp,),
+            params={"rowvar": True, "bias": False, "ddof": None}, reading=_one_array_reading,
+            doc="NumPy's cov: rows are variables (rowvar), divided by n - 1 (bias=True: n; or n - ddof)"))
+register(Op("corrcoef", lambda xp, x, rowvar=True: xp.corrcoef(x, rowvar=rowvar),
+            lambda shape, **p: _cov_plan(shape, **p)[3], (_corrcoef_vjp,), params={"rowvar": True},
+            reading=_one_array_reading,
+            doc="NumPy's corrcoef: Pearson correlations of the rows (NaN for a constant row)"))
+
+
+# --------------------------------------------------------------------------- segments (constant ids)
+
+def _segment_plan(shape, segment_ids, num_segments=None, sorted_ids=True):
+    """The ids as a tuple of ints, checked against data's first axis; the number of segments."""
+    ids = (segment_ids,) if not isinstance(segment_ids, tuple) else segment_ids
+    if not shape or len(ids) != shape[0]:
+        raise ShapeError(f"segment_ids has {len(ids)} entries; data of shape {tuple(shape)} needs one per row")
+    if any(not isinstance(i, int) or i < 0 for i in ids):
+        raise ShapeError("segment_ids must be non-negative integers")
+    if sorted_ids and any(a > b for a, b in zip(ids, ids[1:])):
+        raise ShapeError("segment_ids must be sorted (unsorted_segment_sum takes them in any order)")
+    count = max(ids, default=-1) + 1
+    if num_segments is not None:
+        if not isinstance(num_segments, int) or num_segments < count:
+            raise ShapeError(f"num_segments must be an integer above every id, not {num_segments}")
+        count = num_segments
+    return ids, count
+
+
+def _segment_shape(shape, segment_ids, num_segments=None, sorted_ids=True):
+    return (_segment_plan(shape, segment_ids, num_segments, sorted_ids)[1],) + tuple(shape[1:])
+
+
+def _segment_reduce(xp, data, segment_ids, num_segments=None, kind="sum"):
+    import numpy
+    ids, count = _segment_plan(data.shape, segment_ids, num_segments, False)
+
+    def on_host(d):
+        index = numpy.asarray(ids, dtype=numpy.int64)
+        if kind in ("sum", "mean"):
+            out = numpy.zeros((count,) + d.shape[1:], dtype=d.dtype)
+            numpy.add.at(out, index, d)
+            if kind == "mean":  # an empty segment is 0, as TensorFlow
+                out /= numpy.maximum(numpy.bincount(index, minlength=count), 1).reshape((-1,) + (1,) * (d.ndim - 1))
+            return out
+        fill = -numpy.inf if kind == "max" else numpy.inf
+        out = numpy.full((count,) + d.shape[1:], fill, dtype=d.dtype)
+        (numpy.maximum if kind == "max" else numpy.minimum).at(out, index, d)
+        out[numpy.bincount(index, minlength=count) == 0] = 0  # an empty segment is 0, as TensorFlow
+        return out
+    return _on_host(xp, on_host, data)
+
+
+def _take_rows(xp, x, rows):
+    return x[xp.asarray(rows, dtype=xp.int64)]
+
+
+register(Op("take_rows", _take_rows, lambda shape, rows: (len(rows),) + tuple(shape[1:]),
+            (lambda g, ans, x, rows: G.unsorted_segment_sum(g, segment_ids=rows, num_segments=x.shape[0]),),
+            params={"rows": REQUIRED}, public=False, doc="x[rows] for a constant list of rows"))
+register(Op("unsorted_segment_sum", lambda xp, data, segment_ids, num_segments: _segment_reduce(
+                xp, data, segment_ids, num_segments, "sum"),
+            lambda shape, segment_ids, num_segments: _segment_shape(shape, segment_ids, num_segments, False),
+            (lambda g, ans, data, segment_ids, num_segments: G.take_rows(
+                g, rows=_segment_plan(data.shape, segment_ids, num_segments, False)[0]),),
+            args=("data",), params={"segment_ids": REQUIRED, "num_segments": REQUIRED},
+            doc="TensorFlow's unsorted_segment_sum with constant ids: row i adds into output row ids[i]"))
+register(Op("segment_sum", lambda xp, data, segment_ids: _segment_reduce(xp, data, segment_ids),
+            _segment_shape, (lambda g, ans, data, segment_ids: G.take_rows(
+                g, rows=_segment_plan(data.shape, segment_ids)[0]),),
+            args=("data",), params={"segment_ids": REQUIRED},
+            doc="TensorFlow's segment_sum with constant sorted ids"))
+
+
+def _segment_mean_vjp(g, ans, data, segment_ids):
+    ids, _ = _segment_plan(data.shape, segment_ids)
+    ones = G.logical_or(data, 1.0)  # 1 everywhere, NaN included: the rules' constants are scalars
+    counts = G.segment_sum(ones, segment_ids=segment_ids)
+    return G.take_rows(g / _nonzero(counts), rows=ids)
+
+
+register(Op("segment_mean", lambda xp, data, segment_ids: _segment_reduce(xp, data, segment_ids, None, "mean"),
+            _segment_shape, (_segment_mean_vjp,), args=("data",), params={"segment_ids": REQUIRED},
+            doc="TensorFlow's segment_mean with constant sorted ids (0 for an empty segment)"))
+
+
+def _segment_extreme_vjp(g, ans, data, segment_ids):
+    # ties share the gradient evenly, as TensorFlow's segment_max
+    ids, count = _segment_plan(data.shape, segment_ids)
+    tied = G.equal(data, G.take_rows(ans, rows=ids))
+    share = G.take_rows(g / _nonzero(G.segment_sum(tied, segment_ids=segment_ids)), rows=ids)
+    return share * tied
+
+
+for _kind in ("max", "min"):
+    register(Op(f"segment_{_kind}", (lambda k: lambda xp, data, segment_ids: _segment_reduce(
+                    xp, data, segment_ids, None, k))(_kind),
+                _segment_shape, (_segment_extreme_vjp,), args=("data",), params={"segment_ids": REQUIRED},
+                finite_closed=True,
+                doc=f"TensorFlow's segment_{_kind} with constant sorted ids (0 for an empty segment); ties "
+                    "share the gradient"))
+
+
+# --------------------------------------------------------------------------- top_k, kthvalue, aminmax (tuples)
+
+def _top_k_plan(shape, k, axis=-1):
+    axis = _one_axis(shape, axis)
+    if not isinstance(k, int) or not 0 <= k <= shape[axis]:
+        raise ShapeError(f"k must be an integer from 0 to the axis length {shape[axis]}, not {k}")
+    return axis
+
+
+def _top_k_indices(xp, x, k, axis=-1, largest=True, sorted=True):
+    """The indices of the k largest (smallest) along axis, in order; on ties the lower index first,
+    as lax.top_k and tf.math.top_k."""
+    axis %= x.ndim
+    key = -x if largest else x
+    order = xp.argsort(key, axis=axis, kind="stable") if xp.__name__ == "numpy" else xp.argsort(key, axis=axis)
+    return order[tuple(slice(0, k) if i == axis else slice(None) for i in range(x.ndim))].astype(x.dtype)
+
+
+def _top_k_shape(shape, k, axis=-1, largest=True, sorted=True):
+    axis = _top_k_plan(shape, k, axis)
+    return shape[:axis] + (k,) + shape[axis + 1:]
+
+
+_TOP_K_PARAMS = {"k": REQUIRED, "axis": -1, "largest": True, "sorted": True}
+register(Op("top_k_indices", _top_k_indices, _top_k_shape, NOT_DIFFERENTIABLE, params=dict(_TOP_K_PARAMS),
+            public=False, doc="the indices of top_k's values"))
+register(Op("top_k_values", lambda xp, x, **p: _gather_along(xp, x, _top_k_indices(xp, x, **p), p.get("axis", -1)),
+            _top_k_shape,
+            (lambda g, ans, x, k, axis=-1, **p: G.scatter_along(g, G.top_k_indices(x, k=k, axis=axis, **p), axis=axis,
+                                                                size=x.shape[axis % x.ndim]),),
+            params=dict(_TOP_K_PARAMS), finite_closed=True,
+            public=False, doc="the k largest values along axis (largest=False: smallest), in order; the gradient goes to "
+                "the elements picked (the lower index first on ties)"))
+register(Op("top_k", None, None, None, params=dict(_TOP_K_PARAMS), aliases=("topk",),
+            parts=lambda shape, **p: [("top_k_values", p), ("top_k_indices", p)],
+            doc="lax.top_k, tf.math.top_k, torch.topk: the tuple (values, indices) along the last axis"))
+
+
+def _kth_plan(shape, k, axis=-1):
+    axis = _one_axis(shape, axis)
+    if not isinstance(k, int) or not 1 <= k <= shape[axis]:
+        raise ShapeError(f"k must be an integer from 1 to the axis length {shape[axis]}, not {k}")
+    return axis
+
+
+def _kth_index(xp, x, k, axis=-1, keepdims=False):
+    axis = _kth_plan(x.shape, k, axis)
+    index = _top_k_indices(xp, x, k, axis, largest=False)
+    index = index[tuple(slice(k - 1, k) if i == axis else slice(None) for i in range(x.ndim))]
+    return index if keepdims else xp.squeeze(index, axis=axis)
+
+
+def _kth_shape(shape, k, axis=-1, keepdims=False):
+    return reduced_shape(shape, _kth_plan(shape, k, axis), keepdims)
+
+
+def _kth_vjp(g, ans, x, k, axis=-1, keepdims=False):
+    index = G.kth_smallest_index(x, k=k, axis=axis, keepdims=True)
+    return G.scatter_along(_keep(g, x.shape, axis, keepdims), index, axis=axis, size=x.shape[axis % x.ndim])
+
+
+_KTH_PARAMS = {"k": REQUIRED, "axis": -1, "keepdims": False}
+register(Op("kth_smallest_index", _kth_index, _kth_shape, NOT_DIFFERENTIABLE, params=dict(_KTH_PARAMS),
+            public=False, doc="the index of kthvalue's value"))
+register(Op("kth_smallest", lambda xp, x, k, axis=-1, keepdims=False: _gather_along(
+                xp, x, _kth_index(xp, x, k, axis, True), axis).reshape(_kth_shape(x.shape, k, axis, keepdims)),
+            _kth_shape, (_kth_vjp,), params=dict(_KTH_PARAMS), finite_closed=True,
+            public=False, doc="the k-th smallest value along axis (k from 1)"))
+register(Op("kthvalue", None, None, None, params=dict(_KTH_PARAMS),
+            parts=lambda shape, **p: [("kth_smallest", p), ("kth_smallest_index", p)],
+            doc="torch.kthvalue: the tuple (k-th smallest value, its index) along dim"))
+register(Op("aminmax", None, None, None, params={"axis": None, "keepdims": False},
+            parts=lambda shape, **p: [("min", p), ("max", p)],
+            doc="torch.aminmax: the tuple (min, max); ties share the gradient, as min and max"))

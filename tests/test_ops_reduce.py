@@ -67,6 +67,11 @@ def scatter_along(v, i, size):
     return out
 
 
+def cumulative_trapezoid(y, **options):
+    import scipy.integrate
+    return scipy.integrate.cumulative_trapezoid(y, **options)
+
+
 INDICES = const([[2, 0, 0, 3], [1, 1, 2, 0]])
 
 # (program, differentiated inputs, reference, options)
@@ -181,9 +186,54 @@ CASES = [
     ("y = nanmin(x)", {"x": with_nan()}, lambda x: np.nanmin(x), {}),
     ("y = ptp(x, axis=0)", {"x": spread((3, 2))}, lambda x: np.ptp(x, axis=0), {}),
     ("y = np.ptp(x)", {"x": spread((3, 2))}, lambda x: np.ptp(x), {}),
+    ("y = nanmedian(x)", {"x": with_nan((2, 4), ((0, 1),))}, lambda x: np.nanmedian(x), {}),
+    ("y = nanmedian(x, axis=1, keepdims=True)", {"x": with_nan((3, 4), ((0, 1), (2, 0), (2, 2)))},
+     lambda x: np.nanmedian(x, axis=1, keepdims=True), {}),
+    ("y = nanquantile(x, [0.2, 0.75], axis=0)", {"x": with_nan((4, 3), ((0, 1), (2, 1), (3, 2)))},
+     lambda x: np.nanquantile(x, [0.2, 0.75], axis=0), {}),
+    ("y = nanquantile(x, 0.4, method='nearest')", {"x": with_nan((2, 4))},
+     lambda x: np.nanquantile(x, 0.4, method="nearest"), {}),
+    ("y = nanpercentile(x, 35, axis=1, method='midpoint')", {"x": with_nan((2, 5))},
+     lambda x: np.nanpercentile(x, 35, axis=1, method="midpoint"), {}),
     ("y = unwrap(p)", {"p": const([0.1, 3.0, 6.5, 0.2, -3.0, 2.5])}, lambda p: np.unwrap(p), {}),
     ("y = unwrap(p, period=4.0, axis=0)", {"p": const([[0.1, 1.0], [1.9, -1.5], [3.8, 1.5]])},
      lambda p: np.unwrap(p, period=4.0, axis=0), {}),
+    # trace, cumulative integral, covariance
+    ("y = trace(x)", {"x": normal((3, 4))}, lambda x: np.trace(x), {}),
+    ("y = np.trace(x, offset=1)", {"x": normal((3, 3))}, lambda x: np.trace(x, offset=1), {}),
+    ("y = trace(x, -1, 2, 0)", {"x": normal((3, 2, 4))}, lambda x: np.trace(x, -1, 2, 0), {}),
+    ("y = cumulative_trapezoid(y0)", {"y0": normal((2, 4))}, lambda y0: cumulative_trapezoid(y0), {}),
+    ("y = scipy.integrate.cumulative_trapezoid(y0, dx=0.5, axis=0, initial=0)", {"y0": normal((4, 2))},
+     lambda y0: cumulative_trapezoid(y0, dx=0.5, axis=0, initial=0), {}),
+    ("y = cov(m)", {"m": normal((3, 5))}, lambda m: np.cov(m), {}),
+    ("y = np.cov(m)", {"m": normal((5,))}, lambda m: np.cov(m), {}),
+    ("y = cov(m, rowvar=False, bias=True)", {"m": normal((5, 2))}, lambda m: np.cov(m, rowvar=False, bias=True), {}),
+    ("y = cov(m, ddof=0)", {"m": normal((2, 4))}, lambda m: np.cov(m, ddof=0), {}),
+    ("y = corrcoef(m)", {"m": normal((3, 5))}, lambda m: np.corrcoef(m), {}),
+    ("y = np.corrcoef(m, rowvar=False)", {"m": normal((6, 2))}, lambda m: np.corrcoef(m, rowvar=False), {}),
+    # PyTorch's tuples
+    ("s, m = torch.std_mean(x, dim=1); y = s * m", {"x": normal((2, 4))},
+     lambda x: np.std(x, axis=1, ddof=1) * np.mean(x, axis=1), {}),
+    ("v, m = torch.var_mean(x, correction=0, keepdim=True); y = v + m", {"x": normal()},
+     lambda x: np.var(x, keepdims=True) + np.mean(x, keepdims=True), {}),
+    ("y = lax.top_k(x, 2)[0]", {"x": spread((2, 5))}, lambda x: -np.sort(-x, axis=-1)[..., :2], {}),
+    ("v, i = torch.topk(x, 3, dim=0, largest=False); y = v * i", {"x": spread((4, 2))},
+     lambda x: np.sort(x, axis=0)[:3] * np.argsort(x, axis=0)[:3], {}),
+    ("y = torch.kthvalue(x, 2)[0]", {"x": spread((2, 4))}, lambda x: np.sort(x, axis=-1)[:, 1], {}),
+    ("v, i = torch.kthvalue(x, 3, dim=0, keepdim=True); y = v", {"x": spread((4, 2))},
+     lambda x: np.sort(x, axis=0)[2:3], {}),
+    ("lo, hi = torch.aminmax(x, dim=0); y = lo * hi", {"x": spread((3, 2))},
+     lambda x: x.min(axis=0) * x.max(axis=0), {}),
+    # TensorFlow's segments, with constant ids
+    ("y = tf.math.segment_sum(x, [0, 0, 1, 3])", {"x": normal((4, 2))},
+     lambda x: np.stack([x[0] + x[1], x[2], 0 * x[0], x[3]]), {}),
+    ("y = tf.math.segment_mean(x, tf.constant([0, 1, 1, 1]))", {"x": normal((4,))},
+     lambda x: np.array([x[0], x[1:].mean()]), {}),
+    ("y = tf.math.segment_max(x, [0, 0, 2])", {"x": spread((3, 2))},
+     lambda x: np.stack([np.maximum(x[0], x[1]), 0 * x[0], x[2]]), {}),
+    ("y = tf.math.segment_min(x, segment_ids=[0, 0, 0])", {"x": spread((3,))}, lambda x: np.min(x, keepdims=True), {}),
+    ("y = tf.math.unsorted_segment_sum(x, [2, 0, 2], num_segments=4)", {"x": normal((3, 2))},
+     lambda x: np.stack([x[1], 0 * x[0], x[0] + x[2], 0 * x[0]]), {}),
 ]
 
 
