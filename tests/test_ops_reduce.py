@@ -241,3 +241,107 @@ CASES = [
 def test_op(program, inputs, reference, options):
     rng = np.random.default_rng(sum(map(ord, program)))
     check_op_case(program, inputs, reference, rng, **options)
+
+def grad(program, seed=None, **feeds):
+    result = api.grad(program, wrt=["x"], feeds={k: np.asarray(v, dtype=float) for k, v in feeds.items()},
+                      grad_ys=None if seed is None else {"y": np.asarray(seed, dtype=float)})
+    return result.outputs["y"], result.gradients["x"]
+
+
+def test_sort_passes_the_gradient_through_its_stable_permutation():
+    # sorted [1, 2, 3, 3] comes from x[1], x[3], x[0], x[2] (tied 3s keep their order)
+    value, g = grad("y = sort(x)", seed=[10, 20, 30, 40], x=[3, 1, 3, 2])
+    np.testing.assert_array_equal(value, [1, 2, 3, 3])
+    np.testing.assert_array_equal(g, [30, 10, 40, 20])
+    _, g = grad("y = lax.top_k(x, 2)[0]", seed=[1, 2], x=[5, 1, 5, 0])  # lower index first, as lax
+    np.testing.assert_array_equal(g, [1, 0, 2, 0])
+
+
+def test_order_statistics_split_the_gradient_among_ties_as_max_does():
+    x = [1.0, 3.0, 3.0, 2.0]
+    np.testing.assert_array_equal(grad("y = quantile(x, 1.0)", x=x)[1], grad("y = max(x)", x=x)[1])
+    np.testing.assert_array_equal(grad("y = quantile(x, 1.0)", x=x)[1], [0, 0.5, 0.5, 0])
+    np.testing.assert_allclose(grad("y = median(x)", x=[1.0, 1.0, 1.0])[1], [1 / 3] * 3, rtol=1e-15)
+    # the two middle values 1 and 2 each take 1/2, shared by the elements equal to them
+    np.testing.assert_array_equal(grad("y = median(x)", x=[2.0, 1.0, 2.0, 1.0])[1], [0.25] * 4)
+    np.testing.assert_array_equal(grad("y = nanmedian(x)", x=[2.0, np.nan, 2.0, 0.0])[1], [0.5, 0, 0.5, 0])
+    np.testing.assert_array_equal(grad("y = tf.math.segment_max(x, [0, 0, 0])", x=[4.0, 4.0, 1.0])[1], [0.5, 0.5, 0])
+    # the running maximum takes its gradient from the first element the scan reaches
+    np.testing.assert_array_equal(grad("y = cummax(x)", x=[1.0, 3.0, 3.0, 2.0])[1], [1, 3, 0, 0])
+
+
+def test_norms_and_std_at_zero_give_the_subgradient_zero_not_nan():
+    for program, x in (("y = norm(x)", [0.0, 0.0]), ("y = norm(x, 'fro')", [[0.0, 0.0], [0.0, 0.0]]),
+                       ("y = vector_norm(x, ord=3)", [0.0, 0.0]), ("y = norm(x, 0.5)", [0.0, 0.0]),
+                       ("y = euclidean_norm(x, axis=1)", [[0.0, 0.0], [3.0, 4.0]]),
+                       ("y = std(x)", [2.0, 2.0]), ("y = np.std(x)", 3.5)):
+        g = grad(program, x=x)[1]
+        assert np.all(np.isfinite(g)), program
+    np.testing.assert_array_equal(grad("y = euclidean_norm(x, axis=1)", x=[[0.0, 0.0], [3.0, 4.0]])[1],
+                                  [[0, 0], [0.6, 0.8]])
+    np.testing.assert_array_equal(grad("y = norm(x, 0.5)", x=[0.0, 4.0])[1], [0, 1])  # a cusp at 0: 0
+    np.testing.assert_allclose(grad("y = norm(x, -1)", x=[2.0, 1.0])[1], [1 / 9, 4 / 9], rtol=1e-15)
+    np.testing.assert_array_equal(grad("y = std(x, axis=0)", x=[[1.0, 2.0], [1.0, 4.0]])[1], [[0, -0.5], [0, 0.5]])
+
+
+def test_var_and_std_follow_the_spelling_s_library_default():
+    x = [1.0, 2.0, 4.0, 7.0]
+
+    def value(program):
+        return float(api.evaluate(program, feeds={"x": x}).outputs["y"])
+    for program, ddof in (("y = var(x)", 0), ("y = np.var(x)", 0), ("y = x.var()", 0), ("y = jnp.var(x)", 0),
+                          ("y = tf.math.reduce_variance(x)", 0), ("y = torch.var(x)", 1),
+                          ("y = torch.var(x, unbiased=False)", 0), ("y = torch.var(x, unbiased=True)", 1),
+                          ("y = torch.var(x, correction=0)", 0), ("y = torch.var(x, dim=0, keepdim=True)[0]", 1),
+                          ("y = np.var(x, ddof=1)", 1), ("y = torch.var_mean(x)[0]", 1)):
+        assert value(program) == pytest.approx(np.var(x, ddof=ddof), rel=1e-15), program
+    for program, ddof in (("y = std(x)", 0), ("y = tf.math.reduce_std(x)", 0), ("y = torch.std(x)", 1),
+                          ("y = x.std(ddof=1)", 1), ("y = torch.std_mean(x, correction=0)[0]", 0)):
+        assert value(program) == pytest.approx(np.std(x, ddof=ddof), rel=1e-15), program
+    for program, words in (("y = torch.var(x, unbiased=True, correction=1)", "give ddof (correction) or unbiased"),
+                           ("y = np.var(x, 0, None)", "NumPy's third argument is dtype, PyTorch's unbiased"),
+                           ("y = torch.median(x)", "NumPy's median averages them"),
+                           ("y = cov(x, x)", "cov([x, y])")):
+        with pytest.raises(GradcliError) as info:
+            api.evaluate(program, feeds={"x": x})
+        assert words in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize("program,words", [
+    ("y = var(x, axis=2)", "var: axis 2 is out of range for an array of rank 2"),
+    ("y = norm(x, ord=7, axis=(0, 1))", "ord 7 is not a matrix norm (fro, 1, -1, inf, -inf)"),
+    ("y = norm(x, ord='abc', axis=0)", "ord 'abc' is not a vector norm"),
+    ("y = norm(x, 2)", "the matrix norm ord=2 is made of singular values"),
+    ("y = var(x, axis=0, ddof=2)", "ddof=2 over 2 elements leaves no degrees of freedom"),
+    ("y = torch.var(x[0, 0])", "ddof=1 over 1 element leaves no degrees of freedom"),
+    ("y = quantile(x, 1.5)", "q must be between 0 and 1"),
+    ("y = percentile(x, 50, method='weibull')", "method 'weibull' is not one of linear"),
+    ("y = sort(x, axis=2)", "axis 2 is out of range"),
+    ("y = diff(x, n=-1)", "n must be a non-negative integer"),
+    ("y = trace(x[0])", "trace needs an array of rank 2 or more"),
+    ("y = trace(x, axis1=1, axis2=-1)", "repeats an axis"),
+    ("y = cov(x, ddof=3)", "leaves no degrees of freedom"),
+    ("y = tf.math.segment_sum(x, [1, 0])", "segment_ids must be sorted"),
+    ("y = tf.math.segment_sum(x, [0, 0, 1])", "segment_ids has 3 entries"),
+    ("y = torch.topk(x, 3)[0]", "k must be an integer from 0 to the axis length 2"),
+    ("y = torch.kthvalue(x, 0)[0]", "k must be an integer from 1 to the axis length 2"),
+    ("y = cumulative_trapezoid(x, initial=1)", "initial must be 0 or left out"),
+])
+def test_bad_arguments_are_user_errors_at_the_call(program, words):
+    with pytest.raises(GradcliError) as info:
+        api.evaluate("z = x * 1\n" + program, feeds={"x": np.ones((2, 2))})
+    assert words in str(info.value), str(info.value)
+    assert (info.value.pos.line, info.value.pos.column) == (2, 5)
+
+
+def test_nan_ignoring_reductions_are_nan_only_where_every_value_is(recwarn):
+    x = np.array([[np.nan, np.nan], [1.0, np.nan]])
+    r = api.grad("y = nanmax(x, axis=1) + nanmean(x, axis=1) + nanmedian(x, axis=1)", wrt=["x"], feeds={"x": x})
+    np.testing.assert_array_equal(r.outputs["y"], [np.nan, 3.0])
+    np.testing.assert_array_equal(r.gradients["x"], [[0, 0], [3, 0]])
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]  # NumPy's are not printed
+
+
+def test_explicit_axis_none_is_every_axis():
+    r = api.evaluate("y = np.sort(x, axis=None) + sum(x, axis=None)", feeds={"x": [[3.0, 1.0], [2.0, 0.0]]})
+    np.testing.assert_array_equal(r.outputs["y"], [6.0, 7.0, 8.0, 9.0])
