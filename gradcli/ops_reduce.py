@@ -746,9 +746,9 @@ def _norm_plan(shape, ord, axis, kind):
     normalize_axes(pair, len(shape))  # in range, and different
     rows, columns = (a % len(shape) for a in pair)
     if ord in (2, -2, "nuc"):
-        raise ShapeError(f"the matrix norm ord={ord!r} is made of singular values: use svd")
+        return "singular", (rows, columns)
     if ord not in (None, "fro", 1, -1, _INF, -_INF):
-        raise ShapeError(f"ord {ord!r} is not a matrix norm (fro, 1, -1, inf, -inf)")
+        raise ShapeError(f"ord {ord!r} is not a matrix norm (fro, nuc, 1, -1, 2, -2, inf, -inf)")
     return "matrix", (rows, columns)
 
 
@@ -766,6 +766,10 @@ def _norm_forward(xp, x, ord, axis, keepdims, kind):
             return xp.sum(a, axis=axes, keepdims=keepdims)
         return xp.sum(a ** ord, axis=axes, keepdims=keepdims) ** (1.0 / ord)
     rows, columns = axes
+    if plan == "singular":
+        s = xp.linalg.svd(xp.moveaxis(x, (rows, columns), (-2, -1)), compute_uv=False)
+        out = (xp.sum if ord == "nuc" else xp.max if ord == 2 else xp.min)(s, axis=-1)
+        return out.reshape(reduced_shape(x.shape, axes, keepdims))
     if ord in (None, "fro"):
         out = xp.sqrt(xp.sum(x * x, axis=axes, keepdims=True))
     else:
@@ -776,6 +780,8 @@ def _norm_forward(xp, x, ord, axis, keepdims, kind):
 
 def _norm_vjp(g, ans, x, ord, axis, keepdims, kind):
     plan, axes = _norm_plan(x.shape, ord, axis, kind)
+    if plan == "singular":
+        return _singular_norm_vjp(g, x, ord, axes)
     gk, norm = _keep(g, x.shape, axes, keepdims), _keep(ans, x.shape, axes, keepdims)
     if ord in (None, 2, "fro"):
         return gk * x / _nonzero(norm)  # 0 at 0, where the norm has no gradient: a subgradient
@@ -798,6 +804,25 @@ def _norm_vjp(g, ans, x, ord, axis, keepdims, kind):
     summed, extreme = (rows, columns) if ord in (1, -1) else (columns, rows)
     tied = G.equal(G.sum(G.abs(x), axis=summed, keepdims=True), norm)
     return gk * G.sign(x) * (tied / G.sum(tied, axis=extreme, keepdims=True))
+
+
+def _singular_norm_vjp(g, x, ord, axes):
+    """ord nuc (the sum of the singular values), 2 (the largest), -2 (the smallest), through the
+    gradient rule of svdvals; tied extreme singular values share the gradient, as max."""
+    from .ops import OPS
+    perm = tuple(i for i in range(x.ndim) if i not in axes) + tuple(axes)
+    moved = x if perm == tuple(range(x.ndim)) else G.transpose(x, axes=perm)
+    s = G.svdvals(moved)
+    g = G.reshape(g, shape=s.shape[:-1] + (1,))
+    if ord == "nuc":
+        gs = G.broadcast_to(g, shape=s.shape)
+    else:
+        tied = G.equal(s, (G.max if ord == 2 else G.min)(s, axis=-1, keepdims=True))
+        gs = g * tied / G.sum(tied, axis=-1, keepdims=True)
+    out = OPS["svdvals"].rule(0)(gs, s, moved)
+    if perm == tuple(range(x.ndim)):
+        return out
+    return G.transpose(out, axes=tuple(sorted(range(x.ndim), key=perm.__getitem__)))
 
 
 def _norm_shape(kind):
@@ -840,7 +865,7 @@ _register_norm("norm", "norm", {"ord": None, "axis": None, "keepdims": False},
 _register_norm("vector_norm", "vector", {"ord": 2, "axis": None, "keepdims": False},
                "the ord-norm of the elements over axis (all by default), taken as one vector")
 _register_norm("matrix_norm", "matrix", {"ord": "fro", "axis": (-2, -1), "keepdims": False},
-               "a matrix norm (fro, 1, -1, inf, -inf) over two axes (the last two by default)")
+               "a matrix norm (fro, nuc, 1, -1, 2, -2, inf, -inf) over two axes (the last two by default)")
 _register_norm("euclidean_norm", "vector", {"axis": None, "keepdims": False},
                "sqrt(sum(x^2)) over axis (TensorFlow's reduce_euclidean_norm)", aliases=("reduce_euclidean_norm",))
 

@@ -160,6 +160,10 @@ CASES = [
     ("y = norm(x, inf)", {"x": spread((3, 3))}, lambda x: np.linalg.norm(x, np.inf), {}),
     ("y = norm(x, -inf, keepdims=True)", {"x": spread((3, 3))},
      lambda x: np.linalg.norm(x, -np.inf, keepdims=True), {}),
+    ("y = norm(x, 'nuc')", {"x": normal((3, 2))}, lambda x: np.linalg.norm(x, "nuc"), {}),
+    ("y = norm(x, 2, axis=(2, 0))", {"x": normal((3, 2, 4))}, lambda x: np.linalg.norm(x, 2, axis=(2, 0)), {}),
+    ("y = matrix_norm(x, ord=-2, keepdims=True)", {"x": normal((2, 3, 3))},
+     lambda x: np.linalg.norm(x, -2, axis=(-2, -1), keepdims=True), {}),
     ("y = vector_norm(x, ord=3)", {"x": away()}, lambda x: np.linalg.norm(x.reshape(-1), 3), {}),
     ("y = linalg.vector_norm(x, ord=-inf, axis=1)", {"x": spread()}, lambda x: np.min(np.abs(x), axis=1), {}),
     ("y = vector_norm(x, ord=0, axis=1)", {"x": away()}, lambda x: np.sum(x != 0, axis=1) * 1.0, {}),
@@ -309,9 +313,9 @@ def test_var_and_std_follow_the_spelling_s_library_default():
 
 @pytest.mark.parametrize("program,words", [
     ("y = var(x, axis=2)", "var: axis 2 is out of range for an array of rank 2"),
-    ("y = norm(x, ord=7, axis=(0, 1))", "ord 7 is not a matrix norm (fro, 1, -1, inf, -inf)"),
+    ("y = norm(x, ord=7, axis=(0, 1))", "ord 7 is not a matrix norm (fro, nuc, 1, -1, 2, -2, inf, -inf)"),
     ("y = norm(x, ord='abc', axis=0)", "ord 'abc' is not a vector norm"),
-    ("y = norm(x, 2)", "the matrix norm ord=2 is made of singular values"),
+    ("y = norm(x, 'abc')", "ord 'abc' is not a matrix norm"),
     ("y = var(x, axis=0, ddof=2)", "ddof=2 over 2 elements leaves no degrees of freedom"),
     ("y = torch.var(x[0, 0])", "ddof=1 over 1 element leaves no degrees of freedom"),
     ("y = quantile(x, 1.5)", "q must be between 0 and 1"),
