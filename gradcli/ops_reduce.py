@@ -1078,14 +1078,19 @@ def _place_diagonal(xp, g, shape, offset, axis1, axis2):
     return out
 
 
+def _place_diagonal_shape(g_shape, shape, **params):
+    if _trace_plan(shape, **params)[2] != tuple(g_shape):
+        raise ShapeError(f"values of shape {tuple(g_shape)} do not fit the diagonal of shape {tuple(shape)}")
+    return tuple(shape)
+
+
 _TRACE_PARAMS = {"offset": 0, "axis1": 0, "axis2": 1}
 register(Op("trace", lambda xp, x, offset=0, axis1=0, axis2=1: xp.trace(x, offset, axis1, axis2),
             lambda shape, **p: _trace_plan(shape, **p)[2],
             (lambda g, ans, x, **p: G.place_diagonal(g, shape=x.shape, **p),), params=dict(_TRACE_PARAMS),
             doc="the sum of the offset diagonal over axes axis1, axis2 (NumPy's trace)"))
 register(Op("place_diagonal", _place_diagonal,
-            lambda g_shape, shape, **p: tuple(shape) if _trace_plan(shape, **p)[2] == tuple(g_shape) else
-            (_ for _ in ()).throw(ShapeError("place_diagonal: the shapes do not match")),
+            _place_diagonal_shape,
             (lambda g, ans, v, shape, **p: G.trace(g, **p),), params={"shape": REQUIRED, **_TRACE_PARAMS},
             public=False, doc="zeros with the values on a diagonal (the gradient of trace)"))
 
