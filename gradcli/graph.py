@@ -831,7 +831,9 @@ class _Lowering:
                 if pname in given:
                     raise self.error(f"{label}(): '{pname}' is fixed by how {label}() is read here", node.pos)
                 continue
-            if pname in given:
+            if pname in given and given[pname] is NONE and (default is None or pname == "axis"):
+                params[pname] = None  # `axis=None` written out: every axis (sort: the flattened array)
+            elif pname in given:
                 params[pname] = self.static_param(pname, given[pname], label, node.pos)
             elif default is op_table.REQUIRED:
                 raise self.error(f"{label}() needs the argument '{pname}'", node.pos)

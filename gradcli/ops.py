@@ -705,7 +705,7 @@ PREFIXES = {
     "np.": "numpy", "numpy.": "numpy", "jnp.": "numpy", "jax.numpy.": "numpy", "anp.": "numpy",
     "autograd.numpy.": "numpy", "linalg.": "numpy",
     "jax.nn.": "jax", "jax.lax.": "jax", "lax.": "jax", "jax.": "jax",
-    "jax.scipy.special.": "scipy", "jax.scipy.": "scipy", "scipy.special.": "scipy", "scipy.": "scipy",
+    "jax.scipy.special.": "scipy", "jax.scipy.": "scipy", "scipy.special.": "scipy", "scipy.": "scipy", "integrate.": "scipy",
     "special.": "scipy",
     "torch.nn.functional.": "torch", "torch.special.": "torch", "torch.linalg.": "torch", "torch.": "torch",
     "F.": "torch",
@@ -722,7 +722,7 @@ CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
 
 # Keyword spellings of TensorFlow and NumPy, mapped to the table's parameter names.
 KEYWORD_ALIASES = {
-    "keep_dims": "keepdims", "dim": "axis", "perm": "axes", "newshape": "shape",
+    "keep_dims": "keepdims", "keepdim": "keepdims", "dim": "axis", "perm": "axes", "newshape": "shape",
     "clip_value_min": "lo", "clip_value_max": "hi", "a_min": "lo", "a_max": "hi",
     "negative_slope": "alpha", "correction": "ddof", "interpolation": "method",
 }

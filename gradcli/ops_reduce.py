@@ -345,52 +345,85 @@ def _moments_read(name, call):
     if call.positional > 2:
         raise ReadingError(f"{call.name}() with {call.positional} arguments: NumPy's third argument is dtype, "
                            f"PyTorch's unbiased, TensorFlow's keepdims; write ddof= and keepdims= by name")
-    if call.library == "torch":
-        if "unbiased" in call.keywords:
-            raise ReadingError(f"torch.{call.name}(unbiased=...): write correction=1 (unbiased) or correction=0")
-        if "correction" not in call.keywords and "ddof" not in call.keywords:
-            return name, {"ddof": 1}
+    if call.library == "torch" and not {"correction", "ddof", "unbiased"} & set(call.keywords):
+        return name, {"ddof": 1}
     return None
-
-
-def _divisor(x_shape, axis, ddof) -> float:
-    n = _count(x_shape, axis) - ddof
-    return float(n) if n > 0 else 0.0
 
 
 def _count(shape, axis) -> int:
     return math.prod(shape[a] for a in normalize_axes(axis, len(shape)))
 
 
-def _inverse(n: float) -> float:
-    return 1.0 / n if n else math.inf  # NumPy divides by max(n - ddof, 0): inf or NaN
-
-
-def _var_vjp(g, ans, x, axis=None, ddof=0, keepdims=False):
-    centred = x - G.mean(x, axis=axis, keepdims=True)
-    return _keep(g, x.shape, axis, keepdims) * centred * (2.0 * _inverse(_divisor(x.shape, axis, ddof)))
-
-
-def _std_vjp(g, ans, x, axis=None, ddof=0, keepdims=False):
-    centred = x - G.mean(x, axis=axis, keepdims=True)
-    scale = _inverse(_divisor(x.shape, axis, ddof))
-    return _keep(g, x.shape, axis, keepdims) * centred * scale / _keep(ans, x.shape, axis, keepdims)
-
-
-def _moment_shape(shape, axis=None, ddof=0, keepdims=False):
+def _resolved_ddof(ddof, unbiased, default=0):
+    """ddof (NumPy), correction (PyTorch, read as ddof) or unbiased (PyTorch's older spelling)."""
+    if unbiased is not None:
+        if ddof is not None:
+            raise ShapeError("give ddof (correction) or unbiased, not both")
+        return int(bool(unbiased))
+    if ddof is None:
+        return default
     if not isinstance(ddof, (int, float)):
-        raise ShapeError(f"ddof must be a number, not {ddof}")
+        raise ShapeError(f"ddof must be one number, not {ddof}")
+    return ddof
+
+
+def _divisor(shape, axis, ddof, unbiased, default=0) -> float:
+    """n - ddof, refused where it is not positive (NumPy would divide by 0: inf or NaN)."""
+    ddof = _resolved_ddof(ddof, unbiased, default)
+    n = _count(shape, axis)
+    if n - ddof <= 0:
+        raise ShapeError(f"ddof={ddof:g} over {n} element{'s' * (n != 1)} leaves no degrees of freedom "
+                         f"(n - ddof = {n - ddof:g}): the result would be inf or NaN")
+    return float(n - ddof)
+
+
+def _nonzero(a):
+    """a, with 1 where it is 0: the denominator of a rule whose numerator is 0 there too."""
+    return G.where(G.equal(a, 0.0), 1.0, a)
+
+
+def _var_forward(xp, x, axis=None, ddof=None, keepdims=False, unbiased=None, default=0):
+    d = _divisor(x.shape, axis, ddof, unbiased, default)
+    return xp.var(x, axis=axis, ddof=_count(x.shape, axis) - d, keepdims=keepdims)
+
+
+def _var_vjp(g, ans, x, axis=None, ddof=None, keepdims=False, unbiased=None, default=0):
+    centred = x - G.mean(x, axis=axis, keepdims=True)
+    return _keep(g, x.shape, axis, keepdims) * centred * (2.0 / _divisor(x.shape, axis, ddof, unbiased, default))
+
+
+def _std_vjp(g, ans, x, axis=None, ddof=None, keepdims=False, unbiased=None, default=0):
+    # sqrt(var) has no derivative where all values are equal (a cone): 0 there, a subgradient
+    centred = x - G.mean(x, axis=axis, keepdims=True)
+    scale = 1.0 / _divisor(x.shape, axis, ddof, unbiased, default)
+    return _keep(g, x.shape, axis, keepdims) * centred * scale / _nonzero(_keep(ans, x.shape, axis, keepdims))
+
+
+def _moment_shape(shape, axis=None, ddof=None, keepdims=False, unbiased=None, default=0):
+    _divisor(shape, axis, ddof, unbiased, default)
     return reduced_shape(shape, axis, keepdims)
 
 
-_MOMENT_PARAMS = {"axis": None, "ddof": 0, "keepdims": False}
-register(Op("var", lambda xp, x, axis=None, ddof=0, keepdims=False: xp.var(x, axis=axis, ddof=ddof, keepdims=keepdims),
-            _moment_shape, (_var_vjp,), params=dict(_MOMENT_PARAMS), aliases=("reduce_variance",),
-            reading=_moments_reading("var"), doc="the variance, sum((x - mean)^2) / (n - ddof); ddof=0 by default"))
-register(Op("std", lambda xp, x, axis=None, ddof=0, keepdims=False: xp.std(x, axis=axis, ddof=ddof, keepdims=keepdims),
-            _moment_shape, (_std_vjp,), params=dict(_MOMENT_PARAMS), aliases=("reduce_std",),
-            reading=_moments_reading("std"),
-            doc="the standard deviation, sqrt(var); its gradient is NaN where it is 0 (all values equal)"))
+_MOMENT_PARAMS = {"axis": None, "ddof": None, "keepdims": False, "unbiased": None}
+register(Op("var", _var_forward, _moment_shape, (_var_vjp,), params=dict(_MOMENT_PARAMS), aliases=("reduce_variance",),
+            reading=_moments_reading("var"),
+            doc="the variance, sum((x - mean)^2) / (n - ddof); ddof=0 by default (torch.var: 1)"))
+register(Op("std", lambda xp, *a, **p: xp.sqrt(_var_forward(xp, *a, **p)), _moment_shape, (_std_vjp,),
+            params=dict(_MOMENT_PARAMS), aliases=("reduce_std",), reading=_moments_reading("std"),
+            doc="the standard deviation, sqrt(var); its gradient is 0 where it is 0 (all values equal)"))
+
+
+def _moment_and_mean(name):
+    """torch.std_mean / var_mean: (std or var, mean), unbiased (ddof=1) by default, as PyTorch."""
+    def parts(shape, axis=None, ddof=None, keepdims=False, unbiased=None):
+        moment = {"axis": axis, "ddof": _resolved_ddof(ddof, unbiased, 1), "keepdims": keepdims}
+        return [(name, moment), ("mean", {"axis": axis, "keepdims": keepdims})]
+    return parts
+
+
+for _name in ("std", "var"):
+    register(Op(f"{_name}_mean", None, None, None, params=dict(_MOMENT_PARAMS), parts=_moment_and_mean(_name),
+                doc=f"PyTorch's {_name}_mean: the tuple ({_name}, mean), ddof=1 unless correction= says otherwise"))
 
 
 def _average_reading(call):
@@ -459,7 +492,7 @@ def _quantile_plan(shape, q, axis, method):
     n = math.prod(shape[a] for a in axes)
     if n == 0:
         raise ShapeError("the quantile of no elements is undefined")
-    if method not in _METHODS + ("median",):
+    if method not in _METHODS and not (method == "median" and q == 0.5):  # "median": median's own
         raise ShapeError(f"method {method!r} is not one of {', '.join(_METHODS)}")
     picks = []
     for value in (q if isinstance(q, tuple) else (q,)):
@@ -505,12 +538,31 @@ def _quantile_forward(xp, x, q, axis=None, method="linear", keepdims=False):
     return out
 
 
-def _quantile_vjp(g, ans, x, q, axis=None, method="linear", keepdims=False):
-    axes, kept, n, picks = _quantile_plan(x.shape, q, axis, method)
+def _moved(x, kept, axes, n):
+    """x with the reduced axes moved last and merged into one of length n: shape lead + (n,)."""
     lead = tuple(x.shape[i] for i in kept)
     perm = kept + axes
     moved = x if perm == tuple(range(x.ndim)) else G.transpose(x, axes=perm)
-    moved = moved if moved.shape == lead + (n,) else G.reshape(moved, shape=lead + (n,))
+    return moved if moved.shape == lead + (n,) else G.reshape(moved, shape=lead + (n,))
+
+
+def _through_sort(on_sorted, x, kept, axes, n):
+    """A cotangent given on the sorted values (lead + (n,)) taken back to x through the sorting
+    permutation; tied elements share it evenly (so quantile(x, 1) splits as max does)."""
+    moved = _moved(x, kept, axes, n)
+    at = len(kept)
+    out = G.tie_average(G.scatter_along(on_sorted, G.argsort(moved, axis=at), axis=at, size=n), moved, axis=at)
+    perm = kept + axes
+    permuted = tuple(x.shape[i] for i in perm)
+    out = out if out.shape == permuted else G.reshape(out, shape=permuted)
+    if perm == tuple(range(x.ndim)):
+        return out
+    return G.transpose(out, axes=tuple(sorted(range(x.ndim), key=perm.__getitem__)))
+
+
+def _quantile_vjp(g, ans, x, q, axis=None, method="linear", keepdims=False):
+    axes, kept, n, picks = _quantile_plan(x.shape, q, axis, method)
+    lead = tuple(x.shape[i] for i in kept)
     on_sorted = None
     for k, (lo, hi, t) in enumerate(picks):
         gk = G.index(g, index=(k,)) if isinstance(q, tuple) else g
@@ -521,13 +573,37 @@ def _quantile_vjp(g, ans, x, q, axis=None, method="linear", keepdims=False):
             if weight:
                 term = G.scatter(gk * weight, shape=lead + (n,), index=(Ellipsis, position))
                 on_sorted = term if on_sorted is None else on_sorted + term
-    at = len(lead)
-    out = G.scatter_along(on_sorted, G.argsort(moved, axis=at), axis=at, size=n)
-    permuted = tuple(x.shape[i] for i in perm)
-    out = out if out.shape == permuted else G.reshape(out, shape=permuted)
-    if perm == tuple(range(x.ndim)):
-        return out
-    return G.transpose(out, axes=tuple(sorted(range(x.ndim), key=perm.__getitem__)))
+    return _through_sort(on_sorted, x, kept, axes, n)
+
+
+def _tie_average(xp, w, x, axis):
+    """For each element, the mean of w over the elements of its group along axis whose x is equal."""
+    import numpy
+
+    def on_host(w, x):
+        n = x.shape[axis]
+        xm = numpy.moveaxis(x, axis, -1).reshape(-1, n)
+        wm = numpy.moveaxis(w, axis, -1).reshape(-1, n)
+        order = numpy.argsort(xm, axis=-1, kind="stable")
+        xs = numpy.take_along_axis(xm, order, axis=-1)
+        new = numpy.ones(xs.shape, dtype=bool)
+        new[:, 1:] = xs[:, 1:] != xs[:, :-1]  # NaN != NaN: each NaN a group of its own
+        run = numpy.cumsum(new.reshape(-1)) - 1
+        sums = numpy.bincount(run, numpy.take_along_axis(wm, order, axis=-1).reshape(-1))
+        means = (sums / numpy.bincount(run))[run].reshape(xs.shape)
+        out = numpy.empty_like(means)
+        numpy.put_along_axis(out, order, means, axis=-1)
+        moved_shape = numpy.moveaxis(x, axis, -1).shape
+        return numpy.moveaxis(out.reshape(moved_shape), -1, axis).astype(w.dtype)
+    if w.size == 0:
+        return w
+    return _on_host(xp, on_host, w, x)
+
+
+register(Op("tie_average", _tie_average, lambda w, x, axis: (_one_axis(w, axis), w)[1],
+            (lambda g, ans, w, x, axis: G.tie_average(g, x, axis=axis), NO_GRADIENT),
+            args=("w", "x"), params={"axis": REQUIRED}, public=False,
+            doc="w averaged over the elements with equal x along axis (the even split of a gradient at ties)"))
 
 
 def _quantile_shape(shape, q, axis=None, method="linear", keepdims=False):
@@ -563,6 +639,82 @@ register(Op("median", lambda xp, x, axis=None, keepdims=False: _quantile_forward
             doc="the middle value, or the mean of the two middle values; the gradient is split between them"))
 
 
+def _sorted_rows(xp, x, kept, axes, n):
+    lead = tuple(x.shape[i] for i in kept)
+    return xp.sort(xp.transpose(x, kept + axes).reshape(lead + (n,)), axis=-1)  # NaN last
+
+
+def _nan_quantile_weights(xp, x, q, axis=None, method="linear"):
+    """The weights on the sorted values (lead + (n,), NaN last) that make np.nanquantile: where
+    they fall depends on how many values are not NaN, so they are computed, not planned."""
+    axes, kept, n, _ = _quantile_plan(x.shape, q, axis, method)
+    ordered = _sorted_rows(xp, x, kept, axes, n)
+    m = xp.sum(~xp.isnan(ordered), axis=-1, keepdims=True)
+    top = xp.maximum(m - 1, 0)
+    stacked = []
+    for value in (q if isinstance(q, tuple) else (q,)):
+        position = value * top
+        lo = xp.floor(position)
+        t = position - lo
+        hi = xp.minimum(lo + 1, top)
+        if method == "lower":
+            hi, t = lo, 0 * t
+        elif method == "higher":
+            lo = hi = xp.ceil(position)
+            t = 0 * t
+        elif method == "nearest":
+            lo = hi = xp.round(position)  # half to even, as NumPy
+            t = 0 * t
+        elif method == "midpoint":
+            t = xp.where(t > 0, 0.5, 0.0)
+        weights = xp.zeros(ordered.shape, dtype=x.dtype)
+        xp.put_along_axis(weights, lo.astype(xp.int64), (1 - t).astype(x.dtype), axis=-1)
+        upper = xp.take_along_axis(weights, hi.astype(xp.int64), axis=-1) + t
+        xp.put_along_axis(weights, hi.astype(xp.int64), upper.astype(x.dtype), axis=-1)
+        stacked.append(xp.where(m > 0, weights, 0))
+    return xp.stack(stacked) if isinstance(q, tuple) else stacked[0]
+
+
+def _nanquantile_forward(xp, x, q, axis=None, method="linear", keepdims=False):
+    axes, kept, n, _ = _quantile_plan(x.shape, q, axis, method)
+    ordered = _sorted_rows(xp, x, kept, axes, n)
+    weights = _nan_quantile_weights(xp, x, q, axis, method)
+    out = xp.sum(xp.where(weights == 0, 0, weights * ordered), axis=-1)
+    out = xp.where(xp.isnan(ordered[..., 0]), math.nan, out).astype(x.dtype)  # every value NaN
+    if keepdims:
+        out = out.reshape(out.shape[:out.ndim - len(kept)] + reduced_shape(x.shape, axes, True))
+    return out
+
+
+def _nanquantile_vjp(g, ans, x, q, axis=None, method="linear", keepdims=False):
+    axes, kept, n, _ = _quantile_plan(x.shape, q, axis, method)
+    weights = G.nan_quantile_weights(x, q=q, axis=axis, method=method)
+    g = g if g.shape == weights.shape[:-1] else G.reshape(g, shape=weights.shape[:-1])
+    on_sorted = G.reshape(g, shape=g.shape + (1,)) * weights
+    if isinstance(q, tuple):
+        on_sorted = G.sum(on_sorted, axis=0)
+    return _through_sort(on_sorted, x, kept, axes, n)
+
+
+register(Op("nan_quantile_weights", _nan_quantile_weights,
+            lambda shape, q, axis=None, method="linear": (
+                ((len(q),) if isinstance(q, tuple) else ()) + tuple(shape[i] for i in _quantile_plan(shape, q, axis, method)[1])
+                + (_quantile_plan(shape, q, axis, method)[2],)),
+            NOT_DIFFERENTIABLE, params={"q": REQUIRED, "axis": None, "method": "linear"}, public=False,
+            doc="the weights of nanquantile on the sorted values"))
+register(Op("nanquantile", _nanquantile_forward, _quantile_shape, (_nanquantile_vjp,), params=dict(_QUANTILE_PARAMS),
+            finite_closed=True, doc="quantile of the values that are not NaN (NaN where all are)"))
+register(Op("nanpercentile", lambda xp, x, q, **p: _nanquantile_forward(xp, x, _percent(q), **p),
+            lambda shape, q, **p: _quantile_shape(shape, _percent(q), **p),
+            (lambda g, ans, x, q, **p: _nanquantile_vjp(g, ans, x, _percent(q), **p),), params=dict(_QUANTILE_PARAMS),
+            finite_closed=True, doc="nanquantile with q in percent"))
+register(Op("nanmedian", lambda xp, x, axis=None, keepdims=False: _nanquantile_forward(xp, x, 0.5, axis, "linear", keepdims),
+            lambda shape, axis=None, keepdims=False: _quantile_shape(shape, 0.5, axis, "linear", keepdims),
+            (lambda g, ans, x, axis=None, keepdims=False: _nanquantile_vjp(g, ans, x, 0.5, axis, "linear", keepdims),),
+            params={"axis": None, "keepdims": False}, reading=_median_reading, finite_closed=True,
+            doc="the median of the values that are not NaN"))
+
+
 # --------------------------------------------------------------------------- norms
 
 _INF = math.inf
@@ -594,9 +746,9 @@ def _norm_plan(shape, ord, axis, kind):
     normalize_axes(pair, len(shape))  # in range, and different
     rows, columns = (a % len(shape) for a in pair)
     if ord in (2, -2, "nuc"):
-        raise ShapeError(f"the matrix norm ord={ord!r} is made of singular values: use svd")
+        return "singular", (rows, columns)
     if ord not in (None, "fro", 1, -1, _INF, -_INF):
-        raise ShapeError(f"ord {ord!r} is not a matrix norm (fro, 1, -1, inf, -inf)")
+        raise ShapeError(f"ord {ord!r} is not a matrix norm (fro, nuc, 1, -1, 2, -2, inf, -inf)")
     return "matrix", (rows, columns)
 
 
@@ -614,6 +766,10 @@ def _norm_forward(xp, x, ord, axis, keepdims, kind):
             return xp.sum(a, axis=axes, keepdims=keepdims)
         return xp.sum(a ** ord, axis=axes, keepdims=keepdims) ** (1.0 / ord)
     rows, columns = axes
+    if plan == "singular":
+        s = xp.linalg.svd(xp.moveaxis(x, (rows, columns), (-2, -1)), compute_uv=False)
+        out = (xp.sum if ord == "nuc" else xp.max if ord == 2 else xp.min)(s, axis=-1)
+        return out.reshape(reduced_shape(x.shape, axes, keepdims))
     if ord in (None, "fro"):
         out = xp.sqrt(xp.sum(x * x, axis=axes, keepdims=True))
     else:
@@ -624,9 +780,11 @@ def _norm_forward(xp, x, ord, axis, keepdims, kind):
 
 def _norm_vjp(g, ans, x, ord, axis, keepdims, kind):
     plan, axes = _norm_plan(x.shape, ord, axis, kind)
+    if plan == "singular":
+        return _singular_norm_vjp(g, x, ord, axes)
     gk, norm = _keep(g, x.shape, axes, keepdims), _keep(ans, x.shape, axes, keepdims)
     if ord in (None, 2, "fro"):
-        return gk * x / norm  # NaN at 0, where the 2-norm has no gradient
+        return gk * x / _nonzero(norm)  # 0 at 0, where the norm has no gradient: a subgradient
     if plan == "vector":
         if ord in (_INF, -_INF):  # ties share the gradient, as max and min
             tied = G.equal(G.abs(x), norm)
@@ -635,11 +793,36 @@ def _norm_vjp(g, ans, x, ord, axis, keepdims, kind):
             return _spread(g, x, axes, keepdims) * 0.0
         if ord == 1:
             return gk * G.sign(x)
-        return gk * G.sign(x) * (G.abs(x) / norm) ** float(ord - 1)
+        if ord > 1:  # |x|^(ord-1) is 0 where x is: only the norm's zero needs guarding
+            return gk * G.sign(x) * (G.abs(x) / _nonzero(norm)) ** float(ord - 1)
+        # ord < 1: the slope is infinite where an element is 0 (a cusp) and, for ord < 0, every
+        # slope is 0 where the norm is 0: 0 there, with both sides of the where kept finite
+        zero = G.logical_or(G.equal(x, 0.0), G.equal(norm, 0.0))
+        ratio = G.abs(G.where(zero, 1.0, x)) / G.where(zero, 1.0, norm)
+        return G.where(zero, 0.0, gk * G.sign(x) * ratio ** float(ord - 1))
     rows, columns = axes
     summed, extreme = (rows, columns) if ord in (1, -1) else (columns, rows)
     tied = G.equal(G.sum(G.abs(x), axis=summed, keepdims=True), norm)
     return gk * G.sign(x) * (tied / G.sum(tied, axis=extreme, keepdims=True))
+
+
+def _singular_norm_vjp(g, x, ord, axes):
+    """ord nuc (the sum of the singular values), 2 (the largest), -2 (the smallest), through the
+    gradient rule of svdvals; tied extreme singular values share the gradient, as max."""
+    from .ops import OPS
+    perm = tuple(i for i in range(x.ndim) if i not in axes) + tuple(axes)
+    moved = x if perm == tuple(range(x.ndim)) else G.transpose(x, axes=perm)
+    s = G.svdvals(moved)
+    g = G.reshape(g, shape=s.shape[:-1] + (1,))
+    if ord == "nuc":
+        gs = G.broadcast_to(g, shape=s.shape)
+    else:
+        tied = G.equal(s, (G.max if ord == 2 else G.min)(s, axis=-1, keepdims=True))
+        gs = g * tied / G.sum(tied, axis=-1, keepdims=True)
+    out = OPS["svdvals"].rule(0)(gs, s, moved)
+    if perm == tuple(range(x.ndim)):
+        return out
+    return G.transpose(out, axes=tuple(sorted(range(x.ndim), key=perm.__getitem__)))
 
 
 def _norm_shape(kind):
@@ -678,11 +861,11 @@ def _register_norm(name, kind, params, doc, aliases=(), reading=None):
 
 _register_norm("norm", "norm", {"ord": None, "axis": None, "keepdims": False},
                "NumPy's linalg.norm: ord (None, a number, inf, fro) over axis (one axis: a vector norm; two: a "
-               "matrix norm); the 2-norm's gradient is NaN at 0, where it has none", reading=_norm_reading)
+               "matrix norm); the gradient at 0, where the norm has none, is 0", reading=_norm_reading)
 _register_norm("vector_norm", "vector", {"ord": 2, "axis": None, "keepdims": False},
                "the ord-norm of the elements over axis (all by default), taken as one vector")
 _register_norm("matrix_norm", "matrix", {"ord": "fro", "axis": (-2, -1), "keepdims": False},
-               "a matrix norm (fro, 1, -1, inf, -inf) over two axes (the last two by default)")
+               "a matrix norm (fro, nuc, 1, -1, 2, -2, inf, -inf) over two axes (the last two by default)")
 _register_norm("euclidean_norm", "vector", {"axis": None, "keepdims": False},
                "sqrt(sum(x^2)) over axis (TensorFlow's reduce_euclidean_norm)", aliases=("reduce_euclidean_norm",))
 
@@ -819,7 +1002,27 @@ register(Op("trapezoid",
 _reduction("nansum", lambda xp, x, axis=None, keepdims=False: xp.nansum(x, axis=axis, keepdims=keepdims),
            lambda g, ans, x, axis=None, keepdims=False: G.where(G.isnan(x), 0.0, _spread(g, x, axis, keepdims)),
            doc="the sum of the elements that are not NaN")
-_reduction("nanmean", lambda xp, x, axis=None, keepdims=False: xp.nanmean(x, axis=axis, keepdims=keepdims),
+def _nanmean(xp, x, axis=None, keepdims=False):
+    # nansum / count: NaN (0 / 0) where every element is NaN, without NumPy's RuntimeWarning
+    count = xp.sum(~xp.isnan(x), axis=axis, keepdims=keepdims)
+    return (xp.nansum(x, axis=axis, keepdims=keepdims) / count).astype(x.dtype)
+
+
+def _nan_extreme(xp, x, axis=None, keepdims=False, kind="max"):
+    # NaN only where every element is NaN (as nanmax), without NumPy's RuntimeWarning
+    nan = xp.isnan(x)
+    reduce = xp.max if kind == "max" else xp.min
+    out = reduce(xp.where(nan, -math.inf if kind == "max" else math.inf, x), axis=axis, keepdims=keepdims)
+    return xp.where(xp.all(nan, axis=axis, keepdims=keepdims), math.nan, out).astype(x.dtype)
+
+
+def _nan_extreme_vjp(g, ans, x, axis=None, keepdims=False):
+    # ties share the gradient, as max; none goes to a NaN, nor anywhere in an all-NaN group
+    tied = G.equal(x, _keep(ans, x.shape, axis, keepdims))
+    return _keep(g, x.shape, axis, keepdims) * tied / _nonzero(G.sum(tied, axis=axis, keepdims=True))
+
+
+_reduction("nanmean", _nanmean,
            lambda g, ans, x, axis=None, keepdims=False: G.where(
                G.isnan(x), 0.0, _keep(g, x.shape, axis, keepdims) / G.sum(1.0 - G.isnan(x), axis=axis, keepdims=True)),
            shape=_nonempty_reduction_shape, doc="the mean of the elements that are not NaN")
@@ -828,8 +1031,8 @@ _reduction("nanprod", lambda xp, x, axis=None, keepdims=False: xp.nanprod(x, axi
                G.isnan(x), 0.0, _keep(g, x.shape, axis, keepdims) * G.prod_others(G.where(G.isnan(x), 1.0, x), axis=axis)),
            doc="the product of the elements that are not NaN")
 for _name in ("nanmax", "nanmin"):
-    _reduction(_name, (lambda fn: lambda xp, x, axis=None, keepdims=False: getattr(xp, fn)(x, axis=axis, keepdims=keepdims))(_name),
-               _extreme_vjp, shape=_nonempty_reduction_shape, finite_closed=True,
+    _reduction(_name, (lambda kind: lambda xp, x, axis=None, keepdims=False: _nan_extreme(xp, x, axis, keepdims, kind))(_name[3:]),
+               _nan_extreme_vjp, shape=_nonempty_reduction_shape, finite_closed=True,
                doc=f"the {_name[3:]}imum of the elements that are not NaN; ties share the gradient")
 
 
@@ -848,3 +1051,316 @@ register(Op("unwrap", lambda xp, p, discont=None, axis=-1, period=2 * math.pi:
                 _one_axis(shape, axis), _single_numbers(discont=discont, period=period), shape)[2],
             (lambda g, ans, p, **_: g,), args=("p",), params={"discont": None, "axis": -1, "period": 2 * math.pi},
             doc="p with jumps above period/2 along axis removed (adds constants: gradient 1)"))
+
+
+# --------------------------------------------------------------------------- trace, cumulative integral
+
+def _trace_plan(shape, offset=0, axis1=0, axis2=1):
+    if len(shape) < 2:
+        raise ShapeError(f"trace needs an array of rank 2 or more, got shape {tuple(shape)}")
+    for name, value in (("offset", offset), ("axis1", axis1), ("axis2", axis2)):
+        if not isinstance(value, int):
+            raise ShapeError(f"{name} must be one integer, not {value}")
+    first, second = normalize_axes((axis1, axis2), len(shape))  # in range, and different
+    first, second = axis1 % len(shape), axis2 % len(shape)
+    rest = tuple(d for i, d in enumerate(shape) if i not in (first, second))
+    return first, second, rest
+
+
+def _place_diagonal(xp, g, shape, offset, axis1, axis2):
+    """Zeros of `shape` with g on the offset diagonal of axes (axis1, axis2) (the gradient of trace)."""
+    first, second, _ = _trace_plan(shape, offset, axis1, axis2)
+    out = xp.zeros(shape, dtype=g.dtype)
+    view = xp.moveaxis(out, (first, second), (-2, -1))
+    length = max(0, min(shape[first] - max(-offset, 0), shape[second] - max(offset, 0)))
+    steps = xp.arange(length)
+    view[..., steps + max(-offset, 0), steps + max(offset, 0)] = g[..., None]
+    return out
+
+
+def _place_diagonal_shape(g_shape, shape, **params):
+    if _trace_plan(shape, **params)[2] != tuple(g_shape):
+        raise ShapeError(f"values of shape {tuple(g_shape)} do not fit the diagonal of shape {tuple(shape)}")
+    return tuple(shape)
+
+
+_TRACE_PARAMS = {"offset": 0, "axis1": 0, "axis2": 1}
+register(Op("trace", lambda xp, x, offset=0, axis1=0, axis2=1: xp.trace(x, offset, axis1, axis2),
+            lambda shape, **p: _trace_plan(shape, **p)[2],
+            (lambda g, ans, x, **p: G.place_diagonal(g, shape=x.shape, **p),), params=dict(_TRACE_PARAMS),
+            doc="the sum of the offset diagonal over axes axis1, axis2 (NumPy's trace)"))
+register(Op("place_diagonal", _place_diagonal,
+            _place_diagonal_shape,
+            (lambda g, ans, v, shape, **p: G.trace(g, **p),), params={"shape": REQUIRED, **_TRACE_PARAMS},
+            public=False, doc="zeros with the values on a diagonal (the gradient of trace)"))
+
+
+def _cumulative_trapezoid_shape(shape, dx=1.0, axis=-1, initial=None):
+    axis = _one_axis(shape, axis)
+    if not isinstance(dx, (int, float)):
+        raise ShapeError(f"dx must be one number, not {dx}")
+    if initial not in (None, 0):
+        raise ShapeError(f"initial must be 0 or left out (as SciPy), not {initial}")
+    length = shape[axis] if initial is not None else max(shape[axis] - 1, 0)
+    return shape[:axis] + (length,) + shape[axis + 1:]
+
+
+def _cumulative_trapezoid(xp, y, dx=1.0, axis=-1, initial=None):
+    axis %= y.ndim
+    out = xp.cumsum(_apply_stencil(xp, y, axis, "trapezoid", dx=dx), axis=axis)
+    if initial is not None:
+        head = xp.zeros(tuple(1 if i == axis else d for i, d in enumerate(y.shape)), dtype=out.dtype)
+        out = xp.concatenate([head, out], axis=axis)
+    return out
+
+
+def _cumulative_trapezoid_vjp(g, ans, y, dx=1.0, axis=-1, initial=None):
+    axis %= y.ndim
+    if initial is not None:
+        g = G.index(g, index=_along(axis, (1, None, None)))
+    return _transpose_stencil(G.cumsum(g, axis=axis, reverse=True), y.shape, axis, "trapezoid", dx=dx)
+
+
+register(Op("cumulative_trapezoid", _cumulative_trapezoid, _cumulative_trapezoid_shape,
+            (_cumulative_trapezoid_vjp,), args=("y",), params={"dx": 1.0, "axis": -1, "initial": None},
+            aliases=("cumtrapz",), reading=_trapezoid_reading,
+            doc="SciPy's cumulative_trapezoid: the running trapezoidal integral (initial=0 prepends 0)"))
+
+
+# --------------------------------------------------------------------------- covariance, correlation
+
+def _cov_plan(shape, rowvar=True, bias=False, ddof=None):
+    """(rows, observations) of NumPy's cov(m): a 1-D m is one variable; and n - ddof."""
+    if len(shape) > 2 or not shape:
+        raise ShapeError(f"cov and corrcoef take a 1-D or 2-D array, got shape {tuple(shape)}")
+    rows, observations = (1, shape[0]) if len(shape) == 1 else (shape if rowvar else shape[::-1])
+    if ddof is None:
+        ddof = 0 if bias else 1
+    if not isinstance(ddof, (int, float)):
+        raise ShapeError(f"ddof must be one number, not {ddof}")
+    if observations - ddof <= 0:
+        raise ShapeError(f"cov of {observations} observation{'s' * (observations != 1)} with ddof={ddof:g} "
+                         "leaves no degrees of freedom: the result would be inf or NaN")
+    out = (rows, rows) if rows > 1 else ()  # NumPy squeezes a single variable to a number
+    return rows, observations, float(observations - ddof), out
+
+
+def _as_rows(x, rowvar):
+    """m as (variables, observations), symbolically."""
+    if x.ndim == 1:
+        return G.reshape(x, shape=(1,) + x.shape)
+    return x if rowvar else G.transpose(x)
+
+
+def _from_rows(d, x, rowvar):
+    if x.ndim == 1:
+        return G.reshape(d, shape=x.shape)
+    return d if rowvar else G.transpose(d)
+
+
+def _cov_vjp(g, ans, x, rowvar=True, bias=False, ddof=None):
+    rows, _, divisor, _ = _cov_plan(x.shape, rowvar, bias, ddof)
+    m = _as_rows(x, rowvar)
+    centred = m - G.mean(m, axis=1, keepdims=True)
+    g = G.reshape(g, shape=(rows, rows)) if g.shape != (rows, rows) else g
+    # d(c c^T / d) = (g + g^T) c / d; its rows sum to 0, so centring passes it unchanged
+    return _from_rows(G.matmul(g + G.transpose(g), centred) / divisor, x, rowvar)
+
+
+def _corrcoef_vjp(g, ans, x, rowvar=True):
+    # R = z z^T with z = c / |c| row by row (c centred): dz = (g + g^T) z, then through the
+    # normalisation dc = (dz - z sum(dz z)) / |c|; its rows sum to 0 (sum(z) = 0)
+    rows, _, _, _ = _cov_plan(x.shape, rowvar)
+    m = _as_rows(x, rowvar)
+    centred = m - G.mean(m, axis=1, keepdims=True)
+    length = G.sqrt(G.sum(centred * centred, axis=1, keepdims=True))
+    z = centred / length
+    g = G.reshape(g, shape=(rows, rows)) if g.shape != (rows, rows) else g
+    dz = G.matmul(g + G.transpose(g), z)
+    return _from_rows((dz - z * G.sum(dz * z, axis=1, keepdims=True)) / length, x, rowvar)
+
+
+def _one_array_reading(call):
+    if call.positional > 1 or "y" in call.keywords:
+        raise ReadingError(f"{call.name}(x, y): give the variables as the rows of one array, "
+                           f"{call.name}([x, y]) (NumPy stacks them so)")
+    return None
+
+
+register(Op("cov", lambda xp, x, rowvar=True, bias=False, ddof=None: xp.cov(x, rowvar=rowvar, bias=bias, ddof=ddof),
+            lambda shape, **p: _cov_plan(shape, **p)[3], (_cov_vjp,),
+            params={"rowvar": True, "bias": False, "ddof": None}, reading=_one_array_reading,
+            doc="NumPy's cov: rows are variables (rowvar), divided by n - 1 (bias=True: n; or n - ddof)"))
+register(Op("corrcoef", lambda xp, x, rowvar=True: xp.corrcoef(x, rowvar=rowvar),
+            lambda shape, **p: _cov_plan(shape, **p)[3], (_corrcoef_vjp,), params={"rowvar": True},
+            reading=_one_array_reading,
+            doc="NumPy's corrcoef: Pearson correlations of the rows (NaN for a constant row)"))
+
+
+# --------------------------------------------------------------------------- segments (constant ids)
+
+def _segment_plan(shape, segment_ids, num_segments=None, sorted_ids=True):
+    """The ids as a tuple of ints, checked against data's first axis; the number of segments."""
+    ids = (segment_ids,) if not isinstance(segment_ids, tuple) else segment_ids
+    if not shape or len(ids) != shape[0]:
+        raise ShapeError(f"segment_ids has {len(ids)} entries; data of shape {tuple(shape)} needs one per row")
+    if any(not isinstance(i, int) or i < 0 for i in ids):
+        raise ShapeError("segment_ids must be non-negative integers")
+    if sorted_ids and any(a > b for a, b in zip(ids, ids[1:])):
+        raise ShapeError("segment_ids must be sorted (unsorted_segment_sum takes them in any order)")
+    count = max(ids, default=-1) + 1
+    if num_segments is not None:
+        if not isinstance(num_segments, int) or num_segments < count:
+            raise ShapeError(f"num_segments must be an integer above every id, not {num_segments}")
+        count = num_segments
+    return ids, count
+
+
+def _segment_shape(shape, segment_ids, num_segments=None, sorted_ids=True):
+    return (_segment_plan(shape, segment_ids, num_segments, sorted_ids)[1],) + tuple(shape[1:])
+
+
+def _segment_reduce(xp, data, segment_ids, num_segments=None, kind="sum"):
+    import numpy
+    ids, count = _segment_plan(data.shape, segment_ids, num_segments, False)
+
+    def on_host(d):
+        index = numpy.asarray(ids, dtype=numpy.int64)
+        if kind in ("sum", "mean"):
+            out = numpy.zeros((count,) + d.shape[1:], dtype=d.dtype)
+            numpy.add.at(out, index, d)
+            if kind == "mean":  # an empty segment is 0, as TensorFlow
+                out /= numpy.maximum(numpy.bincount(index, minlength=count), 1).reshape((-1,) + (1,) * (d.ndim - 1))
+            return out
+        fill = -numpy.inf if kind == "max" else numpy.inf
+        out = numpy.full((count,) + d.shape[1:], fill, dtype=d.dtype)
+        (numpy.maximum if kind == "max" else numpy.minimum).at(out, index, d)
+        out[numpy.bincount(index, minlength=count) == 0] = 0  # an empty segment is 0, as TensorFlow
+        return out
+    return _on_host(xp, on_host, data)
+
+
+def _take_rows(xp, x, rows):
+    return x[xp.asarray(rows, dtype=xp.int64)]
+
+
+register(Op("take_rows", _take_rows, lambda shape, rows: (len(rows),) + tuple(shape[1:]),
+            (lambda g, ans, x, rows: G.unsorted_segment_sum(g, segment_ids=rows, num_segments=x.shape[0]),),
+            params={"rows": REQUIRED}, public=False, doc="x[rows] for a constant list of rows"))
+register(Op("unsorted_segment_sum", lambda xp, data, segment_ids, num_segments: _segment_reduce(
+                xp, data, segment_ids, num_segments, "sum"),
+            lambda shape, segment_ids, num_segments: _segment_shape(shape, segment_ids, num_segments, False),
+            (lambda g, ans, data, segment_ids, num_segments: G.take_rows(
+                g, rows=_segment_plan(data.shape, segment_ids, num_segments, False)[0]),),
+            args=("data",), params={"segment_ids": REQUIRED, "num_segments": REQUIRED},
+            doc="TensorFlow's unsorted_segment_sum with constant ids: row i adds into output row ids[i]"))
+register(Op("segment_sum", lambda xp, data, segment_ids: _segment_reduce(xp, data, segment_ids),
+            _segment_shape, (lambda g, ans, data, segment_ids: G.take_rows(
+                g, rows=_segment_plan(data.shape, segment_ids)[0]),),
+            args=("data",), params={"segment_ids": REQUIRED},
+            doc="TensorFlow's segment_sum with constant sorted ids"))
+
+
+def _segment_mean_vjp(g, ans, data, segment_ids):
+    ids, _ = _segment_plan(data.shape, segment_ids)
+    ones = G.logical_or(data, 1.0)  # 1 everywhere, NaN included: the rules' constants are scalars
+    counts = G.segment_sum(ones, segment_ids=segment_ids)
+    return G.take_rows(g / _nonzero(counts), rows=ids)
+
+
+register(Op("segment_mean", lambda xp, data, segment_ids: _segment_reduce(xp, data, segment_ids, None, "mean"),
+            _segment_shape, (_segment_mean_vjp,), args=("data",), params={"segment_ids": REQUIRED},
+            doc="TensorFlow's segment_mean with constant sorted ids (0 for an empty segment)"))
+
+
+def _segment_extreme_vjp(g, ans, data, segment_ids):
+    # ties share the gradient evenly, as TensorFlow's segment_max
+    ids, count = _segment_plan(data.shape, segment_ids)
+    tied = G.equal(data, G.take_rows(ans, rows=ids))
+    share = G.take_rows(g / _nonzero(G.segment_sum(tied, segment_ids=segment_ids)), rows=ids)
+    return share * tied
+
+
+for _kind in ("max", "min"):
+    register(Op(f"segment_{_kind}", (lambda k: lambda xp, data, segment_ids: _segment_reduce(
+                    xp, data, segment_ids, None, k))(_kind),
+                _segment_shape, (_segment_extreme_vjp,), args=("data",), params={"segment_ids": REQUIRED},
+                finite_closed=True,
+                doc=f"TensorFlow's segment_{_kind} with constant sorted ids (0 for an empty segment); ties "
+                    "share the gradient"))
+
+
+# --------------------------------------------------------------------------- top_k, kthvalue, aminmax (tuples)
+
+def _top_k_plan(shape, k, axis=-1):
+    axis = _one_axis(shape, axis)
+    if not isinstance(k, int) or not 0 <= k <= shape[axis]:
+        raise ShapeError(f"k must be an integer from 0 to the axis length {shape[axis]}, not {k}")
+    return axis
+
+
+def _top_k_indices(xp, x, k, axis=-1, largest=True, sorted=True):
+    """The indices of the k largest (smallest) along axis, in order; on ties the lower index first,
+    as lax.top_k and tf.math.top_k."""
+    axis %= x.ndim
+    key = -x if largest else x
+    order = xp.argsort(key, axis=axis, kind="stable") if xp.__name__ == "numpy" else xp.argsort(key, axis=axis)
+    return order[tuple(slice(0, k) if i == axis else slice(None) for i in range(x.ndim))].astype(x.dtype)
+
+
+def _top_k_shape(shape, k, axis=-1, largest=True, sorted=True):
+    axis = _top_k_plan(shape, k, axis)
+    return shape[:axis] + (k,) + shape[axis + 1:]
+
+
+_TOP_K_PARAMS = {"k": REQUIRED, "axis": -1, "largest": True, "sorted": True}
+register(Op("top_k_indices", _top_k_indices, _top_k_shape, NOT_DIFFERENTIABLE, params=dict(_TOP_K_PARAMS),
+            public=False, doc="the indices of top_k's values"))
+register(Op("top_k_values", lambda xp, x, **p: _gather_along(xp, x, _top_k_indices(xp, x, **p), p.get("axis", -1)),
+            _top_k_shape,
+            (lambda g, ans, x, k, axis=-1, **p: G.scatter_along(g, G.top_k_indices(x, k=k, axis=axis, **p), axis=axis,
+                                                                size=x.shape[axis % x.ndim]),),
+            params=dict(_TOP_K_PARAMS), finite_closed=True,
+            public=False, doc="the k largest values along axis (largest=False: smallest), in order; the gradient goes to "
+                "the elements picked (the lower index first on ties)"))
+register(Op("top_k", None, None, None, params=dict(_TOP_K_PARAMS), aliases=("topk",),
+            parts=lambda shape, **p: [("top_k_values", p), ("top_k_indices", p)],
+            doc="lax.top_k, tf.math.top_k, torch.topk: the tuple (values, indices) along the last axis"))
+
+
+def _kth_plan(shape, k, axis=-1):
+    axis = _one_axis(shape, axis)
+    if not isinstance(k, int) or not 1 <= k <= shape[axis]:
+        raise ShapeError(f"k must be an integer from 1 to the axis length {shape[axis]}, not {k}")
+    return axis
+
+
+def _kth_index(xp, x, k, axis=-1, keepdims=False):
+    axis = _kth_plan(x.shape, k, axis)
+    index = _top_k_indices(xp, x, k, axis, largest=False)
+    index = index[tuple(slice(k - 1, k) if i == axis else slice(None) for i in range(x.ndim))]
+    return index if keepdims else xp.squeeze(index, axis=axis)
+
+
+def _kth_shape(shape, k, axis=-1, keepdims=False):
+    return reduced_shape(shape, _kth_plan(shape, k, axis), keepdims)
+
+
+def _kth_vjp(g, ans, x, k, axis=-1, keepdims=False):
+    index = G.kth_smallest_index(x, k=k, axis=axis, keepdims=True)
+    return G.scatter_along(_keep(g, x.shape, axis, keepdims), index, axis=axis, size=x.shape[axis % x.ndim])
+
+
+_KTH_PARAMS = {"k": REQUIRED, "axis": -1, "keepdims": False}
+register(Op("kth_smallest_index", _kth_index, _kth_shape, NOT_DIFFERENTIABLE, params=dict(_KTH_PARAMS),
+            public=False, doc="the index of kthvalue's value"))
+register(Op("kth_smallest", lambda xp, x, k, axis=-1, keepdims=False: _gather_along(
+                xp, x, _kth_index(xp, x, k, axis, True), axis).reshape(_kth_shape(x.shape, k, axis, keepdims)),
+            _kth_shape, (_kth_vjp,), params=dict(_KTH_PARAMS), finite_closed=True,
+            public=False, doc="the k-th smallest value along axis (k from 1)"))
+register(Op("kthvalue", None, None, None, params=dict(_KTH_PARAMS),
+            parts=lambda shape, **p: [("kth_smallest", p), ("kth_smallest_index", p)],
+            doc="torch.kthvalue: the tuple (k-th smallest value, its index) along dim"))
+register(Op("aminmax", None, None, None, params={"axis": None, "keepdims": False},
+            parts=lambda shape, **p: [("min", p), ("max", p)],
+            doc="torch.aminmax: the tuple (min, max); ties share the gradient, as min and max"))

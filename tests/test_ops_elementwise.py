@@ -142,6 +142,8 @@ CASES = [
     ("y = hard_tanh(x)", {"x": away(0.3, 0.8) }, lambda x: np.clip(x, -1, 1), {}),
     ("y = squareplus(x)", {"x": normal()}, lambda x: (x + np.sqrt(x * x + 4)) / 2, {}),
     ("y = sparse_plus(x)", {"x": u(-0.9, 0.9)}, lambda x: (x + 1) ** 2 / 4, {}),
+    ("y = sparse_sigmoid(x)", {"x": lambda rng: rng.choice([-1.5, 0.0, 1.5], (2, 3)) + rng.uniform(-0.4, 0.4, (2, 3))},
+     lambda x: np.clip((x + 1) / 2, 0, 1), {}),
     ("y = log_cosh(x)", {"x": u(-25, 25, (8,))}, lambda x: np.log(np.cosh(x)), {"forward_rtol": 1e-13}),
     ("y = huber(r, delta=0.5)", {"r": away(0.1, 1.0, (6,))}, lambda r: np.where(abs(r) <= 0.5, r * r / 2, 0.5 * (abs(r) - 0.25)), {}),
     ("y = huber_loss(p, t)", {"p": normal((4,)), "t": normal((4,))},
