@@ -808,7 +808,7 @@ class _Lowering:
             # NumPy's methods take a shape as separate numbers: x.reshape(2, 3), x.transpose(1, 0)
             positional = [positional[0], TupleValue(positional[1:], node.pos)]
         if len(positional) > len(slots):
-            raise self.error(f"{label}() takes at most {len(slots)} arguments ({', '.join(slots)}), "
+            raise self.error(f"{label}() takes at most {len(slots)} argument{'s' * (len(slots) != 1)} ({', '.join(slots)}), "
                              f"got {len(positional)}", node.pos)
         for slot, value in zip(slots, positional):
             given[slot] = value

@@ -561,7 +561,9 @@ _unary("log_sigmoid", lambda xp, x: -xp.logaddexp(0, -x).astype(x.dtype),
 _unary("relu", lambda xp, x: xp.maximum(x, 0), lambda g, ans, x: g * G.greater(x, 0.0), finite_closed=True)
 _unary("floor", "floor", NOT_DIFFERENTIABLE, finite_closed=True)
 _unary("ceil", "ceil", NOT_DIFFERENTIABLE, finite_closed=True)
-_unary("round", lambda xp, x: xp.round(x), NOT_DIFFERENTIABLE, finite_closed=True)
+# NumPy's round: half to even, `decimals` places (Python's round(x, n) of an array is np.round)
+_unary("round", lambda xp, x, decimals=0: xp.round(x, decimals), NOT_DIFFERENTIABLE, finite_closed=True,
+       params={"decimals": 0})
 # stop_gradient: the value passes, the gradient does not
 _unary("stop_gradient", lambda xp, x: x, NOT_DIFFERENTIABLE, view=True, memory="same", finite_closed=True)
 
@@ -618,9 +620,16 @@ def _python_pairwise(elementwise: str):
 
 def _python_sum_of_list(call: Spelling):
     """Python's built-in `sum([a, b])` adds the list's items (a + b, elementwise); NumPy's
-    `np.sum([a, b])` adds every element of the stacked array."""
-    if call.library == "python" and call.name == "sum" and call.list_argument and call.positional == 1 \
-            and not call.keywords:
+    `np.sum([a, b])` adds every element of the stacked array. Python's `sum(x, 1)` reads 1 as
+    the start value, NumPy's `np.sum(x, 1)` as the axis: a bare `sum` with two arguments is
+    refused, naming both."""
+    if call.library != "python" or call.name != "sum":
+        return None
+    if call.positional >= 2:
+        raise ReadingError(
+            "sum() with 2 arguments: Python's built-in sum(x, start) adds start to the sum, "
+            "NumPy's np.sum(x, axis) sums along that axis; write sum(x, axis=...) or sum(x) + start")
+    if call.list_argument and call.positional == 1 and not call.keywords:
         return "sum", {"axis": 0}
     return None
 

@@ -257,11 +257,22 @@ def test_python_max_of_two_values_is_elementwise(x, z):
     ("np.max(x, 0)", [3, 2]), ("jnp.min(x, 0)", [-1, -4]), ("tf.reduce_max(x, 0)", [3, 2]),
     ("max(x, axis=0)", [3, 2]), ("max(x)", 3), ("np.max(x)", 3),
     ("sum([x, 2 * x])", [[-3, 6], [9, -12]]), ("np.sum([x, 2 * x])", 0), ("sum(x)", 0),
-    ("sum([1, 2, 3])", 6), ("sum(x, axis=0)", [2, -2]),
+    ("sum([1, 2, 3])", 6), ("sum(x, axis=0)", [2, -2]), ("np.sum(x, 1)", [1, -1]), ("x.sum(0)", [2, -2]),
+    ("round(x / 3, 1)", [[-0.3, 0.7], [1.0, -1.3]]), ("np.round(x / 3, decimals=2)", [[-0.33, 0.67], [1.0, -1.33]]),
 ])
 def test_spelling_decides_the_reading(program, expected):
     x = np.array([[-1.0, 2.0], [3.0, -4.0]])
     np.testing.assert_array_equal(value(program, x=x), expected)
+
+
+@pytest.mark.parametrize("program,where", [("y = sum(x, 1)", 5), ("y = 1 + sum(x, 0)", 9)])
+def test_python_sum_with_a_start_value_is_refused_naming_both_readings(program, where):
+    # Python's sum(x, 1) adds 1 to the sum; np.sum(x, 1) sums along axis 1: no silent choice
+    with pytest.raises(GradcliError) as err:
+        api.evaluate(program, feeds={"x": [[1.0, 2.0], [3.0, 4.0]]})
+    message = str(err.value)
+    assert "Python's built-in sum(x, start)" in message and "np.sum(x, axis)" in message
+    assert (err.value.pos.line, err.value.pos.column) == (1, where)
 
 
 def test_a_spelling_with_no_single_reading_is_refused_naming_both():
