@@ -543,9 +543,11 @@ class _Lowering:
                 or name in self.assigned_at or name in self.graph.inputs)
 
     def as_method(self, node: ast.Call, scope: _Scope) -> ast.Call:
-        """`x.sum(axis=0)` where x is a value: the method call `sum(x, axis=0)`."""
-        base, _, method = node.func.partition(".")
-        if "." in method or not self.is_value_name(base, scope) or base in self.aliases:
+        """`x.sum(axis=0)` where x is a value: the method call `sum(x, axis=0)`; `x.T.sum()`
+        calls it on the attribute `x.T`."""
+        base, _, method = node.func.rpartition(".")
+        first = base.partition(".")[0]
+        if not self.is_value_name(first, scope) or first in self.aliases:
             return node
         receiver = ast.Name(base, Pos(node.pos.line, node.pos.column, node.pos.start,
                                       node.pos.start + len(base) if node.pos.start >= 0 else -1))
