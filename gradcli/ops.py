@@ -607,8 +607,11 @@ register(Op("clip", lambda xp, x, lo, hi: xp.minimum(xp.maximum(x, lo), hi), _br
 
 def _python_pairwise(elementwise: str):
     """Python's built-in `max(a, b)` / `min(a, b)` compares its arguments (elementwise here);
-    NumPy's and TensorFlow's `max(x, 0)` reduce over axis 0."""
+    NumPy's and TensorFlow's `max(x, 0)` reduce over axis 0; PyTorch's `torch.max(x, 1)` and
+    `x.max(dim=1)` give the tuple (values, indices)."""
     def reading(call: Spelling):
+        if (call.library == "torch" and call.positional >= 2) or "dim" in call.keywords:
+            return f"{call.name}_values_indices", {}
         if call.library == "python" and call.name in ("max", "min") and call.positional >= 2:
             if call.positional > 2 or call.keywords:
                 raise ReadingError(
@@ -662,10 +665,10 @@ def _same_checking_axis(shape, axis=-1):
     return shape
 
 
-def _arg_extreme_shape(shape, axis=None):
+def _arg_extreme_shape(shape, axis=None, keepdims=False):
     if not (axis is None or isinstance(axis, int)):
         raise ShapeError("argmax and argmin take a single axis")
-    return _nonempty_reduction_shape(shape, axis, False)
+    return _nonempty_reduction_shape(shape, axis, keepdims)
 
 
 register(Op("prod_others", _prod_others, _same_checking_axis,
@@ -673,16 +676,36 @@ register(Op("prod_others", _prod_others, _same_checking_axis,
             params={"axis": None},
             doc="for each element, the product of the others in its group (the gradient of prod)"))
 for _name, _fn in (("argmax", "argmax"), ("argmin", "argmin")):
-    register(Op(_name, (lambda fn: lambda xp, x, axis=None: getattr(xp, fn)(x, axis=axis).astype(x.dtype))(_fn),
+    register(Op(_name, (lambda fn: lambda xp, x, axis=None, keepdims=False:
+                        getattr(xp, fn)(x, axis=axis, keepdims=keepdims).astype(x.dtype))(_fn),
                 _arg_extreme_shape,
-                NOT_DIFFERENTIABLE, params={"axis": None}))
+                NOT_DIFFERENTIABLE, params={"axis": None, "keepdims": False}))
+    # PyTorch's torch.max(x, dim) / x.max(dim=...): the tuple (values, indices) along one axis
+    register(Op(f"{_fn[3:]}_values_indices", None, None, None, params={"axis": REQUIRED, "keepdims": False},
+                parts=(lambda fn: lambda shape, axis, keepdims=False:
+                       [(fn[3:], {"axis": axis, "keepdims": keepdims}), (fn, {"axis": axis, "keepdims": keepdims})])(_fn),
+                public=False, doc="PyTorch's max/min along dim: (values, indices); tied values share the gradient"))
+
+def _softmax_reading(call: Spelling):
+    """The axis a softmax takes when none is written: -1 in TensorFlow, JAX and Keras; every
+    element in SciPy (`scipy.special.softmax(x)`, axis=None); PyTorch's deprecated implicit
+    dim depends on the rank (0 for 1-D and 3-D, else 1), so it is refused."""
+    if call.positional >= 2 or "axis" in call.keywords or "dim" in call.keywords:
+        return None
+    if call.library == "scipy":
+        return call.name, {"axis": None}
+    if call.library == "torch":
+        raise ReadingError(f"torch's {call.name} without dim picks the axis from the rank (deprecated in "
+                           f"PyTorch: 0 for 1-D and 3-D inputs, else 1); write dim=... as PyTorch asks")
+    return None
+
 
 register(Op("softmax", _softmax, _same_checking_axis,
             (lambda g, ans, x, axis=-1: ans * (g - G.sum(g * ans, axis=axis, keepdims=True)),),
-            params={"axis": -1}, finite_closed=True))
+            params={"axis": -1}, finite_closed=True, reading=_softmax_reading))
 register(Op("log_softmax", _log_softmax, _same_checking_axis,
             (lambda g, ans, x, axis=-1: g - G.exp(ans) * G.sum(g, axis=axis, keepdims=True),),
-            params={"axis": -1}))
+            params={"axis": -1}, reading=_softmax_reading))
 
 register(Op("matmul", lambda xp, a, b: xp.matmul(a, b), _matmul_shape, (_matmul_vjp_a, _matmul_vjp_b),
             args=("a", "b")))
