@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -285,6 +286,22 @@ ATTRIBUTES = {"T": "transpose", "mT": "matrix_transpose"}
 _EVAL, _APPLY, _BIND, _DISCARD, _UNPACK, _DEFINE, _CHOOSE = range(7)
 
 
+_TORCH_SPELLED = re.compile(r"(?<![\w.])(?:torch|F)\.")
+_OTHER_ARRAY_LIBRARY_SPELLED = re.compile(r"(?<![\w.])(?:np|numpy|jnp|onp|anp|tf|tensorflow|jax|keras|K)\.")
+
+
+def _method_library(module: ast.Module, text: str) -> str:
+    """Whose methods `x.std()`, `x.max(1)` are: PyTorch's where the program spells only PyTorch
+    (imports it, or calls torch./F. and no NumPy, JAX, TensorFlow or Keras), else NumPy's.
+    They differ: torch's x.std() divides by n - 1, its x.max(1) gives (values, indices)."""
+    imported = {module_name.partition(".")[0] for stmt in module.statements if isinstance(stmt, ast.Import)
+                for module_name, _ in stmt.bindings}
+    torch = "torch" in imported or _TORCH_SPELLED.search(text) is not None
+    other = bool(imported & {"numpy", "jax", "tensorflow", "keras", "autograd"}) \
+        or _OTHER_ARRAY_LIBRARY_SPELLED.search(text) is not None
+    return "torch" if torch and not other else "numpy"
+
+
 class _Lowering:
     def __init__(self, module: ast.Module, source: Source, feeds: dict, call: ast.Node | None = None,
                  symbols: bool = False):
@@ -304,6 +321,7 @@ class _Lowering:
                 self.assigned_at.setdefault(name, stmt.pos)
         self.module = module
         self.call_text = call
+        self.method_library = _method_library(module, source.text)
 
     def error(self, message: str, pos: Pos | None) -> GradcliError:
         return GradcliError(message, pos, self.source)
@@ -692,7 +710,7 @@ class _Lowering:
             raise self.error(f"'{name}' is a value{extra}, not a function", node.pos)
         if node.symbol in ("is", "is not"):
             return self.identity_test(node, values)
-        library, bare = ("numpy", name) if node.method else op_table.split_spelling(self.spelled(name))
+        library, bare = (self.method_library, name) if node.method else op_table.split_spelling(self.spelled(name))
         special = self.call_special(bare, node, values)
         if special is not None:
             return special

@@ -300,6 +300,18 @@ def test_torch_max_along_a_dim_passes_the_gradient_to_the_values():
     np.testing.assert_array_equal(r.gradients["x"], [[2.0, 0.0], [0.0, 3.0]])
 
 
+@pytest.mark.parametrize("program,expected", [
+    ("y = x.std()", X2.std()),                                        # NumPy's method: ddof 0
+    ("import torch\ny = x.std()", X2.std(ddof=1)),                     # PyTorch's: n - 1
+    ("y = torch.exp(x).std() + x.var()", np.exp(X2).std(ddof=1) + X2.var(ddof=1)),
+    ("import torch\ny = x.max(1)[0]", X2.max(1)),                      # (values, indices)[0]
+    ("y = x.max(1)[0]", X2.max(1)[0]),                                # NumPy: the first maximum
+    ("import torch\nimport numpy as np\ny = x.std()", X2.std()),      # NumPy spelled too: NumPy's
+])
+def test_methods_are_pytorch_s_in_a_program_that_spells_only_pytorch(program, expected):
+    np.testing.assert_allclose(value(program, x=X2), expected, rtol=1e-14)
+
+
 def test_torch_softmax_without_dim_is_refused_since_its_axis_depends_on_the_rank():
     with pytest.raises(GradcliError, match="torch's softmax without dim picks the axis from the rank"):
         api.evaluate("y = F.softmax(x)", feeds={"x": X2})
