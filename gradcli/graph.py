@@ -112,7 +112,7 @@ class Graph:
     def scalar_constant(self, id_: int):
         """The number a value is everywhere, if it is a constant (seen through broadcasts)."""
         eq = self.equations[id_]
-        while eq.op.name in ("broadcast_to", "reshape"):
+        while eq.op.repeats:
             eq = self.equations[eq.inputs[0]]
         if eq.op.name == "const" and eq.params["value"].ndim == 0:
             return float(eq.params["value"])
@@ -121,9 +121,11 @@ class Graph:
     def derived(self, op: Op, inputs: tuple, params: dict) -> Sym:
         """Emit an equation of a gradient, attributed to the equation being differentiated;
         identical equations are shared and `x * 1`, `x + 0`, `x / 1` are folded away."""
-        if op.name == "sum_to" and params.get("shape") == ():
-            # a sum down to a scalar is the plain sum, which the program may already compute
-            op, params = OPS["sum"], {"keepdims": False}
+        plain = op.simpler(**params) if op.simpler is not None else None
+        if plain is not None:
+            # the same op written simpler: a sum down to a scalar is the plain sum, which the
+            # program may already compute
+            op, params = OPS[plain[0]], plain[1]
         inputs = self._unbroadcast(op, inputs)
         simpler = self._simplify(op, inputs)
         if simpler is not None:
@@ -152,15 +154,13 @@ class Graph:
     def _unbroadcast(self, op: Op, inputs: tuple) -> tuple:
         """An elementwise op broadcasts by itself: drop an explicit broadcast_to (or a
         reshape of a scalar) of an input where the result's shape stays the same."""
-        if not op.elementwise or len(inputs) < 2 or not any(
-                self.equations[j].op.name in ("broadcast_to", "reshape") for j in inputs):
+        if not op.elementwise or len(inputs) < 2 or not any(self.equations[j].op.repeats for j in inputs):
             return inputs
         out = ops_broadcast(*(self.shapes[j] for j in inputs))
         new = list(inputs)
         for k, j in enumerate(inputs):
             eq = self.equations[j]
-            while eq.op.name in ("broadcast_to", "reshape") and (
-                    eq.op.name == "broadcast_to" or math.prod(self.shapes[eq.inputs[0]]) == 1):
+            while eq.op.repeats and (eq.op.repeats == "broadcast" or math.prod(self.shapes[eq.inputs[0]]) == 1):
                 inner = eq.inputs[0]
                 trial = new[:k] + [inner] + new[k + 1:]
                 if ops_broadcast(*(self.shapes[t] for t in trial)) != out:
@@ -789,8 +789,7 @@ class _Lowering:
         label = node.symbol or op_table.strip_prefixes(node.func)
         if node.symbol in ("and", "or", "not"):
             self.check_truth_values(node, values)
-        if not node.keywords and len(values) == len(op.args) and not op.required and (
-                op.name not in ("negative", "positive", "identity")):
+        if not node.keywords and len(values) == len(op.args) and not op.required and op.literal is None:
             # the common call, `exp(x)` or `a * b`: every argument given, every parameter default
             ids = tuple(v if type(v) is int else self.materialize(v, scope) for v in values)
             return self.emit_call(op, ids, dict(op.defaults, **(preset or {})), node.pos, label, scope)
@@ -839,9 +838,8 @@ class _Lowering:
                 raise self.error(f"{label}() needs the argument '{pname}'", node.pos)
             elif default is not None:
                 params[pname] = default
-        if op.name in ("negative", "positive", "identity") and isinstance(given["x"], Literal):
-            value = given["x"].value
-            return Literal(-value if op.name == "negative" else value, node.pos)
+        if op.literal is not None and isinstance(given[op.args[0]], Literal):
+            return Literal(op.literal(given[op.args[0]].value), node.pos)
         ids = tuple(self.materialize(given[a], scope) for a in op.args)
         return self.emit_call(op, ids, params, node.pos, label, scope)
 

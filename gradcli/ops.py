@@ -73,6 +73,65 @@ class Op:
     # `prints_as(*arguments) -> text` in the language, each argument an atom or parenthesized.
     prints_as: Callable | None = None
 
+    # ---- printing and lowering (gradcli/parser.py, gradcli/printer.py, gradcli/graph.py)
+    # `symbol`: the operator that writes it in programs (`+`, `-` for negative, `not`)
+    symbol: str | None = None
+    # `precedence`: how tightly `derive` binds its symbol (1 comparisons .. 5 `**`); None prints a call
+    precedence: int | None = None
+    # `literal(value) -> value`: computed on a literal argument while lowering (`-3` is a number)
+    literal: Callable | None = None
+    # `repeats`: the result repeats its input's elements, so a constant stays that constant and an
+    # elementwise consumer may broadcast the input itself: "broadcast" always, "reshape" for one element
+    repeats: str | None = None
+    # `simpler(**params) -> (op name, params) | None`: the same op written simpler, used when a
+    # gradient emits it (sum_to a scalar is sum)
+    simpler: Callable | None = None
+    # `stops_gradient`: passes its value and, on purpose, no gradient (checks hold it fixed)
+    stops_gradient: bool = False
+
+    # ---- numbers (gradcli/diagnostics.py, gradcli/fixes.py): what a finite input can become
+    # `bound`: a bound on |result| from bounds on |inputs|, `bound(bounds, shapes, shape, args)
+    # -> float | None` (input bounds and shapes, the result's shape, the input arrays or None),
+    # or a constant range `(lo, hi)` (tanh: (-1, 1)), or UNBOUNDED (declared: none is claimed)
+    bound: Callable | tuple | str | None = None
+    # `grows`: it may overflow (exp, multiply, sum): its large finite results are checked for headroom
+    grows: bool = False
+    # `domain`: the argument's lowest value (log 0, log1p -1, sqrt 0): below it the result is NaN
+    domain: float | None = None
+    # `pole`: (argument, words): the argument whose 0 gives an infinity, and what messages say
+    pole: tuple | None = None
+    # `overflows_above(largest) -> x`: the argument past which it overflows (exp: log(largest))
+    overflows_above: Callable | None = None
+    # `underflows_below`: the argument below which it underflows to 0 in float64 (exp: about -745)
+    underflows_below: float | None = None
+    # `underflows`: how a 0 result may be a nonzero number lost: "rounds" (it rounds tiny results
+    # to 0: exp, multiply, softmax), "terms" (its terms may have: sum, mean); None: a true 0
+    underflows: str | None = None
+    # `invalid_reason`: what a NaN from finite inputs means, said in messages (divide: "0 / 0")
+    invalid_reason: str | None = None
+    # `nonfinite_reason`: what a non-finite gradient equation of this op means (inverse_gaps)
+    nonfinite_reason: str | None = None
+    # `kink`: where its derivative is a convention, reported when hit: "extremes" (max, min: tied
+    # extremes), "pair" (maximum, minimum: equal arguments), "zero" (abs, relu: an argument at 0)
+    kink: str | None = None
+    # `hints`: diagnostic kind -> the hint in words (`{limit}`: where `overflows_above` puts it);
+    # "nonfinite_gradient" is said of a gradient through it that is not finite
+    hints: dict = field(default_factory=dict)
+    # `where_trap`: the argument a discarded where branch must keep off its poles (log's x,
+    # divide's y): the double-where fix replaces it by a safe value there
+    where_trap: int | None = None
+    # `selects`: the arguments it chooses between elementwise (where: x, y); the one not chosen
+    # still passes its gradient (the where trap)
+    selects: tuple = ()
+    # `stable_forms`: the op of its argument -> the function computing both stably
+    # (log: {"sigmoid": "log_sigmoid"}): a hint, and a rewrite proven on the user's inputs
+    stable_forms: dict = field(default_factory=dict)
+    # `pole_fix(call: Written) -> text | None`: a rewrite keeping a call off its pole
+    pole_fix: Callable | None = None
+    # `slope_fix(call: Written) -> text | None`: a rewrite choosing the gradient where its slope
+    # is infinite (sqrt at 0)
+    slope_fix: Callable | None = None
+
     def __post_init__(self):
         # what a call of the op needs, worked out once: argument slots in call order, the
         # parameters that take their default, and whether any parameter must be given
@@ -103,6 +162,20 @@ class Spelling:
     positional: int       # positional arguments given
     keywords: tuple       # keyword names given
     list_argument: bool   # the first argument is written as a list literal, `[a, b]`
+
+
+# A record's `bound`, declared: no bound on |result| from the inputs' is claimed (it may exceed
+# them, or not be finite), so the diagnostics check the result itself
+UNBOUNDED = "unbounded"
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """A call as the user wrote it, for an op's rewrite rules (`pole_fix`, `slope_fix`)."""
+    args: tuple           # each argument's text
+    operands: tuple       # the same, parenthesized unless a name, a number or a call
+    kind: str | None = None    # the diagnostic's kind (divide_by_zero, invalid, overflow)
+    underflowed: bool = False  # the pole's argument may be a nonzero number that underflowed
 
 
 class DataError(Exception):
@@ -488,6 +561,56 @@ def _power_vjp_base(g, ans, x, y):
     return g * G.where(special, 0.0, y * safe_x ** (y - 1.0))
 
 
+# --------------------------------------------------------------------------- bounds and fixes
+# How a bound on |result| follows from bounds on |inputs| (a record's `bound`): called as
+# `rule(bounds, input shapes, result shape, input arrays or None)`.
+
+def _bound_of_sum(bounds, shapes, shape, args):  # add, subtract
+    return bounds[0] + bounds[1]
+
+
+def _bound_of_product(bounds, shapes, shape, args):
+    return bounds[0] * bounds[1]
+
+
+def _bound_of_square(bounds, shapes, shape, args):
+    return bounds[0] * bounds[0]
+
+
+def _bound_of_quotient(bounds, shapes, shape, args):
+    # by one number (a softmax's sum): |a / s| <= max|a| / |s|, rounding included
+    if args is None or args[1].size != 1:
+        return None
+    denominator = abs(float(args[1].reshape(-1)[0]))
+    return bounds[0] / denominator * (1 + 1e-6) if denominator > 0 else None
+
+
+def _bound_of_reduced_sum(bounds, shapes, shape, args):  # at most (elements summed) x the largest
+    return bounds[0] * max(1, math.prod(shapes[0]) // max(1, math.prod(shape)))
+
+
+def _bound_of_matmul(bounds, shapes, shape, args):  # at most (inner dimension) x the product of the largest
+    inner = shapes[0]
+    return bounds[0] * bounds[1] * (inner[-1] if inner else 1)
+
+
+def _guarded_division(call: Written):
+    if call.underflowed:  # a denominator that underflowed to 0 is not 0: a guard would change the answer
+        return None
+    a, b = call.operands
+    return f"where({b} != 0, {a} / where({b} != 0, {b}, 1.0), 0.0)"
+
+
+def _log_off_zero(call: Written):
+    # at an exact 0 only: a negative argument is no slip of rounding
+    return f"log(maximum({call.args[0]}, 1e-12))" if call.kind == "divide_by_zero" else None
+
+
+def _sqrt_slope_at_zero(call: Written):
+    a, s = call.args[0], call.operands[0]
+    return f"where({s} > 0, sqrt(where({s} > 0, {a}, 1.0)), 0.0)"
+
+
 # --------------------------------------------------------------------------- the table
 
 def _ufunc(name):
@@ -515,25 +638,38 @@ def _reduction(name, forward, vjp, aliases=(), shape=_reduction_shape, doc="", *
 
 NOT_DIFFERENTIABLE = (NO_GRADIENT,)
 
-_unary("negative", "negative", lambda g, ans, x: -g, ("neg",), finite_closed=True, involution=True)
+_unary("negative", "negative", lambda g, ans, x: -g, ("neg",), finite_closed=True, involution=True,
+       symbol="-", precedence=4, literal=lambda value: -value)
 # tf.constant([...]), np.array([...]), tf.Variable([...]) in pasted code: the value itself
 _unary("identity", lambda xp, x: x, lambda g, ans, x: g,
        ("constant", "array", "asarray", "convert_to_tensor", "Variable"), view=True, memory="same",
-       finite_closed=True)
-_unary("positive", "positive", lambda g, ans, x: g, finite_closed=True)
-_unary("exp", "exp", lambda g, ans, x: g * ans)
-_unary("log", "log", lambda g, ans, x: g / x)
-_unary("log1p", "log1p", lambda g, ans, x: g / (1.0 + x))
-_unary("expm1", "expm1", lambda g, ans, x: g * (ans + 1.0))
-_unary("sqrt", "sqrt", lambda g, ans, x: g / (2.0 * ans))
-_unary("square", "square", lambda g, ans, x: g * (2.0 * x))
-_unary("abs", "absolute", lambda g, ans, x: g * G.sign(x), ("absolute",), finite_closed=True)
-_unary("sign", "sign", NOT_DIFFERENTIABLE, finite_closed=True)
-_unary("sin", "sin", lambda g, ans, x: g * G.cos(x), finite_closed=True)
-_unary("cos", "cos", lambda g, ans, x: -(g * G.sin(x)), finite_closed=True)
-_unary("tan", "tan", lambda g, ans, x: g * (1.0 + ans * ans))
-_unary("tanh", "tanh", lambda g, ans, x: g * G.tanh_slope(x), finite_closed=True)
-_unary("sigmoid", _sigmoid, lambda g, ans, x: g * G.sigmoid_slope(x), ("expit",), finite_closed=True)
+       finite_closed=True, literal=lambda value: value)
+_unary("positive", "positive", lambda g, ans, x: g, finite_closed=True, symbol="+", precedence=4,
+       literal=lambda value: value)
+_unary("exp", "exp", lambda g, ans, x: g * ans, grows=True, underflows="rounds",
+       overflows_above=math.log, underflows_below=-745.0,
+       hints={"overflow": "shift the argument so that it stays below {limit}, or compute in log space"})
+_unary("log", "log", lambda g, ans, x: g / x, bound=UNBOUNDED, domain=0.0, pole=(0, "its argument is 0"),
+       where_trap=0, stable_forms={"sigmoid": "log_sigmoid", "softmax": "log_softmax"}, pole_fix=_log_off_zero,
+       hints={"divide_by_zero": "log is -inf at 0: keep its argument away from 0",
+              "invalid": "log is undefined below 0: check the sign of its argument",
+              "nonfinite_gradient": "the gradient divides by a value that reaches 0: keep it away from 0 with an epsilon"})
+_unary("log1p", "log1p", lambda g, ans, x: g / (1.0 + x), bound=UNBOUNDED, domain=-1.0, where_trap=0)
+_unary("expm1", "expm1", lambda g, ans, x: g * (ans + 1.0), grows=True)
+_unary("sqrt", "sqrt", lambda g, ans, x: g / (2.0 * ans), bound=UNBOUNDED, domain=0.0, where_trap=0,
+       slope_fix=_sqrt_slope_at_zero,
+       hints={"invalid": "sqrt is undefined below 0: check the sign of its argument",
+              "nonfinite_gradient": "d sqrt(u)/du = 1 / (2 sqrt(u)) is infinite at u = 0: keep the argument away "
+                                    "from 0, or choose the value of the gradient there with a where"})
+_unary("square", "square", lambda g, ans, x: g * (2.0 * x), grows=True, bound=_bound_of_square, underflows="rounds")
+_unary("abs", "absolute", lambda g, ans, x: g * G.sign(x), ("absolute",), finite_closed=True, kink="zero")
+_unary("sign", "sign", NOT_DIFFERENTIABLE, finite_closed=True, bound=(-1, 1))
+_unary("sin", "sin", lambda g, ans, x: g * G.cos(x), finite_closed=True, bound=(-1, 1))
+_unary("cos", "cos", lambda g, ans, x: -(g * G.sin(x)), finite_closed=True, bound=(-1, 1))
+_unary("tan", "tan", lambda g, ans, x: g * (1.0 + ans * ans), bound=UNBOUNDED)
+_unary("tanh", "tanh", lambda g, ans, x: g * G.tanh_slope(x), finite_closed=True, bound=(-1, 1))
+_unary("sigmoid", _sigmoid, lambda g, ans, x: g * G.sigmoid_slope(x), ("expit",), finite_closed=True, bound=(0, 1),
+       underflows="rounds")
 
 
 # The slopes of tanh and sigmoid, computed from x with full relative accuracy in the tails
@@ -557,43 +693,59 @@ _unary("sigmoid_slope", _sigmoid_slope, lambda g, ans, x: g * (ans * (1.0 - 2.0 
 _unary("softplus", lambda xp, x: xp.logaddexp(0, x).astype(x.dtype), lambda g, ans, x: g * G.sigmoid(x), finite_closed=True)
 # log(sigmoid(x)) without its underflow: -softplus(-x)
 _unary("log_sigmoid", lambda xp, x: -xp.logaddexp(0, -x).astype(x.dtype),
-       lambda g, ans, x: g * G.sigmoid(-x))
-_unary("relu", lambda xp, x: xp.maximum(x, 0), lambda g, ans, x: g * G.greater(x, 0.0), finite_closed=True)
+       lambda g, ans, x: g * G.sigmoid(-x), bound=UNBOUNDED)
+_unary("relu", lambda xp, x: xp.maximum(x, 0), lambda g, ans, x: g * G.greater(x, 0.0), finite_closed=True,
+       kink="zero")
 _unary("floor", "floor", NOT_DIFFERENTIABLE, finite_closed=True)
 _unary("ceil", "ceil", NOT_DIFFERENTIABLE, finite_closed=True)
 _unary("round", lambda xp, x: xp.round(x), NOT_DIFFERENTIABLE, finite_closed=True)
 # stop_gradient: the value passes, the gradient does not
-_unary("stop_gradient", lambda xp, x: x, NOT_DIFFERENTIABLE, view=True, memory="same", finite_closed=True)
+_unary("stop_gradient", lambda xp, x: x, NOT_DIFFERENTIABLE, view=True, memory="same", finite_closed=True,
+       stops_gradient=True)
 
-_binary("add", "add", (lambda g, ans, x, y: g, lambda g, ans, x, y: g), identities=(0.0, 0.0))
+_binary("add", "add", (lambda g, ans, x, y: g, lambda g, ans, x, y: g), identities=(0.0, 0.0),
+        symbol="+", precedence=2, bound=_bound_of_sum)
 _binary("subtract", "subtract", (lambda g, ans, x, y: g, lambda g, ans, x, y: -g), ("sub",),
-        identities=(None, 0.0))
+        identities=(None, 0.0), symbol="-", precedence=2, bound=_bound_of_sum)
 _binary("multiply", "multiply", (lambda g, ans, x, y: g * y, lambda g, ans, x, y: g * x), ("mul",),
-        identities=(1.0, 1.0))
+        identities=(1.0, 1.0), symbol="*", precedence=3, bound=_bound_of_product, grows=True, underflows="rounds")
 _binary("divide", "divide",
         (lambda g, ans, x, y: g / y, lambda g, ans, x, y: -_reduced_to(g * ans, y) / y), ("div", "truediv", "true_divide"),
-        identities=(None, 1.0))
+        identities=(None, 1.0), symbol="/", precedence=3, bound=_bound_of_quotient, grows=True, underflows="rounds",
+        pole=(1, "the denominator is 0"), invalid_reason="0 / 0", where_trap=1, pole_fix=_guarded_division,
+        hints={"divide_by_zero": "the denominator reaches 0: guard it with a where, or add a small epsilon",
+               "invalid": "the denominator reaches 0: guard it with a where, or add a small epsilon",
+               "nonfinite_gradient": "the gradient divides by a value that reaches 0: keep it away from 0 with an "
+                                     "epsilon"})
 _binary("power", "power", (_power_vjp_base, lambda g, ans, x, y: g * (ans * _safe_log_base(x))),
-        ("pow", "float_power"), identities=(None, 1.0))
+        ("pow", "float_power"), identities=(None, 1.0), symbol="**", precedence=5, grows=True, underflows="rounds",
+        pole=(0, "its argument is 0"), where_trap=0)
 _binary("maximum", "maximum",
-        (lambda g, ans, x, y: g * _maximum_weight(x, y), lambda g, ans, x, y: g * (1.0 - _maximum_weight(x, y))), finite_closed=True)
+        (lambda g, ans, x, y: g * _maximum_weight(x, y), lambda g, ans, x, y: g * (1.0 - _maximum_weight(x, y))),
+        finite_closed=True, kink="pair")
 _binary("minimum", "minimum",
-        (lambda g, ans, x, y: g * _minimum_weight(x, y), lambda g, ans, x, y: g * (1.0 - _minimum_weight(x, y))), finite_closed=True)
-for _name, _fn in (("less", lambda a, b: a < b), ("less_equal", lambda a, b: a <= b),
-                   ("greater", lambda a, b: a > b), ("greater_equal", lambda a, b: a >= b),
-                   ("equal", lambda a, b: a == b), ("not_equal", lambda a, b: a != b),
-                   ("logical_and", lambda a, b: (a != 0) & (b != 0)),
-                   ("logical_or", lambda a, b: (a != 0) | (b != 0))):
-    _binary(_name, _compare(_fn), NOT_DIFFERENTIABLE * 2, finite_closed=True, boolean=True)
-_unary("logical_not", lambda xp, x: (x == 0).astype(x.dtype), NOT_DIFFERENTIABLE, finite_closed=True, boolean=True)
-# Python's `//` and `%` (NumPy's floor_divide and mod: the remainder takes the divisor's sign)
-_binary("floor_divide", "floor_divide", NOT_DIFFERENTIABLE * 2, ("floordiv",))
+        (lambda g, ans, x, y: g * _minimum_weight(x, y), lambda g, ans, x, y: g * (1.0 - _minimum_weight(x, y))),
+        finite_closed=True, kink="pair")
+for _name, _fn, _symbol in (("less", lambda a, b: a < b, "<"), ("less_equal", lambda a, b: a <= b, "<="),
+                            ("greater", lambda a, b: a > b, ">"), ("greater_equal", lambda a, b: a >= b, ">="),
+                            ("equal", lambda a, b: a == b, "=="), ("not_equal", lambda a, b: a != b, "!=")):
+    _binary(_name, _compare(_fn), NOT_DIFFERENTIABLE * 2, finite_closed=True, boolean=True, symbol=_symbol,
+            precedence=1, bound=(0, 1))
+# `and`, `or` and `not` print as calls (precedence None): `derive` writes logical_and(a, b)
+for _name, _fn, _symbol in (("logical_and", lambda a, b: (a != 0) & (b != 0), "and"),
+                            ("logical_or", lambda a, b: (a != 0) | (b != 0), "or")):
+    _binary(_name, _compare(_fn), NOT_DIFFERENTIABLE * 2, finite_closed=True, boolean=True, symbol=_symbol)
+_unary("logical_not", lambda xp, x: (x == 0).astype(x.dtype), NOT_DIFFERENTIABLE, finite_closed=True, boolean=True,
+       symbol="not")
+# Python's `//` and `%` (NumPy's floor_divide and mod: the remainder takes the divisor's sign); `derive`
+# writes them as calls
+_binary("floor_divide", "floor_divide", NOT_DIFFERENTIABLE * 2, ("floordiv",), symbol="//", bound=UNBOUNDED)
 _binary("mod", "mod", (lambda g, ans, x, y: g, lambda g, ans, x, y: -(g * G.floor_divide(x, y))),
-        ("remainder", "floormod", "floor_mod"))
+        ("remainder", "floormod", "floor_mod"), symbol="%", bound=UNBOUNDED)
 
 register(Op("where", lambda xp, c, x, y: xp.where(c != 0, x, y), _broadcast,
             (NO_GRADIENT, lambda g, ans, c, x, y: G.where(c, g, 0.0), lambda g, ans, c, x, y: G.where(c, 0.0, g)),
-            args=("condition", "x", "y"), elementwise=True, finite_closed=True,
+            args=("condition", "x", "y"), elementwise=True, finite_closed=True, selects=(1, 2),
             doc="where(c, x, y): x where c is nonzero, else y"))
 register(Op("clip", lambda xp, x, lo, hi: xp.minimum(xp.maximum(x, lo), hi), _broadcast,
             (lambda g, ans, x, lo, hi: g * (G.greater_equal(x, lo) * G.less_equal(x, hi)),
@@ -627,19 +779,19 @@ def _python_sum_of_list(call: Spelling):
 
 _reduction("sum", lambda xp, x, axis=None, keepdims=False: xp.sum(x, axis=axis, keepdims=keepdims),
            lambda g, ans, x, axis=None, keepdims=False: _spread(g, x, axis, keepdims), ("reduce_sum",),
-           reading=_python_sum_of_list)
+           reading=_python_sum_of_list, bound=_bound_of_reduced_sum, grows=True, underflows="terms")
 _reduction("mean", lambda xp, x, axis=None, keepdims=False: xp.mean(x, axis=axis, keepdims=keepdims),
            lambda g, ans, x, axis=None, keepdims=False: _spread(g, x, axis, keepdims) / float(_count(x.shape, axis)),
-           ("reduce_mean",), _nonempty_reduction_shape)
+           ("reduce_mean",), _nonempty_reduction_shape, bound=_bound_of_reduced_sum, underflows="terms")
 _reduction("prod", lambda xp, x, axis=None, keepdims=False: xp.prod(x, axis=axis, keepdims=keepdims),
            lambda g, ans, x, axis=None, keepdims=False: _keep(g, x.shape, axis, keepdims) * G.prod_others(x, axis=axis),
-           ("reduce_prod",))
+           ("reduce_prod",), grows=True, underflows="rounds")
 _reduction("max", lambda xp, x, axis=None, keepdims=False: xp.max(x, axis=axis, keepdims=keepdims),
            _extreme_vjp, ("reduce_max", "amax"), _nonempty_reduction_shape, finite_closed=True,
-           reading=_python_pairwise("maximum"))
+           reading=_python_pairwise("maximum"), kink="extremes")
 _reduction("min", lambda xp, x, axis=None, keepdims=False: xp.min(x, axis=axis, keepdims=keepdims),
            _extreme_vjp, ("reduce_min", "amin"), _nonempty_reduction_shape, finite_closed=True,
-           reading=_python_pairwise("minimum"))
+           reading=_python_pairwise("minimum"), kink="extremes")
 # d logsumexp(x) = softmax(x): computed shifted by the maximum, not as exp(x - ans), which
 # cancels catastrophically for large |x| (found by fuzzing: 1e-3 off at x ~ 1e13)
 _reduction("logsumexp", _logsumexp,
@@ -668,23 +820,24 @@ for _name, _fn in (("argmax", "argmax"), ("argmin", "argmin")):
 
 register(Op("softmax", _softmax, _same_checking_axis,
             (lambda g, ans, x, axis=-1: ans * (g - G.sum(g * ans, axis=axis, keepdims=True)),),
-            params={"axis": -1}, finite_closed=True))
+            params={"axis": -1}, finite_closed=True, bound=(0, 1), underflows="rounds"))
 register(Op("log_softmax", _log_softmax, _same_checking_axis,
             (lambda g, ans, x, axis=-1: g - G.exp(ans) * G.sum(g, axis=axis, keepdims=True),),
             params={"axis": -1}))
 
 register(Op("matmul", lambda xp, a, b: xp.matmul(a, b), _matmul_shape, (_matmul_vjp_a, _matmul_vjp_b),
-            args=("a", "b")))
+            args=("a", "b"), symbol="@", precedence=3, bound=_bound_of_matmul, grows=True, underflows="rounds"))
 register(Op("transpose", lambda xp, x, axes=None: xp.transpose(x, axes), _transpose_shape,
             (_transpose_vjp,), params={"axes": None}, view=True, memory="view", finite_closed=True))
 register(Op("reshape", lambda xp, x, shape: xp.reshape(x, shape), _reshape_shape,
             (lambda g, ans, x, shape: G.reshape(g, shape=x.shape),), params={"shape": REQUIRED},
-            view=True, memory="reshape", finite_closed=True))
+            view=True, memory="reshape", finite_closed=True, repeats="reshape"))
 register(Op("broadcast_to", lambda xp, x, shape: xp.broadcast_to(x, shape), _broadcast_to_shape,
             (lambda g, ans, x, shape: G.sum_to(g, shape=x.shape),), params={"shape": REQUIRED},
-            view=True, memory="view", finite_closed=True))
+            view=True, memory="view", finite_closed=True, repeats="broadcast"))
 register(Op("sum_to", _sum_to, _sum_to_shape,
             (lambda g, ans, x, shape: G.broadcast_to(g, shape=x.shape),), params={"shape": REQUIRED}, view=True,
+            bound=_bound_of_reduced_sum, simpler=lambda shape: ("sum", {"keepdims": False}) if shape == () else None,
             doc="sum_to(x, shape): sum the broadcast axes of x away, down to shape"))
 register(Op("index", lambda xp, x, index: x[_index_tuple(index)], _index_shape,
             (lambda g, ans, x, index: G.scatter(g, shape=x.shape, index=index),), params={"index": REQUIRED},
