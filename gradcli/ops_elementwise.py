@@ -263,9 +263,11 @@ _scipy_binary("betaln", "betaln", (lambda g, ans, a, b: g * (G.digamma(a) - G.di
 # regularized incomplete gamma and beta functions: gradients in x only (none in a, b)
 _scipy_binary("gammainc", "gammainc",
               (None, lambda g, ans, a, x: g * G.exp(G.xlogy(a - 1.0, x) - x - G.gammaln(a))), args=("a", "x"),
+              doc="gammainc(a, x): the regularized lower incomplete gamma function (no gradient in a)",
               bound=UNBOUNDED)
 _scipy_binary("gammaincc", "gammaincc",
               (None, lambda g, ans, a, x: -(g * G.exp(G.xlogy(a - 1.0, x) - x - G.gammaln(a)))), args=("a", "x"),
+              doc="gammaincc(a, x): the regularized upper incomplete gamma function (no gradient in a)",
               bound=UNBOUNDED)
 register(Op("betainc", lambda xp, a, b, x: _special(xp, "betainc")(a, b, x), _needs_scipy(_broadcast),
             (None, None, lambda g, ans, a, b, x: g * G.exp(G.xlogy(a - 1.0, x) + G.xlog1py(b - 1.0, -x) - G.betaln(a, b))),
@@ -302,7 +304,7 @@ _scipy_binary("iv", "iv", (None, lambda g, ans, v, x: g * (0.5 * (G.iv(v - 1.0, 
               bound=UNBOUNDED)
 _scipy_binary("ive", "ive", (None, lambda g, ans, v, x: g * (0.5 * (G.ive(v - 1.0, x) + G.ive(v + 1.0, x))
                                                               - G.sign(x) * ans)),
-              args=("v", "x"), doc="ive(v, x) = iv(v, x) exp(-|x|)", bound=UNBOUNDED)
+              args=("v", "x"), doc="ive(v, x) = iv(v, x) exp(-|x|) (no gradient in v)", bound=UNBOUNDED)
 _scipy_unary("i0", "i0", lambda g, ans, x: g * G.i1(x), ("bessel_i0",), bound=UNBOUNDED)
 _scipy_unary("i1", "i1", lambda g, ans, x: g * (0.5 * (G.i0(x) + G.iv(2.0, x))), ("bessel_i1",), bound=UNBOUNDED)
 _scipy_unary("i0e", "i0e", lambda g, ans, x: g * (G.i1e(x) - G.sign(x) * ans), ("bessel_i0e",), bound=UNBOUNDED)
@@ -310,9 +312,11 @@ _scipy_unary("i1e", "i1e", lambda g, ans, x: g * (0.5 * (G.i0e(x) + G.ive(2.0, x
              ("bessel_i1e",), bound=UNBOUNDED)
 # Bessel functions: d jv(v, x) = (jv(v-1, x) - jv(v+1, x)) / 2, and the same for yv
 _scipy_binary("jv", "jv", (None, lambda g, ans, v, x: g * (0.5 * (G.jv(v - 1.0, x) - G.jv(v + 1.0, x)))),
-              args=("v", "x"), aliases=("jn",), doc="jv(v, x): the Bessel function of the first kind", bound=UNBOUNDED)
+              args=("v", "x"), aliases=("jn",), bound=UNBOUNDED,
+              doc="jv(v, x): the Bessel function of the first kind (no gradient in v)")
 _scipy_binary("yv", "yv", (None, lambda g, ans, v, x: g * (0.5 * (G.yv(v - 1.0, x) - G.yv(v + 1.0, x)))),
-              args=("v", "x"), aliases=("yn",), doc="yv(v, x): the Bessel function of the second kind", bound=UNBOUNDED)
+              args=("v", "x"), aliases=("yn",), bound=UNBOUNDED,
+              doc="yv(v, x): the Bessel function of the second kind (no gradient in v)")
 _scipy_unary("j0", "j0", lambda g, ans, x: -(g * G.j1(x)), ("bessel_j0",), bound=UNBOUNDED)
 _scipy_unary("j1", "j1", lambda g, ans, x: g * (0.5 * (G.j0(x) - G.jv(2.0, x))), ("bessel_j1",), bound=UNBOUNDED)
 _scipy_unary("y0", "y0", lambda g, ans, x: -(g * G.y1(x)), ("bessel_y0",), bound=UNBOUNDED)
