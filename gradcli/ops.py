@@ -10,6 +10,11 @@ rule next to each other.
   `vjp=None` means the op has no gradient rule at all, an error if it lies on a path.
 - `shape(*shapes, **params)` gives the output shape or raises `ShapeError`.
 
+The record is an op's only home: how it evaluates, prints and parses, how a bound on its result
+follows from its inputs', whether it may overflow, its domain, poles, ties and kinks, and the
+hints and fixes said of it are its fields (declared in `Op`, one comment each), which the
+engine reads instead of op names. tests/test_op_records.py walks the table for what each needs.
+
 `register()` is the public API to add an operation (tests use it to inject a wrong rule).
 """
 from __future__ import annotations
