@@ -142,6 +142,10 @@ def _axis_words(params: dict, ndim: int, default_last: bool) -> str | None:
 
 
 # ----------------------------------------------------------------------------- candidates
+# What is known of one op (the argument to guard in a where branch, a fix at its pole or where
+# its slope is infinite, the stable function of it and its argument) is a field of its record
+# in gradcli/ops.py; the rules that name ops here match patterns of several (a softmax written
+# out, log(sum(exp(a))), log(1 + exp(a))).
 
 @dataclass(frozen=True)
 class Candidate:

@@ -75,7 +75,8 @@ class Op:
     # evaluator reports it at the call's place, as a user error.
     fails_on_data: bool = False
     # How `derive` writes an op the language has no name for (a slope used by a gradient):
-    # `prints_as(*arguments) -> text` in the language, each argument an atom or parenthesized.
+    # `prints_as(*arguments, **params) -> text` in the language, each argument an atom or
+    # parenthesized (an index prints as `x[1:3]`).
     prints_as: Callable | None = None
 
     # ---- printing and lowering (gradcli/parser.py, gradcli/printer.py, gradcli/graph.py)
@@ -83,6 +84,8 @@ class Op:
     symbol: str | None = None
     # `precedence`: how tightly `derive` binds its symbol (1 comparisons .. 5 `**`); None prints a call
     precedence: int | None = None
+    # `opposite`: the op that is this one with its right operand negated: `a + -b` prints as `a - b`
+    opposite: str | None = None
     # `literal(value) -> value`: computed on a literal argument while lowering (`-3` is a number)
     literal: Callable | None = None
     # `repeats`: the result repeats its input's elements, so a constant stays that constant and an
@@ -424,6 +427,22 @@ def _index_shape(shape, index):
         raise ShapeError(str(exc)) from None
 
 
+def _subscripts(index) -> str:
+    """The static index as the language writes it: `1:3, None, ...`."""
+    parts = []
+    for item in index:
+        if item is None:
+            parts.append("None")
+        elif item is Ellipsis:
+            parts.append("...")
+        elif isinstance(item, tuple):
+            start, stop, step = ("" if v is None else str(v) for v in item)
+            parts.append(f"{start}:{stop}" + (f":{step}" if step else ""))
+        else:
+            parts.append(str(item))
+    return ", ".join(parts) + ("," if len(parts) == 1 and parts[0] == "None" else "")
+
+
 def _scatter(xp, g, shape, index):
     out = xp.zeros(shape, dtype=g.dtype)
     out[_index_tuple(index)] = g
@@ -709,9 +728,9 @@ _unary("stop_gradient", lambda xp, x: x, NOT_DIFFERENTIABLE, view=True, memory="
        stops_gradient=True)
 
 _binary("add", "add", (lambda g, ans, x, y: g, lambda g, ans, x, y: g), identities=(0.0, 0.0),
-        symbol="+", precedence=2, bound=_bound_of_sum)
+        symbol="+", precedence=2, opposite="subtract", bound=_bound_of_sum)
 _binary("subtract", "subtract", (lambda g, ans, x, y: g, lambda g, ans, x, y: -g), ("sub",),
-        identities=(None, 0.0), symbol="-", precedence=2, bound=_bound_of_sum)
+        identities=(None, 0.0), symbol="-", precedence=2, opposite="add", bound=_bound_of_sum)
 _binary("multiply", "multiply", (lambda g, ans, x, y: g * y, lambda g, ans, x, y: g * x), ("mul",),
         identities=(1.0, 1.0), symbol="*", precedence=3, bound=_bound_of_product, grows=True, underflows="rounds")
 _binary("divide", "divide",
@@ -846,7 +865,8 @@ register(Op("sum_to", _sum_to, _sum_to_shape,
             doc="sum_to(x, shape): sum the broadcast axes of x away, down to shape"))
 register(Op("index", lambda xp, x, index: x[_index_tuple(index)], _index_shape,
             (lambda g, ans, x, index: G.scatter(g, shape=x.shape, index=index),), params={"index": REQUIRED},
-            public=False, view=True, memory="view", finite_closed=True, doc="x[index] with a constant index"))
+            public=False, view=True, memory="view", finite_closed=True, doc="x[index] with a constant index",
+            prints_as=lambda x, index: f"{x}[{_subscripts(index)}]"))
 register(Op("scatter", _scatter, lambda x_shape, shape, index: tuple(shape),
             (lambda g, ans, x, shape, index: G.index(g, index=index),),
             params={"shape": REQUIRED, "index": REQUIRED}, public=False,

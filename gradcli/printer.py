@@ -149,16 +149,14 @@ class Printer:
             if sym == "**":  # binds tighter than a unary minus on its left, and to the right
                 return f"{wrap(args[0], ATOM)} ** {wrap(args[1], UNARY)}", p
             right = args[1]
-            if sym in "+-" and right[0].startswith("-") and right[1] >= 3:  # a + -b*c is a - b*c
-                sym = "-" if sym == "+" else "+"
+            if eq.op.opposite is not None and right[0].startswith("-") and right[1] >= 3:  # a + -b*c is a - b*c
+                sym = OPS[eq.op.opposite].symbol
                 right = (right[0][1:], right[1] if right[1] != UNARY else ATOM)
             return f"{wrap(args[0], p if p > 1 else 2)} {sym} {wrap(right, p + 1)}", p
-        if op == "index":
-            return f"{wrap(args[0], ATOM)}[{self._subscripts(eq.params['index'])}]", ATOM
-        if op == "stack":
+        if op == "stack":  # the language's list literal
             return "[" + ", ".join(a[0] for a in args) + "]", ATOM
         if eq.op.prints_as is not None:
-            return eq.op.prints_as(*(wrap(a, ATOM) for a in args)), ATOM
+            return eq.op.prints_as(*(wrap(a, ATOM) for a in args), **eq.params), ATOM
         if op == "scatter":
             return self._scatter(eq, args[0]), ATOM
         name, defaults, given = eq.op.name, eq.op.params, eq.params
@@ -177,21 +175,6 @@ class Printer:
             else:
                 params.append(f"{key}={value}")
         return f"{name}({', '.join([a[0] for a in args] + params)})", ATOM
-
-    @staticmethod
-    def _subscripts(index) -> str:
-        parts = []
-        for item in index:
-            if item is None:
-                parts.append("None")
-            elif item is Ellipsis:
-                parts.append("...")
-            elif isinstance(item, tuple):
-                start, stop, step = ("" if v is None else str(v) for v in item)
-                parts.append(f"{start}:{stop}" + (f":{step}" if step else ""))
-            else:
-                parts.append(str(item))
-        return ", ".join(parts) + ("," if len(parts) == 1 and parts[0] == "None" else "")
 
     def _scatter(self, eq, arg) -> str:
         """scatter(g, shape, index): the array of `shape` holding g's elements where the index

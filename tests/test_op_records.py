@@ -105,6 +105,9 @@ def _problems(op: Op, covered: set[str]) -> list[str]:
     for inner, better in op.stable_forms.items():
         if inner not in OPS or better not in OPS:
             out.append(f"stable form {inner!r} -> {better!r} names an op that does not exist")
+    if op.opposite is not None and (op.symbol is None or OPS.get(op.opposite) is None
+                                    or OPS[op.opposite].symbol is None):
+        out.append(f"opposite {op.opposite!r} is not an operator beside an operator")
     if op.pole_fix is not None and op.pole is None:
         out.append("a pole_fix without a pole")
     # a finite-difference row in the op table tests (the coverage walk of tests/test_ops.py)
