@@ -726,7 +726,7 @@ class _Lowering:
         same = left is right
         return Literal(np.float64(same if node.symbol == "is" else not same), node.pos)
 
-    def check_truth_values(self, node: ast.Call, values: list) -> None:
+    def check_truth_values(self, node: ast.Call, values: list, op: Op) -> None:
         """Python's `a and b` gives one of its operands, NumPy's logical_and gives 0 or 1: the
         same numbers only where the operands are 0/1 (comparisons), so only those are read."""
         for arg, value in zip(node.args, values):
@@ -737,7 +737,7 @@ class _Lowering:
             if not truth:
                 raise self.error(
                     f"'{node.symbol}' of a value that is not a comparison: Python's '{node.symbol}' works on "
-                    f"truth values (and 'and'/'or' give one of their operands), NumPy's logical_{node.symbol} "
+                    f"truth values (and 'and'/'or' give one of their operands), NumPy's {op.name} "
                     f"gives 0 or 1; compare first (x > 0), or write where(...) for the value you mean", arg.pos)
 
     def call_special(self, bare: str, node: ast.Call, values: list):
@@ -787,8 +787,8 @@ class _Lowering:
 
     def call_builtin(self, op: Op, node: ast.Call, values: list, scope: _Scope, preset: dict | None = None):
         label = node.symbol or op_table.strip_prefixes(node.func)
-        if node.symbol in ("and", "or", "not"):
-            self.check_truth_values(node, values)
+        if node.symbol is not None and op.symbol_reads_truth:
+            self.check_truth_values(node, values, op)
         if not node.keywords and len(values) == len(op.args) and not op.required and op.literal is None:
             # the common call, `exp(x)` or `a * b`: every argument given, every parameter default
             ids = tuple(v if type(v) is int else self.materialize(v, scope) for v in values)

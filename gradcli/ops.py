@@ -84,6 +84,9 @@ class Op:
     symbol: str | None = None
     # `precedence`: how tightly `derive` binds its symbol (1 comparisons .. 5 `**`); None prints a call
     precedence: int | None = None
+    # `symbol_reads_truth`: its symbol is Python's (`and`, `or`, `not`), which reads truth values:
+    # written so, its operands must be 0 or 1 (comparisons), or the numbers would differ
+    symbol_reads_truth: bool = False
     # `opposite`: the op that is this one with its right operand negated: `a + -b` prints as `a - b`
     opposite: str | None = None
     # `literal(value) -> value`: computed on a literal argument while lowering (`-3` is a number)
@@ -758,9 +761,10 @@ for _name, _fn, _symbol in (("less", lambda a, b: a < b, "<"), ("less_equal", la
 # `and`, `or` and `not` print as calls (precedence None): `derive` writes logical_and(a, b)
 for _name, _fn, _symbol in (("logical_and", lambda a, b: (a != 0) & (b != 0), "and"),
                             ("logical_or", lambda a, b: (a != 0) | (b != 0), "or")):
-    _binary(_name, _compare(_fn), NOT_DIFFERENTIABLE * 2, finite_closed=True, boolean=True, symbol=_symbol)
+    _binary(_name, _compare(_fn), NOT_DIFFERENTIABLE * 2, finite_closed=True, boolean=True, symbol=_symbol,
+            symbol_reads_truth=True)
 _unary("logical_not", lambda xp, x: (x == 0).astype(x.dtype), NOT_DIFFERENTIABLE, finite_closed=True, boolean=True,
-       symbol="not")
+       symbol="not", symbol_reads_truth=True)
 # Python's `//` and `%` (NumPy's floor_divide and mod: the remainder takes the divisor's sign); `derive`
 # writes them as calls
 _binary("floor_divide", "floor_divide", NOT_DIFFERENTIABLE * 2, ("floordiv",), symbol="//", bound=UNBOUNDED)

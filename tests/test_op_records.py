@@ -78,8 +78,8 @@ def _problems(op: Op, covered: set[str]) -> list[str]:
     # printing: a public op is written as a call of its name, an operator with its symbol
     if op.public and CALLABLE.get(op.name) is not op:
         out.append("public, but its name does not call it")
-    if op.precedence is not None and op.symbol is None:
-        out.append("a precedence without a symbol")
+    if (op.precedence is not None or op.symbol_reads_truth) and op.symbol is None:
+        out.append("a precedence or symbol_reads_truth without a symbol")
     if op.symbol is not None:
         from gradcli.parser import BINARY_OPS, UNARY_OPS
 
