@@ -39,9 +39,9 @@ class Op:
     params: dict[str, Any] = field(default_factory=dict)  # static parameters and defaults
     aliases: tuple[str, ...] = ()             # more names it is called by in programs
     variadic: bool = False                    # takes any number of tensor arguments
-    elementwise: bool = False
+    elementwise: bool = False                 # applies to each element, broadcasting its arguments
     public: bool = True                       # callable from programs
-    doc: str = ""
+    doc: str = ""                             # what it computes (and which arguments have no gradient)
     # Evaluation hints. `ufunc`: the xp ufunc computing it, so the evaluator can write the
     # result into a dead input's buffer. `view`: the result may share memory with an input.
     # `finite_closed`: finite inputs always give a finite result (the check can be skipped).
@@ -79,69 +79,35 @@ class Op:
     # parenthesized (an index prints as `x[1:3]`).
     prints_as: Callable | None = None
 
-    # ---- printing and lowering (gradcli/parser.py, gradcli/printer.py, gradcli/graph.py)
-    # `symbol`: the operator that writes it in programs (`+`, `-` for negative, `not`)
-    symbol: str | None = None
-    # `precedence`: how tightly `derive` binds its symbol (1 comparisons .. 5 `**`); None prints a call
-    precedence: int | None = None
-    # `symbol_reads_truth`: its symbol is Python's (`and`, `or`, `not`), which reads truth values:
-    # written so, its operands must be 0 or 1 (comparisons), or the numbers would differ
-    symbol_reads_truth: bool = False
-    # `opposite`: the op that is this one with its right operand negated: `a + -b` prints as `a - b`
-    opposite: str | None = None
-    # `literal(value) -> value`: computed on a literal argument while lowering (`-3` is a number)
-    literal: Callable | None = None
-    # `repeats`: the result repeats its input's elements, so a constant stays that constant and an
-    # elementwise consumer may broadcast the input itself: "broadcast" always, "reshape" for one element
-    repeats: str | None = None
-    # `simpler(**params) -> (op name, params) | None`: the same op written simpler, used when a
-    # gradient emits it (sum_to a scalar is sum)
-    simpler: Callable | None = None
-    # `stops_gradient`: passes its value and, on purpose, no gradient (checks hold it fixed)
-    stops_gradient: bool = False
+    # ---- printing and lowering (read by gradcli/parser.py, gradcli/printer.py, gradcli/graph.py)
+    symbol: str | None = None          # the operator that writes it in programs (`+`; `-` for negative; `not`)
+    precedence: int | None = None      # how tightly `derive` binds its symbol (1 `<` .. 5 `**`); None: a call
+    symbol_reads_truth: bool = False   # its symbol is Python's `and`/`or`/`not`: written so, operands must be 0/1
+    opposite: str | None = None        # this op with its right operand negated: `a + -b` prints as `a - b`
+    literal: Callable | None = None    # `literal(value) -> value` on a literal argument while lowering (`-3`)
+    repeats: str | None = None         # its result repeats its input's elements: "broadcast"; "reshape" (if one)
+    simpler: Callable | None = None    # `simpler(**params) -> (op, params) | None`: as a gradient emits it (sum_to ())
+    stops_gradient: bool = False       # passes its value and, on purpose, no gradient (checks hold it fixed)
 
-    # ---- numbers (gradcli/diagnostics.py, gradcli/fixes.py): what a finite input can become
-    # `bound`: a bound on |result| from bounds on |inputs|, `bound(bounds, shapes, shape, args)
-    # -> float | None` (input bounds and shapes, the result's shape, the input arrays or None),
-    # or a constant range `(lo, hi)` (tanh: (-1, 1)), or UNBOUNDED (declared: none is claimed)
+    # ---- numbers (read by gradcli/diagnostics.py, gradcli/fixes.py): what finite inputs can become
+    # `bound`: `rule(input bounds, input shapes, result shape, input arrays or None) -> float | None`,
+    # a constant range `(lo, hi)`, or UNBOUNDED; how a bound on |result| follows from the inputs'
     bound: Callable | tuple | str | None = None
-    # `grows`: it may overflow (exp, multiply, sum): its large finite results are checked for headroom
-    grows: bool = False
-    # `domain`: the argument's lowest value (log 0, log1p -1, sqrt 0): below it the result is NaN
-    domain: float | None = None
-    # `pole`: (argument, words): the argument whose 0 gives an infinity, and what messages say
-    pole: tuple | None = None
-    # `overflows_above(largest) -> x`: the argument past which it overflows (exp: log(largest))
-    overflows_above: Callable | None = None
-    # `underflows_below`: the argument below which it underflows to 0 in float64 (exp: about -745)
-    underflows_below: float | None = None
-    # `underflows`: how a 0 result may be a nonzero number lost: "rounds" (it rounds tiny results
-    # to 0: exp, multiply, softmax), "terms" (its terms may have: sum, mean); None: a true 0
-    underflows: str | None = None
-    # `invalid_reason`: what a NaN from finite inputs means, said in messages (divide: "0 / 0")
-    invalid_reason: str | None = None
-    # `nonfinite_reason`: what a non-finite gradient equation of this op means (inverse_gaps)
-    nonfinite_reason: str | None = None
-    # `kink`: where its derivative is a convention, reported when hit: "extremes" (max, min: tied
-    # extremes), "pair" (maximum, minimum: equal arguments), "zero" (abs, relu: an argument at 0)
-    kink: str | None = None
-    # `hints`: diagnostic kind -> the hint in words (`{limit}`: where `overflows_above` puts it);
-    # "nonfinite_gradient" is said of a gradient through it that is not finite
-    hints: dict = field(default_factory=dict)
-    # `where_trap`: the argument a discarded where branch must keep off its poles (log's x,
-    # divide's y): the double-where fix replaces it by a safe value there
-    where_trap: int | None = None
-    # `selects`: the arguments it chooses between elementwise (where: x, y); the one not chosen
-    # still passes its gradient (the where trap)
-    selects: tuple = ()
-    # `stable_forms`: the op of its argument -> the function computing both stably
-    # (log: {"sigmoid": "log_sigmoid"}): a hint, and a rewrite proven on the user's inputs
-    stable_forms: dict = field(default_factory=dict)
-    # `pole_fix(call: Written) -> text | None`: a rewrite keeping a call off its pole
-    pole_fix: Callable | None = None
-    # `slope_fix(call: Written) -> text | None`: a rewrite choosing the gradient where its slope
-    # is infinite (sqrt at 0)
-    slope_fix: Callable | None = None
+    grows: bool = False                # may overflow (exp, multiply, sum): large results are checked for headroom
+    domain: float | None = None        # the argument's lowest value (log 0, log1p -1, sqrt 0): NaN below it
+    pole: tuple | None = None          # (argument, words): the argument whose 0 gives an infinity, as messages say
+    overflows_above: Callable | None = None  # `(largest) -> x`: the argument past which it overflows (exp: log)
+    underflows_below: float | None = None    # the argument below which it underflows to 0 in float64 (exp: -745)
+    underflows: str | None = None      # a 0 result may be a nonzero lost: "rounds" (exp, multiply), "terms" (sum)
+    invalid_reason: str | None = None  # what a NaN from finite inputs means, in messages (divide: "0 / 0")
+    nonfinite_reason: str | None = None  # what a non-finite gradient equation of it means (inverse_gaps)
+    kink: str | None = None            # a derivative by convention: "extremes" (max), "pair" (maximum), "zero" (abs)
+    hints: dict = field(default_factory=dict)  # diagnostic kind -> hint in words; `{limit}`: overflows_above's
+    where_trap: int | None = None      # the argument a discarded where branch must keep off its poles (divide: y)
+    selects: tuple = ()                # the arguments it chooses between (where: x, y): the where trap's branches
+    stable_forms: dict = field(default_factory=dict)  # its argument's op -> the stable whole (log: sigmoid -> ...)
+    pole_fix: Callable | None = None   # `(call: Written) -> text | None`: a rewrite keeping a call off its pole
+    slope_fix: Callable | None = None  # `(call: Written) -> text | None`: a rewrite where its slope is infinite
 
     def __post_init__(self):
         # what a call of the op needs, worked out once: argument slots in call order, the
