@@ -7,6 +7,7 @@ import subprocess
 import sys
 import types
 
+import numpy as np
 import pytest
 
 from gradcli import api, ops
@@ -163,15 +164,26 @@ def test_an_op_registered_with_grows_gets_the_headroom_warning():
         assert "headroom" not in kinds("y = scale_up_quiet(x)", x=1.0)
 
 
-def test_an_op_registered_with_a_domain_and_a_pole_gets_their_messages():
+def test_an_op_registered_with_a_domain_gets_its_message_and_hint():
     def forward(xp, x):
-        with __import__("numpy").errstate(all="ignore"):
-            return xp.log(x - 2.0)
+        with np.errstate(all="ignore"):
+            return xp.sqrt(x - 2.0)
 
-    with throwaway("log_from_two", forward, bound=UNBOUNDED, domain=2.0, pole=(0, "its argument is 2"),
+    with throwaway("sqrt_from_two", forward, bound=UNBOUNDED, domain=2.0,
                    hints={"invalid": "keep its argument above 2"}):
-        d = kinds("y = log_from_two(x)", x=[1.0, 3.0])["invalid"]
-        assert "below its domain's start 2" in d.message and d.suggestion == "keep its argument above 2"
+        d = kinds("y = sqrt_from_two(x)", x=[1.0, 3.0])["invalid"]
+        assert "its argument reaches 1, below its domain's start 2" in d.message
+        assert d.suggestion == "keep its argument above 2"
+
+
+def test_an_op_registered_with_a_pole_gets_its_message():
+    def forward(xp, x):
+        with np.errstate(all="ignore"):
+            return 1.0 / x
+
+    with throwaway("one_over", forward, bound=UNBOUNDED, pole=(0, "its argument is 0")):
+        d = kinds("y = one_over(x)", x=[0.0, 2.0])["divide_by_zero"]
+        assert d.message.endswith("gives infinity at 1 of 2 elements: its argument is 0"), d.message
 
 
 def test_an_op_registered_with_a_kink_gets_the_kink_note():
