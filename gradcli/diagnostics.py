@@ -17,9 +17,10 @@ from .ops import normalize_axes
 
 NONFINITE_KINDS = ("overflow", "divide_by_zero", "invalid", "nonfinite_gradient")
 
-# Operations whose results can grow past the floating-point range; their finite results
-# are also checked for headroom (how close they come to overflowing).
-GROWING_OPS = frozenset({"exp", "expm1", "power", "multiply", "square", "divide", "matmul", "prod", "sum"})
+# What is known of each operation (whether it may overflow, its domain and poles, how a bound
+# on its result follows from its inputs', its ties and kinks, the hints in words) is a field of
+# its record in the op table (gradcli/ops.py): this module reads the fields, never op names.
+# Only patterns of several ops (a softmax written out, log(sum(exp(x)))) are named here.
 # Origins a value is known to carry, at most: a sum of 20,000 NaN terms carries 20,000, and
 # tracking them all at every partial sum is quadratic (the first ones are what a user reads)
 ORIGINS_TRACKED = 16
@@ -106,12 +107,12 @@ class NumericsChecker:
         square_sum = self._square_sum(value)
         if math.isfinite(square_sum):
             self.bound[i] = math.sqrt(square_sum) * (1 + 1e-6)
-            if eq.op.name in GROWING_OPS and eq.backward is None and square_sum > self.headroom_trigger:
+            if eq.op.grows and eq.backward is None and square_sum > self.headroom_trigger:
                 self._check_headroom(i, eq, value, args)
             return
         finite = xp.isfinite(value)
         if bool(finite.all()):  # finite but large: v.v overflowed
-            if eq.op.name in GROWING_OPS and eq.backward is None and args is not None:
+            if eq.op.grows and eq.backward is None and args is not None:
                 self._check_headroom(i, eq, value, args)
             return
         if args is None:  # the result overwrote an input: recompute the inputs (rare path)
@@ -180,35 +181,19 @@ class NumericsChecker:
 
     def _propagate_bound(self, eq, value, args) -> float | None:
         """A bound on |result| from bounds on |inputs| (interval arithmetic on magnitudes),
-        for ops where one exists; None where it does not (exp, log, ...)."""
+        by the op record's `bound` where it has one; None where none exists (exp, log, ...)."""
         bounds = [self.bound.get(j) for j in eq.inputs]
         if None in bounds:
             return None
-        name = eq.op.name
-        if name in ("add", "subtract"):
-            return bounds[0] + bounds[1]
-        if name == "multiply":
-            return bounds[0] * bounds[1]
-        if name == "divide" and args is not None and args[1].size == 1:
-            # by one number (a softmax's sum): |a / s| <= max|a| / |s|, rounding included
-            denominator = abs(float(args[1].reshape(-1)[0]))
-            return bounds[0] / denominator * (1 + 1e-6) if denominator > 0 else None
-        if name == "square":
-            return bounds[0] * bounds[0]
-        if name in ("sum", "sum_to", "mean"):  # at most (elements summed) x the largest
-            return bounds[0] * max(1, self._size(eq.inputs[0]) // max(1, value.size))
-        if name == "matmul":  # at most (inner dimension) x the product of the largest
-            inner = self.graph.shapes[eq.inputs[0]]
-            return bounds[0] * bounds[1] * (inner[-1] if inner else 1)
-        if name in ("sin", "cos", "tanh", "sigmoid", "softmax", "less", "less_equal", "greater",
-                    "greater_equal", "equal", "not_equal", "sign"):
-            return 1.0
-        if eq.op.finite_closed:
+        op = eq.op
+        rule = op.bound
+        if callable(rule):
+            return rule(bounds, [self.graph.shapes[j] for j in eq.inputs], value.shape, args)
+        if isinstance(rule, tuple):  # a constant range, whatever the inputs
+            return float(max(abs(rule[0]), abs(rule[1])))
+        if op.finite_closed:
             return max(bounds) if bounds else None
         return None
-
-    def _size(self, j: int) -> int:
-        return math.prod(self.graph.shapes[j])
 
     # ----------------------------------------------------------------- origins
     def _origin(self, i, eq, value, args, mask) -> int:
@@ -228,9 +213,8 @@ class NumericsChecker:
         kind, detail = self._classify(eq, value, args, mask, has_inf)
         if eq.backward is not None:
             kind = "nonfinite_gradient"
-            if eq.op.name == "inverse_gaps":  # the eigenvector (singular vector) gradient's weights
-                detail = ("eigenvalues (or singular values) repeat, and the gradient of their vectors does not "
-                          "exist there")
+            if eq.op.nonfinite_reason:  # (the eigenvector gradient's weights: repeated eigenvalues)
+                detail = eq.op.nonfinite_reason
         if has_inf and not bool(xp.isnan(bad).any()):
             noun = "-infinity" if bool((bad < 0).all()) else "infinity"
         else:
@@ -249,7 +233,7 @@ class NumericsChecker:
 
     def _classify(self, eq, value, args, mask, has_inf):
         xp = self.xp
-        name = eq.op.name
+        op = eq.op
         info = xp.finfo(self.dtype)
 
         def at_bad(a):
@@ -257,15 +241,14 @@ class NumericsChecker:
 
         if eq.backward is not None:
             return None, None
-        if name == "exp" and has_inf:
+        if op.overflows_above is not None and has_inf:
             top = float(xp.max(at_bad(args[0])))
-            return "overflow", (f"its argument reaches {_fmt(top)}, and exp overflows {self.dtype} "
-                                f"above {math.log(float(info.max)):.2f}")
-        if name in ("divide", "log", "power") and has_inf:
-            zero_at = at_bad(args[1] if name == "divide" else args[0])
-            if bool((zero_at == 0).any()):
-                what = "the denominator is 0" if name == "divide" else "its argument is 0"
-                self._explain_underflow(eq.inputs[1] if name == "divide" else eq.inputs[0], eq)
+            return "overflow", (f"its argument reaches {_fmt(top)}, and {op.name} overflows {self.dtype} "
+                                f"above {op.overflows_above(float(info.max)):.2f}")
+        if op.pole is not None and has_inf:
+            k, what = op.pole
+            if bool((at_bad(args[k]) == 0).any()):
+                self._explain_underflow(eq.inputs[k], eq)
                 return "divide_by_zero", what
         if has_inf:
             finite_args = [a for a in args if a.size]
@@ -275,14 +258,12 @@ class NumericsChecker:
                 return "overflow", (f"inputs range over [{_fmt(low)}, {_fmt(high)}], and the result exceeds "
                                     f"the largest {self.dtype} ({float(info.max):.4g})")
             return "overflow", None
-        if name in ("log", "log1p", "sqrt") and args:
-            limit = -1.0 if name == "log1p" else 0.0
+        if op.domain is not None and args:
+            limit = float(op.domain)
             low = float(xp.min(at_bad(args[0])))
             if low < limit:
                 return "invalid", f"its argument reaches {_fmt(low)}, below its domain's start {limit:g}"
-        if name == "divide":
-            return "invalid", "0 / 0"
-        return "invalid", None
+        return "invalid", op.invalid_reason
 
     def _check_headroom(self, i, eq, value, args):
         xp = self.xp
@@ -294,7 +275,8 @@ class NumericsChecker:
                 f"{self.largest / top:.3g} of the largest {self.dtype} ({self.largest:.4g}): a little more overflows",
                 None, eq.pos, eq.stack, value_id=i))
         elif self.dtype == "float64" and top > FLOAT32_MAX:
-            limit = " (exp overflows float32 above 88.72)" if eq.op.name == "exp" else ""
+            above = eq.op.overflows_above
+            limit = f" ({eq.op.name} overflows float32 above {above(FLOAT32_MAX):.2f})" if above else ""
             self.diagnostics.append(Diagnostic(
                 "info", "float32_overflow", label, f"{label} reaches {top:.4g}, past the largest float32 "
                 f"({FLOAT32_MAX:.4g}): this program overflows with --dtype float32{limit}",
@@ -306,8 +288,7 @@ class NumericsChecker:
         from .evaluate import run
 
         producer = self.graph.equations[j]
-        if not producer.inputs or producer.op.name not in ("exp", "multiply", "divide", "power", "square",
-                                                           "sigmoid", "softmax", "prod", "matmul"):
+        if not producer.inputs or producer.op.underflows != "rounds":
             return
         xp = self.xp
         values = run(self.graph, [j, *producer.inputs], dtype=self.dtype, xp=xp)
@@ -324,9 +305,11 @@ class NumericsChecker:
         if count:
             label = producer.label
             extra = ""
-            if producer.op.name == "exp":
+            below = producer.op.underflows_below
+            if below is not None:
                 low = float(xp.min(xp.broadcast_to(values[producer.inputs[0]], out.shape)[underflowed]))
-                extra = f" (its argument reaches {_fmt(low)}; exp underflows below about -745 in float64)"
+                extra = (f" (its argument reaches {_fmt(low)}; {producer.op.name} underflows below about "
+                         f"{below:g} in float64)")
             self.diagnostics.append(Diagnostic(
                 "info", "underflow", label, f"{label} underflows to 0 at {count} element{'s' * (count != 1)}"
                 f"{extra}, and {consumer.label} at {consumer.pos} then divides by it",
@@ -336,8 +319,8 @@ class NumericsChecker:
     # ----------------------------------------------------------------- ties and kinks
     def _check_kinks(self, i, eq, value, args):
         xp = self.xp
-        name = eq.op.name
-        if name in ("max", "min") and i not in self._seen_ties:
+        kink = eq.op.kink
+        if kink == "extremes" and i not in self._seen_ties:
             axis = eq.params.get("axis")
             keep = value if eq.params.get("keepdims") else xp.expand_dims(value, normalize_axes(axis, args[0].ndim))
             counts = xp.sum(args[0] == keep, axis=axis, keepdims=True)
@@ -349,14 +332,14 @@ class NumericsChecker:
                     "info", "tie", label,
                     f"{label} has tied extremes in {groups} group{'s' * (groups != 1)}; its gradient is "
                     f"split evenly among the tied elements", None, eq.pos, eq.stack, groups, value_id=i))
-        elif name in ("maximum", "minimum"):
+        elif kink == "pair":
             ties = int(xp.sum(xp.broadcast_to(args[0] == args[1], value.shape)))
             if ties:
                 label = eq.label
                 self.diagnostics.append(Diagnostic(
                     "info", "tie", label, f"{label} has {ties} equal pair{'s' * (ties != 1)}; the gradient is "
                     "split evenly between the two arguments there", None, eq.pos, eq.stack, ties, value_id=i))
-        elif name in ("abs", "relu"):
+        elif kink == "zero":
             zeros = int(xp.sum(args[0] == 0))
             if zeros:
                 label = eq.label
@@ -376,28 +359,48 @@ class NumericsChecker:
             self._consumers = cons
         return self._consumers
 
-    def _op_of(self, j: int) -> str:
-        return self.graph.equations[j].op.name
+    def _op_of(self, j: int):
+        return self.graph.equations[j].op
 
     def _suggest(self, i, eq, kind, args) -> str | None:
-        """A hint in words. A rewrite in code is offered only where gradcli.fixes has proven
-        it on the user's inputs (it then replaces this hint)."""
+        """A hint in words, from the op record's `hints` (after the patterns of several ops). A
+        rewrite in code is offered only where gradcli.fixes has proven it on the user's inputs
+        (it then replaces this hint)."""
         g = self.graph
-        name = eq.op.name
+        op = eq.op
         if eq.backward is not None:
-            forward = g.equations[eq.backward]
-            fname = forward.op.name
+            forward = g.equations[eq.backward].op
             for k in self.consumers().get(eq.backward, []):
-                if g.equations[k].op.name == "where":
-                    w = g.equations[k]
-                    return (f"the where at {w.pos} discards this branch's value but not its gradient: compute "
-                            f"the branch on safe inputs (where inside the branch as well: the double-where trick)")
-            if fname == "sqrt":
-                return ("d sqrt(u)/du = 1 / (2 sqrt(u)) is infinite at u = 0: keep the argument away from 0, "
-                        "or choose the value of the gradient there with a where")
-            if fname in ("log", "divide"):
-                return "the gradient divides by a value that reaches 0: keep it away from 0 with an epsilon"
-            return None
+                w = g.equations[k]
+                if w.op.selects:
+                    return (f"the {w.op.name} at {w.pos} discards this branch's value but not its gradient: "
+                            f"compute the branch on safe inputs (where inside the branch as well: the "
+                            f"double-where trick)")
+            return forward.hints.get("nonfinite_gradient")
+        pattern = self._pattern_hint(i, eq, kind)
+        if pattern is not None:
+            return pattern
+        hint = op.hints.get(kind)
+        if hint is not None:
+            if op.overflows_above is not None:
+                hint = hint.replace("{limit}", str(int(op.overflows_above(self.largest))))
+            return hint
+        if kind == "overflow":
+            return "the values exceed the floating-point range: rescale them, or compute in log space"
+        return None
+
+    def _pattern_hint(self, i, eq, kind) -> str | None:
+        """Hints for a pattern of several ops, each with a stable function computing it whole:
+        a record's `stable_forms` (log of sigmoid -> log_sigmoid), and the spelled-out softmax,
+        log-sum-exp and softplus, whose exp overflows."""
+        g = self.graph
+        op = eq.op
+        if eq.inputs and op.stable_forms:
+            inner = self._op_of(eq.inputs[0]).name
+            better = op.stable_forms.get(inner)
+            if better is not None:
+                return f"{op.name} of {inner} underflows: {better} computes it without underflowing"
+        name = op.name
         if name == "exp" and kind == "overflow":
             for k in self.consumers().get(i, []):
                 c = g.equations[k]
@@ -407,25 +410,9 @@ class NumericsChecker:
                     return "log of a sum of exp overflows: logsumexp computes it without overflowing"
                 if c.op.name == "add" and any(g.equations[m].op.name == "log" for m in self.consumers().get(k, [])):
                     return "log(1 + exp(...)) overflows: softplus computes it without overflowing"
-            return (f"shift the argument so that it stays below {'709' if self.dtype == 'float64' else '88'}, "
-                    "or compute in log space")
-        if name == "log":
-            op = self._op_of(eq.inputs[0])
-            if op == "sigmoid":
-                return "log of sigmoid underflows: log_sigmoid computes it without underflowing"
-            if op == "softmax":
-                return "log of softmax underflows: log_softmax computes it without underflowing"
-            if op == "sum" and self._op_of(g.equations[eq.inputs[0]].inputs[0]) == "exp":
-                return "log of a sum of exp: logsumexp computes it without overflowing"
-            if kind == "divide_by_zero":
-                return "log is -inf at 0: keep its argument away from 0"
-            return "log is undefined below 0: check the sign of its argument"
-        if name == "divide" and kind in ("divide_by_zero", "invalid"):
-            return "the denominator reaches 0: guard it with a where, or add a small epsilon"
-        if name == "sqrt":
-            return "sqrt is undefined below 0: check the sign of its argument"
-        if kind == "overflow":
-            return "the values exceed the floating-point range: rescale them, or compute in log space"
+        if name == "log" and self._op_of(eq.inputs[0]).name == "sum" \
+                and self._op_of(g.equations[eq.inputs[0]].inputs[0]).name == "exp":
+            return "log of a sum of exp: logsumexp computes it without overflowing"
         return None
 
     # ----------------------------------------------------------------- after the run

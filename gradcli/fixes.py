@@ -20,6 +20,7 @@ import numpy as np
 from . import syntax as ast
 from .errors import GradcliError
 from .graph import Graph
+from .ops import OPS, Written
 
 
 @dataclass(frozen=True)
@@ -141,11 +142,10 @@ def _axis_words(params: dict, ndim: int, default_last: bool) -> str | None:
 
 
 # ----------------------------------------------------------------------------- candidates
-
-# Operations whose 0 is usually an underflow of a nonzero value, not a true 0
-UNDERFLOWING = frozenset({"exp", "sum", "multiply", "divide", "power", "square", "sigmoid", "softmax", "prod",
-                          "matmul", "mean"})
-
+# What is known of one op (the argument to guard in a where branch, a fix at its pole or where
+# its slope is infinite, the stable function of it and its argument) is a field of its record
+# in gradcli/ops.py; the rules that name ops here match patterns of several (a softmax written
+# out, log(sum(exp(a))), log(1 + exp(a))).
 
 @dataclass(frozen=True)
 class Candidate:
@@ -199,11 +199,9 @@ class _Finder:
         if eq.backward is not None:
             return self._gradient(g.equations[eq.backward], eq.backward)
         found: list[Candidate] = []
-        for rule in (self._softmax, self._log_of_sum_of_exp, self._log_of_one_plus_exp, self._log_of_sigmoid,
-                     self._log_of_softmax, self._safe_division):
+        for rule in (self._softmax, self._log_of_sum_of_exp, self._log_of_one_plus_exp, self._stable_forms):
             found += rule(i)
-        if kind == "divide_by_zero":  # log of an exact 0 (a negative argument is no slip of rounding)
-            found += self._log_at_zero(i)
+        found += self._pole_fix(i, kind)
         return found
 
     def _make(self, i: int, replacement: str | None) -> list[Candidate]:
@@ -280,12 +278,19 @@ class _Finder:
                         out += self._make(lg, f"softplus({a})")
         return out
 
-    # --- log(sigmoid(a)) -> log_sigmoid(a); log(softmax(a)) -> log_softmax(a)
-    def _log_of(self, i: int, inner_op: str, better: str) -> list[Candidate]:
-        g = self.graph
-        logs = [i] if self.op(i) == "log" else self.used_by(i, "log") if self.op(i) == inner_op else []
+    # --- a record's stable_forms: log(sigmoid(a)) -> log_sigmoid(a), log(softmax(a)) -> log_softmax(a)
+    def _stable_forms(self, i: int) -> list[Candidate]:
         out = []
-        for lg in logs:
+        for outer in OPS.values():
+            for inner_op, better in outer.stable_forms.items():
+                out += self._rewrite_of(i, outer.name, inner_op, better)
+        return out
+
+    def _rewrite_of(self, i: int, outer: str, inner_op: str, better: str) -> list[Candidate]:
+        g = self.graph
+        calls = [i] if self.op(i) == outer else self.used_by(i, outer) if self.op(i) == inner_op else []
+        out = []
+        for lg in calls:
             inner = g.equations[lg].inputs[0]
             if self.op(inner) != inner_op:
                 continue
@@ -297,31 +302,22 @@ class _Finder:
             out += self._make(lg, f"{better}({a}{extra})")
         return out
 
-    def _log_of_sigmoid(self, i: int) -> list[Candidate]:
-        return self._log_of(i, "sigmoid", "log_sigmoid")
+    def _written(self, i: int, kind: str | None = None, underflowed: bool = False) -> Written | None:
+        """The call that computed value i as written (its arguments' text), or None."""
+        texts = [self.syntax.argument(self.graph, i, k) for k in range(len(self.graph.equations[i].inputs))]
+        if not texts or None in texts:
+            return None
+        return Written(tuple(texts), tuple(_operand(t) for t in texts), kind, underflowed)
 
-    def _log_of_softmax(self, i: int) -> list[Candidate]:
-        return self._log_of(i, "softmax", "log_softmax")
-
-    # --- a / b with b reaching 0
-    def _safe_division(self, i: int) -> list[Candidate]:
-        if self.op(i) != "divide":
+    # --- off a pole: the record's pole_fix (a / b with b reaching 0, log at 0)
+    def _pole_fix(self, i: int, kind: str | None) -> list[Candidate]:
+        eq = self.graph.equations[i]
+        if eq.op.pole_fix is None or eq.op.pole is None:
             return []
-        if self.op(self.graph.equations[i].inputs[1]) in UNDERFLOWING:
-            return []  # a denominator that underflowed to 0 is not 0: a guard would change the answer
-        top = self.syntax.argument(self.graph, i, 0)
-        bottom = self.syntax.argument(self.graph, i, 1)
-        if top is None or bottom is None:
-            return []
-        b = _operand(bottom)
-        return self._make(i, f"where({b} != 0, {_operand(top)} / where({b} != 0, {b}, 1.0), 0.0)")
-
-    # --- log at 0
-    def _log_at_zero(self, i: int) -> list[Candidate]:
-        if self.op(i) != "log":
-            return []
-        a = self.syntax.argument(self.graph, i)
-        return self._make(i, None if a is None else f"log(maximum({a}, 1e-12))")
+        # a 0 that is a nonzero number underflowed is not 0: a guard would change the answer
+        underflowed = self.graph.equations[eq.inputs[eq.op.pole[0]]].op.underflows is not None
+        call = self._written(i, kind, underflowed)
+        return self._make(i, None if call is None else eq.op.pole_fix(call))
 
     # --- a gradient that is not finite
     def _gradient(self, forward, f: int) -> list[Candidate]:
@@ -329,9 +325,7 @@ class _Finder:
         safe inputs in the discarded places. And sqrt at 0, whose slope is infinite."""
         g = self.graph
         out = []
-        guarded = {"log": 0, "log1p": 0, "sqrt": 0, "divide": 1, "power": 0, "rsqrt": 0, "reciprocal": 0,
-                   "arcsin": 0, "arccos": 0}
-        k = guarded.get(forward.op.name)
+        k = forward.op.where_trap
         where, branch = self._reaches_where(f)
         node = self.syntax.node(g, f)
         if where is not None and k is not None and isinstance(node, ast.Call) and len(node.args) > k:
@@ -342,11 +336,10 @@ class _Finder:
                 text = self.syntax.text[start:end]
                 safe = f"where({condition}, {text}, 1.0)" if branch == 1 else f"where({condition}, 1.0, {text})"
                 out.append(Candidate(start, end, safe))
-        if forward.op.name == "sqrt":
-            a = self.syntax.argument(g, f)
-            if a is not None:
-                s = _operand(a)
-                out += self._make(f, f"where({s} > 0, sqrt(where({s} > 0, {a}, 1.0)), 0.0)")
+        if forward.op.slope_fix is not None:
+            call = self._written(f)
+            if call is not None:
+                out += self._make(f, forward.op.slope_fix(call))
         return out
 
     def _reaches_where(self, f: int, depth: int = 8) -> tuple[int | None, int]:
@@ -354,10 +347,11 @@ class _Finder:
         frontier = f
         for _ in range(depth):
             for c in self.consumers.get(frontier, []):
-                if self.op(c) == "where":
-                    inputs = self.graph.equations[c].inputs
-                    if frontier in inputs[1:]:
-                        return c, 1 if inputs[1] == frontier else 2
+                selects = self.graph.equations[c].op.selects
+                inputs = self.graph.equations[c].inputs
+                for k in selects:
+                    if inputs[k] == frontier:
+                        return c, k
             nxt = [c for c in self.consumers.get(frontier, []) if self.graph.equations[c].op.elementwise]
             if len(nxt) != 1:
                 return None, 0

@@ -113,7 +113,7 @@ class Graph:
     def scalar_constant(self, id_: int):
         """The number a value is everywhere, if it is a constant (seen through broadcasts)."""
         eq = self.equations[id_]
-        while eq.op.name in ("broadcast_to", "reshape"):
+        while eq.op.repeats:
             eq = self.equations[eq.inputs[0]]
         if eq.op.name == "const" and eq.params["value"].ndim == 0:
             return float(eq.params["value"])
@@ -122,9 +122,11 @@ class Graph:
     def derived(self, op: Op, inputs: tuple, params: dict) -> Sym:
         """Emit an equation of a gradient, attributed to the equation being differentiated;
         identical equations are shared and `x * 1`, `x + 0`, `x / 1` are folded away."""
-        if op.name == "sum_to" and params.get("shape") == ():
-            # a sum down to a scalar is the plain sum, which the program may already compute
-            op, params = OPS["sum"], {"keepdims": False}
+        plain = op.simpler(**params) if op.simpler is not None else None
+        if plain is not None:
+            # the same op written simpler: a sum down to a scalar is the plain sum, which the
+            # program may already compute
+            op, params = OPS[plain[0]], plain[1]
         inputs = self._unbroadcast(op, inputs)
         simpler = self._simplify(op, inputs)
         if simpler is not None:
@@ -153,15 +155,13 @@ class Graph:
     def _unbroadcast(self, op: Op, inputs: tuple) -> tuple:
         """An elementwise op broadcasts by itself: drop an explicit broadcast_to (or a
         reshape of a scalar) of an input where the result's shape stays the same."""
-        if not op.elementwise or len(inputs) < 2 or not any(
-                self.equations[j].op.name in ("broadcast_to", "reshape") for j in inputs):
+        if not op.elementwise or len(inputs) < 2 or not any(self.equations[j].op.repeats for j in inputs):
             return inputs
         out = ops_broadcast(*(self.shapes[j] for j in inputs))
         new = list(inputs)
         for k, j in enumerate(inputs):
             eq = self.equations[j]
-            while eq.op.name in ("broadcast_to", "reshape") and (
-                    eq.op.name == "broadcast_to" or math.prod(self.shapes[eq.inputs[0]]) == 1):
+            while eq.op.repeats and (eq.op.repeats == "broadcast" or math.prod(self.shapes[eq.inputs[0]]) == 1):
                 inner = eq.inputs[0]
                 trial = new[:k] + [inner] + new[k + 1:]
                 if ops_broadcast(*(self.shapes[t] for t in trial)) != out:
@@ -746,7 +746,7 @@ class _Lowering:
         same = left is right
         return Literal(np.float64(same if node.symbol == "is" else not same), node.pos)
 
-    def check_truth_values(self, node: ast.Call, values: list) -> None:
+    def check_truth_values(self, node: ast.Call, values: list, op: Op) -> None:
         """Python's `a and b` gives one of its operands, NumPy's logical_and gives 0 or 1: the
         same numbers only where the operands are 0/1 (comparisons), so only those are read."""
         for arg, value in zip(node.args, values):
@@ -757,7 +757,7 @@ class _Lowering:
             if not truth:
                 raise self.error(
                     f"'{node.symbol}' of a value that is not a comparison: Python's '{node.symbol}' works on "
-                    f"truth values (and 'and'/'or' give one of their operands), NumPy's logical_{node.symbol} "
+                    f"truth values (and 'and'/'or' give one of their operands), NumPy's {op.name} "
                     f"gives 0 or 1; compare first (x > 0), or write where(...) for the value you mean", arg.pos)
 
     def call_special(self, bare: str, node: ast.Call, values: list):
@@ -807,10 +807,9 @@ class _Lowering:
 
     def call_builtin(self, op: Op, node: ast.Call, values: list, scope: _Scope, preset: dict | None = None):
         label = node.symbol or op_table.strip_prefixes(node.func)
-        if node.symbol in ("and", "or", "not"):
-            self.check_truth_values(node, values)
-        if not node.keywords and len(values) == len(op.args) and not op.required and (
-                op.name not in ("negative", "positive", "identity")):
+        if node.symbol is not None and op.symbol_reads_truth:
+            self.check_truth_values(node, values, op)
+        if not node.keywords and len(values) == len(op.args) and not op.required and op.literal is None:
             # the common call, `exp(x)` or `a * b`: every argument given, every parameter default
             ids = tuple(v if type(v) is int else self.materialize(v, scope) for v in values)
             return self.emit_call(op, ids, dict(op.defaults, **(preset or {})), node.pos, label, scope)
@@ -859,9 +858,8 @@ class _Lowering:
                 raise self.error(f"{label}() needs the argument '{pname}'", node.pos)
             elif default is not None:
                 params[pname] = default
-        if op.name in ("negative", "positive", "identity") and isinstance(given["x"], Literal):
-            value = given["x"].value
-            return Literal(-value if op.name == "negative" else value, node.pos)
+        if op.literal is not None and isinstance(given[op.args[0]], Literal):
+            return Literal(op.literal(given[op.args[0]].value), node.pos)
         ids = tuple(self.materialize(given[a], scope) for a in op.args)
         return self.emit_call(op, ids, params, node.pos, label, scope)
 

@@ -189,7 +189,7 @@ DIRECTIONS = 16           # else along this many random directions
 def _objective(graph: Graph, ys: list[int]):
     """The elements of all ys as one vector (their sum is what is differentiated), with
     stop_gradient values held at the unperturbed point."""
-    held_ids = [i for i in needed_equations(graph, ys) if graph.equations[i].op.name == "stop_gradient"]
+    held_ids = [i for i in needed_equations(graph, ys) if graph.equations[i].op.stops_gradient]
     with np.errstate(all="ignore"):
         held = run(graph, held_ids) if held_ids else {}
 

@@ -10,6 +10,11 @@ rule next to each other.
   `vjp=None` means the op has no gradient rule at all, an error if it lies on a path.
 - `shape(*shapes, **params)` gives the output shape or raises `ShapeError`.
 
+The record is an op's only home: how it evaluates, prints and parses, how a bound on its result
+follows from its inputs', whether it may overflow, its domain, poles, ties and kinks, and the
+hints and fixes said of it are its fields (declared in `Op`, one comment each), which the
+engine reads instead of op names. tests/test_op_records.py walks the table for what each needs.
+
 `register()` is the public API to add an operation (tests use it to inject a wrong rule).
 """
 from __future__ import annotations
@@ -34,9 +39,9 @@ class Op:
     params: dict[str, Any] = field(default_factory=dict)  # static parameters and defaults
     aliases: tuple[str, ...] = ()             # more names it is called by in programs
     variadic: bool = False                    # takes any number of tensor arguments
-    elementwise: bool = False
+    elementwise: bool = False                 # applies to each element, broadcasting its arguments
     public: bool = True                       # callable from programs
-    doc: str = ""
+    doc: str = ""                             # what it computes (and which arguments have no gradient)
     # Evaluation hints. `ufunc`: the xp ufunc computing it, so the evaluator can write the
     # result into a dead input's buffer. `view`: the result may share memory with an input.
     # `finite_closed`: finite inputs always give a finite result (the check can be skipped).
@@ -70,8 +75,39 @@ class Op:
     # evaluator reports it at the call's place, as a user error.
     fails_on_data: bool = False
     # How `derive` writes an op the language has no name for (a slope used by a gradient):
-    # `prints_as(*arguments) -> text` in the language, each argument an atom or parenthesized.
+    # `prints_as(*arguments, **params) -> text` in the language, each argument an atom or
+    # parenthesized (an index prints as `x[1:3]`).
     prints_as: Callable | None = None
+
+    # ---- printing and lowering (read by gradcli/parser.py, gradcli/printer.py, gradcli/graph.py)
+    symbol: str | None = None          # the operator that writes it in programs (`+`; `-` for negative; `not`)
+    precedence: int | None = None      # how tightly `derive` binds its symbol (1 `<` .. 5 `**`); None: a call
+    symbol_reads_truth: bool = False   # its symbol is Python's `and`/`or`/`not`: written so, operands must be 0/1
+    opposite: str | None = None        # this op with its right operand negated: `a + -b` prints as `a - b`
+    literal: Callable | None = None    # `literal(value) -> value` on a literal argument while lowering (`-3`)
+    repeats: str | None = None         # its result repeats its input's elements: "broadcast"; "reshape" (if one)
+    simpler: Callable | None = None    # `simpler(**params) -> (op, params) | None`: as a gradient emits it (sum_to ())
+    stops_gradient: bool = False       # passes its value and, on purpose, no gradient (checks hold it fixed)
+
+    # ---- numbers (read by gradcli/diagnostics.py, gradcli/fixes.py): what finite inputs can become
+    # `bound`: `rule(input bounds, input shapes, result shape, input arrays or None) -> float | None`,
+    # a constant range `(lo, hi)`, or UNBOUNDED; how a bound on |result| follows from the inputs'
+    bound: Callable | tuple | str | None = None
+    grows: bool = False                # may overflow (exp, multiply, sum): large results are checked for headroom
+    domain: float | None = None        # the argument's lowest value (log 0, log1p -1, sqrt 0): NaN below it
+    pole: tuple | None = None          # (argument, words): the argument whose 0 gives an infinity, as messages say
+    overflows_above: Callable | None = None  # `(largest) -> x`: the argument past which it overflows (exp: log)
+    underflows_below: float | None = None    # the argument below which it underflows to 0 in float64 (exp: -745)
+    underflows: str | None = None      # a 0 result may be a nonzero lost: "rounds" (exp, multiply), "terms" (sum)
+    invalid_reason: str | None = None  # what a NaN from finite inputs means, in messages (divide: "0 / 0")
+    nonfinite_reason: str | None = None  # what a non-finite gradient equation of it means (inverse_gaps)
+    kink: str | None = None            # a derivative by convention: "extremes" (max), "pair" (maximum), "zero" (abs)
+    hints: dict = field(default_factory=dict)  # diagnostic kind -> hint in words; `{limit}`: overflows_above's
+    where_trap: int | None = None      # the argument a discarded where branch must keep off its poles (divide: y)
+    selects: tuple = ()                # the arguments it chooses between (where: x, y): the where trap's branches
+    stable_forms: dict = field(default_factory=dict)  # its argument's op -> the stable whole (log: sigmoid -> ...)
+    pole_fix: Callable | None = None   # `(call: Written) -> text | None`: a rewrite keeping a call off its pole
+    slope_fix: Callable | None = None  # `(call: Written) -> text | None`: a rewrite where its slope is infinite
 
     def __post_init__(self):
         # what a call of the op needs, worked out once: argument slots in call order, the
@@ -103,6 +139,20 @@ class Spelling:
     positional: int       # positional arguments given
     keywords: tuple       # keyword names given
     list_argument: bool   # the first argument is written as a list literal, `[a, b]`
+
+
+# A record's `bound`, declared: no bound on |result| from the inputs' is claimed (it may exceed
+# them, or not be finite), so the diagnostics check the result itself
+UNBOUNDED = "unbounded"
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """A call as the user wrote it, for an op's rewrite rules (`pole_fix`, `slope_fix`)."""
+    args: tuple           # each argument's text
+    operands: tuple       # the same, parenthesized unless a name, a number or a call
+    kind: str | None = None    # the diagnostic's kind (divide_by_zero, invalid, overflow)
+    underflowed: bool = False  # the pole's argument may be a nonzero number that underflowed
 
 
 class DataError(Exception):
@@ -346,6 +396,22 @@ def _index_shape(shape, index):
         raise ShapeError(str(exc)) from None
 
 
+def _subscripts(index) -> str:
+    """The static index as the language writes it: `1:3, None, ...`."""
+    parts = []
+    for item in index:
+        if item is None:
+            parts.append("None")
+        elif item is Ellipsis:
+            parts.append("...")
+        elif isinstance(item, tuple):
+            start, stop, step = ("" if v is None else str(v) for v in item)
+            parts.append(f"{start}:{stop}" + (f":{step}" if step else ""))
+        else:
+            parts.append(str(item))
+    return ", ".join(parts) + ("," if len(parts) == 1 and parts[0] == "None" else "")
+
+
 def _scatter(xp, g, shape, index):
     out = xp.zeros(shape, dtype=g.dtype)
     out[_index_tuple(index)] = g
@@ -490,6 +556,56 @@ def _power_vjp_base(g, ans, x, y):
     return g * G.where(special, 0.0, y * safe_x ** (y - 1.0))
 
 
+# --------------------------------------------------------------------------- bounds and fixes
+# How a bound on |result| follows from bounds on |inputs| (a record's `bound`): called as
+# `rule(bounds, input shapes, result shape, input arrays or None)`.
+
+def _bound_of_sum(bounds, shapes, shape, args):  # add, subtract
+    return bounds[0] + bounds[1]
+
+
+def _bound_of_product(bounds, shapes, shape, args):
+    return bounds[0] * bounds[1]
+
+
+def _bound_of_square(bounds, shapes, shape, args):
+    return bounds[0] * bounds[0]
+
+
+def _bound_of_quotient(bounds, shapes, shape, args):
+    # by one number (a softmax's sum): |a / s| <= max|a| / |s|, rounding included
+    if args is None or args[1].size != 1:
+        return None
+    denominator = abs(float(args[1].reshape(-1)[0]))
+    return bounds[0] / denominator * (1 + 1e-6) if denominator > 0 else None
+
+
+def _bound_of_reduced_sum(bounds, shapes, shape, args):  # at most (elements summed) x the largest
+    return bounds[0] * max(1, math.prod(shapes[0]) // max(1, math.prod(shape)))
+
+
+def _bound_of_matmul(bounds, shapes, shape, args):  # at most (inner dimension) x the product of the largest
+    inner = shapes[0]
+    return bounds[0] * bounds[1] * (inner[-1] if inner else 1)
+
+
+def _guarded_division(call: Written):
+    if call.underflowed:  # a denominator that underflowed to 0 is not 0: a guard would change the answer
+        return None
+    a, b = call.operands
+    return f"where({b} != 0, {a} / where({b} != 0, {b}, 1.0), 0.0)"
+
+
+def _log_off_zero(call: Written):
+    # at an exact 0 only: a negative argument is no slip of rounding
+    return f"log(maximum({call.args[0]}, 1e-12))" if call.kind == "divide_by_zero" else None
+
+
+def _sqrt_slope_at_zero(call: Written):
+    a, s = call.args[0], call.operands[0]
+    return f"where({s} > 0, sqrt(where({s} > 0, {a}, 1.0)), 0.0)"
+
+
 # --------------------------------------------------------------------------- the table
 
 def _ufunc(name):
@@ -517,25 +633,38 @@ def _reduction(name, forward, vjp, aliases=(), shape=_reduction_shape, doc="", *
 
 NOT_DIFFERENTIABLE = (NO_GRADIENT,)
 
-_unary("negative", "negative", lambda g, ans, x: -g, ("neg",), finite_closed=True, involution=True)
+_unary("negative", "negative", lambda g, ans, x: -g, ("neg",), finite_closed=True, involution=True,
+       symbol="-", precedence=4, literal=lambda value: -value)
 # tf.constant([...]), np.array([...]), tf.Variable([...]) in pasted code: the value itself
 _unary("identity", lambda xp, x: x, lambda g, ans, x: g,
        ("constant", "array", "asarray", "convert_to_tensor", "Variable"), view=True, memory="same",
-       finite_closed=True)
-_unary("positive", "positive", lambda g, ans, x: g, finite_closed=True)
-_unary("exp", "exp", lambda g, ans, x: g * ans)
-_unary("log", "log", lambda g, ans, x: g / x)
-_unary("log1p", "log1p", lambda g, ans, x: g / (1.0 + x))
-_unary("expm1", "expm1", lambda g, ans, x: g * (ans + 1.0))
-_unary("sqrt", "sqrt", lambda g, ans, x: g / (2.0 * ans))
-_unary("square", "square", lambda g, ans, x: g * (2.0 * x))
-_unary("abs", "absolute", lambda g, ans, x: g * G.sign(x), ("absolute",), finite_closed=True)
-_unary("sign", "sign", NOT_DIFFERENTIABLE, finite_closed=True)
-_unary("sin", "sin", lambda g, ans, x: g * G.cos(x), finite_closed=True)
-_unary("cos", "cos", lambda g, ans, x: -(g * G.sin(x)), finite_closed=True)
-_unary("tan", "tan", lambda g, ans, x: g * (1.0 + ans * ans))
-_unary("tanh", "tanh", lambda g, ans, x: g * G.tanh_slope(x), finite_closed=True)
-_unary("sigmoid", _sigmoid, lambda g, ans, x: g * G.sigmoid_slope(x), ("expit",), finite_closed=True)
+       finite_closed=True, literal=lambda value: value)
+_unary("positive", "positive", lambda g, ans, x: g, finite_closed=True, symbol="+", precedence=4,
+       literal=lambda value: value)
+_unary("exp", "exp", lambda g, ans, x: g * ans, grows=True, underflows="rounds",
+       overflows_above=math.log, underflows_below=-745.0,
+       hints={"overflow": "shift the argument so that it stays below {limit}, or compute in log space"})
+_unary("log", "log", lambda g, ans, x: g / x, bound=UNBOUNDED, domain=0.0, pole=(0, "its argument is 0"),
+       where_trap=0, stable_forms={"sigmoid": "log_sigmoid", "softmax": "log_softmax"}, pole_fix=_log_off_zero,
+       hints={"divide_by_zero": "log is -inf at 0: keep its argument away from 0",
+              "invalid": "log is undefined below 0: check the sign of its argument",
+              "nonfinite_gradient": "the gradient divides by a value that reaches 0: keep it away from 0 with an epsilon"})
+_unary("log1p", "log1p", lambda g, ans, x: g / (1.0 + x), bound=UNBOUNDED, domain=-1.0, where_trap=0)
+_unary("expm1", "expm1", lambda g, ans, x: g * (ans + 1.0), grows=True)
+_unary("sqrt", "sqrt", lambda g, ans, x: g / (2.0 * ans), bound=UNBOUNDED, domain=0.0, where_trap=0,
+       slope_fix=_sqrt_slope_at_zero,
+       hints={"invalid": "sqrt is undefined below 0: check the sign of its argument",
+              "nonfinite_gradient": "d sqrt(u)/du = 1 / (2 sqrt(u)) is infinite at u = 0: keep the argument away "
+                                    "from 0, or choose the value of the gradient there with a where"})
+_unary("square", "square", lambda g, ans, x: g * (2.0 * x), grows=True, bound=_bound_of_square, underflows="rounds")
+_unary("abs", "absolute", lambda g, ans, x: g * G.sign(x), ("absolute",), finite_closed=True, kink="zero")
+_unary("sign", "sign", NOT_DIFFERENTIABLE, finite_closed=True, bound=(-1, 1))
+_unary("sin", "sin", lambda g, ans, x: g * G.cos(x), finite_closed=True, bound=(-1, 1))
+_unary("cos", "cos", lambda g, ans, x: -(g * G.sin(x)), finite_closed=True, bound=(-1, 1))
+_unary("tan", "tan", lambda g, ans, x: g * (1.0 + ans * ans), bound=UNBOUNDED)
+_unary("tanh", "tanh", lambda g, ans, x: g * G.tanh_slope(x), finite_closed=True, bound=(-1, 1))
+_unary("sigmoid", _sigmoid, lambda g, ans, x: g * G.sigmoid_slope(x), ("expit",), finite_closed=True, bound=(0, 1),
+       underflows="rounds")
 
 
 # The slopes of tanh and sigmoid, computed from x with full relative accuracy in the tails
@@ -559,45 +688,62 @@ _unary("sigmoid_slope", _sigmoid_slope, lambda g, ans, x: g * (ans * (1.0 - 2.0 
 _unary("softplus", lambda xp, x: xp.logaddexp(0, x).astype(x.dtype), lambda g, ans, x: g * G.sigmoid(x), finite_closed=True)
 # log(sigmoid(x)) without its underflow: -softplus(-x)
 _unary("log_sigmoid", lambda xp, x: -xp.logaddexp(0, -x).astype(x.dtype),
-       lambda g, ans, x: g * G.sigmoid(-x))
-_unary("relu", lambda xp, x: xp.maximum(x, 0), lambda g, ans, x: g * G.greater(x, 0.0), finite_closed=True)
+       lambda g, ans, x: g * G.sigmoid(-x), bound=UNBOUNDED)
+_unary("relu", lambda xp, x: xp.maximum(x, 0), lambda g, ans, x: g * G.greater(x, 0.0), finite_closed=True,
+       kink="zero")
 _unary("floor", "floor", NOT_DIFFERENTIABLE, finite_closed=True)
 _unary("ceil", "ceil", NOT_DIFFERENTIABLE, finite_closed=True)
 # NumPy's round: half to even, `decimals` places (Python's round(x, n) of an array is np.round)
 _unary("round", lambda xp, x, decimals=0: xp.round(x, decimals), NOT_DIFFERENTIABLE, finite_closed=True,
        params={"decimals": 0})
 # stop_gradient: the value passes, the gradient does not
-_unary("stop_gradient", lambda xp, x: x, NOT_DIFFERENTIABLE, view=True, memory="same", finite_closed=True)
+_unary("stop_gradient", lambda xp, x: x, NOT_DIFFERENTIABLE, view=True, memory="same", finite_closed=True,
+       stops_gradient=True)
 
-_binary("add", "add", (lambda g, ans, x, y: g, lambda g, ans, x, y: g), identities=(0.0, 0.0))
+_binary("add", "add", (lambda g, ans, x, y: g, lambda g, ans, x, y: g), identities=(0.0, 0.0),
+        symbol="+", precedence=2, opposite="subtract", bound=_bound_of_sum)
 _binary("subtract", "subtract", (lambda g, ans, x, y: g, lambda g, ans, x, y: -g), ("sub",),
-        identities=(None, 0.0))
+        identities=(None, 0.0), symbol="-", precedence=2, opposite="add", bound=_bound_of_sum)
 _binary("multiply", "multiply", (lambda g, ans, x, y: g * y, lambda g, ans, x, y: g * x), ("mul",),
-        identities=(1.0, 1.0))
+        identities=(1.0, 1.0), symbol="*", precedence=3, bound=_bound_of_product, grows=True, underflows="rounds")
 _binary("divide", "divide",
         (lambda g, ans, x, y: g / y, lambda g, ans, x, y: -_reduced_to(g * ans, y) / y), ("div", "truediv", "true_divide"),
-        identities=(None, 1.0))
+        identities=(None, 1.0), symbol="/", precedence=3, bound=_bound_of_quotient, grows=True, underflows="rounds",
+        pole=(1, "the denominator is 0"), invalid_reason="0 / 0", where_trap=1, pole_fix=_guarded_division,
+        hints={"divide_by_zero": "the denominator reaches 0: guard it with a where, or add a small epsilon",
+               "invalid": "the denominator reaches 0: guard it with a where, or add a small epsilon",
+               "nonfinite_gradient": "the gradient divides by a value that reaches 0: keep it away from 0 with an "
+                                     "epsilon"})
 _binary("power", "power", (_power_vjp_base, lambda g, ans, x, y: g * (ans * _safe_log_base(x))),
-        ("pow", "float_power"), identities=(None, 1.0))
+        ("pow", "float_power"), identities=(None, 1.0), symbol="**", precedence=5, grows=True, underflows="rounds",
+        pole=(0, "its argument is 0"), where_trap=0)
 _binary("maximum", "maximum",
-        (lambda g, ans, x, y: g * _maximum_weight(x, y), lambda g, ans, x, y: g * (1.0 - _maximum_weight(x, y))), finite_closed=True)
+        (lambda g, ans, x, y: g * _maximum_weight(x, y), lambda g, ans, x, y: g * (1.0 - _maximum_weight(x, y))),
+        finite_closed=True, kink="pair")
 _binary("minimum", "minimum",
-        (lambda g, ans, x, y: g * _minimum_weight(x, y), lambda g, ans, x, y: g * (1.0 - _minimum_weight(x, y))), finite_closed=True)
-for _name, _fn in (("less", lambda a, b: a < b), ("less_equal", lambda a, b: a <= b),
-                   ("greater", lambda a, b: a > b), ("greater_equal", lambda a, b: a >= b),
-                   ("equal", lambda a, b: a == b), ("not_equal", lambda a, b: a != b),
-                   ("logical_and", lambda a, b: (a != 0) & (b != 0)),
-                   ("logical_or", lambda a, b: (a != 0) | (b != 0))):
-    _binary(_name, _compare(_fn), NOT_DIFFERENTIABLE * 2, finite_closed=True, boolean=True)
-_unary("logical_not", lambda xp, x: (x == 0).astype(x.dtype), NOT_DIFFERENTIABLE, finite_closed=True, boolean=True)
-# Python's `//` and `%` (NumPy's floor_divide and mod: the remainder takes the divisor's sign)
-_binary("floor_divide", "floor_divide", NOT_DIFFERENTIABLE * 2, ("floordiv",))
+        (lambda g, ans, x, y: g * _minimum_weight(x, y), lambda g, ans, x, y: g * (1.0 - _minimum_weight(x, y))),
+        finite_closed=True, kink="pair")
+for _name, _fn, _symbol in (("less", lambda a, b: a < b, "<"), ("less_equal", lambda a, b: a <= b, "<="),
+                            ("greater", lambda a, b: a > b, ">"), ("greater_equal", lambda a, b: a >= b, ">="),
+                            ("equal", lambda a, b: a == b, "=="), ("not_equal", lambda a, b: a != b, "!=")):
+    _binary(_name, _compare(_fn), NOT_DIFFERENTIABLE * 2, finite_closed=True, boolean=True, symbol=_symbol,
+            precedence=1, bound=(0, 1))
+# `and`, `or` and `not` print as calls (precedence None): `derive` writes logical_and(a, b)
+for _name, _fn, _symbol in (("logical_and", lambda a, b: (a != 0) & (b != 0), "and"),
+                            ("logical_or", lambda a, b: (a != 0) | (b != 0), "or")):
+    _binary(_name, _compare(_fn), NOT_DIFFERENTIABLE * 2, finite_closed=True, boolean=True, symbol=_symbol,
+            symbol_reads_truth=True)
+_unary("logical_not", lambda xp, x: (x == 0).astype(x.dtype), NOT_DIFFERENTIABLE, finite_closed=True, boolean=True,
+       symbol="not", symbol_reads_truth=True)
+# Python's `//` and `%` (NumPy's floor_divide and mod: the remainder takes the divisor's sign); `derive`
+# writes them as calls
+_binary("floor_divide", "floor_divide", NOT_DIFFERENTIABLE * 2, ("floordiv",), symbol="//", bound=UNBOUNDED)
 _binary("mod", "mod", (lambda g, ans, x, y: g, lambda g, ans, x, y: -(g * G.floor_divide(x, y))),
-        ("remainder", "floormod", "floor_mod"))
+        ("remainder", "floormod", "floor_mod"), symbol="%", bound=UNBOUNDED)
 
 register(Op("where", lambda xp, c, x, y: xp.where(c != 0, x, y), _broadcast,
             (NO_GRADIENT, lambda g, ans, c, x, y: G.where(c, g, 0.0), lambda g, ans, c, x, y: G.where(c, 0.0, g)),
-            args=("condition", "x", "y"), elementwise=True, finite_closed=True,
+            args=("condition", "x", "y"), elementwise=True, finite_closed=True, selects=(1, 2),
             doc="where(c, x, y): x where c is nonzero, else y"))
 register(Op("clip", lambda xp, x, lo, hi: xp.minimum(xp.maximum(x, lo), hi), _broadcast,
             (lambda g, ans, x, lo, hi: g * (G.greater_equal(x, lo) * G.less_equal(x, hi)),
@@ -641,19 +787,19 @@ def _python_sum_of_list(call: Spelling):
 
 _reduction("sum", lambda xp, x, axis=None, keepdims=False: xp.sum(x, axis=axis, keepdims=keepdims),
            lambda g, ans, x, axis=None, keepdims=False: _spread(g, x, axis, keepdims), ("reduce_sum",),
-           reading=_python_sum_of_list)
+           reading=_python_sum_of_list, bound=_bound_of_reduced_sum, grows=True, underflows="terms")
 _reduction("mean", lambda xp, x, axis=None, keepdims=False: xp.mean(x, axis=axis, keepdims=keepdims),
            lambda g, ans, x, axis=None, keepdims=False: _spread(g, x, axis, keepdims) / float(_count(x.shape, axis)),
-           ("reduce_mean",), _nonempty_reduction_shape)
+           ("reduce_mean",), _nonempty_reduction_shape, bound=_bound_of_reduced_sum, underflows="terms")
 _reduction("prod", lambda xp, x, axis=None, keepdims=False: xp.prod(x, axis=axis, keepdims=keepdims),
            lambda g, ans, x, axis=None, keepdims=False: _keep(g, x.shape, axis, keepdims) * G.prod_others(x, axis=axis),
-           ("reduce_prod",))
+           ("reduce_prod",), grows=True, underflows="rounds")
 _reduction("max", lambda xp, x, axis=None, keepdims=False: xp.max(x, axis=axis, keepdims=keepdims),
            _extreme_vjp, ("reduce_max", "amax"), _nonempty_reduction_shape, finite_closed=True,
-           reading=_python_pairwise("maximum"))
+           reading=_python_pairwise("maximum"), kink="extremes")
 _reduction("min", lambda xp, x, axis=None, keepdims=False: xp.min(x, axis=axis, keepdims=keepdims),
            _extreme_vjp, ("reduce_min", "amin"), _nonempty_reduction_shape, finite_closed=True,
-           reading=_python_pairwise("minimum"))
+           reading=_python_pairwise("minimum"), kink="extremes")
 # d logsumexp(x) = softmax(x): computed shifted by the maximum, not as exp(x - ans), which
 # cancels catastrophically for large |x| (found by fuzzing: 1e-3 off at x ~ 1e13)
 _reduction("logsumexp", _logsumexp,
@@ -702,27 +848,29 @@ def _softmax_reading(call: Spelling):
 
 register(Op("softmax", _softmax, _same_checking_axis,
             (lambda g, ans, x, axis=-1: ans * (g - G.sum(g * ans, axis=axis, keepdims=True)),),
-            params={"axis": -1}, finite_closed=True, reading=_softmax_reading))
+            params={"axis": -1}, finite_closed=True, bound=(0, 1), underflows="rounds", reading=_softmax_reading))
 register(Op("log_softmax", _log_softmax, _same_checking_axis,
             (lambda g, ans, x, axis=-1: g - G.exp(ans) * G.sum(g, axis=axis, keepdims=True),),
             params={"axis": -1}, reading=_softmax_reading))
 
 register(Op("matmul", lambda xp, a, b: xp.matmul(a, b), _matmul_shape, (_matmul_vjp_a, _matmul_vjp_b),
-            args=("a", "b")))
+            args=("a", "b"), symbol="@", precedence=3, bound=_bound_of_matmul, grows=True, underflows="rounds"))
 register(Op("transpose", lambda xp, x, axes=None: xp.transpose(x, axes), _transpose_shape,
             (_transpose_vjp,), params={"axes": None}, view=True, memory="view", finite_closed=True))
 register(Op("reshape", lambda xp, x, shape: xp.reshape(x, shape), _reshape_shape,
             (lambda g, ans, x, shape: G.reshape(g, shape=x.shape),), params={"shape": REQUIRED},
-            view=True, memory="reshape", finite_closed=True))
+            view=True, memory="reshape", finite_closed=True, repeats="reshape"))
 register(Op("broadcast_to", lambda xp, x, shape: xp.broadcast_to(x, shape), _broadcast_to_shape,
             (lambda g, ans, x, shape: G.sum_to(g, shape=x.shape),), params={"shape": REQUIRED},
-            view=True, memory="view", finite_closed=True))
+            view=True, memory="view", finite_closed=True, repeats="broadcast"))
 register(Op("sum_to", _sum_to, _sum_to_shape,
             (lambda g, ans, x, shape: G.broadcast_to(g, shape=x.shape),), params={"shape": REQUIRED}, view=True,
+            bound=_bound_of_reduced_sum, simpler=lambda shape: ("sum", {"keepdims": False}) if shape == () else None,
             doc="sum_to(x, shape): sum the broadcast axes of x away, down to shape"))
 register(Op("index", lambda xp, x, index: x[_index_tuple(index)], _index_shape,
             (lambda g, ans, x, index: G.scatter(g, shape=x.shape, index=index),), params={"index": REQUIRED},
-            public=False, view=True, memory="view", finite_closed=True, doc="x[index] with a constant index"))
+            public=False, view=True, memory="view", finite_closed=True, doc="x[index] with a constant index",
+            prints_as=lambda x, index: f"{x}[{_subscripts(index)}]"))
 register(Op("scatter", _scatter, lambda x_shape, shape, index: tuple(shape),
             (lambda g, ans, x, shape, index: G.index(g, index=index),),
             params={"shape": REQUIRED, "index": REQUIRED}, public=False,

@@ -17,7 +17,7 @@ import importlib.util
 import math
 
 from .errors import ShapeError
-from .ops import (G, NO_GRADIENT, NOT_DIFFERENTIABLE, REQUIRED, Op, ReadingError, _binary, _broadcast,
+from .ops import (G, NO_GRADIENT, NOT_DIFFERENTIABLE, REQUIRED, UNBOUNDED, Op, ReadingError, _binary, _broadcast,
                   _log_softmax, _maximum_weight, _minimum_weight, _same, _sigmoid, _unary, broadcast_shapes,
                   reduced_shape, register)
 
@@ -98,23 +98,25 @@ def _inv_sqrt_one_minus_square(x):  # 1 / sqrt(1 - x^2), accurate near |x| = 1
     return 1.0 / G.sqrt((1.0 - x) * (1.0 + x))
 
 
-_unary("arcsin", "arcsin", lambda g, ans, x: g * _inv_sqrt_one_minus_square(x), ("asin",))
-_unary("arccos", "arccos", lambda g, ans, x: -(g * _inv_sqrt_one_minus_square(x)), ("acos",))
+_unary("arcsin", "arcsin", lambda g, ans, x: g * _inv_sqrt_one_minus_square(x), ("asin",),
+       bound=UNBOUNDED, where_trap=0)
+_unary("arccos", "arccos", lambda g, ans, x: -(g * _inv_sqrt_one_minus_square(x)), ("acos",),
+       bound=UNBOUNDED, where_trap=0)
 _unary("arctan", "arctan", lambda g, ans, x: g / (1.0 + x * x), ("atan",), finite_closed=True)
-_unary("sinh", "sinh", lambda g, ans, x: g * G.cosh(x))
-_unary("cosh", "cosh", lambda g, ans, x: g * G.sinh(x))
+_unary("sinh", "sinh", lambda g, ans, x: g * G.cosh(x), bound=UNBOUNDED)
+_unary("cosh", "cosh", lambda g, ans, x: g * G.sinh(x), bound=UNBOUNDED)
 # 1 / sqrt(x^2 + 1) as 1 / hypot(x, 1): no overflow of x^2 for |x| > 1e154
 _unary("arcsinh", "arcsinh", lambda g, ans, x: g / G.hypot(x, 1.0), ("asinh",), finite_closed=True)
-_unary("arccosh", "arccosh", lambda g, ans, x: g / (G.sqrt(x - 1.0) * G.sqrt(x + 1.0)), ("acosh",))
-_unary("arctanh", "arctanh", lambda g, ans, x: g / ((1.0 - x) * (1.0 + x)), ("atanh",))
+_unary("arccosh", "arccosh", lambda g, ans, x: g / (G.sqrt(x - 1.0) * G.sqrt(x + 1.0)), ("acosh",), bound=UNBOUNDED)
+_unary("arctanh", "arctanh", lambda g, ans, x: g / ((1.0 - x) * (1.0 + x)), ("atanh",), bound=UNBOUNDED)
 _binary("arctan2", "arctan2",
         (lambda g, ans, x, y: g * (y / G.hypot(x, y)) / G.hypot(x, y),
          lambda g, ans, x, y: -(g * (x / G.hypot(x, y)) / G.hypot(x, y))),
-        ("atan2",), doc="arctan2(x1, x2): the angle of the point (x2, x1)")
+        ("atan2",), doc="arctan2(x1, x2): the angle of the point (x2, x1)", bound=UNBOUNDED)
 _binary("hypot", "hypot", (lambda g, ans, x, y: g * x / ans, lambda g, ans, x, y: g * y / ans),
-        doc="sqrt(x^2 + y^2) without overflow; its gradient is NaN at (0, 0), where it has none")
+        doc="sqrt(x^2 + y^2) without overflow; its gradient is NaN at (0, 0), where it has none", bound=UNBOUNDED)
 _unary("deg2rad", "deg2rad", lambda g, ans, x: g * (math.pi / 180.0), ("radians",), finite_closed=True)
-_unary("rad2deg", "rad2deg", lambda g, ans, x: g * (180.0 / math.pi), ("degrees",))
+_unary("rad2deg", "rad2deg", lambda g, ans, x: g * (180.0 / math.pi), ("degrees",), bound=UNBOUNDED)
 
 
 def _sinc_derivative(xp, x, order=1):
@@ -138,7 +140,7 @@ def _sinc_derivative(xp, x, order=1):
 
 
 _unary("sinc", lambda xp, x: xp.sinc(x), lambda g, ans, x: g * G.sinc_derivative(x, order=1),
-       doc="sin(pi x) / (pi x), 1 at 0")
+       doc="sin(pi x) / (pi x), 1 at 0", bound=UNBOUNDED)
 def _order_shape(shape, order=1):
     if not isinstance(order, int) or order < 0:
         raise ShapeError(f"order must be a non-negative integer, not {order}")
@@ -148,37 +150,39 @@ def _order_shape(shape, order=1):
 register(Op("sinc_derivative", _sinc_derivative, _order_shape,
             (lambda g, ans, x, order=1: g * G.sinc_derivative(x, order=order + 1),),
             params={"order": 1}, elementwise=True,
-            doc="sinc_derivative(x, order): the order-th derivative of sinc, exact at 0"))
+            doc="sinc_derivative(x, order): the order-th derivative of sinc, exact at 0", bound=UNBOUNDED))
 
 # --------------------------------------------------------------------------- exponential, logarithmic, powers
 
-_unary("exp2", "exp2", lambda g, ans, x: g * ans * LN2)
-_unary("log2", "log2", lambda g, ans, x: g / (x * LN2))
-_unary("log10", "log10", lambda g, ans, x: g / (x * LN10))
+_unary("exp2", "exp2", lambda g, ans, x: g * ans * LN2, bound=UNBOUNDED)
+_unary("log2", "log2", lambda g, ans, x: g / (x * LN2), bound=UNBOUNDED)
+_unary("log10", "log10", lambda g, ans, x: g / (x * LN10), bound=UNBOUNDED)
 _binary("logaddexp", "logaddexp",
-        (lambda g, ans, x, y: g * G.sigmoid(x - y), lambda g, ans, x, y: g * G.sigmoid(y - x)))
+        (lambda g, ans, x, y: g * G.sigmoid(x - y), lambda g, ans, x, y: g * G.sigmoid(y - x)), bound=UNBOUNDED)
 _binary("logaddexp2", "logaddexp2",
-        (lambda g, ans, x, y: g * G.sigmoid((x - y) * LN2), lambda g, ans, x, y: g * G.sigmoid((y - x) * LN2)))
-_unary("reciprocal", "reciprocal", lambda g, ans, x: -(g * ans * ans))
+        (lambda g, ans, x, y: g * G.sigmoid((x - y) * LN2), lambda g, ans, x, y: g * G.sigmoid((y - x) * LN2)),
+        bound=UNBOUNDED)
+_unary("reciprocal", "reciprocal", lambda g, ans, x: -(g * ans * ans), bound=UNBOUNDED, where_trap=0)
 # d x^-1/2 = -x^-3/2 / 2, as ans / x: ans^3 overflows for tiny x where the derivative does not
-_unary("rsqrt", lambda xp, x: 1.0 / xp.sqrt(x), lambda g, ans, x: -(g * 0.5) * (ans / x), doc="1 / sqrt(x)")
-_unary("cbrt", "cbrt", lambda g, ans, x: g / (3.0 * G.square(ans)))
+_unary("rsqrt", lambda xp, x: 1.0 / xp.sqrt(x), lambda g, ans, x: -(g * 0.5) * (ans / x), doc="1 / sqrt(x)",
+       bound=UNBOUNDED, where_trap=0)
+_unary("cbrt", "cbrt", lambda g, ans, x: g / (3.0 * G.square(ans)), bound=UNBOUNDED)
 _binary("squared_difference", lambda xp, x, y: xp.square(x - y),
         (lambda g, ans, x, y: g * (2.0 * (x - y)), lambda g, ans, x, y: -(g * (2.0 * (x - y)))),
-        doc="(x - y)^2")
+        doc="(x - y)^2", bound=UNBOUNDED)
 
 # --------------------------------------------------------------------------- rounding, signs, selections
 
 _unary("fabs", "fabs", lambda g, ans, x: g * G.sign(x), finite_closed=True)
 _unary("trunc", "trunc", NOT_DIFFERENTIABLE, ("fix",), finite_closed=True)
 _binary("fmod", "fmod", (lambda g, ans, x, y: g, lambda g, ans, x, y: -(g * G.trunc(x / y))),
-        doc="C's remainder: the sign of x (mod and remainder take y's)")
+        doc="C's remainder: the sign of x (mod and remainder take y's)", bound=UNBOUNDED)
 _binary("copysign", "copysign", (lambda g, ans, x, y: g * (G.sign(x) * G.copysign(1.0, y)), NO_GRADIENT),
         finite_closed=True)
 _binary("heaviside", lambda xp, x, h: xp.heaviside(x, h), (NO_GRADIENT, lambda g, ans, x, h: g * G.equal(x, 0.0)),
-        doc="heaviside(x, h0): 0 below 0, h0 at 0, 1 above")
+        doc="heaviside(x, h0): 0 below 0, h0 at 0, 1 above", bound=UNBOUNDED)
 _binary("nextafter", "nextafter", (lambda g, ans, x, y: g, NO_GRADIENT),
-        doc="the next number after x towards y (TensorFlow's gradient: 1 for x, none for y)")
+        doc="the next number after x towards y (TensorFlow's gradient: 1 for x, none for y)", bound=UNBOUNDED)
 
 
 def _fmax_weight(x, y):  # fmax ignores a NaN: x wins where y is NaN
@@ -195,9 +199,10 @@ _binary("fmin", "fmin", (lambda g, ans, x, y: g * _fmin_weight(x, y), lambda g, 
         finite_closed=True, doc="minimum that ignores NaN")
 
 for _name in ("isnan", "isinf", "isfinite", "signbit"):
-    _unary(_name, (lambda fn: lambda xp, x: getattr(xp, fn)(x).astype(x.dtype))(_name), NOT_DIFFERENTIABLE)
+    _unary(_name, (lambda fn: lambda xp, x: getattr(xp, fn)(x).astype(x.dtype))(_name), NOT_DIFFERENTIABLE,
+           bound=(0, 1))
 _unary("spacing", lambda xp, x: _on_host(xp, "spacing", x), NOT_DIFFERENTIABLE,
-       doc="the distance to the next representable number")
+       doc="the distance to the next representable number", bound=UNBOUNDED)
 # real values: the real part and the conjugate are the value, the imaginary part is 0
 _unary("real", lambda xp, x: x, lambda g, ans, x: g, ("conj", "conjugate", "real_if_close"), view=True, memory="same",
        finite_closed=True, doc="the real part: the value itself (values are real)")
@@ -205,7 +210,7 @@ _unary("imag", lambda xp, x: xp.zeros_like(x), NOT_DIFFERENTIABLE, finite_closed
        doc="the imaginary part: 0 (values are real)")
 register(Op("angle", lambda xp, x, deg=False: xp.arctan2(xp.zeros_like(x), x) * (180.0 / math.pi if deg else 1.0),
             _SAME, NOT_DIFFERENTIABLE, params={"deg": False}, elementwise=True,
-            doc="the angle of a real number: 0, or pi below 0"))
+            doc="the angle of a real number: 0, or pi below 0", bound=UNBOUNDED))
 register(Op("nan_to_num",
             lambda xp, x, nan=0.0, posinf=None, neginf=None: xp.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf),
             _SAME, (lambda g, ans, x, **_: g * G.isfinite(x),),
@@ -216,54 +221,63 @@ register(Op("nan_to_num",
 _binary("xdivy", lambda xp, x, y: _where_zero(xp, x == 0, x / xp.where(x == 0, 1, y)),
         (lambda g, ans, x, y: g * G.xdivy(G.not_equal(x, 0.0), y),
          lambda g, ans, x, y: g * G.xdivy(-x, y * y)),
-        doc="x / y, and 0 where x is 0 (TensorFlow)")
+        doc="x / y, and 0 where x is 0 (TensorFlow)", bound=UNBOUNDED)
 _binary("multiply_no_nan", lambda xp, x, y: _where_zero(xp, y == 0, x * y),
         (lambda g, ans, x, y: G.multiply_no_nan(g, y), lambda g, ans, x, y: G.multiply_no_nan(x, g)),
-        doc="x * y, and 0 where y is 0 even if x is not finite (TensorFlow)")
+        doc="x * y, and 0 where y is 0 even if x is not finite (TensorFlow)", bound=UNBOUNDED)
 _binary("divide_no_nan", lambda xp, x, y: _where_zero(xp, y == 0, x / xp.where(y == 0, 1, y)),
         (lambda g, ans, x, y: G.divide_no_nan(g, y),
          lambda g, ans, x, y: g * G.divide_no_nan(G.divide_no_nan(-x, y), y)),
-        doc="x / y, and 0 where y is 0 (TensorFlow)")
+        doc="x / y, and 0 where y is 0 (TensorFlow)", bound=UNBOUNDED)
 
 # --------------------------------------------------------------------------- SciPy's special functions
 
-_scipy_unary("erf", "erf", lambda g, ans, x: g * (TWO_OVER_SQRT_PI * G.exp(-(x * x))))
-_scipy_unary("erfc", "erfc", lambda g, ans, x: g * (-TWO_OVER_SQRT_PI * G.exp(-(x * x))))
-_scipy_unary("erfinv", "erfinv", lambda g, ans, x: g * (SQRT_PI_OVER_2 * G.exp(ans * ans)))
-_scipy_unary("erfcinv", "erfcinv", lambda g, ans, x: g * (-SQRT_PI_OVER_2 * G.exp(ans * ans)))
+_scipy_unary("erf", "erf", lambda g, ans, x: g * (TWO_OVER_SQRT_PI * G.exp(-(x * x))), bound=UNBOUNDED)
+_scipy_unary("erfc", "erfc", lambda g, ans, x: g * (-TWO_OVER_SQRT_PI * G.exp(-(x * x))), bound=UNBOUNDED)
+_scipy_unary("erfinv", "erfinv", lambda g, ans, x: g * (SQRT_PI_OVER_2 * G.exp(ans * ans)), bound=UNBOUNDED)
+_scipy_unary("erfcinv", "erfcinv", lambda g, ans, x: g * (-SQRT_PI_OVER_2 * G.exp(ans * ans)), bound=UNBOUNDED)
 _scipy_unary("erfcx", "erfcx", lambda g, ans, x: g * (2.0 * x * ans - TWO_OVER_SQRT_PI),
-             doc="exp(x^2) erfc(x)")
+             doc="exp(x^2) erfc(x)", bound=UNBOUNDED)
 _scipy_unary("ndtr", "ndtr", lambda g, ans, x: g * (INV_SQRT_2PI * G.exp(-0.5 * (x * x))),
-             doc="the standard normal CDF")
+             doc="the standard normal CDF", bound=UNBOUNDED)
 _scipy_unary("log_ndtr", "log_ndtr", lambda g, ans, x: g * (INV_SQRT_2PI * G.exp(-0.5 * (x * x) - ans)),
-             doc="log of the standard normal CDF")
+             doc="log of the standard normal CDF", bound=UNBOUNDED)
 _scipy_unary("ndtri", "ndtri", lambda g, ans, x: g * (SQRT_2PI * G.exp(0.5 * (ans * ans))),
-             doc="the inverse of the standard normal CDF")
-_scipy_unary("logit", "logit", lambda g, ans, x: g / (x * (1.0 - x)), doc="log(x / (1 - x))")
-_scipy_unary("entr", "entr", lambda g, ans, x: -(g * (G.log(x) + 1.0)), doc="-x log(x)")
-_scipy_unary("gammaln", "gammaln", lambda g, ans, x: g * G.digamma(x), ("lgamma",), doc="log |gamma(x)|")
-_scipy_unary("digamma", "digamma", lambda g, ans, x: g * G.polygamma(1.0, x), ("psi",))
-_scipy_unary("gamma", "gamma", lambda g, ans, x: g * ans * G.digamma(x))
-_scipy_unary("rgamma", "rgamma", lambda g, ans, x: -(g * ans * G.digamma(x)), doc="1 / gamma(x)")
-_scipy_unary("gammasgn", "gammasgn", NOT_DIFFERENTIABLE, doc="the sign of gamma(x)")
+             doc="the inverse of the standard normal CDF", bound=UNBOUNDED)
+_scipy_unary("logit", "logit", lambda g, ans, x: g / (x * (1.0 - x)), doc="log(x / (1 - x))", bound=UNBOUNDED)
+_scipy_unary("entr", "entr", lambda g, ans, x: -(g * (G.log(x) + 1.0)), doc="-x log(x)", bound=UNBOUNDED)
+_scipy_unary("gammaln", "gammaln", lambda g, ans, x: g * G.digamma(x), ("lgamma",), doc="log |gamma(x)|",
+             bound=UNBOUNDED)
+_scipy_unary("digamma", "digamma", lambda g, ans, x: g * G.polygamma(1.0, x), ("psi",), bound=UNBOUNDED)
+_scipy_unary("gamma", "gamma", lambda g, ans, x: g * ans * G.digamma(x), bound=UNBOUNDED)
+_scipy_unary("rgamma", "rgamma", lambda g, ans, x: -(g * ans * G.digamma(x)), doc="1 / gamma(x)", bound=UNBOUNDED)
+_scipy_unary("gammasgn", "gammasgn", NOT_DIFFERENTIABLE, doc="the sign of gamma(x)", bound=UNBOUNDED)
 _scipy_binary("polygamma", "polygamma", (None, lambda g, ans, n, x: g * G.polygamma(n + 1.0, x)), args=("n", "x"),
-              doc="polygamma(n, x): the n-th derivative of digamma (no gradient in n)")
+              doc="polygamma(n, x): the n-th derivative of digamma (no gradient in n)", bound=UNBOUNDED)
 _scipy_binary("beta", "beta", (lambda g, ans, a, b: g * ans * (G.digamma(a) - G.digamma(a + b)),
-                               lambda g, ans, a, b: g * ans * (G.digamma(b) - G.digamma(a + b))), args=("a", "b"))
+                               lambda g, ans, a, b: g * ans * (G.digamma(b) - G.digamma(a + b))), args=("a", "b"),
+              bound=UNBOUNDED)
 _scipy_binary("betaln", "betaln", (lambda g, ans, a, b: g * (G.digamma(a) - G.digamma(a + b)),
-                                   lambda g, ans, a, b: g * (G.digamma(b) - G.digamma(a + b))), args=("a", "b"))
+                                   lambda g, ans, a, b: g * (G.digamma(b) - G.digamma(a + b))), args=("a", "b"),
+              bound=UNBOUNDED)
 # regularized incomplete gamma and beta functions: gradients in x only (none in a, b)
 _scipy_binary("gammainc", "gammainc",
-              (None, lambda g, ans, a, x: g * G.exp(G.xlogy(a - 1.0, x) - x - G.gammaln(a))), args=("a", "x"))
+              (None, lambda g, ans, a, x: g * G.exp(G.xlogy(a - 1.0, x) - x - G.gammaln(a))), args=("a", "x"),
+              doc="gammainc(a, x): the regularized lower incomplete gamma function (no gradient in a)",
+              bound=UNBOUNDED)
 _scipy_binary("gammaincc", "gammaincc",
-              (None, lambda g, ans, a, x: -(g * G.exp(G.xlogy(a - 1.0, x) - x - G.gammaln(a)))), args=("a", "x"))
+              (None, lambda g, ans, a, x: -(g * G.exp(G.xlogy(a - 1.0, x) - x - G.gammaln(a)))), args=("a", "x"),
+              doc="gammaincc(a, x): the regularized upper incomplete gamma function (no gradient in a)",
+              bound=UNBOUNDED)
 register(Op("betainc", lambda xp, a, b, x: _special(xp, "betainc")(a, b, x), _needs_scipy(_broadcast),
             (None, None, lambda g, ans, a, b, x: g * G.exp(G.xlogy(a - 1.0, x) + G.xlog1py(b - 1.0, -x) - G.betaln(a, b))),
-            args=("a", "b", "x"), elementwise=True, doc="betainc(a, b, x): gradient in x only"))
+            args=("a", "b", "x"), elementwise=True, doc="betainc(a, b, x): gradient in x only", bound=UNBOUNDED))
 _scipy_binary("xlogy", "xlogy", (lambda g, ans, x, y: g * G.xlogy(G.not_equal(x, 0.0), y),
-                                 lambda g, ans, x, y: g * G.xdivy(x, y)), doc="x log(y), and 0 where x is 0")
+                                 lambda g, ans, x, y: g * G.xdivy(x, y)), doc="x log(y), and 0 where x is 0",
+              bound=UNBOUNDED)
 _scipy_binary("xlog1py", "xlog1py", (lambda g, ans, x, y: g * G.xlog1py(G.not_equal(x, 0.0), y),
-                                     lambda g, ans, x, y: g * G.xdivy(x, y + 1.0)), doc="x log1p(y), and 0 where x is 0")
+                                     lambda g, ans, x, y: g * G.xdivy(x, y + 1.0)), doc="x log1p(y), and 0 where x is 0",
+              bound=UNBOUNDED)
 
 
 def _multigammaln(xp, a, d):
@@ -280,29 +294,33 @@ def _multigammaln_shape(shape, d):
 
 register(Op("multigammaln", _multigammaln, _needs_scipy(_multigammaln_shape),
             (lambda g, ans, a, d: g * sum((G.digamma(a + (1 - j) / 2.0) for j in range(2, d + 1)), G.digamma(a)),),
-            params={"d": REQUIRED}, elementwise=True, doc="the log of the multivariate gamma function"))
+            params={"d": REQUIRED}, elementwise=True, doc="the log of the multivariate gamma function",
+            bound=UNBOUNDED))
 
 # Modified Bessel functions: d iv(v, x) = (iv(v-1, x) + iv(v+1, x)) / 2; the exponentially
 # scaled ive = iv exp(-|x|) adds -sign(x) ive.
 _scipy_binary("iv", "iv", (None, lambda g, ans, v, x: g * (0.5 * (G.iv(v - 1.0, x) + G.iv(v + 1.0, x)))),
-              args=("v", "x"), doc="iv(v, x): the modified Bessel function of the first kind (no gradient in v)")
+              args=("v", "x"), doc="iv(v, x): the modified Bessel function of the first kind (no gradient in v)",
+              bound=UNBOUNDED)
 _scipy_binary("ive", "ive", (None, lambda g, ans, v, x: g * (0.5 * (G.ive(v - 1.0, x) + G.ive(v + 1.0, x))
                                                               - G.sign(x) * ans)),
-              args=("v", "x"), doc="ive(v, x) = iv(v, x) exp(-|x|)")
-_scipy_unary("i0", "i0", lambda g, ans, x: g * G.i1(x), ("bessel_i0",))
-_scipy_unary("i1", "i1", lambda g, ans, x: g * (0.5 * (G.i0(x) + G.iv(2.0, x))), ("bessel_i1",))
-_scipy_unary("i0e", "i0e", lambda g, ans, x: g * (G.i1e(x) - G.sign(x) * ans), ("bessel_i0e",))
+              args=("v", "x"), doc="ive(v, x) = iv(v, x) exp(-|x|) (no gradient in v)", bound=UNBOUNDED)
+_scipy_unary("i0", "i0", lambda g, ans, x: g * G.i1(x), ("bessel_i0",), bound=UNBOUNDED)
+_scipy_unary("i1", "i1", lambda g, ans, x: g * (0.5 * (G.i0(x) + G.iv(2.0, x))), ("bessel_i1",), bound=UNBOUNDED)
+_scipy_unary("i0e", "i0e", lambda g, ans, x: g * (G.i1e(x) - G.sign(x) * ans), ("bessel_i0e",), bound=UNBOUNDED)
 _scipy_unary("i1e", "i1e", lambda g, ans, x: g * (0.5 * (G.i0e(x) + G.ive(2.0, x)) - G.sign(x) * ans),
-             ("bessel_i1e",))
+             ("bessel_i1e",), bound=UNBOUNDED)
 # Bessel functions: d jv(v, x) = (jv(v-1, x) - jv(v+1, x)) / 2, and the same for yv
 _scipy_binary("jv", "jv", (None, lambda g, ans, v, x: g * (0.5 * (G.jv(v - 1.0, x) - G.jv(v + 1.0, x)))),
-              args=("v", "x"), aliases=("jn",), doc="jv(v, x): the Bessel function of the first kind")
+              args=("v", "x"), aliases=("jn",), bound=UNBOUNDED,
+              doc="jv(v, x): the Bessel function of the first kind (no gradient in v)")
 _scipy_binary("yv", "yv", (None, lambda g, ans, v, x: g * (0.5 * (G.yv(v - 1.0, x) - G.yv(v + 1.0, x)))),
-              args=("v", "x"), aliases=("yn",), doc="yv(v, x): the Bessel function of the second kind")
-_scipy_unary("j0", "j0", lambda g, ans, x: -(g * G.j1(x)), ("bessel_j0",))
-_scipy_unary("j1", "j1", lambda g, ans, x: g * (0.5 * (G.j0(x) - G.jv(2.0, x))), ("bessel_j1",))
-_scipy_unary("y0", "y0", lambda g, ans, x: -(g * G.y1(x)), ("bessel_y0",))
-_scipy_unary("y1", "y1", lambda g, ans, x: g * (0.5 * (G.y0(x) - G.yv(2.0, x))), ("bessel_y1",))
+              args=("v", "x"), aliases=("yn",), bound=UNBOUNDED,
+              doc="yv(v, x): the Bessel function of the second kind (no gradient in v)")
+_scipy_unary("j0", "j0", lambda g, ans, x: -(g * G.j1(x)), ("bessel_j0",), bound=UNBOUNDED)
+_scipy_unary("j1", "j1", lambda g, ans, x: g * (0.5 * (G.j0(x) - G.jv(2.0, x))), ("bessel_j1",), bound=UNBOUNDED)
+_scipy_unary("y0", "y0", lambda g, ans, x: -(g * G.y1(x)), ("bessel_y0",), bound=UNBOUNDED)
+_scipy_unary("y1", "y1", lambda g, ans, x: g * (0.5 * (G.y0(x) - G.yv(2.0, x))), ("bessel_y1",), bound=UNBOUNDED)
 
 
 # --------------------------------------------------------------------------- neural-network activations
@@ -338,13 +356,14 @@ def _elu(xp, x, alpha=1.0):
 
 register(Op("elu", _elu, _SAME,
             (lambda g, ans, x, alpha=1.0: G.where(G.greater(x, 0.0), g, g * (ans + alpha)),),
-            params={"alpha": 1.0}, elementwise=True, doc="x above 0, alpha (exp(x) - 1) below"))
+            params={"alpha": 1.0}, elementwise=True, doc="x above 0, alpha (exp(x) - 1) below", bound=UNBOUNDED))
 _unary("selu", lambda xp, x: SELU_SCALE * _elu(xp, x, SELU_ALPHA),
        lambda g, ans, x: G.where(G.greater(x, 0.0), g * SELU_SCALE, g * (ans + SELU_SCALE * SELU_ALPHA)),
-       doc="scale * elu(x, alpha) with the self-normalizing constants")
+       doc="scale * elu(x, alpha) with the self-normalizing constants", bound=UNBOUNDED)
 register(Op("celu", lambda xp, x, alpha=1.0: xp.where(x > 0, x, alpha * xp.expm1(xp.where(x > 0, 0, x) / alpha)),
             _SAME, (lambda g, ans, x, alpha=1.0: G.where(G.greater(x, 0.0), g, g * (ans / alpha + 1.0)),),
-            params={"alpha": 1.0}, elementwise=True, doc="max(0, x) + min(0, alpha (exp(x / alpha) - 1))"))
+            params={"alpha": 1.0}, elementwise=True, doc="max(0, x) + min(0, alpha (exp(x / alpha) - 1))",
+            bound=UNBOUNDED))
 
 
 def _leaky_relu(xp, x, alpha):
@@ -358,7 +377,7 @@ register(Op("leaky_relu", _leaky_relu, _SAME,
                 "leaky_relu", "alpha", {"tensorflow": 0.2, "keras": 0.2, "jax": 0.01, "torch": 0.01},
                 "{name}(x) without a slope: TensorFlow and Keras default to 0.2, JAX and PyTorch to 0.01; "
                 "write {name}(x, alpha=...)", keywords=("negative_slope",)),
-            doc="x above 0, alpha x below (gradient alpha at 0, as TensorFlow)"))
+            doc="x above 0, alpha x below (gradient alpha at 0, as TensorFlow)", bound=UNBOUNDED))
 
 _GELU_C = math.sqrt(2.0 / math.pi)
 _GELU_K = 0.044715
@@ -441,14 +460,14 @@ def _hard_sigmoid_reading(call):
 
 
 _unary("hard_sigmoid", _hard_sigmoid, lambda g, ans, x: g * (_relu6_gate(x + 3.0) / 6.0), ("hardsigmoid",),
-       reading=_hard_sigmoid_reading, doc="relu6(x + 3) / 6 (JAX, PyTorch)")
+       reading=_hard_sigmoid_reading, doc="relu6(x + 3) / 6 (JAX, PyTorch)", bound=UNBOUNDED)
 _unary("hard_silu", lambda xp, x: x * _hard_sigmoid(xp, x),
        lambda g, ans, x: g * (G.hard_sigmoid(x) + x * (_relu6_gate(x + 3.0) / 6.0)), ("hard_swish", "hardswish"),
        finite_closed=True, doc="x relu6(x + 3) / 6")
 register(Op("hard_tanh", lambda xp, x, min_val=-1.0, max_val=1.0: xp.minimum(xp.maximum(x, min_val), max_val),
             _SAME, (lambda g, ans, x, min_val=-1.0, max_val=1.0: g * (G.greater(x, min_val) * G.less(x, max_val)),),
             params={"min_val": -1.0, "max_val": 1.0}, aliases=("hardtanh",), elementwise=True,
-            doc="clip(x, -1, 1)"))
+            doc="clip(x, -1, 1)", bound=UNBOUNDED))
 
 
 def _squareplus(xp, x, b=4.0):
@@ -457,7 +476,7 @@ def _squareplus(xp, x, b=4.0):
 
 register(Op("squareplus", _squareplus, _SAME,
             (lambda g, ans, x, b=4.0: g * (0.5 * (1.0 + x / G.sqrt(x * x + b))),),
-            params={"b": 4.0}, elementwise=True, doc="(x + sqrt(x^2 + b)) / 2"))
+            params={"b": 4.0}, elementwise=True, doc="(x + sqrt(x^2 + b)) / 2", bound=UNBOUNDED))
 
 
 def _sparse_plus(xp, x):
@@ -469,7 +488,7 @@ def _sparse_sigmoid(xp, x):
 
 
 _unary("sparse_plus", _sparse_plus, lambda g, ans, x: g * G.sparse_sigmoid(x),
-       doc="0 below -1, (x + 1)^2 / 4 between, x above 1")
+       doc="0 below -1, (x + 1)^2 / 4 between, x above 1", bound=UNBOUNDED)
 _unary("sparse_sigmoid", _sparse_sigmoid,
        lambda g, ans, x: g * (0.5 * (G.greater(x, -1.0) * G.less(x, 1.0))), finite_closed=True,
        doc="clip((x + 1) / 2, 0, 1), the derivative of sparse_plus")
@@ -484,7 +503,7 @@ def _log_cosh(xp, x):
     return xp.where(near, xp.log1p(2.0 * s * s), a - LN2 + xp.log1p(xp.exp(-2.0 * a))).astype(x.dtype)
 
 
-_unary("log_cosh", _log_cosh, lambda g, ans, x: g * G.tanh(x), ("logcosh",), doc="log(cosh(x))")
+_unary("log_cosh", _log_cosh, lambda g, ans, x: g * G.tanh(x), ("logcosh",), doc="log(cosh(x))", bound=UNBOUNDED)
 
 
 def _huber(xp, r, delta=1.0):
@@ -502,12 +521,12 @@ def _huber_reading(call):
 
 register(Op("huber", _huber, _SAME, (lambda g, ans, r, delta=1.0: g * G.clip(r, -delta, delta),),
             args=("r",), params={"delta": 1.0}, elementwise=True,
-            doc="huber(r, delta): r^2 / 2 for |r| <= delta, delta (|r| - delta / 2) beyond"))
+            doc="huber(r, delta): r^2 / 2 for |r| <= delta, delta (|r| - delta / 2) beyond", bound=UNBOUNDED))
 register(Op("huber_loss", lambda xp, p, t, delta=1.0: _huber(xp, p - t, delta), _BROADCAST,
             (lambda g, ans, p, t, delta=1.0: g * G.clip(p - t, -delta, delta),
              lambda g, ans, p, t, delta=1.0: -(g * G.clip(p - t, -delta, delta))),
             args=("predictions", "targets"), params={"delta": 1.0}, elementwise=True, reading=_huber_reading,
-            doc="huber(predictions - targets, delta), elementwise (Optax)"))
+            doc="huber(predictions - targets, delta), elementwise (Optax)", bound=UNBOUNDED))
 
 # --------------------------------------------------------------------------- neural-network losses and layers
 
@@ -519,7 +538,7 @@ def _sigmoid_cross_entropy(xp, z, x):
 register(Op("sigmoid_cross_entropy_with_logits", _sigmoid_cross_entropy, _broadcast,
             (lambda g, ans, z, x: -(g * x), lambda g, ans, z, x: g * (G.sigmoid(x) - z)),
             args=("labels", "logits"), elementwise=True,
-            doc="max(x, 0) - x z + log(1 + exp(-|x|)), x the logits and z the labels"))
+            doc="max(x, 0) - x z + log(1 + exp(-|x|)), x the logits and z the labels", bound=UNBOUNDED))
 
 
 def _softmax_ce_shape(z, x, axis=-1):

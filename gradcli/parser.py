@@ -19,15 +19,12 @@ import re
 from pathlib import Path
 
 from .errors import GradcliError, Pos, Source
+from .ops import OPS
 from . import syntax as ast
 
-BINARY_OPS = {
-    "+": "add", "-": "subtract", "*": "multiply", "/": "divide", "@": "matmul", "**": "power",
-    "<": "less", "<=": "less_equal", ">": "greater", ">=": "greater_equal",
-    "==": "equal", "!=": "not_equal", "//": "floor_divide", "%": "mod",
-    "and": "logical_and", "or": "logical_or",
-}
-UNARY_OPS = {"-": "negative", "+": "positive", "not": "logical_not"}
+# What each operator means is its op record's `symbol` (gradcli/ops.py): `a + b` calls "add".
+BINARY_OPS = {op.symbol: op.name for op in OPS.values() if op.symbol is not None and op.arity == 2}
+UNARY_OPS = {op.symbol: op.name for op in OPS.values() if op.symbol is not None and op.arity == 1}
 # `x op= v` rebinds x to `x op v`
 AUGMENTED = {op + "=": op for op in ("+", "-", "*", "/", "//", "%", "@", "**")}
 # Python that stays out of the language, each with what to write instead.

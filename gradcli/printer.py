@@ -15,11 +15,9 @@ import numpy as np
 from .errors import GradcliError
 from .evaluate import needed_equations, run
 from .graph import Graph
+from .ops import OPS
 
-SYMBOLS = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "matmul": "@", "power": "**",
-           "less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">=", "equal": "==",
-           "not_equal": "!="}
-PRECEDENCE = {"+": 2, "-": 2, "*": 3, "/": 3, "@": 3, "**": 5, "<": 1, "<=": 1, ">": 1, ">=": 1, "==": 1, "!=": 1}
+# An operator's symbol and precedence are fields of its op record (`symbol`, `precedence`).
 ATOM, UNARY = 6, 4
 FOLD_UP_TO = 16          # constant subexpressions this small print as literals
 LITERAL_UP_TO = 4096     # inputs this small print as literal bindings
@@ -144,32 +142,30 @@ class Printer:
         if op == "const":
             t = literal(eq.params["value"])
             return t, _prec_of_literal(t)
-        if op in SYMBOLS:
-            sym = SYMBOLS[op]
-            p = PRECEDENCE[sym]
-            if sym == "**":
+        sym, p = eq.op.symbol, eq.op.precedence
+        if sym is not None and p is not None and len(args) == 1:  # a prefix operator: -x
+            return f"{sym}{wrap(args[0], p + 1)}", p
+        if sym is not None and p is not None:
+            if sym == "**":  # binds tighter than a unary minus on its left, and to the right
                 return f"{wrap(args[0], ATOM)} ** {wrap(args[1], UNARY)}", p
             right = args[1]
-            if sym in "+-" and right[0].startswith("-") and right[1] >= 3:  # a + -b*c is a - b*c
-                sym = "-" if sym == "+" else "+"
+            if eq.op.opposite is not None and right[0].startswith("-") and right[1] >= 3:  # a + -b*c is a - b*c
+                sym = OPS[eq.op.opposite].symbol
                 right = (right[0][1:], right[1] if right[1] != UNARY else ATOM)
             return f"{wrap(args[0], p if p > 1 else 2)} {sym} {wrap(right, p + 1)}", p
-        if op in ("negative", "positive"):
-            sign = "-" if op == "negative" else "+"
-            return f"{sign}{wrap(args[0], 5)}", UNARY
-        if op == "index":
-            return f"{wrap(args[0], ATOM)}[{self._subscripts(eq.params['index'])}]", ATOM
-        if op == "stack":
+        if op == "stack":  # the language's list literal
             return "[" + ", ".join(a[0] for a in args) + "]", ATOM
         if eq.op.prints_as is not None:
-            return eq.op.prints_as(*(wrap(a, ATOM) for a in args)), ATOM
+            return eq.op.prints_as(*(wrap(a, ATOM) for a in args), **eq.params), ATOM
         if op == "scatter":
             return self._scatter(eq, args[0]), ATOM
-        if op == "sum_to" and eq.params["shape"] == ():
-            return f"sum({args[0][0]})", ATOM
+        name, defaults, given = eq.op.name, eq.op.params, eq.params
+        plain = eq.op.simpler(**given) if eq.op.simpler is not None else None
+        if plain is not None:  # the same op written simpler (sum_to a scalar is sum)
+            name, given = plain
+            defaults = OPS[name].params
         params = []
-        defaults = eq.op.params
-        for key, value in eq.params.items():
+        for key, value in given.items():
             if value is None or (key in defaults and defaults[key] == value):
                 continue
             if isinstance(value, bool):
@@ -178,22 +174,7 @@ class Printer:
                 params.append(f"{key}=[{', '.join(str(v) for v in value)}]")
             else:
                 params.append(f"{key}={value}")
-        return f"{eq.op.name}({', '.join([a[0] for a in args] + params)})", ATOM
-
-    @staticmethod
-    def _subscripts(index) -> str:
-        parts = []
-        for item in index:
-            if item is None:
-                parts.append("None")
-            elif item is Ellipsis:
-                parts.append("...")
-            elif isinstance(item, tuple):
-                start, stop, step = ("" if v is None else str(v) for v in item)
-                parts.append(f"{start}:{stop}" + (f":{step}" if step else ""))
-            else:
-                parts.append(str(item))
-        return ", ".join(parts) + ("," if len(parts) == 1 and parts[0] == "None" else "")
+        return f"{name}({', '.join([a[0] for a in args] + params)})", ATOM
 
     def _scatter(self, eq, arg) -> str:
         """scatter(g, shape, index): the array of `shape` holding g's elements where the index

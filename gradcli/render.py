@@ -239,7 +239,7 @@ def graph_dot(view) -> str:
         lines.append(f'  n{i} [label="{label}"{style}];')
     for i in view.nodes:
         eq = g.equations[i]
-        dashed = " [style=dashed]" if eq.op.name == "stop_gradient" else ""
+        dashed = " [style=dashed]" if eq.op.stops_gradient else ""
         for j in dict.fromkeys(eq.inputs):
             lines.append(f"  n{j} -> n{i}{dashed};")
     lines.append("}")
@@ -256,7 +256,7 @@ def graph_tree(view, max_depth: int = 200):
     def label(i):
         op, where, details = _node_label(view, i)
         colour = "red" if i in view.nonfinite else "bold"
-        dashed = " (stop_gradient: no gradient passes)" if view.graph.equations[i].op.name == "stop_gradient" else ""
+        dashed = " (stop_gradient: no gradient passes)" if view.graph.equations[i].op.stops_gradient else ""
         return Text.assemble((op, colour), " ", (where, "dim"), f" {details}{dashed}")
 
     root = Tree(label(view.root))
