@@ -249,6 +249,13 @@ class NumericsChecker:
             k, what = op.pole
             if bool((at_bad(args[k]) == 0).any()):
                 self._explain_underflow(eq.inputs[k], eq)
+                if op.domain is not None:  # NaNs beside the infinities: arguments below the domain too
+                    bad_args = xp.reshape(xp.asarray(at_bad(args[0])), (-1,))
+                    below = bad_args[bad_args < op.domain]
+                    if below.size:
+                        zeros = int((bad_args == 0).sum())
+                        what = (f"{what} at {zeros}, and it reaches {_fmt(float(xp.min(below)))}, below its "
+                                f"domain's start {float(op.domain):g}, at {below.size}")
                 return "divide_by_zero", what
         if has_inf:
             finite_args = [a for a in args if a.size]

@@ -103,11 +103,14 @@ _unary("arcsin", "arcsin", lambda g, ans, x: g * _inv_sqrt_one_minus_square(x), 
 _unary("arccos", "arccos", lambda g, ans, x: -(g * _inv_sqrt_one_minus_square(x)), ("acos",),
        bound=UNBOUNDED, where_trap=0)
 _unary("arctan", "arctan", lambda g, ans, x: g / (1.0 + x * x), ("atan",), finite_closed=True)
-_unary("sinh", "sinh", lambda g, ans, x: g * G.cosh(x), bound=UNBOUNDED)
-_unary("cosh", "cosh", lambda g, ans, x: g * G.sinh(x), bound=UNBOUNDED)
+_unary("sinh", "sinh", lambda g, ans, x: g * G.cosh(x), bound=UNBOUNDED, grows=True,
+       overflows_above=lambda largest: math.log(largest) + math.log(2))
+_unary("cosh", "cosh", lambda g, ans, x: g * G.sinh(x), bound=UNBOUNDED, grows=True,
+       overflows_above=lambda largest: math.log(largest) + math.log(2))
 # 1 / sqrt(x^2 + 1) as 1 / hypot(x, 1): no overflow of x^2 for |x| > 1e154
 _unary("arcsinh", "arcsinh", lambda g, ans, x: g / G.hypot(x, 1.0), ("asinh",), finite_closed=True)
-_unary("arccosh", "arccosh", lambda g, ans, x: g / (G.sqrt(x - 1.0) * G.sqrt(x + 1.0)), ("acosh",), bound=UNBOUNDED)
+_unary("arccosh", "arccosh", lambda g, ans, x: g / (G.sqrt(x - 1.0) * G.sqrt(x + 1.0)), ("acosh",), bound=UNBOUNDED,
+       domain=1.0)
 _unary("arctanh", "arctanh", lambda g, ans, x: g / ((1.0 - x) * (1.0 + x)), ("atanh",), bound=UNBOUNDED)
 _binary("arctan2", "arctan2",
         (lambda g, ans, x, y: g * (y / G.hypot(x, y)) / G.hypot(x, y),
@@ -154,15 +157,19 @@ register(Op("sinc_derivative", _sinc_derivative, _order_shape,
 
 # --------------------------------------------------------------------------- exponential, logarithmic, powers
 
-_unary("exp2", "exp2", lambda g, ans, x: g * ans * LN2, bound=UNBOUNDED)
-_unary("log2", "log2", lambda g, ans, x: g / (x * LN2), bound=UNBOUNDED)
-_unary("log10", "log10", lambda g, ans, x: g / (x * LN10), bound=UNBOUNDED)
+_unary("exp2", "exp2", lambda g, ans, x: g * ans * LN2, bound=UNBOUNDED, grows=True, underflows="rounds",
+       overflows_above=math.log2)
+_unary("log2", "log2", lambda g, ans, x: g / (x * LN2), bound=UNBOUNDED, domain=0.0, pole=(0, "its argument is 0"),
+       where_trap=0)
+_unary("log10", "log10", lambda g, ans, x: g / (x * LN10), bound=UNBOUNDED, domain=0.0, pole=(0, "its argument is 0"),
+       where_trap=0)
 _binary("logaddexp", "logaddexp",
         (lambda g, ans, x, y: g * G.sigmoid(x - y), lambda g, ans, x, y: g * G.sigmoid(y - x)), bound=UNBOUNDED)
 _binary("logaddexp2", "logaddexp2",
         (lambda g, ans, x, y: g * G.sigmoid((x - y) * LN2), lambda g, ans, x, y: g * G.sigmoid((y - x) * LN2)),
         bound=UNBOUNDED)
-_unary("reciprocal", "reciprocal", lambda g, ans, x: -(g * ans * ans), bound=UNBOUNDED, where_trap=0)
+_unary("reciprocal", "reciprocal", lambda g, ans, x: -(g * ans * ans), bound=UNBOUNDED, where_trap=0, grows=True,
+       pole=(0, "its argument is 0"))
 # d x^-1/2 = -x^-3/2 / 2, as ans / x: ans^3 overflows for tiny x where the derivative does not
 _unary("rsqrt", lambda xp, x: 1.0 / xp.sqrt(x), lambda g, ans, x: -(g * 0.5) * (ans / x), doc="1 / sqrt(x)",
        bound=UNBOUNDED, where_trap=0)

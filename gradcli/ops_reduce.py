@@ -153,11 +153,11 @@ def _cumprod_rule(g, ans, x, axis, exclusive=False, reverse=False):
 _SCAN_PARAMS = {"axis": None, "exclusive": False, "reverse": False}
 register(Op("cumsum", lambda xp, x, axis=None, exclusive=False, reverse=False:
             _scan(xp, x, axis, reverse, exclusive, lambda v, ax: xp.cumsum(v, axis=ax), 0),
-            _scan_shape, (_scan_vjp(_cumsum_rule),), params=dict(_SCAN_PARAMS), reading=_tensorflow_axis_zero("cumsum"),
+            _scan_shape, (_scan_vjp(_cumsum_rule),), params=dict(_SCAN_PARAMS), reading=_tensorflow_axis_zero("cumsum"), grows=True,
             doc="cumulative sum along axis (the flattened array by default; TensorFlow's spelling: axis 0)"))
 register(Op("cumprod", lambda xp, x, axis=None, exclusive=False, reverse=False:
             _scan(xp, x, axis, reverse, exclusive, lambda v, ax: xp.cumprod(v, axis=ax), 1),
-            _scan_shape, (_scan_vjp(_cumprod_rule),), params=dict(_SCAN_PARAMS), reading=_tensorflow_axis_zero("cumprod"),
+            _scan_shape, (_scan_vjp(_cumprod_rule),), params=dict(_SCAN_PARAMS), reading=_tensorflow_axis_zero("cumprod"), grows=True,
             doc="cumulative product along axis; its gradient is exact where x holds zeros"))
 
 

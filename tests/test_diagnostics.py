@@ -174,3 +174,26 @@ def test_dividing_by_one_number_still_catches_overflow(dtype, big):
                         dtype=dtype).diagnostics == []
     r = api.evaluate("y = x / s", feeds={"x": np.array([1.0, 2.0], dtype), "s": np.array(0.0, dtype)}, dtype=dtype)
     assert only(r.diagnostics, "divide_by_zero").count == 2
+
+
+@pytest.mark.parametrize("program,x,kind,op,words", [
+    # the op records of these functions say how they fail; the engine reads nothing else
+    ("y = exp2(x)", [1000.0, 1025.0], "overflow", "exp2", "exp2 overflows float64 above 1024.00"),
+    ("y = sinh(x)", [700.0, 711.0], "overflow", "sinh", "sinh overflows float64 above 710.48"),
+    ("y = cosh(x)", [-711.0, 1.0], "overflow", "cosh", "cosh overflows float64 above 710.48"),
+    ("y = log2(x)", [0.0, 2.0], "divide_by_zero", "log2", "its argument is 0"),
+    ("y = log10(x)", [0.0, 2.0], "divide_by_zero", "log10", "its argument is 0"),
+    ("y = reciprocal(x)", [0.0, 2.0], "divide_by_zero", "reciprocal", "its argument is 0"),
+    ("y = arccosh(x)", [0.5, 2.0], "invalid", "arccosh", "its argument reaches 0.5, below its domain's start 1"),
+    ("y = log(x)", [0.0, -1.0, -3.0, 1.0], "divide_by_zero", "log",
+     "its argument is 0 at 1, and it reaches -3, below its domain's start 0, at 2"),
+])
+def test_each_function_s_failure_is_explained_from_its_record(program, x, kind, op, words):
+    d = only(diagnostics(program, x=x), kind)
+    assert d.op == op and words in d.message, d.message
+
+
+@pytest.mark.parametrize("program", ["y = cumsum(x)", "y = cumprod(x)"])
+def test_scans_that_grow_get_the_headroom_check(program):
+    d = only(diagnostics(program, x=[1e308, 1.0, 0.5]), "headroom")
+    assert d.op == program[4:-3] and "of the largest float64" in d.message
