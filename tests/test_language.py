@@ -203,13 +203,19 @@ def _both_parse(reference, text):
     return want, got, message
 
 
-KEYWORD_AS_NAME = re.compile(r"unexpected '(def|return|True|False|None)'")
+@functools.cache
+def _keyword_as_name():
+    """`unexpected 'K'` for any keyword K of the grammar (`def`, `is`, `True`, ...)."""
+    from gradcli import parser
+
+    words = sorted(parser._parser().keywords, key=len, reverse=True)
+    return re.compile("unexpected '(" + "|".join(map(re.escape, words)) + ")'")
 
 
 def _agree(want, got, message):
     # Lark's contextual lexer reads a keyword as a name where no keyword fits (`y = def`,
-    # `def True(a)`); gradcli reserves keywords, as Python does, and says so.
-    assert got == want or (got is None and KEYWORD_AS_NAME.search(message)), (want, got, message)
+    # `f(is=0)`); gradcli reserves keywords, as Python does, and says so.
+    assert got == want or (got is None and _keyword_as_name().search(message)), (want, got, message)
 
 
 def test_the_parser_builds_exactly_what_larks_parser_builds():
@@ -224,7 +230,7 @@ def test_the_parser_builds_exactly_what_larks_parser_builds():
         _agree(*_both_parse(reference, text))
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(st.one_of(fuzz_program(), mutation()))
 def test_random_and_mutated_programs_parse_as_lark_parses_them(text):
     _agree(*_both_parse(_lark_reference_cached(), text))
