@@ -23,6 +23,28 @@ from .parser import normalise, parse_program
 from . import syntax as ast
 
 
+class OptionError(GradcliError):
+    """An error about one argument of a library function, named in the message as `{option}`
+    (the library writes the argument's own name, `wrt`; a caller may name it its own way, as
+    the command line does with `--wrt`, through `name_option`)."""
+
+    def __init__(self, template: str, option: str, pos=None, source=None, note=None):
+        self.template, self.option = template, option
+        super().__init__(template.replace("{option}", option), pos, source, note)
+
+    def name_option(self, spelled: str) -> None:
+        self.message = self.template.replace("{option}", spelled)
+        self.args = (self.message,)
+
+
+def _value_id(graph: Graph, name: str, option: str) -> int:
+    """The value a name given in the argument `option` stands for (OptionError if none)."""
+    try:
+        return graph.value_id(name, "name for {option}")
+    except GradcliError as err:
+        raise OptionError(err.message, option, err.pos, err.source, err.note) from None
+
+
 @dataclass
 class Result:
     outputs: dict[str, np.ndarray]
@@ -88,7 +110,7 @@ def _check_options(dtype: str, unconnected: str = "none") -> None:
     if dtype not in DTYPES:
         raise GradcliError(f"unknown dtype '{dtype}': use float64 or float32")
     if unconnected not in ("none", "zero"):
-        raise GradcliError(f"--unconnected must be none or zero, not '{unconnected}'")
+        raise OptionError(f"{{option}} must be none or zero, not '{unconnected}'", "unconnected")
 
 
 def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str,
@@ -222,7 +244,7 @@ def evaluate(text: str, *, call: str | None = None, name: str = "<expr>", feeds:
     _check_options(dtype)
     graph = compile_program(text, name, feeds, call)
     if prints:
-        fetch = {p: graph.value_id(p, "name for --print") for p in prints}
+        fetch = {p: _value_id(graph, p, "prints") for p in prints}
     else:
         fetch = {graph.result[0]: graph.result[1]}
     host, diagnostics = _run(graph, fetch, dtype, device, max_memory)
@@ -243,24 +265,25 @@ def grad(text: str, *, call: str | None = None, wrt: list[str], of: list[str] | 
     `fixes`, a diagnostic may carry a rewrite proven on these inputs (`Diagnostic.fix`)."""
     _check_options(dtype, unconnected)
     if not wrt:
-        raise GradcliError("grad needs at least one --wrt NAME")
+        raise OptionError("grad needs at least one {option} NAME", "wrt")
     graph = compile_program(text, name, feeds, call)
     ys = of or [graph.result[0]]
-    y_ids = [graph.value_id(y, "name for --of") for y in ys]
-    x_ids = [graph.value_id(x, "name for --wrt") for x in wrt]
+    y_ids = [_value_id(graph, y, "of") for y in ys]
+    x_ids = [_value_id(graph, x, "wrt") for x in wrt]
     seeds = []
     for y, y_id in zip(ys, y_ids):
         if grad_ys and y in grad_ys:
             value = np.asarray(grad_ys[y], dtype=np.float64)
             if value.shape != graph.shapes[y_id]:
-                raise GradcliError(f"--grad-ys {y}: has shape {fmt_shape(value.shape)}, but {y} has shape "
-                                   f"{fmt_shape(graph.shapes[y_id])}; the upstream gradient must match it exactly")
-            seeds.append(graph.add_input(f"grad_ys:{y}", value, label=f"--grad-ys {y}"))
+                raise OptionError(f"{{option}} {y}: has shape {fmt_shape(value.shape)}, but {y} has shape "
+                                  f"{fmt_shape(graph.shapes[y_id])}; the upstream gradient must match it exactly",
+                                  "grad_ys")
+            seeds.append(graph.add_input(f"grad_ys:{y}", value, label=f"grad_ys {y}"))
         else:
             seeds.append(None)
     for y in grad_ys or {}:
         if y not in ys:
-            raise GradcliError(f"--grad-ys {y}: '{y}' is not a differentiated output (--of {' --of '.join(ys)})")
+            raise OptionError(f"{{option}} {y}: '{y}' is not a differentiated output (of: {', '.join(ys)})", "grad_ys")
     names = {v: k for k, v in graph.names.items()}
     grad_ids = gradients(graph, y_ids, x_ids, seeds, names)
     fetch = dict(zip(ys, y_ids))
@@ -307,9 +330,9 @@ def _unconnected(graph: Graph, y_ids: list[int], ys: list[str], x: str, x_id: in
 
 def _targets(graph: Graph, of: list[str] | None, wrt: list[str]) -> tuple[list[str], list[int], list[int]]:
     if not wrt:
-        raise GradcliError("give at least one --wrt NAME")
+        raise OptionError("give at least one {option} NAME", "wrt")
     ys = of or [graph.result[0]]
-    return ys, [graph.value_id(y, "name for --of") for y in ys], [graph.value_id(x, "name for --wrt") for x in wrt]
+    return ys, [_value_id(graph, y, "of") for y in ys], [_value_id(graph, x, "wrt") for x in wrt]
 
 
 def _fill_unconnected(graph, wrt, x_ids, blocks, unconnected, shape_of):
@@ -367,8 +390,11 @@ def check(text: str, *, call: str | None = None, wrt: list[str], of: list[str] |
     """Reverse-mode gradients against float64 central finite differences, with blame."""
     from .insight import check as check_gradients
 
-    if not (eps > 0 and rtol >= 0 and atol >= 0):
-        raise GradcliError("--eps must be positive, and --rtol and --atol not negative")
+    if not eps > 0:
+        raise OptionError(f"{{option}} must be positive, not {eps:g}", "eps")
+    for option, tolerance in (("rtol", rtol), ("atol", atol)):
+        if not tolerance >= 0:
+            raise OptionError(f"{{option}} must not be negative, not {tolerance:g}", option)
     graph = compile_program(text, name, feeds, call)
     ys, y_ids, x_ids = _targets(graph, of, wrt)
     # the forward program (run twice per difference) and the gradients, before anything runs;
@@ -376,20 +402,43 @@ def check(text: str, *, call: str | None = None, wrt: list[str], of: list[str] |
     grads = [g for g in gradients(graph, y_ids, x_ids) if g is not None]
     check_memory(graph, y_ids + grads, "float64", max_memory, text=False)
     result = check_gradients(graph, y_ids, dict(zip(wrt, x_ids)), eps=eps, rtol=rtol, atol=atol)
+    fetch = dict(zip(ys, y_ids))
     if any(r.reason for r in result.reports.values()):
         # where a gradient is not finite, the numerical diagnostics say where it first was not
-        fetch = {**dict(zip(ys, y_ids)), **{f"d/d{n}": g for n, g in result.gradient_ids.items()}}
-        _, found = _run(graph, fetch, "float64", "cpu", max_memory)
+        fetch |= {f"d/d{n}": g for n, g in result.gradient_ids.items()}
+    host, found = _run(graph, fetch, "float64", "cpu", max_memory)
+    if any(r.reason for r in result.reports.values()):
         result.diagnostics[:0] = found
     result.graph = graph
+    result.outputs = {y: host[y] for y in ys}  # the values checked, as every command reports them
+    result.dtype = "float64"
     return result
 
 
-@_collector_paused
-def derive(text: str, *, call: str | None = None, wrt: str, of: list[str] | None = None, name: str = "<expr>",
-           feeds: dict | None = None, max_memory: int | None = None) -> str:
+@dataclass
+class Derivation:
+    """`derive`'s answer: the program that computes d(sum of `of`)/d(`wrt`), and what it is of."""
+    program: str
+    of: list[str]
+    wrt: str
+    name: str  # the name the program gives the gradient
+    graph: Graph
+    outputs: dict = field(default_factory=dict)  # derive evaluates nothing
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    dtype: str = "float64"
+
+
+def derive(text: str, **kwargs) -> str:
     """The gradient d(sum of `of`)/d(`wrt`) as a program in gradcli's own language, which
-    evaluates (with the same inputs) to the gradient."""
+    evaluates (with the same inputs) to the gradient (`derivation` with the program alone)."""
+    return derivation(text, **kwargs).program
+
+
+@_collector_paused
+def derivation(text: str, *, call: str | None = None, wrt: str, of: list[str] | None = None, name: str = "<expr>",
+               feeds: dict | None = None, max_memory: int | None = None) -> Derivation:
+    """The gradient d(sum of `of`)/d(`wrt`) as a program in gradcli's own language, with what
+    it is of."""
     from .printer import Printer
 
     graph = compile_program(text, name, feeds, call, symbols=True)
@@ -404,7 +453,7 @@ def derive(text: str, *, call: str | None = None, wrt: str, of: list[str] | None
     if g is None:
         g = graph.add_constant(np.zeros(graph.shapes[x]))
         header += f"; {target} does not depend on {wrt}"
-    return printer.program({root: g}, header)
+    return Derivation(printer.program({root: g}, header), list(ys), wrt, root, graph)
 
 
 @dataclass
@@ -427,8 +476,8 @@ def graph_view(text: str, *, call: str | None = None, of: str | None = None, wrt
     from .evaluate import needed_equations
 
     graph = compile_program(text, name, feeds, call)
-    y = graph.value_id(of, "name for --of") if of else graph.result[1]
-    x_ids = [graph.value_id(x, "name for --wrt") for x in wrt or []]
+    y = _value_id(graph, of, "of") if of else graph.result[1]
+    x_ids = [_value_id(graph, x, "wrt") for x in wrt or []]
     nodes = needed_equations(graph, [y])
     cotangents: dict[int, int] = {}
     if x_ids:
