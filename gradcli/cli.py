@@ -575,7 +575,7 @@ def main() -> None:
     streams.reserve_standard_fds()
     streams.take_signals("command")
     try:
-        app()
+        app(prog_name="gradcli")  # also under `python -m gradcli`: completion is for the command
     except OSError as exc:  # click could not write its own output (help, version)
         streams.silence_stdout()
         streams.say(f"gradcli: cannot write the output: {exc.strerror or exc}")
