@@ -499,3 +499,175 @@ def graph_view(text: str, *, call: str | None = None, of: str | None = None, wrt
         d.reaches = list(dict.fromkeys(shown[r] for r in d.reaches if r in shown))
     nonfinite = {i for i, v in values.items() if not np.isfinite(v).all()}
     return GraphView(graph, y, nodes, values, grads, nonfinite, diagnostics)
+
+
+# --------------------------------------------------------------------------- plot
+
+@dataclass
+class Curve:
+    """`plot`'s numbers: the value of `of` and its derivatives (first, and second with order 2)
+    with respect to `wrt` (an input, or one element `x[i]` of one) at each of `xs`, the others
+    held at their given values. `marked[k]` says why point k is marked ("not finite", "tie",
+    "kink"); `diagnostics` are those that explain the marks, each saying at which points."""
+    of: str
+    wrt: str
+    xs: np.ndarray
+    values: np.ndarray
+    derivatives: list[np.ndarray]
+    marked: dict[int, list[str]]
+    diagnostics: list[Diagnostic]
+    vectorised: bool  # all points in one pass (the program is elementwise in `wrt`)
+    graph: Graph
+    dtype: str = "float64"
+
+    @property
+    def outputs(self) -> dict:
+        return {self.of: self.values}
+
+
+_MARKING = ("tie", "kink")
+
+
+def _element(wrt: str) -> tuple[str, tuple[int, ...] | None]:
+    """`x` or `x[2]` / `x[1, 0]`: the input's name and the element's index."""
+    import re
+
+    m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*(?:\[\s*(-?\d+(?:\s*,\s*-?\d+)*)\s*,?\s*\])?\s*", wrt)
+    if m is None:
+        raise OptionError(f"{{option}} '{wrt}' is not a name or an element such as x[2]", "wrt")
+    return m.group(1), None if m.group(2) is None else tuple(int(k) for k in m.group(2).split(","))
+
+
+@_collector_paused
+def curve(text: str, *, wrt: str, low: float, high: float, points: int = 200, of: str | None = None,
+          order: int = 1, call: str | None = None, name: str = "<expr>", feeds: dict | None = None,
+          max_memory: int | None = None) -> Curve:
+    """The value of the scalar `of` and its derivatives with respect to `wrt` at `points` evenly
+    spaced points from `low` to `high`: in one vectorised pass where every operation between
+    `wrt` and `of` is elementwise and `wrt` a scalar, else one run per point."""
+    from .autodiff import depends_on
+    from .evaluate import needed_equations
+
+    if order not in (1, 2):
+        raise OptionError(f"{{option}} must be 1 or 2, not {order}", "order")
+    if not 2 <= points <= 100_000:
+        raise OptionError(f"{{option}} must be from 2 to 100000, not {points}", "points")
+    if not (np.isfinite(low) and np.isfinite(high) and low < high):
+        raise OptionError(f"{{option}} must go from a finite low to a higher finite high, not {low:g}:{high:g}",
+                          "range")
+    base, index = _element(wrt)
+    try:
+        graph = compile_program(text, name, feeds, call)
+    except GradcliError:
+        if index is not None or base in (feeds or {}):
+            raise
+        # a scalar input needs no value: it is given one at every point (any error is the program's)
+        feeds = {**(feeds or {}), base: float(low)}
+        graph = compile_program(text, name, feeds, call)
+    (of_name,), (y,), (x,) = _targets(graph, [of] if of else None, [base])
+    if graph.shapes[y] != ():
+        raise OptionError(f"{{option}} {of_name} has shape {fmt_shape(graph.shapes[y])}: plot draws a scalar "
+                          f"(sum it, or pick an element)", "of")
+    if graph.equations[x].op.name != "input":
+        raise OptionError(f"{{option}} {base} is computed by the program: plot varies an input", "wrt")
+    shape = graph.shapes[x]
+    if index is None and shape != ():
+        raise OptionError(f"{{option}} {base} has shape {fmt_shape(shape)}: name one element, such as {base}[0]",
+                          "wrt")
+    if index is not None and (len(index) != len(shape) or not all(-n <= k < n for k, n in zip(index, shape))):
+        raise OptionError(f"{{option}} {wrt.strip()}: no such element of {base}, shaped {fmt_shape(shape)}", "wrt")
+    xs = np.linspace(low, high, points)
+    reach = depends_on(graph, [x], y)
+    elementwise = index is None and all(graph.equations[i].op.elementwise or not reach[i] or i == x
+                                        for i in needed_equations(graph, [y]))
+    found = None
+    if elementwise:
+        found = _curve_at_once(text, name, feeds, call, base, of_name, xs, order, max_memory)
+    vectorised = found is not None
+    if found is None:
+        found = _curve_by_point(graph, y, x, index, xs, order, max_memory)
+    values, derivatives, marked, diagnostics = found
+    return Curve(of_name, wrt.strip(), xs, values, derivatives, marked, diagnostics, vectorised, graph)
+
+
+def _curve_at_once(text, name, feeds, call, base, of_name, xs, order, max_memory):
+    """All points in one run, `base` fed as the vector of points (None where a tie or a kink
+    must be placed at its point, which one run cannot say)."""
+    graph = compile_program(text, name, {**(feeds or {}), base: xs}, call)
+    y, x = graph.names[of_name], graph.names[base]
+    ids = [y]
+    for _ in range(order):
+        (g,) = gradients(graph, [ids[-1]], [x])
+        if g is None:
+            g = graph.add_constant(np.zeros(len(xs)))
+        ids.append(g)
+    host, diagnostics = _run(graph, {f"\0{k}": i for k, i in enumerate(ids)}, "float64", "cpu", max_memory)
+    if any(d.kind in _MARKING for d in diagnostics):
+        return None
+    arrays = [np.broadcast_to(host[f"\0{k}"], xs.shape).astype(np.float64) for k in range(len(ids))]
+    marked = {k: ["not finite"] for k in range(len(xs)) if not all(np.isfinite(a[k]) for a in arrays)}
+    for d in diagnostics:
+        d.reaches = [_curve_name(r, of_name, base) for r in d.reaches]
+        _say_where(d, base, [xs[k] for k in marked], "the marked points are at")
+    return arrays[0], arrays[1:], marked, diagnostics
+
+
+def _curve_by_point(graph, y, x, index, xs, order, max_memory):
+    """One run per point on the program as compiled; the derivatives by reverse mode (the second
+    as the gradient of the first along the element's direction)."""
+    from .evaluate import run
+
+    shape = graph.shapes[x]
+    base_value = np.array(graph.equations[x].params["value"], dtype=np.float64)
+    direction = None
+    if index is not None:
+        onehot = np.zeros(shape)
+        onehot[index] = 1.0
+        direction = graph.add_input("plot:direction", onehot)
+    ids = [y]
+    for k in range(order):
+        seeds = [direction] if (k > 0 and direction is not None) else None
+        (g,) = gradients(graph, [ids[-1]], [x], seeds)
+        if g is None:
+            g = graph.add_constant(np.zeros(shape))
+        ids.append(g)
+    check_memory(graph, ids, "float64", max_memory)
+    columns = [np.empty(len(xs)) for _ in ids]
+    marked: dict[int, list[str]] = {}
+    explained: dict[tuple, tuple[Diagnostic, list[float]]] = {}
+    names = {f"\0{k}": i for k, i in enumerate(ids)}
+    for k, point in enumerate(xs):
+        value = base_value.copy()
+        value[index if index is not None else ()] = point
+        checker = NumericsChecker(graph, np, "float64")
+        with np.errstate(all="ignore"):
+            out = run(graph, ids, overrides={x: value}, check=checker)
+        for c, i in enumerate(ids):
+            v = np.asarray(out[i], dtype=np.float64)
+            columns[c][k] = v[index] if (c > 0 and index is not None) else v
+        why = [] if all(np.isfinite(col[k]) for col in columns) else ["not finite"]
+        for d in checker.finish(names):
+            if d.kind in _MARKING and d.kind not in why:
+                why.append(d.kind)
+            key = (d.kind, d.op, d.pos.line if d.pos else None, d.pos.column if d.pos else None)
+            explained.setdefault(key, (d, []))[1].append(point)
+        if why:
+            marked[k] = why
+    base_name = graph.equations[x].params["name"]
+    diagnostics = []
+    for d, at in explained.values():
+        d.reaches = [_curve_name(r, graph.value_names.get(y, "y"), base_name) for r in d.reaches]
+        _say_where(d, base_name, at)
+        diagnostics.append(d)
+    return columns[0], columns[1:], marked, diagnostics
+
+
+def _curve_name(key: str, of: str, wrt: str) -> str:
+    k = int(key[1:])
+    return of if k == 0 else f"d{'²' if k == 2 else ''}{of}/d{wrt}{'²' if k == 2 else ''}"
+
+
+def _say_where(d: Diagnostic, wrt: str, at: list[float], where: str = "at") -> None:
+    if at:
+        shown = ", ".join(f"{v:g}" for v in at[:5]) + (f" and {len(at) - 5} more" if len(at) > 5 else "")
+        d.message += f" (plot: {where} {wrt} = {shown})"

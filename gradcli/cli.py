@@ -267,6 +267,67 @@ def graph_command(
             text, name=name, feeds=feeds, call=call, of=of, wrt=wrt or [], max_memory=limit))
 
 
+def _range(text: str) -> tuple[float, float]:
+    from .errors import GradcliError
+
+    low, sep, high = text.partition(":")
+    try:
+        return float(low), float(high)
+    except ValueError:
+        raise GradcliError(f"--range: expected LOW:HIGH such as -5:5, not '{text}'") from None
+
+
+@app.command("plot", epilog=_example("gradcli plot -e 'y = sin(x) * x' --wrt x --range -5:5 --order 2",
+                                     "gradcli plot model.expr --wrt 'w[2]' --set 'w=[1, 2, 3]' --range 0:1 --png w2.png"))
+def plot_command(
+    file: FileArg = None, expr: ExprOpt = None,
+    wrt: Annotated[str, typer.Option(
+        "--wrt", metavar="NAME", help="The input to vary: a scalar, or one element of an array such as 'x[2]' "
+                                      "(the others held at their --set values).", show_default=False)] = ...,
+    range_: Annotated[str, typer.Option(
+        "--range", metavar="LOW:HIGH", help="From LOW to HIGH, e.g. -5:5.", show_default=False)] = ...,
+    of: OfOneOpt = None, set_: SetOpt = None, call: CallOpt = None,
+    order: Annotated[int, typer.Option(help="Draw the derivatives up to this order: 1 or 2.")] = 1,
+    points: Annotated[int, typer.Option(help="How many points, evenly spaced.")] = 200,
+    png: Annotated[Optional[str], typer.Option("--png", metavar="PATH", help="Write a PNG (needs Matplotlib: "
+                                                                          "pip install 'gradcli[plot]').")] = None,
+    svg: Annotated[Optional[str], typer.Option("--svg", metavar="PATH", help="Write an SVG (needs Matplotlib).")] = None,
+    max_memory: MaxMemoryOpt = None, debug: DebugOpt = False,
+) -> None:
+    """Draw a scalar value and its derivative (and second derivative with --order 2) as one
+    input varies over a range: in the terminal, or to a PNG or SVG file. Points where a value
+    or derivative is not finite, and ties and kinks, are marked, and the diagnostics that
+    explain them go to standard error."""
+    from . import api, render
+
+    def present(curve, name):
+        for diag in curve.diagnostics:
+            streams.say(render.diagnostic_text(diag, curve.graph.source))
+        files = [path for path in (png, svg) if path]
+        if not files:
+            terminal = sys.stdout is not None and sys.stdout.isatty()
+            width = render.terminal_width()
+            return [render.plot_terminal(curve, width, max(12 * (1 + len(curve.derivatives)), 24), terminal)], 0
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            from .errors import GradcliError
+            raise GradcliError("--png and --svg need Matplotlib: pip install 'gradcli[plot]'") from None
+        for path in files:
+            try:
+                render.plot_file(curve, path)
+            except OSError as exc:
+                from .errors import GradcliError
+                raise GradcliError(f"cannot write '{path}': {exc.strerror or exc}") from None
+            streams.say(f"gradcli: wrote {path}")
+        return [], 0
+
+    Run(file, expr, set_, "plain", False, False, max_memory, debug).answer(
+        None, lambda text, name, feeds, limit: api.curve(
+            text, name=name, feeds=feeds, call=call, wrt=wrt, low=_range(range_)[0], high=_range(range_)[1],
+            points=points, of=of, order=order, max_memory=limit), present)
+
+
 # --------------------------------------------------------------------------- running a command
 
 def _open_program(file: str | None, expr: str | None):
