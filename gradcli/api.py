@@ -650,7 +650,9 @@ def _curve_by_point(graph, y, x, index, xs, order, max_memory):
             if d.kind in _MARKING and d.kind not in why:
                 why.append(d.kind)
             key = (d.kind, d.op, d.pos.line if d.pos else None, d.pos.column if d.pos else None)
-            explained.setdefault(key, (d, []))[1].append(point)
+            at = explained.setdefault(key, (d, []))[1]
+            if not at or at[-1] != point:  # a diagnostic is found once per point
+                at.append(point)
         if why:
             marked[k] = why
     base_name = graph.equations[x].params["name"]
