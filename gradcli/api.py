@@ -283,7 +283,8 @@ def grad(text: str, *, call: str | None = None, wrt: list[str], of: list[str] | 
             seeds.append(None)
     for y in grad_ys or {}:
         if y not in ys:
-            raise OptionError(f"{{option}} {y}: '{y}' is not a differentiated output (of: {', '.join(ys)})", "grad_ys")
+            raise OptionError(f"{{option}} {y}: '{y}' is not a differentiated output (those are {', '.join(ys)})",
+                              "grad_ys")
     names = {v: k for k, v in graph.names.items()}
     grad_ids = gradients(graph, y_ids, x_ids, seeds, names)
     fetch = dict(zip(ys, y_ids))

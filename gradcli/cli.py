@@ -7,7 +7,6 @@ from . import streams
 
 streams.take_signals("starting")  # before the heavy imports: Ctrl-C during start-up is quiet too
 
-from dataclasses import dataclass  # noqa: E402
 from enum import Enum  # noqa: E402
 from typing import Annotated, Optional  # noqa: E402
 
@@ -431,19 +430,17 @@ def _in_cli_terms(err):
     return err
 
 
-@dataclass
 class Run:
     """What every command does around its library call: read the program (whole, or a line at
     a time with --lines), read the --set values, call the library, and answer in the format
-    asked; errors become one message and an exit code."""
-    file: str | None
-    expr: str | None
-    sets: list[str] | None
-    format: str  # auto, table, json, plain, or one of the view's own (graph's dot)
-    lines: bool = False
-    strict: bool = False
-    max_memory: str | None = None
-    debug: bool = False
+    asked; errors become one message and an exit code. (A plain class: `dataclasses` is not
+    imported at start-up.)"""
+
+    def __init__(self, file: str | None, expr: str | None, sets: list[str] | None, format: str,
+                 lines: bool = False, strict: bool = False, max_memory: str | None = None, debug: bool = False):
+        self.file, self.expr, self.sets = file, expr, sets
+        self.format = format  # auto, table, json, plain, or one of the view's own (graph's dot)
+        self.lines, self.strict, self.max_memory, self.debug = lines, strict, max_memory, debug
 
     def answer(self, view, compute, present=None) -> None:
         """`compute(text, name, feeds, max_memory)` is the command's library call; its result is
@@ -631,12 +628,31 @@ def _arrived_lines(stream, limit: int):
         yield [b"".join(partial)]
 
 
+def _named_command(argv: list[str]):
+    """The app with only the command that `argv` names, when it names one: Typer turns every
+    command's options into click's at start-up (about 1 ms a command), and a run needs only its
+    own. Help, completion and a mistyped command get the whole app."""
+    import os
+
+    words = [a for a in argv if not a.startswith("-")][:1]
+    if not words or any(k.endswith("_COMPLETE") for k in os.environ):
+        return app
+    chosen = [c for c in app.registered_commands if c.name == words[0]]
+    if not chosen or argv.index(words[0]) != 0:
+        return app
+    only = typer.Typer()
+    only.__dict__.update(app.__dict__)  # the same settings, callback and completion
+    only.registered_commands = chosen
+    return only
+
+
 def main() -> None:
     """The console script and `python -m gradcli`."""
     streams.reserve_standard_fds()
     streams.take_signals("command")
     try:
-        app(prog_name="gradcli")  # also under `python -m gradcli`: completion is for the command
+        # prog_name: also under `python -m gradcli`, completion is for the command
+        _named_command(sys.argv[1:])(prog_name="gradcli")
     except OSError as exc:  # click could not write its own output (help, version)
         streams.silence_stdout()
         streams.say(f"gradcli: cannot write the output: {exc.strerror or exc}")
