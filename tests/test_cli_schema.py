@@ -161,3 +161,36 @@ def test_lines_check_that_fails_exits_1():
                stdin="x = 1.0; y = x ** 3\n")
     (doc,) = [strict(line) for line in r.stdout.splitlines()]
     assert doc["check"]["x"]["passed"] is False and r.exit_code == 1
+
+
+# --------------------------------------------------------------------------- thin commands over the library
+
+def test_the_library_names_its_own_arguments_and_the_cli_names_the_flags():
+    from gradcli import api
+    with pytest.raises(api.OptionError) as caught:
+        api.grad("y = x * 2", wrt=["q"], feeds={"x": 1.0})
+    assert caught.value.option == "wrt" and str(caught.value).startswith("unknown name for wrt 'q'")
+    with pytest.raises(api.OptionError, match="^eps must be positive, not -1$"):
+        api.check("y = x * x", wrt=["x"], feeds={"x": 1.0}, eps=-1.0)
+    with pytest.raises(api.OptionError, match="^unknown name for prints 'z'"):
+        api.evaluate("y = 1", prints=["z"])
+    cases = [(["grad", "-e", "y = x * 2", "--wrt", "q", "--set", "x=1"], "unknown name for --wrt 'q'"),
+             (["eval", "-e", "y = 1", "--print", "z"], "unknown name for --print 'z'"),
+             (["check", "-e", "y = x * x", "--wrt", "x", "--set", "x=1", "--eps", "-1"], "--eps must be positive"),
+             (["grad", "-e", "y = x * 2", "--wrt", "x", "--set", "x=1", "--grad-ys", "z=1"],
+              "--grad-ys z: 'z' is not a differentiated output (those are y)")]
+    for args, message in cases:
+        r = invoke(*args)
+        assert r.exit_code == 2 and f"gradcli: error: {message}" in r.stderr, (args, r.stderr)
+    r = invoke("jacobian", "--wrt", "q", "--lines", stdin="x = 1.0; y = x\n")  # in an answer too
+    assert strict(r.stdout)["error"]["message"].startswith("unknown name for --wrt 'q'")
+
+
+def test_every_view_is_a_command_the_schema_knows():
+    """README's steps to add a command stay true: a View in render.py, a command of its name, and
+    its name in the schema (and a case in this file)."""
+    from gradcli import render
+    from gradcli.cli import app as the_app
+    views = {v.command for v in vars(render).values() if isinstance(v, render.View)}
+    assert views == set(SCHEMA["$defs"]["command"]["enum"]) == set(COMMANDS)
+    assert views <= {c.name for c in the_app.registered_commands}
