@@ -185,6 +185,14 @@ class Fixed:
     graph: Graph | None = None
     nonfinite: list[str] = field(default_factory=list)  # what is still not finite once fixed
 
+    @property
+    def outputs(self) -> dict:
+        return {}  # fix reports a program, not values
+
+    @property
+    def diagnostics(self) -> list[Diagnostic]:
+        return self.remaining
+
 
 def fix(text: str, *, call: str | None = None, name: str = "<expr>", feeds: dict | None = None,
         wrt: list[str] | None = None, of: list[str] | None = None, grad_ys: dict | None = None,

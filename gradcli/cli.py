@@ -225,24 +225,18 @@ def fix_command(
         "--wrt", metavar="NAME", help="Also prove the fixes on the gradients with respect to this value (repeatable).")] = None,
     of: OfOpt = None,
     diff: Annotated[bool, typer.Option("--diff", help="Print a unified diff instead of the whole program.")] = False,
-    dtype: DtypeOpt = Dtype.float64, max_memory: MaxMemoryOpt = None, debug: DebugOpt = False,
+    dtype: DtypeOpt = Dtype.float64, format: FormatOpt = Format.auto, max_memory: MaxMemoryOpt = None,
+    debug: DebugOpt = False,
 ) -> None:
     """Print the program with every fix gradcli has proven on these inputs applied (finite where
     it was not, the same numbers elsewhere); the file itself is never written. Exit 1 if a
     value or gradient is still not finite."""
     from . import api, render
 
-    def present(fixed, name):
-        for d in fixed.applied:
-            streams.say(render.applied_fix_text(d, fixed.graph.source))
-        for d in fixed.remaining:
-            streams.say(render.diagnostic_text(d, fixed.graph.source))
-        return [render.fixed_program(fixed, name, diff)], 1 if fixed.nonfinite else 0
-
-    Run(file, expr, set_, "plain", False, False, max_memory, debug).answer(
-        None, lambda text, name, feeds, limit: api.fix(
+    Run(file, expr, set_, format.value, False, False, max_memory, debug).answer(
+        render.fix_view(diff), lambda text, name, feeds, limit: api.fix(
             text, name=name, feeds=feeds, call=call, wrt=wrt or [], of=of or None, dtype=dtype.value,
-            max_memory=limit), present)
+            max_memory=limit))
 
 
 @app.command("graph", epilog=_example("gradcli graph -e 'x = [1.0, 2.0]; y = sum(x * x)' --wrt x --format table",
@@ -510,6 +504,8 @@ class Run:
 
         def present(result, name):
             if fmt != "json":  # diagnostics to stderr, compiler-style
+                for note in view.notes(result):
+                    streams.say(note)
                 for diag in result.diagnostics:
                     streams.say(render.diagnostic_text(diag, result.graph.source))
             if fmt == "json":

@@ -1,9 +1,10 @@
-"""Rendering results, diagnostics and errors: JSON, plain lines, Rich tables.
+"""Rendering results, diagnostics and errors: JSON, plain lines, Rich tables, plots.
 
-The only module that knows Rich (imported only when a table is drawn). Each command has one
-`View` here (EVAL, GRAD, CHECK, JACOBIAN, HESSIAN, DERIVE, GRAPH): its own part of the JSON
-document, its plain lines and its table; `document` gives every command's JSON the same top
-level (`command`, `outputs`, the command's own results, `diagnostics`; docs/gradcli.schema.json).
+The only module that knows Rich, plotext and Matplotlib (each imported only when it draws).
+Each command has one `View` here (EVAL, GRAD, CHECK, JACOBIAN, HESSIAN, DERIVE, GRAPH, and
+`fix_view(diff)`): its own part of the JSON document, its plain lines and its table;
+`document` gives every command's JSON the same top level (`command`, `outputs`, the command's
+own results, `diagnostics`; docs/gradcli.schema.json).
 """
 from __future__ import annotations
 
@@ -148,10 +149,11 @@ def on_terminal(renderable) -> str:
     import sys
 
     from rich.console import Console
+    from rich.text import Text
 
     terminal = sys.stdout is not None and sys.stdout.isatty()
     console = Console(file=io.StringIO(), force_terminal=True if terminal else None, width=terminal_width())
-    console.print(renderable)
+    console.print(renderable, soft_wrap=isinstance(renderable, Text))  # a program's lines as written
     return console.file.getvalue()
 
 
@@ -257,8 +259,13 @@ def derive_lines(derived) -> list[str]:
 
 
 def derive_table(derived):
+    return _program_text(derived.program)
+
+
+def _program_text(program: str):
+    """A program as the table format shows it: as written, never wrapped."""
     from rich.text import Text
-    return Text(derived.program.rstrip("\n"))
+    return Text(program.rstrip("\n"), no_wrap=True, overflow="ignore")
 
 
 # --------------------------------------------------------------------------- the graph
@@ -387,6 +394,25 @@ def applied_fix_text(applied, source) -> str:
             f"{source.text[fix.start:fix.end]!r} with {fix.replacement!r} ({diag.message})")
 
 
+def fix_json(fixed) -> dict:
+    """The fixed program, each fix applied (where, what, and the diagnostic it answers), and
+    what is still not finite; the diagnostics are those of the fixed program."""
+    text = fixed.graph.source.text
+    applied = [{**fix.to_json(text), "kind": diag.kind, "message": diag.message} for diag, fix in fixed.applied]
+    return {"fixed": {"program": fixed.text, "applied": applied, "not_finite": fixed.nonfinite}}
+
+
+def fix_view(diff: bool) -> View:
+    """`fix` shows its program (or with `diff` a unified diff) and says each fix on stderr."""
+    def shown(fixed) -> str:
+        return fixed_program(fixed, fixed.graph.source.name, diff)
+
+    return View("fix", fix_json, lambda r: shown(r).rstrip("\n").split("\n") if shown(r) else [],
+                lambda r: _program_text(shown(r)),
+                passed=lambda r: not r.nonfinite, multiline=True,
+                notes=lambda r: [applied_fix_text(a, r.graph.source) for a in r.applied])
+
+
 def fixed_program(fixed, name: str, diff: bool) -> str:
     if not diff:
         return fixed.text
@@ -412,6 +438,7 @@ class View:
     passed: Callable[[Any], bool] = lambda result: True
     multiline: bool = False
     formats: dict = field(default_factory=dict)  # the command's own formats: {name: result -> text}
+    notes: Callable[[Any], list[str]] = lambda result: []  # said on stderr before the diagnostics
 
 
 def document(view: View, result, line: int | None = None) -> dict:

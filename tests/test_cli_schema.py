@@ -26,6 +26,7 @@ COMMANDS = {
     "derive": (["derive", "-e", "y = sin(x) * x", "--wrt", "x"], "derivative"),
     "graph": (["graph", "-e", "x = [1000.0, 1.0]\ny = exp(x - stop_gradient(max(x))) + exp(x)", "--wrt", "x"],
               "graph"),
+    "fix": (["fix", "-e", "x = [1000.0, 1.0]\ny = log(1 + exp(x))"], "fixed"),
 }
 
 
@@ -96,6 +97,17 @@ def test_derive_and_graph_json():
     assert {n["label"] for n in nodes.values() if not n["finite"]} == {"exp", "y = +"}
     (x,) = [n for n in nodes.values() if n["label"] == "input x"]
     assert x["gradient"]["shape"] == [2]
+
+
+def test_fix_json_has_the_program_and_the_fixes_it_applied():
+    doc = strict(invoke(*COMMANDS["fix"][0], "--format", "json").stdout)
+    assert doc["outputs"] == {} and doc["fixed"]["program"] == "x = [1000.0, 1.0]\ny = softplus(x)\n"
+    (applied,) = doc["fixed"]["applied"]
+    assert (applied["start"], applied["end"], applied["replacement"], applied["kind"]) == (
+        [2, 5], [2, 20], "softplus(x)", "overflow")
+    r = invoke("fix", "-e", "y = exp(x)", "--set", "x=1000", "--format", "json")
+    doc = valid(strict(r.stdout))
+    assert r.exit_code == 1 and doc["fixed"]["not_finite"] == ["y"] and doc["diagnostics"]
 
 
 def test_format_means_the_same_on_every_command():
@@ -191,6 +203,6 @@ def test_every_view_is_a_command_the_schema_knows():
     its name in the schema (and a case in this file)."""
     from gradcli import render
     from gradcli.cli import app as the_app
-    views = {v.command for v in vars(render).values() if isinstance(v, render.View)}
+    views = {v.command for v in vars(render).values() if isinstance(v, render.View)} | {render.fix_view(False).command}
     assert views == set(SCHEMA["$defs"]["command"]["enum"]) == set(COMMANDS)
     assert views <= {c.name for c in the_app.registered_commands}
