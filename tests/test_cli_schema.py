@@ -206,3 +206,11 @@ def test_every_view_is_a_command_the_schema_knows():
     views = {v.command for v in vars(render).values() if isinstance(v, render.View)} | {render.fix_view(False).command}
     assert views == set(SCHEMA["$defs"]["command"]["enum"]) == set(COMMANDS)
     assert views <= {c.name for c in the_app.registered_commands}
+
+
+def test_lines_reads_the_set_values_once_and_every_line_sees_them_unchanged():
+    program = "y = exp(x) * 2 + x\nz = x * x; y = sin(z) + x\ny = exp(x) * 2 + x\ny = x\n"
+    r = invoke("eval", "--set", "x=[1.0, 2.0]", "--lines", "--format", "plain", stdin=program)
+    rows = [line.split("\t") for line in r.stdout.splitlines()]
+    assert rows[0][1:] == rows[2][1:]  # line 3 is line 1 again: x was not written over
+    assert rows[3] == ["4", "y", "1.0 2.0"] and r.exit_code == 0
