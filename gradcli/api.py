@@ -23,6 +23,28 @@ from .parser import normalise, parse_program
 from . import syntax as ast
 
 
+class OptionError(GradcliError):
+    """An error about one argument of a library function, named in the message as `{option}`
+    (the library writes the argument's own name, `wrt`; a caller may name it its own way, as
+    the command line does with `--wrt`, through `name_option`)."""
+
+    def __init__(self, template: str, option: str, pos=None, source=None, note=None):
+        self.template, self.option = template, option
+        super().__init__(template.replace("{option}", option), pos, source, note)
+
+    def name_option(self, spelled: str) -> None:
+        self.message = self.template.replace("{option}", spelled)
+        self.args = (self.message,)
+
+
+def _value_id(graph: Graph, name: str, option: str) -> int:
+    """The value a name given in the argument `option` stands for (OptionError if none)."""
+    try:
+        return graph.value_id(name, "name for {option}")
+    except GradcliError as err:
+        raise OptionError(err.message, option, err.pos, err.source, err.note) from None
+
+
 @dataclass
 class Result:
     outputs: dict[str, np.ndarray]
@@ -88,7 +110,7 @@ def _check_options(dtype: str, unconnected: str = "none") -> None:
     if dtype not in DTYPES:
         raise GradcliError(f"unknown dtype '{dtype}': use float64 or float32")
     if unconnected not in ("none", "zero"):
-        raise GradcliError(f"--unconnected must be none or zero, not '{unconnected}'")
+        raise OptionError(f"{{option}} must be none or zero, not '{unconnected}'", "unconnected")
 
 
 def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str,
@@ -163,6 +185,14 @@ class Fixed:
     graph: Graph | None = None
     nonfinite: list[str] = field(default_factory=list)  # what is still not finite once fixed
 
+    @property
+    def outputs(self) -> dict:
+        return {}  # fix reports a program, not values
+
+    @property
+    def diagnostics(self) -> list[Diagnostic]:
+        return self.remaining
+
 
 def fix(text: str, *, call: str | None = None, name: str = "<expr>", feeds: dict | None = None,
         wrt: list[str] | None = None, of: list[str] | None = None, grad_ys: dict | None = None,
@@ -222,7 +252,7 @@ def evaluate(text: str, *, call: str | None = None, name: str = "<expr>", feeds:
     _check_options(dtype)
     graph = compile_program(text, name, feeds, call)
     if prints:
-        fetch = {p: graph.value_id(p, "name for --print") for p in prints}
+        fetch = {p: _value_id(graph, p, "prints") for p in prints}
     else:
         fetch = {graph.result[0]: graph.result[1]}
     host, diagnostics = _run(graph, fetch, dtype, device, max_memory)
@@ -243,24 +273,26 @@ def grad(text: str, *, call: str | None = None, wrt: list[str], of: list[str] | 
     `fixes`, a diagnostic may carry a rewrite proven on these inputs (`Diagnostic.fix`)."""
     _check_options(dtype, unconnected)
     if not wrt:
-        raise GradcliError("grad needs at least one --wrt NAME")
+        raise OptionError("grad needs at least one {option} NAME", "wrt")
     graph = compile_program(text, name, feeds, call)
     ys = of or [graph.result[0]]
-    y_ids = [graph.value_id(y, "name for --of") for y in ys]
-    x_ids = [graph.value_id(x, "name for --wrt") for x in wrt]
+    y_ids = [_value_id(graph, y, "of") for y in ys]
+    x_ids = [_value_id(graph, x, "wrt") for x in wrt]
     seeds = []
     for y, y_id in zip(ys, y_ids):
         if grad_ys and y in grad_ys:
             value = np.asarray(grad_ys[y], dtype=np.float64)
             if value.shape != graph.shapes[y_id]:
-                raise GradcliError(f"--grad-ys {y}: has shape {fmt_shape(value.shape)}, but {y} has shape "
-                                   f"{fmt_shape(graph.shapes[y_id])}; the upstream gradient must match it exactly")
-            seeds.append(graph.add_input(f"grad_ys:{y}", value, label=f"--grad-ys {y}"))
+                raise OptionError(f"{{option}} {y}: has shape {fmt_shape(value.shape)}, but {y} has shape "
+                                  f"{fmt_shape(graph.shapes[y_id])}; the upstream gradient must match it exactly",
+                                  "grad_ys")
+            seeds.append(graph.add_input(f"grad_ys:{y}", value, label=f"grad_ys {y}"))
         else:
             seeds.append(None)
     for y in grad_ys or {}:
         if y not in ys:
-            raise GradcliError(f"--grad-ys {y}: '{y}' is not a differentiated output (--of {' --of '.join(ys)})")
+            raise OptionError(f"{{option}} {y}: '{y}' is not a differentiated output (those are {', '.join(ys)})",
+                              "grad_ys")
     names = {v: k for k, v in graph.names.items()}
     grad_ids = gradients(graph, y_ids, x_ids, seeds, names)
     fetch = dict(zip(ys, y_ids))
@@ -307,9 +339,9 @@ def _unconnected(graph: Graph, y_ids: list[int], ys: list[str], x: str, x_id: in
 
 def _targets(graph: Graph, of: list[str] | None, wrt: list[str]) -> tuple[list[str], list[int], list[int]]:
     if not wrt:
-        raise GradcliError("give at least one --wrt NAME")
+        raise OptionError("give at least one {option} NAME", "wrt")
     ys = of or [graph.result[0]]
-    return ys, [graph.value_id(y, "name for --of") for y in ys], [graph.value_id(x, "name for --wrt") for x in wrt]
+    return ys, [_value_id(graph, y, "of") for y in ys], [_value_id(graph, x, "wrt") for x in wrt]
 
 
 def _fill_unconnected(graph, wrt, x_ids, blocks, unconnected, shape_of):
@@ -367,8 +399,11 @@ def check(text: str, *, call: str | None = None, wrt: list[str], of: list[str] |
     """Reverse-mode gradients against float64 central finite differences, with blame."""
     from .insight import check as check_gradients
 
-    if not (eps > 0 and rtol >= 0 and atol >= 0):
-        raise GradcliError("--eps must be positive, and --rtol and --atol not negative")
+    if not eps > 0:
+        raise OptionError(f"{{option}} must be positive, not {eps:g}", "eps")
+    for option, tolerance in (("rtol", rtol), ("atol", atol)):
+        if not tolerance >= 0:
+            raise OptionError(f"{{option}} must not be negative, not {tolerance:g}", option)
     graph = compile_program(text, name, feeds, call)
     ys, y_ids, x_ids = _targets(graph, of, wrt)
     # the forward program (run twice per difference) and the gradients, before anything runs;
@@ -376,20 +411,43 @@ def check(text: str, *, call: str | None = None, wrt: list[str], of: list[str] |
     grads = [g for g in gradients(graph, y_ids, x_ids) if g is not None]
     check_memory(graph, y_ids + grads, "float64", max_memory, text=False)
     result = check_gradients(graph, y_ids, dict(zip(wrt, x_ids)), eps=eps, rtol=rtol, atol=atol)
+    fetch = dict(zip(ys, y_ids))
     if any(r.reason for r in result.reports.values()):
         # where a gradient is not finite, the numerical diagnostics say where it first was not
-        fetch = {**dict(zip(ys, y_ids)), **{f"d/d{n}": g for n, g in result.gradient_ids.items()}}
-        _, found = _run(graph, fetch, "float64", "cpu", max_memory)
+        fetch |= {f"d/d{n}": g for n, g in result.gradient_ids.items()}
+    host, found = _run(graph, fetch, "float64", "cpu", max_memory)
+    if any(r.reason for r in result.reports.values()):
         result.diagnostics[:0] = found
     result.graph = graph
+    result.outputs = {y: host[y] for y in ys}  # the values checked, as every command reports them
+    result.dtype = "float64"
     return result
 
 
-@_collector_paused
-def derive(text: str, *, call: str | None = None, wrt: str, of: list[str] | None = None, name: str = "<expr>",
-           feeds: dict | None = None, max_memory: int | None = None) -> str:
+@dataclass
+class Derivation:
+    """`derive`'s answer: the program that computes d(sum of `of`)/d(`wrt`), and what it is of."""
+    program: str
+    of: list[str]
+    wrt: str
+    name: str  # the name the program gives the gradient
+    graph: Graph
+    outputs: dict = field(default_factory=dict)  # derive evaluates nothing
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    dtype: str = "float64"
+
+
+def derive(text: str, **kwargs) -> str:
     """The gradient d(sum of `of`)/d(`wrt`) as a program in gradcli's own language, which
-    evaluates (with the same inputs) to the gradient."""
+    evaluates (with the same inputs) to the gradient (`derivation` with the program alone)."""
+    return derivation(text, **kwargs).program
+
+
+@_collector_paused
+def derivation(text: str, *, call: str | None = None, wrt: str, of: list[str] | None = None, name: str = "<expr>",
+               feeds: dict | None = None, max_memory: int | None = None) -> Derivation:
+    """The gradient d(sum of `of`)/d(`wrt`) as a program in gradcli's own language, with what
+    it is of."""
     from .printer import Printer
 
     graph = compile_program(text, name, feeds, call, symbols=True)
@@ -404,7 +462,7 @@ def derive(text: str, *, call: str | None = None, wrt: str, of: list[str] | None
     if g is None:
         g = graph.add_constant(np.zeros(graph.shapes[x]))
         header += f"; {target} does not depend on {wrt}"
-    return printer.program({root: g}, header)
+    return Derivation(printer.program({root: g}, header), list(ys), wrt, root, graph)
 
 
 @dataclass
@@ -427,8 +485,8 @@ def graph_view(text: str, *, call: str | None = None, of: str | None = None, wrt
     from .evaluate import needed_equations
 
     graph = compile_program(text, name, feeds, call)
-    y = graph.value_id(of, "name for --of") if of else graph.result[1]
-    x_ids = [graph.value_id(x, "name for --wrt") for x in wrt or []]
+    y = _value_id(graph, of, "of") if of else graph.result[1]
+    x_ids = [_value_id(graph, x, "wrt") for x in wrt or []]
     nodes = needed_equations(graph, [y])
     cotangents: dict[int, int] = {}
     if x_ids:
@@ -450,3 +508,177 @@ def graph_view(text: str, *, call: str | None = None, of: str | None = None, wrt
         d.reaches = list(dict.fromkeys(shown[r] for r in d.reaches if r in shown))
     nonfinite = {i for i, v in values.items() if not np.isfinite(v).all()}
     return GraphView(graph, y, nodes, values, grads, nonfinite, diagnostics)
+
+
+# --------------------------------------------------------------------------- plot
+
+@dataclass
+class Curve:
+    """`plot`'s numbers: the value of `of` and its derivatives (first, and second with order 2)
+    with respect to `wrt` (an input, or one element `x[i]` of one) at each of `xs`, the others
+    held at their given values. `marked[k]` says why point k is marked ("not finite", "tie",
+    "kink"); `diagnostics` are those that explain the marks, each saying at which points."""
+    of: str
+    wrt: str
+    xs: np.ndarray
+    values: np.ndarray
+    derivatives: list[np.ndarray]
+    marked: dict[int, list[str]]
+    diagnostics: list[Diagnostic]
+    vectorised: bool  # all points in one pass (the program is elementwise in `wrt`)
+    graph: Graph
+    dtype: str = "float64"
+
+    @property
+    def outputs(self) -> dict:
+        return {self.of: self.values}
+
+
+_MARKING = ("tie", "kink")
+
+
+def _element(wrt: str) -> tuple[str, tuple[int, ...] | None]:
+    """`x` or `x[2]` / `x[1, 0]`: the input's name and the element's index."""
+    import re
+
+    m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*(?:\[\s*(-?\d+(?:\s*,\s*-?\d+)*)\s*,?\s*\])?\s*", wrt)
+    if m is None:
+        raise OptionError(f"{{option}} '{wrt}' is not a name or an element such as x[2]", "wrt")
+    return m.group(1), None if m.group(2) is None else tuple(int(k) for k in m.group(2).split(","))
+
+
+@_collector_paused
+def curve(text: str, *, wrt: str, low: float, high: float, points: int = 200, of: str | None = None,
+          order: int = 1, call: str | None = None, name: str = "<expr>", feeds: dict | None = None,
+          max_memory: int | None = None) -> Curve:
+    """The value of the scalar `of` and its derivatives with respect to `wrt` at `points` evenly
+    spaced points from `low` to `high`: in one vectorised pass where every operation between
+    `wrt` and `of` is elementwise and `wrt` a scalar, else one run per point."""
+    from .autodiff import depends_on
+    from .evaluate import needed_equations
+
+    if order not in (1, 2):
+        raise OptionError(f"{{option}} must be 1 or 2, not {order}", "order")
+    if not 2 <= points <= 100_000:
+        raise OptionError(f"{{option}} must be from 2 to 100000, not {points}", "points")
+    if not (np.isfinite(low) and np.isfinite(high) and low < high):
+        raise OptionError(f"{{option}} must go from a finite low to a higher finite high, not {low:g}:{high:g}",
+                          "range")
+    base, index = _element(wrt)
+    try:
+        graph = compile_program(text, name, feeds, call)
+    except GradcliError:
+        if index is not None or base in (feeds or {}):
+            raise
+        # a scalar input needs no value: it is given one at every point (any error is the program's)
+        feeds = {**(feeds or {}), base: float(low)}
+        graph = compile_program(text, name, feeds, call)
+    (of_name,), (y,), (x,) = _targets(graph, [of] if of else None, [base])
+    if graph.shapes[y] != ():
+        raise OptionError(f"{{option}} {of_name} has shape {fmt_shape(graph.shapes[y])}: plot draws a scalar "
+                          f"(sum it, or pick an element)", "of")
+    if graph.equations[x].op.name != "input":
+        raise OptionError(f"{{option}} {base} is computed by the program: plot varies an input", "wrt")
+    shape = graph.shapes[x]
+    if index is None and shape != ():
+        raise OptionError(f"{{option}} {base} has shape {fmt_shape(shape)}: name one element, such as {base}[0]",
+                          "wrt")
+    if index is not None and (len(index) != len(shape) or not all(-n <= k < n for k, n in zip(index, shape))):
+        raise OptionError(f"{{option}} {wrt.strip()}: no such element of {base}, shaped {fmt_shape(shape)}", "wrt")
+    xs = np.linspace(low, high, points)
+    reach = depends_on(graph, [x], y)
+    elementwise = index is None and all(graph.equations[i].op.elementwise or not reach[i] or i == x
+                                        for i in needed_equations(graph, [y]))
+    found = None
+    if elementwise:
+        found = _curve_at_once(text, name, feeds, call, base, of_name, xs, order, max_memory)
+    vectorised = found is not None
+    if found is None:
+        found = _curve_by_point(graph, y, x, index, xs, order, max_memory)
+    values, derivatives, marked, diagnostics = found
+    return Curve(of_name, wrt.strip(), xs, values, derivatives, marked, diagnostics, vectorised, graph)
+
+
+def _curve_at_once(text, name, feeds, call, base, of_name, xs, order, max_memory):
+    """All points in one run, `base` fed as the vector of points (None where a tie or a kink
+    must be placed at its point, which one run cannot say)."""
+    graph = compile_program(text, name, {**(feeds or {}), base: xs}, call)
+    y, x = graph.names[of_name], graph.names[base]
+    ids = [y]
+    for _ in range(order):
+        (g,) = gradients(graph, [ids[-1]], [x])
+        if g is None:
+            g = graph.add_constant(np.zeros(len(xs)))
+        ids.append(g)
+    host, diagnostics = _run(graph, {f"\0{k}": i for k, i in enumerate(ids)}, "float64", "cpu", max_memory)
+    if any(d.kind in _MARKING for d in diagnostics):
+        return None
+    arrays = [np.broadcast_to(host[f"\0{k}"], xs.shape).astype(np.float64) for k in range(len(ids))]
+    marked = {k: ["not finite"] for k in range(len(xs)) if not all(np.isfinite(a[k]) for a in arrays)}
+    for d in diagnostics:
+        d.reaches = [_curve_name(r, of_name, base) for r in d.reaches]
+        _say_where(d, base, [xs[k] for k in marked], "the marked points are at")
+    return arrays[0], arrays[1:], marked, diagnostics
+
+
+def _curve_by_point(graph, y, x, index, xs, order, max_memory):
+    """One run per point on the program as compiled; the derivatives by reverse mode (the second
+    as the gradient of the first along the element's direction)."""
+    from .evaluate import run
+
+    shape = graph.shapes[x]
+    base_value = np.array(graph.equations[x].params["value"], dtype=np.float64)
+    direction = None
+    if index is not None:
+        onehot = np.zeros(shape)
+        onehot[index] = 1.0
+        direction = graph.add_input("plot:direction", onehot)
+    ids = [y]
+    for k in range(order):
+        seeds = [direction] if (k > 0 and direction is not None) else None
+        (g,) = gradients(graph, [ids[-1]], [x], seeds)
+        if g is None:
+            g = graph.add_constant(np.zeros(shape))
+        ids.append(g)
+    check_memory(graph, ids, "float64", max_memory)
+    columns = [np.empty(len(xs)) for _ in ids]
+    marked: dict[int, list[str]] = {}
+    explained: dict[tuple, tuple[Diagnostic, list[float]]] = {}
+    names = {f"\0{k}": i for k, i in enumerate(ids)}
+    for k, point in enumerate(xs):
+        value = base_value.copy()
+        value[index if index is not None else ()] = point
+        checker = NumericsChecker(graph, np, "float64")
+        with np.errstate(all="ignore"):
+            out = run(graph, ids, overrides={x: value}, check=checker)
+        for c, i in enumerate(ids):
+            v = np.asarray(out[i], dtype=np.float64)
+            columns[c][k] = v[index] if (c > 0 and index is not None) else v
+        why = [] if all(np.isfinite(col[k]) for col in columns) else ["not finite"]
+        for d in checker.finish(names):
+            if d.kind in _MARKING and d.kind not in why:
+                why.append(d.kind)
+            key = (d.kind, d.op, d.pos.line if d.pos else None, d.pos.column if d.pos else None)
+            at = explained.setdefault(key, (d, []))[1]
+            if not at or at[-1] != point:  # a diagnostic is found once per point
+                at.append(point)
+        if why:
+            marked[k] = why
+    base_name = graph.equations[x].params["name"]
+    diagnostics = []
+    for d, at in explained.values():
+        d.reaches = [_curve_name(r, graph.value_names.get(y, "y"), base_name) for r in d.reaches]
+        _say_where(d, base_name, at)
+        diagnostics.append(d)
+    return columns[0], columns[1:], marked, diagnostics
+
+
+def _curve_name(key: str, of: str, wrt: str) -> str:
+    k = int(key[1:])
+    return of if k == 0 else f"d{'²' if k == 2 else ''}{of}/d{wrt}{'²' if k == 2 else ''}"
+
+
+def _say_where(d: Diagnostic, wrt: str, at: list[float], where: str = "at") -> None:
+    if at:
+        shown = ", ".join(f"{v:g}" for v in at[:5]) + (f" and {len(at) - 5} more" if len(at) > 5 else "")
+        d.message += f" (plot: {where} {wrt} = {shown})"

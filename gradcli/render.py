@@ -1,11 +1,17 @@
-"""Rendering results, diagnostics and errors: JSON, plain lines, Rich tables.
+"""Rendering results, diagnostics and errors: JSON, plain lines, Rich tables, plots.
 
-The only module that knows Rich; it is imported only when a table is drawn.
+The only module that knows Rich, plotext and Matplotlib (each imported only when it draws).
+Each command has one `View` here (EVAL, GRAD, CHECK, JACOBIAN, HESSIAN, DERIVE, GRAPH, and
+`fix_view(diff)`): its own part of the JSON document, its plain lines and its table;
+`document` gives every command's JSON the same top level (`command`, `outputs`, the command's
+own results, `diagnostics`; docs/gradcli.schema.json).
 """
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 import numpy as np
 
@@ -46,10 +52,15 @@ def _requote(text: str) -> str:
     return "".join(out)
 
 
+def tensors_json(arrays: dict, dtype: str) -> dict:
+    return {k: tensor_json(v, dtype) for k, v in arrays.items()}
+
+
 def result_json(result, *, with_gradients: bool) -> dict:
-    doc = {"outputs": {k: tensor_json(v, result.dtype) for k, v in result.outputs.items()}}
+    """The JSON of `eval` (or of `grad`, `with_gradients`), without the command's name."""
+    doc = {"outputs": tensors_json(result.outputs, result.dtype)}
     if with_gradients:
-        doc["gradients"] = {k: tensor_json(v, result.dtype) for k, v in result.gradients.items()}
+        doc["gradients"] = tensors_json(result.gradients, result.dtype)
     doc["diagnostics"] = [d.to_json() for d in result.diagnostics]
     return doc
 
@@ -96,13 +107,39 @@ def diagnostic_text(diag, source: Source | None) -> str:
 
 # --------------------------------------------------------------------------- tables
 
-def _summary(arr: np.ndarray | None) -> str:
+def _summary(arr: np.ndarray | None, width: int = 100) -> str:
+    """An array as a table cell at most `width` characters wide, as NumPy prints it. A row of a
+    matrix is never split over lines: where the rows do not fit, columns (and rows) are elided
+    the way NumPy elides them (`...`), and the shape, min and max are added. Up to 64 numbers
+    are shown whole with 8 decimals; a vector wraps as NumPy wraps it."""
     if arr is None:
         return "null (unconnected)"
-    if arr.size <= 64:
-        return np.array2string(arr, precision=8, separator=", ", max_line_width=100)
-    return (np.array2string(arr, precision=6, separator=", ", threshold=20, edgeitems=3, max_line_width=100)
-            + f"\nmin {np.nanmin(arr):.6g}  max {np.nanmax(arr):.6g}")
+    small = arr.size <= 64
+    precision = 8 if small else 6
+    if arr.ndim < 2:
+        text = np.array2string(arr, precision=precision, separator=", ", max_line_width=max(width, 20),
+                               threshold=64 if small else 20, edgeitems=3)
+        return text if small else text + "\n" + _range(arr)
+    for edge in ([None, 3, 2, 1] if small else [3, 2, 1]):
+        text = np.array2string(arr, precision=precision, separator=", ", max_line_width=10**9,
+                               threshold=64 if edge is None else 0, edgeitems=edge or 3)
+        if max(map(len, text.splitlines())) <= width:
+            break
+    if edge is None:
+        return text
+    return text + "\n" + _range(arr)
+
+
+def _range(arr: np.ndarray) -> str:
+    with np.errstate(all="ignore"):
+        low, high = (np.nanmin(arr), np.nanmax(arr)) if arr.size and not np.isnan(arr).all() else (np.nan, np.nan)
+    return f"shape {tuple(arr.shape)}  min {low:.6g}  max {high:.6g}"
+
+
+def terminal_width() -> int:
+    """The terminal's width ($COLUMNS first; 80 where there is no terminal)."""
+    import shutil
+    return shutil.get_terminal_size((80, 24)).columns
 
 
 def on_terminal(renderable) -> str:
@@ -112,10 +149,11 @@ def on_terminal(renderable) -> str:
     import sys
 
     from rich.console import Console
+    from rich.text import Text
 
     terminal = sys.stdout is not None and sys.stdout.isatty()
-    console = Console(file=io.StringIO(), force_terminal=True if terminal else None)
-    console.print(renderable)
+    console = Console(file=io.StringIO(), force_terminal=True if terminal else None, width=terminal_width())
+    console.print(renderable, soft_wrap=isinstance(renderable, Text))  # a program's lines as written
     return console.file.getvalue()
 
 
@@ -125,78 +163,109 @@ def _cells(*cells: str):
     return [Text(cell) for cell in cells]
 
 
-def table(result, *, with_gradients: bool):
-    """The Rich table of outputs (and gradients)."""
+def array_table(rows: list[tuple[str, np.ndarray | None]], first: str = "name", width: int | None = None):
+    """A Rich table of named arrays: name, shape and value, the values summarised to the room
+    the terminal's width leaves them (`width`, default the terminal's)."""
     from rich.table import Table
 
+    width = terminal_width() if width is None else width
+    shapes = [str(tuple(arr.shape)) if arr is not None else "" for _, arr in rows]
+    # borders and padding: 3 per column and 1; the first two columns as wide as their widest cell
+    used = max([len(first)] + [len(n) for n, _ in rows]) + max([5] + list(map(len, shapes))) + 10
+    room = max(width - used, 24)
     shown = Table(show_header=True, header_style="bold")
-    shown.add_column("name")
+    shown.add_column(first)
     shown.add_column("shape")
-    shown.add_column("value")
-    for name, arr in result.outputs.items():
-        shown.add_row(*_cells(name, str(tuple(arr.shape)), _summary(arr)))
-    if with_gradients:
-        for name, arr in result.gradients.items():
-            shape = str(tuple(arr.shape)) if arr is not None else ""
-            shown.add_row(*_cells(f"∂/∂{name}", shape, _summary(arr)))
+    shown.add_column("value", no_wrap=True, overflow="ellipsis")
+    for (name, arr), shape in zip(rows, shapes):
+        shown.add_row(*_cells(name, shape, _summary(arr, room)))
     return shown
+
+
+def table(result, *, with_gradients: bool):
+    """The Rich table of outputs (and gradients)."""
+    rows = list(result.outputs.items())
+    if with_gradients:
+        rows += [(f"∂/∂{name}", arr) for name, arr in result.gradients.items()]
+    return array_table(rows)
 
 
 # --------------------------------------------------------------------------- check, jacobian, hessian
 
-def insight_json(command: str, result) -> dict:
-    if command == "check":
-        doc = {"check": {k: r.to_json() for k, r in result.reports.items()}}
-    else:
-        key = "jacobians" if command == "jacobian" else "hessians"
-        blocks = result.jacobians if command == "jacobian" else result.hessians
-        doc = {"outputs": {k: tensor_json(v, result.dtype) for k, v in result.outputs.items()},
-               key: {k: tensor_json(v, result.dtype) for k, v in blocks.items()}}
-        if command == "hessian" and result.mixed_hessians:
-            doc["mixed_hessians"] = {a: {b: tensor_json(v, result.dtype) for b, v in row.items()}
-                                     for a, row in result.mixed_hessians.items()}
-    doc["diagnostics"] = [d.to_json() for d in result.diagnostics]
-    return doc
+def check_json(result) -> dict:
+    return {"check": {k: r.to_json() for k, r in result.reports.items()}}
 
 
-def insight_lines(command: str, result) -> list[str]:
-    if command == "check":
-        return [f"{k}\t{'passed' if r.passed else 'FAILED'}\t{r.max_abs_error:.3g}\t{r.max_rel_error:.3g}"
-                + (f"\t{r.reason}" if r.reason else "") for k, r in result.reports.items()]
-    blocks = result.jacobians if command == "jacobian" else result.hessians
-    lines = [plain_line(k, v) for k, v in blocks.items()]
-    if command == "hessian":  # the mixed blocks after the inputs' own, named X,Z
-        lines += [plain_line(f"{a},{b}", v) for a, row in result.mixed_hessians.items() for b, v in row.items()]
-    return lines
+def check_lines(result) -> list[str]:
+    return [f"{k}\t{'passed' if r.passed else 'FAILED'}\t{r.max_abs_error:.3g}\t{r.max_rel_error:.3g}"
+            + (f"\t{r.reason}" if r.reason else "") for k, r in result.reports.items()]
 
 
-def insight_table(command: str, result):
-    """The Rich table of `check`, `jacobian` or `hessian`."""
+def check_table(result):
     from rich.table import Table
     from rich.text import Text
 
-    if command == "check":
-        shown = Table("input", "max abs error", "max rel error", "compared", "result", header_style="bold")
-        for k, r in result.reports.items():
-            verdict = Text("passed", style="green") if r.passed else Text("FAILED", style="bold red")
-            shown.add_row(*_cells(k, f"{r.max_abs_error:.3g}", f"{r.max_rel_error:.3g}", r.method), verdict)
-        reasons = [f"{k}: {r.reason}" for k, r in result.reports.items() if r.reason]
-        if reasons:
-            shown.caption = Text("\n".join(reasons))
-    else:
-        blocks = result.jacobians if command == "jacobian" else result.hessians
-        shown = Table("", "shape", "value", header_style="bold")
-        symbol = "∂" if command == "jacobian" else "∂²"
-        of = next(iter(result.outputs), "y")
-        for k, v in blocks.items():
-            shown.add_row(*_cells(f"{symbol}{of}/∂{k}{'²' if command == 'hessian' else ''}",
-                                  str(tuple(v.shape)) if v is not None else "", _summary(v)))
-        if command == "hessian":
-            for a, row in result.mixed_hessians.items():
-                for b, v in row.items():
-                    shown.add_row(*_cells(f"∂²{of}/∂{a}∂{b}", str(tuple(v.shape)) if v is not None else "",
-                                          _summary(v)))
+    shown = Table("input", "max abs error", "max rel error", "compared", "result", header_style="bold")
+    for k, r in result.reports.items():
+        verdict = Text("passed", style="green") if r.passed else Text("FAILED", style="bold red")
+        shown.add_row(*_cells(k, f"{r.max_abs_error:.3g}", f"{r.max_rel_error:.3g}", r.method), verdict)
+    reasons = [f"{k}: {r.reason}" for k, r in result.reports.items() if r.reason]
+    if reasons:
+        shown.caption = Text("\n".join(reasons))
     return shown
+
+
+def jacobian_json(result) -> dict:
+    return {"jacobians": tensors_json(result.jacobians, result.dtype)}
+
+
+def jacobian_lines(result) -> list[str]:
+    return [plain_line(k, v) for k, v in result.jacobians.items()]
+
+
+def jacobian_table(result):
+    of = next(iter(result.outputs), "y")
+    return array_table([(f"∂{of}/∂{k}", v) for k, v in result.jacobians.items()], first="")
+
+
+def hessian_json(result) -> dict:
+    doc = {"hessians": tensors_json(result.hessians, result.dtype)}
+    if result.mixed_hessians:
+        doc["mixed_hessians"] = {a: tensors_json(row, result.dtype) for a, row in result.mixed_hessians.items()}
+    return doc
+
+
+def hessian_lines(result) -> list[str]:
+    """An input's own block named X, then the mixed blocks named X,Z."""
+    return [plain_line(k, v) for k, v in result.hessians.items()] + [
+        plain_line(f"{a},{b}", v) for a, row in result.mixed_hessians.items() for b, v in row.items()]
+
+
+def hessian_table(result):
+    of = next(iter(result.outputs), "y")
+    rows = [(f"∂²{of}/∂{k}²", v) for k, v in result.hessians.items()]
+    rows += [(f"∂²{of}/∂{a}∂{b}", v) for a, row in result.mixed_hessians.items() for b, v in row.items()]
+    return array_table(rows, first="")
+
+
+# --------------------------------------------------------------------------- derive
+
+def derive_json(derived) -> dict:
+    return {"derivative": {"of": derived.of, "wrt": derived.wrt, "name": derived.name, "program": derived.program}}
+
+
+def derive_lines(derived) -> list[str]:
+    return derived.program.rstrip("\n").split("\n")
+
+
+def derive_table(derived):
+    return _program_text(derived.program)
+
+
+def _program_text(program: str):
+    """A program as the table format shows it: as written, never wrapped."""
+    from rich.text import Text
+    return Text(program.rstrip("\n"), no_wrap=True, overflow="ignore")
 
 
 # --------------------------------------------------------------------------- the graph
@@ -225,6 +294,43 @@ def _brief(arr: np.ndarray) -> str:
         return np.array2string(np.asarray(arr), precision=4, separator=", ", max_line_width=10**6)
     with np.errstate(all="ignore"):
         return f"min {np.nanmin(arr):.4g} max {np.nanmax(arr):.4g}"
+
+
+def graph_outputs(view) -> dict:
+    return {view.graph.value_names.get(view.root, "_"): view.values[view.root]}
+
+
+def graph_json(view) -> dict:
+    """The nodes (each operation the output needs: its value, and with --wrt its gradient) and
+    the edges from each node's inputs to it."""
+    g = view.graph
+    nodes = []
+    for i in view.nodes:
+        eq = g.equations[i]
+        op, where, _ = _node_label(view, i)
+        nodes.append({"id": f"n{i}", "op": eq.op.name, "label": op, "name": g.value_names.get(i),
+                      "line": eq.pos.line if eq.pos else None, "column": eq.pos.column if eq.pos else None,
+                      "value": tensor_json(view.values[i], "float64"),
+                      "gradient": tensor_json(view.gradients.get(i), "float64"),
+                      "finite": i not in view.nonfinite})
+    edges = [{"from": f"n{j}", "to": f"n{i}", "stop_gradient": g.equations[i].op.name == "stop_gradient"}
+             for i in view.nodes for j in dict.fromkeys(g.equations[i].inputs)]
+    return {"graph": {"root": f"n{view.root}", "nodes": nodes, "edges": edges}}
+
+
+def graph_lines(view) -> list[str]:
+    """One line per node, output first: `ID<TAB>OPERATION<TAB>LINE:COL<TAB>INPUTS<TAB>values`,
+    and `<TAB>gradient values` with --wrt (INPUTS: the ids of its inputs, by commas)."""
+    g = view.graph
+    out = []
+    for i in sorted(view.nodes, reverse=True):
+        op, where, _ = _node_label(view, i)
+        inputs = ",".join(f"n{j}" for j in dict.fromkeys(g.equations[i].inputs))
+        line = "\t".join([f"n{i}", op, where, inputs, plain_line("", view.values[i])[1:]])
+        if i in view.gradients:
+            line += "\t" + plain_line("", view.gradients[i])[1:]
+        out.append(line)
+    return out
 
 
 def graph_dot(view) -> str:
@@ -288,6 +394,25 @@ def applied_fix_text(applied, source) -> str:
             f"{source.text[fix.start:fix.end]!r} with {fix.replacement!r} ({diag.message})")
 
 
+def fix_json(fixed) -> dict:
+    """The fixed program, each fix applied (where, what, and the diagnostic it answers), and
+    what is still not finite; the diagnostics are those of the fixed program."""
+    text = fixed.graph.source.text
+    applied = [{**fix.to_json(text), "kind": diag.kind, "message": diag.message} for diag, fix in fixed.applied]
+    return {"fixed": {"program": fixed.text, "applied": applied, "not_finite": fixed.nonfinite}}
+
+
+def fix_view(diff: bool) -> View:
+    """`fix` shows its program (or with `diff` a unified diff) and says each fix on stderr."""
+    def shown(fixed) -> str:
+        return fixed_program(fixed, fixed.graph.source.name, diff)
+
+    return View("fix", fix_json, lambda r: shown(r).rstrip("\n").split("\n") if shown(r) else [],
+                lambda r: _program_text(shown(r)),
+                passed=lambda r: not r.nonfinite, multiline=True,
+                notes=lambda r: [applied_fix_text(a, r.graph.source) for a in r.applied])
+
+
 def fixed_program(fixed, name: str, diff: bool) -> str:
     if not diff:
         return fixed.text
@@ -295,3 +420,112 @@ def fixed_program(fixed, name: str, diff: bool) -> str:
 
     return "".join(difflib.unified_diff(fixed.original.splitlines(keepends=True), fixed.text.splitlines(keepends=True),
                                         fromfile=name, tofile=f"{name} (fixed)"))
+
+
+# --------------------------------------------------------------------------- one view per command
+
+@dataclass(frozen=True)
+class View:
+    """How one command's result is shown. `own`: the command's own keys of its JSON document;
+    `lines`: its plain lines (`multiline`: they make one answer that `--lines` cannot give as
+    one line); `table`: the Rich renderable; `outputs`: the values it reports; `passed`: False
+    where the command's verdict is exit 1 (a failed check)."""
+    command: str
+    own: Callable[[Any], dict]
+    lines: Callable[[Any], list[str]]
+    table: Callable[[Any], Any]
+    outputs: Callable[[Any], dict] = lambda result: result.outputs
+    passed: Callable[[Any], bool] = lambda result: True
+    multiline: bool = False
+    formats: dict = field(default_factory=dict)  # the command's own formats: {name: result -> text}
+    notes: Callable[[Any], list[str]] = lambda result: []  # said on stderr before the diagnostics
+
+
+def document(view: View, result, line: int | None = None) -> dict:
+    """The command's JSON document (with `line`, the answer to that input line of --lines)."""
+    doc: dict = {"command": view.command}
+    if line is not None:
+        doc["line"] = line
+    doc["outputs"] = tensors_json(view.outputs(result), getattr(result, "dtype", "float64"))
+    doc.update(view.own(result))
+    doc["diagnostics"] = [d.to_json() for d in result.diagnostics]
+    return doc
+
+
+def error_document(view: View, err: GradcliError, line: int | None = None) -> dict:
+    doc: dict = {"command": view.command}
+    if line is not None:
+        doc["line"] = line
+    return doc | error_json(err)
+
+
+EVAL = View("eval", lambda r: {}, lambda r: plain_lines(r, with_gradients=False),
+            lambda r: table(r, with_gradients=False))
+GRAD = View("grad", lambda r: {"gradients": tensors_json(r.gradients, r.dtype)},
+            lambda r: plain_lines(r, with_gradients=True), lambda r: table(r, with_gradients=True))
+CHECK = View("check", check_json, check_lines, check_table, passed=lambda r: r.passed)
+JACOBIAN = View("jacobian", jacobian_json, jacobian_lines, jacobian_table)
+HESSIAN = View("hessian", hessian_json, hessian_lines, hessian_table)
+DERIVE = View("derive", derive_json, derive_lines, derive_table, multiline=True)
+GRAPH = View("graph", graph_json, graph_lines, graph_tree, outputs=graph_outputs, formats={"dot": graph_dot})
+
+
+# --------------------------------------------------------------------------- plot
+
+def _curve_series(curve) -> list[tuple[str, np.ndarray]]:
+    names = [curve.of, f"d{curve.of}/d{curve.wrt}", f"d²{curve.of}/d{curve.wrt}²"]
+    return list(zip(names, [curve.values, *curve.derivatives]))
+
+
+def _marks_said(curve) -> str:
+    kinds = sorted({why for whys in curve.marked.values() for why in whys})
+    return f"marked: {len(curve.marked)} point{'s' * (len(curve.marked) != 1)} ({', '.join(kinds)})" if kinds else ""
+
+
+def plot_terminal(curve, width: int, height: int, colour: bool) -> str:
+    """The curves drawn in the terminal with plotext (one panel each, the same x axis); a marked
+    point is a vertical line where its value or derivative is not finite, or at a tie or kink."""
+    import plotext as plt
+
+    series = _curve_series(curve)
+    plt.clear_figure()
+    plt.subplots(len(series), 1)
+    plt.plotsize(width, height)
+    if not colour:
+        plt.theme("clear")
+    for row, (label, ys) in enumerate(series, 1):
+        plt.subplot(row, 1)
+        if not colour:
+            plt.theme("clear")
+        good = np.isfinite(ys)
+        plt.plot(curve.xs[good].tolist(), ys[good].tolist(), label=label, marker="braille")
+        for k in curve.marked:
+            plt.vline(float(curve.xs[k]), "red")
+        plt.title(label if row > 1 else f"{label} over {curve.wrt} from {curve.xs[0]:g} to {curve.xs[-1]:g}"
+                  + (f"; {_marks_said(curve)}" if curve.marked else ""))
+    text = plt.build() if colour else plt.uncolorize(plt.build())
+    plt.clear_figure()
+    return text + ("" if text.endswith("\n") else "\n")
+
+
+def plot_file(curve, path: str) -> None:
+    """The curves drawn with Matplotlib to `path` (PNG or SVG, by its suffix)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    series = _curve_series(curve)
+    figure, axes = plt.subplots(len(series), 1, sharex=True, figsize=(7, 2.2 * len(series) + 0.6), squeeze=False)
+    for ax, (label, ys) in zip(axes[:, 0], series):
+        ax.plot(curve.xs, np.where(np.isfinite(ys), ys, np.nan), label=label)
+        for k in curve.marked:
+            ax.axvline(curve.xs[k], color="red", linestyle=":", linewidth=1)
+        shown = [k for k in curve.marked if np.isfinite(ys[k])]
+        ax.plot(curve.xs[shown], ys[shown], "o", color="red", markersize=4)
+        ax.set_ylabel(label)
+        ax.grid(True, alpha=0.3)
+    axes[0, 0].set_title(f"{curve.of} over {curve.wrt}" + (f" ({_marks_said(curve)})" if curve.marked else ""))
+    axes[-1, 0].set_xlabel(curve.wrt)
+    figure.tight_layout()
+    figure.savefig(path, metadata={"Software": "gradcli"} if str(path).lower().endswith(".png") else None)
+    plt.close(figure)

@@ -41,6 +41,7 @@ def test_grad_json_document():
                 "--set", "a=[1, 2]", "--set", "b=3", "--format", "json")
     assert p.returncode == 0
     assert strict_json(p.stdout) == {
+        "command": "grad",
         "outputs": {"y": {"shape": [], "dtype": "float64", "value": 5.0}},
         "gradients": {"a": {"shape": [2], "dtype": "float64", "value": [2.0, 4.0]}, "b": None},
         "diagnostics": [{"severity": "info", "kind": "unconnected", "op": "grad", "line": 1, "column": 5,

@@ -223,7 +223,8 @@ def test_graph_dot_structure():
 
 
 def test_graph_tree_shows_values_and_gradients():
-    r = CliRunner().invoke(app, ["graph", "-e", "x = [1.0, 2.0]\ny = sum(x * x)", "--wrt", "x"])
+    r = CliRunner().invoke(app, ["graph", "-e", "x = [1.0, 2.0]\ny = sum(x * x)", "--wrt", "x",
+                                 "--format", "table"])
     assert r.exit_code == 0
     assert "y = sum" in r.stdout and "input x" in r.stdout and "∂ [2., 4.]" in r.stdout
 

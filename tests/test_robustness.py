@@ -134,7 +134,7 @@ def test_interrupt_exits_130_with_one_line():
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     proc.stdin.write(b"y = 1\n")
     proc.stdin.flush()
-    assert proc.stdout.readline().startswith(b'{"outputs"')  # it is up and waiting for more input
+    assert proc.stdout.readline().startswith(b'{"command"')  # it is up and waiting for more input
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130 and err == b"gradcli: interrupted\n"

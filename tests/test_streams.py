@@ -85,7 +85,7 @@ def test_a_reader_that_goes_away_from_lines_ends_gradcli_quietly_with_exit_0():
     proc = subprocess.Popen([sys.executable, "-m", "gradcli", "eval", "--lines"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
     proc.stdin.write(b"y = 1\n" * 100)
-    assert proc.stdout.read(10) == b'{"outputs"'
+    assert proc.stdout.read(10) == b'{"command"'
     proc.stdout.close()  # `| head -c 10`
     try:
         for _ in range(10000):  # more lines, answered into the closed pipe, until gradcli stops reading
@@ -99,7 +99,7 @@ def test_a_reader_that_goes_away_from_lines_ends_gradcli_quietly_with_exit_0():
 def test_a_reader_that_goes_away_from_a_document_ends_gradcli_quietly_with_exit_0():
     proc = subprocess.Popen([sys.executable, "-m", "gradcli", "eval", "-e", BIG, "--format", "json"],
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
-    assert proc.stdout.read(10) == b'{"outputs"'  # it has started writing, and more than a pipe holds
+    assert proc.stdout.read(10) == b'{"command"'  # it has started writing, and more than a pipe holds
     proc.stdout.close()
     assert (proc.wait(timeout=60), proc.stderr.read()) == (0, b"")
 
@@ -207,13 +207,14 @@ def test_the_default_program_cap(monkeypatch, tmp_path):
 
 def answers(stdin: bytes, *args, **opts):
     """Run `eval --lines` in-process on `stdin`; (exit code, the answers)."""
+    from gradcli import render
     out = io.StringIO()
-    options = dict(file=None, expr=None, sets=[], prints=[], format="plain", dtype="float64", device="cpu",
-                   strict=False, lines=True, max_memory=None, debug=False) | opts
+    run = cli.Run(None, None, [], "json", lines=True)
     stdout = sys.stdout
     sys.stdout = out
     try:
-        code = cli._run_lines("eval", options, io.BytesIO(stdin))
+        code = run._each_line(render.EVAL, "json", lambda text, name: api.evaluate(text, name=name),
+                              io.BytesIO(stdin), None)
     finally:
         sys.stdout = stdout
     return code, [json.loads(line) for line in out.getvalue().splitlines()]
@@ -232,17 +233,17 @@ def test_an_over_long_line_is_answered_in_its_place_and_the_stream_goes_on():
 
 
 def test_a_bug_on_one_line_is_answered_in_its_place_and_exits_70(monkeypatch, capsys):
-    compute = cli._compute
+    evaluate = api.evaluate
 
-    def broken_on_two(command, opts, text, name):
+    def broken_on_two(text, **kwargs):
         if text == "2":
             raise ZeroDivisionError("a stand-in for a bug in the engine")
-        return compute(command, opts, text, name)
+        return evaluate(text, **kwargs)
 
-    monkeypatch.setattr(cli, "_compute", broken_on_two)
+    monkeypatch.setattr(api, "evaluate", broken_on_two)
     code, docs = answers(b"1\n2\n3\n")
     assert code == 70 and [d["outputs"]["_"]["value"] for d in (docs[0], docs[2])] == [1.0, 3.0]
-    assert docs[1] == {"error": {"message": "internal error: ZeroDivisionError: a stand-in for a bug in the engine",
+    assert docs[1] == {"command": "eval", "line": 2, "error": {"message": "internal error: ZeroDivisionError: a stand-in for a bug in the engine",
                                  "line": 2, "internal": True}}
     assert "gradcli: internal error on line 2: ZeroDivisionError" in capsys.readouterr().err
 
@@ -294,7 +295,7 @@ def test_tables_and_trees_show_arrays_that_start_with_nan_or_inf(literal):
     head = literal.split(",")[0] + ","
     assert recorded(render.graph_tree(api.graph_view(program, wrt=["x"]))).count(head) >= 2  # y and x
     jac = api.jacobian(program, of="y", wrt=["x"])
-    assert render._summary(jac.jacobians["x"]).splitlines()[0] in recorded(render.insight_table("jacobian", jac))
+    assert render._summary(jac.jacobians["x"]).splitlines()[0] in recorded(render.jacobian_table(jac))
 
 
 # --------------------------------------------------------------------------- lines and their cost
