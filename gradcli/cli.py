@@ -642,13 +642,37 @@ def _named_command(argv: list[str]):
     return only
 
 
+def _refuse_repeated_options(chosen, argv: list[str]) -> None:
+    """An option that takes one value, given twice, is an error (click would keep the last
+    silently: `hessian --of a --of b` is not the Hessian of a + b)."""
+    words = argv[1:argv.index("--")] if "--" in argv else argv[1:]
+    names = [w.partition("=")[0] for w in words if w.startswith("-")]
+    if len(set(names)) == len(names):
+        return  # nothing given twice (the usual case: no need to build click's command)
+    command = typer.main.get_command(chosen)
+    if not hasattr(command, "commands") or len(command.commands) != 1:
+        return
+    (sub,) = command.commands.values()
+    for param in sub.params:
+        if getattr(param, "multiple", True) or getattr(param, "is_flag", False) or getattr(param, "count", False):
+            continue
+        given = [w for w in words for name in param.opts if w == name or (name.startswith("--") and
+                                                                          w.startswith(name + "="))]
+        if len(given) > 1:
+            streams.say(f"gradcli: error: {param.opts[-1]} was given {len(given)} times; {sub.name} takes one")
+            sys.exit(2)
+
+
 def main() -> None:
     """The console script and `python -m gradcli`."""
     streams.reserve_standard_fds()
     streams.take_signals("command")
     try:
+        chosen = _named_command(sys.argv[1:])
+        if chosen is not app:
+            _refuse_repeated_options(chosen, sys.argv[1:])
         # prog_name: also under `python -m gradcli`, completion is for the command
-        _named_command(sys.argv[1:])(prog_name="gradcli")
+        chosen(prog_name="gradcli")
     except OSError as exc:  # click could not write its own output (help, version)
         streams.silence_stdout()
         streams.say(f"gradcli: cannot write the output: {exc.strerror or exc}")

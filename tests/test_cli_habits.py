@@ -108,6 +108,17 @@ def test_jacobian_and_hessian_take_one_of():
     assert (p.returncode, p.stdout) == (0, "x\t3.0 0.0 0.0 3.0\n")
 
 
+@pytest.mark.parametrize("args,option", [
+    (["hessian", "-e", "y = x * x", "--of", "y", "--of", "y", "--wrt", "x", "--set", "x=1"], "--of"),
+    (["jacobian", "-e", "y = x * x", "--of=y", "--of", "y", "--wrt", "x", "--set", "x=1"], "--of"),
+    (["eval", "-e", "y = 1", "--format", "json", "--format=plain"], "--format"),
+])
+def test_an_option_that_takes_one_value_given_twice_is_refused(args, option):
+    p = gradcli(*args)
+    assert (p.returncode, p.stdout) == (2, "")
+    assert f"gradcli: error: {option} was given 2 times; {args[0]} takes one" in p.stderr
+
+
 def test_the_command_reference_is_up_to_date():
     """Regenerate it with: python -m gradcli.docs > docs/commands.md"""
     assert (ROOT / "docs" / "commands.md").read_text() == docs.command_reference()
