@@ -34,6 +34,10 @@ class Op:
     params: dict[str, Any] = field(default_factory=dict)  # static parameters and defaults
     aliases: tuple[str, ...] = ()             # more names it is called by in programs
     variadic: bool = False                    # takes any number of tensor arguments
+    # `sequence` (of a variadic op): its leading arguments are sequences of arrays, as in
+    # `concatenate([a, b], axis=0)`: a list or tuple written there gives its items (of any
+    # shapes), an array its rows; the positional arguments after them are its parameters
+    sequence: int = 0
     elementwise: bool = False
     public: bool = True                       # callable from programs
     doc: str = ""
@@ -103,6 +107,8 @@ class Spelling:
     positional: int       # positional arguments given
     keywords: tuple       # keyword names given
     list_argument: bool   # the first argument is written as a list literal, `[a, b]`
+    method: bool = False  # written as a method of a value, `x.split(2)`
+    spelled: str = ""     # the name as written, prefixes included (`np.linalg.diagonal`)
 
 
 class DataError(Exception):
@@ -517,9 +523,11 @@ NOT_DIFFERENTIABLE = (NO_GRADIENT,)
 
 _unary("negative", "negative", lambda g, ans, x: -g, ("neg",), finite_closed=True, involution=True)
 # tf.constant([...]), np.array([...]), tf.Variable([...]) in pasted code: the value itself
+# np.identity(n) is the n x n identity matrix (the constructor `eye`), tf.identity(x) the value x
 _unary("identity", lambda xp, x: x, lambda g, ans, x: g,
        ("constant", "array", "asarray", "convert_to_tensor", "Variable"), view=True, memory="same",
-       finite_closed=True)
+       finite_closed=True,
+       reading=lambda call: ("eye", {}) if call.name == "identity" and call.library == "numpy" else None)
 _unary("positive", "positive", lambda g, ans, x: g, finite_closed=True)
 _unary("exp", "exp", lambda g, ans, x: g * ans)
 _unary("log", "log", lambda g, ans, x: g / x)
@@ -725,6 +733,7 @@ KEYWORD_ALIASES = {
     "keep_dims": "keepdims", "keepdim": "keepdims", "dim": "axis", "perm": "axes", "newshape": "shape",
     "clip_value_min": "lo", "clip_value_max": "hi", "a_min": "lo", "a_max": "hi",
     "negative_slope": "alpha", "correction": "ddof", "interpolation": "method",
+    "shifts": "shift", "paddings": "pad_width", "multiples": "reps", "dim1": "axis1", "dim2": "axis2",
 }
 FIRST_ARGUMENT_KEYWORDS = ("input_tensor", "input", "a", "x", "t", "tensor", "logits", "features")
 
