@@ -27,6 +27,7 @@ from .ops import (G, NO_GRADIENT, NOT_DIFFERENTIABLE, REQUIRED, DataError, Op, R
                   fmt_shape, normalize_axes, register)
 from .errors import ShapeError
 
+MAX_INDICES = 100_000_000  # the most elements a constant index map (repeat, pad) or split may have
 FULL = (None, None, None)  # a whole axis, as the static index of `G.index` spells slices
 FLOAT_NAMES = {"float16", "float32", "float64", "double", "single", "half", "float", "bfloat16", "float_"}
 
@@ -207,6 +208,8 @@ def _numpy_bounds(n: int, sections, equal: bool, label: str):
     if isinstance(sections, int) and not isinstance(sections, bool):
         if sections <= 0:
             raise ShapeError(f"{label}: the number of sections must be larger than 0, not {sections}")
+        if sections > max(n, 1_000):
+            raise ShapeError(f"{label}: {sections:,} sections of an axis of length {n} (at most {max(n, 1_000):,})")
         if equal and n % sections:
             raise ShapeError(f"{label}: an axis of length {n} does not split into {sections} equal parts "
                              f"(np.array_split allows unequal ones)")
@@ -691,6 +694,9 @@ def _repeat_plan(shape, repeats, axis=None):
         raise ShapeError(f"repeats must not be negative, got {repeats}")
     if counts.ndim == 1 and counts.size not in (1, n):
         raise ShapeError(f"{counts.size} repeats for an axis of length {n}")
+    total = int(np.sum(np.broadcast_to(counts.reshape(-1), (n,)), dtype=np.float64)) if n else 0
+    if total > MAX_INDICES:
+        raise ShapeError(f"the result would have {total:,} elements along the axis (at most {MAX_INDICES:,})")
     indices = tuple(np.repeat(np.arange(n), np.broadcast_to(counts.reshape(-1), (n,))).tolist())
     return indices, axis
 
@@ -756,6 +762,8 @@ def _pad_plan(shape, pad_width, mode="constant", constant_values=0, reflect_type
     pairs = _pad_pairs(shape, pad_width)
     mode = _pad_mode(mode, reflect_type)
     for n, (a, b) in zip(shape, pairs):
+        if n + a + b > MAX_INDICES:
+            raise ShapeError(f"padding to {n + a + b:,} elements along an axis (at most {MAX_INDICES:,})")
         if n == 0 and (a or b) and mode != "constant":
             raise ShapeError(f"cannot pad an empty axis in mode '{mode}'")
     return pairs, mode
