@@ -23,8 +23,8 @@ import math
 
 import numpy as np
 
-from .ops import (G, NO_GRADIENT, NOT_DIFFERENTIABLE, REQUIRED, DataError, Op, ReadingError, broadcast_shapes,
-                  fmt_shape, normalize_axes, register)
+from .ops import (G, NO_GRADIENT, NOT_DIFFERENTIABLE, REQUIRED, DataError, Op, ReadingError, _index_shape,
+                  _index_tuple, broadcast_shapes, fmt_shape, normalize_axes, register)
 from .errors import ShapeError
 
 MAX_INDICES = 100_000_000  # the most elements a constant index map (repeat, pad) or split may have
@@ -1472,3 +1472,226 @@ register(Op("array_equal", _array_equal, lambda a, b, equal_nan=False: (), NOT_D
             doc="1 where the arrays have one shape and equal elements, else 0"))
 register(Op("array_equiv", _array_equiv, lambda a, b: (), NOT_DIFFERENTIABLE * 2, args=("a1", "a2"), boolean=True,
             finite_closed=True, doc="1 where the arrays broadcast to equal elements, else 0"))
+
+
+# --------------------------------------------------------------------------- PyTorch's own array functions
+
+def _split_with_sizes_parts(shape, split_sizes, axis=0):
+    axis, n = _split_length(shape, axis, "split_with_sizes")
+    return _slices(axis, _sizes_bounds(n, _ints(split_sizes, "split_sizes"), "split_with_sizes"))
+
+
+register(Op("split_with_sizes", None, None, None, params={"split_sizes": REQUIRED, "axis": 0},
+            parts=_split_with_sizes_parts, doc="torch.split_with_sizes(x, sizes, dim=0): parts of the listed sizes"))
+
+
+def _unflatten_shape(shape, axis, sizes):
+    axis = _axis(len(shape), axis, "dim")
+    sizes = list(_ints(sizes, "sizes"))
+    if sizes.count(-1) > 1 or any(s < -1 for s in sizes):
+        raise ShapeError(f"sizes {tuple(sizes)} may hold one -1 and no other negative number")
+    known = math.prod(s for s in sizes if s != -1)
+    if -1 in sizes:
+        if known == 0 or shape[axis] % known:
+            raise ShapeError(f"sizes {tuple(sizes)} do not divide dim {axis} of length {shape[axis]}")
+        sizes[sizes.index(-1)] = shape[axis] // known
+    if math.prod(sizes) != shape[axis]:
+        raise ShapeError(f"sizes {tuple(sizes)} do not multiply to dim {axis}'s length {shape[axis]}")
+    return tuple(shape[:axis]) + tuple(sizes) + tuple(shape[axis + 1:])
+
+
+register(Op("unflatten", lambda xp, x, axis, sizes: x.reshape(_unflatten_shape(x.shape, axis, sizes)),
+            _unflatten_shape, (_back,), params={"axis": REQUIRED, "sizes": REQUIRED}, view=True, memory="reshape",
+            finite_closed=True, doc="torch.unflatten(x, dim, sizes): dim split into axes of those sizes"))
+register(Op("constant_pad_nd", lambda xp, x, pad, value=0: _pad(xp, x, _torch_pad_widths(x.shape, pad), "constant",
+                                                                  value),
+            lambda shape, pad, value=0: _pad_shape(shape, _torch_pad_widths(shape, pad)),
+            (lambda g, ans, x, pad, value=0: _pad_vjp(g, ans, x, _torch_pad_widths(x.shape, pad)),),
+            params={"pad": REQUIRED, "value": 0}, finite_closed=True,
+            doc="torch.constant_pad_nd(x, pad, value=0): F.pad in constant mode"))
+
+
+def _replaced(index_of, doc, name, params):
+    """x with the block `index_of(x shape, **params)` replaced by src (PyTorch's *_scatter)."""
+    def forward(xp, x, src, **p):
+        out = xp.array(x, dtype=xp.result_type(x, src), copy=True)
+        out[_index_tuple(index_of(x.shape, **p))] = src
+        return out
+
+    def shape(x_shape, src_shape, **p):
+        want = _index_shape(x_shape, index_of(x_shape, **p))
+        if tuple(src_shape) != want:
+            raise ShapeError(f"src of shape {fmt_shape(src_shape)} does not fill the block of shape {fmt_shape(want)}")
+        return tuple(x_shape)
+
+    def vjp_x(g, ans, x, src, **p):
+        index = index_of(x.shape, **p)
+        return g - G.scatter(G.index(g, index=index), shape=g.shape, index=index)
+
+    register(Op(name, forward, shape, (vjp_x, lambda g, ans, x, src, **p: G.index(g, index=index_of(x.shape, **p))),
+                args=("x", "src"), params=params, finite_closed=True, doc=doc))
+
+
+def _select_index(shape, axis, index):
+    axis = _axis(len(shape), axis, "dim")
+    index = _int(index, "index")
+    if not -shape[axis] <= index < shape[axis]:
+        raise ShapeError(f"index {index} is out of range for dim {axis} of length {shape[axis]}")
+    return _along(axis, index % shape[axis])
+
+
+def _slice_scatter_index(shape, axis=0, start=None, end=None, step=1):
+    axis = _axis(len(shape), axis, "dim")
+    if _int(step, "step") < 1:
+        raise ShapeError(f"step must be positive, not {step}")
+    return _along(axis, (start, end, step))
+
+
+_replaced(_select_index, "torch.select_scatter(x, src, dim, index): x with x.select(dim, index) replaced by src",
+          "select_scatter", {"axis": REQUIRED, "index": REQUIRED})
+_replaced(_slice_scatter_index, "torch.slice_scatter(x, src, dim=0, start=None, end=None, step=1)",
+          "slice_scatter", {"axis": 0, "start": None, "end": None, "step": 1})
+
+
+def _diagonal_scatter_shape(x_shape, src_shape, offset=0, axis1=0, axis2=1):
+    want = _diagonal_plan(x_shape, offset, axis1, axis2)[2]
+    if tuple(src_shape) != want:
+        raise ShapeError(f"src of shape {fmt_shape(src_shape)} does not fit the diagonal of shape {fmt_shape(want)}")
+    return tuple(x_shape)
+
+
+def _diagonal_scatter(xp, x, src, offset=0, axis1=0, axis2=1):
+    placed = _embed_diagonal(xp, src, x.shape, offset, axis1, axis2)
+    on = _embed_diagonal(xp, xp.ones_like(src), x.shape, offset, axis1, axis2)
+    return xp.where(on != 0, placed, x)
+
+
+register(Op("diagonal_scatter", _diagonal_scatter, _diagonal_scatter_shape,
+            (lambda g, ans, x, src, **p: g - G.embed_diagonal(G.diagonal(g, **p), shape=g.shape, **p),
+             lambda g, ans, x, src, **p: G.diagonal(g, **p)),
+            args=("x", "src"), params=dict(_DIAGONAL), finite_closed=True,
+            doc="torch.diagonal_scatter(x, src, offset=0, dim1=0, dim2=1): x with its diagonal replaced by src"))
+
+
+def _combinations_indices(n, r=2, with_replacement=False):
+    import itertools
+    r = _int(r, "r")
+    if r < 0:
+        raise ShapeError(f"r must not be negative, got {r}")
+    pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    count = math.comb(n + r - 1, r) if with_replacement else math.comb(n, r)
+    if count * max(r, 1) > MAX_INDICES:
+        raise ShapeError(f"{count:,} combinations (at most {MAX_INDICES // max(r, 1):,})")
+    return tuple(pick(range(n), r))
+
+
+def _combinations_shape(shape, r=2, with_replacement=False):
+    if len(shape) != 1:
+        raise ShapeError(f"combinations takes a vector, got shape {fmt_shape(shape)}")
+    rows = _combinations_indices(shape[0], r, with_replacement)
+    return (len(rows), r) if rows and r else (0,) if not r else (0, r)
+
+
+def _combinations(xp, x, r=2, with_replacement=False):
+    rows = _combinations_indices(x.shape[0], r, with_replacement)
+    if not rows or not r:
+        return xp.zeros(_combinations_shape(x.shape, r, with_replacement), dtype=x.dtype)
+    return _gather_axis(xp, x, rows, 0)
+
+
+def _combinations_vjp(g, ans, x, r=2, with_replacement=False):
+    rows = _combinations_indices(x.shape[0], r, with_replacement)
+    if not rows or not r:
+        return _cotangent_zero(x)
+    return G.gather_axis_add(g, indices=rows, axis=0, size=x.shape[0])
+
+
+register(Op("combinations", _combinations, _combinations_shape, (_combinations_vjp,),
+            params={"r": 2, "with_replacement": False}, finite_closed=True,
+            doc="torch.combinations(x, r=2): the r-element combinations of a vector's elements, as rows"))
+
+
+def _cartesian_shape(*shapes):
+    if any(len(s) != 1 for s in shapes):
+        raise ShapeError("cartesian_prod takes vectors, got shapes " + ", ".join(fmt_shape(s) for s in shapes))
+    n = math.prod(s[0] for s in shapes)
+    return (n,) if len(shapes) == 1 else (n, len(shapes))
+
+
+def _cartesian_prod(xp, *xs):
+    if len(xs) == 1:
+        return xs[0].copy()
+    grids = xp.meshgrid(*xs, indexing="ij")
+    return xp.stack([grid.reshape(-1) for grid in grids], axis=1)
+
+
+def _cartesian_rule(i):
+    def vjp(g, ans, *xs):
+        if len(xs) == 1:
+            return g
+        column = G.index(g, index=(FULL, i))
+        grid = G.reshape(column, shape=tuple(x.shape[0] for x in xs))
+        return G.sum(grid, axis=tuple(a for a in range(len(xs)) if a != i))
+    return vjp
+
+
+register(Op("cartesian_prod", _cartesian_prod, _cartesian_shape, (_cartesian_rule,), args=(), variadic=True,
+            finite_closed=True, doc="torch.cartesian_prod(a, b, ...): every combination of the vectors' elements, as rows"))
+
+
+def _unfold_plan(shape, dimension, size, step):
+    axis = _axis(len(shape), dimension, "dimension") if shape else None
+    size, step = _int(size, "size"), _int(step, "step")
+    n = shape[axis] if shape else 1
+    if size < 0 or size > n or step < 1:
+        raise ShapeError(f"unfold: windows of size {size}, step {step} do not fit a dimension of length {n}")
+    count = (n - size) // step + 1
+    if count * size > MAX_INDICES:
+        raise ShapeError(f"unfold: {count * size:,} window elements (at most {MAX_INDICES:,})")
+    windows = tuple(tuple(range(k * step, k * step + size)) for k in range(count))
+    return axis, windows
+
+
+def _unfold_perm(ndim, axis):
+    # gather_axis puts (windows, size) at axis: move the size axis to the end
+    order = list(range(ndim + 1))
+    order.append(order.pop(axis + 1))
+    return tuple(order)
+
+
+def _unfold_shape(shape, dimension, size, step):
+    axis, windows = _unfold_plan(shape, dimension, size, step)
+    if axis is None:
+        return (size,)
+    return tuple(shape[:axis]) + (len(windows),) + tuple(shape[axis + 1:]) + (size,)
+
+
+def _unfold(xp, x, dimension, size, step):
+    axis, windows = _unfold_plan(x.shape, dimension, size, step)
+    if axis is None:
+        return xp.broadcast_to(x, (size,)).copy()
+    out = _gather_axis(xp, x, windows, axis)
+    if not windows:
+        return out.reshape(_unfold_shape(x.shape, dimension, size, step))
+    return xp.transpose(out, _unfold_perm(x.ndim, axis))
+
+
+def _unfold_vjp(g, ans, x, dimension, size, step):
+    axis, windows = _unfold_plan(x.shape, dimension, size, step)
+    if axis is None:
+        return G.sum(g)
+    moved = G.transpose(g, axes=_inverse(_unfold_perm(x.ndim, axis)))
+    return G.gather_axis_add(moved, indices=windows, axis=axis, size=x.shape[axis])
+
+
+def _unfold_reading(call):
+    if "functional." in call.spelled or call.spelled.startswith("F."):
+        raise ReadingError("torch.nn.functional.unfold extracts image patches (im2col), which gradcli does not "
+                           "have; Tensor.unfold(dimension, size, step) (sliding windows along one axis) it has")
+    return None
+
+
+register(Op("unfold", _unfold, _unfold_shape, (_unfold_vjp,),
+            params={"dimension": REQUIRED, "size": REQUIRED, "step": REQUIRED}, finite_closed=True,
+            reading=_unfold_reading,
+            doc="torch's x.unfold(dimension, size, step): the windows along dimension, as a new last axis"))

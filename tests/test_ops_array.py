@@ -128,6 +128,25 @@ CASES = [
      lambda a, b: a * b + np.broadcast_to(a, (2, 3)), {}),
     ("y = torch.broadcast_tensors(a, b)[1]", {"a": normal((2, 1)), "b": normal((3,))},
      lambda a, b: np.broadcast_to(b, (2, 3)), {}),
+    # PyTorch's own
+    ("y = torch.split_with_sizes(x, [1, 2], 1)[1]", {"x": normal((2, 3))}, lambda x: x[:, 1:], {}),
+    ("y = torch.unflatten(x, 1, (2, -1))", {"x": normal((2, 4))}, lambda x: x.reshape(2, 2, 2), {}),
+    ("y = torch.constant_pad_nd(x, [0, 1, 2, 0], 1.5)", {"x": normal((2, 3))},
+     lambda x: np.pad(x, ((2, 0), (0, 1)), constant_values=1.5), {}),
+    ("y = torch.select_scatter(x, s, 1, -1)", {"x": normal((2, 3)), "s": normal((2,))},
+     lambda x, s: np.concatenate([x[:, :2], s[:, None]], 1), {}),
+    ("y = torch.slice_scatter(x, s, 0, 1, None, 2)", {"x": normal((4, 2)), "s": normal((2, 2))},
+     lambda x, s: np.stack([x[0], s[0], x[2], s[1]]), {}),
+    ("y = torch.diagonal_scatter(x, s, 1)", {"x": normal((3, 3)), "s": normal((2,))},
+     lambda x, s: x - np.diag(np.diag(x, 1), 1) + np.diag(s, 1), {}),
+    ("y = torch.combinations(x, 2)", {"x": normal((4,))},
+     lambda x: np.array([[x[i], x[j]] for i in range(4) for j in range(i + 1, 4)]), {}),
+    ("y = torch.combinations(x, 2, with_replacement=True)", {"x": normal((2,))},
+     lambda x: np.array([[x[0], x[0]], [x[0], x[1]], [x[1], x[1]]]), {}),
+    ("y = torch.cartesian_prod(a, b)", {"a": normal((2,)), "b": normal((3,))},
+     lambda a, b: np.array([[p, q] for p in a for q in b]), {}),
+    ("y = x.unfold(1, 3, 2)", {"x": normal((2, 6))},
+     lambda x: np.stack([x[:, 0:3], x[:, 2:5]], axis=1), {}),
     # diagonals and triangles
     ("y = np.diag(x)", {"x": normal((3,))}, lambda x: np.diag(x), {}),
     ("y = np.diag(x, k=-1)", {"x": normal((3,))}, lambda x: np.diag(x, k=-1), {}),
@@ -298,6 +317,10 @@ def test_library_spellings_that_differ_from_numpy():
     ("y = np.moveaxis(x, [0, 1], [0])", "name different numbers of axes"),
     ("y = np.rot90(x, axes=(0, 0))", "rot90 needs two different axes"),
     ("y = torch.gather(x, 1, [[0, 5], [0, 0]])", "out of bounds for dim 1"),
+    ("y = F.unfold(x, 2)", "extracts image patches"),
+    ("y = x.unfold(0, 3, 1)", "windows of size 3, step 1 do not fit"),
+    ("y = torch.unflatten(x, 0, (3, -1))", "do not divide dim 0"),
+    ("y = torch.select_scatter(x, x, 0, 0)", "does not fill the block of shape (2,)"),
 ])
 def test_bad_arguments_are_user_errors_at_the_call(program, words):
     with pytest.raises(GradcliError) as info:
