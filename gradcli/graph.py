@@ -283,6 +283,8 @@ CONSTANT_FUNCTIONS = {"epsilon": 1e-7}
 # NumPy array attributes read as the functions they are
 ATTRIBUTES = {"T": "transpose", "mT": "matrix_transpose"}
 
+# The keywords by which libraries name a sequence of arrays (`tf.concat(values=...)`, `torch.cat(tensors=...)`)
+SEQUENCE_KEYWORDS = ("values", "tensors", "arrays", "tup", "seq", "condlist", "choicelist")
 # Static parameters that are integers or (nested) lists of integers: constant indices, widths
 INTEGER_ARRAY_PARAMS = {"indices", "index", "repeats", "reps", "pad_width", "paddings", "pad", "shift", "shifts",
                         "start_indices", "limit_indices", "strides", "slice_sizes", "indices_or_sections",
@@ -501,8 +503,10 @@ class _Lowering:
                     kids = ast.children(node)
                     if isinstance(node, ast.Call) and self.takes_sequences(node, scope):
                         # `concatenate([a, b])`: the list is the sequence of arrays, not one array
-                        kids = [ast.Tuple(kid.items, kid.pos) if isinstance(kid, ast.Array) and k < len(node.args)
-                                else kid for k, kid in enumerate(kids)]
+                        names = [None] * len(node.args) + [kw.name for kw in node.keywords]
+                        kids = [ast.Tuple(kid.items, kid.pos) if isinstance(kid, ast.Array) and (
+                                    k < len(node.args) or names[k] in SEQUENCE_KEYWORDS) else kid
+                                for k, kid in enumerate(kids)]
                     work.append((_APPLY, node, scope))
                     work.extend((_EVAL, kid, scope) for kid in reversed(kids))
             elif kind == _APPLY:
@@ -903,6 +907,12 @@ class _Lowering:
         parameters, by position or keyword. The op receives every sequence's items in order,
         with `counts`, the length of each sequence, among its parameters where it takes them."""
         positional = values[:len(node.args)]
+        keywords = list(zip(node.keywords, values[len(node.args):]))
+        named = [value for kw, value in sorted((item for item in keywords if item[0].name in SEQUENCE_KEYWORDS),
+                                               key=lambda item: SEQUENCE_KEYWORDS.index(item[0].name))]
+        if named and len(positional) < op.sequence:  # `tf.concat(values=[a, b], axis=0)`
+            positional = positional + named
+            keywords = [(kw, value) for kw, value in keywords if kw.name not in SEQUENCE_KEYWORDS]
         if len(positional) < op.sequence:
             raise self.error(f"{label}() takes {op.sequence} sequence{'s' * (op.sequence > 1)} of arrays "
                              f"first, as in {label}([a, b])", node.pos)
@@ -912,7 +922,7 @@ class _Lowering:
             raise self.error(f"{label}() takes at most {op.sequence + len(names)} arguments", node.pos)
         params = dict(op.defaults, **(preset or {}))
         given = dict(zip(names, rest))
-        for kw, value in zip(node.keywords, values[len(node.args):]):
+        for kw, value in keywords:
             pname = op_table.KEYWORD_ALIASES.get(kw.name, kw.name)
             if kw.name == "dtype":
                 self.check_dtype(value, kw.pos)

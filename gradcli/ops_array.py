@@ -84,7 +84,7 @@ def _at_least(shape, rank: int):
     return {0: (1, 1, 1), 1: (1,) + shape + (1,), 2: shape + (1,)}[len(shape)]
 
 
-def _joined(label: str, shapes, axis: int):
+def _joined(shapes, axis: int):
     """The shape of the promoted inputs `shapes` concatenated along axis."""
     first = shapes[0]
     if not first:
@@ -138,7 +138,7 @@ def _plan_append(shapes, axis=None):
 def _join_rules(plan):
     def shape(*shapes, **params):
         promoted, axis = plan(list(shapes), **params)
-        return _joined("", promoted, axis)[0]
+        return _joined(promoted, axis)[0]
 
     def forward(xp, *xs, **params):
         promoted, axis = plan([x.shape for x in xs], **params)
@@ -606,16 +606,9 @@ register(Op("gather_axis_add", _gather_axis_add, _gather_axis_add_shape,
             doc="zeros with x's slices added at constant indices along axis (the gradient of gather_axis)"))
 
 
-def _take_indices(indices):
-    if isinstance(indices, float):
-        raise ShapeError(f"indices must be integers, not {indices}")
-    return indices
-
-
 def _take_shape(shape, indices, axis=None, mode=None):
     if mode not in (None, "raise"):
         raise ShapeError(f"mode={mode!r} (indices out of range) is not supported: indices must be in range")
-    indices = _take_indices(indices)
     if axis is None:
         return _gather_axis_shape((math.prod(shape),), indices, 0)
     if not shape:

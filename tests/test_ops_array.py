@@ -258,6 +258,17 @@ def test_split_counts_parts_in_numpy_sizes_them_in_torch_and_lists_sizes_in_tens
     assert len(api.evaluate("a, b, c = torch.chunk(x, 4)\ny = c", feeds={"x": x}).outputs["y"]) == 2
 
 
+def test_sequences_are_lists_tuples_or_arrays_by_position_or_keyword():
+    a, b = np.arange(6.0).reshape(2, 3), np.arange(3.0)
+    def out(program):
+        return np.asarray(api.evaluate(program, feeds={"a": a, "b": b}).outputs["y"])
+    np.testing.assert_array_equal(out("y = tf.concat(values=[a, b[None]], axis=0)"), np.vstack([a, b]))
+    np.testing.assert_array_equal(out("y = torch.cat(tensors=(a, a), dim=1)"), np.hstack([a, a]))
+    np.testing.assert_array_equal(out("y = np.select(choicelist=[a], condlist=[a > 2])"), np.where(a > 2, a, 0))
+    np.testing.assert_array_equal(out("y = np.stack(a)"), a)                       # an array: its rows
+    np.testing.assert_array_equal(out("y = np.concatenate([[1, 2], [3]])"), [1, 2, 3])
+
+
 def test_library_spellings_that_differ_from_numpy():
     x = np.arange(6.0).reshape(2, 3)
     def out(program):
