@@ -367,7 +367,7 @@ register(Op("squeeze", lambda xp, x, axis=None: x.reshape(_squeeze_shape(x.shape
             params={"axis": None}, reading=_squeeze_reading, view=True, memory="view", finite_closed=True,
             doc="x without its axes of length 1 (those named by axis, each of which must be 1)"))
 register(Op("squeeze_loose", lambda xp, x, axis=None: x.reshape(_squeeze_loose_shape(x.shape, axis)),
-            _squeeze_loose_shape, (_back,), params={"axis": None}, public=False, view=True, memory="view",
+            _squeeze_loose_shape, (_back,), params={"axis": None}, public=True, view=True, memory="view",
             finite_closed=True, doc="torch.squeeze(x, dim): a dim of length other than 1 is kept"))
 register(Op("expand_dims", lambda xp, x, axis: x.reshape(_expand_dims_shape(x.shape, axis)), _expand_dims_shape,
             (_back,), params={"axis": REQUIRED}, aliases=("unsqueeze",), view=True, memory="view", finite_closed=True,
@@ -400,7 +400,7 @@ register(Op("ravel", lambda xp, x, order="C": xp.reshape(x, (-1,)), _ravel_shape
             aliases=("flatten",), reading=_ravel_reading, view=True, memory="reshape", finite_closed=True,
             doc="the elements in one axis, row-major (x.flatten(), np.ravel)"))
 register(Op("flatten_dims", lambda xp, x, start_dim=0, end_dim=-1: xp.reshape(x, _flatten_dims_shape(x.shape, start_dim, end_dim)),
-            _flatten_dims_shape, (_back,), params={"start_dim": 0, "end_dim": -1}, public=False, view=True,
+            _flatten_dims_shape, (_back,), params={"start_dim": 0, "end_dim": -1}, public=True, view=True,
             memory="reshape", finite_closed=True, doc="torch.flatten(x, start_dim, end_dim)"))
 
 for _rank in (1, 2, 3):
@@ -598,11 +598,11 @@ def _gather_axis_add_shape(shape, indices, axis, size):
 
 register(Op("gather_axis", _gather_axis, _gather_axis_shape,
             (lambda g, ans, x, indices, axis: G.gather_axis_add(g, indices=indices, axis=axis, size=x.shape[axis]),),
-            params={"indices": REQUIRED, "axis": REQUIRED}, public=False, finite_closed=True,
+            params={"indices": REQUIRED, "axis": REQUIRED}, public=True, finite_closed=True,
             doc="x's slices at constant indices along axis (np.take)"))
 register(Op("gather_axis_add", _gather_axis_add, _gather_axis_add_shape,
             (lambda g, ans, x, indices, axis, size: G.gather_axis(g, indices=indices, axis=axis),),
-            params={"indices": REQUIRED, "axis": REQUIRED, "size": REQUIRED}, public=False,
+            params={"indices": REQUIRED, "axis": REQUIRED, "size": REQUIRED}, public=True,
             doc="zeros with x's slices added at constant indices along axis (the gradient of gather_axis)"))
 
 
@@ -644,19 +644,20 @@ def _gather_reading(call):
     (np.take_along_axis)."""
     if call.library == "torch" or call.method:
         return "torch_gather", {}
-    if call.library in ("tensorflow", "keras"):
+    if call.library in ("tensorflow", "keras") or call.name != "gather":
         return None
     raise ReadingError("gather() without its library: tf.gather(x, indices, axis=0) takes whole slices "
                        "(np.take), torch.gather(x, dim, index) single elements (np.take_along_axis); write "
                        "tf.gather or torch.gather")
 
 
-register(Op("gather", lambda xp, x, indices, validate_indices=None, axis=None, batch_dims=0:
+register(Op("tf_gather", lambda xp, x, indices, validate_indices=None, axis=None, batch_dims=0:
             _take(xp, x, indices, 0 if axis is None else axis), _gather_shape,
             (lambda g, ans, x, indices, validate_indices=None, axis=None, batch_dims=0:
              _take_vjp(g, ans, x, indices, 0 if axis is None else axis),),
             params={"indices": REQUIRED, "validate_indices": None, "axis": None, "batch_dims": 0},
-            reading=_gather_reading, doc="tf.gather(x, indices, axis=0): np.take along axis 0 by default"))
+            aliases=("gather",), reading=_gather_reading,
+            doc="tf.gather(x, indices, axis=0): np.take along axis 0 by default"))
 register(Op("index_select", lambda xp, x, axis, index: _take(xp, x, _vector_index(index), axis),
             lambda shape, axis, index: _take_shape(shape, _vector_index(index), axis),
             (lambda g, ans, x, axis, index: _take_vjp(g, ans, x, _vector_index(index), axis),),
@@ -813,14 +814,14 @@ register(Op("torch_pad", lambda xp, x, pad, mode="constant", value=0:
             lambda shape, pad, mode="constant", value=0: _pad_shape(shape, _torch_pad_widths(shape, pad), mode),
             (lambda g, ans, x, pad, mode="constant", value=0:
              _pad_vjp(g, ans, x, _torch_pad_widths(x.shape, pad), mode),),
-            params={"pad": REQUIRED, "mode": "constant", "value": 0}, public=False, finite_closed=True,
+            params={"pad": REQUIRED, "mode": "constant", "value": 0}, public=True, finite_closed=True,
             doc="torch.nn.functional.pad(x, pad): pad lists (before, after) pairs from the last axis back"))
 
 
 # --------------------------------------------------------------------------- broadcasting to a common shape
 
 def _nth_rule(i):
-    def vjp(g, ans, *xs, k, **_):
+    def vjp(g, ans, *xs, k=0, **_):
         return g if i == k else _cotangent_zero(xs[i])
     return vjp
 
@@ -828,9 +829,9 @@ def _nth_rule(i):
 register(Op("broadcast_arrays", None, None, None, args=(), variadic=True,
             parts=lambda *shapes: [("broadcast_part", {"k": k}) for k in range(len(shapes))],
             aliases=("broadcast_tensors",), doc="a, b = broadcast_arrays(a, b): each broadcast to the common shape"))
-register(Op("broadcast_part", lambda xp, *xs, k: xp.broadcast_to(xs[k], broadcast_shapes(*(x.shape for x in xs))),
-            lambda *shapes, k: broadcast_shapes(*shapes), (_nth_rule,), args=(), variadic=True,
-            params={"k": REQUIRED}, public=False, view=True, memory="view", finite_closed=True,
+register(Op("broadcast_part", lambda xp, *xs, k=0: xp.broadcast_to(xs[k], broadcast_shapes(*(x.shape for x in xs))),
+            lambda *shapes, k=0: broadcast_shapes(*shapes), (_nth_rule,), args=(), variadic=True,
+            params={"k": 0}, public=True, view=True, memory="view", finite_closed=True,
             doc="the k-th array broadcast to the shape common to all"))
 
 
@@ -880,7 +881,7 @@ register(Op("diagonal", lambda xp, x, offset=0, axis1=0, axis2=1: xp.diagonal(x,
             finite_closed=True, doc="the offset diagonal of axes axis1, axis2, as the last axis"))
 register(Op("embed_diagonal", _embed_diagonal, _embed_diagonal_shape,
             (lambda g, ans, v, shape, **p: G.diagonal(g, **p),), params={"shape": REQUIRED, **_DIAGONAL},
-            public=False, finite_closed=True, doc="zeros with v on a diagonal (the gradient of diagonal)"))
+            public=True, finite_closed=True, doc="zeros with v on a diagonal (the gradient of diagonal)"))
 
 
 def _diag_embed_shape(shape, offset=0, axis1=-2, axis2=-1):
@@ -1000,7 +1001,7 @@ def _checked_indices(xp, indices, size):
 
 
 register(Op("checked_indices", _checked_indices, lambda shape, size: tuple(shape), NOT_DIFFERENTIABLE,
-            params={"size": REQUIRED}, public=False, fails_on_data=True,
+            params={"size": REQUIRED}, public=True, fails_on_data=True,
             doc="integer indices checked to be in range for an axis of length size, made non-negative"))
 
 
@@ -1081,17 +1082,17 @@ register(Op("torch_gather", lambda xp, x, axis, index, sparse_grad=False:
             lambda shape, axis, index, sparse_grad=False: _torch_gather_plan(shape, axis, index).shape,
             (lambda g, ans, x, axis, index, sparse_grad=False: G.gather_flat_add(
                 g, flat=_nested(_torch_gather_plan(x.shape, axis, index)), shape=x.shape),),
-            params={"axis": REQUIRED, "index": REQUIRED, "sparse_grad": False}, public=False,
+            params={"axis": REQUIRED, "index": REQUIRED, "sparse_grad": False}, public=True,
             doc="torch.gather(x, dim, index): out[i][j] = x[index[i][j]][j] (dim 0) for constant indices"))
 register(Op("gather_flat", lambda xp, x, flat, shape: _gather_flat(xp, x, flat),
             lambda x_shape, flat, shape: np.asarray(flat).shape,
             (lambda g, ans, x, flat, shape: G.gather_flat_add(g, flat=flat, shape=x.shape),),
-            params={"flat": REQUIRED, "shape": REQUIRED}, public=False,
+            params={"flat": REQUIRED, "shape": REQUIRED}, public=True,
             doc="the flattened x's elements at constant positions"))
 register(Op("gather_flat_add", lambda xp, g, flat, shape: _gather_flat_add(xp, g, flat, shape),
             lambda g_shape, flat, shape: tuple(shape),
             (lambda g, ans, v, flat, shape: G.gather_flat(g, flat=flat, shape=shape),),
-            params={"flat": REQUIRED, "shape": REQUIRED}, public=False,
+            params={"flat": REQUIRED, "shape": REQUIRED}, public=True,
             doc="zeros of shape with v's elements added at constant flat positions (the gradient of gather_flat)"))
 
 
@@ -1150,7 +1151,7 @@ def _index_shape_of(shape, index):
 
 
 def _slice_reading(call):
-    if call.library == "jax":
+    if call.library == "jax" or call.name != "slice":
         return None
     if call.library == "tensorflow":
         return "tf_slice", {}
@@ -1206,9 +1207,9 @@ def _narrow_index(shape, axis, start, length):
 
 
 for _name, _plan, _params, _public, _reading, _doc in (
-        ("slice", _lax_slice_index, {"start_indices": REQUIRED, "limit_indices": REQUIRED, "strides": None}, True,
+        ("lax_slice", _lax_slice_index, {"start_indices": REQUIRED, "limit_indices": REQUIRED, "strides": None}, True,
          _slice_reading, "lax.slice(x, start_indices, limit_indices, strides=None)"),
-        ("tf_slice", _tf_slice_index, {"begin": REQUIRED, "size": REQUIRED}, False, None,
+        ("tf_slice", _tf_slice_index, {"begin": REQUIRED, "size": REQUIRED}, True, None,
          "tf.slice(x, begin, size): size -1 runs to the end"),
         ("dynamic_slice", _dynamic_index, {"start_indices": REQUIRED, "slice_sizes": REQUIRED}, True, None,
          "lax.dynamic_slice(x, start_indices, slice_sizes) with constant starts (clamped into the array)"),
@@ -1216,7 +1217,7 @@ for _name, _plan, _params, _public, _reading, _doc in (
          "torch.narrow(x, dim, start, length)")):
     _f, _s, _v = _sliced(_plan)
     register(Op(_name, _f, _s, (_v,), params=_params, public=_public, view=True, memory="view", finite_closed=True,
-                reading=_reading, doc=_doc))
+                reading=_reading, aliases=("slice",) if _reading else (), doc=_doc))
 
 
 def _update_index(shape, u_shape, start_indices):
@@ -1389,12 +1390,12 @@ def _meshgrid_shape(*shapes, k=0, indexing="xy", sparse=False, copy=True):
     return tuple(sizes)
 
 
-def _meshgrid_part(xp, *xs, k, indexing="xy", sparse=False, copy=True):
+def _meshgrid_part(xp, *xs, k=0, indexing="xy", sparse=False, copy=True):
     return xp.meshgrid(*(x.reshape(-1) for x in xs), indexing=indexing)[k]
 
 
 def _meshgrid_rule(i):
-    def vjp(g, ans, *xs, k, indexing="xy", sparse=False, copy=True):
+    def vjp(g, ans, *xs, k=0, indexing="xy", sparse=False, copy=True):
         if i != k:
             return _cotangent_zero(xs[i])
         keep = _meshgrid_axis(k, len(xs), indexing)
@@ -1415,7 +1416,7 @@ register(Op("meshgrid", None, None, None, args=(), variadic=True,
             reading=_meshgrid_reading,
             doc="X, Y = meshgrid(x, y, indexing='xy'): coordinate grids (torch.meshgrid: 'ij')"))
 register(Op("meshgrid_part", _meshgrid_part, _meshgrid_shape, (_meshgrid_rule,), args=(), variadic=True,
-            params={"k": REQUIRED, "indexing": "xy", "sparse": False, "copy": True}, public=False, finite_closed=True,
+            params={"k": 0, "indexing": "xy", "sparse": False, "copy": True}, public=True, finite_closed=True,
             doc="the k-th grid of meshgrid"))
 
 
@@ -1424,16 +1425,16 @@ register(Op("meshgrid_part", _meshgrid_part, _meshgrid_shape, (_meshgrid_rule,),
 register(Op("frexp", None, None, None, parts=lambda shape: [("frexp_mantissa", {}), ("frexp_exponent", {})],
             doc="m, e = frexp(x): x = m * 2**e with 0.5 <= |m| < 1"))
 register(Op("frexp_mantissa", lambda xp, x: xp.frexp(x)[0], lambda shape: tuple(shape),
-            (lambda g, ans, x: g * G.exp2(-G.frexp_exponent(x)),), public=False,
+            (lambda g, ans, x: g * G.exp2(-G.frexp_exponent(x)),), public=False, prints_as=lambda x: f"frexp({x})[0]",
             finite_closed=True, doc="the mantissa of frexp"))
 register(Op("frexp_exponent", lambda xp, x: xp.frexp(x)[1].astype(x.dtype), lambda shape: tuple(shape),
-            NOT_DIFFERENTIABLE, public=False, finite_closed=True, doc="the exponent of frexp"))
+            NOT_DIFFERENTIABLE, public=False, finite_closed=True, prints_as=lambda x: f"frexp({x})[1]", doc="the exponent of frexp"))
 register(Op("modf", None, None, None, parts=lambda shape: [("modf_fraction", {}), ("modf_integral", {})],
             doc="f, i = modf(x): the fractional and integral parts, each with x's sign"))
 register(Op("modf_fraction", lambda xp, x: xp.modf(x)[0], lambda shape: tuple(shape),
-            (lambda g, ans, x: g,), public=False, doc="the fractional part of modf"))
+            (lambda g, ans, x: g,), public=False, prints_as=lambda x: f"modf({x})[0]", doc="the fractional part of modf"))
 register(Op("modf_integral", lambda xp, x: xp.modf(x)[1], lambda shape: tuple(shape), NOT_DIFFERENTIABLE,
-            public=False, doc="the integral part of modf"))
+            public=False, prints_as=lambda x: f"modf({x})[1]", doc="the integral part of modf"))
 
 
 def _ldexp(xp, x, e):

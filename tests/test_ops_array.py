@@ -353,3 +353,25 @@ def test_splits_are_views_and_joins_are_new():
     assert OPS["index"].memory == "view" and OPS["diagonal"].memory == "view" and OPS["swapaxes"].view
     assert OPS["concatenate"].memory == "new" and not OPS["concatenate"].view
     assert OPS["tile"].memory == "new" and OPS["repeat"].memory == "new" and OPS["pad"].memory == "new"
+
+
+@pytest.mark.parametrize("program", [
+    "y = sum(np.concatenate([x, x * x]) ** 2)",
+    "y = sum(np.select([x > 0], [x * x], 0.5))",
+    "y = sum(np.take(x, [0, 0, 2]) ** 2)",
+    "y = sum(tf.gather(x, [2, 0]) * x[0])",
+    "y = sum(lax.slice(x, [1], [3]) ** 2)",
+    "y = sum(np.pad(x, 2, mode='reflect') ** 2)",
+    "y = sum(torch.gather(x, 0, [2, 2]) ** 2)",
+    "y = sum(np.diag(np.diag(x)) ** 2) + sum(np.tile(x, 2) * np.roll(x, 1, axis=0).repeat(2, axis=0))",
+    "a, b = np.broadcast_arrays(x, x[:, None])\ny = sum(a * b)",
+    "p, q = np.meshgrid(x, x[:2])\ny = sum(p * q * q)",
+    "m, e = np.frexp(x)\ny = sum(m * m * e)",
+    "y = sum(torch.squeeze(x[None], 0) * np.take_along_axis(x, [2, 0, 2], 0))",
+])
+def test_derive_of_array_functions_round_trips(program):
+    feeds = {"x": np.array([0.7, -1.3, 2.1])}
+    printed = api.derive(program, wrt="x", feeds=feeds)
+    got = next(iter(api.evaluate(printed).outputs.values()))
+    np.testing.assert_allclose(got, api.grad(program, wrt=["x"], feeds=feeds).gradients["x"], rtol=1e-14,
+                               err_msg=printed)
