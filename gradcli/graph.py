@@ -820,7 +820,7 @@ class _Lowering:
         label = node.symbol or op_table.strip_prefixes(node.func)
         if node.symbol in ("and", "or", "not"):
             self.check_truth_values(node, values)
-        if not node.keywords and len(values) == len(op.args) and not op.required and (
+        if not node.keywords and len(values) == len(op.args) and not op.required and not op.variadic and (
                 op.name not in ("negative", "positive", "identity")):
             # the common call, `exp(x)` or `a * b`: every argument given, every parameter default
             ids = tuple(v if type(v) is int else self.materialize(v, scope) for v in values)

@@ -46,6 +46,13 @@ def _axis(ndim: int, axis, what: str = "axis") -> int:
     return axis % ndim
 
 
+def _axes(axis, ndim: int) -> tuple:
+    """normalize_axes of an axis or axes that must be integers (not a string or a list of lists)."""
+    if axis is not None:
+        _ints(axis, "axis")
+    return normalize_axes(axis, ndim)
+
+
 def _int(value, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ShapeError(f"{what} must be an integer, not {value}")
@@ -58,6 +65,14 @@ def _ints(value, what: str) -> tuple:
     if not isinstance(items, tuple) or not all(isinstance(v, int) and not isinstance(v, bool) for v in items):
         raise ShapeError(f"{what} must be an integer or a list of integers, not {value}")
     return items
+
+
+def _int_array(value, what: str) -> np.ndarray:
+    """Constant indices or counts (an int, or nested lists of ints) as an integer array."""
+    array = np.asarray(value)
+    if array.dtype.kind not in "iu" and not (array.size == 0 and array.dtype.kind == "f"):
+        raise ShapeError(f"{what} must be an integer or (nested) lists of integers, not {value!r}")
+    return array.astype(np.int64)
 
 
 def _cotangent_zero(x):
@@ -332,7 +347,7 @@ register(Op("unbind", None, None, None, params={"axis": 0}, parts=_unbind_parts,
 def _squeeze_shape(shape, axis=None):
     if axis is None:
         return tuple(d for d in shape if d != 1)
-    axes = normalize_axes(axis, len(shape))
+    axes = _axes(axis, len(shape))
     for a in axes:
         if shape[a] != 1:
             raise ShapeError(f"cannot squeeze axis {a}: its length is {shape[a]}, not 1")
@@ -343,7 +358,7 @@ def _squeeze_loose_shape(shape, axis=None):
     # torch.squeeze(x, dim): a dim whose length is not 1 is left as it is
     if axis is None:
         return _squeeze_shape(shape)
-    axes = normalize_axes(axis, len(shape)) if shape else ()
+    axes = _axes(axis, len(shape)) if shape else ()
     return tuple(d for k, d in enumerate(shape) if not (k in axes and d == 1))
 
 
@@ -465,7 +480,7 @@ _permuting("rollaxis", _roll_axis_perm, (), {"axis": REQUIRED, "start": 0},
 
 
 def _flip_axes(shape, axis=None):
-    return tuple(range(len(shape))) if axis is None else normalize_axes(axis, len(shape))
+    return tuple(range(len(shape))) if axis is None else _axes(axis, len(shape))
 
 
 def _flip(xp, x, axis=None):
@@ -489,11 +504,15 @@ register(Op("flip", _flip, lambda shape, axis=None: (_flip_axes(shape, axis), tu
 
 def _roll_plan(shape, shift, axis):
     shifts = _ints(shift, "shift")
+    if not shifts:
+        raise ShapeError("roll needs a shift")
     if axis is None:
         if len(shifts) != 1:
             raise ShapeError("roll without an axis takes one shift")
         return shifts, None
     axes = _ints(axis, "axis")
+    if not axes:
+        raise ShapeError("roll needs an axis (or axis=None)")
     for a in axes:
         _axis(len(shape), a)
     if len(shifts) != len(axes):
@@ -567,7 +586,8 @@ def _flat_index(indices):
 
 
 def _gather_axis_shape(shape, indices, axis):
-    idx = np.asarray(indices)
+    idx = _int_array(indices, "indices")
+    axis = _axis(len(shape), axis)
     n = shape[axis]
     if idx.size and (idx.min() < -n or idx.max() >= n):
         bad = int(idx.max()) if idx.max() >= n else int(idx.min())
@@ -583,6 +603,7 @@ def _gather_axis_add(xp, g, indices, axis, size):
     """Zeros with `size` along axis, g's slices added at the indices (repeated ones accumulate)."""
     idx = np.asarray(indices, dtype=np.int64)
     k = idx.ndim
+    axis %= max(g.ndim - k + 1, 1)
     lead, rest = g.shape[:axis], g.shape[axis + k:]
     p, q, m = math.prod(lead), math.prod(rest), idx.size
     flat = ((np.arange(p).reshape(p, 1, 1) * size + (idx.reshape(-1) % max(size, 1)).reshape(1, m, 1)) * q
@@ -592,8 +613,16 @@ def _gather_axis_add(xp, g, indices, axis, size):
 
 
 def _gather_axis_add_shape(shape, indices, axis, size):
-    k = np.asarray(indices).ndim
-    return tuple(shape[:axis]) + (size,) + tuple(shape[axis + k:])
+    idx = np.asarray(indices)
+    size = _int(size, "size")
+    if size < 0:
+        raise ShapeError(f"size must not be negative, got {size}")
+    axis = _axis(len(shape) - idx.ndim + 1, axis)
+    if tuple(shape[axis:axis + idx.ndim]) != idx.shape:
+        raise ShapeError(f"values of shape {fmt_shape(shape)} do not hold indices of shape {fmt_shape(idx.shape)} "
+                         f"at axis {axis}")
+    _gather_axis_shape((size,), indices, 0)  # in range
+    return tuple(shape[:axis]) + (size,) + tuple(shape[axis + idx.ndim:])
 
 
 register(Op("gather_axis", _gather_axis, _gather_axis_shape,
@@ -681,7 +710,7 @@ def _repeat_plan(shape, repeats, axis=None):
             raise ShapeError("a number has no axis to repeat along")
         axis = _axis(len(shape), axis)
         n = shape[axis]
-    counts = np.asarray(repeats)
+    counts = _int_array(repeats, "repeats")
     if counts.ndim > 1:
         raise ShapeError("repeats must be an integer or a vector of integers")
     if np.any(counts < 0):
@@ -755,6 +784,14 @@ def _pad_mode(mode, reflect_type="even"):
 def _pad_plan(shape, pad_width, mode="constant", constant_values=0, reflect_type="even"):
     pairs = _pad_pairs(shape, pad_width)
     mode = _pad_mode(mode, reflect_type)
+    values = np.asarray(constant_values)
+    try:
+        fits = values.dtype.kind in "iuf" and np.broadcast_to(values, (len(shape), 2)) is not None
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ShapeError(f"constant_values must be a number, or (before, after) numbers per axis, "
+                         f"not {constant_values!r}")
     for n, (a, b) in zip(shape, pairs):
         if n + a + b > MAX_INDICES:
             raise ShapeError(f"padding to {n + a + b:,} elements along an axis (at most {MAX_INDICES:,})")
@@ -770,6 +807,8 @@ def _pad_shape(shape, pad_width, mode="constant", constant_values=0, reflect_typ
 
 def _pad(xp, x, pad_width, mode="constant", constant_values=0, reflect_type="even"):
     pairs, mode = _pad_plan(x.shape, pad_width, mode, constant_values, reflect_type)
+    if not pairs:  # a number: nothing to pad
+        return x.copy()
     if mode == "constant":
         return xp.pad(x, pairs, mode="constant", constant_values=constant_values)
     return xp.pad(x, pairs, mode=mode)
@@ -811,7 +850,8 @@ register(Op("pad", _pad, _pad_shape, (_pad_vjp,),
             doc="np.pad / tf.pad: modes constant, edge, reflect, symmetric, wrap (the gradient gathers back)"))
 register(Op("torch_pad", lambda xp, x, pad, mode="constant", value=0:
             _pad(xp, x, _torch_pad_widths(x.shape, pad), mode, 0 if value is None else value),
-            lambda shape, pad, mode="constant", value=0: _pad_shape(shape, _torch_pad_widths(shape, pad), mode),
+            lambda shape, pad, mode="constant", value=0: _pad_shape(shape, _torch_pad_widths(shape, pad), mode,
+                                                                  0 if value is None else value),
             (lambda g, ans, x, pad, mode="constant", value=0:
              _pad_vjp(g, ans, x, _torch_pad_widths(x.shape, pad), mode),),
             params={"pad": REQUIRED, "mode": "constant", "value": 0}, public=True, finite_closed=True,
@@ -819,6 +859,12 @@ register(Op("torch_pad", lambda xp, x, pad, mode="constant", value=0:
 
 
 # --------------------------------------------------------------------------- broadcasting to a common shape
+
+def _part_number(k, count):
+    if not isinstance(k, int) or not 0 <= k < count:
+        raise ShapeError(f"k must be an integer from 0 to {count - 1}, not {k}")
+    return k
+
 
 def _nth_rule(i):
     def vjp(g, ans, *xs, k=0, **_):
@@ -830,7 +876,7 @@ register(Op("broadcast_arrays", None, None, None, args=(), variadic=True,
             parts=lambda *shapes: [("broadcast_part", {"k": k}) for k in range(len(shapes))],
             aliases=("broadcast_tensors",), doc="a, b = broadcast_arrays(a, b): each broadcast to the common shape"))
 register(Op("broadcast_part", lambda xp, *xs, k=0: xp.broadcast_to(xs[k], broadcast_shapes(*(x.shape for x in xs))),
-            lambda *shapes, k=0: broadcast_shapes(*shapes), (_nth_rule,), args=(), variadic=True,
+            lambda *shapes, k=0: (_part_number(k, len(shapes)), broadcast_shapes(*shapes))[1], (_nth_rule,), args=(), variadic=True,
             params={"k": 0}, public=True, view=True, memory="view", finite_closed=True,
             doc="the k-th array broadcast to the shape common to all"))
 
@@ -859,6 +905,7 @@ def _embed_diagonal(xp, v, shape, offset=0, axis1=0, axis2=1):
 
 
 def _embed_diagonal_shape(v_shape, shape, offset=0, axis1=0, axis2=1):
+    shape = _shape_param(shape)
     if _diagonal_plan(shape, offset, axis1, axis2)[2] != tuple(v_shape):
         raise ShapeError(f"values of shape {fmt_shape(v_shape)} do not fit the diagonal of {fmt_shape(shape)}")
     return tuple(shape)
@@ -1000,7 +1047,8 @@ def _checked_indices(xp, indices, size):
     return xp.mod(indices, max(size, 1)).astype(indices.dtype)
 
 
-register(Op("checked_indices", _checked_indices, lambda shape, size: tuple(shape), NOT_DIFFERENTIABLE,
+register(Op("checked_indices", _checked_indices, lambda shape, size: (_shape_param((size,)), tuple(shape))[1],
+            NOT_DIFFERENTIABLE,
             params={"size": REQUIRED}, public=True, fails_on_data=True,
             doc="integer indices checked to be in range for an axis of length size, made non-negative"))
 
@@ -1051,7 +1099,7 @@ register(Op("take_along_axis", _take_along, lambda x, i, axis: _take_along_plan(
 
 
 def _torch_gather_plan(shape, axis, index):
-    idx = np.asarray(index)
+    idx = _int_array(index, "index")
     if idx.ndim != len(shape):
         raise ShapeError(f"index of rank {idx.ndim} for an input of rank {len(shape)}: they must be equal")
     axis = _axis(len(shape), axis, "dim")
@@ -1084,13 +1132,29 @@ register(Op("torch_gather", lambda xp, x, axis, index, sparse_grad=False:
                 g, flat=_nested(_torch_gather_plan(x.shape, axis, index)), shape=x.shape),),
             params={"axis": REQUIRED, "index": REQUIRED, "sparse_grad": False}, public=True,
             doc="torch.gather(x, dim, index): out[i][j] = x[index[i][j]][j] (dim 0) for constant indices"))
-register(Op("gather_flat", lambda xp, x, flat, shape: _gather_flat(xp, x, flat),
-            lambda x_shape, flat, shape: np.asarray(flat).shape,
+def _flat_positions(flat, shape, of_shape=None):
+    """Checks of gather_flat's constant positions: integers in range of an array of `shape`."""
+    shape = _shape_param(shape)
+    positions = _int_array(flat, "flat")
+    if of_shape is not None and positions.shape != tuple(of_shape):
+        raise ShapeError(f"positions of shape {fmt_shape(positions.shape)} for values of shape {fmt_shape(of_shape)}")
+    if positions.size and (positions.min() < 0 or positions.max() >= math.prod(shape)):
+        raise ShapeError(f"a position is out of range for an array of shape {fmt_shape(shape)}")
+    return positions.shape
+
+
+def _gather_flat_shape(x_shape, flat, shape):
+    if tuple(x_shape) != _shape_param(shape):
+        raise ShapeError(f"shape {shape} is not the array's shape {fmt_shape(x_shape)}")
+    return _flat_positions(flat, shape)
+
+
+register(Op("gather_flat", lambda xp, x, flat, shape: _gather_flat(xp, x, flat), _gather_flat_shape,
             (lambda g, ans, x, flat, shape: G.gather_flat_add(g, flat=flat, shape=x.shape),),
             params={"flat": REQUIRED, "shape": REQUIRED}, public=True,
             doc="the flattened x's elements at constant positions"))
 register(Op("gather_flat_add", lambda xp, g, flat, shape: _gather_flat_add(xp, g, flat, shape),
-            lambda g_shape, flat, shape: tuple(shape),
+            lambda g_shape, flat, shape: (_flat_positions(flat, shape, g_shape), _shape_param(shape))[1],
             (lambda g, ans, v, flat, shape: G.gather_flat(g, flat=flat, shape=shape),),
             params={"flat": REQUIRED, "shape": REQUIRED}, public=True,
             doc="zeros of shape with v's elements added at constant flat positions (the gradient of gather_flat)"))
@@ -1102,6 +1166,8 @@ def _nested(a):
 
 def _select_shape(*shapes, counts, default=0):
     n, m = counts
+    if isinstance(default, bool) or not isinstance(default, (int, float)):
+        raise ShapeError(f"default must be a number written in the program, not {default!r}")
     if n != m:
         raise ShapeError(f"{n} conditions and {m} choices: there must be as many of each")
     if n == 0:
@@ -1384,6 +1450,7 @@ def _meshgrid_shape(*shapes, k=0, indexing="xy", sparse=False, copy=True):
         raise ShapeError(f"indexing must be 'xy' or 'ij', not {indexing!r}")
     if sparse:
         raise ShapeError("sparse=True is not supported (write the broadcasting yourself)")
+    _part_number(k, len(shapes))
     sizes = [math.prod(s) for s in shapes]
     if indexing == "xy" and len(sizes) >= 2:
         sizes[0], sizes[1] = sizes[1], sizes[0]
@@ -1499,7 +1566,7 @@ register(Op("unflatten", lambda xp, x, axis, sizes: x.reshape(_unflatten_shape(x
             finite_closed=True, doc="torch.unflatten(x, dim, sizes): dim split into axes of those sizes"))
 register(Op("constant_pad_nd", lambda xp, x, pad, value=0: _pad(xp, x, _torch_pad_widths(x.shape, pad), "constant",
                                                                   value),
-            lambda shape, pad, value=0: _pad_shape(shape, _torch_pad_widths(shape, pad)),
+            lambda shape, pad, value=0: _pad_shape(shape, _torch_pad_widths(shape, pad), "constant", value),
             (lambda g, ans, x, pad, value=0: _pad_vjp(g, ans, x, _torch_pad_widths(x.shape, pad)),),
             params={"pad": REQUIRED, "value": 0}, finite_closed=True,
             doc="torch.constant_pad_nd(x, pad, value=0): F.pad in constant mode"))
@@ -1538,6 +1605,9 @@ def _slice_scatter_index(shape, axis=0, start=None, end=None, step=1):
     axis = _axis(len(shape), axis, "dim")
     if _int(step, "step") < 1:
         raise ShapeError(f"step must be positive, not {step}")
+    for bound, what in ((start, "start"), (end, "end")):
+        if bound is not None:
+            _int(bound, what)
     return _along(axis, (start, end, step))
 
 

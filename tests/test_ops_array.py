@@ -147,6 +147,24 @@ CASES = [
      lambda a, b: np.array([[p, q] for p in a for q in b]), {}),
     ("y = x.unfold(1, 3, 2)", {"x": normal((2, 6))},
      lambda x: np.stack([x[:, 0:3], x[:, 2:5]], axis=1), {}),
+    # the ops gradients and library readings emit, by the names `derive` prints them with
+    ("y = squeeze_loose(x, axis=1)", {"x": normal((1, 3))}, lambda x: x, {}),
+    ("y = flatten_dims(x, start_dim=1)", {"x": normal((2, 2, 2))}, lambda x: x.reshape(2, 4), {}),
+    ("y = gather_axis(x, indices=[[1, 1]], axis=1)", {"x": normal((2, 3))}, lambda x: x[:, [[1, 1]]], {}),
+    ("y = gather_axis_add(x, indices=[2, 0, 2], axis=1, size=4)", {"x": normal((2, 3))},
+     lambda x: np.stack([x[:, 1], 0 * x[:, 0], x[:, 0] + x[:, 2], 0 * x[:, 0]], axis=1), {}),
+    ("y = gather_flat(x, flat=[5, 0, 5], shape=[2, 3])", {"x": normal((2, 3))}, lambda x: x.reshape(-1)[[5, 0, 5]], {}),
+    ("y = gather_flat_add(x, flat=[3, 0, 3], shape=[2, 2])", {"x": normal((3,))},
+     lambda x: np.array([[x[1], 0], [0, x[0] + x[2]]]), {}),
+    ("y = embed_diagonal(x, shape=[3, 2], offset=-1)", {"x": normal((2,))}, lambda x: np.diag(x, -1)[:, :2], {}),
+    ("y = broadcast_part(a, b, k=1)", {"a": normal((2, 1)), "b": normal((3,))}, lambda a, b: np.broadcast_to(b, (2, 3)),
+     {}),
+    ("y = meshgrid_part(a, b, k=0, indexing='ij')", {"a": normal((2,)), "b": normal((3,))},
+     lambda a, b: np.meshgrid(a, b, indexing="ij")[0], {}),
+    ("y = torch_gather(x, axis=0, index=[[1, 0]])", {"x": normal((2, 2))}, lambda x: np.array([[x[1, 0], x[0, 1]]]), {}),
+    ("y = torch_pad(x, pad=[1, 1], mode='circular')", {"x": normal((2, 3))},
+     lambda x: np.pad(x, ((0, 0), (1, 1)), mode="wrap"), {}),
+    ("y = tf_slice(x, begin=[0, 1], size=[2, -1])", {"x": normal((2, 3))}, lambda x: x[:, 1:], {}),
     # diagonals and triangles
     ("y = np.diag(x)", {"x": normal((3,))}, lambda x: np.diag(x), {}),
     ("y = np.diag(x, k=-1)", {"x": normal((3,))}, lambda x: np.diag(x, k=-1), {}),
@@ -375,3 +393,34 @@ def test_derive_of_array_functions_round_trips(program):
     got = next(iter(api.evaluate(printed).outputs.values()))
     np.testing.assert_allclose(got, api.grad(program, wrt=["x"], feeds=feeds).gradients["x"], rtol=1e-14,
                                err_msg=printed)
+
+
+def test_no_argument_makes_an_array_function_crash():
+    """Random calls of every op of the family, with arrays, numbers, lists, strings and None in
+    every position: each evaluates or is a GradcliError (a user error), never an exception."""
+    import random
+
+    from gradcli import ops
+    names = sorted(n for n, o in ops.CALLABLE.items()
+                   if getattr(o.forward, "__module__", None) == "gradcli.ops_array"
+                   or getattr(o.parts, "__module__", None) == "gradcli.ops_array")
+    arrays = ["s", "v", "m", "t", "e", "[m, m]", "(v, v)", "[v, m]", "[]", "m > 1"]
+    values = ["0", "1", "-1", "2", "-5", "[0, 1]", "(2, 1)", "[[0, 1], [1, 0]]", "None", "'reflect'", "'ij'", "0.5",
+              "[]", "[-1, 2]", "True", "((1, 0), (0, 2))", "[2, 0, 1]"]
+    feeds = {"s": np.float64(1.5), "v": np.arange(4.0) - 1, "m": np.arange(6.0).reshape(2, 3), "t": np.ones((2, 2, 2)),
+             "e": np.zeros((0, 2))}
+    rng = random.Random(7)
+    for _ in range(600):
+        name = rng.choice(names)
+        op = ops.CALLABLE[name]
+        count = rng.randint(0, 3) if op.variadic or rng.random() < 0.2 else len(op.args)
+        args = [rng.choice(arrays) for _ in range(count)]
+        args += [f"{p}={rng.choice(values)}" for p in op.params if p != "counts" and rng.random() < 0.5]
+        program = f"y = {rng.choice(['np.', 'tf.', 'torch.', 'lax.', '', 'F.'])}{name}({', '.join(args)})"
+        try:
+            api.evaluate(program, feeds=feeds)
+            used = [n for n in ("v", "m", "t") if n in program]
+            if used:
+                api.grad(program, wrt=used, feeds=feeds, unconnected="zero")
+        except GradcliError:
+            pass
