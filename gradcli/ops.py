@@ -683,8 +683,12 @@ register(Op("log_softmax", _log_softmax, _same_checking_axis,
 
 register(Op("matmul", lambda xp, a, b: xp.matmul(a, b), _matmul_shape, (_matmul_vjp_a, _matmul_vjp_b),
             args=("a", "b")))
+# torch.transpose(x, dim0, dim1) swaps two axes (NumPy's swapaxes); torch.permute(x, dims) and
+# np.permute_dims(x, axes) are NumPy's transpose
 register(Op("transpose", lambda xp, x, axes=None: xp.transpose(x, axes), _transpose_shape,
-            (_transpose_vjp,), params={"axes": None}, view=True, memory="view", finite_closed=True))
+            (_transpose_vjp,), params={"axes": None}, aliases=("permute", "permute_dims"), view=True, memory="view",
+            finite_closed=True,
+            reading=lambda call: ("swapaxes", {}) if call.library == "torch" and call.name == "transpose" else None))
 register(Op("reshape", lambda xp, x, shape: xp.reshape(x, shape), _reshape_shape,
             (lambda g, ans, x, shape: G.reshape(g, shape=x.shape),), params={"shape": REQUIRED},
             view=True, memory="reshape", finite_closed=True))

@@ -1382,9 +1382,17 @@ def _arange_values(start, stop=None, step=None, dtype=None):
     return np.arange(start, stop, step, dtype=np.float64)
 
 
-_constructor("arange", lambda xp, **p: xp.asarray(_arange_values(**p)), lambda **p: _arange_values(**p).shape,
-             {"start": REQUIRED, "stop": None, "step": None, "dtype": None}, (),
-             doc="evenly spaced numbers in [start, stop) (a constant, in floating point)")
+def _range_reading(call):
+    if call.name == "range" and call.library == "python":
+        raise ReadingError("range(...) is Python's sequence of integers (for loops, which gradcli does not "
+                           "have): write np.arange(...) or tf.range(...) for the array")
+    return None
+
+
+register(Op("arange", lambda xp, **p: xp.asarray(_arange_values(**p)), lambda **p: _arange_values(**p).shape, None,
+            args=(), params={"start": REQUIRED, "stop": None, "step": None, "dtype": None}, aliases=("range",),
+            reading=_range_reading, doc="evenly spaced numbers in [start, stop) (a constant, in floating point; "
+                                        "tf.range)"))
 
 
 def _empty_reading(call):

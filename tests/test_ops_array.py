@@ -301,6 +301,10 @@ def test_library_spellings_that_differ_from_numpy():
     np.testing.assert_array_equal(out("y = tf.linalg.diag(x)"), np.stack([np.diag(r) for r in x]))
     np.testing.assert_array_equal(out("y = np.diag(x)"), [0, 4])
     np.testing.assert_array_equal(out("y = x.flatten()"), x.ravel())
+    np.testing.assert_array_equal(out("y = torch.transpose(x[None], 0, 2)"), np.swapaxes(x[None], 0, 2))
+    np.testing.assert_array_equal(out("y = torch.permute(x[None], (2, 0, 1))"), np.transpose(x[None], (2, 0, 1)))
+    np.testing.assert_array_equal(out("y = np.transpose(x)"), x.T)
+    np.testing.assert_array_equal(out("y = x * tf.range(3)"), x * np.arange(3))
     np.testing.assert_array_equal(out("y = torch.cat((x, x), 1)"), np.concatenate((x, x), 1))
     assert api.evaluate("y = tf.identity(x)", feeds={"x": x}).outputs["y"].shape == (2, 3)  # still the value
 
@@ -337,6 +341,7 @@ def test_library_spellings_that_differ_from_numpy():
     ("y = lax.dynamic_slice(x, [0, 0], [3, 1])", "sizes (3, 1) do not fit"),
     ("y = torch.narrow(x, 0, 1, 2)", "do not fit dim 0 of length 2"),
     ("y = np.empty((2, 2))", "uninitialized memory"),
+    ("y = range(3)", "write np.arange(...) or tf.range(...)"),
     ("y = np.zeros((2, -1))", "negative dimensions are not allowed"),
     ("y = np.zeros(2, 3)", "the shape must be one argument"),
     ("y = np.zeros(2, 'int32')", "would change the numbers"),
