@@ -291,13 +291,6 @@ INTEGER_ARRAY_PARAMS = {"indices", "index", "repeats", "reps", "pad_width", "pad
                         "num_or_size_splits", "split_size_or_sections", "sections", "begin", "size"}
 
 
-def _nested_ints(arr: np.ndarray):
-    """An integer array as an int or nested tuples of ints (hashable, as parameters are)."""
-    if arr.ndim == 0:
-        return int(arr)
-    return tuple(_nested_ints(row) for row in arr)
-
-
 _EVAL, _APPLY, _BIND, _DISCARD, _UNPACK, _DEFINE, _CHOOSE = range(7)
 
 
@@ -982,7 +975,7 @@ class _Lowering:
         if pname in INTEGER_ARRAY_PARAMS:  # indices, pad widths, counts: integers, nested as written
             if not integral:
                 raise self.error(f"{label}(): '{pname}' must be an integer or integers", value.pos)
-            return _nested_ints(arr)
+            return op_table.nested_ints(arr)
         if pname in ("axis", "axes", "shape"):  # positions and sizes: integers
             if pname == "axes" and arr.ndim == 2 and integral:  # tensordot's pair of lists
                 return tuple(tuple(int(v) for v in row) for row in arr)

@@ -241,6 +241,20 @@ def reduced_shape(shape, axis, keepdims):
     return tuple(d for i, d in enumerate(shape) if i not in axes)
 
 
+def nested_ints(array):
+    """An integer array as an int or nested tuples of ints (hashable, as static parameters are),
+    built level by level from the innermost axis (no recursion)."""
+    import numpy as np
+    array = np.asarray(array)
+    items = [int(v) for v in array.reshape(-1)]
+    if array.ndim == 0:
+        return items[0]
+    for k in reversed(range(array.ndim)):
+        d = array.shape[k]
+        items = [tuple(items[g * d:(g + 1) * d]) for g in range(math.prod(array.shape[:k]))]
+    return items[0]
+
+
 def _same(shape, **_):
     return shape
 

@@ -24,7 +24,7 @@ import math
 import numpy as np
 
 from .ops import (G, NO_GRADIENT, NOT_DIFFERENTIABLE, REQUIRED, DataError, Op, ReadingError, _index_shape,
-                  _index_tuple, broadcast_shapes, fmt_shape, normalize_axes, register)
+                  _index_tuple, broadcast_shapes, fmt_shape, nested_ints, normalize_axes, register)
 from .errors import ShapeError
 
 MAX_INDICES = 100_000_000  # the most elements a constant index map (repeat, pad) or split may have
@@ -1129,7 +1129,7 @@ register(Op("torch_gather", lambda xp, x, axis, index, sparse_grad=False:
             _gather_flat(xp, x, _torch_gather_plan(x.shape, axis, index)),
             lambda shape, axis, index, sparse_grad=False: _torch_gather_plan(shape, axis, index).shape,
             (lambda g, ans, x, axis, index, sparse_grad=False: G.gather_flat_add(
-                g, flat=_nested(_torch_gather_plan(x.shape, axis, index)), shape=x.shape),),
+                g, flat=nested_ints(_torch_gather_plan(x.shape, axis, index)), shape=x.shape),),
             params={"axis": REQUIRED, "index": REQUIRED, "sparse_grad": False}, public=True,
             doc="torch.gather(x, dim, index): out[i][j] = x[index[i][j]][j] (dim 0) for constant indices"))
 def _flat_positions(flat, shape, of_shape=None):
@@ -1158,10 +1158,6 @@ register(Op("gather_flat_add", lambda xp, g, flat, shape: _gather_flat_add(xp, g
             (lambda g, ans, v, flat, shape: G.gather_flat(g, flat=flat, shape=shape),),
             params={"flat": REQUIRED, "shape": REQUIRED}, public=True,
             doc="zeros of shape with v's elements added at constant flat positions (the gradient of gather_flat)"))
-
-
-def _nested(a):
-    return tuple(_nested(row) for row in a) if getattr(a, "ndim", 0) else int(a)
 
 
 def _select_shape(*shapes, counts, default=0):
