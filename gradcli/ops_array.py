@@ -325,7 +325,8 @@ register(Op("array_split", None, None, None, params={"indices_or_sections": REQU
             parts=_array_split_parts, aliases=("tensor_split",),
             doc="NumPy's array_split (torch.tensor_split): n parts of sizes differing by at most 1"))
 register(Op("hsplit", None, None, None, params={"indices_or_sections": REQUIRED},
-            parts=_fixed_axis_split("hsplit", lambda s: 1 if len(s) > 1 else 0, 1), doc="split along axis 1 (0 of a vector)"))
+            parts=_fixed_axis_split("hsplit", lambda s: 1 if len(s) > 1 else 0, 1),
+            doc="split along axis 1 (0 of a vector)"))
 register(Op("vsplit", None, None, None, params={"indices_or_sections": REQUIRED},
             parts=_fixed_axis_split("vsplit", lambda s: 0, 2), doc="split along axis 0 of an array of rank >= 2"))
 register(Op("dsplit", None, None, None, params={"indices_or_sections": REQUIRED},
@@ -414,7 +415,8 @@ def _ravel_reading(call):
 register(Op("ravel", lambda xp, x, order="C": xp.reshape(x, (-1,)), _ravel_shape, (_back,), params={"order": "C"},
             aliases=("flatten",), reading=_ravel_reading, view=True, memory="reshape", finite_closed=True,
             doc="the elements in one axis, row-major (x.flatten(), np.ravel)"))
-register(Op("flatten_dims", lambda xp, x, start_dim=0, end_dim=-1: xp.reshape(x, _flatten_dims_shape(x.shape, start_dim, end_dim)),
+register(Op("flatten_dims",
+            lambda xp, x, start_dim=0, end_dim=-1: xp.reshape(x, _flatten_dims_shape(x.shape, start_dim, end_dim)),
             _flatten_dims_shape, (_back,), params={"start_dim": 0, "end_dim": -1}, public=True, view=True,
             memory="reshape", finite_closed=True, doc="torch.flatten(x, start_dim, end_dim)"))
 
@@ -496,7 +498,12 @@ def _flip_reading(call):
     return None
 
 
-register(Op("flip", _flip, lambda shape, axis=None: (_flip_axes(shape, axis), tuple(shape))[1],
+def _flip_shape(shape, axis=None):
+    _flip_axes(shape, axis)
+    return tuple(shape)
+
+
+register(Op("flip", _flip, _flip_shape,
             (lambda g, ans, x, axis=None: G.flip(g, axis=axis),), params={"axis": None},
             aliases=("fliplr", "flipud", "reverse"), reading=_flip_reading, view=True, memory="view",
             finite_closed=True, doc="x in reverse order along axis (every axis where None); fliplr: axis 1, flipud: 0"))
@@ -525,12 +532,17 @@ def _roll_plan(shape, shift, axis):
     return shifts, axes
 
 
+def _roll_shape(shape, shift, axis=None):
+    _roll_plan(shape, shift, axis)
+    return tuple(shape)
+
+
 def _negated(shift):
     return -shift if isinstance(shift, int) else tuple(-s for s in shift)
 
 
 register(Op("roll", lambda xp, x, shift, axis=None: xp.roll(x, shift, axis),
-            lambda shape, shift, axis=None: (_roll_plan(shape, shift, axis), tuple(shape))[1],
+            _roll_shape,
             (lambda g, ans, x, shift, axis=None: G.roll(g, shift=_negated(shift), axis=axis),),
             params={"shift": REQUIRED, "axis": None}, finite_closed=True,
             doc="x shifted cyclically by shift along axis (the flattened array where None)"))
@@ -580,10 +592,6 @@ register(Op("tile", lambda xp, x, reps: xp.tile(x, reps),
 
 
 # --------------------------------------------------------------------------- gather with constant indices
-
-def _flat_index(indices):
-    return np.asarray(indices, dtype=np.int64).reshape(-1)
-
 
 def _gather_axis_shape(shape, indices, axis):
     idx = _int_array(indices, "indices")
@@ -866,6 +874,11 @@ def _part_number(k, count):
     return k
 
 
+def _broadcast_part_shape(*shapes, k=0):
+    _part_number(k, len(shapes))
+    return broadcast_shapes(*shapes)
+
+
 def _nth_rule(i):
     def vjp(g, ans, *xs, k=0, **_):
         return g if i == k else _cotangent_zero(xs[i])
@@ -876,7 +889,7 @@ register(Op("broadcast_arrays", None, None, None, args=(), variadic=True,
             parts=lambda *shapes: [("broadcast_part", {"k": k}) for k in range(len(shapes))],
             aliases=("broadcast_tensors",), doc="a, b = broadcast_arrays(a, b): each broadcast to the common shape"))
 register(Op("broadcast_part", lambda xp, *xs, k=0: xp.broadcast_to(xs[k], broadcast_shapes(*(x.shape for x in xs))),
-            lambda *shapes, k=0: (_part_number(k, len(shapes)), broadcast_shapes(*shapes))[1], (_nth_rule,), args=(), variadic=True,
+            _broadcast_part_shape, (_nth_rule,), args=(), variadic=True,
             params={"k": 0}, public=True, view=True, memory="view", finite_closed=True,
             doc="the k-th array broadcast to the shape common to all"))
 
@@ -1047,7 +1060,12 @@ def _checked_indices(xp, indices, size):
     return xp.mod(indices, max(size, 1)).astype(indices.dtype)
 
 
-register(Op("checked_indices", _checked_indices, lambda shape, size: (_shape_param((size,)), tuple(shape))[1],
+def _checked_indices_shape(shape, size):
+    _shape_param((size,))
+    return tuple(shape)
+
+
+register(Op("checked_indices", _checked_indices, _checked_indices_shape,
             NOT_DIFFERENTIABLE,
             params={"size": REQUIRED}, public=True, fails_on_data=True,
             doc="integer indices checked to be in range for an axis of length size, made non-negative"))
@@ -1143,6 +1161,11 @@ def _flat_positions(flat, shape, of_shape=None):
     return positions.shape
 
 
+def _gather_flat_add_shape(g_shape, flat, shape):
+    _flat_positions(flat, shape, g_shape)
+    return _shape_param(shape)
+
+
 def _gather_flat_shape(x_shape, flat, shape):
     if tuple(x_shape) != _shape_param(shape):
         raise ShapeError(f"shape {shape} is not the array's shape {fmt_shape(x_shape)}")
@@ -1154,7 +1177,7 @@ register(Op("gather_flat", lambda xp, x, flat, shape: _gather_flat(xp, x, flat),
             params={"flat": REQUIRED, "shape": REQUIRED}, public=True,
             doc="the flattened x's elements at constant positions"))
 register(Op("gather_flat_add", lambda xp, g, flat, shape: _gather_flat_add(xp, g, flat, shape),
-            lambda g_shape, flat, shape: (_flat_positions(flat, shape, g_shape), _shape_param(shape))[1],
+            _gather_flat_add_shape,
             (lambda g, ans, v, flat, shape: G.gather_flat(g, flat=flat, shape=shape),),
             params={"flat": REQUIRED, "shape": REQUIRED}, public=True,
             doc="zeros of shape with v's elements added at constant flat positions (the gradient of gather_flat)"))
@@ -1296,14 +1319,20 @@ def _dynamic_update_slice(xp, x, u, start_indices):
     return out
 
 
+def _dynamic_update_slice_shape(x_shape, u_shape, start_indices):
+    _update_index(x_shape, u_shape, start_indices)
+    return tuple(x_shape)
+
+
 def _dus_vjp_x(g, ans, x, u, start_indices):
     index = _update_index(x.shape, u.shape, start_indices)
     return g - G.scatter(G.index(g, index=index), shape=g.shape, index=index)
 
 
 register(Op("dynamic_update_slice", _dynamic_update_slice,
-            lambda x, u, start_indices: (_update_index(x, u, start_indices), tuple(x))[1],
-            (_dus_vjp_x, lambda g, ans, x, u, start_indices: G.index(g, index=_update_index(x.shape, u.shape, start_indices))),
+            _dynamic_update_slice_shape,
+            (_dus_vjp_x, lambda g, ans, x, u, start_indices:
+             G.index(g, index=_update_index(x.shape, u.shape, start_indices))),
             args=("operand", "update"), params={"start_indices": REQUIRED}, finite_closed=True,
             doc="lax.dynamic_update_slice(x, update, start_indices): x with the block at start replaced"))
 
@@ -1330,19 +1359,23 @@ def _fill_value(value):
     return float(value)
 
 
-def _constructor(name, forward, shape, params, aliases=(), doc=""):
-    register(Op(name, forward, shape, None, args=(), params=params, aliases=aliases, doc=doc))
+def _filled_shape(shape, fill_value=0.0, dtype=None):
+    _dtype_check(dtype)
+    _fill_value(fill_value)
+    return _shape_param(shape)
 
 
-_constructor("zeros", lambda xp, shape, dtype=None: xp.zeros(_shape_param(shape)),
-             lambda shape, dtype=None: (_dtype_check(dtype), _shape_param(shape))[1], {"shape": REQUIRED, "dtype": None},
-             doc="an array of zeros (a constant)")
-_constructor("ones", lambda xp, shape, dtype=None: xp.ones(_shape_param(shape)),
-             lambda shape, dtype=None: (_dtype_check(dtype), _shape_param(shape))[1], {"shape": REQUIRED, "dtype": None},
-             doc="an array of ones (a constant)")
-_constructor("full", lambda xp, shape, fill_value, dtype=None: xp.full(_shape_param(shape), _fill_value(fill_value)),
-             lambda shape, fill_value, dtype=None: (_dtype_check(dtype), _fill_value(fill_value), _shape_param(shape))[2],
-             {"shape": REQUIRED, "fill_value": REQUIRED, "dtype": None}, ("fill",),
+def _constructor(name, fill, params, aliases=(), doc=""):
+    """zeros / ones / full: an array of `shape` holding one number (a constant)."""
+    register(Op(name, lambda xp, shape, fill_value=fill, dtype=None:
+                xp.full(_shape_param(shape), _fill_value(fill_value)),
+                lambda shape, fill_value=fill, dtype=None: _filled_shape(shape, fill_value, dtype), None, args=(),
+                params=params, aliases=aliases, doc=doc))
+
+
+_constructor("zeros", 0.0, {"shape": REQUIRED, "dtype": None}, doc="an array of zeros (a constant)")
+_constructor("ones", 1.0, {"shape": REQUIRED, "dtype": None}, doc="an array of ones (a constant)")
+_constructor("full", None, {"shape": REQUIRED, "fill_value": REQUIRED, "dtype": None}, ("fill",),
              doc="an array of one value (a constant; tf.fill(dims, value))")
 
 
@@ -1354,12 +1387,12 @@ def _eye_shape(N, M=None, k=0, dtype=None):
     return (n, m)
 
 
-_constructor("eye", lambda xp, N, M=None, k=0, dtype=None: xp.eye(*_eye_shape(N, M, k), k=k), _eye_shape,
-             {"N": REQUIRED, "M": None, "k": 0, "dtype": None}, (),
-             doc="the identity matrix (ones on the k-th diagonal); np.identity(n)")
-_constructor("tri", lambda xp, N, M=None, k=0, dtype=None: xp.tri(*_eye_shape(N, M, k), k=k), _eye_shape,
-             {"N": REQUIRED, "M": None, "k": 0, "dtype": None}, (),
-             doc="ones at and below the k-th diagonal")
+register(Op("eye", lambda xp, N, M=None, k=0, dtype=None: xp.eye(*_eye_shape(N, M, k), k=k), _eye_shape, None,
+            args=(), params={"N": REQUIRED, "M": None, "k": 0, "dtype": None},
+            doc="the identity matrix (ones on the k-th diagonal); np.identity(n)"))
+register(Op("tri", lambda xp, N, M=None, k=0, dtype=None: xp.tri(*_eye_shape(N, M, k), k=k), _eye_shape, None,
+            args=(), params={"N": REQUIRED, "M": None, "k": 0, "dtype": None},
+            doc="ones at and below the k-th diagonal"))
 
 
 def _arange_values(start, stop=None, step=None, dtype=None):
@@ -1399,16 +1432,21 @@ def _empty_reading(call):
 register(Op("empty", lambda xp, *a, **p: None, lambda *a, **p: (), None, args=(), params={"shape": REQUIRED},
             aliases=("empty_like",), reading=_empty_reading, doc="refused: uninitialized memory"))
 
-register(Op("zeros_like", lambda xp, x, dtype=None: xp.zeros_like(x), lambda shape, dtype=None: (_dtype_check(dtype), tuple(shape))[1],
-            NOT_DIFFERENTIABLE, params={"dtype": None}, finite_closed=True,
-            doc="zeros of x's shape (no gradient passes to x)"))
-register(Op("ones_like", lambda xp, x, dtype=None: xp.ones_like(x), lambda shape, dtype=None: (_dtype_check(dtype), tuple(shape))[1],
-            NOT_DIFFERENTIABLE, params={"dtype": None}, finite_closed=True,
-            doc="ones of x's shape (no gradient passes to x)"))
-register(Op("full_like", lambda xp, x, fill_value, dtype=None: xp.full_like(x, _fill_value(fill_value)),
-            lambda shape, fill_value, dtype=None: (_dtype_check(dtype), _fill_value(fill_value), tuple(shape))[2],
-            NOT_DIFFERENTIABLE, params={"fill_value": REQUIRED, "dtype": None}, finite_closed=True,
-            doc="fill_value everywhere in x's shape (no gradient passes to x)"))
+def _like_shape(shape, fill_value=0.0, dtype=None):
+    _dtype_check(dtype)
+    _fill_value(fill_value)
+    return tuple(shape)
+
+
+for _name, _fill, _params, _doc in (
+        ("zeros_like", 0.0, {"dtype": None}, "zeros of x's shape (no gradient passes to x)"),
+        ("ones_like", 1.0, {"dtype": None}, "ones of x's shape (no gradient passes to x)"),
+        ("full_like", None, {"fill_value": REQUIRED, "dtype": None},
+         "fill_value everywhere in x's shape (no gradient passes to x)")):
+    register(Op(_name, (lambda fill: lambda xp, x, fill_value=fill, dtype=None:
+                        xp.full_like(x, _fill_value(fill_value)))(_fill),
+                (lambda fill: lambda shape, fill_value=fill, dtype=None: _like_shape(shape, fill_value, dtype))(_fill),
+                NOT_DIFFERENTIABLE, params=_params, finite_closed=True, doc=_doc))
 
 
 def _linspace_shape(start, stop, num=50, endpoint=True, axis=0):
@@ -1499,11 +1537,13 @@ register(Op("frexp_mantissa", lambda xp, x: xp.frexp(x)[0], lambda shape: tuple(
             (lambda g, ans, x: g * G.exp2(-G.frexp_exponent(x)),), public=False, prints_as=lambda x: f"frexp({x})[0]",
             finite_closed=True, doc="the mantissa of frexp"))
 register(Op("frexp_exponent", lambda xp, x: xp.frexp(x)[1].astype(x.dtype), lambda shape: tuple(shape),
-            NOT_DIFFERENTIABLE, public=False, finite_closed=True, prints_as=lambda x: f"frexp({x})[1]", doc="the exponent of frexp"))
+            NOT_DIFFERENTIABLE, public=False, finite_closed=True, prints_as=lambda x: f"frexp({x})[1]",
+            doc="the exponent of frexp"))
 register(Op("modf", None, None, None, parts=lambda shape: [("modf_fraction", {}), ("modf_integral", {})],
             doc="f, i = modf(x): the fractional and integral parts, each with x's sign"))
 register(Op("modf_fraction", lambda xp, x: xp.modf(x)[0], lambda shape: tuple(shape),
-            (lambda g, ans, x: g,), public=False, prints_as=lambda x: f"modf({x})[0]", doc="the fractional part of modf"))
+            (lambda g, ans, x: g,), public=False, prints_as=lambda x: f"modf({x})[0]",
+            doc="the fractional part of modf"))
 register(Op("modf_integral", lambda xp, x: xp.modf(x)[1], lambda shape: tuple(shape), NOT_DIFFERENTIABLE,
             public=False, prints_as=lambda x: f"modf({x})[1]", doc="the integral part of modf"))
 
@@ -1704,7 +1744,8 @@ def _cartesian_rule(i):
 
 
 register(Op("cartesian_prod", _cartesian_prod, _cartesian_shape, (_cartesian_rule,), args=(), variadic=True,
-            finite_closed=True, doc="torch.cartesian_prod(a, b, ...): every combination of the vectors' elements, as rows"))
+            finite_closed=True,
+            doc="torch.cartesian_prod(a, b, ...): every combination of the vectors' elements, as rows"))
 
 
 def _unfold_plan(shape, dimension, size, step):
