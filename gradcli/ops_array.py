@@ -208,7 +208,7 @@ register(Op("append", _append_forward, _append_shape, (_append_rule(0), _append_
 
 def _split_length(shape, axis, label):
     if not shape:
-        raise ShapeError(f"{label} of a number: it has no axis to split")
+        raise ShapeError("a number has no axis to split")
     axis = _axis(len(shape), axis)
     return axis, shape[axis]
 
@@ -222,11 +222,11 @@ def _numpy_bounds(n: int, sections, equal: bool, label: str):
     """np.split (equal=True) / np.array_split: a count of parts, or the indices to cut at."""
     if isinstance(sections, int) and not isinstance(sections, bool):
         if sections <= 0:
-            raise ShapeError(f"{label}: the number of sections must be larger than 0, not {sections}")
+            raise ShapeError(f"the number of sections must be larger than 0, not {sections}")
         if sections > max(n, 1_000):
-            raise ShapeError(f"{label}: {sections:,} sections of an axis of length {n} (at most {max(n, 1_000):,})")
+            raise ShapeError(f"{sections:,} sections of an axis of length {n} (at most {max(n, 1_000):,})")
         if equal and n % sections:
-            raise ShapeError(f"{label}: an axis of length {n} does not split into {sections} equal parts "
+            raise ShapeError(f"an axis of length {n} does not split into {sections} equal parts "
                              f"(np.array_split allows unequal ones)")
         size, extra = divmod(n, sections)
         sizes = [size + 1] * extra + [size] * (sections - extra)
@@ -240,14 +240,14 @@ def _numpy_bounds(n: int, sections, equal: bool, label: str):
 def _sizes_bounds(n: int, sizes, label: str):
     sizes = list(sizes)
     if any(s < 0 for s in sizes if s != -1) or sizes.count(-1) > 1:
-        raise ShapeError(f"{label}: sizes must be non-negative (one may be -1), got {tuple(sizes)}")
+        raise ShapeError(f"sizes must be non-negative (one may be -1), got {tuple(sizes)}")
     if -1 in sizes:
         rest = n - sum(s for s in sizes if s != -1)
         if rest < 0:
-            raise ShapeError(f"{label}: sizes {tuple(sizes)} exceed the axis length {n}")
+            raise ShapeError(f"sizes {tuple(sizes)} exceed the axis length {n}")
         sizes[sizes.index(-1)] = rest
     if sum(sizes) != n:
-        raise ShapeError(f"{label}: sizes {tuple(sizes)} add up to {sum(sizes)}, not the axis length {n}")
+        raise ShapeError(f"sizes {tuple(sizes)} add up to {sum(sizes)}, not the axis length {n}")
     edges = np.concatenate([[0], np.cumsum(sizes)]).astype(int).tolist()
     return list(zip(edges[:-1], edges[1:]))
 
@@ -265,7 +265,7 @@ def _array_split_parts(shape, indices_or_sections, axis=0):
 def _fixed_axis_split(label, axis_of, rank):
     def parts(shape, indices_or_sections):
         if len(shape) < rank:
-            raise ShapeError(f"{label} needs an array of rank {rank} or more, got {fmt_shape(shape)}")
+            raise ShapeError(f"needs an array of rank {rank} or more, got {fmt_shape(shape)}")
         axis = axis_of(shape)
         return _slices(axis, _numpy_bounds(shape[axis], indices_or_sections, True, label))
     return parts
@@ -276,7 +276,7 @@ def _tf_split_parts(shape, num_or_size_splits, axis=0, num=None):
     if isinstance(num_or_size_splits, int):
         count = num_or_size_splits
         if count <= 0 or n % count:
-            raise ShapeError(f"tf.split: an axis of length {n} does not split into {count} equal parts")
+            raise ShapeError(f"an axis of length {n} does not split into {count} equal parts")
         return _slices(axis, [(k * (n // count), (k + 1) * (n // count)) for k in range(count)])
     return _slices(axis, _sizes_bounds(n, _ints(num_or_size_splits, "num_or_size_splits"), "tf.split"))
 
@@ -286,7 +286,7 @@ def _torch_split_parts(shape, split_size_or_sections, axis=0):
     if isinstance(split_size_or_sections, int):
         size = split_size_or_sections
         if size <= 0:
-            raise ShapeError(f"torch.split: the split size must be positive, not {size}")
+            raise ShapeError(f"the split size must be positive, not {size}")
         return _slices(axis, [(start, min(start + size, n)) for start in range(0, max(n, 1), size)])
     return _slices(axis, _sizes_bounds(n, _ints(split_size_or_sections, "split_size_or_sections"), "torch.split"))
 
@@ -295,7 +295,7 @@ def _chunk_parts(shape, chunks, axis=0):
     axis, n = _split_length(shape, axis, "chunk")
     chunks = _int(chunks, "chunks")
     if chunks <= 0:
-        raise ShapeError(f"chunk: the number of chunks must be positive, not {chunks}")
+        raise ShapeError(f"the number of chunks must be positive, not {chunks}")
     size = max(1, -(-n // chunks))  # PyTorch's: chunks of ceil(n / chunks), possibly fewer of them
     return _slices(axis, [(start, min(start + size, n)) for start in range(0, max(n, 1), size)])
 
@@ -512,14 +512,14 @@ register(Op("flip", _flip, _flip_shape,
 def _roll_plan(shape, shift, axis):
     shifts = _ints(shift, "shift")
     if not shifts:
-        raise ShapeError("roll needs a shift")
+        raise ShapeError("a shift is needed")
     if axis is None:
         if len(shifts) != 1:
-            raise ShapeError("roll without an axis takes one shift")
+            raise ShapeError("without an axis, one shift is taken")
         return shifts, None
     axes = _ints(axis, "axis")
     if not axes:
-        raise ShapeError("roll needs an axis (or axis=None)")
+        raise ShapeError("an axis is needed (or axis=None)")
     for a in axes:
         _axis(len(shape), a)
     if len(shifts) != len(axes):
@@ -552,10 +552,10 @@ def _rot90_plan(shape, k=1, axes=(0, 1)):
     _int(k, "k")
     axes = _ints(axes, "axes")
     if len(axes) != 2:
-        raise ShapeError(f"rot90 takes two axes, not {axes}")
+        raise ShapeError(f"axes must be two axes, not {axes}")
     a, b = _axis(len(shape), axes[0]), _axis(len(shape), axes[1])
     if a == b:
-        raise ShapeError("rot90 needs two different axes")
+        raise ShapeError("needs two different axes")
     out = list(shape)
     if k % 2:
         out[a], out[b] = out[b], out[a]
@@ -898,7 +898,7 @@ register(Op("broadcast_part", lambda xp, *xs, k=0: xp.broadcast_to(xs[k], broadc
 
 def _diagonal_plan(shape, offset=0, axis1=0, axis2=1):
     if len(shape) < 2:
-        raise ShapeError(f"diagonal needs an array of rank 2 or more, got {fmt_shape(shape)}")
+        raise ShapeError(f"needs an array of rank 2 or more, got {fmt_shape(shape)}")
     _int(offset, "offset")
     a, b = _axis(len(shape), axis1, "axis1"), _axis(len(shape), axis2, "axis2")
     if a == b:
@@ -946,7 +946,7 @@ register(Op("embed_diagonal", _embed_diagonal, _embed_diagonal_shape,
 
 def _diag_embed_shape(shape, offset=0, axis1=-2, axis2=-1):
     if not shape:
-        raise ShapeError("diag_embed needs a vector (or a stack of them)")
+        raise ShapeError("needs a vector (or a stack of them)")
     n = shape[-1] + abs(_int(offset, "offset"))
     ndim = len(shape) + 1
     a, b = _axis(ndim, axis1, "axis1"), _axis(ndim, axis2, "axis2")
@@ -970,7 +970,7 @@ def _diag_shape(shape, k=0):
         return (n, n)
     if len(shape) == 2:
         return _diagonal_plan(shape, k)[2]
-    raise ShapeError(f"diag takes a vector or a matrix, got shape {fmt_shape(shape)}")
+    raise ShapeError(f"takes a vector or a matrix, got shape {fmt_shape(shape)}")
 
 
 def _diag_vjp(g, ans, x, k=0):
@@ -1013,7 +1013,7 @@ def _block_plan(shapes):
     blocks = []
     for s in shapes:
         if len(s) > 2:
-            raise ShapeError(f"block_diag takes arrays of rank 2 or less, got {fmt_shape(s)}")
+            raise ShapeError(f"takes arrays of rank 2 or less, got {fmt_shape(s)}")
         blocks.append(_at_least(s, 2))
     return blocks
 
@@ -1190,7 +1190,7 @@ def _select_shape(*shapes, counts, default=0):
     if n != m:
         raise ShapeError(f"{n} conditions and {m} choices: there must be as many of each")
     if n == 0:
-        raise ShapeError("select needs at least one condition and choice")
+        raise ShapeError("needs at least one condition and choice")
     return broadcast_shapes(*shapes)
 
 
@@ -1399,7 +1399,7 @@ def _arange_values(start, stop=None, step=None, dtype=None):
     _dtype_check(dtype)
     for v in (start, stop, step):
         if v is not None and (not isinstance(v, (int, float)) or isinstance(v, bool)):
-            raise ShapeError(f"arange takes numbers written in the program, not {v}")
+            raise ShapeError(f"takes numbers written in the program, not {v}")
     if stop is None:
         start, stop = 0, start
     step = 1 if step is None else step
@@ -1407,7 +1407,7 @@ def _arange_values(start, stop=None, step=None, dtype=None):
         raise ShapeError("arange: the step must not be 0")
     count = max(0, math.ceil((stop - start) / step))
     if count > 100_000_000:
-        raise ShapeError(f"arange would have {count:,} elements")
+        raise ShapeError(f"the result would have {count:,} elements")
     return np.arange(start, stop, step, dtype=np.float64)
 
 
@@ -1695,7 +1695,7 @@ def _combinations_indices(n, r=2, with_replacement=False):
 
 def _combinations_shape(shape, r=2, with_replacement=False):
     if len(shape) != 1:
-        raise ShapeError(f"combinations takes a vector, got shape {fmt_shape(shape)}")
+        raise ShapeError(f"takes a vector, got shape {fmt_shape(shape)}")
     rows = _combinations_indices(shape[0], r, with_replacement)
     return (len(rows), r) if rows and r else (0,) if not r else (0, r)
 
@@ -1721,7 +1721,7 @@ register(Op("combinations", _combinations, _combinations_shape, (_combinations_v
 
 def _cartesian_shape(*shapes):
     if any(len(s) != 1 for s in shapes):
-        raise ShapeError("cartesian_prod takes vectors, got shapes " + ", ".join(fmt_shape(s) for s in shapes))
+        raise ShapeError("takes vectors, got shapes " + ", ".join(fmt_shape(s) for s in shapes))
     n = math.prod(s[0] for s in shapes)
     return (n,) if len(shapes) == 1 else (n, len(shapes))
 
