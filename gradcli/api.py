@@ -32,6 +32,8 @@ class Result:
     graph: Graph | None = None
     jacobians: dict[str, np.ndarray | None] = field(default_factory=dict)
     hessians: dict[str, np.ndarray | None] = field(default_factory=dict)
+    # d²Y/dX dZ of `hessian` with several inputs: {X: {Z: block shaped X.shape + Z.shape}}
+    mixed_hessians: dict[str, dict[str, np.ndarray | None]] = field(default_factory=dict)
 
     def nonfinite(self) -> list[str]:
         """Names of outputs and gradients holding a NaN or an infinity (what --strict fails on)."""
@@ -345,9 +347,17 @@ def hessian(text: str, *, call: str | None = None, of: str | None = None, wrt: l
     graph = compile_program(text, name, feeds, call)
     ys, (y,), x_ids = _targets(graph, [of] if of else None, wrt)
     host, diagnostics = _run(graph, {ys[0]: y}, "float64", "cpu", max_memory)
-    blocks = hessian_blocks(graph, y, x_ids, max_memory)
+    blocks, mixed_blocks = hessian_blocks(graph, y, x_ids, max_memory)
     hes = _fill_unconnected(graph, wrt, x_ids, blocks, unconnected, lambda x: graph.shapes[x] * 2)
-    return Result(host, {}, diagnostics, "float64", graph, hessians=hes)
+    mixed = {}
+    for i, (a, xa) in enumerate(zip(wrt, x_ids)):
+        others = [(j, b, xb) for j, (b, xb) in enumerate(zip(wrt, x_ids)) if j != i]
+        if others:
+            row = _fill_unconnected(graph, [b for _, b, _ in others], [xb for _, _, xb in others],
+                                    [mixed_blocks[i, j] for j, _, _ in others], unconnected,
+                                    lambda xb: graph.shapes[xa] + graph.shapes[xb])
+            mixed[a] = row
+    return Result(host, {}, diagnostics, "float64", graph, hessians=hes, mixed_hessians=mixed)
 
 
 @_collector_paused

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -294,6 +295,22 @@ INTEGER_ARRAY_PARAMS = {"indices", "index", "repeats", "reps", "pad_width", "pad
 _EVAL, _APPLY, _BIND, _DISCARD, _UNPACK, _DEFINE, _CHOOSE = range(7)
 
 
+_TORCH_SPELLED = re.compile(r"(?<![\w.])(?:torch|F)\.")
+_OTHER_ARRAY_LIBRARY_SPELLED = re.compile(r"(?<![\w.])(?:np|numpy|jnp|onp|anp|tf|tensorflow|jax|keras|K)\.")
+
+
+def _method_library(module: ast.Module, text: str) -> str:
+    """Whose methods `x.std()`, `x.max(1)` are: PyTorch's where the program spells only PyTorch
+    (imports it, or calls torch./F. and no NumPy, JAX, TensorFlow or Keras), else NumPy's.
+    They differ: torch's x.std() divides by n - 1, its x.max(1) gives (values, indices)."""
+    imported = {module_name.partition(".")[0] for stmt in module.statements if isinstance(stmt, ast.Import)
+                for module_name, _ in stmt.bindings}
+    torch = "torch" in imported or _TORCH_SPELLED.search(text) is not None
+    other = bool(imported & {"numpy", "jax", "tensorflow", "keras", "autograd"}) \
+        or _OTHER_ARRAY_LIBRARY_SPELLED.search(text) is not None
+    return "torch" if torch and not other else "numpy"
+
+
 class _Lowering:
     def __init__(self, module: ast.Module, source: Source, feeds: dict, call: ast.Node | None = None,
                  symbols: bool = False):
@@ -313,6 +330,7 @@ class _Lowering:
                 self.assigned_at.setdefault(name, stmt.pos)
         self.module = module
         self.call_text = call
+        self.method_library = _method_library(module, source.text)
 
     def error(self, message: str, pos: Pos | None) -> GradcliError:
         return GradcliError(message, pos, self.source)
@@ -566,9 +584,11 @@ class _Lowering:
                 or name in self.assigned_at or name in self.graph.inputs)
 
     def as_method(self, node: ast.Call, scope: _Scope) -> ast.Call:
-        """`x.sum(axis=0)` where x is a value: the method call `sum(x, axis=0)`."""
-        base, _, method = node.func.partition(".")
-        if "." in method or not self.is_value_name(base, scope) or base in self.aliases:
+        """`x.sum(axis=0)` where x is a value: the method call `sum(x, axis=0)`; `x.T.sum()`
+        calls it on the attribute `x.T`."""
+        base, _, method = node.func.rpartition(".")
+        first = base.partition(".")[0]
+        if not self.is_value_name(first, scope) or first in self.aliases:
             return node
         receiver = ast.Name(base, Pos(node.pos.line, node.pos.column, node.pos.start,
                                       node.pos.start + len(base) if node.pos.start >= 0 else -1))
@@ -713,7 +733,7 @@ class _Lowering:
             raise self.error(f"'{name}' is a value{extra}, not a function", node.pos)
         if node.symbol in ("is", "is not"):
             return self.identity_test(node, values)
-        library, bare = ("numpy", name) if node.method else op_table.split_spelling(self.spelled(name))
+        library, bare = (self.method_library, name) if node.method else op_table.split_spelling(self.spelled(name))
         special = self.call_special(bare, node, values)
         if special is not None:
             return special
@@ -832,7 +852,7 @@ class _Lowering:
             # NumPy's methods take a shape as separate numbers: x.reshape(2, 3), x.transpose(1, 0)
             positional = [positional[0], TupleValue(positional[1:], node.pos)]
         if len(positional) > len(slots):
-            raise self.error(f"{label}() takes at most {len(slots)} arguments ({', '.join(slots)}), "
+            raise self.error(f"{label}() takes at most {len(slots)} argument{'s' * (len(slots) != 1)} ({', '.join(slots)}), "
                              f"got {len(positional)}", node.pos)
         for slot, value in zip(slots, positional):
             given[slot] = value

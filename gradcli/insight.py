@@ -116,29 +116,40 @@ def jacobian(graph: Graph, y: int, xs: list[int], max_memory: int | None = None)
     return out
 
 
-def hessian(graph: Graph, y: int, xs: list[int], max_memory: int | None = None) -> list[np.ndarray | None]:
-    """d²Y/dX² for each X (Y a scalar), shaped X.shape + X.shape: reverse over reverse."""
+def hessian(graph: Graph, y: int, xs: list[int], max_memory: int | None = None
+            ) -> tuple[list[np.ndarray | None], dict[tuple[int, int], np.ndarray | None]]:
+    """d²Y/dXi dXj (Y a scalar): reverse over reverse. Returns each X's own block, shaped
+    X.shape + X.shape, and the mixed blocks {(i, j): shaped Xi.shape + Xj.shape} for i != j
+    (Himmelblau's d²f/dx dy); None where Y does not depend on Xi. One pass per element of Xi
+    gives row block i against every Xj at once."""
     if graph.shapes[y] != ():
         raise GradcliError(f"a Hessian needs a scalar output; this one has shape {fmt_shape(graph.shapes[y])} "
                            "(sum it, or pick an element)", graph.equations[y].pos, graph.source)
-    for x in xs:
-        n_x = math.prod(graph.shapes[x])
-        _guard_blocks(graph, "Hessian", n_x, n_x * n_x, max_memory, y)
-    out = []
-    for x in xs:
+    sizes = [math.prod(graph.shapes[x]) for x in xs]
+    for n_x in sizes:
+        _guard_blocks(graph, "Hessian", n_x, n_x * sum(sizes), max_memory, y)
+    own: list[np.ndarray | None] = []
+    mixed: dict[tuple[int, int], np.ndarray | None] = {}
+    for i, x in enumerate(xs):
         (g,) = gradients(graph, [y], [x])
         if g is None:
-            out.append(None)
+            own.append(None)
+            mixed.update({(i, j): None for j in range(len(xs)) if j != i})
             continue
         first = len(graph.equations)
         seed = _seed(graph, graph.shapes[x], "hessian seed")
-        (h,) = gradients(graph, [g], [x], [seed])
-        if h is None:  # the gradient does not depend on x: Y is linear in x
-            out.append(np.zeros(graph.shapes[x] * 2))
-            continue
-        held = _forward_values(graph, first, [h])
-        out.append(_rows(graph, seed, graph.shapes[x], [h], held)[0])
-    return out
+        hs = gradients(graph, [g], xs, [seed])
+        live = [h for h in hs if h is not None]
+        held = _forward_values(graph, first, live)
+        rows = iter(_rows(graph, seed, graph.shapes[x], live, held) if live else [])
+        for j, h in enumerate(hs):
+            # a gradient that does not depend on Xj: that block is 0 (Y is linear in it)
+            block = next(rows) if h is not None else np.zeros(graph.shapes[x] + graph.shapes[xs[j]])
+            if j == i:
+                own.append(block)
+            else:
+                mixed[i, j] = block
+    return own, mixed
 
 
 # --------------------------------------------------------------------------- gradient check

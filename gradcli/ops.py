@@ -502,7 +502,9 @@ def _power_vjp_base(g, ans, x, y):
     # through `where` would turn it into NaN). A constant exponent decides while building.
     exponent = y.graph.scalar_constant(y.id)
     if exponent is not None:
-        return g * 0.0 if exponent == 0 else g * (y * x ** (y - 1.0))
+        if exponent == 0:
+            return g * 0.0
+        return g if exponent == 1 else g * (y * x ** (y - 1.0))  # x ** 1 is x: no x ** 0.0 to print
     special = G.logical_and(G.equal(x, 0.0), G.equal(y, 0.0))
     safe_x = G.where(special, 1.0, x)
     return g * G.where(special, 0.0, y * safe_x ** (y - 1.0))
@@ -583,7 +585,9 @@ _unary("log_sigmoid", lambda xp, x: -xp.logaddexp(0, -x).astype(x.dtype),
 _unary("relu", lambda xp, x: xp.maximum(x, 0), lambda g, ans, x: g * G.greater(x, 0.0), finite_closed=True)
 _unary("floor", "floor", NOT_DIFFERENTIABLE, finite_closed=True)
 _unary("ceil", "ceil", NOT_DIFFERENTIABLE, finite_closed=True)
-_unary("round", lambda xp, x: xp.round(x), NOT_DIFFERENTIABLE, finite_closed=True)
+# NumPy's round: half to even, `decimals` places (Python's round(x, n) of an array is np.round)
+_unary("round", lambda xp, x, decimals=0: xp.round(x, decimals), NOT_DIFFERENTIABLE, finite_closed=True,
+       params={"decimals": 0})
 # stop_gradient: the value passes, the gradient does not
 _unary("stop_gradient", lambda xp, x: x, NOT_DIFFERENTIABLE, view=True, memory="same", finite_closed=True)
 
@@ -625,8 +629,11 @@ register(Op("clip", lambda xp, x, lo, hi: xp.minimum(xp.maximum(x, lo), hi), _br
 
 def _python_pairwise(elementwise: str):
     """Python's built-in `max(a, b)` / `min(a, b)` compares its arguments (elementwise here);
-    NumPy's and TensorFlow's `max(x, 0)` reduce over axis 0."""
+    NumPy's and TensorFlow's `max(x, 0)` reduce over axis 0; PyTorch's `torch.max(x, 1)` and
+    `x.max(dim=1)` give the tuple (values, indices)."""
     def reading(call: Spelling):
+        if (call.library == "torch" and call.positional >= 2) or "dim" in call.keywords:
+            return f"{call.name}_values_indices", {}
         if call.library == "python" and call.name in ("max", "min") and call.positional >= 2:
             if call.positional > 2 or call.keywords:
                 raise ReadingError(
@@ -640,9 +647,16 @@ def _python_pairwise(elementwise: str):
 
 def _python_sum_of_list(call: Spelling):
     """Python's built-in `sum([a, b])` adds the list's items (a + b, elementwise); NumPy's
-    `np.sum([a, b])` adds every element of the stacked array."""
-    if call.library == "python" and call.name == "sum" and call.list_argument and call.positional == 1 \
-            and not call.keywords:
+    `np.sum([a, b])` adds every element of the stacked array. Python's `sum(x, 1)` reads 1 as
+    the start value, NumPy's `np.sum(x, 1)` as the axis: a bare `sum` with two arguments is
+    refused, naming both."""
+    if call.library != "python" or call.name != "sum":
+        return None
+    if call.positional >= 2:
+        raise ReadingError(
+            "sum() with 2 arguments: Python's built-in sum(x, start) adds start to the sum, "
+            "NumPy's np.sum(x, axis) sums along that axis; write sum(x, axis=...) or sum(x) + start")
+    if call.list_argument and call.positional == 1 and not call.keywords:
         return "sum", {"axis": 0}
     return None
 
@@ -673,10 +687,10 @@ def _same_checking_axis(shape, axis=-1):
     return shape
 
 
-def _arg_extreme_shape(shape, axis=None):
+def _arg_extreme_shape(shape, axis=None, keepdims=False):
     if not (axis is None or isinstance(axis, int)):
         raise ShapeError("argmax and argmin take a single axis")
-    return _nonempty_reduction_shape(shape, axis, False)
+    return _nonempty_reduction_shape(shape, axis, keepdims)
 
 
 register(Op("prod_others", _prod_others, _same_checking_axis,
@@ -684,16 +698,36 @@ register(Op("prod_others", _prod_others, _same_checking_axis,
             params={"axis": None},
             doc="for each element, the product of the others in its group (the gradient of prod)"))
 for _name, _fn in (("argmax", "argmax"), ("argmin", "argmin")):
-    register(Op(_name, (lambda fn: lambda xp, x, axis=None: getattr(xp, fn)(x, axis=axis).astype(x.dtype))(_fn),
+    register(Op(_name, (lambda fn: lambda xp, x, axis=None, keepdims=False:
+                        getattr(xp, fn)(x, axis=axis, keepdims=keepdims).astype(x.dtype))(_fn),
                 _arg_extreme_shape,
-                NOT_DIFFERENTIABLE, params={"axis": None}))
+                NOT_DIFFERENTIABLE, params={"axis": None, "keepdims": False}))
+    # PyTorch's torch.max(x, dim) / x.max(dim=...): the tuple (values, indices) along one axis
+    register(Op(f"{_fn[3:]}_values_indices", None, None, None, params={"axis": REQUIRED, "keepdims": False},
+                parts=(lambda fn: lambda shape, axis, keepdims=False:
+                       [(fn[3:], {"axis": axis, "keepdims": keepdims}), (fn, {"axis": axis, "keepdims": keepdims})])(_fn),
+                public=False, doc="PyTorch's max/min along dim: (values, indices); tied values share the gradient"))
+
+def _softmax_reading(call: Spelling):
+    """The axis a softmax takes when none is written: -1 in TensorFlow, JAX and Keras; every
+    element in SciPy (`scipy.special.softmax(x)`, axis=None); PyTorch's deprecated implicit
+    dim depends on the rank (0 for 1-D and 3-D, else 1), so it is refused."""
+    if call.positional >= 2 or "axis" in call.keywords or "dim" in call.keywords:
+        return None
+    if call.library == "scipy":
+        return call.name, {"axis": None}
+    if call.library == "torch":
+        raise ReadingError(f"torch's {call.name} without dim picks the axis from the rank (deprecated in "
+                           f"PyTorch: 0 for 1-D and 3-D inputs, else 1); write dim=... as PyTorch asks")
+    return None
+
 
 register(Op("softmax", _softmax, _same_checking_axis,
             (lambda g, ans, x, axis=-1: ans * (g - G.sum(g * ans, axis=axis, keepdims=True)),),
-            params={"axis": -1}, finite_closed=True))
+            params={"axis": -1}, finite_closed=True, reading=_softmax_reading))
 register(Op("log_softmax", _log_softmax, _same_checking_axis,
             (lambda g, ans, x, axis=-1: g - G.exp(ans) * G.sum(g, axis=axis, keepdims=True),),
-            params={"axis": -1}))
+            params={"axis": -1}, reading=_softmax_reading))
 
 register(Op("matmul", lambda xp, a, b: xp.matmul(a, b), _matmul_shape, (_matmul_vjp_a, _matmul_vjp_b),
             args=("a", "b")))

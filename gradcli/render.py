@@ -152,6 +152,9 @@ def insight_json(command: str, result) -> dict:
         blocks = result.jacobians if command == "jacobian" else result.hessians
         doc = {"outputs": {k: tensor_json(v, result.dtype) for k, v in result.outputs.items()},
                key: {k: tensor_json(v, result.dtype) for k, v in blocks.items()}}
+        if command == "hessian" and result.mixed_hessians:
+            doc["mixed_hessians"] = {a: {b: tensor_json(v, result.dtype) for b, v in row.items()}
+                                     for a, row in result.mixed_hessians.items()}
     doc["diagnostics"] = [d.to_json() for d in result.diagnostics]
     return doc
 
@@ -161,7 +164,10 @@ def insight_lines(command: str, result) -> list[str]:
         return [f"{k}\t{'passed' if r.passed else 'FAILED'}\t{r.max_abs_error:.3g}\t{r.max_rel_error:.3g}"
                 + (f"\t{r.reason}" if r.reason else "") for k, r in result.reports.items()]
     blocks = result.jacobians if command == "jacobian" else result.hessians
-    return [plain_line(k, v) for k, v in blocks.items()]
+    lines = [plain_line(k, v) for k, v in blocks.items()]
+    if command == "hessian":  # the mixed blocks after the inputs' own, named X,Z
+        lines += [plain_line(f"{a},{b}", v) for a, row in result.mixed_hessians.items() for b, v in row.items()]
+    return lines
 
 
 def insight_table(command: str, result):
@@ -185,6 +191,11 @@ def insight_table(command: str, result):
         for k, v in blocks.items():
             shown.add_row(*_cells(f"{symbol}{of}/∂{k}{'²' if command == 'hessian' else ''}",
                                   str(tuple(v.shape)) if v is not None else "", _summary(v)))
+        if command == "hessian":
+            for a, row in result.mixed_hessians.items():
+                for b, v in row.items():
+                    shown.add_row(*_cells(f"∂²{of}/∂{a}∂{b}", str(tuple(v.shape)) if v is not None else "",
+                                          _summary(v)))
     return shown
 
 

@@ -128,6 +128,42 @@ def test_hessian_agrees_with_finite_differences_of_the_gradient():
         api.hessian("y = x * 2", wrt=["x"], feeds={"x": [1.0, 2.0]})
 
 
+HIMMELBLAU = "f = (x**2 + y - 11)**2 + (x + y**2 - 7)**2"
+
+
+@pytest.mark.parametrize("x,y", [(1.0, 2.0), (3.0, 2.0), (-2.5, 0.7)])
+def test_hessian_of_several_inputs_gives_the_mixed_blocks(x, y):
+    # Himmelblau's second derivatives, by hand: f_xx = 12x² + 4y - 42, f_yy = 4x + 12y² - 26,
+    # f_xy = f_yx = 4x + 4y
+    r = api.hessian(HIMMELBLAU, wrt=["x", "y"], feeds={"x": x, "y": y})
+    assert r.hessians["x"] == pytest.approx(12 * x * x + 4 * y - 42, rel=1e-12)
+    assert r.hessians["y"] == pytest.approx(4 * x + 12 * y * y - 26, rel=1e-12)
+    assert r.mixed_hessians["x"]["y"] == pytest.approx(4 * x + 4 * y, rel=1e-12)
+    assert r.mixed_hessians["y"]["x"] == pytest.approx(4 * x + 4 * y, rel=1e-12)
+
+
+def test_mixed_hessian_blocks_of_arrays_are_shaped_and_transposes_of_each_other():
+    a, b = np.array([1.0, -2.0]), np.array([0.5, 1.5, -1.0])
+    r = api.hessian("y = sum(a * a) * sum(b ** 3)", wrt=["a", "b"], feeds={"a": a, "b": b})
+    np.testing.assert_allclose(r.mixed_hessians["a"]["b"], np.outer(2 * a, 3 * b ** 2), rtol=1e-13)
+    np.testing.assert_allclose(r.mixed_hessians["b"]["a"], r.mixed_hessians["a"]["b"].T, rtol=1e-13)
+    np.testing.assert_allclose(r.hessians["a"], 2 * np.sum(b ** 3) * np.eye(2), rtol=1e-13)
+    one = api.hessian("y = sum(a * a)", wrt=["a"], feeds={"a": a})
+    assert one.mixed_hessians == {}
+
+
+def test_hessian_command_prints_the_mixed_blocks_in_every_format():
+    runner = CliRunner()
+    base = ["hessian", "-e", HIMMELBLAU, "--wrt", "x", "--wrt", "y", "--set", "x=1", "--set", "y=2"]
+    r = runner.invoke(app, base + ["--format", "plain"])
+    assert (r.exit_code, r.stdout) == (0, "x\t-22.0\ny\t26.0\nx,y\t12.0\ny,x\t12.0\n")
+    r = runner.invoke(app, base + ["--format", "json"])
+    assert r.exit_code == 0 and '"mixed_hessians": {"x": {"y": {"shape": [], "dtype": "float64", "value": 12.0}}, ' \
+                                '"y": {"x": {"shape": [], "dtype": "float64", "value": 12.0}}}' in r.stdout
+    r = runner.invoke(app, base + ["--format", "table"])
+    assert r.exit_code == 0 and "∂²f/∂x∂y" in r.stdout and "12." in r.stdout
+
+
 def test_jacobian_and_hessian_commands(tmp_path):
     runner = CliRunner()
     r = runner.invoke(app, ["jacobian", "-e", "y = x * x", "--of", "y", "--wrt", "x", "--set", "x=[1, 2]",

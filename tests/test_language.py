@@ -257,11 +257,64 @@ def test_python_max_of_two_values_is_elementwise(x, z):
     ("np.max(x, 0)", [3, 2]), ("jnp.min(x, 0)", [-1, -4]), ("tf.reduce_max(x, 0)", [3, 2]),
     ("max(x, axis=0)", [3, 2]), ("max(x)", 3), ("np.max(x)", 3),
     ("sum([x, 2 * x])", [[-3, 6], [9, -12]]), ("np.sum([x, 2 * x])", 0), ("sum(x)", 0),
-    ("sum([1, 2, 3])", 6), ("sum(x, axis=0)", [2, -2]),
+    ("sum([1, 2, 3])", 6), ("sum(x, axis=0)", [2, -2]), ("np.sum(x, 1)", [1, -1]), ("x.sum(0)", [2, -2]),
+    ("round(x / 3, 1)", [[-0.3, 0.7], [1.0, -1.3]]), ("np.round(x / 3, decimals=2)", [[-0.33, 0.67], [1.0, -1.33]]),
 ])
 def test_spelling_decides_the_reading(program, expected):
     x = np.array([[-1.0, 2.0], [3.0, -4.0]])
     np.testing.assert_array_equal(value(program, x=x), expected)
+
+
+@pytest.mark.parametrize("program,where", [("y = sum(x, 1)", 5), ("y = 1 + sum(x, 0)", 9)])
+def test_python_sum_with_a_start_value_is_refused_naming_both_readings(program, where):
+    # Python's sum(x, 1) adds 1 to the sum; np.sum(x, 1) sums along axis 1: no silent choice
+    with pytest.raises(GradcliError) as err:
+        api.evaluate(program, feeds={"x": [[1.0, 2.0], [3.0, 4.0]]})
+    message = str(err.value)
+    assert "Python's built-in sum(x, start)" in message and "np.sum(x, axis)" in message
+    assert (err.value.pos.line, err.value.pos.column) == (1, where)
+
+
+X2 = np.array([[1.5, -2.5], [1.0, 2.0]])
+
+
+@pytest.mark.parametrize("program,expected", [
+    # PyTorch's max/min along a dim give (values, indices); NumPy's method x.max(1) the values
+    ("torch.max(x, 1)[0]", X2.max(1)), ("torch.max(x, 1)[1]", X2.argmax(1)),
+    ("x.max(dim=1)[0]", X2.max(1)), ("x.min(dim=0)[1]", X2.argmin(0)), ("torch.min(x, 1)[0]", X2.min(1)),
+    ("v, i = torch.max(x, dim=0, keepdim=True)\ny = v + i", X2.max(0, keepdims=True) + X2.argmax(0, keepdims=True)),
+    ("torch.max(x)", X2.max()), ("x.max(1)", X2.max(1)), ("np.max(x, 1)", X2.max(1)),
+    # softmax's axis when none is written: SciPy's is every element, the others' the last
+    ("scipy.special.softmax(x)", np.exp(X2) / np.exp(X2).sum()),
+    ("special.log_softmax(x)", X2 - np.log(np.exp(X2).sum())),
+    ("scipy.special.softmax(x, axis=0)", np.exp(X2) / np.exp(X2).sum(0)),
+    ("tf.nn.softmax(x)", np.exp(X2) / np.exp(X2).sum(1, keepdims=True)),
+    ("F.softmax(x, dim=0)", np.exp(X2) / np.exp(X2).sum(0)),
+])
+def test_each_library_s_own_reading_of_max_and_softmax(program, expected):
+    np.testing.assert_allclose(value(program, x=X2), expected, rtol=1e-14)
+
+
+def test_torch_max_along_a_dim_passes_the_gradient_to_the_values():
+    r = api.grad("y = sum(torch.max(x, 1)[0] * w)", wrt=["x"], feeds={"x": X2, "w": [2.0, 3.0]})
+    np.testing.assert_array_equal(r.gradients["x"], [[2.0, 0.0], [0.0, 3.0]])
+
+
+@pytest.mark.parametrize("program,expected", [
+    ("y = x.std()", X2.std()),                                        # NumPy's method: ddof 0
+    ("import torch\ny = x.std()", X2.std(ddof=1)),                     # PyTorch's: n - 1
+    ("y = torch.exp(x).std() + x.var()", np.exp(X2).std(ddof=1) + X2.var(ddof=1)),
+    ("import torch\ny = x.max(1)[0]", X2.max(1)),                      # (values, indices)[0]
+    ("y = x.max(1)[0]", X2.max(1)[0]),                                # NumPy: the first maximum
+    ("import torch\nimport numpy as np\ny = x.std()", X2.std()),      # NumPy spelled too: NumPy's
+])
+def test_methods_are_pytorch_s_in_a_program_that_spells_only_pytorch(program, expected):
+    np.testing.assert_allclose(value(program, x=X2), expected, rtol=1e-14)
+
+
+def test_torch_softmax_without_dim_is_refused_since_its_axis_depends_on_the_rank():
+    with pytest.raises(GradcliError, match="torch's softmax without dim picks the axis from the rank"):
+        api.evaluate("y = F.softmax(x)", feeds={"x": X2})
 
 
 def test_a_spelling_with_no_single_reading_is_refused_naming_both():

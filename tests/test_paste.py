@@ -39,6 +39,7 @@ def refusal(program, **feeds):
     ("y = x.sum(axis=0)", X.sum(axis=0)),
     ("y = x.T @ x", X.T @ X),
     ("y = (x * 2).T.sum()", 2 * X.sum()),
+    ("y = x.T.sum(axis=1) + x.T.T.max(0)", X.T.sum(axis=1) + X.max(0)),
     ("y = x.mean() + x.max(0)", X.mean() + X.max(0)),
     ("y = x.reshape((4, 3))", X.reshape((4, 3))),
     ("y = x.reshape(x.shape[1], -1)", X.reshape(4, -1)),

@@ -168,3 +168,13 @@ def test_graph_diagnostics_name_what_the_user_wrote():
     nan_grad = api.graph_view("y = sqrt(x) * 0 + x", wrt=["x"], feeds={"x": -1.0})
     for d in nan_grad.diagnostics:
         assert all(r in ("y", "x", "dy/dx") for r in d.reaches), d.reaches
+
+
+def test_multiply_no_nan_is_zero_where_y_is_zero_even_for_nan_and_inf_x():
+    # TensorFlow's documented semantics (and its kernel: the product masked where y == 0), and
+    # the gradients its own test asserts: dx = 0, dy = x (math_grad_test's MulNoNanGradientTest)
+    x = [0.0, 1.0, np.nan, np.inf, -np.inf]
+    r = api.grad("out = tf.math.multiply_no_nan(x, y)", wrt=["x", "y"], feeds={"x": x, "y": [0.0] * 5})
+    np.testing.assert_array_equal(r.outputs["out"], [0.0] * 5)
+    np.testing.assert_array_equal(r.gradients["x"], [0.0] * 5)
+    np.testing.assert_array_equal(r.gradients["y"], x)
