@@ -339,8 +339,17 @@ register(Op("torch_split", None, None, None, params={"split_size_or_sections": R
             doc="torch.split(x, size, dim=0): parts of that size (the last smaller), or of the listed sizes"))
 register(Op("chunk", None, None, None, params={"chunks": REQUIRED, "axis": 0}, parts=_chunk_parts,
             doc="torch.chunk(x, chunks, dim=0): parts of size ceil(n / chunks)"))
+def _unstack_parts(shape, num=None, axis=0):
+    parts = _unbind_parts(shape, axis)
+    if num is not None and num != len(parts):
+        raise ShapeError(f"num={num}, but the axis has length {len(parts)}")
+    return parts
+
+
 register(Op("unbind", None, None, None, params={"axis": 0}, parts=_unbind_parts,
-            aliases=("unstack",), doc="torch.unbind / tf.unstack: the slices along axis, the axis removed"))
+            doc="torch.unbind(x, dim=0): the slices along dim, the dim removed"))
+register(Op("unstack", None, None, None, params={"num": None, "axis": 0}, parts=_unstack_parts,
+            doc="tf.unstack(x, num=None, axis=0) / np.unstack(x, axis=0): the slices along axis, the axis removed"))
 
 
 # --------------------------------------------------------------------------- reshaping

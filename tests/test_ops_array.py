@@ -81,6 +81,7 @@ CASES = [
     ("y = torch.split(x, [1, 3])[1]", {"x": normal((4,))}, lambda x: x[1:], {}),
     ("y = torch.chunk(x, 3)[2]", {"x": normal((5, 2))}, lambda x: x[4:], {}),
     ("y = torch.unbind(x, 1)[2]", {"x": normal((2, 3))}, lambda x: x[:, 2], {}),
+    ("y = tf.unstack(x, 3, axis=1)[0]", {"x": normal((2, 3))}, lambda x: x[:, 0], {}),
     ("y = torch.tensor_split(x, 3)[1]", {"x": normal((4,))}, lambda x: np.array_split(x, 3)[1], {}),
     # reshaping and reordering
     ("y = np.squeeze(x)", {"x": normal((1, 3, 1))}, lambda x: np.squeeze(x), {}),
@@ -320,6 +321,7 @@ def test_library_spellings_that_differ_from_numpy():
     ("y = tf.split(x, [1, 2])", "add up to 3, not the axis length 2"),
     ("y = torch.split(x, 0)", "split size must be positive"),
     ("y = split(x, 2)", "np.split(x, n) makes n parts"),
+    ("y = tf.unstack(x, 3)", "num=3, but the axis has length 2"),
     ("y = np.vsplit(x[0], 2)", "vsplit(): needs an array of rank 2 or more"),
     ("y = np.squeeze(x, 0)", "cannot squeeze axis 0: its length is 2"),
     ("y = np.repeat(x, -1)", "repeats must not be negative"),
