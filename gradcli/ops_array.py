@@ -858,6 +858,9 @@ def _torch_pad_widths(shape, pad):
 
 
 def _pad_reading(call):
+    if call.library == "jax":
+        raise ReadingError("lax.pad(x, padding_value, padding_config) pads with interior (dilation) and negative "
+                           "widths, which gradcli does not have: write jnp.pad(x, pad_width, constant_values=...)")
     return ("torch_pad", {}) if call.library == "torch" else None
 
 
@@ -1098,7 +1101,7 @@ def _take_along_plan(x_shape, i_shape, axis):
     return axis, off[:axis] + (i_shape[axis],) + off[axis + 1:]
 
 
-def _take_along(xp, x, indices, axis):
+def _take_along(xp, x, indices, axis=-1):
     n = x.size if axis is None else x.shape[axis]
     _check_integers(xp, indices, n)
     idx = indices.astype(xp.int64)
@@ -1107,7 +1110,7 @@ def _take_along(xp, x, indices, axis):
     return xp.take_along_axis(x, idx, axis=axis)
 
 
-def _take_along_vjp(g, ans, x, indices, axis):
+def _take_along_vjp(g, ans, x, indices, axis=-1):
     axis_, out = _take_along_plan(x.shape, indices.shape, axis)
     if axis_ is None:
         size = math.prod(x.shape)
@@ -1119,8 +1122,15 @@ def _take_along_vjp(g, ans, x, indices, axis):
     return G.scatter_along(g, idx, axis=axis_, size=x.shape[axis_])
 
 
-register(Op("take_along_axis", _take_along, lambda x, i, axis: _take_along_plan(x, i, axis)[1],
-            (_take_along_vjp, NO_GRADIENT), args=("arr", "indices"), params={"axis": REQUIRED}, fails_on_data=True,
+def _take_along_reading(call):
+    # torch.take_along_dim(x, indices) without a dim reads x flattened; NumPy's default axis is -1
+    given = call.positional >= 3 or "dim" in call.keywords or "axis" in call.keywords
+    return ("take_along_axis", {"axis": None}) if call.library == "torch" and not given else None
+
+
+register(Op("take_along_axis", _take_along, lambda x, i, axis=-1: _take_along_plan(x, i, axis)[1],
+            (_take_along_vjp, NO_GRADIENT), args=("arr", "indices"), params={"axis": -1}, fails_on_data=True,
+            aliases=("take_along_dim",), reading=_take_along_reading,
             doc="take_along_axis(x, indices, axis): x's elements at integer indices along axis (the indices "
                 "may be an input); the gradient adds up at repeated indices"))
 
@@ -1223,9 +1233,24 @@ def _select_rule(i):
     return vjp
 
 
+def _select_reading(call):
+    """np.select(conditions, choices) picks per element; lax.select(c, a, b) is where(c, a, b);
+    torch.select(x, dim, index) is the slice x[index] along dim."""
+    if call.library == "jax":
+        return "where", {}
+    if call.library == "torch" or call.method:
+        return "torch_select", {}
+    return None
+
+
 register(Op("select", _select, _select_shape, (_select_rule,), args=(), variadic=True, sequence=2,
-            params={"default": 0, "counts": REQUIRED}, finite_closed=True,
+            params={"default": 0, "counts": REQUIRED}, finite_closed=True, reading=_select_reading,
             doc="np.select(conditions, choices, default=0): per element, the choice of the first true condition"))
+register(Op("torch_select", lambda xp, x, axis, index: x[_index_tuple(_select_index(x.shape, axis, index))],
+            lambda shape, axis, index: _index_shape(shape, _select_index(shape, axis, index)),
+            (lambda g, ans, x, axis, index: G.scatter(g, shape=x.shape, index=_select_index(x.shape, axis, index)),),
+            params={"axis": REQUIRED, "index": REQUIRED}, view=True, memory="view", finite_closed=True,
+            doc="torch.select(x, dim, index): the slice at index along dim, the dim removed"))
 
 
 def _static_slice_index(shape, starts, limits, strides=None, what="slice"):
