@@ -24,10 +24,6 @@ def away(shape=(2, 3)):  # |x| in [0.3, 2], either sign, away from 0 and the int
     return lambda rng: rng.choice([-1.0, 1.0], shape) * rng.uniform(0.3, 0.45, shape) + rng.integers(-2, 3, shape)
 
 
-def pick(xs, k):
-    return xs[k]
-
-
 def torch_gather(x, dim, index):
     index = np.asarray(index)
     sliced = x[tuple(slice(0, n) if k != dim else slice(None) for k, n in enumerate(index.shape))]
