@@ -27,6 +27,7 @@ from .ops import broadcast_shapes as ops_broadcast
 # refused rather than left to exhaust memory.
 MAX_DIMENSIONS = 64  # NumPy's limit, checked here so no op meets it first
 MAX_EQUATIONS = 5_000_000
+MAX_CONSTANT_ELEMENTS = 100_000_000      # an array a constructor (`zeros`, `eye`) makes while lowering
 MAX_LOWERING_STEPS = 1_000_000           # expansion steps of a short program (seconds of work)
 LOWERING_STEPS_PER_CHARACTER = 8         # ... and more for a longer text (a 50 MB program)
 
@@ -283,6 +284,14 @@ CONSTANT_FUNCTIONS = {"epsilon": 1e-7}
 # NumPy array attributes read as the functions they are
 ATTRIBUTES = {"T": "transpose", "mT": "matrix_transpose"}
 
+# The keywords by which libraries name a sequence of arrays (`tf.concat(values=...)`, `torch.cat(tensors=...)`)
+SEQUENCE_KEYWORDS = ("values", "tensors", "arrays", "tup", "seq", "condlist", "choicelist")
+# Static parameters that are integers or (nested) lists of integers: constant indices, widths
+INTEGER_ARRAY_PARAMS = {"indices", "index", "repeats", "reps", "pad_width", "paddings", "pad", "shift", "shifts",
+                        "start_indices", "limit_indices", "strides", "slice_sizes", "indices_or_sections",
+                        "num_or_size_splits", "split_size_or_sections", "sections", "begin", "size"}
+
+
 _EVAL, _APPLY, _BIND, _DISCARD, _UNPACK, _DEFINE, _CHOOSE = range(7)
 
 
@@ -503,6 +512,12 @@ class _Lowering:
                     if isinstance(node, ast.Call) and not node.method and "." in node.func:
                         node = self.as_method(node, scope)
                     kids = ast.children(node)
+                    if isinstance(node, ast.Call) and self.takes_sequences(node, scope):
+                        # `concatenate([a, b])`: the list is the sequence of arrays, not one array
+                        names = [None] * len(node.args) + [kw.name for kw in node.keywords]
+                        kids = [ast.Tuple(kid.items, kid.pos) if isinstance(kid, ast.Array) and (
+                                    k < len(node.args) or names[k] in SEQUENCE_KEYWORDS) else kid
+                                for k, kid in enumerate(kids)]
                     work.append((_APPLY, node, scope))
                     work.extend((_EVAL, kid, scope) for kid in reversed(kids))
             elif kind == _APPLY:
@@ -542,6 +557,14 @@ class _Lowering:
             else:
                 values.pop()
         return values.pop()
+
+    def takes_sequences(self, node: ast.Call, scope: _Scope) -> bool:
+        """Whether the call is of an op whose leading arguments are sequences of arrays."""
+        if node.method or node.symbol is not None or scope.lookup(node.func) is not None \
+                or node.func in self.globals:
+            return False
+        op = op_table.CALLABLE.get(op_table.split_spelling(self.spelled(node.func))[1])
+        return op is not None and op.sequence > 0
 
     def constant_truth(self, value) -> bool | None:
         """Python's truth of a value known while lowering (a constant, None), else None."""
@@ -727,7 +750,8 @@ class _Lowering:
         preset: dict = {}
         if op.reading is not None and node.symbol is None:
             spelling = op_table.Spelling(library, bare, len(node.args), tuple(k.name for k in node.keywords),
-                                         bool(node.args) and isinstance(node.args[0], ast.Array))
+                                         bool(node.args) and isinstance(node.args[0], ast.Array),
+                                         node.method, name if node.method else self.spelled(name))
             try:
                 chosen = op.reading(spelling)
             except op_table.ReadingError as exc:
@@ -809,7 +833,8 @@ class _Lowering:
         label = node.symbol or op_table.strip_prefixes(node.func)
         if node.symbol is not None and op.symbol_reads_truth:
             self.check_truth_values(node, values, op)
-        if not node.keywords and len(values) == len(op.args) and not op.required and op.literal is None:
+        if not node.keywords and len(values) == len(op.args) and not op.required and not op.variadic and (
+                op.literal is None):
             # the common call, `exp(x)` or `a * b`: every argument given, every parameter default
             ids = tuple(v if type(v) is int else self.materialize(v, scope) for v in values)
             return self.emit_call(op, ids, dict(op.defaults, **(preset or {})), node.pos, label, scope)
@@ -866,6 +891,8 @@ class _Lowering:
     def call_variadic(self, op: Op, node: ast.Call, values: list, scope: _Scope, label: str, preset):
         """`einsum('ij,jk->ik', a, b)`: the op's required parameters first, then any number of
         arrays (a tuple of them, `multi_dot((a, b, c))`, counts as its items)."""
+        if op.sequence:
+            return self.call_sequences(op, node, values, scope, label, preset)
         lead = [p for p, default in op.params.items() if default is op_table.REQUIRED]
         positional = values[:len(node.args)]
         params = dict(op.defaults, **(preset or {}))
@@ -886,6 +913,72 @@ class _Lowering:
         ids = tuple(self.materialize(v, scope) for v in arrays)
         return self.emit_call(op, ids, params, node.pos, label, scope)
 
+    def call_sequences(self, op: Op, node: ast.Call, values: list, scope: _Scope, label: str, preset):
+        """`concatenate([a, b], 0)`, `select(conditions, choices)`: the op's leading arguments
+        are sequences of arrays (a list or tuple of them, or an array: its rows), the rest its
+        parameters, by position or keyword. The op receives every sequence's items in order,
+        with `counts`, the length of each sequence, among its parameters where it takes them."""
+        positional = values[:len(node.args)]
+        keywords = list(zip(node.keywords, values[len(node.args):]))
+        named = [value for kw, value in sorted((item for item in keywords if item[0].name in SEQUENCE_KEYWORDS),
+                                               key=lambda item: SEQUENCE_KEYWORDS.index(item[0].name))]
+        if named and len(positional) < op.sequence:  # `tf.concat(values=[a, b], axis=0)`
+            positional = positional + named
+            keywords = [(kw, value) for kw, value in keywords if kw.name not in SEQUENCE_KEYWORDS]
+        if len(positional) < op.sequence:
+            raise self.error(f"{label}() takes {op.sequence} sequence{'s' * (op.sequence > 1)} of arrays "
+                             f"first, as in {label}([a, b])", node.pos)
+        sequences, rest = positional[:op.sequence], positional[op.sequence:]
+        names = [p for p in op.params if p != "counts"]
+        if len(rest) > len(names):
+            raise self.error(f"{label}() takes at most {op.sequence + len(names)} arguments", node.pos)
+        params = dict(op.defaults, **(preset or {}))
+        given = dict(zip(names, rest))
+        for kw, value in keywords:
+            pname = op_table.KEYWORD_ALIASES.get(kw.name, kw.name)
+            if kw.name == "dtype":
+                self.check_dtype(value, kw.pos)
+                continue
+            if pname not in names:
+                raise self.error(f"{label}() has no argument '{kw.name}'; it takes "
+                                 f"{', '.join(['arrays'] * op.sequence + names)}", kw.pos)
+            if pname in given:
+                raise self.error(f"{label}() got argument '{pname}' twice", kw.pos)
+            given[pname] = value
+        for pname, value in given.items():
+            if pname in (preset or {}):
+                raise self.error(f"{label}(): '{pname}' is fixed by how {label}() is read here", node.pos)
+            params[pname] = None if value is NONE else self.static_param(pname, value, label, node.pos)
+        missing = [p for p in names if p not in params and op.params[p] is op_table.REQUIRED]
+        if missing:
+            raise self.error(f"{label}() needs the argument '{missing[0]}'", node.pos)
+        ids: list = []
+        counts = []
+        for sequence in sequences:
+            items = self.sequence_items(sequence, label, node.pos, scope)
+            counts.append(len(items))
+            ids.extend(items)
+        if "counts" in op.params:
+            params["counts"] = tuple(counts)
+        if not ids:
+            raise self.error(f"{label}() needs at least one array", node.pos)
+        return self.emit_call(op, tuple(ids), params, node.pos, label, scope)
+
+    def sequence_items(self, value, label: str, pos: Pos, scope: _Scope) -> list:
+        """The arrays of a sequence argument: a tuple's (or list's) items, an array's rows."""
+        if isinstance(value, TupleValue):
+            return [self.materialize(v, scope) for v in value.items]
+        if isinstance(value, Literal):
+            if value.value.ndim == 0:
+                raise self.error(f"{label}() takes a sequence of arrays, not a number", value.pos)
+            return [self.graph.add_constant(row, value.pos, scope.stack) for row in value.value]
+        if isinstance(value, Text) or value is NONE:
+            raise self.error(f"{label}() takes a sequence of arrays", getattr(value, "pos", pos))
+        shape = self.graph.shapes[value]
+        if not shape:
+            raise self.error(f"{label}() takes a sequence of arrays, not a number", pos)
+        return [self.emit(OPS["index"], (value,), {"index": (k,)}, pos, "[]", scope) for k in range(shape[0])]
+
     def static_param(self, pname: str, value, label: str, pos: Pos):
         value = self.constant_value(value)
         if isinstance(value, Text):
@@ -898,6 +991,10 @@ class _Lowering:
                 raise self.error(f"{label}(): keepdims must be True or False", value.pos)
             return bool(arr)
         integral = bool(np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)))
+        if pname in INTEGER_ARRAY_PARAMS:  # indices, pad widths, counts: integers, nested as written
+            if not integral:
+                raise self.error(f"{label}(): '{pname}' must be an integer or integers", value.pos)
+            return op_table.nested_ints(arr)
         if pname in ("axis", "axes", "shape"):  # positions and sizes: integers
             if pname == "axes" and arr.ndim == 2 and integral:  # tensordot's pair of lists
                 return tuple(tuple(int(v) for v in row) for row in arr)
@@ -959,6 +1056,8 @@ class _Lowering:
     def emit_call(self, op: Op, ids: tuple, params: dict, pos: Pos, label: str, scope: _Scope):
         """A call's value: one equation, or for a function that returns a tuple (`slogdet`,
         `split`) a tuple of the equations its record names as its parts."""
+        if not ids and not op.args and not op.variadic and op.forward is not None:
+            return self.construct(op, params, pos, label, scope)
         if op.parts is None:
             return self.emit(op, ids, params, pos, label, scope)
         try:
@@ -967,6 +1066,19 @@ class _Lowering:
             raise self.error(f"{label}(): {exc}", pos) from None
         return TupleValue([self.emit(op_table.OPS[name], ids, part_params, pos, label, scope)
                            for name, part_params in parts], pos)
+
+    def construct(self, op: Op, params: dict, pos: Pos, label: str, scope: _Scope) -> int:
+        """An op that takes no array (`zeros((2, 3))`, `eye(3)`, `arange(5)`): a constant of
+        the program, computed here from the parameters written in it."""
+        try:
+            shape = tuple(op.shape(**params))
+        except ShapeError as exc:
+            message = str(exc)
+            raise self.error(message if message.startswith(f"{label}: ") else f"{label}: {message}", pos) from None
+        if math.prod(shape) > MAX_CONSTANT_ELEMENTS:
+            raise self.error(f"{label}: a constant of shape {fmt_shape(shape)} has more than "
+                             f"{MAX_CONSTANT_ELEMENTS:,} elements", pos)
+        return self.graph.add_constant(op.forward(np, **params), pos, scope.stack)
 
     def emit(self, op: Op, ids: tuple, params: dict, pos: Pos, label: str, scope: _Scope) -> int:
         return self.graph.add(op, ids, params, pos, label, scope.stack)

@@ -39,6 +39,10 @@ class Op:
     params: dict[str, Any] = field(default_factory=dict)  # static parameters and defaults
     aliases: tuple[str, ...] = ()             # more names it is called by in programs
     variadic: bool = False                    # takes any number of tensor arguments
+    # `sequence` (of a variadic op): its leading arguments are sequences of arrays, as in
+    # `concatenate([a, b], axis=0)`: a list or tuple written there gives its items (of any
+    # shapes), an array its rows; the positional arguments after them are its parameters
+    sequence: int = 0
     elementwise: bool = False                 # applies to each element, broadcasting its arguments
     public: bool = True                       # callable from programs
     doc: str = ""                             # what it computes (and which arguments have no gradient)
@@ -139,6 +143,8 @@ class Spelling:
     positional: int       # positional arguments given
     keywords: tuple       # keyword names given
     list_argument: bool   # the first argument is written as a list literal, `[a, b]`
+    method: bool = False  # written as a method of a value, `x.split(2)`
+    spelled: str = ""     # the name as written, prefixes included (`np.linalg.diagonal`)
 
 
 # A record's `bound`, declared: no bound on |result| from the inputs' is claimed (it may exceed
@@ -283,6 +289,20 @@ def reduced_shape(shape, axis, keepdims):
     if keepdims:
         return tuple(1 if i in axes else d for i, d in enumerate(shape))
     return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def nested_ints(array):
+    """An integer array as an int or nested tuples of ints (hashable, as static parameters are),
+    built level by level from the innermost axis (no recursion)."""
+    import numpy as np
+    array = np.asarray(array)
+    items = [int(v) for v in array.reshape(-1)]
+    if array.ndim == 0:
+        return items[0]
+    for k in reversed(range(array.ndim)):
+        d = array.shape[k]
+        items = [tuple(items[g * d:(g + 1) * d]) for g in range(math.prod(array.shape[:k]))]
+    return items[0]
 
 
 def _same(shape, **_):
@@ -636,9 +656,11 @@ NOT_DIFFERENTIABLE = (NO_GRADIENT,)
 _unary("negative", "negative", lambda g, ans, x: -g, ("neg",), finite_closed=True, involution=True,
        symbol="-", precedence=4, literal=lambda value: -value)
 # tf.constant([...]), np.array([...]), tf.Variable([...]) in pasted code: the value itself
+# np.identity(n) is the n x n identity matrix (the constructor `eye`), tf.identity(x) the value x
 _unary("identity", lambda xp, x: x, lambda g, ans, x: g,
        ("constant", "array", "asarray", "convert_to_tensor", "Variable"), view=True, memory="same",
-       finite_closed=True, literal=lambda value: value)
+       finite_closed=True, literal=lambda value: value,
+       reading=lambda call: ("eye", {}) if call.name == "identity" and call.library == "numpy" else None)
 _unary("positive", "positive", lambda g, ans, x: g, finite_closed=True, symbol="+", precedence=4,
        literal=lambda value: value)
 _unary("exp", "exp", lambda g, ans, x: g * ans, grows=True, underflows="rounds",
@@ -855,8 +877,12 @@ register(Op("log_softmax", _log_softmax, _same_checking_axis,
 
 register(Op("matmul", lambda xp, a, b: xp.matmul(a, b), _matmul_shape, (_matmul_vjp_a, _matmul_vjp_b),
             args=("a", "b"), symbol="@", precedence=3, bound=_bound_of_matmul, grows=True, underflows="rounds"))
+# torch.transpose(x, dim0, dim1) swaps two axes (NumPy's swapaxes); torch.permute(x, dims) and
+# np.permute_dims(x, axes) are NumPy's transpose
 register(Op("transpose", lambda xp, x, axes=None: xp.transpose(x, axes), _transpose_shape,
-            (_transpose_vjp,), params={"axes": None}, view=True, memory="view", finite_closed=True))
+            (_transpose_vjp,), params={"axes": None}, aliases=("permute", "permute_dims"), view=True, memory="view",
+            finite_closed=True,
+            reading=lambda call: ("swapaxes", {}) if call.library == "torch" and call.name == "transpose" else None))
 register(Op("reshape", lambda xp, x, shape: xp.reshape(x, shape), _reshape_shape,
             (lambda g, ans, x, shape: G.reshape(g, shape=x.shape),), params={"shape": REQUIRED},
             view=True, memory="reshape", finite_closed=True, repeats="reshape"))
@@ -907,6 +933,7 @@ KEYWORD_ALIASES = {
     "keep_dims": "keepdims", "keepdim": "keepdims", "dim": "axis", "perm": "axes", "newshape": "shape",
     "clip_value_min": "lo", "clip_value_max": "hi", "a_min": "lo", "a_max": "hi",
     "negative_slope": "alpha", "correction": "ddof", "interpolation": "method",
+    "shifts": "shift", "paddings": "pad_width", "multiples": "reps", "dim1": "axis1", "dim2": "axis2",
 }
 FIRST_ARGUMENT_KEYWORDS = ("input_tensor", "input", "a", "x", "t", "tensor", "logits", "features")
 

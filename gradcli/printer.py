@@ -165,10 +165,16 @@ class Printer:
             name, given = plain
             defaults = OPS[name].params
         params = []
+        if eq.op.sequence:  # `concatenate([a, b], axis=1)`: each sequence as a list
+            counts = eq.params.get("counts") or (len(args),)
+            starts = [sum(counts[:k]) for k in range(len(counts))]
+            args = [("[" + ", ".join(a[0] for a in args[s:s + n]) + "]", ATOM) for s, n in zip(starts, counts)]
         for key, value in given.items():
-            if value is None or (key in defaults and defaults[key] == value):
+            if value is None or (key in defaults and defaults[key] == value) or (eq.op.sequence and key == "counts"):
                 continue
-            if isinstance(value, bool):
+            if isinstance(value, str):
+                params.append(f"{key}={value!r}")
+            elif isinstance(value, bool):
                 params.append(f"{key}={value}")
             elif isinstance(value, tuple):
                 params.append(f"{key}=[{', '.join(str(v) for v in value)}]")
