@@ -1309,8 +1309,9 @@ def _dynamic_index(shape, start_indices, slice_sizes):
         raise ShapeError(f"dynamic_slice: give one start and size per axis of the rank-{len(shape)} array")
     if any(not 0 <= s <= n for s, n in zip(sizes, shape)):
         raise ShapeError(f"dynamic_slice: sizes {tuple(sizes)} do not fit shape {fmt_shape(shape)}")
-    # JAX clamps the start so that the slice lies inside the array
-    clamped = tuple(min(max(a, 0), n - s) for a, s, n in zip(starts, sizes, shape))
+    # JAX counts a negative start from the end (allow_negative_indices), then clamps the start
+    # so that the slice lies inside the array
+    clamped = tuple(min(max(a + n if a < 0 else a, 0), n - s) for a, s, n in zip(starts, sizes, shape))
     return tuple((a, a + s, 1) for a, s in zip(clamped, sizes))
 
 

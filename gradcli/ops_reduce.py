@@ -1085,9 +1085,18 @@ def _place_diagonal_shape(g_shape, shape, **params):
 
 
 _TRACE_PARAMS = {"offset": 0, "axis1": 0, "axis2": 1}
+
+
+def _trace_reading(call):
+    """np.trace traces axes 0 and 1; np.linalg.trace, jnp.linalg.trace and tf.linalg.trace (tf.trace)
+    the last two, a stack of matrices."""
+    if "linalg." in call.spelled or call.library == "tensorflow":
+        return "trace", {"axis1": -2, "axis2": -1}
+    return None
 register(Op("trace", lambda xp, x, offset=0, axis1=0, axis2=1: xp.trace(x, offset, axis1, axis2),
             lambda shape, **p: _trace_plan(shape, **p)[2],
             (lambda g, ans, x, **p: G.place_diagonal(g, shape=x.shape, **p),), params=dict(_TRACE_PARAMS),
+            reading=_trace_reading,
             doc="the sum of the offset diagonal over axes axis1, axis2 (NumPy's trace)"))
 register(Op("place_diagonal", _place_diagonal,
             _place_diagonal_shape,

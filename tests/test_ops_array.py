@@ -205,9 +205,13 @@ CASES = [
     ("y = lax.slice(x, [1, 0], [3, 2])", {"x": normal((3, 3))}, lambda x: x[1:3, 0:2], {}),
     ("y = lax.slice(x, [0, 1], [3, 3], [2, 1])", {"x": normal((3, 3))}, lambda x: x[0:3:2, 1:3], {}),
     ("y = tf.slice(x, [1, 0], [-1, 2])", {"x": normal((3, 3))}, lambda x: x[1:, :2], {}),
-    ("y = lax.dynamic_slice(x, [2, -1], [2, 2])", {"x": normal((3, 3))}, lambda x: x[1:3, 0:2], {}),
+    # JAX counts a negative start from the end, then clamps (-1 of 3 is 2, clamped to 1)
+    ("y = lax.dynamic_slice(x, [2, -1], [2, 2])", {"x": normal((3, 3))}, lambda x: x[1:3, 1:3], {}),
+    ("y = lax.dynamic_slice(x, (-1, 0), (2, 2))", {"x": normal((3, 4))}, lambda x: x[1:3, 0:2], {}),
     ("y = lax.dynamic_update_slice(x, u, [1, 2])", {"x": normal((3, 4)), "u": normal((2, 3))},
      lambda x, u: dynamic_update_slice(x, u, [1, 2]), {}),
+    ("y = lax.dynamic_update_slice(x, u, (-1, 0))", {"x": normal((3, 4)), "u": normal((2, 2))},
+     lambda x, u: dynamic_update_slice(x, u, [1, 0]), {}),
     ("y = torch.narrow(x, 1, -2, 2)", {"x": normal((2, 4))}, lambda x: x[:, 2:4], {}),
     # constructors: constants of the program; linspace is differentiable in its ends
     ("y = x * np.ones((2, 3)) + np.zeros(3) + np.full((2, 1), 2.0)", {"x": normal((2, 3))}, lambda x: x + 2.0, {}),

@@ -206,6 +206,10 @@ CASES = [
     ("y = trace(x)", {"x": normal((3, 4))}, lambda x: np.trace(x), {}),
     ("y = np.trace(x, offset=1)", {"x": normal((3, 3))}, lambda x: np.trace(x, offset=1), {}),
     ("y = trace(x, -1, 2, 0)", {"x": normal((3, 2, 4))}, lambda x: np.trace(x, -1, 2, 0), {}),
+    # the linalg spellings trace a stack of matrices (the last two axes), np.trace axes 0 and 1
+    ("y = np.linalg.trace(x)", {"x": normal((2, 3, 3))}, lambda x: np.trace(x, axis1=-2, axis2=-1), {}),
+    ("y = tf.linalg.trace(x) + tf.trace(x)", {"x": normal((2, 3, 4))}, lambda x: 2 * np.trace(x, axis1=-2, axis2=-1), {}),
+    ("y = np.trace(x)", {"x": normal((2, 3, 3))}, lambda x: np.trace(x), {}),
     ("y = cumulative_trapezoid(y0)", {"y0": normal((2, 4))}, lambda y0: cumulative_trapezoid(y0), {}),
     ("y = scipy.integrate.cumulative_trapezoid(y0, dx=0.5, axis=0, initial=0)", {"y0": normal((4, 2))},
      lambda y0: cumulative_trapezoid(y0, dx=0.5, axis=0, initial=0), {}),
