@@ -15,26 +15,12 @@ import numpy as np
 
 from .autodiff import blocked_at, gradients
 from .diagnostics import Diagnostic, NumericsChecker
-from .errors import GradcliError, Source
+from .errors import GradcliError, OptionError, Source
 from .evaluate import DTYPES, array_namespace, check_memory, run
 from .graph import Graph, lower
 from .ops import fmt_shape
 from .parser import normalise, parse_program
 from . import syntax as ast
-
-
-class OptionError(GradcliError):
-    """An error about one argument of a library function, named in the message as `{option}`
-    (the library writes the argument's own name, `wrt`; a caller may name it its own way, as
-    the command line does with `--wrt`, through `name_option`)."""
-
-    def __init__(self, template: str, option: str, pos=None, source=None, note=None):
-        self.template, self.option = template, option
-        super().__init__(template.replace("{option}", option), pos, source, note)
-
-    def name_option(self, spelled: str) -> None:
-        self.message = self.template.replace("{option}", spelled)
-        self.args = (self.message,)
 
 
 def _value_id(graph: Graph, name: str, option: str) -> int:
@@ -124,7 +110,7 @@ def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str,
     host = {k: np.asarray(to_host(values[j])) for k, j in fetch.items()}
     diagnostics = checker.finish(fetch)
     for message, pos in graph.warnings:
-        diagnostics.insert(0, Diagnostic("warning", "unused_input", "--set", message, None, pos))
+        diagnostics.insert(0, Diagnostic("warning", "unused_input", "input", message, None, pos))
     return host, diagnostics
 
 

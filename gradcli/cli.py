@@ -413,7 +413,7 @@ def _assignments(items: list[str], option: str, max_memory: int | None) -> dict:
 
 
 # The library names its arguments in its errors (`wrt`); the command line names its options.
-_FLAGS = {"prints": "--print"}
+_FLAGS = {"prints": "--print", "feeds": "--set"}
 
 
 def _in_cli_terms(err):

@@ -286,7 +286,7 @@ class NumericsChecker:
             limit = f" ({eq.op.name} overflows float32 above {above(FLOAT32_MAX):.2f})" if above else ""
             self.diagnostics.append(Diagnostic(
                 "info", "float32_overflow", label, f"{label} reaches {top:.4g}, past the largest float32 "
-                f"({FLOAT32_MAX:.4g}): this program overflows with --dtype float32{limit}",
+                f"({FLOAT32_MAX:.4g}): this program overflows in float32{limit}",
                 None, eq.pos, eq.stack, value_id=i))
 
     def _explain_underflow(self, j: int, consumer) -> None:

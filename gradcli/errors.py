@@ -101,6 +101,20 @@ class GradcliError(Exception):
         return self
 
 
+class OptionError(GradcliError):
+    """An error about one argument of a library function, named in the message as `{option}`
+    (the library writes the argument's own name, `wrt`; a caller may name it its own way, as
+    the command line does with `--wrt`, through `name_option`)."""
+
+    def __init__(self, template: str, option: str, pos=None, source=None, note=None):
+        self.template, self.option = template, option
+        super().__init__(template.replace("{option}", option), pos, source, note)
+
+    def name_option(self, spelled: str) -> None:
+        self.message = self.template.replace("{option}", spelled)
+        self.args = (self.message,)
+
+
 class ShapeError(Exception):
     """Raised by an op's shape rule; the graph builder re-raises it as a GradcliError at the
     equation's position."""

@@ -9,7 +9,7 @@ import math
 import os
 from typing import Callable
 
-from .errors import GradcliError
+from .errors import GradcliError, OptionError
 from .graph import Graph
 from .ops import DataError
 
@@ -25,14 +25,15 @@ def array_namespace(device: str):
         try:
             import cupy
         except Exception as exc:  # ImportError, or a CuPy built for another CUDA
-            raise GradcliError(f"--device cuda needs CuPy and an NVIDIA GPU, but CuPy cannot be imported "
-                               f"({type(exc).__name__}: {exc}); install cupy-cuda12x, or use --device cpu") from None
+            raise OptionError(f"{{option}} cuda needs CuPy and an NVIDIA GPU, but CuPy cannot be imported "
+                              f"({type(exc).__name__}: {exc}); install cupy-cuda12x, or use {{option}} cpu",
+                              "device") from None
         try:
             count = cupy.cuda.runtime.getDeviceCount()
         except Exception as exc:
-            raise GradcliError(f"--device cuda: no usable CUDA GPU ({exc}); use --device cpu") from None
+            raise OptionError(f"{{option}} cuda: no usable CUDA GPU ({exc}); use {{option}} cpu", "device") from None
         if count < 1:
-            raise GradcliError("--device cuda: no CUDA GPU is present; use --device cpu")
+            raise OptionError("{option} cuda: no CUDA GPU is present; use {option} cpu", "device")
         return cupy
     raise GradcliError(f"unknown device '{device}': use cpu or cuda")
 
@@ -57,14 +58,14 @@ def parse_size(text: str) -> int:
     try:
         number = float(t[:-1] if unit else t)
     except ValueError:
-        raise GradcliError(f"--max-memory: '{text}' is not a size such as 8G or 500M") from None
+        raise OptionError(f"{{option}}: '{text}' is not a size such as 8G or 500M", "max_memory") from None
     if not math.isfinite(number):
-        raise GradcliError(f"--max-memory: '{text}' is not a finite size; give one such as 8G or 500M")
+        raise OptionError(f"{{option}}: '{text}' is not a finite size; give one such as 8G or 500M", "max_memory")
     if number <= 0:
-        raise GradcliError(f"--max-memory: '{text}' must be positive")
+        raise OptionError(f"{{option}}: '{text}' must be positive", "max_memory")
     size = number * units[unit]
     if size < MIN_MEMORY_LIMIT:
-        raise GradcliError(f"--max-memory: '{text}' is {size:g} bytes; the smallest limit is 1K (1024 bytes)")
+        raise OptionError(f"{{option}}: '{text}' is {size:g} bytes; the smallest limit is 1K (1024 bytes)", "max_memory")
     return int(size)
 
 
@@ -96,9 +97,9 @@ def check_memory(graph: Graph, fetch: list[int], dtype: str, limit: int | None =
     text = output_text_bytes(fetched) if text else 0  # the fetched values printed (not for check, derive)
     if text > limit:
         f = max(set(fetch), key=lambda j: math.prod(graph.shapes[j]))
-        raise GradcliError(f"the output would be {fetched:,} numbers, about {_gib(text)} of text, more than the "
-                           f"{_gib(limit)} allowed; raise the limit with --max-memory if the machine has it",
-                           graph.equations[f].pos, graph.source)
+        raise OptionError(f"the output would be {fetched:,} numbers, about {_gib(text)} of text, more than the "
+                          f"{_gib(limit)} allowed; raise the limit with {{option}} if the machine has it",
+                          "max_memory", graph.equations[f].pos, graph.source)
     if sum(math.prod(s) for s in graph.shapes) * itemsize + text <= limit:
         return  # even holding every value at once fits: no need to simulate
     order = needed_equations(graph, fetch)
@@ -120,10 +121,10 @@ def check_memory(graph: Graph, fetch: list[int], dtype: str, limit: int | None =
             size = max(size, full)
             what = "this operation" if eq.inputs else "this value"
             held = f" on top of the {_gib(live)} already held," if size <= limit else ""
-            raise GradcliError(
+            raise OptionError(
                 f"{what} would need a {graph.shapes[i]} array of {dtype} ({_gib(size)}),{held} more than "
-                f"the {_gib(limit)} allowed; raise the limit with --max-memory if the machine has it",
-                eq.pos, graph.source)
+                f"the {_gib(limit)} allowed; raise the limit with {{option}} if the machine has it",
+                "max_memory", eq.pos, graph.source)
         sizes[i] = size
         live += size
         for j in set(eq.inputs):
@@ -225,9 +226,9 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
             except DataError as exc:  # the op cannot compute on these values: the user's data
                 raise GradcliError(f"{eq.label or op.name}: {exc}", eq.pos, graph.source) from None
             except MemoryError:
-                raise GradcliError(f"out of memory computing a {graph.shapes[i]} array of {dtype} here; "
-                                   "lower --max-memory to be stopped before starting, or use smaller inputs",
-                                   eq.pos, graph.source) from None
+                raise OptionError(f"out of memory computing a {graph.shapes[i]} array of {dtype} here; "
+                                  "lower {option} to be stopped before starting, or use smaller inputs",
+                                  "max_memory", eq.pos, graph.source) from None
             if op.view:
                 owned.difference_update(eq.inputs)  # the result may share an input's memory
                 if not borrowed.isdisjoint(eq.inputs):

@@ -19,7 +19,7 @@ import numpy as np
 
 from . import ops as op_table
 from . import syntax as ast
-from .errors import GradcliError, Pos, ShapeError, Source
+from .errors import GradcliError, OptionError, Pos, ShapeError, Source
 from .ops import OPS, Op, Sym, fmt_shape
 from .ops import broadcast_shapes as ops_broadcast
 
@@ -372,15 +372,15 @@ class _Lowering:
             first = self.missing[names[0]]
             shown = names[:8]
             listed = ", ".join(f"'{n}'" for n in shown) + (f" and {len(names) - 8:,} more" if len(names) > 8 else "")
-            hint = " ".join(f"--set {n}=VALUE" for n in shown) + (" ..." if len(names) > 8 else "")
+            hint = " ".join(f"{{option}} {n}=VALUE" for n in shown) + (" ..." if len(names) > 8 else "")
             known = [n for n in graph.names if n not in self.missing]
             close = [c for n in names for c in difflib.get_close_matches(n, known, n=1)]
             maybe = f" (did you mean {', '.join(close)}?)" if close and len(names) == 1 else ""
             functions = [n for n in names if n in op_table.CALLABLE]
             if functions and not maybe and len(names) == 1:
                 maybe = f" (or call the function: {functions[0]}(x))"
-            raise self.error(f"missing input{'s' if len(names) > 1 else ''} {listed}{maybe}: "
-                             f"give {'them' if len(names) > 1 else 'it'} with {hint}", first)
+            raise OptionError(f"missing input{'s' if len(names) > 1 else ''} {listed}{maybe}: "
+                              f"give {'them' if len(names) > 1 else 'it'} with {hint}", "feeds", first, self.source)
         if graph.result is None:
             raise self.error("the program defines functions but computes nothing", None)
         for name in self.feeds:
@@ -388,7 +388,7 @@ class _Lowering:
                 where = self.assigned_at.get(name)
                 why = (f"'{name}' is computed by the program (line {where.line}), so it is not an input"
                        if where else f"the program does not use '{name}'")
-                graph.warnings.append((f"--set {name}: {why}; the value is ignored", None))
+                graph.warnings.append((f"the value given for {name} is ignored: {why}", None))
         return graph
 
     def bind_global(self, name: str, value, pos: Pos, scope: _Scope) -> None:
@@ -740,8 +740,8 @@ class _Lowering:
         op = op_table.CALLABLE.get(bare)
         if op is None:
             if bare == "print":
-                raise self.error("print() is not needed: gradcli prints the last statement's value; name more "
-                                 "values with --print NAME", node.pos)
+                raise OptionError("print() is not needed: gradcli prints the last statement's value; name more "
+                                  "values with {option} NAME", "prints", node.pos, self.source)
             known = list(op_table.CALLABLE) + [n for n, v in self.globals.items() if isinstance(v, ast.FuncDef)]
             close = difflib.get_close_matches(bare, known, n=3)
             hint = f"; did you mean {', '.join(close)}?" if close else ""

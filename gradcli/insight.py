@@ -14,7 +14,7 @@ import numpy as np
 
 from .autodiff import gradients
 from .diagnostics import Diagnostic
-from .errors import GradcliError
+from .errors import GradcliError, OptionError
 from .evaluate import needed_equations, run
 from .graph import Graph
 from .ops import fmt_shape
@@ -62,9 +62,9 @@ def _guard_blocks(graph: Graph, what: str, passes: int, block_elements: int, lim
     need = block_elements * 8 + output_text_bytes(block_elements)  # the array, and its text out
     pos = graph.equations[where].pos
     if need > limit:
-        raise GradcliError(f"the {what} would be {block_elements:,} float64 numbers: {_gib(block_elements * 8)} "
-                           f"and about {_gib(output_text_bytes(block_elements))} of text out, more than the "
-                           f"{_gib(limit)} allowed by --max-memory", pos, graph.source)
+        raise OptionError(f"the {what} would be {block_elements:,} float64 numbers: {_gib(block_elements * 8)} "
+                          f"and about {_gib(output_text_bytes(block_elements))} of text out, more than the "
+                          f"{_gib(limit)} allowed by {{option}}", "max_memory", pos, graph.source)
     work = passes * max(1, len(graph.equations))
     if work > MAX_DERIVATIVE_WORK:
         raise GradcliError(f"the {what} needs {passes:,} evaluations of a {len(graph.equations):,}-operation "

@@ -13,7 +13,7 @@ import os
 
 import numpy as np
 
-from .errors import GradcliError, Pos, Source
+from .errors import GradcliError, OptionError, Pos, Source
 
 # Beyond this many lines, an error in a text file is reported without quoting its line
 # (quoting needs the lines before it as a Source).
@@ -51,8 +51,8 @@ def _max_dims() -> int:
 
 def _too_large(label: str, what: str, nbytes: int, max_bytes: int) -> GradcliError:
     from .evaluate import _gib
-    return GradcliError(f"{label}: {what} needs {_gib(nbytes)}, more than the {_gib(max_bytes)} allowed; "
-                        "raise the limit with --max-memory if the machine has it")
+    return OptionError(f"{label}: {what} needs {_gib(nbytes)}, more than the {_gib(max_bytes)} allowed; "
+                       "raise the limit with {option} if the machine has it", "max_memory")
 
 
 # --------------------------------------------------------------------------- literals

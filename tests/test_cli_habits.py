@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 import typer.main
 
-from gradcli import docs
+from gradcli import api, docs
 from gradcli.cli import app
+from gradcli.errors import GradcliError
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -139,3 +140,20 @@ def test_a_run_builds_only_the_command_it_names():
     for argv in (["--help"], [], ["evl"], ["--version"]):
         assert cli._named_command(argv) is app
     assert len(app.registered_commands) == 9  # the app itself is left whole
+
+
+@pytest.mark.parametrize("call,library_words,cli_args,cli_words", [
+    (lambda: api.evaluate("y = x + q"), "give them with feeds x=VALUE feeds q=VALUE",
+     ["eval", "-e", "y = x + q"], "give them with --set x=VALUE --set q=VALUE"),
+    (lambda: api.evaluate("print(x)", feeds={"x": 1.0}), "name more values with prints NAME",
+     ["eval", "-e", "print(x)", "--set", "x=1"], "name more values with --print NAME"),
+    (lambda: api.evaluate("y = broadcast_to(x, shape=[10000000])", feeds={"x": 1.0}, max_memory=1 << 20),
+     "raise the limit with max_memory", ["eval", "-e", "y = broadcast_to(x, shape=[10000000])", "--set", "x=1",
+                                          "--max-memory", "1M"], "raise the limit with --max-memory"),
+])
+def test_the_library_names_its_arguments_and_the_command_line_its_options(call, library_words, cli_args, cli_words):
+    with pytest.raises(GradcliError) as err:
+        call()
+    assert library_words in err.value.message and "--" not in err.value.message
+    p = gradcli(*cli_args)
+    assert p.returncode == 2 and cli_words in p.stderr

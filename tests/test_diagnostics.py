@@ -143,7 +143,7 @@ def test_stable_softmax_is_clean_at_large_inputs(shift):
 
 def test_unused_set_is_a_warning():
     r = api.evaluate("y = x * 2", feeds={"x": 1.0, "q": 2.0})
-    assert only(r.diagnostics, "unused_input").message == "--set q: the program does not use 'q'; the value is ignored"
+    assert only(r.diagnostics, "unused_input").message == "the value given for q is ignored: the program does not use 'q'"
 
 
 def test_underflow_through_a_reduction_is_explained():

@@ -111,7 +111,7 @@ def test_hostile_value_files(tmp_path):
 def test_set_of_an_unused_name_warns():
     code, out, err = gradcli("eval", "-e", "y = x * 2", "--set", "x=1", "--set", "typo=3")
     assert code == 0 and out == "y\t2.0\n"
-    assert "warning: --set typo: the program does not use 'typo'; the value is ignored [unused_input]" in err
+    assert "warning: the value given for typo is ignored: the program does not use 'typo' [unused_input]" in err
 
 
 def test_memory_guard_refuses_up_front_and_can_be_raised(tmp_path):

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import gradcli.evaluate  # noqa: F401 (imported before memory is measured: error messages use it)
+from gradcli.cli import _in_cli_terms
 from gradcli.errors import GradcliError, format_error
 from gradcli.values import load_file, parse_value
 
@@ -55,7 +56,8 @@ def refusal(tmp_path, name, data, spec=None, max_bytes=64 * MiB) -> str:
     """The one-line rendering of the error reading `data` gives, with the folder left out."""
     with pytest.raises(GradcliError) as info:
         read(tmp_path, name, data, spec, max_bytes)
-    return format_error(info.value).splitlines()[0].replace(f"{tmp_path}{os.sep}", "")
+    # as the command line says it: the library names its argument max_memory, the CLI --max-memory
+    return format_error(_in_cli_terms(info.value)).splitlines()[0].replace(f"{tmp_path}{os.sep}", "")
 
 
 def gradcli(*args, cwd=None):
