@@ -991,6 +991,11 @@ class _Lowering:
                 raise self.error(f"{label}(): keepdims must be True or False", value.pos)
             return bool(arr)
         integral = bool(np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)))
+        integer_kind = pname in INTEGER_ARRAY_PARAMS or pname in ("axis", "axes", "shape")
+        if integer_kind and integral and arr.size and bool(np.max(np.abs(arr)) > 2 ** 53):
+            # (past 2**53 a float holds no exact integer; no array has such an axis, size or index)
+            raise self.error(f"{label}(): '{pname}' holds {float(np.max(np.abs(arr))):.4g}, larger than any "
+                             "array's axis, size or index", value.pos)
         if pname in INTEGER_ARRAY_PARAMS:  # indices, pad widths, counts: integers, nested as written
             if not integral:
                 raise self.error(f"{label}(): '{pname}' must be an integer or integers", value.pos)
@@ -1007,7 +1012,10 @@ class _Lowering:
         # (q=[0.25, 0.75]): an int where it is one, so that it prints and compares as written
         if arr.ndim > 1 or bool(np.any(np.isnan(arr))):
             raise self.error(f"{label}(): '{pname}' must be a number or a list of numbers", value.pos)
-        numbers = tuple(int(v) if np.isfinite(v) and v == round(v) else float(v) for v in np.atleast_1d(arr))
+        # an int where it is one (beyond 2**53 a float holds no exact integer: it stays a float, and
+        # a parameter that must be an integer says so)
+        numbers = tuple(int(v) if np.isfinite(v) and v == round(v) and abs(v) <= 2 ** 53 else float(v)
+                        for v in np.atleast_1d(arr))
         return numbers[0] if arr.ndim == 0 else numbers
 
     def call_user(self, fn: ast.FuncDef, node: ast.Call, values: list, scope: _Scope, work: list,

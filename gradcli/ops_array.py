@@ -1433,8 +1433,8 @@ register(Op("tri", lambda xp, N, M=None, k=0, dtype=None: xp.tri(*_eye_shape(N, 
 def _arange_values(start, stop=None, step=None, dtype=None):
     _dtype_check(dtype)
     for v in (start, stop, step):
-        if v is not None and (not isinstance(v, (int, float)) or isinstance(v, bool)):
-            raise ShapeError(f"takes numbers written in the program, not {v}")
+        if v is not None and (not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v)):
+            raise ShapeError(f"takes finite numbers written in the program, not {v}")
     if stop is None:
         start, stop = 0, start
     step = 1 if step is None else step
@@ -1442,8 +1442,8 @@ def _arange_values(start, stop=None, step=None, dtype=None):
         raise ShapeError("arange: the step must not be 0")
     count = max(0, math.ceil((stop - start) / step))
     if count > 100_000_000:
-        raise ShapeError(f"the result would have {count:,} elements")
-    return np.arange(start, stop, step, dtype=np.float64)
+        raise ShapeError(f"the result would have {count:.4g} elements (at most 100,000,000)")
+    return np.arange(start, stop, step, dtype=np.float64) if count else np.zeros(0)
 
 
 def _range_reading(call):
@@ -1723,6 +1723,8 @@ def _combinations_indices(n, r=2, with_replacement=False):
         raise ShapeError(f"r must not be negative, got {r}")
     pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
     count = math.comb(n + r - 1, r) if with_replacement else math.comb(n, r)
+    if count == 0:
+        return ()  # (itertools would first allocate r places)
     if count * max(r, 1) > MAX_INDICES:
         raise ShapeError(f"{count:,} combinations (at most {MAX_INDICES // max(r, 1):,})")
     return tuple(pick(range(n), r))

@@ -341,6 +341,14 @@ def test_library_spellings_that_differ_from_numpy():
     ("y = np.pad(x, 1, mode='reflect', reflect_type='odd')", "reflect_type='odd' is not supported"),
     ("y = np.take(x, [4])", "index 4 is out of bounds for axis 0 with size 4"),
     ("y = np.take(x, [0.5])", "'indices' must be an integer"),
+    # numbers no array can hold (each one a crash before)
+    ("y = np.arange(inf)", "takes finite numbers written in the program, not inf"),
+    ("y = np.arange(1e300)", "the result would have 1e+300 elements (at most 100,000,000)"),
+    ("y = np.pad(x, 1e300)", "'pad_width' holds 1e+300, larger than any array's axis, size or index"),
+    ("y = np.roll(x, 1e300)", "'shift' holds 1e+300"),
+    ("y = np.tril(x, 1e300)", "k must be an integer, not 1e+300"),
+    ("y = np.zeros(1e300)", "'shape' holds 1e+300"),
+    ("y = torch.combinations(x[0], 1e300)", "r must be an integer, not 1e+300"),
     ("y = gather(x, [0])", "tf.gather(x, indices, axis=0) takes whole slices"),
     ("y = tf.gather(x, [0], batch_dims=1)", "batch_dims=1 is not supported"),
     ("y = np.diag(x[0, 0])", "diag: takes a vector or a matrix"),
@@ -370,7 +378,8 @@ def test_bad_arguments_are_user_errors_at_the_call(program, words):
     with pytest.raises(GradcliError) as info:
         api.evaluate("z = x * 1\n" + program, feeds={"x": np.ones((2, 2))})
     assert words in str(info.value), str(info.value)
-    at = 16 if "[0.5]" in program else 5  # a constant that is not an integer: at the constant itself
+    # a constant that is not an integer (or no array's size): at the constant itself
+    at = program.index("1e300") + 1 if "holds" in words else 16 if "[0.5]" in program else 5
     assert (info.value.pos.line, info.value.pos.column) == (2, at)
 
 
@@ -440,3 +449,12 @@ def test_no_argument_makes_an_array_function_crash():
                 api.grad(program, wrt=used, feeds=feeds, unconnected="zero")
         except GradcliError:
             pass
+
+
+@pytest.mark.parametrize("program,shape", [
+    ("y = np.arange(-1e300)", (0,)), ("y = np.arange(-3)", (0,)),
+    ("y = torch.combinations(x, 2 ** 40)", (0, 2 ** 40)),  # more than the 3 elements: none
+])
+def test_empty_results_are_empty_without_allocating_for_their_arguments(program, shape):
+    r = api.evaluate(program, feeds={"x": np.ones(3)})
+    assert r.outputs["y"].shape == shape

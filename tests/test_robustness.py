@@ -190,7 +190,7 @@ def test_nothing_on_the_input_path_executes_or_unpickles():
     ("y = reshape(x, [" + ", ".join(["1"] * 64) + ", 0])",
      "reshape: the result would have 65 dimensions; arrays have at most 64 (as in NumPy)"),
     ("y = reshape(x, [-5])", "reshape: negative dimension in (-5,)"),
-    ("y = reshape(x, [2**63])", "reshape: cannot reshape (0,) (0 elements) to (9223372036854775808,)"),
+    ("y = reshape(x, [2**63])", "reshape(): 'shape' holds 9.223e+18, larger than any array's axis, size or index"),
     ("y = mean(3.0, axis=0)", "mean: axis 0 is out of range for an array of rank 0"),
     ("y = sum(3.0, axis=-1)", "sum: axis -1 is out of range for an array of rank 0"),
     ("y = logsumexp(x)", "logsumexp: reduction over an empty axis has no identity"),
