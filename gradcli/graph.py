@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import ops as op_table
+from . import ops_index
 from . import syntax as ast
 from .errors import GradcliError, Pos, ShapeError, Source
 from .ops import OPS, Op, Sym, fmt_shape
@@ -216,6 +217,7 @@ class Literal:
 
     value: np.ndarray
     pos: Pos
+    boolean: bool = False  # written with True/False (or a comparison): a mask where it indexes
 
 
 @dataclass(slots=True)
@@ -224,6 +226,23 @@ class TupleValue:
     by `x, y = ...`, indexed with a constant, or read as one array (its items stacked)."""
 
     items: list
+    pos: Pos
+
+
+@dataclass(slots=True)
+class AtRef:
+    """`x.at` of JAX: waits for its index, `x.at[idx]`."""
+
+    target: object
+    pos: Pos
+
+
+@dataclass(slots=True)
+class AtIndexed:
+    """`x.at[idx]`: waits for its update, `.set(v)`, `.add(v)`, `.get()`."""
+
+    target: object
+    index: tuple
     pos: Pos
 
 
@@ -451,6 +470,10 @@ class _Lowering:
             raise self.error(f"the string '{value.value}' is not a number", value.pos)
         if value is NONE:
             raise self.error("None is not a number (an argument left out is used as one)", None)
+        if isinstance(value, (AtRef, AtIndexed)):
+            raise self.error("x.at[index] is not a value: JAX's update syntax needs its method, as in "
+                             "x.at[index].set(v), .add(v), .multiply(v), .divide(v), .power(v), .min(v), "
+                             ".max(v) or .get()", value.pos)
         return value
 
     # ----------------------------------------------------------------- expressions
@@ -470,7 +493,7 @@ class _Lowering:
                                  getattr(node, "pos", None) or getattr(root, "pos", None))
             if kind == _EVAL:
                 if isinstance(node, ast.Number):
-                    values.append(Literal(np.float64(node.value), node.pos))
+                    values.append(Literal(np.float64(node.value), node.pos, node.boolean))
                 elif isinstance(node, ast.Name):
                     values.append(self.resolve(node, scope))
                 elif isinstance(node, ast.Str):
@@ -585,6 +608,8 @@ class _Lowering:
 
     def attribute(self, target, name: str, pos: Pos, scope: _Scope):
         """`x.T`, `x.shape`, `x.ndim`, `x.size` of a value, as the functions and numbers they are."""
+        if name == "at" and not isinstance(target, (Text, AtRef, AtIndexed)):
+            return AtRef(target, pos)
         shape = self.shape_of(target)
         if name == "shape":
             return TupleValue([Literal(np.float64(d), pos) for d in shape], pos)
@@ -629,7 +654,7 @@ class _Lowering:
                 value = np.array([v.value for v in items]).reshape((len(items),) + (shapes.pop() if items else ()))
             if as_value:
                 return self.graph.add_constant(value, node.pos, scope.stack if scope else ())
-            return Literal(value, node.pos)
+            return Literal(value, node.pos, bool(items) and all(v.boolean for v in items))
         ids = tuple(self.materialize(v, scope) for v in items)
         return self.emit(OPS["stack"], ids, {}, node.pos, "[...]", scope)
 
@@ -653,16 +678,115 @@ class _Lowering:
                 index.append(Ellipsis)
             else:
                 value = next(rest)
-                index.append(None if value is NONE else self.static_int(value, "an index", getattr(sub, "pos", node.pos)))
-        if isinstance(target, TupleValue):  # `x.shape[0]`, `pair[1]`
+                index.append(None if value is NONE else self.static_index(value, getattr(sub, "pos", node.pos)))
+        if isinstance(target, AtRef):  # JAX's `x.at[idx]`: the update follows
+            return AtIndexed(target.target, self.checked_index(target.target, tuple(index), node.pos), node.pos)
+        if isinstance(target, TupleValue) and not ops_index.is_advanced(index):  # `x.shape[0]`, `pair[1]`
             if len(index) != 1 or not isinstance(index[0], int):
                 raise self.error("a tuple takes one constant integer index", node.pos)
             k = index[0]
             if not -len(target.items) <= k < len(target.items):
                 raise self.error(f"index {k} is out of range for a tuple of {len(target.items)}", node.pos)
             return target.items[k]
-        return self.emit(OPS["index"], (self.materialize(target, scope),), {"index": tuple(index)},
-                         node.pos, "[]", scope)
+        index = tuple(index)
+        op = OPS["gather_index"] if ops_index.is_advanced(index) else OPS["index"]
+        return self.emit(op, (self.materialize(target, scope),), {"index": index}, node.pos, "[]", scope)
+
+    def static_index(self, value, pos: Pos | None):
+        """One subscript: an int, or an IndexArray (a constant integer array, a boolean mask)."""
+        value = self.constant_value(value)
+        if isinstance(value, Literal) and value.value.ndim > 0:
+            arr = value.value
+            if value.boolean:
+                return ops_index.IndexArray(arr != 0)
+            if arr.size and not (np.all(np.isfinite(arr)) and np.all(arr == np.round(arr))):
+                bad = arr.reshape(-1)[~(np.isfinite(arr) & (arr == np.round(arr))).reshape(-1)][0]
+                raise self.error(f"an index array must hold integers, not {float(bad):g}", value.pos)
+            if arr.size and np.max(np.abs(arr)) >= 2 ** 62:
+                raise self.error("an index is out of range", value.pos)
+            return ops_index.IndexArray(arr.astype(np.intp))
+        if isinstance(value, Literal) and value.boolean:
+            raise self.error("a boolean scalar index (x[True]) adds an axis in NumPy: write x[None] for that, "
+                             "or a mask with one entry per element", value.pos)
+        if not isinstance(value, Literal):
+            where = value.pos if isinstance(value, (Text, TupleValue)) else pos
+            raise self.error("an index must be a constant integer, a list of integers or a mask written in the "
+                             "program (a computed index would make the shape depend on the data)", where)
+        return self.static_int(value, "an index", pos)
+
+    def checked_index(self, target, index: tuple, pos: Pos) -> tuple:
+        """The index, checked against the target's shape (a positioned error where NumPy raises)."""
+        try:
+            ops_index.indexed_shape(self.shape_of(target), index)
+        except ShapeError as exc:
+            raise self.error(f"[]: {exc}", pos) from None
+        return index
+
+    def at_update(self, node: ast.Call, values: list, scope: _Scope):
+        """JAX's functional updates, `x.at[idx].set(v)`: x with the indexed elements replaced
+        (`add` accumulates over repeated indices, as JAX's scatter-add; `set`, `multiply`,
+        `divide`, `power`, `min` and `max` refuse a repeated index, whose outcome JAX leaves
+        unspecified or which they would apply once)."""
+        at, args = values[0], values[1:]
+        method = node.func
+        methods = ("set", "add", "multiply", "mul", "divide", "power", "min", "max", "get")
+        if method not in methods:
+            raise self.error(f"unknown update '.{method}' of x.at[...]: JAX's are "
+                             ".set, .add, .multiply, .divide, .power, .min, .max and .get", node.pos)
+        if node.keywords:
+            raise self.error(f".at[...].{method}(): its keyword '{node.keywords[0].name}' is not supported "
+                             "(gradcli checks indices itself: out of range is an error)", node.keywords[0].pos)
+        want = 0 if method == "get" else 1
+        if len(args) != want:
+            raise self.error(f".at[...].{method}() takes {want} argument{'s' * (want != 1)}, got {len(args)}",
+                             node.pos)
+        x = self.materialize(at.target, scope)
+        index, shape = at.index, self.graph.shapes[x]
+        advanced = ops_index.is_advanced(index)
+        label = f".at[].{method}"
+
+        def emit(name, ids, params):
+            return self.emit(OPS[name], ids, params, node.pos, label, scope)
+
+        def gathered(value):
+            return emit("gather_index" if advanced else "index", (value,), {"index": index})
+
+        if method == "get":
+            return gathered(x)
+        v = self.materialize(args[0], scope)
+        selected = ops_index.indexed_shape(shape, index) if shape is not None else None
+        if selected is not None and self.graph.shapes[v] is not None:
+            try:
+                ok = ops_broadcast(self.graph.shapes[v], selected) == selected
+            except ShapeError:
+                ok = False
+            if not ok:
+                raise self.error(f"{label}: values of shape {fmt_shape(self.graph.shapes[v])} cannot be written "
+                                 f"where the index selects {fmt_shape(selected)} (they must broadcast to it)",
+                                 self.node_pos(node.args[1], node.pos))
+        if method == "add":
+            v = emit("broadcast_to", (v,), {"shape": selected}) if self.graph.shapes[v] != selected else v
+            spread = emit("scatter_add_index" if advanced else "scatter", (v,), {"shape": shape, "index": index})
+            return emit("add", (x, spread), {})
+        if advanced and shape is not None:
+            positions = ops_index.flat_positions(shape, index)
+            if np.unique(positions).size != positions.size:
+                raise self.error(f"{label}() with a repeated index: JAX leaves which update wins unspecified "
+                                 "(set) or applies each (multiply, min, max); use unique indices, or .add "
+                                 "(which accumulates)", at.pos)
+        if method == "set":
+            return emit("index_set", (x, v), {"index": index})
+        if method in ("min", "max"):
+            chosen = emit("minimum" if method == "min" else "maximum", (gathered(x), v), {})
+            return emit("index_set", (x, chosen), {"index": index})
+        ones = self.graph.add_constant(np.ones(shape), node.pos, scope.stack)
+        factor = emit("index_set", (ones, v), {"index": index})
+        name = {"multiply": "multiply", "mul": "multiply", "divide": "divide", "power": "power"}[method]
+        return emit(name, (x, factor), {})
+
+    @staticmethod
+    def node_pos(node, default: Pos) -> Pos:
+        return getattr(node, "pos", None) or default
 
     def static_int(self, value, what: str, pos: Pos | None = None) -> int:
         value = self.constant_value(value)
@@ -690,6 +814,8 @@ class _Lowering:
             raise self.error(f"'{name}' is a value{extra}, not a function", node.pos)
         if node.symbol in ("is", "is not"):
             return self.identity_test(node, values)
+        if node.method and values and isinstance(values[0], AtIndexed):
+            return self.at_update(node, values, scope)
         library, bare = ("numpy", name) if node.method else op_table.split_spelling(self.spelled(name))
         special = self.call_special(bare, node, values)
         if special is not None:
@@ -783,7 +909,8 @@ class _Lowering:
             return value
         with np.errstate(all="ignore"):
             result = run(self.graph, [value])[value]
-        return Literal(np.array(result, dtype=np.float64), self.graph.equations[value].pos)
+        eq = self.graph.equations[value]
+        return Literal(np.array(result, dtype=np.float64), eq.pos, eq.op.boolean)
 
     def call_builtin(self, op: Op, node: ast.Call, values: list, scope: _Scope, preset: dict | None = None):
         label = node.symbol or op_table.strip_prefixes(node.func)
@@ -841,7 +968,9 @@ class _Lowering:
                 params[pname] = default
         if op.name in ("negative", "positive", "identity") and isinstance(given["x"], Literal):
             value = given["x"].value
-            return Literal(-value if op.name == "negative" else value, node.pos)
+            if op.name == "negative":
+                return Literal(-value, node.pos)
+            return Literal(value, node.pos, given["x"].boolean)
         ids = tuple(self.materialize(given[a], scope) for a in op.args)
         return self.emit_call(op, ids, params, node.pos, label, scope)
 
