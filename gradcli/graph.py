@@ -914,6 +914,8 @@ class _Lowering:
 
     def call_builtin(self, op: Op, node: ast.Call, values: list, scope: _Scope, preset: dict | None = None):
         label = node.symbol or op_table.strip_prefixes(node.func)
+        if op.expand is not None:
+            return self.call_composite(op, node, values, scope, label, preset)
         if node.symbol in ("and", "or", "not"):
             self.check_truth_values(node, values)
         if not node.keywords and len(values) == len(op.args) and not op.required and (
@@ -973,6 +975,55 @@ class _Lowering:
             return Literal(value, node.pos, given["x"].boolean)
         ids = tuple(self.materialize(given[a], scope) for a in op.args)
         return self.emit_call(op, ids, params, node.pos, label, scope)
+
+    def call_composite(self, op: Op, node: ast.Call, values: list, scope: _Scope, label: str, preset):
+        """A composite op (`F.cross_entropy`): its arguments bound as a call of any op, the
+        parameters in `op.tensors` as arrays (None where left out), then its expansion."""
+        positional = values[:len(node.args)]
+        slots = op.slots
+        if len(positional) > len(slots):
+            raise self.error(f"{label}() takes at most {len(slots)} arguments ({', '.join(slots)}), "
+                             f"got {len(positional)}", node.pos)
+        given = dict(zip(slots, positional))
+        where = {}
+        for kw, value in zip(node.keywords, values[len(node.args):]):
+            slot = kw.name if kw.name in slots else op_table.KEYWORD_ALIASES.get(kw.name, kw.name)
+            if slot not in slots and kw.name in op_table.FIRST_ARGUMENT_KEYWORDS and op.args:
+                slot = op.args[0]
+            if slot not in slots:
+                raise self.error(f"{label}() has no argument '{kw.name}'; it takes {', '.join(slots)}", kw.pos)
+            if slot in given:
+                raise self.error(f"{label}() got argument '{slot}' twice", kw.pos)
+            given[slot] = value
+            where[slot] = kw.pos
+        missing = [a for a in op.args if a not in given]
+        if missing:
+            raise self.error(f"{label}() needs the argument{'s' * (len(missing) > 1)} {', '.join(missing)}; "
+                             f"it takes {', '.join(slots)}", node.pos)
+        params = dict(preset or {})
+        for pname, default in op.params.items():
+            value = given.get(pname)
+            if pname in op.tensors:
+                params[pname] = None if value is None or value is NONE else self.materialize(value, scope)
+            elif value is NONE:
+                params[pname] = None
+            elif value is not None:
+                params[pname] = self.static_param(pname, value, label, where.get(pname, node.pos))
+            elif default is op_table.REQUIRED:
+                raise self.error(f"{label}() needs the argument '{pname}'", node.pos)
+            else:
+                params[pname] = default
+        ids = tuple(self.materialize(given[a], scope) for a in op.args)
+        expansion = _Expansion(self, node.pos, label, scope)
+        if any(self.graph.shapes[i] is None for i in ids + tuple(v for k, v in params.items() if k in op.tensors
+                                                                  and v is not None)):
+            return ids[0]  # a missing input: lowering goes on to list them all
+        try:
+            return op.expand(expansion, *ids, **params)
+        except ShapeError as exc:
+            message = str(exc)
+            raise self.error(message if message.startswith(f"{label}") else f"{label}(): {message}",
+                             node.pos) from None
 
     def call_variadic(self, op: Op, node: ast.Call, values: list, scope: _Scope, label: str, preset):
         """`einsum('ij,jk->ik', a, b)`: the op's required parameters first, then any number of
@@ -1081,6 +1132,36 @@ class _Lowering:
 
     def emit(self, op: Op, ids: tuple, params: dict, pos: Pos, label: str, scope: _Scope) -> int:
         return self.graph.add(op, ids, params, pos, label, scope.stack)
+
+
+class _Expansion:
+    """What a composite op's expansion builds with: `E(name, *args, **params)` emits the op
+    `name` at the call's place (numbers and arrays become constants) and returns its id."""
+
+    def __init__(self, lowering: _Lowering, pos: Pos, label: str, scope: _Scope):
+        self.lowering, self.pos, self.label, self.scope = lowering, pos, label, scope
+
+    def __call__(self, name: str, *args, **params) -> int:
+        graph = self.lowering.graph
+        ids = tuple(a if type(a) is int else graph.add_constant(np.asarray(a, dtype=np.float64), self.pos,
+                                                                 self.scope.stack) for a in args)
+        op = OPS[name]
+        params = dict(op.defaults, **params)
+        if op.expand is not None:
+            return op.expand(self, *ids, **params)
+        return self.lowering.emit_call(op, ids, params, self.pos, self.label, self.scope)
+
+    def shape(self, id_: int) -> tuple:
+        return self.lowering.graph.shapes[id_]
+
+    def known(self, id_: int):
+        """The value of a constant or an input (as given for this run), else None."""
+        eq = self.lowering.graph.equations[id_]
+        while eq.op.name in ("identity", "broadcast_to", "reshape"):
+            eq = self.lowering.graph.equations[eq.inputs[0]]
+        if eq.op.name in ("const", "input"):
+            return eq.params["value"]
+        return None
 
 
 def _bound_names(stmt) -> list[str]:

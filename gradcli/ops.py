@@ -72,6 +72,12 @@ class Op:
     # How `derive` writes an op the language has no name for (a slope used by a gradient):
     # `prints_as(*arguments) -> text` in the language, each argument an atom or parenthesized.
     prints_as: Callable | None = None
+    # A composite (a loss of PyTorch's functional API): `expand(E, *args, **params)` builds the
+    # call of other ops at the call's place (gradcli.ops_nn describes E), so its gradients and
+    # second derivatives are theirs; `forward`, `shape` and `vjp` are then unused. Parameters
+    # named in `tensors` take arrays (computed values, or None where left out).
+    expand: Callable | None = None
+    tensors: tuple[str, ...] = ()
 
     def __post_init__(self):
         # what a call of the op needs, worked out once: argument slots in call order, the
@@ -557,7 +563,7 @@ _unary("sigmoid_slope", _sigmoid_slope, lambda g, ans, x: g * (ans * (1.0 - 2.0 
 _unary("softplus", lambda xp, x: xp.logaddexp(0, x).astype(x.dtype), lambda g, ans, x: g * G.sigmoid(x), finite_closed=True)
 # log(sigmoid(x)) without its underflow: -softplus(-x)
 _unary("log_sigmoid", lambda xp, x: -xp.logaddexp(0, -x).astype(x.dtype),
-       lambda g, ans, x: g * G.sigmoid(-x))
+       lambda g, ans, x: g * G.sigmoid(-x), ("logsigmoid",))
 _unary("relu", lambda xp, x: xp.maximum(x, 0), lambda g, ans, x: g * G.greater(x, 0.0), finite_closed=True)
 _unary("floor", "floor", NOT_DIFFERENTIABLE, finite_closed=True)
 _unary("ceil", "ceil", NOT_DIFFERENTIABLE, finite_closed=True)
@@ -707,7 +713,7 @@ PREFIXES = {
     "jax.nn.": "jax", "jax.lax.": "jax", "lax.": "jax", "jax.": "jax",
     "jax.scipy.special.": "scipy", "jax.scipy.": "scipy", "scipy.special.": "scipy", "scipy.": "scipy", "integrate.": "scipy",
     "special.": "scipy",
-    "torch.nn.functional.": "torch", "torch.special.": "torch", "torch.linalg.": "torch", "torch.": "torch",
+    "torch.nn.functional.": "torch", "nn.functional.": "torch", "torch.special.": "torch", "torch.linalg.": "torch", "torch.": "torch",
     "F.": "torch",
     "keras.ops.": "keras", "keras.backend.": "keras", "keras.activations.": "keras", "keras.": "keras",
     "keras.losses.": "keras", "K.": "keras", "ops.": "keras", "activations.": "keras", "losses.": "keras",
@@ -756,4 +762,4 @@ register(Op("input", lambda xp, name, value: value, lambda name, value: value.sh
 
 
 # The rest of the table, one module per family; each registers its ops on import.
-from . import ops_elementwise, ops_reduce, ops_array, ops_linalg  # noqa: E402,F401  (after the core)
+from . import ops_elementwise, ops_reduce, ops_array, ops_linalg, ops_index, ops_nn  # noqa: E402,F401  (after the core)

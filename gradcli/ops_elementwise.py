@@ -493,6 +493,8 @@ def _huber(xp, r, delta=1.0):
 
 
 def _huber_reading(call):
+    if call.library == "torch" and call.name == "huber_loss":  # F.huber_loss: with its reduction
+        return "torch_huber_loss", {}
     if call.library in ("torch", "tensorflow", "keras", "nn"):
         raise ReadingError(f"{call.name}: PyTorch's, TensorFlow's and Keras's huber losses average over "
                            f"elements (reduction); gradcli's {call.name} is elementwise (Optax's): "

@@ -1,0 +1,600 @@
+"""The op table, continued: neural-network losses and layers of PyTorch's functional API
+(`F.mse_loss`, `F.cross_entropy`, `F.layer_norm` ...) and PyTorch's fused arithmetic
+(`torch.addmm`, `torch.lerp`, `torch.cdist` ...), with PyTorch's semantics and defaults
+(`reduction='mean'`).
+
+Each is one record whose `expand` builds the call out of ops of the table at the call's place
+(`E("add", a, b)` emits an equation and returns its id; numbers and arrays become constants):
+the gradients and second derivatives are those ops' own rules, so nothing here has a
+hand-written derivative to get wrong. The value computed is PyTorch's formula as documented,
+including its clamps (`binary_cross_entropy`'s log at -100, `gaussian_nll_loss`'s variance
+at eps, clamped without a gradient as PyTorch does).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .errors import ShapeError
+from .ops import REQUIRED, Op, ReadingError, broadcast_shapes, fmt_shape, normalize_axes, register
+
+INF = math.inf
+
+
+class V:
+    """A value being built by an expansion: arithmetic on it emits equations."""
+
+    __slots__ = ("e", "id")
+
+    def __init__(self, e, id_: int):
+        self.e = e
+        self.id = id_
+
+    @property
+    def shape(self) -> tuple:
+        return tuple(self.e.shape(self.id))
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __add__(self, o): return call(self.e, "add", self, o)
+    def __radd__(self, o): return call(self.e, "add", o, self)
+    def __sub__(self, o): return call(self.e, "subtract", self, o)
+    def __rsub__(self, o): return call(self.e, "subtract", o, self)
+    def __mul__(self, o): return call(self.e, "multiply", self, o)
+    def __rmul__(self, o): return call(self.e, "multiply", o, self)
+    def __truediv__(self, o): return call(self.e, "divide", self, o)
+    def __rtruediv__(self, o): return call(self.e, "divide", o, self)
+    def __pow__(self, o): return call(self.e, "power", self, o)
+    def __neg__(self): return call(self.e, "negative", self)
+
+
+def call(e, name: str, *args, **params) -> V:
+    return V(e, e(name, *(a.id if isinstance(a, V) else a for a in args), **params))
+
+
+class _Functions:
+    """`f.exp(x)`, `f.sum(x, axis=1)`: the table's ops inside an expansion."""
+
+    def __init__(self, e):
+        self.e = e
+
+    def __getattr__(self, name):
+        return lambda *args, **params: call(self.e, name, *args, **params)
+
+
+def _unused(*_, **__):
+    raise AssertionError("a composite op is expanded where it is called")
+
+
+def composite(name: str, args: tuple, params: dict, doc: str, aliases=(), tensors=(), reading=None, public=True):
+    """Register `fn(f, *args, **params) -> V` as the op `name`."""
+    def wrap(fn):
+        def expand(e, *ids, **given):
+            f = _Functions(e)
+            values = [V(e, i) for i in ids]
+            for k in tensors:
+                if given.get(k) is not None:
+                    given[k] = V(e, given[k])
+            return fn(f, *values, **given).id
+        register(Op(name, _unused, _unused, None, args=args, params=params, aliases=aliases, doc=doc,
+                    expand=expand, tensors=tuple(tensors), reading=reading, public=public))
+        return fn
+    return wrap
+
+
+def reduce(f, loss: V, reduction) -> V:
+    if reduction == "mean":
+        return f.mean(loss)
+    if reduction == "sum":
+        return f.sum(loss)
+    if reduction == "none":
+        return loss
+    raise ShapeError(f"reduction must be 'mean', 'sum' or 'none', not {reduction!r}")
+
+
+def no_grad_clamp_min(f, x: V, low: float) -> V:
+    """max(x, low) in value, with the gradient of x itself: PyTorch's `x.clamp_(min=low)`
+    under no_grad."""
+    return x + f.stop_gradient(f.maximum(x, low) - x)
+
+
+def torch_only(meaning: str, others: dict):
+    """A spelling whose meaning is PyTorch's; libraries in `others` mean something else."""
+    def reading(spelling):
+        if spelling.library in others:
+            raise ReadingError(f"{spelling.name}: {others[spelling.library]}; gradcli's {spelling.name} is "
+                               f"PyTorch's ({meaning}): write F.{spelling.name}(...)")
+        return None
+    return reading
+
+
+def _axis(axis, ndim) -> int:
+    return normalize_axes(axis, ndim)[0] if ndim else 0
+
+
+def _check_reduction(reduction):
+    if reduction not in ("mean", "sum", "none"):
+        raise ShapeError(f"reduction must be 'mean', 'sum' or 'none', not {reduction!r}")
+
+
+# --------------------------------------------------------------------------- regression losses
+
+R = {"reduction": "mean"}
+
+
+@composite("mse_loss", ("input", "target"), dict(R), "mean((input - target)^2) (reduction: 'mean', 'sum', 'none')")
+def _mse(f, x, t, reduction):
+    return reduce(f, f.square(x - t), reduction)
+
+
+@composite("l1_loss", ("input", "target"), dict(R), "mean(|input - target|)")
+def _l1(f, x, t, reduction):
+    return reduce(f, f.abs(x - t), reduction)
+
+
+@composite("smooth_l1_loss", ("input", "target"), dict(R, beta=1.0),
+           "0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (d = input - target)")
+def _smooth_l1(f, x, t, reduction, beta):
+    if beta < 0:
+        raise ShapeError("beta must be 0 or more")
+    d = x - t
+    if beta == 0:
+        return reduce(f, f.abs(d), reduction)
+    a = f.abs(d)
+    small = f.less(a, float(beta))
+    return reduce(f, f.where(small, 0.5 * f.square(d) / float(beta), a - 0.5 * beta), reduction)
+
+
+@composite("torch_huber_loss", ("input", "target"), dict(R, delta=1.0),
+           "PyTorch's huber_loss: 0.5 d^2 where |d| <= delta, else delta (|d| - 0.5 delta), then reduction",
+           public=False)
+def _torch_huber(f, x, t, reduction, delta):
+    if delta <= 0:
+        raise ShapeError("delta must be positive")
+    return reduce(f, f.huber(x - t, delta=delta), reduction)
+
+
+@composite("gaussian_nll_loss", ("input", "target", "var"), dict(R, full=False, eps=1e-6),
+           "0.5 (log(max(var, eps)) + (input - target)^2 / max(var, eps)) (+ 0.5 log(2 pi) with full=True)")
+def _gaussian_nll(f, x, t, var, reduction, full, eps):
+    _check_reduction(reduction)
+    xs, vs = x.shape, var.shape
+    if vs != xs:
+        if xs[:-1] == vs:
+            var = f.reshape(var, shape=vs + (1,))
+        elif not (xs[:-1] == vs[:-1] and vs and vs[-1] == 1):
+            raise ShapeError(f"var of shape {fmt_shape(vs)} does not fit input of shape {fmt_shape(xs)} "
+                             "(the same shape, one dimension fewer, or a last dimension of 1)")
+    v = no_grad_clamp_min(f, var, float(eps))
+    loss = 0.5 * (f.log(v) + f.square(x - t) / v)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return reduce(f, loss, reduction)
+
+
+@composite("poisson_nll_loss", ("input", "target"), dict(R, log_input=True, full=False, eps=1e-8),
+           "exp(input) - target input (log_input=True), else input - target log(input + eps); "
+           "full=True adds Stirling's term where target > 1")
+def _poisson_nll(f, x, t, reduction, log_input, full, eps):
+    loss = f.exp(x) - t * x if log_input else x - t * f.log(x + float(eps))
+    if full:
+        big = f.greater(t, 1.0)
+        safe = f.where(big, t, 1.0)
+        loss = loss + f.where(big, f.xlogy(safe, safe) - safe + 0.5 * f.log(2 * math.pi * safe), 0.0)
+    return reduce(f, loss, reduction)
+
+
+# --------------------------------------------------------------------------- classification losses
+
+@composite("binary_cross_entropy", ("input", "target"), dict(R, weight=None),
+           "-weight (target log(input) + (1 - target) log(1 - input)), each log clamped at -100 (PyTorch)",
+           tensors=("weight",))
+def _bce(f, p, t, reduction, weight):
+    loss = -(t * f.maximum(f.log(p), -100.0) + (1.0 - t) * f.maximum(f.log1p(-p), -100.0))
+    if weight is not None:
+        loss = loss * weight
+    return reduce(f, loss, reduction)
+
+
+@composite("binary_cross_entropy_with_logits", ("input", "target"), dict(R, weight=None, pos_weight=None),
+           "-weight (pos_weight target log sigmoid(x) + (1 - target) log sigmoid(-x))",
+           tensors=("weight", "pos_weight"))
+def _bce_logits(f, x, t, reduction, weight, pos_weight):
+    positive = t * f.log_sigmoid(x)
+    if pos_weight is not None:
+        positive = positive * pos_weight
+    loss = -(positive + (1.0 - t) * f.log_sigmoid(-x))
+    if weight is not None:
+        loss = loss * weight
+    return reduce(f, loss, reduction)
+
+
+def _class_targets(f, x, t, cdim, ignore_index, label):
+    """One-hot rows of class-index targets (0 where the target is ignore_index), and the mask
+    of the targets that count; the targets' values are checked against the classes."""
+    e = f.e
+    n_classes = x.shape[cdim]
+    known = e.known(t.id)
+    if known is None:
+        raise ShapeError(f"class-index targets must be written in the program or given as an input (gradcli "
+                         f"checks each against the {n_classes} classes)")
+    values = np.asarray(known)
+    bad = ~((values == np.round(values)) & (((values >= 0) & (values < n_classes)) | (values == ignore_index)))
+    if np.any(bad):
+        first = values.reshape(-1)[bad.reshape(-1)][0]
+        raise ShapeError(f"target {first:g} is not a class index: {label} has {n_classes} classes "
+                         f"(0 to {n_classes - 1}){'' if ignore_index == -100 else f', or ignore_index {ignore_index}'}")
+    shape = list(t.shape)
+    shape.insert(cdim, 1)
+    classes = np.arange(n_classes, dtype=np.float64).reshape((n_classes,) + (1,) * (len(shape) - cdim - 1))
+    onehot = f.equal(f.reshape(t, shape=tuple(shape)), classes)
+    valid = f.not_equal(t, float(ignore_index))
+    return onehot, valid
+
+
+def _class_dim(x, label):
+    if x.ndim == 0:
+        raise ShapeError(f"{label} needs scores of rank 1 (C,) or more (N, C, ...), got a number")
+    return 0 if x.ndim == 1 else 1
+
+
+def _weights_along(f, weight, x, cdim):
+    if weight.shape != (x.shape[cdim],):
+        raise ShapeError(f"weight must have one entry per class, shape ({x.shape[cdim]},), got {fmt_shape(weight.shape)}")
+    return f.reshape(weight, shape=(x.shape[cdim],) + (1,) * (x.ndim - cdim - 1))
+
+
+def _nll(f, logp, t, weight, ignore_index, reduction, label, label_smoothing=0.0):
+    _check_reduction(reduction)
+    cdim = _class_dim(logp, label)
+    n_classes = logp.shape[cdim]
+    index_shape = logp.shape[:cdim] + logp.shape[cdim + 1:]
+    if t.shape == logp.shape and label == "cross_entropy":  # class probabilities
+        target = t
+        if label_smoothing:
+            target = t * (1.0 - label_smoothing) + label_smoothing / n_classes
+        terms = logp * target
+        if weight is not None:
+            terms = terms * _weights_along(f, weight, logp, cdim)
+        return reduce(f, -f.sum(terms, axis=cdim), reduction)
+    if t.shape != index_shape:
+        expected = fmt_shape(index_shape) + (f" (class indices) or {fmt_shape(logp.shape)} (probabilities)"
+                                             if label == "cross_entropy" else " (class indices)")
+        raise ShapeError(f"target of shape {fmt_shape(t.shape)} does not fit scores of shape "
+                         f"{fmt_shape(logp.shape)}: it must have shape {expected}")
+    onehot, valid = _class_targets(f, logp, t, cdim, ignore_index, label)
+    picked = -f.sum(f.where(onehot, logp, 0.0), axis=cdim)
+    if weight is not None:
+        if label_smoothing:
+            raise ShapeError("label_smoothing with class weights is not supported; leave one out")
+        w = f.sum(onehot * _weights_along(f, weight, logp, cdim), axis=cdim) * valid
+    else:
+        w = valid
+    loss = picked * w
+    if label_smoothing:
+        smooth = -f.sum(logp, axis=cdim) / float(n_classes) * valid
+        loss = (1.0 - label_smoothing) * loss + label_smoothing * smooth
+    if reduction == "mean":
+        return f.sum(loss) / f.sum(w)
+    return f.sum(loss) if reduction == "sum" else loss
+
+
+@composite("cross_entropy", ("input", "target"), dict(R, weight=None, ignore_index=-100, label_smoothing=0.0),
+           "PyTorch's: -log_softmax(input)[target] over the class dimension (1, or 0 unbatched), targets "
+           "as class indices (mean weighted by the targets' class weights) or as probabilities",
+           tensors=("weight",),
+           reading=torch_only("log_softmax over dim 1, then the target's entry", {
+               "keras": "Keras' categorical cross-entropy takes (y_true, y_pred) probabilities over the last axis",
+               "tensorflow": "TensorFlow's losses take (labels, logits) over the last axis"}))
+def _cross_entropy(f, x, t, reduction, weight, ignore_index, label_smoothing):
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ShapeError("label_smoothing must be between 0 and 1")
+    logp = f.log_softmax(x, axis=_class_dim(x, "cross_entropy"))
+    return _nll(f, logp, t, weight, ignore_index, reduction, "cross_entropy", label_smoothing)
+
+
+@composite("nll_loss", ("input", "target"), dict(R, weight=None, ignore_index=-100),
+           "-input[target] (input: log-probabilities over dim 1), mean weighted by the class weights",
+           tensors=("weight",))
+def _nll_loss(f, x, t, reduction, weight, ignore_index):
+    return _nll(f, x, t, weight, ignore_index, reduction, "nll_loss")
+
+
+@composite("kl_div", ("input", "target"), dict(R, log_target=False),
+           "target (log(target) - input) pointwise (input: log-probabilities; log_target=True: target too); "
+           "reduction 'mean' averages every element, 'batchmean' divides the sum by the batch size")
+def _kl_div(f, x, t, reduction, log_target):
+    loss = f.exp(t) * (t - x) if log_target else f.xlogy(t, t) - t * x
+    if reduction == "batchmean":
+        return f.sum(loss) / float(x.shape[0]) if x.ndim else f.sum(loss)
+    if reduction not in ("mean", "sum", "none"):
+        raise ShapeError(f"reduction must be 'mean', 'batchmean', 'sum' or 'none', not {reduction!r}")
+    return reduce(f, loss, reduction)
+
+
+@composite("soft_margin_loss", ("input", "target"), dict(R), "log(1 + exp(-target input))")
+def _soft_margin(f, x, t, reduction):
+    return reduce(f, f.softplus(-(t * x)), reduction)
+
+
+@composite("margin_ranking_loss", ("input1", "input2", "target"), dict(R, margin=0.0),
+           "max(0, -target (input1 - input2) + margin)")
+def _margin_ranking(f, a, b, t, reduction, margin):
+    return reduce(f, f.clip(-(t * (a - b)) + float(margin), 0.0, INF), reduction)
+
+
+# --------------------------------------------------------------------------- distances and normalization
+
+@composite("cosine_similarity", ("x1", "x2"), {"axis": 1, "eps": 1e-8},
+           "sum(x1 / max(|x1|, eps) * x2 / max(|x2|, eps), dim) (PyTorch: dim=1, the clamps pass no gradient)",
+           reading=torch_only("dim=1, eps=1e-8", {
+               "keras": "Keras' cosine_similarity loss is the negative similarity over the last axis",
+               "python": "PyTorch's F.cosine_similarity reduces dim=1, Keras' loss is negative over the last axis"}))
+def _cosine_similarity(f, a, b, axis, eps):
+    shape = broadcast_shapes(a.shape, b.shape)
+    if not shape:
+        raise ShapeError("cosine_similarity needs arrays of rank 1 or more")
+    axis = _axis(axis, len(shape))
+    a = f.broadcast_to(a, shape=shape) if a.shape != shape else a
+    b = f.broadcast_to(b, shape=shape) if b.shape != shape else b
+    na = no_grad_clamp_min(f, f.vector_norm(a, axis=axis, keepdims=True), float(eps))
+    nb = no_grad_clamp_min(f, f.vector_norm(b, axis=axis, keepdims=True), float(eps))
+    return f.sum((a / na) * (b / nb), axis=axis)
+
+
+@composite("pairwise_distance", ("x1", "x2"), {"p": 2.0, "eps": 1e-6, "keepdims": False},
+           "the p-norm of x1 - x2 + eps over the last dimension")
+def _pairwise_distance(f, a, b, p, eps, keepdims):
+    d = a - b + float(eps)
+    if d.ndim == 0:
+        return f.abs(d)
+    return f.vector_norm(d, ord=p, axis=-1, keepdims=keepdims)
+
+
+@composite("normalize", ("input",), {"p": 2.0, "axis": 1, "eps": 1e-12},
+           "input / max(|input|_p, eps) along dim (PyTorch: p=2, dim=1)",
+           reading=torch_only("p=2, dim=1, eps=1e-12", {
+               "jax": "jax.nn.normalize standardizes (subtracts the mean, divides by the deviation)",
+               "keras": "keras.utils.normalize divides by the norm over the last axis, with no eps",
+               "tensorflow": "tf.linalg.normalize returns the normalized tensor and the norm"}))
+def _normalize(f, x, p, axis, eps):
+    if x.ndim == 0:
+        raise ShapeError("normalize needs an array of rank 1 or more")
+    n = f.vector_norm(x, ord=p, axis=_axis(axis, x.ndim), keepdims=True)
+    return x / f.clip(n, float(eps), INF)
+
+
+def _last_axes(x, normalized_shape, label):
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(int(d) for d in normalized_shape)
+    k = len(shape)
+    if k == 0 or k > x.ndim or x.shape[x.ndim - k:] != shape:
+        raise ShapeError(f"normalized_shape {fmt_shape(shape)} must be the last dimensions of the input, "
+                         f"whose shape is {fmt_shape(x.shape)}")
+    return tuple(range(x.ndim - k, x.ndim)), shape
+
+
+def _affine(f, y, weight, bias, shape):
+    for name, value in (("weight", weight), ("bias", bias)):
+        if value is not None and value.shape != shape:
+            raise ShapeError(f"{name} must have the normalized shape {fmt_shape(shape)}, got {fmt_shape(value.shape)}")
+    if weight is not None:
+        y = y * weight
+    if bias is not None:
+        y = y + bias
+    return y
+
+
+@composite("layer_norm", ("input",), {"normalized_shape": REQUIRED, "weight": None, "bias": None, "eps": 1e-5},
+           "(x - mean) / sqrt(var + eps) over the last dimensions (biased variance), then * weight + bias",
+           tensors=("weight", "bias"))
+def _layer_norm(f, x, normalized_shape, weight, bias, eps):
+    axes, shape = _last_axes(x, normalized_shape, "layer_norm")
+    centered = x - f.mean(x, axis=axes, keepdims=True)
+    var = f.mean(f.square(centered), axis=axes, keepdims=True)
+    return _affine(f, centered / f.sqrt(var + float(eps)), weight, bias, shape)
+
+
+@composite("rms_norm", ("input",), {"normalized_shape": REQUIRED, "weight": None, "eps": None},
+           "x / sqrt(mean(x^2) + eps) over the last dimensions, then * weight (eps must be given)",
+           tensors=("weight",))
+def _rms_norm(f, x, normalized_shape, weight, eps):
+    if eps is None:
+        raise ShapeError("rms_norm without eps: PyTorch then uses the machine epsilon of the input's dtype "
+                         "(1.19e-07 in float32, 2.2e-16 in float64); write eps=...")
+    axes, shape = _last_axes(x, normalized_shape, "rms_norm")
+    y = x / f.sqrt(f.mean(f.square(x), axis=axes, keepdims=True) + float(eps))
+    return _affine(f, y, weight, None, shape)
+
+
+# --------------------------------------------------------------------------- layers and activations
+
+@composite("linear", ("input", "weight"), {"bias": None}, "input @ weight.T + bias", tensors=("bias",))
+def _linear(f, x, w, bias):
+    if w.ndim > 2 or x.ndim == 0:
+        raise ShapeError(f"linear takes an input of rank 1 or more and a weight of rank 1 or 2, got "
+                         f"{fmt_shape(x.shape)} and {fmt_shape(w.shape)}")
+    y = f.matmul(x, f.transpose(w)) if w.ndim == 2 else f.matmul(x, w)
+    return y + bias if bias is not None else y
+
+
+@composite("bilinear", ("input1", "input2", "weight"), {"bias": None},
+           "y_k = input1 weight_k input2 + bias_k (weight of shape (out, in1, in2))", tensors=("bias",))
+def _bilinear(f, a, b, w, bias):
+    if w.ndim != 3 or a.ndim == 0 or b.ndim == 0:
+        raise ShapeError(f"bilinear takes a weight of shape (out, in1, in2), got {fmt_shape(w.shape)}")
+    y = f.einsum(a, w, b, subscripts="...i,kij,...j->...k")
+    return y + bias if bias is not None else y
+
+
+@composite("glu", ("input",), {"axis": -1}, "a sigmoid(b), a and b the two halves of input along dim")
+def _glu(f, x, axis):
+    if x.ndim == 0:
+        raise ShapeError("glu needs an array of rank 1 or more")
+    d = _axis(axis, x.ndim)
+    n = x.shape[d]
+    if n % 2:
+        raise ShapeError(f"glu halves dimension {d}, whose size {n} is odd")
+    lead = ((None, None, None),) * d
+    a = f.index(x, index=lead + ((0, n // 2, None),))
+    b = f.index(x, index=lead + ((n // 2, n, None),))
+    return a * f.sigmoid(b)
+
+
+@composite("softmin", ("input",), {"axis": None}, "softmax(-input, dim)")
+def _softmin(f, x, axis):
+    if axis is None:
+        raise ShapeError("softmin without dim: PyTorch then picks a dimension by the input's rank (deprecated); "
+                         "write dim=...")
+    return f.softmax(-x, axis=axis)
+
+
+@composite("tanhshrink", ("input",), {}, "input - tanh(input)")
+def _tanhshrink(f, x):
+    return x - f.tanh(x)
+
+
+@composite("softshrink", ("input",), {"lambd": 0.5}, "input - lambd above lambd, input + lambd below -lambd, else 0")
+def _softshrink(f, x, lambd):
+    if lambd < 0:
+        raise ShapeError("lambd must be 0 or more")
+    return x - f.clip(x, -float(lambd), float(lambd))
+
+
+@composite("hardshrink", ("input",), {"lambd": 0.5}, "input where |input| > lambd, else 0")
+def _hardshrink(f, x, lambd):
+    return x * f.greater(f.abs(x), float(lambd))
+
+
+@composite("threshold", ("input",), {"threshold": REQUIRED, "value": REQUIRED, "inplace": False},
+           "input where input > threshold, else value")
+def _threshold(f, x, threshold, value, inplace):
+    return f.where(f.greater(x, float(threshold)), x, float(value))
+
+
+@composite("prelu", ("input", "weight"), {}, "input where input > 0, else weight input (weight per channel, dim 1)")
+def _prelu(f, x, w):
+    if w.ndim > 1:
+        raise ShapeError(f"prelu's weight must be 1-D, got shape {fmt_shape(w.shape)}")
+    if w.ndim == 1 and w.shape[0] != 1:
+        channels = x.shape[1] if x.ndim >= 2 else None
+        if channels != w.shape[0]:
+            raise ShapeError(f"prelu's weight has {w.shape[0]} entries, the input {channels or 1} channels (dim 1)")
+        w = f.reshape(w, shape=(channels,) + (1,) * (x.ndim - 2))
+    return f.where(f.greater(x, 0.0), x, w * x)
+
+
+# --------------------------------------------------------------------------- PyTorch's fused arithmetic
+
+@composite("lerp", ("input", "end", "weight"), {}, "input + weight (end - input)")
+def _lerp(f, x, end, weight):
+    return x + weight * (end - x)
+
+
+@composite("addcmul", ("input", "tensor1", "tensor2"), {"value": 1.0}, "input + value tensor1 tensor2")
+def _addcmul(f, x, a, b, value):
+    return x + float(value) * (a * b)
+
+
+@composite("addcdiv", ("input", "tensor1", "tensor2"), {"value": 1.0}, "input + value tensor1 / tensor2")
+def _addcdiv(f, x, a, b, value):
+    return x + float(value) * (a / b)
+
+
+def _scaled_sum(f, x, product, beta, alpha):
+    """beta input + alpha product; with beta = 0 the input is ignored (PyTorch: its NaN and inf
+    do not propagate)."""
+    shape = broadcast_shapes(x.shape, product.shape)
+    if shape != product.shape:
+        raise ShapeError(f"input of shape {fmt_shape(x.shape)} does not broadcast to the product's "
+                         f"{fmt_shape(product.shape)}")
+    scaled = product if alpha == 1 else float(alpha) * product
+    if beta == 0:
+        return scaled
+    return (x if beta == 1 else float(beta) * x) + scaled
+
+
+def _ranks(label, *pairs):
+    for name, v, rank in pairs:
+        if v.ndim != rank:
+            raise ShapeError(f"{label}: {name} must have rank {rank}, got shape {fmt_shape(v.shape)}")
+
+
+AB = {"beta": 1.0, "alpha": 1.0}
+
+
+@composite("addmm", ("input", "mat1", "mat2"), dict(AB), "beta input + alpha mat1 @ mat2")
+def _addmm(f, x, a, b, beta, alpha):
+    _ranks("addmm", ("mat1", a, 2), ("mat2", b, 2))
+    return _scaled_sum(f, x, f.matmul(a, b), beta, alpha)
+
+
+@composite("addmv", ("input", "mat", "vec"), dict(AB), "beta input + alpha mat @ vec")
+def _addmv(f, x, a, v, beta, alpha):
+    _ranks("addmv", ("mat", a, 2), ("vec", v, 1))
+    return _scaled_sum(f, x, f.matmul(a, v), beta, alpha)
+
+
+@composite("addr", ("input", "vec1", "vec2"), dict(AB), "beta input + alpha outer(vec1, vec2)")
+def _addr(f, x, a, b, beta, alpha):
+    _ranks("addr", ("vec1", a, 1), ("vec2", b, 1))
+    outer = f.reshape(a, shape=(a.shape[0], 1)) * f.reshape(b, shape=(1, b.shape[0]))
+    return _scaled_sum(f, x, outer, beta, alpha)
+
+
+@composite("baddbmm", ("input", "batch1", "batch2"), dict(AB), "beta input + alpha batch1 @ batch2 (batched)")
+def _baddbmm(f, x, a, b, beta, alpha):
+    _ranks("baddbmm", ("batch1", a, 3), ("batch2", b, 3))
+    if a.shape[0] != b.shape[0]:
+        raise ShapeError(f"baddbmm: the batches differ ({a.shape[0]} and {b.shape[0]})")
+    return _scaled_sum(f, x, f.matmul(a, b), beta, alpha)
+
+
+@composite("addbmm", ("input", "batch1", "batch2"), dict(AB), "beta input + alpha sum over the batch of batch1 @ batch2")
+def _addbmm(f, x, a, b, beta, alpha):
+    _ranks("addbmm", ("batch1", a, 3), ("batch2", b, 3))
+    if a.shape[0] != b.shape[0]:
+        raise ShapeError(f"addbmm: the batches differ ({a.shape[0]} and {b.shape[0]})")
+    return _scaled_sum(f, x, f.sum(f.matmul(a, b), axis=0), beta, alpha)
+
+
+@composite("rsub", ("input", "other"), {"alpha": 1.0}, "other - alpha input")
+def _rsub(f, x, other, alpha):
+    return other - (x if alpha == 1 else float(alpha) * x)
+
+
+@composite("clamp_min", ("input", "min"), {}, "max(input, min); the gradient passes where input >= min (PyTorch)")
+def _clamp_min(f, x, low):
+    return f.clip(x, low, INF)
+
+
+@composite("clamp_max", ("input", "max"), {}, "min(input, max); the gradient passes where input <= max (PyTorch)")
+def _clamp_max(f, x, high):
+    return f.clip(x, -INF, high)
+
+
+@composite("clamp", ("input",), {"min": None, "max": None},
+           "PyTorch's clamp(input, min, max): either bound may be left out; the gradient passes where "
+           "min <= input <= max", tensors=("min", "max"))
+def _clamp(f, x, min, max):  # noqa: A002 (PyTorch's names)
+    if min is None and max is None:
+        raise ShapeError("clamp needs min or max")
+    return f.clip(x, -INF if min is None else min, INF if max is None else max)
+
+
+@composite("dist", ("input", "other"), {"p": 2.0}, "the p-norm of input - other, over every element")
+def _dist(f, x, y, p):
+    return f.vector_norm(x - y, ord=p)
+
+
+@composite("cdist", ("x1", "x2"), {"p": 2.0, "compute_mode": "use_mm_for_euclid_dist_if_necessary"},
+           "the p-norm distances between the rows of x1 (..., P, M) and x2 (..., R, M): (..., P, R)")
+def _cdist(f, a, b, p, compute_mode):
+    if a.ndim < 2 or b.ndim < 2 or a.shape[-1] != b.shape[-1]:
+        raise ShapeError(f"cdist takes x1 (..., P, M) and x2 (..., R, M), got {fmt_shape(a.shape)} "
+                         f"and {fmt_shape(b.shape)}")
+    d = (f.reshape(a, shape=a.shape[:-1] + (1, a.shape[-1]))
+         - f.reshape(b, shape=b.shape[:-2] + (1,) + b.shape[-2:]))
+    return f.vector_norm(d, ord=p, axis=-1)

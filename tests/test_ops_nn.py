@@ -1,0 +1,236 @@
+"""PyTorch's functional losses and layers and its fused arithmetic: each forward against the
+formula of PyTorch's documentation written here in NumPy (PyTorch is not installed), its
+gradient and second derivative against float64 finite differences, a float32 run; then the
+reductions, the class-index targets and the refusals."""
+import math
+
+import numpy as np
+import pytest
+import scipy.special as sp
+
+from gradcli import api
+from gradcli.errors import GradcliError
+
+from gradcheck import check_op_case
+
+
+def u(lo, hi, shape=(2, 3)):
+    return lambda rng: rng.uniform(lo, hi, shape)
+
+
+def normal(shape=(2, 3)):
+    return lambda rng: rng.standard_normal(shape)
+
+
+def away(lo=0.3, hi=2.0, shape=(2, 3)):
+    return lambda rng: rng.choice([-1.0, 1.0], shape) * rng.uniform(lo, hi, shape)
+
+
+def const(value):
+    return lambda rng: np.asarray(value, dtype=float)
+
+
+def log_softmax(x, axis):
+    m = x.max(axis=axis, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(axis=axis, keepdims=True))
+
+
+def softmax(x, axis):
+    return np.exp(log_softmax(x, axis))
+
+
+def log_sigmoid(x):
+    return -np.logaddexp(0, -x)
+
+
+def ce_indices(x, t, weight=None, reduction="mean", ignore_index=-100):
+    logp = log_softmax(x, 1)
+    t = np.asarray(t, dtype=int)
+    w = np.ones(x.shape[1]) if weight is None else weight
+    rows = [(-logp[n, t[n]] * w[t[n]], w[t[n]]) for n in range(len(t)) if t[n] != ignore_index]
+    if reduction == "mean":
+        return sum(r[0] for r in rows) / sum(r[1] for r in rows)
+    return sum(r[0] for r in rows)
+
+
+def huber(d, delta):
+    return np.where(np.abs(d) <= delta, 0.5 * d * d, delta * (np.abs(d) - 0.5 * delta))
+
+
+TARGET3 = [2, 0, 1]
+PROBS = np.array([[0.2, 0.3, 0.5, 0.0], [0.1, 0.6, 0.2, 0.1], [0.25, 0.25, 0.25, 0.25]])
+
+CASES = [
+    # regression losses
+    ("y = F.mse_loss(x, t)", {"x": normal(), "t": normal()}, lambda x, t: np.mean((x - t) ** 2), {}),
+    ("y = F.mse_loss(x, t, reduction='sum')", {"x": normal()}, lambda x, t: np.sum((x - t) ** 2),
+     {"fixed": {"t": normal()}}),
+    ("y = F.mse_loss(x, t, reduction='none')", {"x": normal()}, lambda x, t: (x - t) ** 2,
+     {"fixed": {"t": normal((3,))}}),
+    ("y = F.l1_loss(x, t)", {"x": normal(), "t": normal()}, lambda x, t: np.mean(np.abs(x - t)), {}),
+    ("y = F.smooth_l1_loss(x, t)", {"x": u(-3, 3), "t": u(-0.2, 0.2)},
+     lambda x, t: np.mean(np.where(np.abs(x - t) < 1, 0.5 * (x - t) ** 2, np.abs(x - t) - 0.5)), {}),
+    ("y = F.smooth_l1_loss(x, t, beta=0.5, reduction='sum')", {"x": u(-2, 2)},
+     lambda x, t: np.sum(np.where(np.abs(x - t) < 0.5, 0.5 * (x - t) ** 2 / 0.5, np.abs(x - t) - 0.25)),
+     {"fixed": {"t": normal()}}),
+    ("y = F.huber_loss(x, t, delta=0.7)", {"x": u(-3, 3), "t": normal()},
+     lambda x, t: np.mean(huber(x - t, 0.7)), {}),
+    ("y = F.gaussian_nll_loss(x, t, v)", {"x": normal(), "t": normal(), "v": u(0.3, 2)},
+     lambda x, t, v: np.mean(0.5 * (np.log(v) + (x - t) ** 2 / v)), {}),
+    ("y = F.gaussian_nll_loss(x, t, v, full=True, reduction='sum')", {"x": normal(), "v": u(0.3, 2, (2,))},
+     lambda x, t, v: np.sum(0.5 * (np.log(v[:, None]) + (x - t) ** 2 / v[:, None]) + 0.5 * np.log(2 * np.pi)),
+     {"fixed": {"t": normal()}}),
+    ("y = F.poisson_nll_loss(x, t)", {"x": normal()}, lambda x, t: np.mean(np.exp(x) - t * x),
+     {"fixed": {"t": u(0, 4)}}),
+    ("y = F.poisson_nll_loss(x, t, log_input=False, full=True)", {"x": u(0.3, 3)},
+     lambda x, t: np.mean(x - t * np.log(x + 1e-8)
+                          + np.where(t > 1, t * np.log(t) - t + 0.5 * np.log(2 * np.pi * t), 0)),
+     {"fixed": {"t": u(0, 4)}}),
+    # classification losses
+    ("y = F.binary_cross_entropy(p, t)", {"p": u(0.05, 0.95)},
+     lambda p, t: np.mean(-(t * np.log(p) + (1 - t) * np.log(1 - p))), {"fixed": {"t": u(0, 1)}}),
+    ("y = F.binary_cross_entropy(p, t, weight=w, reduction='sum')", {"p": u(0.05, 0.95), "w": u(0.5, 2, (3,))},
+     lambda p, t, w: np.sum(-w * (t * np.log(p) + (1 - t) * np.log(1 - p))), {"fixed": {"t": u(0, 1)}}),
+    ("y = F.binary_cross_entropy_with_logits(x, t)", {"x": normal()},
+     lambda x, t: np.mean(-(t * log_sigmoid(x) + (1 - t) * log_sigmoid(-x))), {"fixed": {"t": u(0, 1)}}),
+    ("y = F.binary_cross_entropy_with_logits(x, t, pos_weight=pw, weight=w)",
+     {"x": normal(), "pw": u(0.5, 3, (3,)), "w": u(0.5, 2, (2, 1))},
+     lambda x, t, pw, w: np.mean(-w * (pw * t * log_sigmoid(x) + (1 - t) * log_sigmoid(-x))),
+     {"fixed": {"t": u(0, 1)}}),
+    ("y = F.cross_entropy(x, [2, 0, 1])", {"x": normal((3, 4))}, lambda x: ce_indices(x, TARGET3), {}),
+    ("y = F.cross_entropy(x, t, weight=w)", {"x": normal((3, 4)), "w": u(0.5, 2, (4,))},
+     lambda x, t, w: ce_indices(x, t, w), {"fixed": {"t": const(TARGET3)}}),
+    ("y = F.cross_entropy(x, [2, -100, 1], reduction='sum')", {"x": normal((3, 4))},
+     lambda x: ce_indices(x, [2, -100, 1], reduction="sum"), {}),
+    ("y = F.cross_entropy(x, t)", {"x": normal((3, 4))}, lambda x, t: np.mean(-(t * log_softmax(x, 1)).sum(1)),
+     {"fixed": {"t": const(PROBS)}}),
+    ("y = F.cross_entropy(x, [2, 0, 1], label_smoothing=0.1)", {"x": normal((3, 4))},
+     lambda x: np.mean(-(((1 - 0.1) * np.eye(4)[TARGET3] + 0.1 / 4) * log_softmax(x, 1)).sum(1)), {}),
+    ("y = F.cross_entropy(x, [[1, 0], [2, 2]], reduction='none')", {"x": normal((2, 3, 2))},
+     lambda x: -np.take_along_axis(log_softmax(x, 1), np.array([[1, 0], [2, 2]])[:, None], 1)[:, 0], {}),
+    ("y = F.cross_entropy(x, 1)", {"x": normal((3,))}, lambda x: -log_softmax(x, 0)[1], {}),
+    ("y = F.nll_loss(F.log_softmax(x, dim=1), t)", {"x": normal((3, 4))}, lambda x, t: ce_indices(x, t),
+     {"fixed": {"t": const(TARGET3)}}),
+    ("y = F.nll_loss(x, [0, 1], weight=w)", {"x": normal((2, 3)), "w": u(0.5, 2, (3,))},
+     lambda x, w: -(x[0, 0] * w[0] + x[1, 1] * w[1]) / (w[0] + w[1]), {}),
+    ("y = F.kl_div(x, t)", {"x": normal(), "t": u(0.05, 1)}, lambda x, t: np.mean(t * (np.log(t) - x)), {}),
+    ("y = F.kl_div(x, t, reduction='batchmean', log_target=True)", {"x": normal(), "t": normal()},
+     lambda x, t: np.sum(np.exp(t) * (t - x)) / 2, {}),
+    ("y = F.soft_margin_loss(x, t)", {"x": normal()}, lambda x, t: np.mean(np.log1p(np.exp(-t * x))),
+     {"fixed": {"t": const([[1, -1, 1], [-1, -1, 1]])}}),
+    ("y = F.margin_ranking_loss(a, b, t, margin=0.1)", {"a": normal((5,)), "b": normal((5,))},
+     lambda a, b, t: np.mean(np.maximum(0, -t * (a - b) + 0.1)), {"fixed": {"t": const([1, -1, 1, 1, -1])}}),
+    # distances, normalization
+    ("y = F.cosine_similarity(a, b)", {"a": normal((2, 3)), "b": normal((2, 3))},
+     lambda a, b: (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)), {}),
+    ("y = F.cosine_similarity(a, b, dim=0)", {"a": normal((3, 2)), "b": normal((2,))},
+     lambda a, b: (a * b).sum(0) / (np.linalg.norm(a, axis=0) * np.linalg.norm(np.broadcast_to(b, (3, 2)), axis=0)),
+     {}),
+    ("y = F.pairwise_distance(a, b)", {"a": normal((2, 3)), "b": normal((2, 3))},
+     lambda a, b: np.linalg.norm(a - b + 1e-6, axis=-1), {}),
+    ("y = F.pairwise_distance(a, b, p=1.5, keepdim=True)", {"a": normal((2, 3)), "b": normal((3,))},
+     lambda a, b: (np.abs(a - b + 1e-6) ** 1.5).sum(-1, keepdims=True) ** (1 / 1.5), {}),
+    ("y = F.normalize(x)", {"x": normal((2, 3))}, lambda x: x / np.linalg.norm(x, axis=1, keepdims=True), {}),
+    ("y = F.normalize(x, p=1.0, dim=0)", {"x": away(shape=(2, 3))},
+     lambda x: x / np.abs(x).sum(0, keepdims=True), {}),
+    ("y = F.layer_norm(x, (3,))", {"x": normal((2, 3))},
+     lambda x: (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5), {}),
+    ("y = F.layer_norm(x, [2, 3], weight=w, bias=b, eps=1e-3)",
+     {"x": normal((2, 2, 3)), "w": normal((2, 3)), "b": normal((2, 3))},
+     lambda x, w, b: (x - x.mean((1, 2), keepdims=True)) / np.sqrt(x.var((1, 2), keepdims=True) + 1e-3) * w + b, {}),
+    ("y = F.rms_norm(x, [3], weight=w, eps=1e-6)", {"x": normal((2, 3)), "w": normal((3,))},
+     lambda x, w: x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-6) * w, {}),
+    # layers and activations
+    ("y = F.linear(x, w, b)", {"x": normal((2, 3)), "w": normal((4, 3)), "b": normal((4,))},
+     lambda x, w, b: x @ w.T + b, {}),
+    ("y = F.linear(x, w)", {"x": normal((3,)), "w": normal((2, 3))}, lambda x, w: x @ w.T, {}),
+    ("y = F.bilinear(a, b, w, bias)", {"a": normal((2, 3)), "b": normal((2, 4)), "w": normal((5, 3, 4)),
+                                        "bias": normal((5,))},
+     lambda a, b, w, bias: np.einsum("ni,kij,nj->nk", a, w, b) + bias, {}),
+    ("y = F.glu(x)", {"x": normal((2, 4))}, lambda x: x[:, :2] / (1 + np.exp(-x[:, 2:])), {}),
+    ("y = F.glu(x, dim=0)", {"x": normal((2, 3))}, lambda x: x[:1] / (1 + np.exp(-x[1:])), {}),
+    ("y = F.softmin(x, dim=1)", {"x": normal()}, lambda x: softmax(-x, 1), {}),
+    ("y = F.logsigmoid(x)", {"x": normal()}, log_sigmoid, {}),
+    ("y = F.tanhshrink(x)", {"x": normal()}, lambda x: x - np.tanh(x), {}),
+    ("y = F.softshrink(x)", {"x": away(0.6, 2)}, lambda x: np.where(x > 0.5, x - 0.5, np.where(x < -0.5, x + 0.5, 0)),
+     {}),
+    ("y = F.softshrink(x, 1.0) ** 2", {"x": away(0.3, 2)}, lambda x: (x - np.clip(x, -1, 1)) ** 2, {}),
+    ("y = F.hardshrink(x, lambd=0.4) ** 2", {"x": away(0.5, 2)}, lambda x: np.where(np.abs(x) > 0.4, x, 0) ** 2, {}),
+    ("y = F.threshold(x, 0.1, 20.0) ** 2", {"x": away(0.3, 2)}, lambda x: np.where(x > 0.1, x, 20.0) ** 2, {}),
+    ("y = F.prelu(x, w)", {"x": away(shape=(2, 3, 2)), "w": normal((3,))},
+     lambda x, w: np.where(x > 0, x, w[:, None] * x), {}),
+    ("y = F.prelu(x, w)", {"x": away(shape=(4,)), "w": normal((1,))}, lambda x, w: np.where(x > 0, x, w * x), {}),
+    # PyTorch's fused arithmetic
+    ("y = torch.lerp(a, b, w)", {"a": normal(), "b": normal(), "w": u(0, 1)}, lambda a, b, w: a + w * (b - a), {}),
+    ("y = torch.lerp(a, b, 0.3)", {"a": normal(), "b": normal((3,))}, lambda a, b: a + 0.3 * (b - a), {}),
+    ("y = torch.addcmul(x, a, b, value=0.5)", {"x": normal(), "a": normal(), "b": normal((3,))},
+     lambda x, a, b: x + 0.5 * a * b, {}),
+    ("y = torch.addcdiv(x, a, b, value=2)", {"x": normal(), "a": normal(), "b": away()},
+     lambda x, a, b: x + 2 * a / b, {}),
+    ("y = torch.addmm(x, a, b, beta=0.5, alpha=2)", {"x": normal((3,)), "a": normal((2, 4)), "b": normal((4, 3))},
+     lambda x, a, b: 0.5 * x + 2 * a @ b, {}),
+    ("y = torch.addmv(x, a, v)", {"x": normal((2,)), "a": normal((2, 3)), "v": normal((3,))},
+     lambda x, a, v: x + a @ v, {}),
+    ("y = torch.addr(x, a, b, alpha=3)", {"x": normal((2, 3)), "a": normal((2,)), "b": normal((3,))},
+     lambda x, a, b: x + 3 * np.outer(a, b), {}),
+    ("y = torch.baddbmm(x, a, b)", {"x": normal((2, 2, 3)), "a": normal((2, 2, 4)), "b": normal((2, 4, 3))},
+     lambda x, a, b: x + a @ b, {}),
+    ("y = torch.addbmm(x, a, b, beta=0)", {"a": normal((2, 2, 4)), "b": normal((2, 4, 3))},
+     lambda x, a, b: (a @ b).sum(0), {"fixed": {"x": normal((2, 3))}}),
+    ("y = torch.rsub(x, o, alpha=2)", {"x": normal(), "o": normal((3,))}, lambda x, o: o - 2 * x, {}),
+    ("y = torch.clamp_min(x, 0.2) ** 2", {"x": normal()}, lambda x: np.maximum(x, 0.2) ** 2, {}),
+    ("y = torch.clamp_max(x, m) ** 2", {"x": normal(), "m": normal((3,))}, lambda x, m: np.minimum(x, m) ** 2, {}),
+    ("y = torch.clamp(x, min=-0.5, max=0.5) ** 2", {"x": normal()}, lambda x: np.clip(x, -0.5, 0.5) ** 2, {}),
+    ("y = torch.clamp(x, max=0.3) ** 2", {"x": normal()}, lambda x: np.minimum(x, 0.3) ** 2, {}),
+    ("y = torch.dist(a, b)", {"a": normal(), "b": normal()}, lambda a, b: np.linalg.norm((a - b).ravel()), {}),
+    ("y = torch.dist(a, b, p=3)", {"a": normal(), "b": normal((3,))},
+     lambda a, b: (np.abs(a - b) ** 3).sum() ** (1 / 3), {}),
+    ("y = torch.cdist(a, b)", {"a": normal((3, 2)), "b": normal((4, 2))},
+     lambda a, b: np.sqrt(((a[:, None] - b[None]) ** 2).sum(-1)), {}),
+    ("y = torch.cdist(a, b, p=1.0)", {"a": normal((2, 3, 2)), "b": normal((2, 2, 2))},
+     lambda a, b: np.abs(a[:, :, None] - b[:, None]).sum(-1), {}),
+]
+
+
+@pytest.mark.parametrize("program,inputs,reference,options", CASES, ids=[c[0] for c in CASES])
+def test_op(program, inputs, reference, options):
+    rng = np.random.default_rng(sum(map(ord, program)))
+    check_op_case(program, inputs, reference, rng, **options)
+
+
+def test_binary_cross_entropy_clamps_its_logs_at_minus_100_as_pytorch():
+    r = api.evaluate("y = F.binary_cross_entropy(p, t, reduction='none')", feeds={"p": [0.0, 1.0], "t": [1.0, 1.0]})
+    np.testing.assert_array_equal(r.outputs["y"], [100.0, 0.0])
+
+
+def test_gaussian_nll_clamps_the_variance_without_blocking_its_gradient():
+    r = api.grad("y = F.gaussian_nll_loss(x, t, v, reduction='sum')", wrt=["v"],
+                 feeds={"x": [1.0], "t": [0.0], "v": [1e-9]})
+    assert float(r.outputs["y"]) == pytest.approx(0.5 * (math.log(1e-6) + 1e6))
+    # the gradient of log(v) + d^2 / v at the clamped value, as PyTorch's in-place clamp gives
+    assert float(r.gradients["v"][0]) == pytest.approx(0.5 * (1 / 1e-6 - 1 / 1e-12))
+
+
+@pytest.mark.parametrize("program,words", [
+    ("y = F.cross_entropy(x, [0, 4])", "target 4 is not a class index: cross_entropy has 3 classes"),
+    ("y = F.cross_entropy(x, [0, 1.5])", "target 1.5 is not a class index"),
+    ("y = F.cross_entropy(x, [0, 1, 1])", "target of shape (3,) does not fit scores of shape (2, 3)"),
+    ("y = F.cross_entropy(x, argmax(x, axis=1))", "class-index targets must be written in the program"),
+    ("y = F.mse_loss(x, x, reduction='avg')", "reduction must be 'mean', 'sum' or 'none', not 'avg'"),
+    ("y = F.mse_loss(x, x, size_average=True)", "has no argument 'size_average'"),
+    ("y = F.glu(x)", "glu halves dimension 1, whose size 3 is odd"),
+    ("y = F.softmin(x)", "softmin without dim"),
+    ("y = F.rms_norm(x, [3])", "rms_norm without eps"),
+    ("y = F.layer_norm(x, [2])", "normalized_shape (2,) must be the last dimensions"),
+    ("y = jax.nn.normalize(x)", "jax.nn.normalize standardizes"),
+    ("y = keras.losses.cosine_similarity(x, x)", "negative similarity"),
+    ("y = cosine_similarity(x, x)", "PyTorch's F.cosine_similarity reduces dim=1"),
+    ("y = torch.addmm(x, x, x)", "the inner dimensions differ"),
+    ("y = torch.clamp(x)", "clamp needs min or max"),
+    ("y = F.kl_div(x, x, reduction='batch')", "'batchmean'"),
+])
+def test_nn_errors_are_positioned(program, words):
+    with pytest.raises(GradcliError) as info:
+        api.evaluate(program, feeds={"x": np.ones((2, 3))})
+    assert words in str(info.value), str(info.value)
+    assert info.value.pos is not None and info.value.pos.line == 1
