@@ -648,10 +648,18 @@ _reduction("min", lambda xp, x, axis=None, keepdims=False: xp.min(x, axis=axis, 
            reading=_python_pairwise("minimum"))
 # d logsumexp(x) = softmax(x): computed shifted by the maximum, not as exp(x - ans), which
 # cancels catastrophically for large |x| (found by fuzzing: 1e-3 off at x ~ 1e13)
+def _logsumexp_weights(call: Spelling):
+    """SciPy's logsumexp(a, axis, b): with weights b it is log(sum(b exp(a))), an op of its own
+    (gradcli.ops_nn); TensorFlow's third argument is keepdims."""
+    if "b" in call.keywords or (call.library == "scipy" and call.positional >= 3):
+        return "weighted_logsumexp", {}
+    return None
+
+
 _reduction("logsumexp", _logsumexp,
            lambda g, ans, x, axis=None, keepdims=False:
                _keep(g, x.shape, axis, keepdims) * G.softmax(x, axis=normalize_axes(axis, x.ndim)),
-           ("reduce_logsumexp",), _nonempty_reduction_shape)
+           ("reduce_logsumexp",), _nonempty_reduction_shape, reading=_logsumexp_weights)
 def _same_checking_axis(shape, axis=-1):
     normalize_axes(axis, len(shape))
     return shape

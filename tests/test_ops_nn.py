@@ -192,6 +192,64 @@ CASES = [
 ]
 
 
+def conv_nhwc(x, f, stride=(1, 1), dilation=(1, 1), pad=((0, 0), (0, 0))):
+    """The convolution by its definition, one output element at a time."""
+    x = np.pad(x, ((0, 0), pad[0], pad[1], (0, 0)))
+    n, h, w, c = x.shape
+    kh, kw, _, o = f.shape
+    oh = (h - (kh - 1) * dilation[0] - 1) // stride[0] + 1
+    ow = (w - (kw - 1) * dilation[1] - 1) // stride[1] + 1
+    out = np.zeros((n, oh, ow, o))
+    for b in range(n):
+        for i in range(oh):
+            for j in range(ow):
+                for p in range(kh):
+                    for q in range(kw):
+                        out[b, i, j] += x[b, i * stride[0] + p * dilation[0], j * stride[1] + q * dilation[1]] @ f[p, q]
+    return out
+
+
+def same(size, k, s, d=1):
+    total = max((-(-size // s) - 1) * s + (k - 1) * d + 1 - size, 0)
+    return (total // 2, total - total // 2)
+
+
+def depthwise(x, f, **kw):
+    kh, kw_, c, m = f.shape
+    full = np.zeros((kh, kw_, c, c * m))
+    for k in range(c):
+        full[:, :, k, k * m:(k + 1) * m] = f[:, :, k, :]
+    return conv_nhwc(x, full, **kw)
+
+
+CASES += [
+    ("y = scipy.special.logsumexp(x, b=b)", {"x": normal(), "b": u(0.2, 2, (3,))},
+     lambda x, b: np.log(np.sum(b * np.exp(x))), {}),
+    ("y = logsumexp(x, axis=1, b=b, keepdims=True)", {"x": normal(), "b": u(0.2, 2)},
+     lambda x, b: np.log(np.sum(b * np.exp(x), axis=1, keepdims=True)), {}),
+    ("y = tf.nn.conv2d(x, f, [1, 1, 1, 1], 'SAME')", {"x": normal((1, 4, 4, 2)), "f": normal((3, 2, 2, 3))},
+     lambda x, f: conv_nhwc(x, f, pad=(same(4, 3, 1), same(4, 2, 1))), {}),
+    ("y = tf.nn.conv2d(x, f, strides=2, padding='SAME')", {"x": normal((2, 5, 4, 2)), "f": normal((3, 3, 2, 2))},
+     lambda x, f: conv_nhwc(x, f, (2, 2), pad=(same(5, 3, 2), same(4, 3, 2))), {}),
+    ("y = tf.nn.conv2d(x, f, [1, 2, 1, 1], 'VALID', dilations=[1, 1, 2, 1])",
+     {"x": normal((1, 5, 6, 1)), "f": normal((2, 2, 1, 2))}, lambda x, f: conv_nhwc(x, f, (2, 1), (1, 2)), {}),
+    ("y = tf.nn.conv2d(x, f, 1, 'VALID', data_format='NCHW')", {"x": normal((1, 2, 3, 4)), "f": normal((2, 2, 2, 3))},
+     lambda x, f: conv_nhwc(x.transpose(0, 2, 3, 1), f).transpose(0, 3, 1, 2), {}),
+    ("y = tf.nn.depthwise_conv2d(x, f, [1, 1, 1, 1], 'SAME')", {"x": normal((1, 4, 3, 2)), "f": normal((2, 2, 2, 2))},
+     lambda x, f: depthwise(x, f, pad=(same(4, 2, 1), same(3, 2, 1))), {}),
+    ("y = F.conv2d(x, w, b, stride=2, padding=1)", {"x": normal((2, 2, 5, 5)), "w": normal((3, 2, 3, 3)),
+                                                    "b": normal((3,))},
+     lambda x, w, b: conv_nhwc(x.transpose(0, 2, 3, 1), w.transpose(2, 3, 1, 0), (2, 2), pad=((1, 1), (1, 1)))
+     .transpose(0, 3, 1, 2) + b[:, None, None], {}),
+    ("y = F.conv2d(x, w, padding='same', dilation=2)", {"x": normal((2, 4, 5)), "w": normal((1, 2, 2, 3))},
+     lambda x, w: conv_nhwc(x.transpose(1, 2, 0)[None], w.transpose(2, 3, 1, 0), dilation=(2, 2),
+                            pad=(same(4, 2, 1, 2), same(5, 3, 1, 2)))[0].transpose(2, 0, 1), {}),
+    ("y = F.conv1d(x, w, stride=2, padding=1)", {"x": normal((2, 2, 7)), "w": normal((3, 2, 3))},
+     lambda x, w: conv_nhwc(x.transpose(0, 2, 1)[:, None], w.transpose(2, 1, 0)[None], (1, 2), pad=((0, 0), (1, 1)))
+     [:, 0].transpose(0, 2, 1), {}),
+]
+
+
 @pytest.mark.parametrize("program,inputs,reference,options", CASES, ids=[c[0] for c in CASES])
 def test_op(program, inputs, reference, options):
     rng = np.random.default_rng(sum(map(ord, program)))
@@ -228,6 +286,9 @@ def test_gaussian_nll_clamps_the_variance_without_blocking_its_gradient():
     ("y = torch.addmm(x, x, x)", "the inner dimensions differ"),
     ("y = torch.clamp(x)", "clamp needs min or max"),
     ("y = F.kl_div(x, x, reduction='batch')", "'batchmean'"),
+    ("y = conv2d(x, x, 1, 'SAME')", "write tf.nn.conv2d or F.conv2d"),
+    ("y = tf.nn.conv2d(x, x, 1, 'SAME')", "takes a 4-D input and 4-D filters"),
+    ("y = F.conv2d(x, x, groups=2)", "groups other than 1"),
 ])
 def test_nn_errors_are_positioned(program, words):
     with pytest.raises(GradcliError) as info:
