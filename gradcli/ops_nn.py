@@ -19,7 +19,6 @@ import numpy as np
 from .errors import ShapeError
 from .ops import G as G_, REQUIRED, Op, ReadingError, broadcast_shapes, fmt_shape, normalize_axes, register
 
-INF = math.inf
 
 
 class V:
@@ -93,6 +92,16 @@ def reduce(f, loss: V, reduction) -> V:
     if reduction == "none":
         return loss
     raise ShapeError(f"reduction must be 'mean', 'sum' or 'none', not {reduction!r}")
+
+
+def clamp_min(f, x: V, low) -> V:
+    """PyTorch's clamp_min: low where x < low, else x (NaN stays); the gradient passes where
+    x >= low, and to a tensor low where x < low."""
+    return f.where(f.less(x, low), low, x)
+
+
+def clamp_max(f, x: V, high) -> V:
+    return f.where(f.greater(x, high), high, x)
 
 
 def no_grad_clamp_min(f, x: V, low: float) -> V:
@@ -323,16 +332,28 @@ def _soft_margin(f, x, t, reduction):
 @composite("margin_ranking_loss", ("input1", "input2", "target"), dict(R, margin=0.0),
            "max(0, -target (input1 - input2) + margin)")
 def _margin_ranking(f, a, b, t, reduction, margin):
-    return reduce(f, f.clip(-(t * (a - b)) + float(margin), 0.0, INF), reduction)
+    return reduce(f, clamp_min(f, -(t * (a - b)) + float(margin), 0.0), reduction)
 
 
 # --------------------------------------------------------------------------- distances and normalization
 
+def _cosine_reading(spelling):
+    """PyTorch's F.cosine_similarity (dim=1), Keras' loss (negative, last axis), Optax's (last
+    axis); a bare name is refused."""
+    if spelling.library == "keras" or (spelling.library == "tensorflow" and "losses" in spelling.name):
+        return "keras_cosine_similarity", {}
+    if spelling.library == "optax":
+        return "optax_cosine_similarity", {}
+    if spelling.library in ("python", "tensorflow", "nn"):
+        raise ReadingError(f"{spelling.name}: PyTorch's F.cosine_similarity reduces dim=1, Keras' loss is the "
+                           "negative similarity over the last axis, Optax's the similarity over the last axis; "
+                           "write F., keras.losses. or optax.")
+    return None
+
+
 @composite("cosine_similarity", ("x1", "x2"), {"axis": 1, "eps": 1e-8},
            "sum(x1 / max(|x1|, eps) * x2 / max(|x2|, eps), dim) (PyTorch: dim=1, the clamps pass no gradient)",
-           reading=torch_only("dim=1, eps=1e-8", {
-               "keras": "Keras' cosine_similarity loss is the negative similarity over the last axis",
-               "python": "PyTorch's F.cosine_similarity reduces dim=1, Keras' loss is negative over the last axis"}))
+           reading=lambda spelling: _cosine_reading(spelling))
 def _cosine_similarity(f, a, b, axis, eps):
     shape = broadcast_shapes(a.shape, b.shape)
     if not shape:
@@ -364,7 +385,7 @@ def _normalize(f, x, p, axis, eps):
     if x.ndim == 0:
         raise ShapeError("normalize needs an array of rank 1 or more")
     n = f.vector_norm(x, ord=p, axis=_axis(axis, x.ndim), keepdims=True)
-    return x / f.clip(n, float(eps), INF)
+    return x / clamp_min(f, n, float(eps))
 
 
 def _last_axes(x, normalized_shape, label):
@@ -567,12 +588,12 @@ def _rsub(f, x, other, alpha):
 
 @composite("clamp_min", ("input", "min"), {}, "max(input, min); the gradient passes where input >= min (PyTorch)")
 def _clamp_min(f, x, low):
-    return f.clip(x, low, INF)
+    return clamp_min(f, x, low)
 
 
 @composite("clamp_max", ("input", "max"), {}, "min(input, max); the gradient passes where input <= max (PyTorch)")
 def _clamp_max(f, x, high):
-    return f.clip(x, -INF, high)
+    return clamp_max(f, x, high)
 
 
 @composite("clamp", ("input",), {"min": None, "max": None},
@@ -581,7 +602,9 @@ def _clamp_max(f, x, high):
 def _clamp(f, x, min, max):  # noqa: A002 (PyTorch's names)
     if min is None and max is None:
         raise ShapeError("clamp needs min or max")
-    return f.clip(x, -INF if min is None else min, INF if max is None else max)
+    if min is not None:
+        x = clamp_min(f, x, min)
+    return x if max is None else clamp_max(f, x, max)
 
 
 @composite("dist", ("input", "other"), {"p": 2.0}, "the p-norm of input - other, over every element")
@@ -854,3 +877,236 @@ def _torch_conv2d(f, x, w, bias, stride, padding, dilation, groups):
                "tensorflow": "tf.nn.conv1d takes (N, W, C) input and (K, in, out) filters, with strides and padding"}))
 def _conv1d(f, x, w, bias, stride, padding, dilation, groups):
     return _torch_conv(f, x, w, bias, stride, padding, dilation, groups, "conv1d", 1)
+
+
+# --------------------------------------------------------------------------- Keras' losses
+#
+# keras.losses.NAME(y_true, y_pred): one loss per sample, averaged over the last axis.
+# K.epsilon() is 1e-7. The bare names are refused: scikit-learn's metrics of the same names
+# average over every element.
+
+EPS = 1e-7
+
+
+def _keras_reading(name):
+    def reading(spelling):
+        if spelling.library in ("keras", "tensorflow"):
+            return None
+        raise ReadingError(f"{spelling.name}: Keras' {name} gives one loss per sample (averaged over the last "
+                           f"axis), scikit-learn's metric averages every element; write keras.losses."
+                           f"{spelling.name}(y_true, y_pred), or the mean you mean")
+    return reading
+
+
+def _keras(name, doc, aliases=(), params=None):
+    return composite(name, ("y_true", "y_pred"), dict(params or {}), "Keras: " + doc, aliases=aliases,
+                     reading=_keras_reading(name))
+
+
+def _last_mean(f, loss):
+    return f.mean(loss, axis=-1) if loss.ndim else loss
+
+
+@_keras("mean_squared_error", "mean((y_pred - y_true)^2, axis=-1)", ("mse", "MSE"))
+def _keras_mse(f, t, p):
+    return _last_mean(f, f.square(p - t))
+
+
+@_keras("mean_absolute_error", "mean(|y_pred - y_true|, axis=-1)", ("mae", "MAE"))
+def _keras_mae(f, t, p):
+    return _last_mean(f, f.abs(p - t))
+
+
+@_keras("mean_absolute_percentage_error", "100 mean(|(y_true - y_pred) / max(|y_true|, 1e-7)|, axis=-1)",
+        ("mape", "MAPE"))
+def _keras_mape(f, t, p):
+    return 100.0 * _last_mean(f, f.abs((t - p) / f.maximum(f.abs(t), EPS)))
+
+
+@_keras("mean_squared_logarithmic_error",
+        "mean((log(max(y_pred, 1e-7) + 1) - log(max(y_true, 1e-7) + 1))^2, axis=-1)", ("msle", "MSLE"))
+def _keras_msle(f, t, p):
+    return _last_mean(f, f.square(f.log(f.maximum(p, EPS) + 1.0) - f.log(f.maximum(t, EPS) + 1.0)))
+
+
+@_keras("poisson", "mean(y_pred - y_true log(y_pred + 1e-7), axis=-1)")
+def _keras_poisson(f, t, p):
+    return _last_mean(f, p - t * f.log(p + EPS))
+
+
+@_keras("kl_divergence", "sum(y_true log(y_true / y_pred), axis=-1), both clipped to [1e-7, 1]", ("kld", "KLD"))
+def _keras_kld(f, t, p):
+    t = f.clip(t, EPS, 1.0)
+    p = f.clip(p, EPS, 1.0)
+    return f.sum(t * f.log(t / p), axis=-1) if t.ndim else t * f.log(t / p)
+
+
+def _hinge_labels(f, t, name):
+    """Keras turns labels that are all 0 or 1 into -1 and 1 (a decision on the data)."""
+    known = f.e.known(t.id)
+    if known is None:
+        raise ShapeError(f"{name}: Keras reads labels that are all 0 or 1 as -1 and 1, so the labels must be "
+                         "written in the program or given as an input")
+    return 2.0 * t - 1.0 if np.all((known == 0) | (known == 1)) else t
+
+
+@_keras("hinge", "mean(max(1 - y_true y_pred, 0), axis=-1), labels all 0/1 read as -1/1")
+def _keras_hinge(f, t, p):
+    return _last_mean(f, f.maximum(1.0 - _hinge_labels(f, t, "hinge") * p, 0.0))
+
+
+@_keras("squared_hinge", "mean(max(1 - y_true y_pred, 0)^2, axis=-1), labels all 0/1 read as -1/1")
+def _keras_squared_hinge(f, t, p):
+    return _last_mean(f, f.square(f.maximum(1.0 - _hinge_labels(f, t, "squared_hinge") * p, 0.0)))
+
+
+@_keras("categorical_hinge", "max(max((1 - y_true) y_pred, axis=-1) - sum(y_true y_pred, axis=-1) + 1, 0)")
+def _keras_categorical_hinge(f, t, p):
+    pos = f.sum(t * p, axis=-1)
+    neg = f.max((1.0 - t) * p, axis=-1)
+    return f.maximum(neg - pos + 1.0, 0.0)
+
+
+@composite("keras_huber", ("y_true", "y_pred"), {"delta": 1.0},
+           "Keras' huber: mean(huber(y_pred - y_true, delta), axis=-1)", public=False)
+def _keras_huber(f, t, p, delta):
+    return _last_mean(f, f.huber(p - t, delta=delta))
+
+
+@composite("keras_log_cosh", ("y_true", "y_pred"), {}, "Keras' log_cosh: mean(log(cosh(y_pred - y_true)), axis=-1)",
+           public=False)
+def _keras_log_cosh(f, t, p):
+    return _last_mean(f, f.log_cosh(p - t))
+
+
+@composite("keras_cosine_similarity", ("y_true", "y_pred"), {"axis": -1},
+           "Keras' loss: -sum(l2_normalize(y_true) l2_normalize(y_pred), axis)", public=False)
+def _keras_cosine(f, t, p, axis):
+    def unit(v):
+        return v / f.sqrt(f.maximum(f.sum(f.square(v), axis=axis, keepdims=True), 1e-12))
+    return -f.sum(unit(t) * unit(p), axis=axis)
+
+
+@composite("categorical_crossentropy", ("y_true", "y_pred"), {"from_logits": False, "label_smoothing": 0.0,
+                                                              "axis": -1},
+           "Keras: -sum(y_true log(p), axis), p = y_pred / sum(y_pred) clipped to [1e-7, 1 - 1e-7], or "
+           "log_softmax(y_pred) with from_logits=True", reading=_keras_reading("categorical_crossentropy"))
+def _keras_cce(f, t, p, from_logits, label_smoothing, axis):
+    if label_smoothing:
+        t = t * (1.0 - label_smoothing) + label_smoothing / float(p.shape[axis])
+    if from_logits:
+        logp = f.log_softmax(p, axis=axis)
+    else:
+        logp = f.log(f.clip(p / f.sum(p, axis=axis, keepdims=True), EPS, 1.0 - EPS))
+    return -f.sum(t * logp, axis=axis)
+
+
+@composite("sparse_categorical_crossentropy", ("y_true", "y_pred"), {"from_logits": False, "axis": -1},
+           "Keras: -log_softmax(y_pred)[y_true] (from_logits=True; probabilities are refused)",
+           reading=_keras_reading("sparse_categorical_crossentropy"))
+def _keras_scce(f, t, p, from_logits, axis):
+    if not from_logits:
+        raise ShapeError("from probabilities Keras 2 and Keras 3 clip differently; write from_logits=True with "
+                         "the logits, or categorical_crossentropy with one-hot labels")
+    if axis not in (-1, p.ndim - 1):
+        raise ShapeError("axis must be the last")
+    logp = f.log_softmax(p, axis=-1)
+    if t.shape == p.shape[:-1] + (1,):
+        t = f.reshape(t, shape=p.shape[:-1])
+    onehot, _ = _class_targets(f, logp, t, p.ndim - 1, -100, "sparse_categorical_crossentropy")
+    return -f.sum(f.where(onehot, logp, 0.0), axis=-1)
+
+
+@composite("binary_crossentropy", ("y_true", "y_pred"), {"from_logits": False, "label_smoothing": 0.0, "axis": -1},
+           "Keras: mean(sigmoid cross-entropy, axis) with from_logits=True (probabilities are refused)",
+           reading=_keras_reading("binary_crossentropy"))
+def _keras_bce(f, t, p, from_logits, label_smoothing, axis):
+    if not from_logits:
+        raise ShapeError("from probabilities Keras 2 (log(p + 1e-7)) and Keras 3 (log(p)) differ; write "
+                         "from_logits=True with the logits, or the formula you mean")
+    if label_smoothing:
+        t = t * (1.0 - label_smoothing) + 0.5 * label_smoothing
+    loss = -(t * f.log_sigmoid(p) + (1.0 - t) * f.log_sigmoid(-p))
+    return f.mean(loss, axis=axis) if loss.ndim else loss
+
+
+# --------------------------------------------------------------------------- Optax's losses
+#
+# optax.NAME(predictions, targets): elementwise (or over the last axis), no reduction.
+
+def _optax_only(name, others):
+    def reading(spelling):
+        if spelling.library == "optax":
+            return None
+        raise ReadingError(f"{spelling.name}: {others}; gradcli's {spelling.name} is Optax's ({name}): write "
+                           f"optax.{spelling.name}(...)")
+    return reading
+
+
+def _optax_reading(target):
+    """For an existing op's record: its Optax spelling is this op."""
+    def reading(spelling):
+        return (target, {}) if spelling.library == "optax" else None
+    return reading
+
+
+@composite("optax_l2_loss", ("predictions", "targets"), {}, "Optax's l2_loss: 0.5 (predictions - targets)^2",
+           public=False)
+def _optax_l2(f, p, t):
+    return 0.5 * f.square(p - t)
+
+
+@composite("optax_log_cosh", ("predictions", "targets"), {}, "Optax's log_cosh: log(cosh(predictions - targets))",
+           public=False)
+def _optax_log_cosh(f, p, t):
+    return f.log_cosh(p - t)
+
+
+@composite("squared_error", ("predictions", "targets"), {}, "Optax: (predictions - targets)^2")
+def _squared_error(f, p, t):
+    return f.square(p - t)
+
+
+@composite("sigmoid_binary_cross_entropy", ("logits", "labels"), {},
+           "Optax: -labels log sigmoid(logits) - (1 - labels) log sigmoid(-logits), elementwise")
+def _optax_sbce(f, x, z):
+    return -(z * f.log_sigmoid(x) + (1.0 - z) * f.log_sigmoid(-x))
+
+
+@composite("softmax_cross_entropy", ("logits", "labels"), {"axis": -1},
+           "Optax: -sum(labels log_softmax(logits), axis)")
+def _optax_sce(f, x, z, axis):
+    return -f.sum(z * f.log_softmax(x, axis=axis), axis=axis)
+
+
+@composite("softmax_cross_entropy_with_integer_labels", ("logits", "labels"), {"axis": -1},
+           "Optax: -log_softmax(logits)[labels] over the last axis")
+def _optax_sce_int(f, x, z, axis):
+    if axis not in (-1, x.ndim - 1):
+        raise ShapeError("axis must be the last")
+    logp = f.log_softmax(x, axis=-1)
+    onehot, _ = _class_targets(f, logp, z, x.ndim - 1, -100, "softmax_cross_entropy_with_integer_labels")
+    return -f.sum(f.where(onehot, logp, 0.0), axis=-1)
+
+
+@composite("hinge_loss", ("predictor_outputs", "targets"), {}, "Optax: max(0, 1 - predictor_outputs targets)")
+def _optax_hinge(f, p, t):
+    return f.maximum(1.0 - p * t, 0.0)
+
+
+def _optax_cosine(f, p, t, epsilon):
+    def unit(v):
+        return v / clamp_min(f, f.vector_norm(v, axis=-1, keepdims=True), float(epsilon))
+    return f.sum(unit(p) * unit(t), axis=-1)
+
+
+@composite("optax_cosine_similarity", ("predictions", "targets"), {"epsilon": 0.0},
+           "Optax's cosine_similarity: sum(p / max(|p|, eps) t / max(|t|, eps), axis=-1)", public=False)
+def _optax_cos(f, p, t, epsilon):
+    return _optax_cosine(f, p, t, epsilon)
+
+
+@composite("cosine_distance", ("predictions", "targets"), {"epsilon": 0.0},
+           "Optax: 1 - cosine_similarity(predictions, targets)")
+def _optax_cos_distance(f, p, t, epsilon):
+    return 1.0 - _optax_cosine(f, p, t, epsilon)

@@ -250,6 +250,66 @@ CASES += [
 ]
 
 
+def unit(v, eps=0.0):
+    return v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), eps)
+
+
+LABELS01 = [[0, 1, 1], [1, 0, 0]]
+ONEHOT = [[0, 0, 1], [1, 0, 0]]
+
+CASES += [
+    # Keras' losses: one per sample, over the last axis
+    ("y = keras.losses.mean_squared_error(t, p)", {"p": normal(), "t": normal()}, lambda t, p: ((p - t) ** 2).mean(-1), {}),
+    ("y = tf.keras.losses.mse(t, p)", {"p": normal((3,))}, lambda t, p: ((p - t) ** 2).mean(-1),
+     {"fixed": {"t": normal((3,))}}),
+    ("y = keras.losses.mean_absolute_error(t, p)", {"p": normal()}, lambda t, p: np.abs(p - t).mean(-1),
+     {"fixed": {"t": normal()}}),
+    ("y = keras.losses.mean_absolute_percentage_error(t, p)", {"p": normal()},
+     lambda t, p: 100 * np.abs((t - p) / np.abs(t)).mean(-1), {"fixed": {"t": away()}}),
+    ("y = keras.losses.mean_squared_logarithmic_error(t, p)", {"p": u(0.1, 3)},
+     lambda t, p: ((np.log(p + 1) - np.log(t + 1)) ** 2).mean(-1), {"fixed": {"t": u(0.1, 3)}}),
+    ("y = keras.losses.poisson(t, p)", {"p": u(0.1, 3)}, lambda t, p: (p - t * np.log(p + 1e-7)).mean(-1),
+     {"fixed": {"t": u(0, 3)}}),
+    ("y = keras.losses.kl_divergence(t, p)", {"p": u(0.05, 1), "t": u(0.05, 1)},
+     lambda t, p: (t * np.log(t / p)).sum(-1), {}),
+    ("y = keras.losses.hinge(t, p)", {"p": u(-0.9, 0.9)},
+     lambda t, p: np.maximum(1 - (2 * t - 1) * p, 0).mean(-1), {"fixed": {"t": const(LABELS01)}}),
+    ("y = keras.losses.squared_hinge(t, p)", {"p": u(-0.9, 0.9)},
+     lambda t, p: (np.maximum(1 - (2 * t - 1) * p, 0) ** 2).mean(-1), {"fixed": {"t": const(LABELS01)}}),
+    ("y = keras.losses.categorical_hinge(t, p)", {"p": u(-0.4, 0.4)},
+     lambda t, p: np.maximum(((1 - t) * p).max(-1) - (t * p).sum(-1) + 1, 0), {"fixed": {"t": const(ONEHOT)}}),
+    ("y = keras.losses.huber(t, p, delta=0.5)", {"p": u(-2, 2)}, lambda t, p: huber(p - t, 0.5).mean(-1),
+     {"fixed": {"t": normal()}}),
+    ("y = keras.losses.log_cosh(t, p)", {"p": normal()}, lambda t, p: np.log(np.cosh(p - t)).mean(-1),
+     {"fixed": {"t": normal()}}),
+    ("y = keras.losses.cosine_similarity(t, p)", {"p": normal(), "t": normal()},
+     lambda t, p: -(unit(t) * unit(p)).sum(-1), {}),
+    ("y = keras.losses.categorical_crossentropy(t, p)", {"p": u(0.1, 1)},
+     lambda t, p: -(t * np.log(p / p.sum(-1, keepdims=True))).sum(-1), {"fixed": {"t": const(ONEHOT)}}),
+    ("y = keras.losses.categorical_crossentropy(t, p, from_logits=True, label_smoothing=0.1)", {"p": normal()},
+     lambda t, p: -((t * 0.9 + 0.1 / 3) * log_softmax(p, -1)).sum(-1), {"fixed": {"t": const(ONEHOT)}}),
+    ("y = keras.losses.sparse_categorical_crossentropy([2, 0], p, from_logits=True)", {"p": normal()},
+     lambda p: -log_softmax(p, -1)[[0, 1], [2, 0]], {}),
+    ("y = keras.losses.binary_crossentropy(t, p, from_logits=True)", {"p": normal()},
+     lambda t, p: -(t * log_sigmoid(p) + (1 - t) * log_sigmoid(-p)).mean(-1), {"fixed": {"t": u(0, 1)}}),
+    # Optax's losses: elementwise, or over the last axis
+    ("y = optax.l2_loss(p, t)", {"p": normal(), "t": normal()}, lambda p, t: 0.5 * (p - t) ** 2, {}),
+    ("y = optax.squared_error(p, t)", {"p": normal(), "t": normal()}, lambda p, t: (p - t) ** 2, {}),
+    ("y = optax.losses.log_cosh(p, t)", {"p": normal()}, lambda p, t: np.log(np.cosh(p - t)), {"fixed": {"t": normal()}}),
+    ("y = optax.sigmoid_binary_cross_entropy(x, z)", {"x": normal()},
+     lambda x, z: -(z * log_sigmoid(x) + (1 - z) * log_sigmoid(-x)), {"fixed": {"z": u(0, 1)}}),
+    ("y = optax.softmax_cross_entropy(x, z)", {"x": normal()}, lambda x, z: -(z * log_softmax(x, -1)).sum(-1),
+     {"fixed": {"z": const(ONEHOT)}}),
+    ("y = optax.softmax_cross_entropy_with_integer_labels(x, [1, 2])", {"x": normal()},
+     lambda x: -log_softmax(x, -1)[[0, 1], [1, 2]], {}),
+    ("y = optax.hinge_loss(p, t)", {"p": u(-0.9, 0.9)}, lambda p, t: np.maximum(0, 1 - p * t),
+     {"fixed": {"t": const([[1, -1, 1], [-1, 1, 1]])}}),
+    ("y = optax.cosine_similarity(p, t)", {"p": normal(), "t": normal()}, lambda p, t: (unit(p) * unit(t)).sum(-1), {}),
+    ("y = optax.cosine_distance(p, t, epsilon=1e-6)", {"p": normal(), "t": normal()},
+     lambda p, t: 1 - (unit(p) * unit(t)).sum(-1), {}),
+]
+
+
 @pytest.mark.parametrize("program,inputs,reference,options", CASES, ids=[c[0] for c in CASES])
 def test_op(program, inputs, reference, options):
     rng = np.random.default_rng(sum(map(ord, program)))
@@ -281,8 +341,11 @@ def test_gaussian_nll_clamps_the_variance_without_blocking_its_gradient():
     ("y = F.rms_norm(x, [3])", "rms_norm without eps"),
     ("y = F.layer_norm(x, [2])", "normalized_shape (2,) must be the last dimensions"),
     ("y = jax.nn.normalize(x)", "jax.nn.normalize standardizes"),
-    ("y = keras.losses.cosine_similarity(x, x)", "negative similarity"),
     ("y = cosine_similarity(x, x)", "PyTorch's F.cosine_similarity reduces dim=1"),
+    ("y = mean_squared_error(x, x)", "scikit-learn's metric averages every element"),
+    ("y = keras.losses.binary_crossentropy(x, x)", "Keras 2 (log(p + 1e-7)) and Keras 3 (log(p)) differ"),
+    ("y = keras.losses.sparse_categorical_crossentropy([0, 3], x, from_logits=True)", "target 3 is not a class"),
+    ("y = keras.losses.hinge(x * 2, x)", "the labels must be written in the program"),
     ("y = torch.addmm(x, x, x)", "the inner dimensions differ"),
     ("y = torch.clamp(x)", "clamp needs min or max"),
     ("y = F.kl_div(x, x, reduction='batch')", "'batchmean'"),
