@@ -688,9 +688,8 @@ class _Lowering:
             if not -len(target.items) <= k < len(target.items):
                 raise self.error(f"index {k} is out of range for a tuple of {len(target.items)}", node.pos)
             return target.items[k]
-        index = tuple(index)
-        op = OPS["gather_index"] if ops_index.is_advanced(index) else OPS["index"]
-        return self.emit(op, (self.materialize(target, scope),), {"index": index}, node.pos, "[]", scope)
+        return self.emit(OPS["index"], (self.materialize(target, scope),), {"index": tuple(index)},
+                         node.pos, "[]", scope)
 
     def static_index(self, value, pos: Pos | None):
         """One subscript: an int, or an IndexArray (a constant integer array, a boolean mask)."""
@@ -723,14 +722,11 @@ class _Lowering:
         return index
 
     def at_update(self, node: ast.Call, values: list, scope: _Scope):
-        """JAX's functional updates, `x.at[idx].set(v)`: x with the indexed elements replaced
-        (`add` accumulates over repeated indices, as JAX's scatter-add; `set`, `multiply`,
-        `divide`, `power`, `min` and `max` refuse a repeated index, whose outcome JAX leaves
-        unspecified or which they would apply once)."""
+        """JAX's functional updates, `x.at[idx].set(v)`: x with the indexed elements replaced,
+        lowered to indexing, scatters and where (gradcli.ops_index.update)."""
         at, args = values[0], values[1:]
         method = node.func
-        methods = ("set", "add", "multiply", "mul", "divide", "power", "min", "max", "get")
-        if method not in methods:
+        if method not in ops_index.UPDATES:
             raise self.error(f"unknown update '.{method}' of x.at[...]: JAX's are "
                              ".set, .add, .multiply, .divide, .power, .min, .max and .get", node.pos)
         if node.keywords:
@@ -741,48 +737,24 @@ class _Lowering:
             raise self.error(f".at[...].{method}() takes {want} argument{'s' * (want != 1)}, got {len(args)}",
                              node.pos)
         x = self.materialize(at.target, scope)
-        index, shape = at.index, self.graph.shapes[x]
-        advanced = ops_index.is_advanced(index)
+        v = self.materialize(args[0], scope) if args else None
         label = f".at[].{method}"
+        shape = self.graph.shapes[x]
+        if shape is None or (v is not None and self.graph.shapes[v] is None):
+            return x  # a missing input: lowering goes on to list them all
 
         def emit(name, ids, params):
             return self.emit(OPS[name], ids, params, node.pos, label, scope)
 
-        def gathered(value):
-            return emit("gather_index" if advanced else "index", (value,), {"index": index})
+        def constant(value):
+            return self.graph.add_constant(value, node.pos, scope.stack)
 
-        if method == "get":
-            return gathered(x)
-        v = self.materialize(args[0], scope)
-        selected = ops_index.indexed_shape(shape, index) if shape is not None else None
-        if selected is not None and self.graph.shapes[v] is not None:
-            try:
-                ok = ops_broadcast(self.graph.shapes[v], selected) == selected
-            except ShapeError:
-                ok = False
-            if not ok:
-                raise self.error(f"{label}: values of shape {fmt_shape(self.graph.shapes[v])} cannot be written "
-                                 f"where the index selects {fmt_shape(selected)} (they must broadcast to it)",
-                                 self.node_pos(node.args[1], node.pos))
-        if method == "add":
-            v = emit("broadcast_to", (v,), {"shape": selected}) if self.graph.shapes[v] != selected else v
-            spread = emit("scatter_add_index" if advanced else "scatter", (v,), {"shape": shape, "index": index})
-            return emit("add", (x, spread), {})
-        if advanced and shape is not None:
-            positions = ops_index.flat_positions(shape, index)
-            if np.unique(positions).size != positions.size:
-                raise self.error(f"{label}() with a repeated index: JAX leaves which update wins unspecified "
-                                 "(set) or applies each (multiply, min, max); use unique indices, or .add "
-                                 "(which accumulates)", at.pos)
-        if method == "set":
-            return emit("index_set", (x, v), {"index": index})
-        if method in ("min", "max"):
-            chosen = emit("minimum" if method == "min" else "maximum", (gathered(x), v), {})
-            return emit("index_set", (x, chosen), {"index": index})
-        ones = self.graph.add_constant(np.ones(shape), node.pos, scope.stack)
-        factor = emit("index_set", (ones, v), {"index": index})
-        name = {"multiply": "multiply", "mul": "multiply", "divide": "divide", "power": "power"}[method]
-        return emit(name, (x, factor), {})
+        try:
+            return ops_index.update(emit, constant, x, v, method, at.index, shape,
+                                    self.graph.shapes[v] if v is not None else None)
+        except ShapeError as exc:
+            where = self.node_pos(node.args[1], node.pos) if "broadcast" in str(exc) else at.pos
+            raise self.error(f"{label}: {exc}", where) from None
 
     @staticmethod
     def node_pos(node, default: Pos) -> Pos:

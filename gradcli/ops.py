@@ -338,9 +338,24 @@ def _sum_to(xp, x, shape):
     return out.reshape(shape)
 
 
-def _index_tuple(index):
-    """The static index (hashable tuples) as a NumPy index."""
-    return tuple(slice(*item) if isinstance(item, tuple) else item for item in index)
+def _index_tuple(index, expand_masks: bool = False):
+    """The static index (hashable tuples) as a NumPy index. Its items are ints, (start, stop,
+    step) slices, None, Ellipsis, and constant integer arrays or boolean masks (`IndexArray`
+    of gradcli.ops_index, NumPy's advanced indexing); with `expand_masks` a mask becomes the
+    integer arrays of its nonzero(), as NumPy reads it (for `add.at`)."""
+    out = []
+    for item in index:
+        if isinstance(item, tuple):
+            out.append(slice(*item))
+        elif hasattr(item, "array"):
+            out.extend(item.array.nonzero() if expand_masks and item.array.dtype == bool else (item.array,))
+        else:
+            out.append(item)
+    return tuple(out)
+
+
+def _advanced(index) -> bool:
+    return any(hasattr(item, "array") for item in index)
 
 
 def _index_shape(shape, index):
@@ -349,12 +364,15 @@ def _index_shape(shape, index):
     try:
         return probe[_index_tuple(index)].shape
     except IndexError as exc:
-        raise ShapeError(str(exc)) from None
+        raise ShapeError(str(exc)) from None  # as NumPy (JAX would clamp an index out of bounds)
 
 
 def _scatter(xp, g, shape, index):
     out = xp.zeros(shape, dtype=g.dtype)
-    out[_index_tuple(index)] = g
+    if _advanced(index):  # an index array may repeat a position: its values add up
+        xp.add.at(out, _index_tuple(index, expand_masks=True), g)
+    else:
+        out[_index_tuple(index)] = g
     return out
 
 
@@ -702,11 +720,13 @@ register(Op("sum_to", _sum_to, _sum_to_shape,
             doc="sum_to(x, shape): sum the broadcast axes of x away, down to shape"))
 register(Op("index", lambda xp, x, index: x[_index_tuple(index)], _index_shape,
             (lambda g, ans, x, index: G.scatter(g, shape=x.shape, index=index),), params={"index": REQUIRED},
-            public=False, view=True, memory="view", finite_closed=True, doc="x[index] with a constant index"))
+            public=False, view=True, memory="view", finite_closed=True,
+            doc="x[index] with a constant index: basic (a view), or with integer arrays and masks (a copy)"))
 register(Op("scatter", _scatter, lambda x_shape, shape, index: tuple(shape),
             (lambda g, ans, x, shape, index: G.index(g, index=index),),
             params={"shape": REQUIRED, "index": REQUIRED}, public=False,
-            doc="zeros of `shape` with x placed at `index` (the gradient of indexing)"))
+            doc="zeros of `shape` with x placed at `index` (the gradient of indexing; where an index array "
+                "repeats a position, its values add up)"))
 register(Op("stack", lambda xp, *xs: xp.stack(xs), _stack_shape,
             (lambda i: lambda g, ans, *xs: G.index(g, index=(i,)),), args=(), variadic=True, public=False,
             doc="[a, b, ...] of computed values"))

@@ -103,15 +103,15 @@ def test_a_mask_is_not_read_as_integers():
 
 
 @pytest.mark.parametrize("program,words,column", [
-    ("y = x[[0, 3]]", "index 3 is out of range for axis 0 with size 3", 6),
-    ("y = x[[0, -4]]", "index -4 is out of range", 6),
+    ("y = x[[0, 3]]", "index 3 is out of bounds for axis 0 with size 3", 6),
+    ("y = x[[0, -4]]", "index -4 is out of bounds", 6),
     ("y = x[[True, False]]", "boolean index did not match", 6),
     ("y = x[[0.5, 1]]", "an index array must hold integers, not 0.5", 7),
     ("y = x[x > 0]", "a computed index would make the shape depend on the data", 9),
     ("y = x[True]", "a boolean scalar index", 7),
     ("y = x.at[[0, 0]].set(1.0)", "repeated index", 9),
     ("y = x.at[[0, 1]].multiply(x[[1, 1, 2]])", "cannot be written where the index selects (2,)", 28),
-    ("y = x.at[5].set(1.0)", "index 5 is out of range", 9),
+    ("y = x.at[5].set(1.0)", "index 5 is out of bounds", 9),
     ("y = x.at[0].scale(2.0)", "unknown update '.scale'", 12),
     ("y = x.at[0] + 1", "x.at[index] is not a value", 9),
     ("y = x.at[0].set(1.0, mode='drop')", "keyword 'mode'", 22),
@@ -131,4 +131,24 @@ def test_cli_reports_an_out_of_range_index_with_exit_2(tmp_path):
     done = subprocess.run([sys.executable, "-m", "gradcli", "grad", str(program), "--wrt", "x"],
                           capture_output=True, text=True)
     assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert "p.py:2:6: error: []: index 2 is out of range" in done.stderr and "^" in done.stderr
+    assert "p.py:2:6: error: []: index 2 is out of bounds" in done.stderr and "^" in done.stderr
+
+
+def test_derive_of_advanced_indexing_and_updates_round_trips():
+    program = ("y = sum(x[[0, 2, 2]] ** 2) + sum(x.at[[1]].set(w[0]) * x) + sum(x.at[[0, 2]].multiply(w[[1, 1]]))"
+               " + sum(M[[1, 0], [True, False, True]] * M[:, [2, 2]].sum(axis=0))")
+    feeds = {"x": [1.0, 2.0, 3.0], "w": [0.5, -1.5], "M": np.arange(6.0).reshape(2, 3)}
+    for x in ("x", "w", "M"):
+        printed = api.derive(program, wrt=x, feeds=feeds)
+        got = next(iter(api.evaluate(printed).outputs.values()))
+        np.testing.assert_allclose(got, api.grad(program, wrt=[x], feeds=feeds).gradients[x], rtol=1e-14,
+                                   err_msg=printed)
+
+
+def test_set_replaces_non_finite_values_and_multiply_keeps_them_elsewhere():
+    r = api.grad("y = x.at[1].set(v) * 2", wrt=["x", "v"], feeds={"x": [1.0, np.inf, np.nan], "v": 4.0})
+    np.testing.assert_array_equal(r.outputs["y"], [2.0, 8.0, np.nan])
+    np.testing.assert_array_equal(r.gradients["x"], [2.0, 0.0, 2.0])
+    assert float(r.gradients["v"]) == 2.0
+    r = api.evaluate("y = x.at[0].multiply(2.0)", feeds={"x": [1.0, np.inf, 3.0]})
+    np.testing.assert_array_equal(r.outputs["y"], [2.0, np.inf, 3.0])
