@@ -68,10 +68,12 @@ def _unused(*_, **__):
     raise AssertionError("a composite op is expanded where it is called")
 
 
-def composite(name: str, args: tuple, params: dict, doc: str, aliases=(), tensors=(), reading=None, public=True):
+def composite(name: str, args: tuple, params: dict, doc: str, aliases=(), tensors=(), reading=None, public=True,
+              loose=()):
     """Register `fn(f, *args, **params) -> V` as the op `name`."""
     def wrap(fn):
         def expand(e, *ids, **given):
+            _check_kinds({k: v for k, v in params.items() if k not in loose}, given)
             f = _Functions(e)
             values = [V(e, i) for i in ids]
             for k in tensors:
@@ -82,6 +84,23 @@ def composite(name: str, args: tuple, params: dict, doc: str, aliases=(), tensor
                     expand=expand, tensors=tuple(tensors), reading=reading, public=public))
         return fn
     return wrap
+
+
+def _check_kinds(defaults: dict, given: dict) -> None:
+    """A parameter given where its default is a number, a flag or a word must be one too."""
+    for name, default in defaults.items():
+        value = given.get(name)
+        if value is None or value is default or default is None or default is REQUIRED:
+            continue
+        if isinstance(default, bool):
+            if value not in (0, 1, True, False) or isinstance(value, (str, tuple)):
+                raise ShapeError(f"'{name}' must be True or False, not {value!r}")
+            given[name] = bool(value)
+        elif isinstance(default, (int, float)):
+            if isinstance(value, (str, tuple, bool)):
+                raise ShapeError(f"'{name}' must be a number, not {value!r}")
+        elif isinstance(default, str) and not isinstance(value, str):
+            raise ShapeError(f"'{name}' must be a string such as {default!r}, not {value!r}")
 
 
 def reduce(f, loss: V, reduction) -> V:
@@ -389,7 +408,10 @@ def _normalize(f, x, p, axis, eps):
 
 
 def _last_axes(x, normalized_shape, label):
-    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(int(d) for d in normalized_shape)
+    given = (normalized_shape,) if isinstance(normalized_shape, (int, float)) else normalized_shape
+    if isinstance(given, str) or any(isinstance(d, str) or d != int(d) for d in given):
+        raise ShapeError(f"normalized_shape must be an integer or a list of integers, not {normalized_shape!r}")
+    shape = tuple(int(d) for d in given)
     k = len(shape)
     if k == 0 or k > x.ndim or x.shape[x.ndim - k:] != shape:
         raise ShapeError(f"normalized_shape {fmt_shape(shape)} must be the last dimensions of the input, "
@@ -866,14 +888,15 @@ TORCH_CONV = {"bias": None, "stride": 1, "padding": 0, "dilation": 1, "groups": 
 
 @composite("torch_conv2d", ("input", "weight"), dict(TORCH_CONV),
            "PyTorch's F.conv2d: NCHW input, (out, in, KH, KW) weight, bias, stride, padding, dilation",
-           tensors=("bias",), public=False)
+           tensors=("bias",), public=False, loose=("stride", "padding", "dilation"))
 def _torch_conv2d(f, x, w, bias, stride, padding, dilation, groups):
     return _torch_conv(f, x, w, bias, stride, padding, dilation, groups, "conv2d", 2)
 
 
 @composite("conv1d", ("input", "weight"), dict(TORCH_CONV),
            "PyTorch's F.conv1d: (N, C, L) input, (out, in, K) weight, bias, stride, padding, dilation",
-           tensors=("bias",), reading=torch_only("(N, C, L) input, (out, in, K) weight", {
+           tensors=("bias",), loose=("stride", "padding", "dilation"),
+           reading=torch_only("(N, C, L) input, (out, in, K) weight", {
                "tensorflow": "tf.nn.conv1d takes (N, W, C) input and (K, in, out) filters, with strides and padding"}))
 def _conv1d(f, x, w, bias, stride, padding, dilation, groups):
     return _torch_conv(f, x, w, bias, stride, padding, dilation, groups, "conv1d", 1)
@@ -888,19 +911,24 @@ def _conv1d(f, x, w, bias, stride, padding, dilation, groups):
 EPS = 1e-7
 
 
-def _keras_reading(name):
+def _keras_reading(name, optax=None):
     def reading(spelling):
         if spelling.library in ("keras", "tensorflow"):
             return None
+        if spelling.library == "optax" and optax:
+            return optax, {}
+        if spelling.library != "python":
+            raise ReadingError(f"{spelling.name}: gradcli's {spelling.name} is Keras' loss (y_true, y_pred), not "
+                               f"{spelling.library}'s; write keras.losses.{spelling.name}(y_true, y_pred)")
         raise ReadingError(f"{spelling.name}: Keras' {name} gives one loss per sample (averaged over the last "
                            f"axis), scikit-learn's metric averages every element; write keras.losses."
                            f"{spelling.name}(y_true, y_pred), or the mean you mean")
     return reading
 
 
-def _keras(name, doc, aliases=(), params=None):
+def _keras(name, doc, aliases=(), params=None, optax=None):
     return composite(name, ("y_true", "y_pred"), dict(params or {}), "Keras: " + doc, aliases=aliases,
-                     reading=_keras_reading(name))
+                     reading=_keras_reading(name, optax))
 
 
 def _last_mean(f, loss):
@@ -934,7 +962,8 @@ def _keras_poisson(f, t, p):
     return _last_mean(f, p - t * f.log(p + EPS))
 
 
-@_keras("kl_divergence", "sum(y_true log(y_true / y_pred), axis=-1), both clipped to [1e-7, 1]", ("kld", "KLD"))
+@_keras("kl_divergence", "sum(y_true log(y_true / y_pred), axis=-1), both clipped to [1e-7, 1]", ("kld", "KLD"),
+        optax="optax_kl_divergence")
 def _keras_kld(f, t, p):
     t = f.clip(t, EPS, 1.0)
     p = f.clip(p, EPS, 1.0)
@@ -1110,3 +1139,11 @@ def _optax_cos(f, p, t, epsilon):
            "Optax: 1 - cosine_similarity(predictions, targets)")
 def _optax_cos_distance(f, p, t, epsilon):
     return 1.0 - _optax_cosine(f, p, t, epsilon)
+
+
+@composite("optax_kl_divergence", ("log_predictions", "targets"), {},
+           "Optax's kl_divergence: sum(targets (log(targets) - log_predictions), axis=-1), 0 where targets is 0",
+           public=False)
+def _optax_kld(f, logp, t):
+    loss = f.xlogy(t, t) - t * logp
+    return f.sum(loss, axis=-1) if loss.ndim else loss

@@ -244,6 +244,9 @@ CASES += [
     ("y = F.conv2d(x, w, padding='same', dilation=2)", {"x": normal((2, 4, 5)), "w": normal((1, 2, 2, 3))},
      lambda x, w: conv_nhwc(x.transpose(1, 2, 0)[None], w.transpose(2, 3, 1, 0), dilation=(2, 2),
                             pad=(same(4, 2, 1, 2), same(5, 3, 1, 2)))[0].transpose(2, 0, 1), {}),
+    ("y = F.conv2d(x, w, stride=(2, 1), padding=(0, 1))", {"x": normal((1, 1, 5, 4)), "w": normal((2, 1, 2, 3))},
+     lambda x, w: conv_nhwc(x.transpose(0, 2, 3, 1), w.transpose(2, 3, 1, 0), (2, 1), pad=((0, 0), (1, 1)))
+     .transpose(0, 3, 1, 2), {}),
     ("y = F.conv1d(x, w, stride=2, padding=1)", {"x": normal((2, 2, 7)), "w": normal((3, 2, 3))},
      lambda x, w: conv_nhwc(x.transpose(0, 2, 1)[:, None], w.transpose(2, 1, 0)[None], (1, 2), pad=((0, 0), (1, 1)))
      [:, 0].transpose(0, 2, 1), {}),
@@ -304,6 +307,8 @@ CASES += [
      lambda x: -log_softmax(x, -1)[[0, 1], [1, 2]], {}),
     ("y = optax.hinge_loss(p, t)", {"p": u(-0.9, 0.9)}, lambda p, t: np.maximum(0, 1 - p * t),
      {"fixed": {"t": const([[1, -1, 1], [-1, 1, 1]])}}),
+    ("y = optax.kl_divergence(lp, t)", {"lp": normal(), "t": u(0.05, 1)},
+     lambda lp, t: (t * (np.log(t) - lp)).sum(-1), {}),
     ("y = optax.cosine_similarity(p, t)", {"p": normal(), "t": normal()}, lambda p, t: (unit(p) * unit(t)).sum(-1), {}),
     ("y = optax.cosine_distance(p, t, epsilon=1e-6)", {"p": normal(), "t": normal()},
      lambda p, t: 1 - (unit(p) * unit(t)).sum(-1), {}),
@@ -343,6 +348,7 @@ def test_gaussian_nll_clamps_the_variance_without_blocking_its_gradient():
     ("y = jax.nn.normalize(x)", "jax.nn.normalize standardizes"),
     ("y = cosine_similarity(x, x)", "PyTorch's F.cosine_similarity reduces dim=1"),
     ("y = mean_squared_error(x, x)", "scikit-learn's metric averages every element"),
+    ("y = jnp.poisson(x, x)", "gradcli's poisson is Keras' loss"),
     ("y = keras.losses.binary_crossentropy(x, x)", "Keras 2 (log(p + 1e-7)) and Keras 3 (log(p)) differ"),
     ("y = keras.losses.sparse_categorical_crossentropy([0, 3], x, from_logits=True)", "target 3 is not a class"),
     ("y = keras.losses.hinge(x * 2, x)", "the labels must be written in the program"),
@@ -352,6 +358,10 @@ def test_gaussian_nll_clamps_the_variance_without_blocking_its_gradient():
     ("y = conv2d(x, x, 1, 'SAME')", "write tf.nn.conv2d or F.conv2d"),
     ("y = tf.nn.conv2d(x, x, 1, 'SAME')", "takes a 4-D input and 4-D filters"),
     ("y = F.conv2d(x, x, groups=2)", "groups other than 1"),
+    ("y = F.smooth_l1_loss(x, x, beta='a')", "'beta' must be a number, not 'a'"),
+    ("y = F.kl_div(x, x, log_target=2)", "'log_target' must be True or False"),
+    ("y = F.threshold(x, [1, 2], 0)", "an argument is not of a kind threshold() takes"),
+    ("y = F.layer_norm(x, 'a')", "normalized_shape must be an integer or a list of integers"),
 ])
 def test_nn_errors_are_positioned(program, words):
     with pytest.raises(GradcliError) as info:
