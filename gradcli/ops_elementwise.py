@@ -171,8 +171,8 @@ _binary("squared_difference", lambda xp, x, y: xp.square(x - y),
 
 _unary("fabs", "fabs", lambda g, ans, x: g * G.sign(x), finite_closed=True)
 _unary("trunc", "trunc", NOT_DIFFERENTIABLE, ("fix",), finite_closed=True)
-_binary("fmod", "fmod", (lambda g, ans, x, y: g, lambda g, ans, x, y: -(g * G.trunc(x / y))),
-        doc="C's remainder: the sign of x (mod and remainder take y's)")
+_binary("fmod", "fmod", (lambda g, ans, x, y: g, lambda g, ans, x, y: -(g * G.trunc(x / y))), ("rem",),
+        doc="C's remainder: the sign of x (mod and remainder take y's); lax.rem")
 _binary("copysign", "copysign", (lambda g, ans, x, y: g * (G.sign(x) * G.copysign(1.0, y)), NO_GRADIENT),
         finite_closed=True)
 _binary("heaviside", lambda xp, x, h: xp.heaviside(x, h), (NO_GRADIENT, lambda g, ans, x, h: g * G.equal(x, 0.0)),

@@ -196,6 +196,9 @@ def _gaussian_nll(f, x, t, var, reduction, full, eps):
         elif not (xs[:-1] == vs[:-1] and vs and vs[-1] == 1):
             raise ShapeError(f"var of shape {fmt_shape(vs)} does not fit input of shape {fmt_shape(xs)} "
                              "(the same shape, one dimension fewer, or a last dimension of 1)")
+    known = f.e.known(var.id)
+    if known is not None and np.any(np.asarray(known) < 0):
+        raise ShapeError("var has a negative entry (PyTorch refuses it)")
     v = no_grad_clamp_min(f, var, float(eps))
     loss = 0.5 * (f.log(v) + f.square(x - t) / v)
     if full:
@@ -1147,3 +1150,82 @@ def _optax_cos_distance(f, p, t, epsilon):
 def _optax_kld(f, logp, t):
     loss = f.xlogy(t, t) - t * logp
     return f.sum(loss, axis=-1) if loss.ndim else loss
+
+
+# --------------------------------------------------------------------------- more of PyTorch's losses
+
+@composite("triplet_margin_loss", ("anchor", "positive", "negative"),
+           dict(R, margin=1.0, p=2.0, eps=1e-6, swap=False),
+           "max(d(anchor, positive) - d(anchor, negative) + margin, 0), d the pairwise_distance (p, eps); "
+           "swap=True takes the smaller of d(anchor, negative) and d(positive, negative)")
+def _triplet(f, a, pos, neg, reduction, margin, p, eps, swap):
+    def d(u, v):
+        return _pairwise_distance(f, u, v, p, eps, False)
+    d_an = d(a, neg)
+    if swap:
+        d_an = f.minimum(d_an, d(pos, neg))
+    return reduce(f, clamp_min(f, d(a, pos) - d_an + float(margin), 0.0), reduction)
+
+
+@composite("multilabel_soft_margin_loss", ("input", "target"), dict(R, weight=None),
+           "-(target log sigmoid(x) + (1 - target) log sigmoid(-x)), weighted, averaged over the classes "
+           "(the last dimension), then reduction", tensors=("weight",))
+def _multilabel_soft_margin(f, x, t, reduction, weight):
+    loss = -(t * f.log_sigmoid(x) + (1.0 - t) * f.log_sigmoid(-x))
+    if weight is not None:
+        loss = loss * weight
+    if loss.ndim:
+        loss = f.sum(loss, axis=-1) / float(x.shape[-1])
+    return reduce(f, loss, reduction)
+
+
+@composite("multi_margin_loss", ("input", "target"), dict(R, p=1, margin=1.0, weight=None),
+           "sum over i != y of max(0, margin - x[y] + x[i])^p / C (times weight[y]), y the class index",
+           tensors=("weight",))
+def _multi_margin(f, x, t, reduction, p, margin, weight):
+    if p not in (1, 2):
+        raise ShapeError("p must be 1 or 2 (as in PyTorch)")
+    if x.ndim not in (1, 2):
+        raise ShapeError(f"multi_margin_loss takes scores (C,) or (N, C), got {fmt_shape(x.shape)}")
+    cdim = x.ndim - 1
+    if t.shape != x.shape[:cdim]:
+        raise ShapeError(f"target of shape {fmt_shape(t.shape)} does not fit scores of shape {fmt_shape(x.shape)}")
+    onehot, _ = _class_targets(f, x, t, cdim, -100, "multi_margin_loss")
+    picked = f.sum(f.where(onehot, x, 0.0), axis=cdim, keepdims=True)
+    terms = clamp_min(f, float(margin) - picked + x, 0.0)
+    if p == 2:
+        terms = f.square(terms)
+    terms = f.where(onehot, 0.0, terms)
+    if weight is not None:
+        terms = terms * f.sum(onehot * _weights_along(f, weight, x, cdim), axis=cdim, keepdims=True)
+    return reduce(f, f.sum(terms, axis=cdim) / float(x.shape[cdim]), reduction)
+
+
+@composite("pdist", ("input",), {"p": 2.0},
+           "the p-norm distances between the rows of input (N, M), i < j in order: N (N - 1) / 2 of them")
+def _pdist(f, x, p):
+    from .ops_index import IndexArray
+
+    if x.ndim != 2:
+        raise ShapeError(f"pdist takes a matrix (N, M), got {fmt_shape(x.shape)}")
+    i, j = np.triu_indices(x.shape[0], k=1)
+    d = f.index(x, index=(IndexArray(i),)) - f.index(x, index=(IndexArray(j),))
+    return f.vector_norm(d, ord=p, axis=-1)
+
+
+@composite("masked_fill", ("input", "mask", "value"), {}, "value where mask is nonzero, else input")
+def _masked_fill(f, x, mask, value):
+    shape = broadcast_shapes(x.shape, mask.shape)
+    if shape != x.shape:
+        raise ShapeError(f"the mask of shape {fmt_shape(mask.shape)} does not broadcast to the input's "
+                         f"{fmt_shape(x.shape)}")
+    return f.where(mask, value, x)
+
+
+@composite("clip_by_norm", ("t", "clip_norm"), {"axes": None, "name": None},
+           "TensorFlow's: t clip_norm / max(l2norm(t, axes), clip_norm), the norm's gradient 0 where it is 0")
+def _clip_by_norm(f, t, clip_norm, axes, name):
+    l2sum = f.sum(f.square(t), axis=axes, keepdims=True)
+    positive = f.greater(l2sum, 0.0)
+    l2norm = f.where(positive, f.sqrt(f.where(positive, l2sum, 1.0)), l2sum)
+    return t * clip_norm / f.maximum(l2norm, clip_norm)

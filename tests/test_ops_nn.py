@@ -315,6 +315,46 @@ CASES += [
 ]
 
 
+def pnorm(d, p=2.0):
+    return (np.abs(d) ** p).sum(-1) ** (1 / p)
+
+
+def multi_margin(x, t, p=1, margin=1.0, w=None):
+    out = []
+    for n, y in enumerate(t):
+        terms = [max(0.0, margin - x[n, y] + x[n, i]) ** p * (1.0 if w is None else w[y])
+                 for i in range(x.shape[1]) if i != y]
+        out.append(sum(terms) / x.shape[1])
+    return np.mean(out)
+
+
+CASES += [
+    ("y = F.triplet_margin_loss(a, b, c)", {"a": normal((4, 3)), "b": normal((4, 3)), "c": normal((4, 3))},
+     lambda a, b, c: np.mean(np.maximum(pnorm(a - b + 1e-6) - pnorm(a - c + 1e-6) + 1.0, 0)), {}),
+    ("y = F.triplet_margin_loss(a, b, c, margin=2.0, p=1.5, swap=True, reduction='sum')",
+     {"a": normal((4, 3)), "b": normal((4, 3)), "c": normal((4, 3))},
+     lambda a, b, c: np.sum(np.maximum(pnorm(a - b + 1e-6, 1.5) - np.minimum(pnorm(a - c + 1e-6, 1.5),
+                                                                            pnorm(b - c + 1e-6, 1.5)) + 2.0, 0)),
+     {}),
+    ("y = F.multilabel_soft_margin_loss(x, t, weight=w)", {"x": normal(), "w": u(0.5, 2, (3,))},
+     lambda x, t, w: np.mean(np.sum(-w * (t * log_sigmoid(x) + (1 - t) * log_sigmoid(-x)), -1) / 3),
+     {"fixed": {"t": const([[0, 1, 1], [1, 0, 0]])}}),
+    ("y = F.multi_margin_loss(x, [2, 0, 1])", {"x": u(-0.3, 0.3, (3, 4))}, lambda x: multi_margin(x, [2, 0, 1]), {}),
+    ("y = F.multi_margin_loss(x, [2, 0, 1], p=2, margin=0.8, weight=w)",
+     {"x": u(-0.3, 0.3, (3, 4)), "w": u(0.5, 2, (4,))}, lambda x, w: multi_margin(x, [2, 0, 1], 2, 0.8, w), {}),
+    ("y = F.pdist(x)", {"x": normal((4, 3))},
+     lambda x: np.array([pnorm(x[i] - x[j]) for i in range(4) for j in range(i + 1, 4)]), {}),
+    ("y = F.pdist(x, p=1.0)", {"x": normal((3, 2))},
+     lambda x: np.array([pnorm(x[i] - x[j], 1.0) for i in range(3) for j in range(i + 1, 3)]), {}),
+    ("y = torch.masked_fill(x, m, v)", {"x": normal(), "v": normal(())},
+     lambda x, m, v: np.where(m != 0, v, x), {"fixed": {"m": const([1.0, 0.0, 1.0])}}),
+    ("y = tf.clip_by_norm(t, 1.5)", {"t": normal()}, lambda t: t * 1.5 / max(np.linalg.norm(t), 1.5), {}),
+    ("y = tf.clip_by_norm(t, c, axes=[1])", {"t": normal(), "c": u(0.5, 3, (2, 1))},
+     lambda t, c: t * c / np.maximum(np.linalg.norm(t, axis=1, keepdims=True), c), {}),
+    ("y = lax.rem(a, b)", {"a": u(-5, 5), "b": u(0.7, 1.3, (3,))}, lambda a, b: np.fmod(a, b), {}),
+]
+
+
 @pytest.mark.parametrize("program,inputs,reference,options", CASES, ids=[c[0] for c in CASES])
 def test_op(program, inputs, reference, options):
     rng = np.random.default_rng(sum(map(ord, program)))
