@@ -709,8 +709,14 @@ class _Lowering:
                              "or a mask with one entry per element", value.pos)
         if not isinstance(value, Literal):
             where = value.pos if isinstance(value, (Text, TupleValue)) else pos
-            raise self.error("an index must be a constant integer, a list of integers or a mask written in the "
-                             "program (a computed index would make the shape depend on the data)", where)
+            eq = self.graph.equations[value] if type(value) is int else None
+            if eq is not None and eq.op.name == "input":
+                raise self.error(f"an index must be a constant integer (or list, or mask) written in the program: "
+                                 f"'{eq.params['name']}' is an input (a "
+                                 "top-level NAME = literal can be changed with --set); write the index in the "
+                                 "subscript, or bind it inside the function that uses it", where)
+            raise self.error("an index must be a constant integer (or list, or mask) written in the program: a "
+                             "computed index would make the shape depend on the data", where)
         return self.static_int(value, "an index", pos)
 
     def checked_index(self, target, index: tuple, pos: Pos) -> tuple:

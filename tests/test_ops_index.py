@@ -108,6 +108,7 @@ def test_a_mask_is_not_read_as_integers():
     ("y = x[[True, False]]", "boolean index did not match", 6),
     ("y = x[[0.5, 1]]", "an index array must hold integers, not 0.5", 7),
     ("y = x[x > 0]", "a computed index would make the shape depend on the data", 9),
+    ("y = x[n]", "'n' is an input (a top-level NAME = literal can be changed with --set)", 7),
     ("y = x[True]", "a boolean scalar index", 7),
     ("y = x.at[[0, 0]].set(1.0)", "repeated index", 9),
     ("y = x.at[[0, 1]].multiply(x[[1, 1, 2]])", "cannot be written where the index selects (2,)", 28),
@@ -118,7 +119,7 @@ def test_a_mask_is_not_read_as_integers():
 ])
 def test_index_errors_are_positioned(program, words, column):
     with pytest.raises(GradcliError) as info:
-        api.evaluate(program, feeds={"x": [1.0, 2.0, 3.0]})
+        api.evaluate(program, feeds={"x": [1.0, 2.0, 3.0], **({"n": 1.0} if "[n]" in program else {})})
     assert words in str(info.value)
     assert info.value.pos is not None and info.value.pos.column == column, info.value.pos
 
