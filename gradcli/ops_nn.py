@@ -220,11 +220,36 @@ def _poisson_nll(f, x, t, reduction, log_input, full, eps):
 
 # --------------------------------------------------------------------------- classification losses
 
+def _bce_forward(xp, p, t):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return -(t * xp.maximum(xp.log(p), -100.0) + (1.0 - t) * xp.maximum(xp.log1p(-p), -100.0))
+
+
+def _clamped_log(x, minus_one=None):
+    """max(log(x), -100) as gradient equations with no infinity in between (log1p(minus_one)
+    where given, for its accuracy near x = 1)."""
+    positive = G_.greater(x, 0.0)
+    if minus_one is None:
+        inner = G_.log(G_.where(positive, x, 1.0))
+    else:
+        inner = G_.log1p(G_.where(positive, minus_one, 0.0))
+    return G_.maximum(G_.where(positive, inner, -100.0), -100.0)
+
+
+# PyTorch's own gradients: in the input (p - t) / max(p (1 - p), 1e-12), finite at p = 0 and 1
+# where the clamped logs are; in the target the difference of the clamped logs
+register(Op("bce_terms", _bce_forward, lambda p, t: broadcast_shapes(p, t),
+            (lambda g, ans, p, t: g * ((p - t) / G_.maximum((1.0 - p) * p, 1e-12)),
+             lambda g, ans, p, t: g * (_clamped_log(1.0 - p, -p) - _clamped_log(p))),
+            args=("input", "target"), elementwise=True, public=False,
+            doc="-(t log p + (1 - t) log(1 - p)), each log clamped at -100, with PyTorch's gradients"))
+
+
 @composite("binary_cross_entropy", ("input", "target"), dict(R, weight=None),
            "-weight (target log(input) + (1 - target) log(1 - input)), each log clamped at -100 (PyTorch)",
            tensors=("weight",))
 def _bce(f, p, t, reduction, weight):
-    loss = -(t * f.maximum(f.log(p), -100.0) + (1.0 - t) * f.maximum(f.log1p(-p), -100.0))
+    loss = f.bce_terms(p, t)
     if weight is not None:
         loss = loss * weight
     return reduce(f, loss, reduction)
