@@ -1043,6 +1043,8 @@ class _Lowering:
         if pname in ("axis", "axes", "shape"):  # positions and sizes: integers
             if pname == "axes" and arr.ndim == 2 and integral:  # tensordot's pair of lists
                 return tuple(tuple(int(v) for v in row) for row in arr)
+        if pname == "padding" and arr.ndim == 2 and integral:  # a convolution's (before, after) pairs
+            return tuple(tuple(int(v) for v in row) for row in arr)
             if arr.ndim > 1 or not integral:
                 raise self.error(f"{label}(): '{pname}' must be an integer or a list of integers", value.pos)
             if pname == "axis" and arr.ndim == 0:

@@ -707,7 +707,18 @@ def _conv_out(size, k, stride, dilation, pad):
     return (size + pad[0] + pad[1] - span) // stride + 1
 
 
+def _conv_checked(strides, dilations, padding):
+    ok = (isinstance(strides, tuple) and isinstance(dilations, tuple) and isinstance(padding, tuple)
+          and len(strides) == len(dilations) == len(padding) == 2
+          and all(isinstance(v, int) and v >= 1 for v in strides + dilations)
+          and all(isinstance(p, tuple) and len(p) == 2 and all(isinstance(v, int) and v >= 0 for v in p)
+                  for p in padding))
+    if not ok:
+        raise ShapeError("strides and dilations must be two positive integers, padding two (before, after) pairs")
+
+
 def _conv_shape(x, f, strides, dilations, padding):
+    _conv_checked(strides, dilations, padding)
     if len(x) != 4 or len(f) != 4:
         raise ShapeError(f"conv2d takes a 4-D input and a 4-D filter, got {fmt_shape(x)} and {fmt_shape(f)}")
     if x[3] != f[2]:
@@ -766,21 +777,34 @@ def _conv_params(p):
 register(Op("conv2d_nhwc", _conv, _conv_shape,
             (lambda g, ans, x, f, **p: G_.conv2d_input_grad(g, f, input_shape=x.shape, **_conv_params(p)),
              lambda g, ans, x, f, **p: G_.conv2d_filter_grad(x, g, filter_shape=f.shape, **_conv_params(p))),
-            args=("input", "filters"), params=dict(_CONV), public=False,
-            doc="2-D convolution (cross-correlation), NHWC input and HWIO filters"))
-register(Op("conv2d_input_grad", _conv_input_grad,
-            lambda g, f, input_shape, **p: tuple(input_shape),
+            args=("input", "filters"), params=dict(_CONV),
+            doc="2-D convolution (cross-correlation), NHWC input and HWIO filters, strides and dilations (h, w), "
+                "padding ((top, bottom), (left, right)): what tf.nn.conv2d and F.conv2d are written with"))
+def _input_grad_shape(g, f, input_shape, **p):
+    input_shape = tuple(input_shape)
+    if len(input_shape) != 4 or _conv_shape(input_shape, f, **p) != tuple(g):
+        raise ShapeError(f"a cotangent of shape {fmt_shape(g)} is not conv2d's output for input {fmt_shape(input_shape)}")
+    return input_shape
+
+
+def _filter_grad_shape(x, g, filter_shape, **p):
+    filter_shape = tuple(filter_shape)
+    if len(filter_shape) != 4 or _conv_shape(x, filter_shape, **p) != tuple(g):
+        raise ShapeError(f"a cotangent of shape {fmt_shape(g)} is not conv2d's output for filters {fmt_shape(filter_shape)}")
+    return filter_shape
+
+
+register(Op("conv2d_input_grad", _conv_input_grad, _input_grad_shape,
             (lambda u, ans, g, f, input_shape, **p: G_.conv2d_nhwc(u, f, **_conv_params(p)),
              lambda u, ans, g, f, input_shape, **p: G_.conv2d_filter_grad(u, g, filter_shape=f.shape,
                                                                           **_conv_params(p))),
-            args=("g", "filters"), params=dict(_CONV, input_shape=REQUIRED), public=False,
+            args=("g", "filters"), params=dict(_CONV, input_shape=REQUIRED),
             doc="the gradient of conv2d_nhwc in its input"))
-register(Op("conv2d_filter_grad", _conv_filter_grad,
-            lambda x, g, filter_shape, **p: tuple(filter_shape),
+register(Op("conv2d_filter_grad", _conv_filter_grad, _filter_grad_shape,
             (lambda u, ans, x, g, filter_shape, **p: G_.conv2d_input_grad(g, u, input_shape=x.shape,
                                                                           **_conv_params(p)),
              lambda u, ans, x, g, filter_shape, **p: G_.conv2d_nhwc(x, u, **_conv_params(p))),
-            args=("input", "g"), params=dict(_CONV, filter_shape=REQUIRED), public=False,
+            args=("input", "g"), params=dict(_CONV, filter_shape=REQUIRED),
             doc="the gradient of conv2d_nhwc in its filters"))
 
 
@@ -820,9 +844,15 @@ def _tf_conv(f, x, w, strides, padding, data_format, dilations, label):
     s, d = _pair(strides, "strides", data_format=data_format), _pair(dilations, "dilations", data_format=data_format)
     if data_format == "NCHW":
         x = f.transpose(x, axes=(0, 2, 3, 1))
-    if not isinstance(padding, str) or padding.upper() not in ("SAME", "VALID"):
-        raise ShapeError(f"padding must be 'SAME' or 'VALID', not {padding!r}")
-    if padding.upper() == "VALID":
+    if isinstance(padding, tuple) and len(padding) == 4 and all(isinstance(p, tuple) for p in padding):
+        rows = padding[1:3] if data_format == "NHWC" else padding[2:4]
+        others = (padding[0], padding[3]) if data_format == "NHWC" else padding[:2]
+        if any(p != (0, 0) for p in others):
+            raise ShapeError("explicit padding of the batch and channel dimensions must be [0, 0]")
+        pad = tuple(rows)
+    elif not isinstance(padding, str) or padding.upper() not in ("SAME", "VALID"):
+        raise ShapeError(f"padding must be 'SAME', 'VALID' or four [before, after] pairs, not {padding!r}")
+    elif padding.upper() == "VALID":
         pad = ((0, 0), (0, 0))
     else:
         pad = tuple(_same_padding(x.shape[1 + k], w.shape[k], s[k], d[k]) for k in range(2))

@@ -209,6 +209,19 @@ def conv_nhwc(x, f, stride=(1, 1), dilation=(1, 1), pad=((0, 0), (0, 0))):
     return out
 
 
+def conv_input_grad(g, f, input_shape, stride, pad):
+    """The adjoint by its definition: <conv(x, f), g> = <x, A(g)>, column by column."""
+    n = int(np.prod(input_shape))
+    cols = [np.sum(conv_nhwc(np.eye(n)[k].reshape(input_shape), f, stride, pad=pad) * g) for k in range(n)]
+    return np.array(cols).reshape(input_shape)
+
+
+def conv_filter_grad(x, g, filter_shape, stride, pad):
+    n = int(np.prod(filter_shape))
+    cols = [np.sum(conv_nhwc(x, np.eye(n)[k].reshape(filter_shape), stride, pad=pad) * g) for k in range(n)]
+    return np.array(cols).reshape(filter_shape)
+
+
 def same(size, k, s, d=1):
     total = max((-(-size // s) - 1) * s + (k - 1) * d + 1 - size, 0)
     return (total // 2, total - total // 2)
@@ -247,6 +260,17 @@ CASES += [
     ("y = F.conv2d(x, w, stride=(2, 1), padding=(0, 1))", {"x": normal((1, 1, 5, 4)), "w": normal((2, 1, 2, 3))},
      lambda x, w: conv_nhwc(x.transpose(0, 2, 3, 1), w.transpose(2, 3, 1, 0), (2, 1), pad=((0, 0), (1, 1)))
      .transpose(0, 3, 1, 2), {}),
+    ("y = tf.nn.conv2d(x, f, 1, [[0, 0], [1, 0], [0, 2], [0, 0]])", {"x": normal((1, 3, 3, 1)), "f": normal((2, 2, 1, 2))},
+     lambda x, f: conv_nhwc(x, f, pad=((1, 0), (0, 2))), {}),
+    ("y = conv2d_nhwc(x, f, strides=[1, 2], dilations=[2, 1], padding=[[1, 1], [0, 1]])",
+     {"x": normal((1, 4, 4, 2)), "f": normal((2, 2, 2, 1))},
+     lambda x, f: conv_nhwc(x, f, (1, 2), (2, 1), ((1, 1), (0, 1))), {}),
+    ("y = conv2d_input_grad(g, f, input_shape=[1, 3, 4, 2], strides=[1, 2], dilations=[1, 1], padding=[[1, 1], [0, 1]])",
+     {"g": normal((1, 4, 2, 3)), "f": normal((2, 2, 2, 3))},
+     lambda g, f: conv_input_grad(g, f, (1, 3, 4, 2), (1, 2), ((1, 1), (0, 1))), {}),
+    ("y = conv2d_filter_grad(x, g, filter_shape=[2, 2, 2, 3], strides=[1, 2], dilations=[1, 1], "
+     "padding=[[1, 1], [0, 1]])", {"x": normal((1, 3, 4, 2)), "g": normal((1, 4, 2, 3))},
+     lambda x, g: conv_filter_grad(x, g, (2, 2, 2, 3), (1, 2), ((1, 1), (0, 1))), {}),
     ("y = F.conv1d(x, w, stride=2, padding=1)", {"x": normal((2, 2, 7)), "w": normal((3, 2, 3))},
      lambda x, w: conv_nhwc(x.transpose(0, 2, 1)[:, None], w.transpose(2, 1, 0)[None], (1, 2), pad=((0, 0), (1, 1)))
      [:, 0].transpose(0, 2, 1), {}),
@@ -404,6 +428,7 @@ def test_gaussian_nll_clamps_the_variance_without_blocking_its_gradient():
     ("y = conv2d(x, x, 1, 'SAME')", "write tf.nn.conv2d or F.conv2d"),
     ("y = tf.nn.conv2d(x, x, 1, 'SAME')", "takes a 4-D input and 4-D filters"),
     ("y = F.conv2d(x, x, groups=2)", "groups other than 1"),
+    ("y = conv2d_nhwc(x, x, strides=1, dilations=[1, 1], padding=[[0, 0], [0, 0]])", "strides and dilations must be"),
     ("y = F.smooth_l1_loss(x, x, beta='a')", "'beta' must be a number, not 'a'"),
     ("y = F.kl_div(x, x, log_target=2)", "'log_target' must be True or False"),
     ("y = F.threshold(x, [1, 2], 0)", "an argument is not of a kind threshold() takes"),
@@ -414,3 +439,15 @@ def test_nn_errors_are_positioned(program, words):
         api.evaluate(program, feeds={"x": np.ones((2, 3))})
     assert words in str(info.value), str(info.value)
     assert info.value.pos is not None and info.value.pos.line == 1
+
+
+def test_derive_of_a_convolution_round_trips():
+    program = "y = sum(tf.nn.conv2d(x, f, 2, 'SAME') ** 2) + sum(F.conv2d(x, g, padding=1))"
+    rng = np.random.default_rng(3)
+    feeds = {"x": rng.standard_normal((1, 3, 3, 3)), "f": rng.standard_normal((2, 2, 3, 2)),
+             "g": rng.standard_normal((2, 3, 2, 2))}
+    for name in feeds:
+        printed = api.derive(program, wrt=name, feeds=feeds)
+        got = next(iter(api.evaluate(printed).outputs.values()))
+        np.testing.assert_allclose(got, api.grad(program, wrt=[name], feeds=feeds).gradients[name], rtol=1e-13,
+                                   err_msg=printed)
