@@ -681,6 +681,8 @@ class _Lowering:
                 index.append(None if value is NONE else self.static_index(value, getattr(sub, "pos", node.pos)))
         if isinstance(target, AtRef):  # JAX's `x.at[idx]`: the update follows
             return AtIndexed(target.target, self.checked_index(target.target, tuple(index), node.pos), node.pos)
+        if isinstance(target, TupleValue) and len(index) == 1 and isinstance(index[0], tuple):
+            return TupleValue(target.items[slice(*index[0])], node.pos)  # `x.shape[-1:]`
         if isinstance(target, TupleValue) and not ops_index.is_advanced(index):  # `x.shape[0]`, `pair[1]`
             if len(index) != 1 or not isinstance(index[0], int):
                 raise self.error("a tuple takes one constant integer index", node.pos)

@@ -135,6 +135,8 @@ CASES = [
      lambda x: x / np.abs(x).sum(0, keepdims=True), {}),
     ("y = F.layer_norm(x, (3,))", {"x": normal((2, 3))},
      lambda x: (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5), {}),
+    ("y = F.layer_norm(x, x.shape[-1:]) * x", {"x": normal((2, 3))},
+     lambda x: (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5) * x, {}),
     ("y = F.layer_norm(x, [2, 3], weight=w, bias=b, eps=1e-3)",
      {"x": normal((2, 2, 3)), "w": normal((2, 3)), "b": normal((2, 3))},
      lambda x, w, b: (x - x.mean((1, 2), keepdims=True)) / np.sqrt(x.var((1, 2), keepdims=True) + 1e-3) * w + b, {}),
