@@ -1000,7 +1000,7 @@ class _Lowering:
             return ids[0]  # a missing input: lowering goes on to list them all
         try:
             return op.expand(expansion, *ids, **params)
-        except (TypeError, ValueError) as exc:  # a parameter of a kind the op does not take
+        except (TypeError, ValueError, IndexError) as exc:  # a parameter of a kind the op does not take
             raise self.error(f"{label}(): an argument is not of a kind {label}() takes ({exc})", node.pos) from None
         except ShapeError as exc:
             message = str(exc)

@@ -1230,7 +1230,7 @@ def _multilabel_soft_margin(f, x, t, reduction, weight):
     if weight is not None:
         loss = loss * weight
     if loss.ndim:
-        loss = f.sum(loss, axis=-1) / float(x.shape[-1])
+        loss = f.sum(loss, axis=-1) / float(loss.shape[-1])
     return reduce(f, loss, reduction)
 
 

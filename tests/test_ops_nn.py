@@ -453,3 +453,18 @@ def test_derive_of_a_convolution_round_trips():
         got = next(iter(api.evaluate(printed).outputs.values()))
         np.testing.assert_allclose(got, api.grad(program, wrt=[name], feeds=feeds).gradients[name], rtol=1e-13,
                                    err_msg=printed)
+
+
+def test_composites_called_with_odd_arguments_give_positioned_errors_never_a_crash():
+    from gradcli.ops import OPS
+
+    names = sorted(n for n, op in OPS.items() if op.expand is not None)
+    for name in names:
+        for args in ("x", "x, x", "x, x, x", "x, 'a'", "x, [1, 2]", "x, x, x, x", "x, x, 1", "x, x, weight='a'",
+                     "x, x, dim=[0, 1]"):
+            for shape in ((2, 3), ()):
+                program = f"y = {name}({args})"
+                try:
+                    api.grad(program, wrt=["x"], feeds={"x": np.full(shape, 0.5)})
+                except GradcliError as exc:
+                    assert exc.pos is not None, (program, str(exc))
