@@ -218,6 +218,7 @@ class Literal:
     value: np.ndarray
     pos: Pos
     boolean: bool = False  # written with True/False (or a comparison): a mask where it indexes
+    from_tuple: bool = False  # written as a tuple, `(0, 1)`: as a whole subscript, one index per axis
 
 
 @dataclass(slots=True)
@@ -637,8 +638,11 @@ class _Lowering:
         return self.graph.shapes[value]
 
     def tuple(self, node: ast.Tuple, items: list):
-        if items and all(isinstance(v, Literal) for v in items) and len({v.value.shape for v in items}) == 1:
-            return self.array(node, items, None)
+        if items and all(isinstance(v, Literal) for v in items) and len({v.value.shape for v in items}) == 1 \
+                and len({v.boolean for v in items}) == 1:
+            value = self.array(node, items, None)
+            value.from_tuple = True
+            return value
         return TupleValue(list(items), node.pos)
 
     def array(self, node, items: list, scope: _Scope | None, as_value: bool = False):
@@ -667,7 +671,16 @@ class _Lowering:
     def index(self, node: ast.Index, values: list, scope: _Scope):
         target, rest = values[0], iter(values[1:])
         index = []
-        for sub in node.subscripts:
+        subscripts = node.subscripts
+        if len(subscripts) == 1 and not isinstance(subscripts[0], ast.Slice) and subscripts[0] is not ast.ELLIPSIS:
+            whole = values[1]
+            # a tuple as the whole subscript is one index per axis, as in NumPy: x[(0, 1)] is x[0, 1]
+            if isinstance(whole, TupleValue):
+                subscripts, rest = [whole.pos] * len(whole.items), iter(whole.items)
+            elif isinstance(whole, Literal) and whole.from_tuple:
+                items = [Literal(row, whole.pos, whole.boolean) for row in whole.value]
+                subscripts, rest = [whole.pos] * len(items), iter(items)
+        for sub in subscripts:
             if isinstance(sub, ast.Slice):
                 parts = [self.static_int(next(rest), "a slice bound", sub.pos) if p is not None else None
                          for p in (sub.start, sub.stop, sub.step)]

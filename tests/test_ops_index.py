@@ -153,3 +153,14 @@ def test_set_replaces_non_finite_values_and_multiply_keeps_them_elsewhere():
     assert float(r.gradients["v"]) == 2.0
     r = api.evaluate("y = x.at[0].multiply(2.0)", feeds={"x": [1.0, np.inf, 3.0]})
     np.testing.assert_array_equal(r.outputs["y"], [2.0, np.inf, 3.0])
+
+
+def test_a_tuple_as_the_whole_subscript_is_one_index_per_axis_as_in_numpy():
+    x = np.array([[1.0, 2.0], [3.0, 4.0]])
+    for program, want in (("y = x[(0, 1)]", x[(0, 1)]), ("y = x[(0, [1, 0])]", x[(0, [1, 0])]),
+                          ("y = x[([0, 1], [1, 0])]", x[([0, 1], [1, 0])]), ("y = x[(0, 1), 0]", x[(0, 1), 0]),
+                          ("y = x[(1,)]", x[(1,)]), ("y = x[[0, 1]]", x[[0, 1]]),
+                          ("def f(x):\n    i = (0, 1)\n    return x[i]\ny = f(x)", x[(0, 1)]),
+                          ("y = x.at[(0, 1)].set(9.0)", np.array([[1.0, 9.0], [3.0, 4.0]]))):
+        got = api.evaluate(program, feeds={"x": x}).outputs
+        np.testing.assert_array_equal(next(iter(got.values())), want, err_msg=program)
