@@ -984,9 +984,26 @@ def _keras_reading(name, optax=None):
     return reading
 
 
+def _same_rank(t, p):
+    """Keras 3's losses squeeze or expand a trailing 1 where the ranks of y_true and y_pred differ
+    by one, Keras 2's functions broadcast them: a pair of such shapes is refused."""
+    ts, ps = t.shape, p.shape
+    if (len(ts) == len(ps) + 1 and ts and ts[-1] == 1) or (len(ps) == len(ts) + 1 and ps and ps[-1] == 1):
+        raise ShapeError(f"y_true {fmt_shape(ts)} and y_pred {fmt_shape(ps)}: Keras 3 squeezes the trailing 1 "
+                         "away, Keras 2's loss functions broadcast the two; reshape one to the other's shape")
+
+
+def keras_pair(fn):
+    def checked(f, t, p, *rest, **params):
+        _same_rank(t, p)
+        return fn(f, t, p, *rest, **params)
+    return checked
+
+
 def _keras(name, doc, aliases=(), params=None, optax=None):
-    return composite(name, ("y_true", "y_pred"), dict(params or {}), "Keras: " + doc, aliases=aliases,
-                     reading=_keras_reading(name, optax))
+    register_it = composite(name, ("y_true", "y_pred"), dict(params or {}), "Keras: " + doc, aliases=aliases,
+                            reading=_keras_reading(name, optax))
+    return lambda fn: register_it(keras_pair(fn))
 
 
 def _last_mean(f, loss):
@@ -1056,18 +1073,21 @@ def _keras_categorical_hinge(f, t, p):
 
 @composite("keras_huber", ("y_true", "y_pred"), {"delta": 1.0},
            "Keras' huber: mean(huber(y_pred - y_true, delta), axis=-1)", public=False)
+@keras_pair
 def _keras_huber(f, t, p, delta):
     return _last_mean(f, f.huber(p - t, delta=delta))
 
 
 @composite("keras_log_cosh", ("y_true", "y_pred"), {}, "Keras' log_cosh: mean(log(cosh(y_pred - y_true)), axis=-1)",
            public=False)
+@keras_pair
 def _keras_log_cosh(f, t, p):
     return _last_mean(f, f.log_cosh(p - t))
 
 
 @composite("keras_cosine_similarity", ("y_true", "y_pred"), {"axis": -1},
            "Keras' loss: -sum(l2_normalize(y_true) l2_normalize(y_pred), axis)", public=False)
+@keras_pair
 def _keras_cosine(f, t, p, axis):
     def unit(v):
         return v / f.sqrt(f.maximum(f.sum(f.square(v), axis=axis, keepdims=True), 1e-12))
@@ -1078,6 +1098,7 @@ def _keras_cosine(f, t, p, axis):
                                                               "axis": -1},
            "Keras: -sum(y_true log(p), axis), p = y_pred / sum(y_pred) clipped to [1e-7, 1 - 1e-7], or "
            "log_softmax(y_pred) with from_logits=True", reading=_keras_reading("categorical_crossentropy"))
+@keras_pair
 def _keras_cce(f, t, p, from_logits, label_smoothing, axis):
     if label_smoothing:
         t = t * (1.0 - label_smoothing) + label_smoothing / float(p.shape[axis])
@@ -1107,6 +1128,7 @@ def _keras_scce(f, t, p, from_logits, axis):
 @composite("binary_crossentropy", ("y_true", "y_pred"), {"from_logits": False, "label_smoothing": 0.0, "axis": -1},
            "Keras: mean(sigmoid cross-entropy, axis) with from_logits=True (probabilities are refused)",
            reading=_keras_reading("binary_crossentropy"))
+@keras_pair
 def _keras_bce(f, t, p, from_logits, label_smoothing, axis):
     if not from_logits:
         raise ShapeError("from probabilities Keras 2 (log(p + 1e-7)) and Keras 3 (log(p)) differ; write "
@@ -1140,7 +1162,7 @@ def _optax_reading(target):
 @composite("optax_l2_loss", ("predictions", "targets"), {}, "Optax's l2_loss: 0.5 (predictions - targets)^2",
            public=False)
 def _optax_l2(f, p, t):
-    return 0.5 * f.square(p - t)
+    return 0.5 * _squared_error(f, p, t)
 
 
 @composite("optax_log_cosh", ("predictions", "targets"), {}, "Optax's log_cosh: log(cosh(predictions - targets))",
@@ -1151,6 +1173,9 @@ def _optax_log_cosh(f, p, t):
 
 @composite("squared_error", ("predictions", "targets"), {}, "Optax: (predictions - targets)^2")
 def _squared_error(f, p, t):
+    if p.shape != t.shape:  # Optax asserts it (chex.assert_equal_shape)
+        raise ShapeError(f"predictions {fmt_shape(p.shape)} and targets {fmt_shape(t.shape)} must have the same shape "
+                         "(Optax asserts it)")
     return f.square(p - t)
 
 
