@@ -245,10 +245,17 @@ register(Op("bce_terms", _bce_forward, lambda p, t: broadcast_shapes(p, t),
             doc="-(t log p + (1 - t) log(1 - p)), each log clamped at -100, with PyTorch's gradients"))
 
 
+def _same_size(x, t):
+    if x.shape != t.shape:  # PyTorch raises ValueError
+        raise ShapeError(f"target {fmt_shape(t.shape)} and input {fmt_shape(x.shape)} must have the same size "
+                         "(PyTorch refuses others)")
+
+
 @composite("binary_cross_entropy", ("input", "target"), dict(R, weight=None),
            "-weight (target log(input) + (1 - target) log(1 - input)), each log clamped at -100 (PyTorch)",
            tensors=("weight",))
 def _bce(f, p, t, reduction, weight):
+    _same_size(p, t)
     loss = f.bce_terms(p, t)
     if weight is not None:
         loss = loss * weight
@@ -259,6 +266,7 @@ def _bce(f, p, t, reduction, weight):
            "-weight (pos_weight target log sigmoid(x) + (1 - target) log sigmoid(-x))",
            tensors=("weight", "pos_weight"))
 def _bce_logits(f, x, t, reduction, weight, pos_weight):
+    _same_size(x, t)
     positive = t * f.log_sigmoid(x)
     if pos_weight is not None:
         positive = positive * pos_weight

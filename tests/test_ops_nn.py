@@ -424,6 +424,7 @@ def test_gaussian_nll_clamps_the_variance_without_blocking_its_gradient():
     ("y = keras.losses.mean_squared_error(x[:, 0], x[:, :1])", "Keras 3 squeezes the trailing 1 away"),
     ("y = keras.losses.categorical_crossentropy(reshape(x, [2, 3, 1]), x)", "Keras 3 squeezes the trailing 1"),
     ("y = optax.l2_loss(x, x[0])", "must have the same shape (Optax asserts it)"),
+    ("y = F.binary_cross_entropy_with_logits(x, x[0])", "must have the same size (PyTorch refuses others)"),
     ("y = keras.losses.binary_crossentropy(x, x)", "Keras 2 (log(p + 1e-7)) and Keras 3 (log(p)) differ"),
     ("y = keras.losses.sparse_categorical_crossentropy([0, 3], x, from_logits=True)", "target 3 is not a class"),
     ("y = keras.losses.hinge(x * 2, x)", "the labels must be written in the program"),
