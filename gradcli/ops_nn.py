@@ -1317,3 +1317,19 @@ def _clip_by_norm(f, t, clip_norm, axes, name):
     positive = f.greater(l2sum, 0.0)
     l2norm = f.where(positive, f.sqrt(f.where(positive, l2sum, 1.0)), l2sum)
     return t * clip_norm / f.maximum(l2norm, clip_norm)
+
+
+@composite("triplet_margin_with_distance_loss", ("anchor", "positive", "negative"),
+           dict(R, distance_function=None, margin=1.0, swap=False),
+           "triplet_margin_loss with PyTorch's default distance, pairwise_distance (a distance_function is refused)")
+def _triplet_distance(f, a, pos, neg, reduction, distance_function, margin, swap):
+    if distance_function is not None:
+        raise ShapeError("distance_function must be left out (gradcli takes PyTorch's default, pairwise_distance)")
+    return _triplet(f, a, pos, neg, reduction, margin, 2.0, 1e-6, swap)
+
+
+@composite("mvlgamma", ("input",), {"p": REQUIRED}, "PyTorch's mvlgamma(input, p): multigammaln(input, d=p)")
+def _mvlgamma(f, x, p):
+    if p != int(p) or p < 1:
+        raise ShapeError(f"p must be a positive integer, not {p}")
+    return f.multigammaln(x, d=int(p))
