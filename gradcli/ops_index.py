@@ -54,10 +54,6 @@ def is_advanced(index) -> bool:
     return any(isinstance(item, IndexArray) for item in index)
 
 
-def numpy_index(index):
-    return _index_tuple(index)
-
-
 def indexed_shape(shape, index) -> tuple:
     """The shape of x[index] by NumPy's rules, or ShapeError (an index out of range, a mask
     of the wrong shape)."""

@@ -1151,22 +1151,6 @@ def _keras_bce(f, t, p, from_logits, label_smoothing, axis):
 #
 # optax.NAME(predictions, targets): elementwise (or over the last axis), no reduction.
 
-def _optax_only(name, others):
-    def reading(spelling):
-        if spelling.library == "optax":
-            return None
-        raise ReadingError(f"{spelling.name}: {others}; gradcli's {spelling.name} is Optax's ({name}): write "
-                           f"optax.{spelling.name}(...)")
-    return reading
-
-
-def _optax_reading(target):
-    """For an existing op's record: its Optax spelling is this op."""
-    def reading(spelling):
-        return (target, {}) if spelling.library == "optax" else None
-    return reading
-
-
 @composite("optax_l2_loss", ("predictions", "targets"), {}, "Optax's l2_loss: 0.5 (predictions - targets)^2",
            public=False)
 def _optax_l2(f, p, t):
