@@ -476,3 +476,15 @@ def test_composites_called_with_odd_arguments_give_positioned_errors_never_a_cra
                     api.grad(program, wrt=["x"], feeds={"x": np.full(shape, 0.5)})
                 except GradcliError as exc:
                     assert exc.pos is not None, (program, str(exc))
+
+
+def test_cli_reports_a_bad_class_index_with_exit_2(tmp_path):
+    import subprocess
+    import sys
+    program = tmp_path / "loss.py"
+    program.write_text("import torch.nn.functional as F\nloss = F.cross_entropy(x, [0, 7])\n")
+    done = subprocess.run([sys.executable, "-m", "gradcli", "grad", str(program), "--wrt", "x",
+                           "--set", "x=[[1, 2, 3], [4, 5, 6]]"], capture_output=True, text=True)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "loss.py:2:8: error: cross_entropy(): target 7 is not a class index" in done.stderr
+    assert "^" in done.stderr
