@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import ops as op_table
+from . import ops_index
 from . import syntax as ast
 from .errors import GradcliError, OptionError, Pos, ShapeError, Source
 from .ops import OPS, Op, Sym, fmt_shape
@@ -218,6 +219,8 @@ class Literal:
 
     value: np.ndarray
     pos: Pos
+    boolean: bool = False  # written with True/False (or a comparison): a mask where it indexes
+    from_tuple: bool = False  # written as a tuple, `(0, 1)`: as a whole subscript, one index per axis
 
 
 @dataclass(slots=True)
@@ -226,6 +229,23 @@ class TupleValue:
     by `x, y = ...`, indexed with a constant, or read as one array (its items stacked)."""
 
     items: list
+    pos: Pos
+
+
+@dataclass(slots=True)
+class AtRef:
+    """`x.at` of JAX: waits for its index, `x.at[idx]`."""
+
+    target: object
+    pos: Pos
+
+
+@dataclass(slots=True)
+class AtIndexed:
+    """`x.at[idx]`: waits for its update, `.set(v)`, `.add(v)`, `.get()`."""
+
+    target: object
+    index: tuple
     pos: Pos
 
 
@@ -478,6 +498,10 @@ class _Lowering:
             raise self.error(f"the string '{value.value}' is not a number", value.pos)
         if value is NONE:
             raise self.error("None is not a number (an argument left out is used as one)", None)
+        if isinstance(value, (AtRef, AtIndexed)):
+            raise self.error("x.at[index] is not a value: JAX's update syntax needs its method, as in "
+                             "x.at[index].set(v), .add(v), .multiply(v), .divide(v), .power(v), .min(v), "
+                             ".max(v) or .get()", value.pos)
         return value
 
     # ----------------------------------------------------------------- expressions
@@ -497,7 +521,7 @@ class _Lowering:
                                  getattr(node, "pos", None) or getattr(root, "pos", None))
             if kind == _EVAL:
                 if isinstance(node, ast.Number):
-                    values.append(Literal(np.float64(node.value), node.pos))
+                    values.append(Literal(np.float64(node.value), node.pos, node.boolean))
                 elif isinstance(node, ast.Name):
                     values.append(self.resolve(node, scope))
                 elif isinstance(node, ast.Str):
@@ -628,6 +652,8 @@ class _Lowering:
 
     def attribute(self, target, name: str, pos: Pos, scope: _Scope):
         """`x.T`, `x.shape`, `x.ndim`, `x.size` of a value, as the functions and numbers they are."""
+        if name == "at" and not isinstance(target, (Text, AtRef, AtIndexed)):
+            return AtRef(target, pos)
         shape = self.shape_of(target)
         if name == "shape":
             return TupleValue([Literal(np.float64(d), pos) for d in shape], pos)
@@ -655,8 +681,11 @@ class _Lowering:
         return self.graph.shapes[value]
 
     def tuple(self, node: ast.Tuple, items: list):
-        if items and all(isinstance(v, Literal) for v in items) and len({v.value.shape for v in items}) == 1:
-            return self.array(node, items, None)
+        if items and all(isinstance(v, Literal) for v in items) and len({v.value.shape for v in items}) == 1 \
+                and len({v.boolean for v in items}) == 1:
+            value = self.array(node, items, None)
+            value.from_tuple = True
+            return value
         return TupleValue(list(items), node.pos)
 
     def array(self, node, items: list, scope: _Scope | None, as_value: bool = False):
@@ -672,7 +701,7 @@ class _Lowering:
                 value = np.array([v.value for v in items]).reshape((len(items),) + (shapes.pop() if items else ()))
             if as_value:
                 return self.graph.add_constant(value, node.pos, scope.stack if scope else ())
-            return Literal(value, node.pos)
+            return Literal(value, node.pos, bool(items) and all(v.boolean for v in items))
         ids = tuple(self.materialize(v, scope) for v in items)
         return self.emit(OPS["stack"], ids, {}, node.pos, "[...]", scope)
 
@@ -685,7 +714,16 @@ class _Lowering:
     def index(self, node: ast.Index, values: list, scope: _Scope):
         target, rest = values[0], iter(values[1:])
         index = []
-        for sub in node.subscripts:
+        subscripts = node.subscripts
+        if len(subscripts) == 1 and not isinstance(subscripts[0], ast.Slice) and subscripts[0] is not ast.ELLIPSIS:
+            whole = values[1]
+            # a tuple as the whole subscript is one index per axis, as in NumPy: x[(0, 1)] is x[0, 1]
+            if isinstance(whole, TupleValue):
+                subscripts, rest = [whole.pos] * len(whole.items), iter(whole.items)
+            elif isinstance(whole, Literal) and whole.from_tuple:
+                items = [Literal(row, whole.pos, whole.boolean) for row in whole.value]
+                subscripts, rest = [whole.pos] * len(items), iter(items)
+        for sub in subscripts:
             if isinstance(sub, ast.Slice):
                 parts = [self.static_int(next(rest), "a slice bound", sub.pos) if p is not None else None
                          for p in (sub.start, sub.stop, sub.step)]
@@ -696,8 +734,12 @@ class _Lowering:
                 index.append(Ellipsis)
             else:
                 value = next(rest)
-                index.append(None if value is NONE else self.static_int(value, "an index", getattr(sub, "pos", node.pos)))
-        if isinstance(target, TupleValue):  # `x.shape[0]`, `pair[1]`
+                index.append(None if value is NONE else self.static_index(value, getattr(sub, "pos", node.pos)))
+        if isinstance(target, AtRef):  # JAX's `x.at[idx]`: the update follows
+            return AtIndexed(target.target, self.checked_index(target.target, tuple(index), node.pos), node.pos)
+        if isinstance(target, TupleValue) and len(index) == 1 and isinstance(index[0], tuple):
+            return TupleValue(target.items[slice(*index[0])], node.pos)  # `x.shape[-1:]`
+        if isinstance(target, TupleValue) and not ops_index.is_advanced(index):  # `x.shape[0]`, `pair[1]`
             if len(index) != 1 or not isinstance(index[0], int):
                 raise self.error("a tuple takes one constant integer index", node.pos)
             k = index[0]
@@ -706,6 +748,81 @@ class _Lowering:
             return target.items[k]
         return self.emit(OPS["index"], (self.materialize(target, scope),), {"index": tuple(index)},
                          node.pos, "[]", scope)
+
+    def static_index(self, value, pos: Pos | None):
+        """One subscript: an int, or an IndexArray (a constant integer array, a boolean mask)."""
+        value = self.constant_value(value)
+        if isinstance(value, Literal) and value.value.ndim > 0:
+            arr = value.value
+            if value.boolean:
+                return ops_index.IndexArray(arr != 0)
+            if arr.size and not (np.all(np.isfinite(arr)) and np.all(arr == np.round(arr))):
+                bad = arr.reshape(-1)[~(np.isfinite(arr) & (arr == np.round(arr))).reshape(-1)][0]
+                raise self.error(f"an index array must hold integers, not {float(bad):g}", value.pos)
+            if arr.size and np.max(np.abs(arr)) >= 2 ** 62:
+                raise self.error("an index is out of range", value.pos)
+            return ops_index.IndexArray(arr.astype(np.intp))
+        if isinstance(value, Literal) and value.boolean:
+            raise self.error("a boolean scalar index (x[True]) adds an axis in NumPy: write x[None] for that, "
+                             "or a mask with one entry per element", value.pos)
+        if not isinstance(value, Literal):
+            where = value.pos if isinstance(value, (Text, TupleValue)) else pos
+            eq = self.graph.equations[value] if type(value) is int else None
+            if eq is not None and eq.op.name == "input":
+                raise self.error(f"an index must be a constant integer (or list, or mask) written in the program: "
+                                 f"'{eq.params['name']}' is an input (a "
+                                 "top-level NAME = literal can be changed with --set); write the index in the "
+                                 "subscript, or bind it inside the function that uses it", where)
+            raise self.error("an index must be a constant integer (or list, or mask) written in the program: a "
+                             "computed index would make the shape depend on the data", where)
+        return self.static_int(value, "an index", pos)
+
+    def checked_index(self, target, index: tuple, pos: Pos) -> tuple:
+        """The index, checked against the target's shape (a positioned error where NumPy raises)."""
+        try:
+            ops_index.indexed_shape(self.shape_of(target), index)
+        except ShapeError as exc:
+            raise self.error(f"[]: {exc}", pos) from None
+        return index
+
+    def at_update(self, node: ast.Call, values: list, scope: _Scope):
+        """JAX's functional updates, `x.at[idx].set(v)`: x with the indexed elements replaced,
+        lowered to indexing, scatters and where (gradcli.ops_index.update)."""
+        at, args = values[0], values[1:]
+        method = node.func
+        if method not in ops_index.UPDATES:
+            raise self.error(f"unknown update '.{method}' of x.at[...]: JAX's are "
+                             ".set, .add, .multiply, .divide, .power, .min, .max and .get", node.pos)
+        if node.keywords:
+            raise self.error(f".at[...].{method}(): its keyword '{node.keywords[0].name}' is not supported "
+                             "(gradcli checks indices itself: out of range is an error)", node.keywords[0].pos)
+        want = 0 if method == "get" else 1
+        if len(args) != want:
+            raise self.error(f".at[...].{method}() takes {want} argument{'s' * (want != 1)}, got {len(args)}",
+                             node.pos)
+        x = self.materialize(at.target, scope)
+        v = self.materialize(args[0], scope) if args else None
+        label = f".at[].{method}"
+        shape = self.graph.shapes[x]
+        if shape is None or (v is not None and self.graph.shapes[v] is None):
+            return x  # a missing input: lowering goes on to list them all
+
+        def emit(name, ids, params):
+            return self.emit(OPS[name], ids, params, node.pos, label, scope)
+
+        def constant(value):
+            return self.graph.add_constant(value, node.pos, scope.stack)
+
+        try:
+            return ops_index.update(emit, constant, x, v, method, at.index, shape,
+                                    self.graph.shapes[v] if v is not None else None)
+        except ShapeError as exc:
+            where = self.node_pos(node.args[1], node.pos) if "broadcast" in str(exc) else at.pos
+            raise self.error(f"{label}: {exc}", where) from None
+
+    @staticmethod
+    def node_pos(node, default: Pos) -> Pos:
+        return getattr(node, "pos", None) or default
 
     def static_int(self, value, what: str, pos: Pos | None = None) -> int:
         value = self.constant_value(value)
@@ -733,6 +850,8 @@ class _Lowering:
             raise self.error(f"'{name}' is a value{extra}, not a function", node.pos)
         if node.symbol in ("is", "is not"):
             return self.identity_test(node, values)
+        if node.method and values and isinstance(values[0], AtIndexed):
+            return self.at_update(node, values, scope)
         library, bare = (self.method_library, name) if node.method else op_table.split_spelling(self.spelled(name))
         special = self.call_special(bare, node, values)
         if special is not None:
@@ -827,10 +946,13 @@ class _Lowering:
             return value
         with np.errstate(all="ignore"):
             result = run(self.graph, [value])[value]
-        return Literal(np.array(result, dtype=np.float64), self.graph.equations[value].pos)
+        eq = self.graph.equations[value]
+        return Literal(np.array(result, dtype=np.float64), eq.pos, eq.op.boolean)
 
     def call_builtin(self, op: Op, node: ast.Call, values: list, scope: _Scope, preset: dict | None = None):
         label = node.symbol or op_table.strip_prefixes(node.func)
+        if op.expand is not None:
+            return self.call_composite(op, node, values, scope, label, preset)
         if node.symbol is not None and op.symbol_reads_truth:
             self.check_truth_values(node, values, op)
         if not node.keywords and len(values) == len(op.args) and not op.required and not op.variadic and (
@@ -884,9 +1006,63 @@ class _Lowering:
             elif default is not None:
                 params[pname] = default
         if op.literal is not None and isinstance(given[op.args[0]], Literal):
-            return Literal(op.literal(given[op.args[0]].value), node.pos)
+            written = given[op.args[0]]
+            value = op.literal(written.value)
+            # `+True` stays a truth value (a mask), `-True` is the number -1
+            return Literal(value, node.pos, written.boolean and bool(np.all(value == written.value)))
         ids = tuple(self.materialize(given[a], scope) for a in op.args)
         return self.emit_call(op, ids, params, node.pos, label, scope)
+
+    def call_composite(self, op: Op, node: ast.Call, values: list, scope: _Scope, label: str, preset):
+        """A composite op (`F.cross_entropy`): its arguments bound as a call of any op, the
+        parameters in `op.tensors` as arrays (None where left out), then its expansion."""
+        positional = values[:len(node.args)]
+        slots = op.slots
+        if len(positional) > len(slots):
+            raise self.error(f"{label}() takes at most {len(slots)} arguments ({', '.join(slots)}), "
+                             f"got {len(positional)}", node.pos)
+        given = dict(zip(slots, positional))
+        where = {}
+        for kw, value in zip(node.keywords, values[len(node.args):]):
+            slot = kw.name if kw.name in slots else op_table.KEYWORD_ALIASES.get(kw.name, kw.name)
+            if slot not in slots and kw.name in op_table.FIRST_ARGUMENT_KEYWORDS and op.args:
+                slot = op.args[0]
+            if slot not in slots:
+                raise self.error(f"{label}() has no argument '{kw.name}'; it takes {', '.join(slots)}", kw.pos)
+            if slot in given:
+                raise self.error(f"{label}() got argument '{slot}' twice", kw.pos)
+            given[slot] = value
+            where[slot] = kw.pos
+        missing = [a for a in op.args if a not in given]
+        if missing:
+            raise self.error(f"{label}() needs the argument{'s' * (len(missing) > 1)} {', '.join(missing)}; "
+                             f"it takes {', '.join(slots)}", node.pos)
+        params = dict(preset or {})
+        for pname, default in op.params.items():
+            value = given.get(pname)
+            if pname in op.tensors:
+                params[pname] = None if value is None or value is NONE else self.materialize(value, scope)
+            elif value is NONE:
+                params[pname] = None
+            elif value is not None:
+                params[pname] = self.static_param(pname, value, label, where.get(pname, node.pos))
+            elif default is op_table.REQUIRED:
+                raise self.error(f"{label}() needs the argument '{pname}'", node.pos)
+            else:
+                params[pname] = default
+        ids = tuple(self.materialize(given[a], scope) for a in op.args)
+        expansion = _Expansion(self, node.pos, label, scope)
+        if any(self.graph.shapes[i] is None for i in ids + tuple(v for k, v in params.items() if k in op.tensors
+                                                                  and v is not None)):
+            return ids[0]  # a missing input: lowering goes on to list them all
+        try:
+            return op.expand(expansion, *ids, **params)
+        except (TypeError, ValueError, IndexError) as exc:  # a parameter of a kind the op does not take
+            raise self.error(f"{label}(): an argument is not of a kind {label}() takes ({exc})", node.pos) from None
+        except ShapeError as exc:
+            message = str(exc)
+            raise self.error(message if message.startswith(f"{label}") else f"{label}(): {message}",
+                             node.pos) from None
 
     def call_variadic(self, op: Op, node: ast.Call, values: list, scope: _Scope, label: str, preset):
         """`einsum('ij,jk->ik', a, b)`: the op's required parameters first, then any number of
@@ -1003,6 +1179,8 @@ class _Lowering:
         if pname in ("axis", "axes", "shape"):  # positions and sizes: integers
             if pname == "axes" and arr.ndim == 2 and integral:  # tensordot's pair of lists
                 return tuple(tuple(int(v) for v in row) for row in arr)
+        if pname == "padding" and arr.ndim == 2 and integral:  # a convolution's (before, after) pairs
+            return tuple(tuple(int(v) for v in row) for row in arr)
             if arr.ndim > 1 or not integral:
                 raise self.error(f"{label}(): '{pname}' must be an integer or a list of integers", value.pos)
             if pname == "axis" and arr.ndim == 0:
@@ -1090,6 +1268,36 @@ class _Lowering:
 
     def emit(self, op: Op, ids: tuple, params: dict, pos: Pos, label: str, scope: _Scope) -> int:
         return self.graph.add(op, ids, params, pos, label, scope.stack)
+
+
+class _Expansion:
+    """What a composite op's expansion builds with: `E(name, *args, **params)` emits the op
+    `name` at the call's place (numbers and arrays become constants) and returns its id."""
+
+    def __init__(self, lowering: _Lowering, pos: Pos, label: str, scope: _Scope):
+        self.lowering, self.pos, self.label, self.scope = lowering, pos, label, scope
+
+    def __call__(self, name: str, *args, **params) -> int:
+        graph = self.lowering.graph
+        ids = tuple(a if type(a) is int else graph.add_constant(np.asarray(a, dtype=np.float64), self.pos,
+                                                                 self.scope.stack) for a in args)
+        op = OPS[name]
+        params = dict(op.defaults, **params)
+        if op.expand is not None:
+            return op.expand(self, *ids, **params)
+        return self.lowering.emit_call(op, ids, params, self.pos, self.label, self.scope)
+
+    def shape(self, id_: int) -> tuple:
+        return self.lowering.graph.shapes[id_]
+
+    def known(self, id_: int):
+        """The value of a constant or an input (as given for this run), else None."""
+        eq = self.lowering.graph.equations[id_]
+        while eq.op.name in ("identity", "broadcast_to", "reshape"):
+            eq = self.lowering.graph.equations[eq.inputs[0]]
+        if eq.op.name in ("const", "input"):
+            return eq.params["value"]
+        return None
 
 
 def _bound_names(stmt) -> list[str]:

@@ -82,6 +82,12 @@ class Op:
     # `prints_as(*arguments, **params) -> text` in the language, each argument an atom or
     # parenthesized (an index prints as `x[1:3]`).
     prints_as: Callable | None = None
+    # A composite (a loss of PyTorch's functional API): `expand(E, *args, **params)` builds the
+    # call of other ops at the call's place (gradcli.ops_nn describes E), so its gradients and
+    # second derivatives are theirs; `forward`, `shape` and `vjp` are then unused. Parameters
+    # named in `tensors` take arrays (computed values, or None where left out).
+    expand: Callable | None = None
+    tensors: tuple[str, ...] = ()
 
     # ---- printing and lowering (read by gradcli/parser.py, gradcli/printer.py, gradcli/graph.py)
     symbol: str | None = None          # the operator that writes it in programs (`+`; `-` for negative; `not`)
@@ -402,9 +408,24 @@ def _sum_to(xp, x, shape):
     return out.reshape(shape)
 
 
-def _index_tuple(index):
-    """The static index (hashable tuples) as a NumPy index."""
-    return tuple(slice(*item) if isinstance(item, tuple) else item for item in index)
+def _index_tuple(index, expand_masks: bool = False):
+    """The static index (hashable tuples) as a NumPy index. Its items are ints, (start, stop,
+    step) slices, None, Ellipsis, and constant integer arrays or boolean masks (`IndexArray`
+    of gradcli.ops_index, NumPy's advanced indexing); with `expand_masks` a mask becomes the
+    integer arrays of its nonzero(), as NumPy reads it (for `add.at`)."""
+    out = []
+    for item in index:
+        if isinstance(item, tuple):
+            out.append(slice(*item))
+        elif hasattr(item, "array"):
+            out.extend(item.array.nonzero() if expand_masks and item.array.dtype == bool else (item.array,))
+        else:
+            out.append(item)
+    return tuple(out)
+
+
+def _advanced(index) -> bool:
+    return any(hasattr(item, "array") for item in index)
 
 
 def _index_shape(shape, index):
@@ -413,7 +434,7 @@ def _index_shape(shape, index):
     try:
         return probe[_index_tuple(index)].shape
     except IndexError as exc:
-        raise ShapeError(str(exc)) from None
+        raise ShapeError(str(exc)) from None  # as NumPy (JAX would clamp an index out of bounds)
 
 
 def _subscripts(index) -> str:
@@ -434,7 +455,10 @@ def _subscripts(index) -> str:
 
 def _scatter(xp, g, shape, index):
     out = xp.zeros(shape, dtype=g.dtype)
-    out[_index_tuple(index)] = g
+    if _advanced(index):  # an index array may repeat a position: its values add up
+        xp.add.at(out, _index_tuple(index, expand_masks=True), g)
+    else:
+        out[_index_tuple(index)] = g
     return out
 
 
@@ -710,7 +734,7 @@ _unary("sigmoid_slope", _sigmoid_slope, lambda g, ans, x: g * (ans * (1.0 - 2.0 
 _unary("softplus", lambda xp, x: xp.logaddexp(0, x).astype(x.dtype), lambda g, ans, x: g * G.sigmoid(x), finite_closed=True)
 # log(sigmoid(x)) without its underflow: -softplus(-x)
 _unary("log_sigmoid", lambda xp, x: -xp.logaddexp(0, -x).astype(x.dtype),
-       lambda g, ans, x: g * G.sigmoid(-x), bound=UNBOUNDED)
+       lambda g, ans, x: g * G.sigmoid(-x), ("logsigmoid",), bound=UNBOUNDED)
 _unary("relu", lambda xp, x: xp.maximum(x, 0), lambda g, ans, x: g * G.greater(x, 0.0), finite_closed=True,
        kink="zero")
 _unary("floor", "floor", NOT_DIFFERENTIABLE, finite_closed=True)
@@ -824,10 +848,18 @@ _reduction("min", lambda xp, x, axis=None, keepdims=False: xp.min(x, axis=axis, 
            reading=_python_pairwise("minimum"), kink="extremes")
 # d logsumexp(x) = softmax(x): computed shifted by the maximum, not as exp(x - ans), which
 # cancels catastrophically for large |x| (found by fuzzing: 1e-3 off at x ~ 1e13)
+def _logsumexp_weights(call: Spelling):
+    """SciPy's logsumexp(a, axis, b): with weights b it is log(sum(b exp(a))), an op of its own
+    (gradcli.ops_nn); TensorFlow's third argument is keepdims."""
+    if "b" in call.keywords or (call.library == "scipy" and call.positional >= 3):
+        return "weighted_logsumexp", {}
+    return None
+
+
 _reduction("logsumexp", _logsumexp,
            lambda g, ans, x, axis=None, keepdims=False:
                _keep(g, x.shape, axis, keepdims) * G.softmax(x, axis=normalize_axes(axis, x.ndim)),
-           ("reduce_logsumexp",), _nonempty_reduction_shape)
+           ("reduce_logsumexp",), _nonempty_reduction_shape, reading=_logsumexp_weights)
 def _same_checking_axis(shape, axis=-1):
     normalize_axes(axis, len(shape))
     return shape
@@ -895,12 +927,14 @@ register(Op("sum_to", _sum_to, _sum_to_shape,
             doc="sum_to(x, shape): sum the broadcast axes of x away, down to shape"))
 register(Op("index", lambda xp, x, index: x[_index_tuple(index)], _index_shape,
             (lambda g, ans, x, index: G.scatter(g, shape=x.shape, index=index),), params={"index": REQUIRED},
-            public=False, view=True, memory="view", finite_closed=True, doc="x[index] with a constant index",
+            public=False, view=True, memory="view", finite_closed=True,
+            doc="x[index] with a constant index: basic (a view), or with integer arrays and masks (a copy)",
             prints_as=lambda x, index: f"{x}[{_subscripts(index)}]"))
 register(Op("scatter", _scatter, lambda x_shape, shape, index: tuple(shape),
             (lambda g, ans, x, shape, index: G.index(g, index=index),),
             params={"shape": REQUIRED, "index": REQUIRED}, public=False,
-            doc="zeros of `shape` with x placed at `index` (the gradient of indexing)"))
+            doc="zeros of `shape` with x placed at `index` (the gradient of indexing; where an index array "
+                "repeats a position, its values add up)"))
 register(Op("stack", lambda xp, *xs: xp.stack(xs), _stack_shape,
             (lambda i: lambda g, ans, *xs: G.index(g, index=(i,)),), args=(), variadic=True, public=False,
             doc="[a, b, ...] of computed values"))
@@ -915,8 +949,8 @@ PREFIXES = {
     "jax.nn.": "jax", "jax.lax.": "jax", "lax.": "jax", "jax.": "jax",
     "jax.scipy.special.": "scipy", "jax.scipy.": "scipy", "scipy.special.": "scipy", "scipy.": "scipy", "integrate.": "scipy",
     "special.": "scipy",
-    "torch.nn.functional.": "torch", "torch.special.": "torch", "torch.linalg.": "torch", "torch.": "torch",
-    "F.": "torch",
+    "torch.nn.functional.": "torch", "nn.functional.": "torch", "torch.special.": "torch", "torch.linalg.": "torch", "torch.": "torch",
+    "F.": "torch", "optax.": "optax", "optax.losses.": "optax",
     "keras.ops.": "keras", "keras.backend.": "keras", "keras.activations.": "keras", "keras.": "keras",
     "keras.losses.": "keras", "K.": "keras", "ops.": "keras", "activations.": "keras", "losses.": "keras",
     "math.": "python",
@@ -965,4 +999,4 @@ register(Op("input", lambda xp, name, value: value, lambda name, value: value.sh
 
 
 # The rest of the table, one module per family; each registers its ops on import.
-from . import ops_elementwise, ops_reduce, ops_array, ops_linalg  # noqa: E402,F401  (after the core)
+from . import ops_elementwise, ops_reduce, ops_array, ops_linalg, ops_index, ops_nn  # noqa: E402,F401  (after the core)

@@ -182,8 +182,8 @@ _binary("squared_difference", lambda xp, x, y: xp.square(x - y),
 
 _unary("fabs", "fabs", lambda g, ans, x: g * G.sign(x), finite_closed=True)
 _unary("trunc", "trunc", NOT_DIFFERENTIABLE, ("fix",), finite_closed=True)
-_binary("fmod", "fmod", (lambda g, ans, x, y: g, lambda g, ans, x, y: -(g * G.trunc(x / y))),
-        doc="C's remainder: the sign of x (mod and remainder take y's)", bound=UNBOUNDED)
+_binary("fmod", "fmod", (lambda g, ans, x, y: g, lambda g, ans, x, y: -(g * G.trunc(x / y))), ("rem",),
+        doc="C's remainder: the sign of x (mod and remainder take y's); lax.rem", bound=UNBOUNDED)
 _binary("copysign", "copysign", (lambda g, ans, x, y: g * (G.sign(x) * G.copysign(1.0, y)), NO_GRADIENT),
         finite_closed=True)
 _binary("heaviside", lambda xp, x, h: xp.heaviside(x, h), (NO_GRADIENT, lambda g, ans, x, h: g * G.equal(x, 0.0)),
@@ -510,7 +510,18 @@ def _log_cosh(xp, x):
     return xp.where(near, xp.log1p(2.0 * s * s), a - LN2 + xp.log1p(xp.exp(-2.0 * a))).astype(x.dtype)
 
 
-_unary("log_cosh", _log_cosh, lambda g, ans, x: g * G.tanh(x), ("logcosh",), doc="log(cosh(x))", bound=UNBOUNDED)
+def _log_cosh_reading(call):
+    """Optax's log_cosh(predictions, targets) and Keras' loss log_cosh(y_true, y_pred) are
+    losses of a difference (gradcli.ops_nn); keras.ops.log_cosh(x) would not take two."""
+    if call.library == "optax":
+        return "optax_log_cosh", {}
+    if call.library in ("keras", "tensorflow") and call.positional + len(call.keywords) >= 2:
+        return "keras_log_cosh", {}
+    return None
+
+
+_unary("log_cosh", _log_cosh, lambda g, ans, x: g * G.tanh(x), ("logcosh",), doc="log(cosh(x))",
+       reading=_log_cosh_reading, bound=UNBOUNDED)
 
 
 def _huber(xp, r, delta=1.0):
@@ -519,6 +530,8 @@ def _huber(xp, r, delta=1.0):
 
 
 def _huber_reading(call):
+    if call.library == "torch" and call.name == "huber_loss":  # F.huber_loss: with its reduction
+        return "torch_huber_loss", {}
     if call.library in ("torch", "tensorflow", "keras", "nn"):
         raise ReadingError(f"{call.name}: PyTorch's, TensorFlow's and Keras's huber losses average over "
                            f"elements (reduction); gradcli's {call.name} is elementwise (Optax's): "
@@ -528,6 +541,8 @@ def _huber_reading(call):
 
 register(Op("huber", _huber, _SAME, (lambda g, ans, r, delta=1.0: g * G.clip(r, -delta, delta),),
             args=("r",), params={"delta": 1.0}, elementwise=True,
+            # keras.losses.huber(y_true, y_pred, delta): a loss per sample (gradcli.ops_nn)
+            reading=lambda call: ("keras_huber", {}) if call.library in ("keras", "tensorflow") else None,
             doc="huber(r, delta): r^2 / 2 for |r| <= delta, delta (|r| - delta / 2) beyond", bound=UNBOUNDED))
 register(Op("huber_loss", lambda xp, p, t, delta=1.0: _huber(xp, p - t, delta), _BROADCAST,
             (lambda g, ans, p, t, delta=1.0: g * G.clip(p - t, -delta, delta),
@@ -569,7 +584,7 @@ register(Op("softmax_cross_entropy_with_logits", _softmax_ce, _softmax_ce_shape,
             args=("labels", "logits"), params={"axis": -1},
             doc="-sum(labels * log_softmax(logits), axis)"))
 register(Op("l2_loss", lambda xp, t: xp.sum(t * t) / 2, lambda shape: (), (lambda g, ans, t: g * t,),
-            args=("t",), doc="sum(t^2) / 2"))
+            args=("t",), reading=lambda call: ("optax_l2_loss", {}) if call.library == "optax" else None, doc="sum(t^2) / 2"))
 
 
 def _bias_add_axis(value, data_format):

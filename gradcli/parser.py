@@ -294,13 +294,9 @@ class _AstBuilder:
 
     def number(self, items):
         tok = items[0]
-        if tok.type == "TRUE":
-            value = 1.0
-        elif tok.type == "FALSE":
-            value = 0.0
-        else:
-            value = float(tok.value)
-        return ast.Number(value, _pos(tok))
+        if tok.type in ("TRUE", "FALSE"):
+            return ast.Number(1.0 if tok.type == "TRUE" else 0.0, _pos(tok), boolean=True)
+        return ast.Number(float(tok.value), _pos(tok))
 
     def name(self, items):
         return ast.Name(items[0].value, _pos(items[0]))

@@ -19,6 +19,7 @@ class Node:
 class Number(Node):
     value: float
     pos: Pos
+    boolean: bool = False  # written True or False (a mask, not the integers 1 and 0)
 
 
 @dataclass(slots=True, eq=False)

@@ -47,7 +47,9 @@ def _may_raise_data_error(fn, seen) -> bool:
 
 def _problems(op: Op, covered: set[str]) -> list[str]:
     out = []
-    tuple_valued = op.parts is not None  # its items are ops of their own, each walked here
+    # its items are ops of their own (a tuple's parts), or it is built of them at its call (a
+    # composite's expansion: F.mse_loss is subtract, square, mean), each walked here
+    tuple_valued = op.parts is not None or op.expand is not None
     # a shape rule (and a forward)
     if not tuple_valued and not (callable(op.shape) and callable(op.forward)):
         out.append("no shape rule or forward")

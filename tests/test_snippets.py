@@ -28,6 +28,11 @@ def sigmoid(x):
     return 1 / (1 + np.exp(-x))
 
 
+def log_softmax(x):
+    z = x - x.max(axis=-1, keepdims=True)
+    return z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
+
+
 def log_sigmoid(x):
     return -np.logaddexp(0, -x)
 
@@ -130,6 +135,58 @@ SNIPPETS = {
     "jax_mlp": ({"W1": normal(3, 5), "b1": normal(5), "W2": normal(5, 2), "b2": normal(2), "x": X8, "y": normal(6, 2)},
                 ["W1", "b2"],
                 lambda W1, b1, W2, b2, x, y: np.mean((np.maximum(x @ W1 + b1, 0) @ W2 + b2 - y) ** 2)),
+    # PyTorch's functional API, Keras' and Optax's losses, JAX's .at updates, NumPy's integer-array indexing
+    "torch_cross_entropy": ({"input": normal(3, 5), "target": np.array([1.0, 0.0, 4.0])}, ["input"],
+                            lambda input, target: -np.mean(log_softmax(input)[np.arange(3), target.astype(int)])),
+    "torch_cross_entropy_probs": ({"input": normal(3, 5), "target_logits": normal(3, 5)}, ["input", "target_logits"],
+                                  lambda input, target_logits: -np.mean(
+                                      np.sum(np.exp(log_softmax(target_logits)) * log_softmax(input), axis=1))),
+    "torch_bce_with_logits": ({"output": normal(4, 3), "target": uniform(0, 1, 4, 3), "pos_weight": uniform(0.5, 3, 3)},
+                              ["output", "pos_weight"],
+                              lambda output, target, pos_weight: np.mean(
+                                  -(pos_weight * target * log_sigmoid(output) + (1 - target) * log_sigmoid(-output)))),
+    "torch_kl_div": ({"logits": normal(3, 5), "target_logits": normal(3, 5)}, ["logits", "target_logits"],
+                     lambda logits, target_logits: np.sum(np.exp(log_softmax(target_logits))
+                                                          * (log_softmax(target_logits) - log_softmax(logits))) / 3),
+    "torch_gaussian_nll": ({"input": normal(5, 2), "target": normal(5, 2), "var": uniform(0.2, 2, 5, 1)},
+                           ["input", "var"],
+                           lambda input, target, var: np.mean(0.5 * (np.log(var) + (input - target) ** 2 / var))),
+    "torch_linear_mse": ({"x": X8, "weight": normal(2, 3), "bias": normal(2), "y": normal(6, 2)}, ["weight", "bias"],
+                         lambda x, weight, bias, y: np.mean((x @ weight.T + bias - y) ** 2)),
+    "torch_layer_norm": ({"x": normal(3, 4), "weight": normal(4), "bias": normal(4)}, ["x", "weight", "bias"],
+                         lambda x, weight, bias: (x - x.mean(-1, keepdims=True))
+                         / np.sqrt(x.var(-1, keepdims=True) + 1e-5) * weight + bias),
+    "torch_cosine_similarity": ({"input1": normal(4, 6), "input2": normal(4, 6)}, ["input1", "input2"],
+                                lambda input1, input2: np.sum(input1 * input2, 1)
+                                / (np.linalg.norm(input1, axis=1) * np.linalg.norm(input2, axis=1))),
+    "keras_categorical_crossentropy": ({"y_true": np.array([[0.0, 1, 0], [0, 0, 1]]),
+                                        "y_pred": np.array([[0.05, 0.95, 0.01], [0.1, 0.8, 0.1]])}, ["y_pred"],
+                                       lambda y_true, y_pred: -np.sum(y_true * np.log(np.clip(
+                                           y_pred / y_pred.sum(-1, keepdims=True), 1e-7, 1 - 1e-7)), -1)),
+    "keras_bce_logits": ({"y_true": np.array([[0.0, 1.0], [0.0, 0.0]]), "y_pred": normal(2, 2)}, ["y_pred"],
+                         lambda y_true, y_pred: np.mean(-(y_true * log_sigmoid(y_pred)
+                                                          + (1 - y_true) * log_sigmoid(-y_pred)), -1)),
+    "keras_huber_fn": ({"y_true": normal(3, 4), "y_pred": 2 * normal(3, 4)}, ["y_pred"],
+                       lambda y_true, y_pred: np.mean(np.where(np.abs(y_pred - y_true) <= 1,
+                                                               0.5 * (y_pred - y_true) ** 2,
+                                                               np.abs(y_pred - y_true) - 0.5), -1)),
+    "optax_l2_getting_started": ({"params": W8, "x": X8, "y": normal(6)}, ["params"],
+                                 lambda params, x, y: np.mean(0.5 * (x @ params - y) ** 2)),
+    "optax_softmax_ce": ({"logits": normal(3, 4), "labels": ONEHOT}, ["logits"],
+                         lambda logits, labels: np.mean(-np.sum(labels * log_softmax(logits), -1))),
+    "optax_kl_divergence": ({"log_predictions": log_softmax(normal(3, 4)), "targets": np.array(
+        [[0.5, 0.5, 0.0, 0.0], [0.1, 0.2, 0.3, 0.4], [0.0, 0.0, 1.0, 0.0]])}, ["log_predictions"],
+                            lambda log_predictions, targets: np.sum(
+                                np.where(targets == 0, 0, targets * (np.log(np.where(targets == 0, 1, targets))
+                                                                     - log_predictions)), -1)),
+    "jax_at_add": ({"jax_array": normal(5, 6)}, ["jax_array"],
+                   lambda jax_array: np.where((np.arange(5)[:, None] % 2 == 0) & (np.arange(6) >= 3),
+                                              jax_array + 7.0, jax_array)),
+    "jax_at_set": ({"x": normal(4), "y": normal(3)}, ["x", "y"],
+                   lambda x, y: np.array([y[0], x[1] + y[0] + y[1], x[2] + y[2], x[3]])),
+    "numpy_integer_array_indexing": ({"x": normal(9)}, ["x"],
+                                     lambda x: np.array([x[3] ** 2, x[3] ** 2, x[1] * x[6], x[8] ** 2])),
+    "numpy_mixed_indexing": ({"y": normal(5, 7)}, ["y"], lambda y: np.stack([y[0, 1:3], y[2, 1:3], y[4, 1:3]])),
 }
 
 # Snippets gradcli refuses, with the start of the message it must give (none today).
