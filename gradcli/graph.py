@@ -715,7 +715,8 @@ class _Lowering:
         target, rest = values[0], iter(values[1:])
         index = []
         subscripts = node.subscripts
-        if len(subscripts) == 1 and not isinstance(subscripts[0], ast.Slice) and subscripts[0] is not ast.ELLIPSIS:
+        if len(subscripts) == 1 and not isinstance(subscripts[0], ast.Slice) and subscripts[0] is not ast.ELLIPSIS \
+                and not node.trailing_comma:
             whole = values[1]
             # a tuple as the whole subscript is one index per axis, as in NumPy: x[(0, 1)] is x[0, 1]
             if isinstance(whole, TupleValue):
@@ -1050,7 +1051,8 @@ class _Lowering:
                 raise self.error(f"{label}() needs the argument '{pname}'", node.pos)
             else:
                 params[pname] = default
-        ids = tuple(self.materialize(given[a], scope) for a in op.args)
+        ids = tuple(ValueId(self.materialize(given[a], scope)) for a in op.args)
+        params = {k: ValueId(v) if k in op.tensors and v is not None else v for k, v in params.items()}
         expansion = _Expansion(self, node.pos, label, scope)
         if any(self.graph.shapes[i] is None for i in ids + tuple(v for k, v in params.items() if k in op.tensors
                                                                   and v is not None)):
@@ -1270,6 +1272,12 @@ class _Lowering:
         return self.graph.add(op, ids, params, pos, label, scope.stack)
 
 
+class ValueId(int):
+    """A value of the graph, as a composite's expansion holds it: never the number it equals
+    (`label_smoothing=1.0` is the number 1, not value 1)."""
+    __slots__ = ()
+
+
 class _Expansion:
     """What a composite op's expansion builds with: `E(name, *args, **params)` emits the op
     `name` at the call's place (numbers and arrays become constants) and returns its id."""
@@ -1279,13 +1287,13 @@ class _Expansion:
 
     def __call__(self, name: str, *args, **params) -> int:
         graph = self.lowering.graph
-        ids = tuple(a if type(a) is int else graph.add_constant(np.asarray(a, dtype=np.float64), self.pos,
-                                                                 self.scope.stack) for a in args)
+        ids = tuple(a if isinstance(a, ValueId) else ValueId(graph.add_constant(
+            np.asarray(a, dtype=np.float64), self.pos, self.scope.stack)) for a in args)
         op = OPS[name]
         params = dict(op.defaults, **params)
         if op.expand is not None:
-            return op.expand(self, *ids, **params)
-        return self.lowering.emit_call(op, ids, params, self.pos, self.label, self.scope)
+            return ValueId(op.expand(self, *ids, **params))
+        return ValueId(self.lowering.emit_call(op, ids, params, self.pos, self.label, self.scope))
 
     def shape(self, id_: int) -> tuple:
         return self.lowering.graph.shapes[id_]

@@ -71,6 +71,9 @@ def _unused(*_, **__):
 def composite(name: str, args: tuple, params: dict, doc: str, aliases=(), tensors=(), reading=None, public=True,
               loose=()):
     """Register `fn(f, *args, **params) -> V` as the op `name`."""
+    if "reduction" in params:  # a PyTorch loss: its options by keyword only
+        reading = _options_by_keyword(name, len(args), reading)
+
     def wrap(fn):
         def expand(e, *ids, **given):
             _check_kinds({k: v for k, v in params.items() if k not in loose}, given)
@@ -84,6 +87,18 @@ def composite(name: str, args: tuple, params: dict, doc: str, aliases=(), tensor
                     expand=expand, tensors=tuple(tensors), reading=reading, public=public))
         return fn
     return wrap
+
+
+def _options_by_keyword(name: str, arity: int, reading):
+    """PyTorch's losses take their options after the tensors in an order that includes the
+    deprecated size_average and reduce (`F.mse_loss(x, t, 'sum')` passes 'sum' as size_average,
+    and PyTorch then takes the mean): an option written by position is refused."""
+    def read(call):
+        if call.positional > arity:
+            raise ReadingError(f"{name}() takes its options by keyword (reduction=..., ...): PyTorch's argument "
+                               f"{arity + 1} is not what it looks like (the deprecated size_average, or weight)")
+        return reading(call) if reading is not None else None
+    return read
 
 
 def _check_kinds(defaults: dict, given: dict) -> None:
@@ -445,7 +460,7 @@ def _normalize(f, x, p, axis, eps):
 
 def _last_axes(x, normalized_shape, label):
     given = (normalized_shape,) if isinstance(normalized_shape, (int, float)) else normalized_shape
-    if isinstance(given, str) or any(isinstance(d, str) or d != int(d) for d in given):
+    if isinstance(given, str) or any(isinstance(d, str) or not math.isfinite(d) or d != int(d) for d in given):
         raise ShapeError(f"normalized_shape must be an integer or a list of integers, not {normalized_shape!r}")
     shape = tuple(int(d) for d in given)
     k = len(shape)
@@ -694,6 +709,9 @@ def _weighted_logsumexp(f, a, axis, b, keepdims):
     axes = normalize_axes(axis, len(shape))
     if any(shape[k] == 0 for k in axes):
         raise ShapeError("logsumexp over an empty axis has no value")
+    # SciPy and JAX leave out the terms whose weight is 0 (their a may be anything, inf included)
+    weighted = f.not_equal(b, 0.0)
+    a = f.where(weighted, a, -np.finfo(np.float64).max)  # exp of it is 0: no inf * 0
     m = f.stop_gradient(f.max(a, axis=axes, keepdims=True))
     m = f.where(f.isfinite(m), m, 0.0)
     out = f.log(f.sum(b * f.exp(a - m), axis=axes, keepdims=True)) + m
@@ -1109,7 +1127,8 @@ def _keras_cosine(f, t, p, axis):
 @keras_pair
 def _keras_cce(f, t, p, from_logits, label_smoothing, axis):
     if label_smoothing:
-        t = t * (1.0 - label_smoothing) + label_smoothing / float(p.shape[axis])
+        # Keras divides by the last dimension, whatever the axis (keras.losses.categorical_crossentropy)
+        t = t * (1.0 - label_smoothing) + label_smoothing / float(p.shape[-1])
     if from_logits:
         logp = f.log_softmax(p, axis=axis)
     else:
@@ -1199,13 +1218,13 @@ def _optax_hinge(f, p, t):
 
 
 def _optax_cosine(f, p, t, epsilon):
-    def unit(v):
-        return v / clamp_min(f, f.vector_norm(v, axis=-1, keepdims=True), float(epsilon))
+    def unit(v):  # Optax clips the squared norm: sqrt(max(sum(v^2), epsilon))
+        return v / f.sqrt(clamp_min(f, f.sum(f.square(v), axis=-1, keepdims=True), float(epsilon)))
     return f.sum(unit(p) * unit(t), axis=-1)
 
 
 @composite("optax_cosine_similarity", ("predictions", "targets"), {"epsilon": 0.0},
-           "Optax's cosine_similarity: sum(p / max(|p|, eps) t / max(|t|, eps), axis=-1)", public=False)
+           "Optax's cosine_similarity: sum(p t, axis=-1) / (sqrt(max(|p|^2, eps)) sqrt(max(|t|^2, eps)))", public=False)
 def _optax_cos(f, p, t, epsilon):
     return _optax_cosine(f, p, t, epsilon)
 

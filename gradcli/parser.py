@@ -96,6 +96,11 @@ def _pos(tok, start=None, end=None) -> Pos:
                tok.end_pos if end is None else end)
 
 
+class _TrailingComma(list):
+    """Subscripts written with a trailing comma: `x[(0, 1),]` indexes axis 0 with an array,
+    where `x[(0, 1)]` is `x[0, 1]`."""
+
+
 class _AstBuilder:
     """Callbacks for the grammar's rules, run at each LALR reduction."""
 
@@ -269,10 +274,14 @@ class _AstBuilder:
 
     def index(self, items):
         target, lsqb, subscripts, rsqb = items
-        return ast.Index(target, subscripts, Pos(lsqb.line, lsqb.column, target.pos.start, rsqb.end_pos))
+        return ast.Index(target, list(subscripts), Pos(lsqb.line, lsqb.column, target.pos.start, rsqb.end_pos),
+                         isinstance(subscripts, _TrailingComma))
 
     def subscripts(self, items):
         return items
+
+    def subscripts_trailing_comma(self, items):
+        return _TrailingComma(items)
 
     def slice(self, items):
         colon = next(t for t in items if getattr(t, "type", None) == "COLON")

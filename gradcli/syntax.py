@@ -105,6 +105,7 @@ class Index(Node):
     target: Node
     subscripts: list  # of Node | Slice | ELLIPSIS (None is a NoneLiteral node)
     pos: Pos
+    trailing_comma: bool = False  # `x[(0, 1),]`: the tuple is one subscript, not one per axis
 
 
 @dataclass(slots=True, eq=False)

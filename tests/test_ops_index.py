@@ -164,3 +164,13 @@ def test_a_tuple_as_the_whole_subscript_is_one_index_per_axis_as_in_numpy():
                           ("y = x.at[(0, 1)].set(9.0)", np.array([[1.0, 9.0], [3.0, 4.0]]))):
         got = api.evaluate(program, feeds={"x": x}).outputs
         np.testing.assert_array_equal(next(iter(got.values())), want, err_msg=program)
+
+
+def test_a_trailing_comma_makes_the_tuple_one_index_array_as_in_numpy():
+    x = np.arange(6.0).reshape(2, 3)
+    r = api.grad("y = sum(x[(1, 1),] * w)", wrt=["x"], feeds={"x": x, "w": np.ones((2, 3))})
+    np.testing.assert_array_equal(r.outputs["y"], x[(1, 1),].sum())
+    np.testing.assert_array_equal(r.gradients["x"], [[0, 0, 0], [2, 2, 2]])
+    assert api.evaluate("y = x[(1, 1)]", feeds={"x": x}).outputs["y"] == x[(1, 1)]
+    updated = api.evaluate("y = x.at[(0, 1),].add(1.0)", feeds={"x": x}).outputs["y"]
+    np.testing.assert_array_equal(updated, x + 1)

@@ -488,3 +488,47 @@ def test_cli_reports_a_bad_class_index_with_exit_2(tmp_path):
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "loss.py:2:8: error: cross_entropy(): target 7 is not a class index" in done.stderr
     assert "^" in done.stderr
+
+
+# found by comparing with PyTorch, Optax, SciPy and Keras' sources
+def test_label_smoothing_of_one_is_the_number_one_not_a_value_of_the_program():
+    x = np.array([[1.0, 2.0, 3.0]] * 3)
+    r = api.evaluate("y = F.cross_entropy(x, t, label_smoothing=1.0, reduction='none')",
+                     feeds={"x": x, "t": [0.0, 1.0, 2.0]})
+    logp = x - np.log(np.exp(x).sum(1, keepdims=True))
+    np.testing.assert_allclose(r.outputs["y"], -logp.mean(1), rtol=1e-13)
+
+
+def test_optax_cosine_similarity_clips_the_squared_norm():
+    p, t = np.array([[0.3, 0.4]]), np.array([[1.0, 0.0]])
+    r = api.evaluate("y = optax.cosine_similarity(p, t, epsilon=0.5)", feeds={"p": p, "t": t})
+    expected = (p * t).sum(-1) / (np.sqrt(max((p * p).sum(), 0.5)) * np.sqrt(max((t * t).sum(), 0.5)))
+    np.testing.assert_allclose(r.outputs["y"], expected, rtol=1e-13)
+
+
+def test_weighted_logsumexp_leaves_out_terms_of_weight_zero_as_scipy():
+    from scipy.special import logsumexp
+    for a, b in (([1000.0, 0.0], [0.0, 1.0]), ([np.inf, 1.0], [0.0, 1.0]), ([1.0, 2.0], [0.5, 2.0])):
+        r = api.grad("y = scipy.special.logsumexp(a, b=b)", wrt=["a"], feeds={"a": a, "b": b})
+        assert r.outputs["y"] == pytest.approx(logsumexp(np.array(a), b=np.array(b)), rel=1e-13)
+        assert np.isfinite(r.gradients["a"]).all()
+
+
+def test_pytorch_loss_options_by_position_are_refused():
+    # F.mse_loss(x, t, 'sum'): PyTorch reads 'sum' as the deprecated size_average and takes the mean
+    with pytest.raises(GradcliError, match=r"mse_loss\(\) takes its options by keyword"):
+        api.evaluate("y = F.mse_loss(x, t, 'sum')", feeds={"x": [1.0, 2.0], "t": [0.0, 0.0]})
+
+
+def test_keras_label_smoothing_divides_by_the_last_dimension():
+    t, p = np.eye(3)[:, :2], np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 7.0]])
+    r = api.evaluate("y = keras.losses.categorical_crossentropy(t, p, from_logits=True, label_smoothing=0.2, axis=0)",
+                     feeds={"t": t, "p": p})
+    smooth = t * 0.8 + 0.2 / p.shape[-1]
+    logp = p - np.log(np.exp(p).sum(0, keepdims=True))
+    np.testing.assert_allclose(r.outputs["y"], -(smooth * logp).sum(0), rtol=1e-13)
+
+
+def test_layer_norm_of_an_infinite_shape_is_a_user_error():
+    with pytest.raises(GradcliError, match="normalized_shape must be an integer"):
+        api.evaluate("y = F.layer_norm(x, inf)", feeds={"x": np.zeros((2, 2))})
