@@ -970,24 +970,10 @@ class _Lowering:
             self.check_dtype(keyword_values[k], keywords[k].pos)
             del keywords[k], keyword_values[k]
         slots = op.slots
-        given: dict = {}
         if node.method and len(positional) > len(slots) and len(slots) == 2 and slots[1] in ("shape", "axes"):
             # NumPy's methods take a shape as separate numbers: x.reshape(2, 3), x.transpose(1, 0)
             positional = [positional[0], TupleValue(positional[1:], node.pos)]
-        if len(positional) > len(slots):
-            raise self.error(f"{label}() takes at most {len(slots)} argument{'s' * (len(slots) != 1)} ({', '.join(slots)}), "
-                             f"got {len(positional)}", node.pos)
-        for slot, value in zip(slots, positional):
-            given[slot] = value
-        for kw, value in zip(keywords, keyword_values):
-            slot = op_table.KEYWORD_ALIASES.get(kw.name, kw.name)
-            if slot not in slots and kw.name in op_table.FIRST_ARGUMENT_KEYWORDS and op.args:
-                slot = op.args[0]
-            if slot not in slots:
-                raise self.error(f"{label}() has no argument '{kw.name}'; it takes {', '.join(slots)}", kw.pos)
-            if slot in given:
-                raise self.error(f"{label}() got argument '{slot}' twice", kw.pos)
-            given[slot] = value
+        given, _ = self.bind_arguments(op, node, positional, keywords, keyword_values, label)
         missing = [a for a in op.args if a not in given]
         if missing:
             raise self.error(f"{label}() takes {len(op.args)} array argument{'s' * (len(op.args) != 1)} "
@@ -1014,17 +1000,16 @@ class _Lowering:
         ids = tuple(self.materialize(given[a], scope) for a in op.args)
         return self.emit_call(op, ids, params, node.pos, label, scope)
 
-    def call_composite(self, op: Op, node: ast.Call, values: list, scope: _Scope, label: str, preset):
-        """A composite op (`F.cross_entropy`): its arguments bound as a call of any op, the
-        parameters in `op.tensors` as arrays (None where left out), then its expansion."""
-        positional = values[:len(node.args)]
+    def bind_arguments(self, op: Op, node: ast.Call, positional: list, keywords: list, keyword_values: list,
+                       label: str) -> tuple[dict, dict]:
+        """The values written in a call, by the op's argument and parameter names (keywords in a
+        library's spelling, `dim=`, `input=`, read as the table's), and where each keyword stood."""
         slots = op.slots
         if len(positional) > len(slots):
-            raise self.error(f"{label}() takes at most {len(slots)} arguments ({', '.join(slots)}), "
-                             f"got {len(positional)}", node.pos)
-        given = dict(zip(slots, positional))
-        where = {}
-        for kw, value in zip(node.keywords, values[len(node.args):]):
+            raise self.error(f"{label}() takes at most {len(slots)} argument{'s' * (len(slots) != 1)} "
+                             f"({', '.join(slots)}), got {len(positional)}", node.pos)
+        given, where = dict(zip(slots, positional)), {}
+        for kw, value in zip(keywords, keyword_values):
             slot = kw.name if kw.name in slots else op_table.KEYWORD_ALIASES.get(kw.name, kw.name)
             if slot not in slots and kw.name in op_table.FIRST_ARGUMENT_KEYWORDS and op.args:
                 slot = op.args[0]
@@ -1034,6 +1019,14 @@ class _Lowering:
                 raise self.error(f"{label}() got argument '{slot}' twice", kw.pos)
             given[slot] = value
             where[slot] = kw.pos
+        return given, where
+
+    def call_composite(self, op: Op, node: ast.Call, values: list, scope: _Scope, label: str, preset):
+        """A composite op (`F.cross_entropy`): its arguments bound as a call of any op, the
+        parameters in `op.tensors` as arrays (None where left out), then its expansion."""
+        slots = op.slots
+        given, where = self.bind_arguments(op, node, values[:len(node.args)], node.keywords,
+                                           values[len(node.args):], label)
         missing = [a for a in op.args if a not in given]
         if missing:
             raise self.error(f"{label}() needs the argument{'s' * (len(missing) > 1)} {', '.join(missing)}; "
