@@ -171,9 +171,14 @@ def _write_all(fd: int, data: bytes, ends: list[int]) -> None:
 
 
 def _file_offset(fd: int) -> int | None:
-    """Where the next write lands, if the output is a regular file (so it can be cut back)."""
+    """Where the next write lands, if the output is a regular file (so it can be cut back).
+    In append mode (`>> log`) that is the file's end, whatever the offset says (often 0)."""
     try:
-        if stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if stat.S_ISREG(st.st_mode):
+            import fcntl
+            if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_APPEND:
+                return st.st_size
             return os.lseek(fd, 0, os.SEEK_CUR)
     except OSError:
         pass
