@@ -84,6 +84,9 @@ class Graph:
             if len(shape) > MAX_DIMENSIONS:
                 raise GradcliError(f"{label}: the result would have {len(shape)} dimensions; arrays have at most "
                                    f"{MAX_DIMENSIONS} (as in NumPy)", pos, self.source)
+            if any(d < 0 for d in shape):  # a shape rule that let one through (broadcast_to [-5])
+                raise GradcliError(f"{label}: negative dimension in the result's shape {shape}",
+                                   pos, self.source)
         if len(self.equations) >= MAX_EQUATIONS:
             raise GradcliError(f"the program expands to more than {MAX_EQUATIONS:,} operations "
                                "(user functions are expanded where they are called)", pos, self.source)
