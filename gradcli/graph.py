@@ -344,19 +344,7 @@ class _Lowering:
                 graph.names["_"] = value
                 graph.result = ("_", value)
         if self.missing:
-            names = list(self.missing)
-            first = self.missing[names[0]]
-            shown = names[:8]
-            listed = ", ".join(f"'{n}'" for n in shown) + (f" and {len(names) - 8:,} more" if len(names) > 8 else "")
-            hint = " ".join(f"--set {n}=VALUE" for n in shown) + (" ..." if len(names) > 8 else "")
-            known = [n for n in graph.names if n not in self.missing]
-            close = [c for n in names for c in difflib.get_close_matches(n, known, n=1)]
-            maybe = f" (did you mean {', '.join(close)}?)" if close and len(names) == 1 else ""
-            functions = [n for n in names if n in op_table.CALLABLE]
-            if functions and not maybe and len(names) == 1:
-                maybe = f" (or call the function: {functions[0]}(x))"
-            raise self.error(f"missing input{'s' if len(names) > 1 else ''} {listed}{maybe}: "
-                             f"give {'them' if len(names) > 1 else 'it'} with {hint}", first)
+            raise self.missing_inputs_error()
         if graph.result is None:
             raise self.error("the program defines functions but computes nothing", None)
         for name in self.feeds:
@@ -605,6 +593,23 @@ class _Lowering:
         raise self.error(f"unknown attribute '.{name}' of a value; gradcli knows .T, .shape, .ndim, .size "
                          "and the methods that are functions (x.sum(axis=0), x.reshape(...))", pos)
 
+    def missing_inputs_error(self) -> GradcliError:
+        """The error naming every missing input found so far (at the first one's use)."""
+        graph = self.graph
+        names = list(self.missing)
+        first = self.missing[names[0]]
+        shown = names[:8]
+        listed = ", ".join(f"'{n}'" for n in shown) + (f" and {len(names) - 8:,} more" if len(names) > 8 else "")
+        hint = " ".join(f"--set {n}=VALUE" for n in shown) + (" ..." if len(names) > 8 else "")
+        known = [n for n in graph.names if n not in self.missing]
+        close = [c for n in names for c in difflib.get_close_matches(n, known, n=1)]
+        maybe = f" (did you mean {', '.join(close)}?)" if close and len(names) == 1 else ""
+        functions = [n for n in names if n in op_table.CALLABLE]
+        if functions and not maybe and len(names) == 1:
+            maybe = f" (or call the function: {functions[0]}(x))"
+        return self.error(f"missing input{'s' if len(names) > 1 else ''} {listed}{maybe}: "
+                          f"give {'them' if len(names) > 1 else 'it'} with {hint}", first)
+
     def shape_of(self, value) -> tuple:
         if isinstance(value, Literal):
             return value.value.shape
@@ -612,7 +617,10 @@ class _Lowering:
             return (len(value.items),)
         if isinstance(value, Text):
             raise self.error("a string has no shape", value.pos)
-        return self.graph.shapes[value]
+        shape = self.graph.shapes[value]
+        if shape is None:  # it depends on a missing input (x.shape, len(x)): that is the error
+            raise self.missing_inputs_error()
+        return shape
 
     def tuple(self, node: ast.Tuple, items: list):
         if items and all(isinstance(v, Literal) for v in items) and len({v.value.shape for v in items}) == 1:

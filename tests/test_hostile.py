@@ -74,3 +74,17 @@ def test_a_negative_dimension_on_a_line_is_answered_in_its_place():
     assert proc.returncode == 2 and proc.stderr == b"" and len(answers) == 3
     assert "negative dimension" in answers[0]["error"]["message"] and "internal" not in answers[0]["error"]
     assert answers[2]["outputs"]["y"]["value"] == 1.0
+
+
+@pytest.mark.parametrize("program,missing", [
+    ("def f(w, X):\n    n = X.shape[0]\n    return n * sum(w)\n", "missing inputs 'w', 'X'"),  # found by the fuzz
+    ("def f(X):\n    return X.ndim\n", "missing input 'X'"),
+    ("def f(X):\n    return X.size * 2\n", "missing input 'X'"),
+    ("y = len(x)", "missing input 'x'"),  # was "len() of a number"
+])
+def test_the_shape_of_a_missing_input_is_a_missing_input_error(program, missing):
+    from gradcli import api
+    from gradcli.errors import GradcliError
+    with pytest.raises(GradcliError) as caught:
+        api.evaluate(program)
+    assert caught.value.message.startswith(missing) and caught.value.pos is not None
