@@ -88,3 +88,10 @@ def test_the_shape_of_a_missing_input_is_a_missing_input_error(program, missing)
     with pytest.raises(GradcliError) as caught:
         api.evaluate(program)
     assert caught.value.message.startswith(missing) and caught.value.pos is not None
+
+
+def test_an_index_too_large_for_any_array_is_a_user_error():
+    from gradcli import api
+    from gradcli.errors import GradcliError
+    with pytest.raises(GradcliError, match="too large for any array"):
+        api.evaluate("y = x[2**63]", feeds={"x": [1.0, 2.0]})
