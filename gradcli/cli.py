@@ -417,7 +417,7 @@ def _run_one(command: str, opts: dict, text: str, name: str) -> int:
         if fmt == "json":
             output = render.dumps(render.insight_json(command, result)) + "\n"
         elif fmt == "plain":
-            output = "".join(line + "\n" for line in render.insight_lines(command, result))
+            output = "\n".join(render.insight_lines(command, result) + [""])  # (one copy of the text)
         else:
             output = render.on_terminal(render.insight_table(command, result))
         if command == "check" and not result.passed:
@@ -427,7 +427,7 @@ def _run_one(command: str, opts: dict, text: str, name: str) -> int:
         if fmt == "json":
             output = render.dumps(render.result_json(result, with_gradients=with_gradients)) + "\n"
         elif fmt == "plain":
-            output = "".join(line + "\n" for line in render.plain_lines(result, with_gradients=with_gradients))
+            output = "\n".join(render.plain_lines(result, with_gradients=with_gradients) + [""])
         else:
             output = render.on_terminal(render.table(result, with_gradients=with_gradients))
         if opts["strict"] and result.nonfinite():

@@ -56,10 +56,10 @@ def _guard_blocks(graph: Graph, what: str, passes: int, block_elements: int, lim
                   where: int) -> None:
     """Refuse before starting what would not fit in memory or would run for hours: the
     derivative array itself, and the passes times the program's size."""
-    from .evaluate import _gib, default_memory_limit, output_text_bytes
+    from .evaluate import _gib, default_memory_limit, output_render_bytes, output_text_bytes
 
     limit = limit or default_memory_limit()
-    need = block_elements * 8 + output_text_bytes(block_elements)  # the array, and its text out
+    need = block_elements * 8 + output_render_bytes(block_elements)  # the array, and rendering its text
     pos = graph.equations[where].pos
     if need > limit:
         raise GradcliError(f"the {what} would be {block_elements:,} float64 numbers: {_gib(block_elements * 8)} "

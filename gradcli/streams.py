@@ -135,39 +135,56 @@ def write_output(units: list[str]) -> None:
         out.write("".join(units))
         out.flush()
         return
-    data = bytearray()
-    ends = []
-    for unit in units:
-        data += unit.encode("utf-8", "backslashreplace")
-        ends.append(len(data))
-    _write_all(fd, bytes(data), ends)
+    _write_all(fd, units)
 
 
-def _write_all(fd: int, data: bytes, ends: list[int]) -> None:
+WRITE_CHUNK = 1 << 20  # bytes encoded and written at a time: the text is never copied whole
+
+
+def _write_all(fd: int, units: list[str]) -> None:
     start = _file_offset(fd)
-    view = memoryview(data)
-    done = 0
+    buffer = bytearray()
+    ends: list[int] = []  # where each unit ends, in bytes from `start`, once it is encoded
+    written_total = [0]
     _state["writing"] = True
     try:
-        while done < len(data):
+        for unit in units:
+            for i in range(0, len(unit), WRITE_CHUNK):
+                buffer += unit[i:i + WRITE_CHUNK].encode("utf-8", "backslashreplace")
+                if len(buffer) >= WRITE_CHUNK:
+                    _write_buffer(fd, buffer, start, ends, written_total)
+            ends.append(written_total[0] + len(buffer))
+        _write_buffer(fd, buffer, start, ends, written_total)
+    finally:
+        _state["writing"] = False
+        _state["rollback"] = None
+    if _state["pending"]:
+        _end(_state["pending"])
+
+
+def _write_buffer(fd: int, buffer: bytearray, start: int | None, ends: list[int], total: list[int]) -> None:
+    """Write all of `buffer` (then empty it); `total` counts the bytes written so far."""
+    view = memoryview(buffer)
+    done = 0
+    try:
+        while done < len(buffer):
             if start is not None:
-                _state["rollback"] = (fd, start, ends, done)
+                _state["rollback"] = (fd, start, ends, total[0])
             try:
                 written = os.write(fd, view[done:])
             except BrokenPipeError:
                 raise ReaderGone() from None
             except OSError as exc:
                 if start is not None:
-                    _cut_back(fd, start, ends, done)
+                    _cut_back(fd, start, ends, total[0])
                 raise OutputError(exc.strerror or str(exc)) from None
             if written <= 0:
                 raise OutputError("standard output takes no more bytes")
             done += written
+            total[0] += written
     finally:
-        _state["writing"] = False
-        _state["rollback"] = None
-    if _state["pending"]:
-        _end(_state["pending"])
+        view.release()
+    del buffer[:]
 
 
 def _file_offset(fd: int) -> int | None:

@@ -95,3 +95,51 @@ def test_an_index_too_large_for_any_array_is_a_user_error():
     from gradcli.errors import GradcliError
     with pytest.raises(GradcliError, match="too large for any array"):
         api.evaluate("y = x[2**63]", feeds={"x": [1.0, 2.0]})
+
+
+# --------------------------------------------------------------------------- memory
+
+def peak_rss(*args, stdin=subprocess.DEVNULL):
+    """(exit code, stdout size, stderr, peak RSS in MiB) of a gradcli process."""
+    proc = subprocess.run(["/usr/bin/time", "-f", "%M", sys.executable, "-m", "gradcli", *args], stdin=stdin,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
+    err = proc.stderr.decode()
+    *lines, peak = err.rstrip("\n").split("\n")
+    assert "Traceback" not in err, err
+    return proc.returncode, len(proc.stdout), "\n".join(lines), int(peak) / 1024
+
+
+BASE_MIB = 48  # the process's own memory (Python, NumPy, typer) and what --max-memory does not count
+
+
+@pytest.mark.skipif(not os.path.exists("/usr/bin/time"), reason="needs /usr/bin/time")
+@pytest.mark.parametrize("fmt", ["json", "plain"])
+def test_rendering_a_large_output_stays_within_max_memory(fmt):
+    # plain lines took 115 bytes a number (a Python float and its repr each) and JSON 60,
+    # against the 24 that --max-memory counted: 2,000,000 numbers under 150M peaked at 280 MiB
+    code, size, err, peak = peak_rss("eval", "-e", "y = sin(broadcast_to(x, shape=[2000000]) * 1.2345)", "--set", "x=1",
+                                     "--format", fmt, "--max-memory", "150M")
+    assert (code, err) == (0, "") and size > 30_000_000
+    assert peak < 150 + BASE_MIB, peak
+    code, size, err, _ = peak_rss("eval", "-e", "y = broadcast_to(x, shape=[4000000])", "--set", "x=1",
+                                  "--format", fmt, "--max-memory", "150M")
+    assert code == 2 and size == 0 and "the output would be 4,000,000 numbers" in err
+
+
+def test_large_arrays_render_as_json_and_plain_exactly_as_nested_lists_do(monkeypatch):
+    import numpy as np
+
+    from gradcli import render
+    monkeypatch.setattr(render, "CHUNK", 5)  # every array below is rendered in chunks
+    rng = np.random.default_rng(3)
+    for shape in [(7,), (3, 4), (2, 3, 4), (4, 1, 3), (1, 11), (13, 1)]:
+        arr = rng.normal(size=shape) * 1e5
+        arr.flat[::3] = [np.nan, np.inf, -np.inf, -0.0][:len(arr.flat[::3])] + [1e16] * max(0, len(arr.flat[::3]) - 4)
+        for a in (arr, arr.T, arr.astype(np.float32)):
+            doc = {"y": render.tensor_json(a, "float64"), "note": "NaN"}
+            expected = json.dumps({"y": {"shape": list(a.shape), "dtype": "float64", "value": a.tolist()},
+                                   "note": "NaN"}, separators=(", ", ": "))
+            expected = render._requote(expected)  # (the one-piece way: NaN and infinities as strings)
+            assert '"NaN"' in expected and '"-Infinity"' in expected
+            assert render.dumps(doc) == expected
+            assert render.plain_line("y", a) == "y\t" + " ".join(map(repr, np.asarray(a, float).ravel().tolist()))
