@@ -792,6 +792,10 @@ class _Lowering:
         order = needed_equations(self.graph, [value])
         if any(self.graph.equations[i].op.name == "input" for i in order) or len(order) > 10_000:
             return value
+        # a shape, an axis or an index is a few numbers: anything larger is not one, and is not
+        # computed here, outside --max-memory (axis=exp(broadcast_to(1.0, [1e9])))
+        if sum(math.prod(self.graph.shapes[i]) for i in order) > 1 << 16:
+            return value
         with np.errstate(all="ignore"):
             result = run(self.graph, [value])[value]
         return Literal(np.array(result, dtype=np.float64), self.graph.equations[value].pos)

@@ -143,3 +143,13 @@ def test_large_arrays_render_as_json_and_plain_exactly_as_nested_lists_do(monkey
             assert '"NaN"' in expected and '"-Infinity"' in expected
             assert render.dumps(doc) == expected
             assert render.plain_line("y", a) == "y\t" + " ".join(map(repr, np.asarray(a, float).ravel().tolist()))
+
+
+@pytest.mark.parametrize("axis", ["broadcast_to(3.0, 1e308)",  # found by the fuzz: numpy's ValueError, exit 70
+                                  "sum(exp(broadcast_to(0.0, [100000000]))) * 0"])  # 800 MB under 100M
+def test_a_constant_parameter_is_not_computed_outside_the_memory_guard(axis):
+    from gradcli import api
+    from gradcli.errors import GradcliError
+    with pytest.raises(GradcliError, match="'axis' must be a constant"):
+        api.evaluate(f"y = sum(x, axis={axis})", feeds={"x": [1.0, 2.0]}, max_memory=100 << 20)
+    assert api.evaluate("y = sum(x, axis=2 * 0)", feeds={"x": [1.0, 2.0]}).outputs["y"] == 3.0
