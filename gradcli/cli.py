@@ -260,7 +260,8 @@ def _read_program(file: str | None, expr: str | None, max_memory: int | None = N
     from .errors import GradcliError
 
     stream, name = _open_program(file, expr)
-    limit = streams.cap(streams.MAX_PROGRAM_BYTES, max_memory)
+    from .parser import TEXT_COPIES  # the text is read, decoded and compiled: a quarter of --max-memory
+    limit = streams.cap(streams.MAX_PROGRAM_BYTES, max_memory and max_memory // TEXT_COPIES)
     try:
         data = streams.read_bounded(stream, limit)
     except OverflowError:

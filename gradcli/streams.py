@@ -242,14 +242,15 @@ def unreadable_kind(fd: int) -> str | None:
     return None
 
 
-def read_bounded(stream, limit: int) -> bytes:
-    """All of `stream`, or OverflowError if it holds more than `limit` bytes (read no further)."""
-    chunks, total = [], 0
+def read_bounded(stream, limit: int) -> bytearray:
+    """All of `stream`, or OverflowError if it holds more than `limit` bytes (read no further).
+    Read into one buffer: the text is never held twice (chunks, then their join)."""
+    data = bytearray()
     while True:
-        chunk = stream.read(min(1 << 24, limit + 1 - total))
+        chunk = stream.read(min(1 << 24, limit + 1 - len(data)))
         if not chunk:
-            return b"".join(chunks)
-        total += len(chunk)
-        if total > limit:
+            return data
+        data += chunk
+        del chunk
+        if len(data) > limit:
             raise OverflowError(limit)
-        chunks.append(chunk)

@@ -6,6 +6,7 @@ import os
 import resource
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -153,3 +154,24 @@ def test_a_constant_parameter_is_not_computed_outside_the_memory_guard(axis):
     with pytest.raises(GradcliError, match="'axis' must be a constant"):
         api.evaluate(f"y = sum(x, axis={axis})", feeds={"x": [1.0, 2.0]}, max_memory=100 << 20)
     assert api.evaluate("y = sum(x, axis=2 * 0)", feeds={"x": [1.0, 2.0]}).outputs["y"] == 3.0
+
+
+def test_a_program_too_large_to_parse_within_max_memory_is_refused_early(tmp_path):
+    # 3,500,000 statements (49 MB) under --max-memory 60M: parsed whole (7 GB, 175 s), then
+    # refused for its 5,000,000 operations. Now: the text is read up to a quarter of the limit,
+    # and the tokens count against it as they are parsed.
+    from gradcli import api
+    from gradcli.errors import GradcliError
+    program = "y = 1\n" + "z = 1 + 2 * 3\n" * 20_000  # 280 KB, 140,000 tokens: about 30 MB parsed
+    started = time.process_time()
+    with pytest.raises(GradcliError, match="too large to parse within --max-memory") as caught:
+        api.evaluate(program, max_memory=16 << 20)
+    assert caught.value.pos is not None and time.process_time() - started < 10
+    assert api.evaluate(program, max_memory=100 << 20).outputs["z"] == 7.0
+    assert api.evaluate("y = 2.0 * 3.0", max_memory=1024).outputs["y"] == 6.0  # any limit parses a small one
+    path = tmp_path / "comments.expr"
+    path.write_text("y = 1\n" + "# a comment comment comment comment comment\n" * 100_000)  # 4.5 MB
+    code, _, err = run("eval", str(path), "--max-memory", "16M")
+    assert code == 2 and err == f"{path}: error: the program is longer than the 4 MiB allowed\n"
+    code, out, err = run("eval", str(path), "--max-memory", "20M")
+    assert (code, out, err) == (0, "y\t1.0\n", "")
