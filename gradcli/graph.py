@@ -52,6 +52,9 @@ class Equation:
         return f"Equation({self.op.name}, {self.inputs}, {self.params}, {self.pos})"
 
 
+_MAX_ELEMENTS = 2**63 - 1  # NumPy's intp
+
+
 @dataclass
 class Graph:
     source: Source
@@ -87,6 +90,11 @@ class Graph:
             if any(d < 0 for d in shape):  # a shape rule that let one through (broadcast_to [-5])
                 raise GradcliError(f"{label}: negative dimension in the result's shape {shape}",
                                    pos, self.source)
+            count = math.prod(shape)
+            if count > _MAX_ELEMENTS:  # broadcast_to(x, shape=[1e300]): NumPy cannot even index it
+                shown = f"{count:,}" if count < 10**24 else f"about 10^{len(str(count)) - 1}"
+                raise GradcliError(f"{label}: the result would have {shown} elements, more than any array "
+                                   f"can ({_MAX_ELEMENTS:,})", pos, self.source)
         if len(self.equations) >= MAX_EQUATIONS:
             raise GradcliError(f"the program expands to more than {MAX_EQUATIONS:,} operations "
                                "(user functions are expanded where they are called)", pos, self.source)
