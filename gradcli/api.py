@@ -90,8 +90,8 @@ def _check_options(dtype: str, unconnected: str = "none") -> None:
 
 
 def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str,
-         max_memory: int | None = None) -> tuple[dict, list[Diagnostic]]:
-    check_memory(graph, list(fetch.values()), dtype, max_memory)
+         max_memory: int | None = None, text: bool = True) -> tuple[dict, list[Diagnostic]]:
+    check_memory(graph, list(fetch.values()), dtype, max_memory, text=text)  # text: the values are printed
     xp = array_namespace(device)
     checker = NumericsChecker(graph, xp, dtype)
     with np.errstate(all="ignore"):
@@ -113,7 +113,7 @@ def _named_values(text: str, name: str, feeds: dict | None, dtype: str, max_memo
     """Every value the program names (not only its last): a rewrite must keep them all."""
     graph = compile_program(text, name, feeds, max_memory=max_memory)
     fetch = {f"named {k}": v for k, v in graph.names.items() if not k.startswith("_")}
-    host, _ = _run(graph, fetch, dtype, "cpu", max_memory)
+    host, _ = _run(graph, fetch, dtype, "cpu", max_memory, text=False)  # compared, not printed
     return host
 
 

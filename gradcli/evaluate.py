@@ -106,9 +106,9 @@ def check_memory(graph: Graph, fetch: list[int], dtype: str, limit: int | None =
     rendering = RENDER_COPIES * text
     if rendering > limit:
         f = max(set(fetch), key=lambda j: math.prod(graph.shapes[j]))
-        raise GradcliError(f"the output would be {fetched:,} numbers, about {_gib(text)} of text, more than the "
-                           f"{_gib(limit)} allowed; raise the limit with --max-memory if the machine has it",
-                           graph.equations[f].pos, graph.source)
+        raise GradcliError(f"the output would be {fetched:,} numbers, about {_gib(text)} of text ({_gib(rendering)} "
+                           f"while it is rendered), more than the {_gib(limit)} allowed; raise the limit with "
+                           "--max-memory if the machine has it", graph.equations[f].pos, graph.source)
     if sum(math.prod(s) for s in graph.shapes) * itemsize + rendering <= limit:
         return  # even holding every value at once fits: no need to simulate
     order = needed_equations(graph, fetch)
