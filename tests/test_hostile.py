@@ -185,3 +185,44 @@ def test_a_shape_no_array_can_have_is_a_user_error(program):
     with pytest.raises(GradcliError, match="more than any array can") as caught:
         api.evaluate(program, feeds={"x": 1.0})
     assert caught.value.pos is not None
+
+
+def test_a_literal_doubled_forty_times_is_refused_naming_its_size():
+    from gradcli import api
+    from gradcli.errors import GradcliError
+    program = "a0 = [x, x]\n" + "".join(f"a{k} = [a{k - 1}, a{k - 1}]\n" for k in range(1, 41))
+    started = time.process_time()
+    for text, size in ((program, "2,199,023,255,552 numbers"), (program + "y = sum(a40)\n", "8.0 GiB")):
+        with pytest.raises(GradcliError) as caught:
+            api.evaluate(text, feeds={"x": 1.0}, max_memory=12 << 30)
+        assert size in caught.value.message and caught.value.pos is not None
+    assert time.process_time() - started < 10
+
+
+def test_calls_that_double_forty_times_are_refused_quickly(monkeypatch):
+    from gradcli import api
+    from gradcli import graph as graph_module
+    from gradcli.errors import GradcliError
+    monkeypatch.setattr(graph_module, "MAX_LOWERING_STEPS", 50_000)  # (the real bound, 1,000,000, takes 4 s)
+    program = ("def pick(a, b): return a\ndef f0(a): return a + 1\n"
+               + "".join(f"def f{k}(a): return pick(f{k - 1}(a), f{k - 1}(a))\n" for k in range(1, 41)) + "y = f40(x)\n")
+    started = time.process_time()
+    for run_ in (lambda: api.evaluate(program, feeds={"x": 1.0}), lambda: api.derive(program, wrt="x", feeds={"x": 1.0})):
+        with pytest.raises(GradcliError, match="steps of lowering"):
+            run_()
+    assert time.process_time() - started < 10
+
+
+def test_nan_bookkeeping_costs_about_what_the_finite_case_does():
+    # y = log(x-2) + log(x-3) + ... at x=1: every term is NaN, each its own diagnostic
+    import tracemalloc
+
+    from gradcli import api
+    peaks = {}
+    for sign in ("-", "+"):
+        program = "y = " + " + ".join(f"log(x {sign} {k + 2})" for k in range(1000)) + "\n"
+        tracemalloc.start()
+        api.evaluate(program, feeds={"x": 1.0})
+        peaks[sign] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    assert peaks["-"] < 3 * peaks["+"], peaks
