@@ -260,6 +260,7 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
                 if j in owned and dead is not None and dead is not value and getattr(dead, "ndim", 0):
                     owned.discard(j)
                     pool.setdefault((dead.shape, dead.dtype), []).append(dead)
+        dead = args = None  # not held into the next operation's allocation (a 64 MiB copy too many)
     # Values are written once: what is returned is the caller's own, never a buffer that is
     # reused (the Jacobian's seed is rewritten for every row) or part of the graph.
     return {f: env[f].copy() if f in borrowed and hasattr(env[f], "copy") else env[f] for f in fetch}
