@@ -244,3 +244,11 @@ def test_a_dead_value_is_not_held_into_the_next_allocation():
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert peak < 1.5 * x.nbytes, peak  # one copy at a time, as the memory guard counts
+
+
+def test_check_at_an_overflowing_point_reports_without_numpy_warnings():
+    # found by the fuzz: "RuntimeWarning: invalid value encountered in subtract" on stderr
+    proc = subprocess.run([sys.executable, "-m", "gradcli", "check", "--wrt", "x", "--format", "json"],
+                          input=b"x = 1e300\ny = x * x - x\n", capture_output=True, timeout=60)
+    assert proc.returncode == 1 and proc.stderr == b""
+    assert json.loads(proc.stdout)["check"]["x"]["passed"] is False
