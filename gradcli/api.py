@@ -16,7 +16,7 @@ import numpy as np
 from .autodiff import blocked_at, gradients
 from .diagnostics import Diagnostic, NumericsChecker
 from .errors import GradcliError, OptionError, Source
-from .evaluate import DTYPES, array_namespace, check_memory, run
+from .evaluate import DTYPES, array_namespace, check_memory, default_memory_limit, run
 from .graph import Graph, lower
 from .ops import fmt_shape
 from .parser import normalise, parse_program
@@ -70,7 +70,7 @@ def _collector_paused(fn):
 
 @_collector_paused
 def compile_program(text: str, name: str = "<expr>", feeds: dict | None = None, call: str | None = None,
-                    symbols: bool = False) -> Graph:
+                    symbols: bool = False, max_memory: int | None = None) -> Graph:
     """Parse and lower a program; `feeds` maps input names to arrays. `call` is one more
     statement run after the program (`f(a, b)`: call a pasted function with these arguments);
     without it, a program that ends with a `def` calls that function on the inputs named as
@@ -78,7 +78,7 @@ def compile_program(text: str, name: str = "<expr>", feeds: dict | None = None, 
     if call is not None:
         text = text.rstrip("\n") + "\n" + call
     source = Source(name, normalise(text))
-    module = parse_program(source)
+    module = parse_program(source, max_memory or default_memory_limit())
     tail = None
     if call is not None:
         tail = module.statements.pop()
@@ -100,8 +100,8 @@ def _check_options(dtype: str, unconnected: str = "none") -> None:
 
 
 def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str,
-         max_memory: int | None = None) -> tuple[dict, list[Diagnostic]]:
-    check_memory(graph, list(fetch.values()), dtype, max_memory)
+         max_memory: int | None = None, text: bool = True) -> tuple[dict, list[Diagnostic]]:
+    check_memory(graph, list(fetch.values()), dtype, max_memory, text=text)  # text: the values are printed
     xp = array_namespace(device)
     checker = NumericsChecker(graph, xp, dtype)
     with np.errstate(all="ignore"):
@@ -121,9 +121,9 @@ def _numbers(result: Result) -> dict:
 
 def _named_values(text: str, name: str, feeds: dict | None, dtype: str, max_memory: int | None) -> dict:
     """Every value the program names (not only its last): a rewrite must keep them all."""
-    graph = compile_program(text, name, feeds)
+    graph = compile_program(text, name, feeds, max_memory=max_memory)
     fetch = {f"named {k}": v for k, v in graph.names.items() if not k.startswith("_")}
-    host, _ = _run(graph, fetch, dtype, "cpu", max_memory)
+    host, _ = _run(graph, fetch, dtype, "cpu", max_memory, text=False)  # compared, not printed
     return host
 
 
@@ -236,7 +236,7 @@ def evaluate(text: str, *, call: str | None = None, name: str = "<expr>", feeds:
     """The value of the last statement, or of each name in `prints`. With `fixes`, a
     diagnostic may carry a rewrite proven on these inputs (`Diagnostic.fix`)."""
     _check_options(dtype)
-    graph = compile_program(text, name, feeds, call)
+    graph = compile_program(text, name, feeds, call, max_memory=max_memory)
     if prints:
         fetch = {p: _value_id(graph, p, "prints") for p in prints}
     else:
@@ -260,7 +260,7 @@ def grad(text: str, *, call: str | None = None, wrt: list[str], of: list[str] | 
     _check_options(dtype, unconnected)
     if not wrt:
         raise OptionError("grad needs at least one {option} NAME", "wrt")
-    graph = compile_program(text, name, feeds, call)
+    graph = compile_program(text, name, feeds, call, max_memory=max_memory)
     ys = of or [graph.result[0]]
     y_ids = [_value_id(graph, y, "of") for y in ys]
     x_ids = [_value_id(graph, x, "wrt") for x in wrt]
@@ -347,7 +347,7 @@ def jacobian(text: str, *, call: str | None = None, of: str | None = None, wrt: 
     from .insight import jacobian as jacobian_blocks
 
     _check_options("float64", unconnected)
-    graph = compile_program(text, name, feeds, call)
+    graph = compile_program(text, name, feeds, call, max_memory=max_memory)
     ys, (y,), x_ids = _targets(graph, [of] if of else None, wrt)
     host, diagnostics = _run(graph, {ys[0]: y}, "float64", "cpu", max_memory)
     blocks = jacobian_blocks(graph, y, x_ids, max_memory)
@@ -362,7 +362,7 @@ def hessian(text: str, *, call: str | None = None, of: str | None = None, wrt: l
     from .insight import hessian as hessian_blocks
 
     _check_options("float64", unconnected)
-    graph = compile_program(text, name, feeds, call)
+    graph = compile_program(text, name, feeds, call, max_memory=max_memory)
     ys, (y,), x_ids = _targets(graph, [of] if of else None, wrt)
     host, diagnostics = _run(graph, {ys[0]: y}, "float64", "cpu", max_memory)
     blocks, mixed_blocks = hessian_blocks(graph, y, x_ids, max_memory)
@@ -390,7 +390,7 @@ def check(text: str, *, call: str | None = None, wrt: list[str], of: list[str] |
     for option, tolerance in (("rtol", rtol), ("atol", atol)):
         if not tolerance >= 0:
             raise OptionError(f"{{option}} must not be negative, not {tolerance:g}", option)
-    graph = compile_program(text, name, feeds, call)
+    graph = compile_program(text, name, feeds, call, max_memory=max_memory)
     ys, y_ids, x_ids = _targets(graph, of, wrt)
     # the forward program (run twice per difference) and the gradients, before anything runs;
     # the gradient equations built here are the ones the check reuses
@@ -436,7 +436,7 @@ def derivation(text: str, *, call: str | None = None, wrt: str, of: list[str] | 
     it is of."""
     from .printer import Printer
 
-    graph = compile_program(text, name, feeds, call, symbols=True)
+    graph = compile_program(text, name, feeds, call, symbols=True, max_memory=max_memory)
     ys, y_ids, (x,) = _targets(graph, of, [wrt])
     (g,) = gradients(graph, y_ids, [x])
     target = "+".join(ys)
@@ -470,7 +470,7 @@ def graph_view(text: str, *, call: str | None = None, of: str | None = None, wrt
     from .autodiff import depends_on
     from .evaluate import needed_equations
 
-    graph = compile_program(text, name, feeds, call)
+    graph = compile_program(text, name, feeds, call, max_memory=max_memory)
     y = _value_id(graph, of, "of") if of else graph.result[1]
     x_ids = [_value_id(graph, x, "wrt") for x in wrt or []]
     nodes = needed_equations(graph, [y])

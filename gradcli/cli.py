@@ -374,7 +374,8 @@ def _read_program(file: str | None, expr: str | None, max_memory: int | None = N
     from .errors import GradcliError
 
     stream, name = _open_program(file, expr)
-    limit = streams.cap(streams.MAX_PROGRAM_BYTES, max_memory)
+    from .parser import TEXT_COPIES  # the text is read, decoded and compiled: a quarter of --max-memory
+    limit = streams.cap(streams.MAX_PROGRAM_BYTES, max_memory and max_memory // TEXT_COPIES)
     try:
         data = streams.read_bounded(stream, limit)
     except OverflowError:
@@ -563,9 +564,9 @@ class Run:
             return render.dumps(render.document(view, result, number)) + "\n", code
         except GradcliError as err:
             text = format_error(_in_cli_terms(err))
-            if fmt == "plain":
+            if fmt == "plain":  # answered in its place too: a reader of the lines keeps count
                 streams.say(text)
-                return "", 2
+                return f"{number}\t#error\t{_one_line(err.message)}\n", 2
             doc = render.error_document(view, err, number)
             doc["error"].update(line=number, text=text)
             return render.dumps(doc) + "\n", 2
@@ -575,7 +576,7 @@ class Run:
                 traceback.print_exc()
             streams.say(_internal_error(exc, f" on line {number}"))
             if fmt == "plain":
-                return "", 70
+                return f"{number}\t#error\tinternal error: {_one_line(f'{type(exc).__name__}: {exc}')}\n", 70
             doc = {"command": view.command, "line": number,
                    "error": {"message": f"internal error: {type(exc).__name__}: {exc}", "line": number,
                              "internal": True}}
@@ -640,6 +641,11 @@ def _named_command(argv: list[str]):
     only.__dict__.update(app.__dict__)  # the same settings, callback and completion
     only.registered_commands = chosen
     return only
+
+
+def _one_line(message: str) -> str:
+    """A message on one line of a tab-separated answer."""
+    return " ".join(message.split())
 
 
 def _refuse_repeated_options(chosen, argv: list[str]) -> None:

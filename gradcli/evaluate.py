@@ -85,6 +85,15 @@ def output_text_bytes(elements: int) -> int:
     return elements * TEXT_BYTES_PER_NUMBER
 
 
+# Memory that rendering the output takes at its peak, per byte of text: the pieces (chunks of
+# numbers, lines) and the text they are joined into (render.CHUNK, streams.WRITE_CHUNK)
+RENDER_COPIES = 2
+
+
+def output_render_bytes(elements: int) -> int:
+    return RENDER_COPIES * output_text_bytes(elements)
+
+
 def check_memory(graph: Graph, fetch: list[int], dtype: str, limit: int | None = None, text: bool = True) -> None:
     """Refuse, before anything runs, a program whose arrays would not fit: shapes are known,
     so the evaluation's peak is simulated (values freed after their last use, views free),
@@ -95,12 +104,13 @@ def check_memory(graph: Graph, fetch: list[int], dtype: str, limit: int | None =
     itemsize = np.dtype(dtype).itemsize
     fetched = sum(math.prod(graph.shapes[f]) for f in set(fetch))
     text = output_text_bytes(fetched) if text else 0  # the fetched values printed (not for check, derive)
-    if text > limit:
+    rendering = RENDER_COPIES * text
+    if rendering > limit:
         f = max(set(fetch), key=lambda j: math.prod(graph.shapes[j]))
-        raise OptionError(f"the output would be {fetched:,} numbers, about {_gib(text)} of text, more than the "
-                          f"{_gib(limit)} allowed; raise the limit with {{option}} if the machine has it",
-                          "max_memory", graph.equations[f].pos, graph.source)
-    if sum(math.prod(s) for s in graph.shapes) * itemsize + text <= limit:
+        raise OptionError(f"the output would be {fetched:,} numbers, about {_gib(text)} of text ({_gib(rendering)} "
+                          f"while it is rendered), more than the {_gib(limit)} allowed; raise the limit with "
+                          "{option} if the machine has it", "max_memory", graph.equations[f].pos, graph.source)
+    if sum(math.prod(s) for s in graph.shapes) * itemsize + rendering <= limit:
         return  # even holding every value at once fits: no need to simulate
     order = needed_equations(graph, fetch)
     last_use = last_uses(graph, order)
@@ -134,6 +144,11 @@ def check_memory(graph: Graph, fetch: list[int], dtype: str, limit: int | None =
                     sizes[i] += sizes.pop(j, 0)
                 else:
                     live -= sizes.pop(j, 0)
+    if live + rendering > limit:  # the values still held while their text is rendered
+        f = max(set(fetch), key=lambda j: math.prod(graph.shapes[j]))
+        raise GradcliError(f"the output would be {fetched:,} numbers, about {_gib(text)} of text, which with the "
+                           f"{_gib(live)} of values held is more than the {_gib(limit)} allowed; raise the limit "
+                           "with --max-memory if the machine has it", graph.equations[f].pos, graph.source)
 
 
 def last_uses(graph: Graph, order: list[int], given=()) -> dict[int, int]:
@@ -246,6 +261,7 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
                 if j in owned and dead is not None and dead is not value and getattr(dead, "ndim", 0):
                     owned.discard(j)
                     pool.setdefault((dead.shape, dead.dtype), []).append(dead)
+        dead = args = None  # not held into the next operation's allocation (a 64 MiB copy too many)
     # Values are written once: what is returned is the caller's own, never a buffer that is
     # reused (the Jacobian's seed is rewritten for every row) or part of the graph.
     return {f: env[f].copy() if f in borrowed and hasattr(env[f], "copy") else env[f] for f in fetch}

@@ -55,6 +55,9 @@ class Equation:
         return f"Equation({self.op.name}, {self.inputs}, {self.params}, {self.pos})"
 
 
+_MAX_ELEMENTS = 2**63 - 1  # NumPy's intp
+
+
 @dataclass
 class Graph:
     source: Source
@@ -87,6 +90,14 @@ class Graph:
             if len(shape) > MAX_DIMENSIONS:
                 raise GradcliError(f"{label}: the result would have {len(shape)} dimensions; arrays have at most "
                                    f"{MAX_DIMENSIONS} (as in NumPy)", pos, self.source)
+            if any(d < 0 for d in shape):  # a shape rule that let one through (broadcast_to [-5])
+                raise GradcliError(f"{label}: negative dimension in the result's shape {shape}",
+                                   pos, self.source)
+            count = math.prod(shape)
+            if count > _MAX_ELEMENTS:  # broadcast_to(x, shape=[1e300]): NumPy cannot even index it
+                shown = f"{count:,}" if count < 10**24 else f"about 10^{len(str(count)) - 1}"
+                raise GradcliError(f"{label}: the result would have {shown} elements, more than any array "
+                                   f"can ({_MAX_ELEMENTS:,})", pos, self.source)
         if len(self.equations) >= MAX_EQUATIONS:
             raise GradcliError(f"the program expands to more than {MAX_EQUATIONS:,} operations "
                                "(user functions are expanded where they are called)", pos, self.source)
@@ -388,19 +399,7 @@ class _Lowering:
                 graph.names["_"] = value
                 graph.result = ("_", value)
         if self.missing:
-            names = list(self.missing)
-            first = self.missing[names[0]]
-            shown = names[:8]
-            listed = ", ".join(f"'{n}'" for n in shown) + (f" and {len(names) - 8:,} more" if len(names) > 8 else "")
-            hint = " ".join(f"{{option}} {n}=VALUE" for n in shown) + (" ..." if len(names) > 8 else "")
-            known = [n for n in graph.names if n not in self.missing]
-            close = [c for n in names for c in difflib.get_close_matches(n, known, n=1)]
-            maybe = f" (did you mean {', '.join(close)}?)" if close and len(names) == 1 else ""
-            functions = [n for n in names if n in op_table.CALLABLE]
-            if functions and not maybe and len(names) == 1:
-                maybe = f" (or call the function: {functions[0]}(x))"
-            raise OptionError(f"missing input{'s' if len(names) > 1 else ''} {listed}{maybe}: "
-                              f"give {'them' if len(names) > 1 else 'it'} with {hint}", "feeds", first, self.source)
+            raise self.missing_inputs_error()
         if graph.result is None:
             raise self.error("the program defines functions but computes nothing", None)
         for name in self.feeds:
@@ -671,6 +670,23 @@ class _Lowering:
         raise self.error(f"unknown attribute '.{name}' of a value; gradcli knows .T, .shape, .ndim, .size "
                          "and the methods that are functions (x.sum(axis=0), x.reshape(...))", pos)
 
+    def missing_inputs_error(self) -> GradcliError:
+        """The error naming every missing input found so far (at the first one's use)."""
+        graph = self.graph
+        names = list(self.missing)
+        first = self.missing[names[0]]
+        shown = names[:8]
+        listed = ", ".join(f"'{n}'" for n in shown) + (f" and {len(names) - 8:,} more" if len(names) > 8 else "")
+        hint = " ".join(f"{{option}} {n}=VALUE" for n in shown) + (" ..." if len(names) > 8 else "")
+        known = [n for n in graph.names if n not in self.missing]
+        close = [c for n in names for c in difflib.get_close_matches(n, known, n=1)]
+        maybe = f" (did you mean {', '.join(close)}?)" if close and len(names) == 1 else ""
+        functions = [n for n in names if n in op_table.CALLABLE]
+        if functions and not maybe and len(names) == 1:
+            maybe = f" (or call the function: {functions[0]}(x))"
+        return OptionError(f"missing input{'s' if len(names) > 1 else ''} {listed}{maybe}: "
+                           f"give {'them' if len(names) > 1 else 'it'} with {hint}", "feeds", first, self.source)
+
     def shape_of(self, value) -> tuple:
         if isinstance(value, Literal):
             return value.value.shape
@@ -678,7 +694,10 @@ class _Lowering:
             return (len(value.items),)
         if isinstance(value, Text):
             raise self.error("a string has no shape", value.pos)
-        return self.graph.shapes[value]
+        shape = self.graph.shapes[value]
+        if shape is None:  # it depends on a missing input (x.shape, len(x)): that is the error
+            raise self.missing_inputs_error()
+        return shape
 
     def tuple(self, node: ast.Tuple, items: list):
         if items and all(isinstance(v, Literal) for v in items) and len({v.value.shape for v in items}) == 1 \
@@ -944,6 +963,10 @@ class _Lowering:
 
         order = needed_equations(self.graph, [value])
         if any(self.graph.equations[i].op.name == "input" for i in order) or len(order) > 10_000:
+            return value
+        # a shape, an axis or an index is a few numbers: anything larger is not one, and is not
+        # computed here, outside --max-memory (axis=exp(broadcast_to(1.0, [1e9])))
+        if sum(math.prod(self.graph.shapes[i]) for i in order) > 1 << 16:
             return value
         with np.errstate(all="ignore"):
             result = run(self.graph, [value])[value]

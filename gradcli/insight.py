@@ -56,10 +56,10 @@ def _guard_blocks(graph: Graph, what: str, passes: int, block_elements: int, lim
                   where: int) -> None:
     """Refuse before starting what would not fit in memory or would run for hours: the
     derivative array itself, and the passes times the program's size."""
-    from .evaluate import _gib, default_memory_limit, output_text_bytes
+    from .evaluate import _gib, default_memory_limit, output_render_bytes, output_text_bytes
 
     limit = limit or default_memory_limit()
-    need = block_elements * 8 + output_text_bytes(block_elements)  # the array, and its text out
+    need = block_elements * 8 + output_render_bytes(block_elements)  # the array, and rendering its text
     pos = graph.equations[where].pos
     if need > limit:
         raise OptionError(f"the {what} would be {block_elements:,} float64 numbers: {_gib(block_elements * 8)} "
@@ -214,11 +214,12 @@ def _differences(f, x: int, point: np.ndarray, grad: np.ndarray, eps: float, rng
     # 0 * inf = NaN of one infinite element in every row)
     ours = grad.reshape(-1).copy() if point.size <= ALL_ELEMENTS_UP_TO else directions @ grad.reshape(-1)
     fd = np.empty(len(directions))
-    scale = float(np.sum(np.abs(f({}))))
-    for k, d in enumerate(directions):
-        delta = f({x: point + step * d.reshape(point.shape)}) - f({x: point - step * d.reshape(point.shape)})
-        fd[k] = np.sum(delta) / (2 * step)
-    noise = 8 * np.finfo(np.float64).eps * scale / step
+    with np.errstate(all="ignore"):  # inf - inf at an overflowing point is reported, not warned
+        scale = float(np.sum(np.abs(f({}))))
+        for k, d in enumerate(directions):
+            delta = f({x: point + step * d.reshape(point.shape)}) - f({x: point - step * d.reshape(point.shape)})
+            fd[k] = np.sum(delta) / (2 * step)
+        noise = 8 * np.finfo(np.float64).eps * scale / step
     method = "all elements" if point.size <= ALL_ELEMENTS_UP_TO else f"{DIRECTIONS} random directions"
     return ours, fd, noise, method
 

@@ -435,6 +435,8 @@ def _index_shape(shape, index):
         return probe[_index_tuple(index)].shape
     except IndexError as exc:
         raise ShapeError(str(exc)) from None  # as NumPy (JAX would clamp an index out of bounds)
+    except OverflowError:  # x[2**63]: past any array's end
+        raise ShapeError(f"an index of {index} is too large for any array") from None
 
 
 def _subscripts(index) -> str:

@@ -537,13 +537,23 @@ class _Parser:
             raise _syntax("this line's indentation matches no enclosing block",
                           Pos(line, len(text) + 1, pos, pos + 1))
 
-    def parse(self, text: str, start: str):
-        """Shift/reduce over the tokens, building the AST bottom-up (no recursion)."""
+    def parse(self, text: str, start: str, max_memory: int | None = None):
+        """Shift/reduce over the tokens, building the AST bottom-up (no recursion). With
+        `max_memory`, a program whose text and tokens would take more is refused as soon as
+        that is known (see TOKEN_BYTES), not after its whole AST is built."""
         table, rules, chains = self.states, self.rules, self.chains
         end_state = self.end_states[start]
         state = self.start_states[start]
         states, values, brackets = [state], [], []
+        allowed = -1 if max_memory is None else (
+            (max_memory + PARSE_ALLOWANCE - TEXT_COPIES * len(text)) // TOKEN_BYTES)
+        if max_memory is not None and allowed < 0:
+            raise _too_large(text, max_memory, 0)
+        count = 0
         for token in self.tokens(text, brackets):
+            count += 1
+            if count == allowed:
+                raise _too_large(text, max_memory, count, token)
             kind = token.type
             action = table[state].get(kind)
             while action is not None and action < 0:  # reduce
@@ -656,12 +666,34 @@ def normalise(text: str) -> str:
     """Program text as the grammar wants it: no BOM, `\\n` line ends, one final newline."""
     if text.startswith("\ufeff"):
         text = text[1:]
+    if "\r" not in text and text.endswith("\n") and not text[-2:-1].isspace():
+        return text  # already so: not copied (a program may be hundreds of megabytes)
     return text.replace("\r\n", "\n").replace("\r", "\n").rstrip() + "\n"
 
 
-def parse_program(source: Source) -> ast.Module:
+# What a program costs once parsed, at most: each token becomes an AST node with its position
+# (measured 130 to 190 bytes a token: `z = 1 + 2 * 3` statements, long literals), and the text
+# is held up to four times over (as read, decoded, and copies while it is compiled: measured
+# 3.3). --max-memory bounds the sum; the command reads no more than a quarter of it.
+TOKEN_BYTES = 256
+TEXT_COPIES = 4
+PARSE_ALLOWANCE = 4 << 20  # on top of --max-memory, so that any limit (1K) parses a small program
+
+
+def _too_large(text: str, max_memory: int, count: int, token=None) -> GradcliError:
+    from .evaluate import _gib
+
+    pos = Pos(token.line, token.column, token.start_pos, token.end_pos) if token is not None else None
+    what = (f"its text ({_gib(len(text))}, held up to {TEXT_COPIES} times)" if token is None else
+            f"its text and its first {count:,} tokens (about {TOKEN_BYTES} bytes each, parsed)")
+    return GradcliError(f"the program is too large to parse within --max-memory: {what} already take more than "
+                        f"the {_gib(max_memory)} allowed (and {_gib(PARSE_ALLOWANCE)} more that any program may "
+                        "take); raise the limit with --max-memory if the machine has it", pos)
+
+
+def parse_program(source: Source, max_memory: int | None = None) -> ast.Module:
     try:
-        module = _parser().parse(source.text, "start")
+        module = _parser().parse(source.text, "start", max_memory)
     except GradcliError as err:
         raise err.at(source)
     if not module.statements:

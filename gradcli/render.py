@@ -27,18 +27,48 @@ def json_value(arr: np.ndarray):
     return arr.item() if arr.ndim == 0 else arr.tolist()
 
 
+# An array of more numbers than this is rendered as text in chunks of this many numbers, not
+# through nested lists of Python floats (about 60 bytes a number for JSON, 115 for plain lines,
+# against the 24 of its text): the text itself, built once, is then the only large cost.
+CHUNK = 1 << 15
+
+
+class _ArrayText:
+    """An array in a JSON document, rendered as text by `dumps` (see `CHUNK`)."""
+
+    __slots__ = ("arr",)
+
+    def __init__(self, arr: np.ndarray):
+        self.arr = arr
+
+
 def tensor_json(arr: np.ndarray | None, dtype: str) -> dict | None:
     if arr is None:
         return None
-    return {"shape": list(arr.shape), "dtype": dtype, "value": json_value(arr)}
+    value = _ArrayText(arr) if arr.size > CHUNK and arr.dtype.kind == "f" else json_value(arr)
+    return {"shape": list(arr.shape), "dtype": dtype, "value": value}
 
 
 def dumps(doc: dict) -> str:
     """Strict JSON: NaN and infinities become the strings "NaN", "Infinity", "-Infinity"."""
-    text = json.dumps(doc, allow_nan=True, separators=(", ", ": "))
+    arrays: list[np.ndarray] = []
+    marker = "\x00array:"
+
+    def later(obj):
+        if isinstance(obj, _ArrayText):
+            arrays.append(obj.arr)
+            return f"{marker}{len(arrays) - 1}"
+        raise TypeError(f"{type(obj).__name__} is not JSON")
+
+    text = json.dumps(doc, allow_nan=True, separators=(", ", ": "), default=later)
     if "NaN" in text or "Infinity" in text:
         text = _requote(text)
-    return text
+    if not arrays:
+        return text
+    pieces = re.split(r'"\\u0000array:([0-9]+)"', text)  # text, index, text, index, ..., text
+    for k in range(1, len(pieces), 2):
+        pieces[k] = array_json_text(arrays[int(pieces[k])])
+    return "".join(pieces)
 
 
 def _requote(text: str) -> str:
@@ -54,6 +84,39 @@ def _requote(text: str) -> str:
 
 def tensors_json(arrays: dict, dtype: str) -> dict:
     return {k: tensor_json(v, dtype) for k, v in arrays.items()}
+
+
+_JSON_NONFINITE = {"nan": '"NaN"', "inf": '"Infinity"', "-inf": '"-Infinity"'}
+
+
+def _number_texts(chunk: np.ndarray, json_strings: bool) -> list[str]:
+    texts = list(map(repr, chunk.tolist()))
+    if json_strings and not np.isfinite(chunk).all():
+        texts = [_JSON_NONFINITE.get(t, t) for t in texts]
+    return texts
+
+
+def array_json_text(arr: np.ndarray) -> str:
+    """`json.dumps(arr.tolist())` with strict non-finite numbers, built chunk by chunk."""
+    if arr.ndim == 0 or arr.size == 0:
+        return dumps({"v": json_value(arr)})[6:-1]
+    n, ndim = arr.size, arr.ndim
+    strides = [int(np.prod(arr.shape[k:])) for k in range(1, ndim)]  # numbers per sub-array
+    separators = ["]" * c + ", " + "[" * c for c in range(ndim)]  # after a number that ends c of them
+    chunks = ["[" * ndim]
+    for start in range(0, n, CHUNK):
+        stop = min(n, start + CHUNK)
+        ends = np.zeros(stop - start, dtype=np.intp)
+        after = np.arange(start + 1, stop + 1)
+        for stride in strides:
+            ends += after % stride == 0
+        texts = _number_texts(arr.flat[start:stop], True)
+        seps = [separators[c] for c in ends.tolist()]
+        if stop == n:
+            seps[-1] = ""
+        chunks.append("".join([x for pair in zip(texts, seps) for x in pair]))
+    chunks.append("]" * ndim)
+    return "".join(chunks)
 
 
 def result_json(result, *, with_gradients: bool) -> dict:
@@ -77,8 +140,11 @@ def error_json(err: GradcliError) -> dict:
 def plain_line(name: str, arr: np.ndarray | None) -> str:
     if arr is None:
         return f"{name}\t"  # unconnected gradient: the name, no numbers
-    flat = np.asarray(arr, dtype=np.float64).ravel()
-    return f"{name}\t" + " ".join(map(repr, flat.tolist()))
+    arr = np.asarray(arr, dtype=np.float64)
+    if arr.size <= CHUNK:
+        return f"{name}\t" + " ".join(map(repr, arr.ravel().tolist()))
+    return f"{name}\t" + " ".join([" ".join(_number_texts(arr.flat[start:start + CHUNK], False))
+                                   for start in range(0, arr.size, CHUNK)])
 
 
 def plain_lines(result, *, with_gradients: bool) -> list[str]:

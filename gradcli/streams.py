@@ -135,34 +135,26 @@ def write_output(units: list[str]) -> None:
         out.write("".join(units))
         out.flush()
         return
-    data = bytearray()
-    ends = []
-    for unit in units:
-        data += unit.encode("utf-8", "backslashreplace")
-        ends.append(len(data))
-    _write_all(fd, bytes(data), ends)
+    _write_all(fd, units)
 
 
-def _write_all(fd: int, data: bytes, ends: list[int]) -> None:
+WRITE_CHUNK = 1 << 20  # bytes encoded and written at a time: the text is never copied whole
+
+
+def _write_all(fd: int, units: list[str]) -> None:
     start = _file_offset(fd)
-    view = memoryview(data)
-    done = 0
+    buffer = bytearray()
+    ends: list[int] = []  # where each unit ends, in bytes from `start`, once it is encoded
+    written_total = [0]
     _state["writing"] = True
     try:
-        while done < len(data):
-            if start is not None:
-                _state["rollback"] = (fd, start, ends, done)
-            try:
-                written = os.write(fd, view[done:])
-            except BrokenPipeError:
-                raise ReaderGone() from None
-            except OSError as exc:
-                if start is not None:
-                    _cut_back(fd, start, ends, done)
-                raise OutputError(exc.strerror or str(exc)) from None
-            if written <= 0:
-                raise OutputError("standard output takes no more bytes")
-            done += written
+        for unit in units:
+            for i in range(0, len(unit), WRITE_CHUNK):
+                buffer += unit[i:i + WRITE_CHUNK].encode("utf-8", "backslashreplace")
+                if len(buffer) >= WRITE_CHUNK:
+                    _write_buffer(fd, buffer, start, ends, written_total)
+            ends.append(written_total[0] + len(buffer))
+        _write_buffer(fd, buffer, start, ends, written_total)
     finally:
         _state["writing"] = False
         _state["rollback"] = None
@@ -170,10 +162,40 @@ def _write_all(fd: int, data: bytes, ends: list[int]) -> None:
         _end(_state["pending"])
 
 
-def _file_offset(fd: int) -> int | None:
-    """Where the next write lands, if the output is a regular file (so it can be cut back)."""
+def _write_buffer(fd: int, buffer: bytearray, start: int | None, ends: list[int], total: list[int]) -> None:
+    """Write all of `buffer` (then empty it); `total` counts the bytes written so far."""
+    view = memoryview(buffer)
+    done = 0
     try:
-        if stat.S_ISREG(os.fstat(fd).st_mode):
+        while done < len(buffer):
+            if start is not None:
+                _state["rollback"] = (fd, start, ends, total[0])
+            try:
+                written = os.write(fd, view[done:])
+            except BrokenPipeError:
+                raise ReaderGone() from None
+            except OSError as exc:
+                if start is not None:
+                    _cut_back(fd, start, ends, total[0])
+                raise OutputError(exc.strerror or str(exc)) from None
+            if written <= 0:
+                raise OutputError("standard output takes no more bytes")
+            done += written
+            total[0] += written
+    finally:
+        view.release()
+    del buffer[:]
+
+
+def _file_offset(fd: int) -> int | None:
+    """Where the next write lands, if the output is a regular file (so it can be cut back).
+    In append mode (`>> log`) that is the file's end, whatever the offset says (often 0)."""
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISREG(st.st_mode):
+            import fcntl
+            if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_APPEND:
+                return st.st_size
             return os.lseek(fd, 0, os.SEEK_CUR)
     except OSError:
         pass
@@ -220,14 +242,15 @@ def unreadable_kind(fd: int) -> str | None:
     return None
 
 
-def read_bounded(stream, limit: int) -> bytes:
-    """All of `stream`, or OverflowError if it holds more than `limit` bytes (read no further)."""
-    chunks, total = [], 0
+def read_bounded(stream, limit: int) -> bytearray:
+    """All of `stream`, or OverflowError if it holds more than `limit` bytes (read no further).
+    Read into one buffer: the text is never held twice (chunks, then their join)."""
+    data = bytearray()
     while True:
-        chunk = stream.read(min(1 << 24, limit + 1 - total))
+        chunk = stream.read(min(1 << 24, limit + 1 - len(data)))
         if not chunk:
-            return b"".join(chunks)
-        total += len(chunk)
-        if total > limit:
+            return data
+        data += chunk
+        del chunk
+        if len(data) > limit:
             raise OverflowError(limit)
-        chunks.append(chunk)

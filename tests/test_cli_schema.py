@@ -148,7 +148,8 @@ def test_lines_answers_carry_their_line_numbers_and_follow_the_schema(command):
 
 def test_lines_plain_is_one_numbered_tab_separated_line_per_result():
     r = invoke("eval", "--lines", "--format", "plain", stdin="exp(0.0)\n\na * 3\nx = [1.0, 2.0]; y = x * 3\n")
-    assert r.stdout == "1\t_\t1.0\n4\ty\t3.0 6.0\n"
+    # a bad line is answered in its place too, so a reader of the lines keeps count
+    assert r.stdout == "1\t_\t1.0\n3\t#error\tmissing input 'a': give it with --set a=VALUE\n4\ty\t3.0 6.0\n"
     assert r.exit_code == 2 and "<line 3>:1:1: error: missing input 'a'" in r.stderr
     r = invoke("grad", "--wrt", "x", "--wrt", "z", "--lines", "--format", "plain",
                stdin="x = [1.0, 2.0]; z = 1.0; y = sum(x * x)\n")

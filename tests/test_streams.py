@@ -190,7 +190,7 @@ def test_a_program_longer_than_the_cap_is_refused_without_reading_on():
     endless.kill()
     endless.wait()
     assert (proc.returncode, proc.stdout, proc.stderr) == (
-        2, b"", b"<stdin>: error: the program is longer than the 1 MiB allowed\n")
+        2, b"", b"<stdin>: error: the program is longer than the 262,144 bytes allowed\n")  # a quarter
 
 
 def test_the_default_program_cap(monkeypatch, tmp_path):
