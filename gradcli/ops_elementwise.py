@@ -467,7 +467,8 @@ def _hard_sigmoid_reading(call):
 
 
 _unary("hard_sigmoid", _hard_sigmoid, lambda g, ans, x: g * (_relu6_gate(x + 3.0) / 6.0), ("hardsigmoid",),
-       reading=_hard_sigmoid_reading, doc="relu6(x + 3) / 6 (JAX, PyTorch)", bound=UNBOUNDED)
+       reading=_hard_sigmoid_reading, doc="relu6(x + 3) / 6 (JAX, PyTorch)", bound=UNBOUNDED,
+       prints_as=lambda x: f"jax.nn.hard_sigmoid({x})")  # the bare name has two readings
 _unary("hard_silu", lambda xp, x: x * _hard_sigmoid(xp, x),
        lambda g, ans, x: g * (G.hard_sigmoid(x) + x * (_relu6_gate(x + 3.0) / 6.0)), ("hard_swish", "hardswish"),
        finite_closed=True, doc="x relu6(x + 3) / 6")

@@ -110,6 +110,7 @@ def _triangle(xp, x, lower=True, k=0):
 register(Op("triangle_part", _triangle, lambda shape, lower=True, k=0: _matrix(shape),
             (lambda g, ans, x, lower=True, k=0: G.triangle_part(g, lower=lower, k=k),),
             params={"lower": True, "k": 0}, public=False, finite_closed=True,
+            prints_as=lambda x, lower=True, k=0: f"{'tril' if lower else 'triu'}({x}" + (f", {k})" if k else ")"),
             doc="tril(x, k) or triu(x, k) of the last two axes"))
 
 

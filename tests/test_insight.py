@@ -233,3 +233,13 @@ def test_check_differences_elementwise_so_large_outputs_do_not_hide_small_ones()
     # found by the property test: exp(exp(exp(u))) reaches 1e15 in one element
     result = api.check("z = exp(exp(exp(u)))\ny = sum(z)", wrt=["u"], feeds={"u": [1.2, -0.7, 0.1]})
     assert result.passed, result.reports
+
+
+@pytest.mark.parametrize("program", ["y = sum(np.tril(x, 1) * w)", "y = sum(np.triu(x, -1) * w)",
+                                     "y = sum(F.hardswish(x) * w)"])
+def test_derive_prints_private_slopes_in_names_the_language_reads_back(program):
+    # triangle_part (tril/triu's gradient) and hard_sigmoid (whose bare name has two readings)
+    feeds = {"x": np.array([[1.0, -4.0], [0.5, 2.0]]), "w": np.array([[1.0, 2.0], [3.0, 4.0]])}
+    text = api.derive(program, wrt="x", feeds=feeds)
+    again = api.evaluate(text, feeds=feeds).outputs["dy_dx"]
+    np.testing.assert_allclose(again, api.grad(program, wrt=["x"], feeds=feeds).gradients["x"], rtol=1e-14)
