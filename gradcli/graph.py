@@ -1197,13 +1197,13 @@ class _Lowering:
         if pname in ("axis", "axes", "shape"):  # positions and sizes: integers
             if pname == "axes" and arr.ndim == 2 and integral:  # tensordot's pair of lists
                 return tuple(tuple(int(v) for v in row) for row in arr)
-        if pname == "padding" and arr.ndim == 2 and integral:  # a convolution's (before, after) pairs
-            return tuple(tuple(int(v) for v in row) for row in arr)
             if arr.ndim > 1 or not integral:
                 raise self.error(f"{label}(): '{pname}' must be an integer or a list of integers", value.pos)
             if pname == "axis" and arr.ndim == 0:
                 return int(arr)
             return tuple(int(v) for v in np.atleast_1d(arr))
+        if pname == "padding" and arr.ndim == 2 and integral:  # a convolution's (before, after) pairs
+            return tuple(tuple(int(v) for v in row) for row in arr)
         # any other parameter is a number (alpha=0.2, ord=inf, ddof=1) or a list of numbers
         # (q=[0.25, 0.75]): an int where it is one, so that it prints and compares as written
         if arr.ndim > 1 or bool(np.any(np.isnan(arr))):

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 BIG = "y = broadcast_to(1.5, shape=[100000])"  # about 500 KB of JSON
@@ -252,3 +253,18 @@ def test_check_at_an_overflowing_point_reports_without_numpy_warnings():
                           input=b"x = 1e300\ny = x * x - x\n", capture_output=True, timeout=60)
     assert proc.returncode == 1 and proc.stderr == b""
     assert json.loads(proc.stdout)["check"]["x"]["passed"] is False
+
+
+@pytest.mark.parametrize("program,expected", [("y = broadcast_to(3.0, shape=2)", [3.0, 3.0]),
+                                              ("y = sum(x, axis=0)", 3.0)])
+def test_a_shape_or_axis_written_as_one_number(program, expected):
+    # found by the hostile fuzz: a shape given as one number reached the shape rule as an int
+    from gradcli import api
+    np.testing.assert_array_equal(api.evaluate(program, feeds={"x": [1.0, 2.0]}).outputs["y"], expected)
+
+
+def test_an_axis_that_is_not_an_integer_is_refused_where_written():
+    from gradcli import api
+    from gradcli.errors import GradcliError
+    with pytest.raises(GradcliError, match="'axis' must be an integer or a list of integers"):
+        api.evaluate("y = sum(x, axis=0.5)", feeds={"x": [1.0, 2.0]})

@@ -326,7 +326,10 @@ def judge(argv, code, out: bytes, err: str, max_memory: str, stdin: bytes, lines
         problems.append("traceback")
     if code not in (0, 1, 2):
         problems.append(f"exit {code}")
-    usage_error = "Usage:" in err  # click refused an option: its own message, exit 2
+    # click refused an option (its own message), or gradcli refused an option's value before
+    # reading any line (`--set t` given twice, a CSV of no rows): exit 2, one message, nothing out
+    usage_error = "Usage:" in err or (lines and code == 2 and not out and "<line " not in err
+                                      and err.count(" error: ") == 1)
     if code == 2 and not lines:
         if out:
             problems.append("output on a user error")
