@@ -1317,7 +1317,7 @@ class _Expansion:
     def known(self, id_: int):
         """The value of a constant or an input (as given for this run), else None."""
         eq = self.lowering.graph.equations[id_]
-        while eq.op.name in ("identity", "broadcast_to", "reshape"):
+        while eq.op.repeats is not None or eq.op.memory == "same":  # its input's values, repeated or as they are
             eq = self.lowering.graph.equations[eq.inputs[0]]
         if eq.op.name in ("const", "input"):
             return eq.params["value"]

@@ -379,7 +379,7 @@ def graph_json(view) -> dict:
                       "value": tensor_json(view.values[i], "float64"),
                       "gradient": tensor_json(view.gradients.get(i), "float64"),
                       "finite": i not in view.nonfinite})
-    edges = [{"from": f"n{j}", "to": f"n{i}", "stop_gradient": g.equations[i].op.name == "stop_gradient"}
+    edges = [{"from": f"n{j}", "to": f"n{i}", "stop_gradient": g.equations[i].op.stops_gradient}
              for i in view.nodes for j in dict.fromkeys(g.equations[i].inputs)]
     return {"graph": {"root": f"n{view.root}", "nodes": nodes, "edges": edges}}
 
