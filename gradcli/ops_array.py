@@ -107,7 +107,7 @@ def _joined(shapes, axis: int):
     axis = _axis(len(first), axis)
     for s in shapes[1:]:
         if len(s) != len(first):
-            raise ShapeError(f"all the input arrays must have the same rank; got shapes "
+            raise ShapeError("all the input arrays must have the same rank; got shapes "
                              + ", ".join(fmt_shape(t) for t in shapes))
         if any(a != b for k, (a, b) in enumerate(zip(s, first)) if k != axis):
             raise ShapeError(f"the input arrays' shapes differ off axis {axis}: "

@@ -21,7 +21,7 @@ from collections import Counter
 
 from .errors import GradcliError, ShapeError
 from .ops import (G, NO_GRADIENT, NOT_DIFFERENTIABLE, REQUIRED, DataError, Op, ReadingError, Spelling, _keep, _mT,
-                  _matmul_vjp_a, _matmul_vjp_b, _prod_others, broadcast_shapes, fmt_shape, normalize_axes, register)
+                  _prod_others, broadcast_shapes, fmt_shape, normalize_axes, register)
 
 
 # --------------------------------------------------------------------------- shared helpers

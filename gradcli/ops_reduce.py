@@ -12,7 +12,7 @@ import math
 
 from .errors import ShapeError
 from .ops import (G, NO_GRADIENT, NOT_DIFFERENTIABLE, REQUIRED, Op, ReadingError, _extreme_vjp, _keep,
-                  _nonempty_reduction_shape, _reduction, _reduction_shape, _spread, normalize_axes, reduced_shape,
+                  _nonempty_reduction_shape, _reduction, _spread, normalize_axes, reduced_shape,
                   register)
 
 FULL = (None, None, None)  # a whole axis, as the static index of `G.index` / `G.scatter` spells slices

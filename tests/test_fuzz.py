@@ -1,4 +1,4 @@
-"""Fuzzing (issue 6): random programs written in the language's grammar, random bytes, and
+"""Fuzzing: random programs written in the language's grammar, random bytes, and
 mutations of valid programs.
 
 - A generated program runs without any exception but gradcli's own user errors, and where
@@ -15,11 +15,10 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gradcli import api
-from gradcli.autodiff import gradients
 from gradcli.errors import GradcliError
 from gradcli.evaluate import run
 

@@ -25,7 +25,6 @@ import gc
 import json
 import os
 import re
-import resource
 import signal
 import subprocess
 import sys

@@ -1,4 +1,4 @@
-"""Issue 4: gradient checks with blame, Jacobians and Hessians, derive, graph."""
+"""Trust and insight: gradient checks with blame, Jacobians and Hessians, derive, graph."""
 import dataclasses
 import re
 from pathlib import Path

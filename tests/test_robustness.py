@@ -1,7 +1,6 @@
-"""Hostile and absurd input (issue 6): never a traceback, a hang, an out-of-memory crash,
+"""Hostile and absurd input: never a traceback, a hang, an out-of-memory crash,
 executed user text, or a silently wrong number."""
 import json
-import os
 import re
 import signal
 import subprocess
