@@ -232,21 +232,23 @@ def _nonfinite_kinds():
 
 @_collector_paused
 def evaluate(text: str, *, call: str | None = None, name: str = "<expr>", feeds: dict | None = None, prints: list[str] | None = None,
-             dtype: str = "float64", device: str = "cpu", max_memory: int | None = None, fixes: bool = True) -> Result:
+             dtype: str = "float64", device: str = "cpu", max_memory: int | None = None, fixes: bool = True,
+             printed: bool = True) -> Result:
     """The value of the last statement, or of each name in `prints`. With `fixes`, a
-    diagnostic may carry a rewrite proven on these inputs (`Diagnostic.fix`)."""
+    diagnostic may carry a rewrite proven on these inputs (`Diagnostic.fix`). `printed`: the
+    values will be rendered as text, which `max_memory` must hold too (False: saved to a file)."""
     _check_options(dtype)
     graph = compile_program(text, name, feeds, call, max_memory=max_memory)
     if prints:
         fetch = {p: _value_id(graph, p, "prints") for p in prints}
     else:
         fetch = {graph.result[0]: graph.result[1]}
-    host, diagnostics = _run(graph, fetch, dtype, device, max_memory)
+    host, diagnostics = _run(graph, fetch, dtype, device, max_memory, text=printed)
     result = Result(host, {}, diagnostics, dtype, graph)
     if fixes:
         _prove_fixes(result, call, lambda rewritten: evaluate(
             rewritten, name=name, feeds=feeds, prints=prints, dtype=dtype, device=device,
-            max_memory=max_memory, fixes=False),
+            max_memory=max_memory, fixes=False, printed=printed),
             lambda rewritten: _named_values(rewritten, name, feeds, dtype, max_memory))
     return result
 
@@ -254,9 +256,11 @@ def evaluate(text: str, *, call: str | None = None, name: str = "<expr>", feeds:
 @_collector_paused
 def grad(text: str, *, call: str | None = None, wrt: list[str], of: list[str] | None = None, name: str = "<expr>",
          feeds: dict | None = None, grad_ys: dict | None = None, unconnected: str = "none",
-         dtype: str = "float64", device: str = "cpu", max_memory: int | None = None, fixes: bool = True) -> Result:
+         dtype: str = "float64", device: str = "cpu", max_memory: int | None = None, fixes: bool = True,
+         printed: bool = True) -> Result:
     """d(sum of the `of` values)/d(each `wrt` name), as `tf.gradients(ys, xs, grad_ys)`. With
-    `fixes`, a diagnostic may carry a rewrite proven on these inputs (`Diagnostic.fix`)."""
+    `fixes`, a diagnostic may carry a rewrite proven on these inputs (`Diagnostic.fix`);
+    `printed` as for `evaluate`."""
     _check_options(dtype, unconnected)
     if not wrt:
         raise OptionError("grad needs at least one {option} NAME", "wrt")
@@ -283,7 +287,7 @@ def grad(text: str, *, call: str | None = None, wrt: list[str], of: list[str] | 
     grad_ids = gradients(graph, y_ids, x_ids, seeds, names)
     fetch = dict(zip(ys, y_ids))
     grad_fetch = {f"\0{x}": g for x, g in zip(wrt, grad_ids) if g is not None}
-    host, diagnostics = _run(graph, {**fetch, **grad_fetch}, dtype, device, max_memory)
+    host, diagnostics = _run(graph, {**fetch, **grad_fetch}, dtype, device, max_memory, text=printed)
     outputs = {k: host[k] for k in fetch}
     result_grads: dict[str, np.ndarray | None] = {}
     for x, x_id, g in zip(wrt, x_ids, grad_ids):
@@ -302,7 +306,7 @@ def grad(text: str, *, call: str | None = None, wrt: list[str], of: list[str] | 
     if fixes:
         _prove_fixes(result, call, lambda rewritten: grad(
             rewritten, wrt=wrt, of=of, name=name, feeds=feeds, grad_ys=grad_ys, unconnected=unconnected,
-            dtype=dtype, device=device, max_memory=max_memory, fixes=False),
+            dtype=dtype, device=device, max_memory=max_memory, fixes=False, printed=printed),
             lambda rewritten: _named_values(rewritten, name, feeds, dtype, max_memory))
     return result
 
@@ -341,31 +345,34 @@ def _fill_unconnected(graph, wrt, x_ids, blocks, unconnected, shape_of):
 
 @_collector_paused
 def jacobian(text: str, *, call: str | None = None, of: str | None = None, wrt: list[str], name: str = "<expr>",
-             feeds: dict | None = None, unconnected: str = "none", max_memory: int | None = None) -> Result:
+             feeds: dict | None = None, unconnected: str = "none", max_memory: int | None = None,
+             printed: bool = True) -> Result:
     """The full Jacobian dY/dX of each X, shaped Y.shape + X.shape (float64); Y defaults
-    to the last statement."""
+    to the last statement. `printed` as for `evaluate`."""
     from .insight import jacobian as jacobian_blocks
 
     _check_options("float64", unconnected)
     graph = compile_program(text, name, feeds, call, max_memory=max_memory)
     ys, (y,), x_ids = _targets(graph, [of] if of else None, wrt)
-    host, diagnostics = _run(graph, {ys[0]: y}, "float64", "cpu", max_memory)
-    blocks = jacobian_blocks(graph, y, x_ids, max_memory)
+    host, diagnostics = _run(graph, {ys[0]: y}, "float64", "cpu", max_memory, text=printed)
+    blocks = jacobian_blocks(graph, y, x_ids, max_memory, text=printed)
     jac = _fill_unconnected(graph, wrt, x_ids, blocks, unconnected, lambda x: graph.shapes[y] + graph.shapes[x])
     return Result(host, {}, diagnostics, "float64", graph, jacobians=jac)
 
 
 @_collector_paused
 def hessian(text: str, *, call: str | None = None, of: str | None = None, wrt: list[str], name: str = "<expr>",
-            feeds: dict | None = None, unconnected: str = "none", max_memory: int | None = None) -> Result:
-    """The Hessian block d²Y/dX² of each X (Y a scalar), shaped X.shape + X.shape (float64)."""
+            feeds: dict | None = None, unconnected: str = "none", max_memory: int | None = None,
+            printed: bool = True) -> Result:
+    """The Hessian block d²Y/dX² of each X (Y a scalar), shaped X.shape + X.shape (float64).
+    `printed` as for `evaluate`."""
     from .insight import hessian as hessian_blocks
 
     _check_options("float64", unconnected)
     graph = compile_program(text, name, feeds, call, max_memory=max_memory)
     ys, (y,), x_ids = _targets(graph, [of] if of else None, wrt)
-    host, diagnostics = _run(graph, {ys[0]: y}, "float64", "cpu", max_memory)
-    blocks, mixed_blocks = hessian_blocks(graph, y, x_ids, max_memory)
+    host, diagnostics = _run(graph, {ys[0]: y}, "float64", "cpu", max_memory, text=printed)
+    blocks, mixed_blocks = hessian_blocks(graph, y, x_ids, max_memory, text=printed)
     hes = _fill_unconnected(graph, wrt, x_ids, blocks, unconnected, lambda x: graph.shapes[x] * 2)
     mixed = {}
     for i, (a, xa) in enumerate(zip(wrt, x_ids)):

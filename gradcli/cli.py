@@ -96,6 +96,12 @@ OfOpt = Annotated[Optional[list[str]], typer.Option(
     "--of", metavar="NAME", help="Of the sum of these values (repeatable); default: the last statement.")]
 OfOneOpt = Annotated[Optional[str], typer.Option(
     "--of", metavar="NAME", help="Of this value (one); default: the last statement.")]
+OutOpt = Annotated[Optional[str], typer.Option(
+    "--out", metavar="PATH", help="Write the arrays (outputs, and gradients as d_Y_d_X) to PATH, not their numbers to "
+                                  "standard output, which then says each one's shape, dtype, min, max and where it "
+                                  "went: .npz (every array), .npy (exactly one) or a .zarr directory (needs zarr: "
+                                  "pip install 'gradcli[dask]'). Written whole or not at all.")]
+ForceOpt = Annotated[bool, typer.Option("--force", help="With --out: replace PATH if it exists.")]
 UnconnectedOpt = Annotated[Unconnected, typer.Option(
     help="Result for a --wrt value that the output does not depend on: null or zeros.")]
 
@@ -113,15 +119,15 @@ def eval_command(
         "--print", metavar="NAME", help="Report this name's value (repeatable); default: the last statement.")] = None,
     format: FormatOpt = Format.auto, dtype: DtypeOpt = Dtype.float64, device: DeviceOpt = Device.cpu,
     strict: StrictOpt = False, lines: LinesOpt = False, max_memory: MaxMemoryOpt = None,
-    debug: DebugOpt = False,
+    out: OutOpt = None, force: ForceOpt = False, debug: DebugOpt = False,
 ) -> None:
     """Evaluate a program and print the last statement's value (or each --print NAME)."""
     from . import api, render
 
-    Run(file, expr, set_, format.value, lines, strict, max_memory, debug).answer(
+    Run(file, expr, set_, format.value, lines, strict, max_memory, debug).saving(out, force).answer(
         render.EVAL, lambda text, name, feeds, limit: api.evaluate(
             text, name=name, feeds=feeds, call=call, prints=print_ or [], dtype=dtype.value, device=device.value,
-            max_memory=limit))
+            max_memory=limit, printed=out is None))
 
 
 @app.command("grad", epilog=_example("gradcli grad -e 'y = sum(x * x)' --wrt x --set x='[1, 2]'"))
@@ -138,16 +144,16 @@ def grad_command(
         help="Gradient of a --wrt value that the outputs do not depend on: null or zeros.")] = Unconnected.none,
     set_: SetOpt = None, call: CallOpt = None, format: FormatOpt = Format.auto, dtype: DtypeOpt = Dtype.float64,
     device: DeviceOpt = Device.cpu, strict: StrictOpt = False, lines: LinesOpt = False,
-    max_memory: MaxMemoryOpt = None, debug: DebugOpt = False,
+    max_memory: MaxMemoryOpt = None, out: OutOpt = None, force: ForceOpt = False, debug: DebugOpt = False,
 ) -> None:
     """Gradients of the --of values (summed) with respect to each --wrt value, as tf.gradients."""
     from . import api, render
 
-    Run(file, expr, set_, format.value, lines, strict, max_memory, debug).answer(
+    Run(file, expr, set_, format.value, lines, strict, max_memory, debug).saving(out, force).answer(
         render.GRAD, lambda text, name, feeds, limit: api.grad(
             text, name=name, feeds=feeds, call=call, wrt=wrt or [], of=of or None,
             grad_ys=_assignments(grad_ys or [], "--grad-ys", limit), unconnected=unconnected.value,
-            dtype=dtype.value, device=device.value, max_memory=limit))
+            dtype=dtype.value, device=device.value, max_memory=limit, printed=out is None))
 
 
 @app.command("check", epilog=_example("gradcli check -e 'y = sum(tanh(x) * x)' --wrt x --set x='[0.3, 1.2]'"))
@@ -173,31 +179,33 @@ def check_command(
 def jacobian_command(
     file: FileArg = None, expr: ExprOpt = None, of: OfOneOpt = None, wrt: WrtOpt = None, set_: SetOpt = None,
     call: CallOpt = None, unconnected: UnconnectedOpt = Unconnected.none, format: FormatOpt = Format.auto,
-    lines: LinesOpt = False, max_memory: MaxMemoryOpt = None, debug: DebugOpt = False,
+    lines: LinesOpt = False, max_memory: MaxMemoryOpt = None, out: OutOpt = None, force: ForceOpt = False,
+    debug: DebugOpt = False,
 ) -> None:
     """The full Jacobian dY/dX of one --of Y for each --wrt X, shaped Y.shape + X.shape."""
     from . import api, render
 
-    Run(file, expr, set_, format.value, lines, False, max_memory, debug).answer(
+    Run(file, expr, set_, format.value, lines, False, max_memory, debug).saving(out, force).answer(
         render.JACOBIAN, lambda text, name, feeds, limit: api.jacobian(
             text, name=name, feeds=feeds, call=call, of=of, wrt=wrt or [], unconnected=unconnected.value,
-            max_memory=limit))
+            max_memory=limit, printed=out is None))
 
 
 @app.command("hessian", epilog=_example("gradcli hessian -e 'y = sum(x ** 3)' --wrt x --set x='[1, 2]'"))
 def hessian_command(
     file: FileArg = None, expr: ExprOpt = None, of: OfOneOpt = None, wrt: WrtOpt = None, set_: SetOpt = None,
     call: CallOpt = None, unconnected: UnconnectedOpt = Unconnected.none, format: FormatOpt = Format.auto,
-    lines: LinesOpt = False, max_memory: MaxMemoryOpt = None, debug: DebugOpt = False,
+    lines: LinesOpt = False, max_memory: MaxMemoryOpt = None, out: OutOpt = None, force: ForceOpt = False,
+    debug: DebugOpt = False,
 ) -> None:
     """The Hessian block d²Y/dX² of a scalar Y for each --wrt X, shaped X.shape + X.shape (and
     the mixed blocks d²Y/dX dZ with several --wrt)."""
     from . import api, render
 
-    Run(file, expr, set_, format.value, lines, False, max_memory, debug).answer(
+    Run(file, expr, set_, format.value, lines, False, max_memory, debug).saving(out, force).answer(
         render.HESSIAN, lambda text, name, feeds, limit: api.hessian(
             text, name=name, feeds=feeds, call=call, of=of, wrt=wrt or [], unconnected=unconnected.value,
-            max_memory=limit))
+            max_memory=limit, printed=out is None))
 
 
 @app.command("derive", epilog=_example("gradcli derive -e 'y = sin(x) * x' --wrt x"))
@@ -414,7 +422,7 @@ def _assignments(items: list[str], option: str, max_memory: int | None) -> dict:
 
 
 # The library names its arguments in its errors (`wrt`); the command line names its options.
-_FLAGS = {"prints": "--print", "feeds": "--set"}
+_FLAGS = {"prints": "--print", "feeds": "--set", "path": "--out"}
 
 
 def _in_cli_terms(err):
@@ -436,6 +444,13 @@ class Run:
         self.file, self.expr, self.sets = file, expr, sets
         self.format = format  # auto, table, json, plain, or one of the view's own (graph's dot)
         self.lines, self.strict, self.max_memory, self.debug = lines, strict, max_memory, debug
+        self.out, self.force = None, False
+
+    def saving(self, out: str | None, force: bool) -> Run:
+        """With `out`: the arrays go to that file (gradcli.outputs) and the output says what was
+        written; `force` replaces an existing file."""
+        self.out, self.force = out, force
+        return self
 
     def answer(self, view, compute, present=None) -> None:
         """`compute(text, name, feeds, max_memory)` is the command's library call; its result is
@@ -447,6 +462,8 @@ class Run:
             if self.max_memory is not None:
                 from .evaluate import parse_size
                 limit = parse_size(self.max_memory)
+            if self.out is not None or self.force:
+                present = self._saving(view)
             fmt = self._resolved(view)
             feeds = _assignments(self.sets or [], "--set", limit)
             if self.lines:
@@ -499,16 +516,59 @@ class Run:
             return "table" if sys.stdout is not None and sys.stdout.isatty() else "plain"
         return fmt
 
+    def _saving(self, view):
+        """The present() of --out: the arrays are saved, then what was written is rendered. The
+        destination is checked before anything is computed."""
+        from . import outputs, render
+        from .errors import GradcliError
+
+        if self.out is None:
+            raise GradcliError("--force replaces the file of --out; give --out PATH")
+        if self.lines:
+            raise GradcliError("--out writes one program's arrays to one file; it cannot be used with --lines "
+                               "(run once per program, each with its own --out)")
+        outputs.check_destination(self.out, self.force)
+
+        def present(result, name):
+            fmt = self._resolved(view)
+            saved = outputs.save_arrays(self.out, outputs.result_arrays(result), self.force)
+            if fmt != "json":
+                self._say_diagnostics(view, result)
+                for note in render.saved_notes(saved):
+                    streams.say(note)
+            if fmt == "json":
+                output = render.dumps(render.saved_document(view, result, saved)) + "\n"
+            elif fmt == "plain":
+                output = "".join(line + "\n" for line in render.saved_lines(saved))
+            else:
+                output = render.on_terminal(render.saved_table(saved))
+            return [output], self._code(view, result)
+        return present
+
+    def _say_diagnostics(self, view, result) -> None:
+        """Notes and diagnostics to stderr, compiler-style (outside JSON)."""
+        from . import render
+
+        for note in view.notes(result):
+            streams.say(note)
+        for diag in result.diagnostics:
+            streams.say(render.diagnostic_text(diag, result.graph.source))
+
+    def _code(self, view, result) -> int:
+        """0, or 1 for a failed verdict or, with --strict, a value or gradient not finite."""
+        code = 0 if view.passed(result) else 1
+        if self.strict and result.nonfinite():
+            streams.say(f"gradcli: --strict: not finite: {', '.join(result.nonfinite())}")
+            code = 1
+        return code
+
     def _present(self, view, fmt: str):
         """Render the whole output (so it is written whole or not at all), and the exit code."""
         from . import render
 
         def present(result, name):
             if fmt != "json":  # diagnostics to stderr, compiler-style
-                for note in view.notes(result):
-                    streams.say(note)
-                for diag in result.diagnostics:
-                    streams.say(render.diagnostic_text(diag, result.graph.source))
+                self._say_diagnostics(view, result)
             if fmt == "json":
                 output = render.dumps(render.document(view, result)) + "\n"
             elif fmt == "plain":
@@ -517,11 +577,7 @@ class Run:
                 output = render.on_terminal(view.table(result))
             else:
                 output = view.formats[fmt](result)
-            code = 0 if view.passed(result) else 1
-            if self.strict and result.nonfinite():
-                streams.say(f"gradcli: --strict: not finite: {', '.join(result.nonfinite())}")
-                code = 1
-            return [output], code
+            return [output], self._code(view, result)
         return present
 
     def _each_line(self, view, fmt: str, compute, stream, limit: int | None) -> int:

@@ -53,18 +53,19 @@ MAX_DERIVATIVE_WORK = 2_000_000_000
 
 
 def _guard_blocks(graph: Graph, what: str, passes: int, block_elements: int, limit: int | None,
-                  where: int) -> None:
+                  where: int, text: bool = True) -> None:
     """Refuse before starting what would not fit in memory or would run for hours: the
-    derivative array itself, and the passes times the program's size."""
+    derivative array itself (and with `text` its rendering), and the passes times the
+    program's size."""
     from .evaluate import _gib, default_memory_limit, output_render_bytes, output_text_bytes
 
     limit = limit or default_memory_limit()
-    need = block_elements * 8 + output_render_bytes(block_elements)  # the array, and rendering its text
+    need = block_elements * 8 + (output_render_bytes(block_elements) if text else 0)  # the array, its text
     pos = graph.equations[where].pos
     if need > limit:
-        raise OptionError(f"the {what} would be {block_elements:,} float64 numbers: {_gib(block_elements * 8)} "
-                          f"and about {_gib(output_text_bytes(block_elements))} of text out, more than the "
-                          f"{_gib(limit)} allowed by {{option}}", "max_memory", pos, graph.source)
+        out = f" and about {_gib(output_text_bytes(block_elements))} of text out" if text else ""
+        raise OptionError(f"the {what} would be {block_elements:,} float64 numbers: {_gib(block_elements * 8)}"
+                          f"{out}, more than the {_gib(limit)} allowed by {{option}}", "max_memory", pos, graph.source)
     work = passes * max(1, len(graph.equations))
     if work > MAX_DERIVATIVE_WORK:
         raise GradcliError(f"the {what} needs {passes:,} evaluations of a {len(graph.equations):,}-operation "
@@ -72,7 +73,8 @@ def _guard_blocks(graph: Graph, what: str, passes: int, block_elements: int, lim
                            "sum, or of fewer elements", pos, graph.source)
 
 
-def jacobian(graph: Graph, y: int, xs: list[int], max_memory: int | None = None) -> list[np.ndarray | None]:
+def jacobian(graph: Graph, y: int, xs: list[int], max_memory: int | None = None,
+             text: bool = True) -> list[np.ndarray | None]:
     """dY/dX for each X, shaped Y.shape + X.shape (None where Y does not depend on X).
 
     Reverse mode evaluates the gradient program once per element of Y; where X has fewer
@@ -85,7 +87,7 @@ def jacobian(graph: Graph, y: int, xs: list[int], max_memory: int | None = None)
     forward = [k for k in range(len(xs)) if k not in reverse]
     for k in range(len(xs)):
         n_x = math.prod(graph.shapes[xs[k]])
-        _guard_blocks(graph, "Jacobian", min(n_x, n_y), n_x * n_y, max_memory, y)
+        _guard_blocks(graph, "Jacobian", min(n_x, n_y), n_x * n_y, max_memory, y, text)
     if reverse:
         first = len(graph.equations)
         seed = _seed(graph, graph.shapes[y], "jacobian seed")
@@ -116,7 +118,7 @@ def jacobian(graph: Graph, y: int, xs: list[int], max_memory: int | None = None)
     return out
 
 
-def hessian(graph: Graph, y: int, xs: list[int], max_memory: int | None = None
+def hessian(graph: Graph, y: int, xs: list[int], max_memory: int | None = None, text: bool = True
             ) -> tuple[list[np.ndarray | None], dict[tuple[int, int], np.ndarray | None]]:
     """d²Y/dXi dXj (Y a scalar): reverse over reverse. Returns each X's own block, shaped
     X.shape + X.shape, and the mixed blocks {(i, j): shaped Xi.shape + Xj.shape} for i != j
@@ -127,7 +129,7 @@ def hessian(graph: Graph, y: int, xs: list[int], max_memory: int | None = None
                            "(sum it, or pick an element)", graph.equations[y].pos, graph.source)
     sizes = [math.prod(graph.shapes[x]) for x in xs]
     for n_x in sizes:
-        _guard_blocks(graph, "Hessian", n_x, n_x * sum(sizes), max_memory, y)
+        _guard_blocks(graph, "Hessian", n_x, n_x * sum(sizes), max_memory, y, text)
     own: list[np.ndarray | None] = []
     mixed: dict[tuple[int, int], np.ndarray | None] = {}
     for i, x in enumerate(xs):

@@ -536,6 +536,54 @@ DERIVE = View("derive", derive_json, derive_lines, derive_table, multiline=True)
 GRAPH = View("graph", graph_json, graph_lines, graph_tree, outputs=graph_outputs, formats={"dot": graph_dot})
 
 
+# --------------------------------------------------------------------------- arrays written with --out
+
+def saved_json(saved) -> dict:
+    """What `--out` wrote (gradcli.outputs.Saved), without the numbers themselves."""
+    arrays = {name: {"shape": list(a.shape), "dtype": a.dtype, "min": a.min, "max": a.max, "finite": a.finite,
+                     "where": a.where} for name, a in saved.arrays.items()}
+    return {"saved": {"path": saved.path, "format": saved.format, "bytes": saved.bytes, "arrays": arrays,
+                      "not_written": list(saved.not_written)}}
+
+
+def saved_document(view: View, result, saved) -> dict:
+    """The command's JSON document when its arrays went to a file: `saved` in place of the
+    numbers (`outputs` and the command's own arrays)."""
+    return {"command": view.command, **saved_json(saved), "diagnostics": [d.to_json() for d in result.diagnostics]}
+
+
+def _extreme(value: float | None) -> str:
+    return "nan" if value is None else repr(value)
+
+
+def saved_lines(saved) -> list[str]:
+    """One line per array written: NAME<TAB>SHAPE<TAB>DTYPE<TAB>MIN<TAB>MAX<TAB>WHERE (min and max
+    ignore NaN; nan where there is no number)."""
+    return [f"{name}\t{a.shape}\t{a.dtype}\t{_extreme(a.min)}\t{_extreme(a.max)}\t{a.where}"
+            for name, a in saved.arrays.items()]
+
+
+def saved_table(saved):
+    from rich.table import Table
+    from rich.text import Text
+
+    shown = Table("name", "shape", "dtype", "min", "max", "finite", "written to", header_style="bold")
+    for name, a in saved.arrays.items():
+        low, high = (f"{v:.6g}" if v is not None else "nan" for v in (a.min, a.max))
+        shown.add_row(*_cells(name, str(a.shape), a.dtype, low, high, "yes" if a.finite else "no", a.where))
+    caption = f"wrote {saved.path} ({saved.format}, {saved.bytes:,} bytes)"
+    if saved.not_written:
+        caption += f"; not written (unconnected): {', '.join(saved.not_written)}"
+    shown.caption = Text(caption)
+    return shown
+
+
+def saved_notes(saved) -> list[str]:
+    """Said on stderr beside the summary: the arrays that were not written, and why."""
+    return [f"gradcli: --out: {name} not written: no gradient (unconnected; --unconnected zero writes zeros)"
+            for name in saved.not_written]
+
+
 # --------------------------------------------------------------------------- plot
 
 def _curve_series(curve) -> list[tuple[str, np.ndarray]]:
