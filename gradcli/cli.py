@@ -97,10 +97,11 @@ OfOpt = Annotated[Optional[list[str]], typer.Option(
 OfOneOpt = Annotated[Optional[str], typer.Option(
     "--of", metavar="NAME", help="Of this value (one); default: the last statement.")]
 OutOpt = Annotated[Optional[str], typer.Option(
-    "--out", metavar="PATH", help="Write the arrays (outputs, and gradients as d_Y_d_X) to PATH, not their numbers to "
-                                  "standard output, which then says each one's shape, dtype, min, max and where it "
-                                  "went: .npz (every array), .npy (exactly one) or a .zarr directory (needs zarr: "
-                                  "pip install 'gradcli[dask]'). Written whole or not at all.")]
+    "--out", metavar="PATH", help="Write the arrays to PATH instead of printing their numbers: .npz (every array), "
+                                  ".npy (exactly one) or a .zarr directory (needs zarr: pip install 'gradcli[dask]'); "
+                                  "outputs under their names, gradients and Jacobians as d_Y_d_X, Hessian blocks as "
+                                  "d2_Y_d_X_d_Z. Standard output says each one's shape, dtype, min, max and where "
+                                  "it went. Written whole or not at all.")]
 ForceOpt = Annotated[bool, typer.Option("--force", help="With --out: replace PATH if it exists.")]
 UnconnectedOpt = Annotated[Unconnected, typer.Option(
     help="Result for a --wrt value that the output does not depend on: null or zeros.")]

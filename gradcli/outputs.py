@@ -191,6 +191,7 @@ def save_arrays(path: str, arrays: Mapping[str, Any], force: bool = False) -> Sa
         raise OptionError(f"{{option}} '{path}': a .npy file holds exactly one array, but there are "
                           f"{len(given)}{listed}; use a .npz file (or a .zarr directory) for several", "path")
     temporary = _temporary(path, fmt)
+    target = os.path.normpath(path)  # `r.zarr/` is the directory r.zarr
     try:
         if fmt == "zarr":
             stats = _write_zarr(temporary, given)
@@ -205,7 +206,7 @@ def save_arrays(path: str, arrays: Mapping[str, Any], force: bool = False) -> Sa
                 os.fsync(stream.fileno())
             stats = {k: _stats(v) for k, v in host.items()}
         size = _size(temporary)
-        _put_in_place(temporary, path, force)
+        _put_in_place(temporary, target, force)
     except BaseException as exc:
         _remove(temporary)
         if isinstance(exc, OSError):
