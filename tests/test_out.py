@@ -177,7 +177,8 @@ def test_strict_still_writes_and_exits_1(tmp_path):
     (["--out", "{d}/file.npz"], "--out '{d}/file.npz' already exists; pass --force to replace it"),
     (["--out", "{d}/folder.npz", "--force"], "--out '{d}/folder.npz' is a directory; it is not replaced by a file"),
     (["--out", "{d}/folder.zarr", "--force"], "--out '{d}/folder.zarr' is a directory that is not a Zarr store"),
-    (["--out", "{d}/r.npy", "--lines"], "--out writes one program's arrays to one file; it cannot be used with --lines"),
+    (["--out", "{d}/r.npy", "--lines"],
+     "--out writes one program's arrays to one file; it cannot be used with --lines"),
     (["--force"], "--force replaces the file of --out; give --out PATH"),
 ])
 def test_refusals_are_exit_2_with_the_option_named(tmp_path, args, message):
@@ -211,7 +212,8 @@ def test_force_replaces_an_existing_file_and_zarr_store(tmp_path):
     pytest.importorskip("zarr")
     store = tmp_path / "r.zarr"
     for value in ("[1, 2]", "[3, 4, 5]"):
-        r = invoke("eval", "-e", "y = x", "--set", f"x={value}", "--out", store, *(["--force"] if store.exists() else []))
+        again = ["--force"] if store.exists() else []
+        r = invoke("eval", "-e", "y = x", "--set", f"x={value}", "--out", store, *again)
         assert r.exit_code == 0, r.output
     import zarr
     assert zarr.open_group(str(store), mode="r")["y"][...].tolist() == [3.0, 4.0, 5.0]
