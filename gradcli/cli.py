@@ -1,6 +1,4 @@
 """The `gradcli` command: reads options, calls the library, renders. Nothing else."""
-from __future__ import annotations
-
 import sys
 
 from . import streams
@@ -643,8 +641,9 @@ def _named_command(argv: list[str]):
     if not chosen or argv.index(words[0]) != 0:
         return app
     only = typer.Typer()
-    only.__dict__.update(app.__dict__)  # the same settings, callback and completion
+    only.__dict__.update(app.__dict__)  # the same settings and callback
     only.registered_commands = chosen
+    only._add_completion = False  # the group's own options: never read after a command's name
     return only
 
 
