@@ -1,4 +1,6 @@
 """The `gradcli` command: reads options, calls the library, renders. Nothing else."""
+from __future__ import annotations
+
 import sys
 
 from . import streams
