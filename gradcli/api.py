@@ -132,11 +132,11 @@ def _prove_fixes(result: Result, call: str | None, rerun, named) -> None:
     (gradcli.fixes): `rerun(text)` is the same command on the rewritten program, `named(text)`
     the values of every name the program assigns."""
     from .diagnostics import NONFINITE_KINDS
-    from .fixes import find_fixes
 
     wanted = [d for d in result.diagnostics if d.kind in NONFINITE_KINDS and d.value_id is not None]
     if not wanted:
         return
+    from .fixes import find_fixes
     graph = result.graph
     text = graph.source.text
     limit = len(text) - len(call) - 1 if call is not None else None

@@ -409,6 +409,8 @@ def _unnamed(name: str):
 
 
 def _assignments(items: list[str], option: str, max_memory: int | None) -> dict:
+    if not items:
+        return {}  # gradcli.values is not imported for nothing
     from .errors import GradcliError
     from .evaluate import default_memory_limit
     from .values import parse_value, split_assignment
@@ -456,7 +458,10 @@ class Run:
     def answer(self, view, compute, present=None) -> None:
         """`compute(text, name, feeds, max_memory)` is the command's library call; its result is
         shown by `view` (a render.View), or by `present(result, name) -> (units, exit code)`."""
+        from . import _resume_collector
         from .errors import GradcliError
+
+        _resume_collector()  # start-up is over: the command's own work may make garbage
 
         try:
             limit = None
@@ -695,8 +700,9 @@ def _named_command(argv: list[str]):
     if not chosen or argv.index(words[0]) != 0:
         return app
     only = typer.Typer()
-    only.__dict__.update(app.__dict__)  # the same settings, callback and completion
+    only.__dict__.update(app.__dict__)  # the same settings and callback
     only.registered_commands = chosen
+    only._add_completion = False  # the group's own options: never read after a command's name
     return only
 
 

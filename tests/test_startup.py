@@ -1,0 +1,101 @@
+"""Start-up: what a command imports (no timings here: those are in benchmarks/run.py), and
+`gradcli --help`, answered without Typer from a text that must be what the Typer app prints."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from gradcli import _help, docs
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# The command's main() in a process that did not start as the command (argv[0] is -c): gradcli
+# does not answer --help before Typer is imported, so the Typer app answers it itself.
+THROUGH_TYPER = "import sys; from gradcli.cli import main; main()"
+
+
+def run(args, columns=None, python_args=()):
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS",)}
+    if columns is not None:
+        env["COLUMNS"] = str(columns)
+    return subprocess.run([sys.executable, *python_args, *args], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, env=env, timeout=60)
+
+
+def imported(stderr: str) -> set[str]:
+    """The modules a `python -X importtime` run imported."""
+    return {line.rpartition("|")[2].strip() for line in stderr.splitlines() if line.startswith("import time:")}
+
+
+def test_the_kept_help_is_the_module_made_from_the_typer_app():
+    """Regenerate it with: python -m gradcli.docs --help-module > gradcli/_help.py"""
+    assert (ROOT / "gradcli" / "_help.py").read_text() == docs.help_module()
+
+
+def test_the_kept_help_is_what_typer_prints_on_any_terminal_of_80_columns_or_more():
+    """Regenerate it with: python -m gradcli.docs --help-module > gradcli/_help.py"""
+    for columns in (80, 200, None):  # None: not a terminal, no COLUMNS
+        p = run(["-c", THROUGH_TYPER, "--help"], columns)
+        assert (p.returncode, p.stderr) == (0, "")
+        assert p.stdout == _help.TEXT
+
+
+def test_help_is_answered_without_importing_typer_or_numpy():
+    for option in ("--help", "-h"):
+        p = run(["-m", "gradcli", option], python_args=("-X", "importtime"))
+        assert (p.returncode, p.stdout) == (0, _help.TEXT)
+        modules = imported(p.stderr)
+        assert "gradcli" in modules and "gradcli._help" in modules
+        assert not {m for m in modules if m.split(".")[0] in ("typer", "numpy", "rich", "gradcli.cli")}
+
+
+def test_a_narrow_terminal_gets_typer_s_own_help():
+    p = run(["-m", "gradcli", "--help"], 60, python_args=("-X", "importtime"))
+    assert "typer" in imported(p.stderr)
+    assert p.stdout == run(["-c", THROUGH_TYPER, "--help"], 60).stdout != _help.TEXT
+    assert max(map(len, p.stdout.splitlines())) <= 58
+
+
+def test_help_that_cannot_be_written_is_said_once_with_exit_74():
+    with open("/dev/full", "w") as full:
+        p = subprocess.run([sys.executable, "-m", "gradcli", "--help"], stdout=full, stderr=subprocess.PIPE,
+                           text=True, timeout=60)
+    assert (p.returncode, p.stderr) == (74, "gradcli: cannot write the output: No space left on device\n")
+
+
+def test_help_to_a_reader_that_is_gone_exits_1_quietly_as_click_does():
+    for code in (["-m", "gradcli"], ["-c", THROUGH_TYPER]):
+        read, write = os.pipe()
+        os.close(read)
+        p = subprocess.run([sys.executable, *code, "--help"], stdout=write, stderr=subprocess.PIPE, timeout=60)
+        os.close(write)
+        assert (p.returncode, p.stderr) == (1, b"")
+
+
+def test_a_small_eval_imports_only_what_it_needs():
+    p = run(["-m", "gradcli", "eval", "-e", "exp(1)", "--format", "plain"], python_args=("-X", "importtime"))
+    assert (p.returncode, p.stdout) == (0, "_\t2.718281828459045\n")
+    modules = imported(p.stderr)
+    assert {"numpy", "typer", "gradcli.api", "gradcli.render"} <= modules  # (the check sees them)
+    unneeded = {m for m in modules if m.split(".")[0] in ("scipy", "rich", "lark", "matplotlib", "plotext")}
+    unneeded |= modules & {"gradcli.fixes", "gradcli.insight", "gradcli.printer", "gradcli.values",
+                           "gradcli._help", "gradcli.docs"}
+    assert not unneeded
+
+
+def test_the_command_has_the_cyclic_collector_on_while_it_works():
+    """Start-up pauses it (imports make no garbage); a command's work must not run without it."""
+    code = ("import sys; sys.argv = ['gradcli', 'eval', '-e', 'exp(1)', '--format', 'plain']\n"
+            "import gc, gradcli\n"
+            "paused = not gc.isenabled()\n"
+            "from gradcli import api, cli\n"
+            "seen, real = [], api.evaluate\n"
+            "api.evaluate = lambda *a, **k: seen.append(gc.isenabled()) or real(*a, **k)\n"
+            "try:\n    cli.main()\nexcept SystemExit as e:\n    print(e.code, paused, seen, file=sys.stderr)\n")
+    p = run(["-c", code])
+    assert (p.stdout, p.stderr) == ("_\t2.718281828459045\n", "0 True [True]\n")
+
+
+def test_a_library_user_keeps_the_collector_and_python_s_help():
+    code = "import gc, gradcli; print(gc.isenabled(), gradcli._collector_paused)"
+    assert run(["-c", code, "--help"]).stdout == "True False\n"
