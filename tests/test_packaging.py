@@ -54,3 +54,21 @@ def test_wheel_installs_what_it_declares_and_runs_a_sample(tmp_path):
     name, numbers = sample.stdout.strip().split("\t")
     assert name == "x"
     np.testing.assert_allclose([float(v) for v in numbers.split()], expected, rtol=1e-12)
+
+
+def test_no_file_keeps_an_unresolved_merge():
+    """A merge left half-done in a text file (conflict markers at a line's start) is caught here,
+    not by a reader of the README."""
+    listed = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True)
+    if listed.returncode != 0:
+        pytest.skip("not a git checkout (an sdist): its files were checked before it was made")
+    suffixes = (".py", ".md", ".lark", ".toml", ".json", ".expr", ".txt", ".cfg", "run")
+    marked = []
+    for name in listed.stdout.splitlines():
+        if not name.endswith(suffixes) or not os.path.isfile(os.path.join(ROOT, name)):
+            continue
+        with open(os.path.join(ROOT, name), encoding="utf-8", errors="replace") as f:
+            for number, line in enumerate(f, 1):
+                if line.startswith(("<<<<<<< ", ">>>>>>> ")):  # (a lone ======= may underline a heading)
+                    marked.append(f"{name}:{number}")
+    assert marked == []
