@@ -23,10 +23,10 @@ called after each equation, so what is reported, and where, is exactly the plain
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # Bytes of one chunk of one array: the chunks a chain holds at once stay in a core's L2 cache
-CHUNK_BYTES = 1 << 17
+CHUNK_BYTES = 1 << 18
 # Fewer elements than this: a chain's per-chunk calls cost more than the passes they save
 MIN_ELEMENTS = 1 << 16
 
@@ -36,6 +36,10 @@ class Chain:
     root: int                 # the value the chain computes (held whole), or the sum ending it
     members: list[int]        # the chain's equations in evaluation order, the root last
     leaves: list[int]         # the values it reads (held whole), each once
+    # sums over all of the root's elements (held whole, a chain's root), taken chunk by chunk
+    # as the root is written: {reduction's id: its value once computed, else None}
+    riders: dict = field(default_factory=dict)
+    rides_on: Chain | None = None  # (a rider's own entry: the chain computing it)
 
 
 def _elementwise(graph, i, shapes) -> bool:
@@ -104,6 +108,13 @@ def plan(graph, order, last_use, keep, overrides, xp) -> tuple[dict[int, Chain],
                     chain.leaves.append(j)
                     if last_use[j] < r:  # (ids are in evaluation order)
                         last_use[j] = r
+    for q in order:  # a sum of a chain's root: taken in the chain's pass, not one of its own
+        eq = equations[q]
+        if (q not in overrides and len(eq.inputs) == 1 and eq.inputs[0] in chains
+                and equations[eq.inputs[0]].op.ufunc is not None and _reduces_all(graph, q, shapes)):
+            on = chains[eq.inputs[0]]
+            on.riders[q] = None
+            chains[q] = Chain(q, [q], [on.root], rides_on=on)
     return chains, inlined
 
 
@@ -118,6 +129,13 @@ def evaluate(chain: Chain, graph, env: dict, dtype, out, check, overrides):
     equations = graph.equations
     shapes = graph.shapes
     root = chain.root
+    if chain.rides_on is not None:  # a sum taken in its chain's pass (unless that went unfused)
+        value = chain.rides_on.riders.get(root)
+        if value is None:
+            return _unfused(chain, graph, env, dtype, check)
+        if check is not None:
+            check(root, equations[root], value, [env[chain.leaves[0]]])
+        return value
     reducing = equations[root].op.ufunc is None
     leaves = [env[j] for j in chain.leaves]
     if check is not None and not hasattr(check, "fused_clean"):
@@ -181,6 +199,8 @@ def evaluate(chain: Chain, graph, env: dict, dtype, out, check, overrides):
     square_sums = dict.fromkeys(watched, 0.0)
     partials = []
     last = slot_of[chain.members[-2]] if reducing else None
+    reduce = getattr(np, equations[root].op.reduce_ufunc).reduce if reducing else None
+    riders = [(q, getattr(np, equations[q].op.reduce_ufunc).reduce, []) for q in chain.riders]
     for a in range(0, n, size):
         b = min(n, a + size)
         chunk = [v[a:b] if f else v for f, v in zip(full, flat)]
@@ -191,11 +211,12 @@ def evaluate(chain: Chain, graph, env: dict, dtype, out, check, overrides):
             if watch is not None:  # (einsum's own loop: a BLAS call per chunk may wake its threads)
                 square_sums[watch] += float(np.einsum("i,i->", result, result))
         if reducing:
-            partials.append(bufs[last].sum())
+            partials.append(reduce(bufs[last]))
+        for q, ride, parts in riders:
+            parts.append(ride(out_flat[a:b]))
     if reducing:
         eq = equations[root]
-        value = getattr(np, eq.op.reduce_ufunc).reduce(np.asarray(partials, dtype=dtype))
-        value = np.asarray(value, dtype=dtype).reshape(shapes[root])
+        value = np.asarray(reduce(np.asarray(partials, dtype=dtype)), dtype=dtype).reshape(shapes[root])
         if check is not None and not check.proven(root, eq, shapes[root], None):
             number = float(value)
             square_sums[root] = number * number  # (inf past the range, not an OverflowError)
@@ -213,6 +234,8 @@ def evaluate(chain: Chain, graph, env: dict, dtype, out, check, overrides):
                 from .evaluate import run
                 env = {**env, **run(graph, clobbered, dtype=str(dtype), xp=np, overrides=overrides)}
             return _unfused(chain, graph, env, dtype, check)
+    for q, ride, parts in riders:
+        chain.riders[q] = np.asarray(ride(np.asarray(parts, dtype=dtype)), dtype=dtype).reshape(shapes[q])
     return value
 
 
