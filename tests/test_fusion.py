@@ -71,22 +71,27 @@ def random_chain(rng, steps):
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_random_chains_fused_equal_unfused_with_the_same_diagnostics(dtype):
     rng = np.random.default_rng(20251125)
-    fused_somewhere = 0
+    fused_somewhere = ridden = 0
     for case in range(40):
         expression = random_chain(rng, int(rng.integers(2, 9)))
         scale = [0.5, 3.0, 300.0][case % 3]  # 300: exp overflows, log and sqrt meet negatives
         feeds = {"a": (scale * rng.standard_normal(N)).astype(dtype),
                  "b": rng.uniform(0.5, 2.0, N).astype(dtype), "c": float(rng.uniform(-2, 2))}
-        for reduce in (False, True):
-            program = f"y = {'sum(' if reduce else ''}{expression}{')' if reduce else ''}\n"
+        for reduce in (False, True, "twice"):
+            # "twice": t held whole (read twice), its sum taken in the pass that writes it
+            program = (f"t = {expression}\ny = sum(t) + sum(t * b)\n" if reduce == "twice" else
+                       f"y = {'sum(' if reduce else ''}{expression}{')' if reduce else ''}\n")
             fused, fused_diags, graph, fetch = evaluate(program, feeds, dtype, True)
             plain, plain_diags, _, _ = evaluate(program, feeds, dtype, False)
-            fused_somewhere += bool(chains_of(graph, fetch))
+            chains = chains_of(graph, fetch)
+            fused_somewhere += bool(chains)
+            ridden += any(c.rides_on is not None for c in chains.values())
             assert fused_diags == plain_diags, program
             if reduce:
                 # a sum adds its chunks' partial sums: within rounding of the sum of |terms|
                 terms, _, _, _ = evaluate(f"y = {expression}\n", feeds, dtype, False, wrt=())
-                scale_of_sum = float(np.sum(np.abs(terms[0].astype(np.float64))))
+                t = np.abs(terms[0].astype(np.float64))
+                scale_of_sum = float(np.sum(t) + (np.sum(t * feeds["b"]) if reduce == "twice" else 0.0))
                 if math.isfinite(scale_of_sum):
                     tolerance = 8 * math.log2(N) * np.finfo(dtype).eps * scale_of_sum
                     assert abs(float(fused[0]) - float(plain[0])) <= tolerance, program
@@ -98,7 +103,7 @@ def test_random_chains_fused_equal_unfused_with_the_same_diagnostics(dtype):
             for f, p in zip(rest_fused, rest_plain):  # elementwise values: the same ufuncs, bitwise
                 assert f.dtype == p.dtype == np.dtype(dtype)
                 np.testing.assert_array_equal(f, p, program)
-    assert fused_somewhere >= 40  # most of the programs formed chains: the test exercises fusion
+    assert fused_somewhere >= 60 and ridden >= 10  # most programs formed chains: the test exercises fusion
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
