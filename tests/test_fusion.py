@@ -206,3 +206,21 @@ def test_the_library_path_fuses_with_the_same_numbers():
     loss = float(np.dot(w, p))
     assert float(result.outputs["L"]) == pytest.approx(loss, rel=1e-12, abs=1e-15)
     np.testing.assert_allclose(result.gradients["x"], (w - loss) * p, rtol=1e-12, atol=1e-17)
+
+
+def test_what_the_records_say_fuses_computes_what_their_forward_does():
+    # fusion calls a record's `ufunc` (chunk by chunk) and `reduce_ufunc` (chunk sums) in place
+    # of its forward: they must be the same function
+    from gradcli.ops import OPS
+    rng = np.random.default_rng(11)
+    x, y = rng.uniform(0.1, 0.9, (3, 4)), rng.uniform(0.1, 0.9, (3, 4))
+    fused = [op for op in OPS.values() if op.ufunc is not None and op.elementwise and not op.view and op.kink is None]
+    assert len(fused) > 20
+    with np.errstate(all="ignore"):  # (arccosh below 1: NaN from both)
+        for op in fused:
+            args = (x, y)[:op.arity]
+            np.testing.assert_array_equal(getattr(np, op.ufunc)(*args), op.forward(np, *args), op.name)
+    reducing = [op for op in OPS.values() if op.reduce_ufunc is not None]
+    assert reducing
+    for op in reducing:
+        assert float(op.forward(np, x)) == pytest.approx(float(getattr(np, op.reduce_ufunc).reduce(x.ravel())), rel=1e-15)
