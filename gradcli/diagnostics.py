@@ -85,25 +85,27 @@ class NumericsChecker:
         self._origin_of: dict[tuple, int] = {}  # (op, inputs, params) -> diagnostic index
         self.largest = float(xp.finfo(dtype).max)
         self.bound: dict[int, float] = {}  # value id -> a bound on its magnitude, where known
+        self._found_at: list[int] = []  # per diagnostic, the equation whose check found it
         # v.v past this may hide a value close to overflowing (or past float32's range)
         limit = FLOAT32_MAX if dtype == "float64" else self.largest / HEADROOM_FACTOR
         self.headroom_trigger = limit * limit
 
     # ----------------------------------------------------------------- the per-equation check
     def __call__(self, i, eq, value, args):
+        before = len(self.diagnostics)
+        self._check(i, eq, value, args)
+        # which equation each diagnostic was found at: a fused chain evaluated unfused checks its
+        # equations after values computed later in the plain order, and finish() restores it
+        self._found_at.extend([i] * (len(self.diagnostics) - before))
+
+    def _check(self, i, eq, value, args):
         xp = self.xp
         if i in self.differentiated and args is not None:
             self._check_kinks(i, eq, value, args)
         if value.size == 0:
             return
-        clean = not self.origins or not any(j in self.origins for j in eq.inputs)
-        if clean and eq.inputs:
-            bound = self._propagate_bound(eq, value, args)
-            if bound is not None and bound * bound < self.headroom_trigger:
-                self.bound[i] = bound  # proven finite, and how large it can be: no pass needed
-                return
-            if eq.op.finite_closed:
-                return  # finite inputs, and this op cannot make them non-finite
+        if self.proven(i, eq, value.shape, args):
+            return
         square_sum = self._square_sum(value)
         if math.isfinite(square_sum):
             self.bound[i] = math.sqrt(square_sum) * (1 + 1e-6)
@@ -154,6 +156,29 @@ class NumericsChecker:
                     d.message += f"; then {eq.label} at {eq.pos} turns the infinities into NaN"
         self.origins[i] = origins
 
+    def proven(self, i, eq, shape, args) -> bool:
+        """Whether equation i's result is finite and far from overflowing without looking at it:
+        its inputs are clean and its bound follows from theirs (recorded), or its op cannot make
+        finite inputs non-finite."""
+        if eq.inputs and (not self.origins or not any(j in self.origins for j in eq.inputs)):
+            bound = self._propagate_bound(eq, shape, args)
+            if bound is not None and bound * bound < self.headroom_trigger:
+                self.bound[i] = bound  # proven finite, and how large it can be: no pass needed
+                return True
+            if eq.op.finite_closed:
+                return True  # finite inputs, and this op cannot make them non-finite
+        return False
+
+    def fused_clean(self, i, square_sum: float) -> bool:
+        """The check of a value computed inside a fused chain and never held whole, from its
+        square sum: True (its bound recorded) where the plain check would find it finite and
+        report nothing; False where the chain must be evaluated again unfused, to be checked
+        value by value (non-finite, or large enough that its headroom is examined)."""
+        if not math.isfinite(square_sum) or square_sum > self.headroom_trigger:
+            return False
+        self.bound[i] = math.sqrt(square_sum) * (1 + 1e-6)
+        return True
+
     def _nonfinite_source(self, i, eq, value, finite):
         xp = self.xp
         count = int((~finite).sum())
@@ -179,7 +204,7 @@ class NumericsChecker:
         flat = value.reshape(-1)
         return float(flat.dot(flat))
 
-    def _propagate_bound(self, eq, value, args) -> float | None:
+    def _propagate_bound(self, eq, shape, args) -> float | None:
         """A bound on |result| from bounds on |inputs| (interval arithmetic on magnitudes),
         by the op record's `bound` where it has one; None where none exists (exp, log, ...)."""
         bounds = [self.bound.get(j) for j in eq.inputs]
@@ -188,7 +213,7 @@ class NumericsChecker:
         op = eq.op
         rule = op.bound
         if callable(rule):
-            return rule(bounds, [self.graph.shapes[j] for j in eq.inputs], value.shape, args)
+            return rule(bounds, [self.graph.shapes[j] for j in eq.inputs], shape, args)
         if isinstance(rule, tuple):  # a constant range, whatever the inputs
             return float(max(abs(rule[0]), abs(rule[1])))
         if op.finite_closed:
@@ -429,4 +454,9 @@ class NumericsChecker:
             for k in self.origins.get(j, ()):
                 if name not in self.diagnostics[k].reaches:
                     self.diagnostics[k].reaches.append(name)
+        found_at = self._found_at
+        if len(found_at) == len(self.diagnostics) and any(a > b for a, b in zip(found_at, found_at[1:])):
+            ranked = sorted(range(len(self._found_at)), key=self._found_at.__getitem__)
+            self.diagnostics[:] = [self.diagnostics[k] for k in ranked]
+            self._found_at.sort()
         return self.diagnostics

@@ -208,9 +208,17 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
     # may reuse for its next run, a constant of the graph): copied before they are returned.
     borrowed: set[int] = set()
     shapes = graph.shapes
+    chains, inlined = {}, ()
+    if len(order) > 1:
+        from . import fusion  # chains of elementwise ops over large arrays, evaluated chunk by chunk
+        chains, inlined = fusion.plan(graph, order, last_use, keep, overrides, xp)
     for i in order:
+        if i in inlined:
+            continue  # evaluated inside its chain, at the chain's root
         eq = equations[i]
         op = eq.op
+        chain = chains.get(i)
+        inputs = chain.leaves if chain else eq.inputs
         if not eq.inputs or i in overrides:  # a source (constant, input), or a value given
             value = overrides.get(i)
             if value is None:
@@ -220,10 +228,10 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
             args = ()
             out = None
         else:
-            args = [env[j] for j in eq.inputs]
+            args = [env[j] for j in eq.inputs] if not chain else ()
             out = None
             if op.ufunc is not None and shapes[i]:  # (a number is not worth a buffer)
-                for j in eq.inputs:
+                for j in inputs:
                     if j in owned and last_use[j] == i and j not in keep:
                         candidate = env[j]
                         if candidate.shape == shapes[i] and candidate.ndim and candidate.dtype == dtype:
@@ -232,7 +240,9 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
                 if out is None and pool.get((shapes[i], dtype)):
                     out = pool[(shapes[i], dtype)].pop()
             try:
-                if out is not None:
+                if chain:
+                    value = fusion.evaluate(chain, graph, env, dtype, out, check, overrides)
+                elif out is not None:
                     value = getattr(xp, op.ufunc)(*args, out=out)
                 else:
                     value = op.forward(xp, *args, **eq.params)
@@ -251,11 +261,11 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
             elif op.ufunc is not None and getattr(value, "ndim", 0):
                 owned.add(i)
         env[i] = value
-        if check is not None:
+        if check is not None and not chain:  # (a chain checks its values itself)
             # an input overwritten in place is no longer there to inspect: say so
             clobbered = out is not None and any(out is a for a in args)
             check(i, eq, value, None if clobbered else args)
-        for j in eq.inputs:
+        for j in inputs:
             if last_use.get(j) == i and j not in keep:
                 dead = env.pop(j, None)
                 if j in owned and dead is not None and dead is not value and getattr(dead, "ndim", 0):

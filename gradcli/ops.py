@@ -47,9 +47,13 @@ class Op:
     public: bool = True                       # callable from programs
     doc: str = ""                             # what it computes (and which arguments have no gradient)
     # Evaluation hints. `ufunc`: the xp ufunc computing it, so the evaluator can write the
-    # result into a dead input's buffer. `view`: the result may share memory with an input.
+    # result into a dead input's buffer, and fuse it with its neighbours (gradcli/fusion.py:
+    # an elementwise op with a ufunc is evaluated chunk by chunk inside a chain).
+    # `reduce_ufunc`: the ufunc whose reduce over all axes computes it (sum: add), so a fused
+    # chain may end in it. `view`: the result may share memory with an input.
     # `finite_closed`: finite inputs always give a finite result (the check can be skipped).
     ufunc: str | None = None
+    reduce_ufunc: str | None = None
     view: bool = False
     # What the result costs in memory (the guard's estimate): "new" allocates it; "view" never
     # does (transpose, broadcast_to, a basic index: the result may be strided); "same" returns
@@ -835,7 +839,8 @@ def _python_sum_of_list(call: Spelling):
 
 _reduction("sum", lambda xp, x, axis=None, keepdims=False: xp.sum(x, axis=axis, keepdims=keepdims),
            lambda g, ans, x, axis=None, keepdims=False: _spread(g, x, axis, keepdims), ("reduce_sum",),
-           reading=_python_sum_of_list, bound=_bound_of_reduced_sum, grows=True, underflows="terms")
+           reading=_python_sum_of_list, bound=_bound_of_reduced_sum, grows=True, underflows="terms",
+           reduce_ufunc="add")
 _reduction("mean", lambda xp, x, axis=None, keepdims=False: xp.mean(x, axis=axis, keepdims=keepdims),
            lambda g, ans, x, axis=None, keepdims=False: _spread(g, x, axis, keepdims) / float(_count(x.shape, axis)),
            ("reduce_mean",), _nonempty_reduction_shape, bound=_bound_of_reduced_sum, underflows="terms")
