@@ -5,6 +5,13 @@ reduction (`isfinite(sum(value))`); only when that fails does it look closer. It
 which values carry non-finite numbers and from which origins, so each origin is reported
 once, at the equation that created it from finite inputs, not at every node downstream.
 It relies on no floating-point warnings (CuPy has none).
+
+On a lazy backend (Dask) the check runs in two steps around the one computation: during the
+evaluation it asks, per equation, for the reductions its common path reads (v.v, whether every
+element is finite, the count of ties or kinks, max|v|), which are computed in the same pass as
+the values; `resolve` then replays the same checks on those numbers, in the same order, so the
+diagnostics are those of NumPy. Only an equation found not finite is looked at closer, on its
+own arrays and its inputs' (the rare path).
 """
 from __future__ import annotations
 
@@ -74,16 +81,26 @@ class NumericsChecker:
     """Call it as `check(i, eq, value, args)` after each equation."""
 
     def __init__(self, graph: Graph, xp, dtype: str):
+        from .evaluate import backend_of
+        import numpy
+
+        self.backend = xp if hasattr(xp, "square_sum") else backend_of(xp)
+        self.lazy = self.backend.lazy
+        self.xp = numpy if self.lazy else self.backend.xp  # a lazy backend's closer look is on host arrays
+        xp = self.xp
         self.graph = graph
-        self.xp = xp
         self.dtype = dtype
+        self.pending: list[tuple] = []   # lazy: (i, eq, value, args) in evaluation order
+        self.requests: dict = {}         # lazy: (i, what) -> a lazy reduction
+        self.known: dict = {}            # (i, what) -> its number, once computed
+        self.lazy_values: dict[int, object] = {}
         self.diagnostics: list[Diagnostic] = []
         self.origins: dict[int, frozenset] = {}  # value id -> indices of the origins it carries
         self.differentiated = graph.differentiated
         self._consumers: dict[int, list[int]] | None = None
         self._seen_ties: set[int] = set()
         self._origin_of: dict[tuple, int] = {}  # (op, inputs, params) -> diagnostic index
-        self.largest = float(xp.finfo(dtype).max)
+        self.largest = float(numpy.finfo(dtype).max)
         self.bound: dict[int, float] = {}  # value id -> a bound on its magnitude, where known
         # v.v past this may hide a value close to overflowing (or past float32's range)
         limit = FLOAT32_MAX if dtype == "float64" else self.largest / HEADROOM_FACTOR
@@ -91,6 +108,38 @@ class NumericsChecker:
 
     # ----------------------------------------------------------------- the per-equation check
     def __call__(self, i, eq, value, args):
+        if self.lazy:
+            self._request(i, eq, value, args)
+        else:
+            self._check(i, eq, value, args)
+
+    def _request(self, i, eq, value, args):
+        """Lazy: note the equation, and ask for the reductions its check reads."""
+        self.pending.append((i, eq, value, args))
+        self.lazy_values[i] = value
+        ask = self.requests
+        if i in self.differentiated and eq.op.kink is not None:
+            count = self._kink_count(eq, value, args, self.backend.xp)
+            if count is not None:
+                ask[i, "kink"] = count
+        if value.size:
+            xp = self.backend.xp
+            ask[i, "square_sum"] = self.backend.square_sum(value)
+            ask[i, "finite"] = xp.all(xp.isfinite(value))
+            if eq.op.grows and eq.backward is None:
+                ask[i, "top"] = xp.max(xp.abs(value))
+
+    def resolve(self, known: dict) -> None:
+        """Lazy: the requested reductions' numbers are in; run the checks in evaluation order."""
+        self.known = known
+        pending, self.pending = self.pending, []
+        for i, eq, value, args in pending:
+            self._check(i, eq, value, args)
+
+    def _host(self, value):
+        return self.backend.to_host(value)
+
+    def _check(self, i, eq, value, args):
         xp = self.xp
         if i in self.differentiated and args is not None:
             self._check_kinks(i, eq, value, args)
@@ -104,12 +153,19 @@ class NumericsChecker:
                 return
             if eq.op.finite_closed:
                 return  # finite inputs, and this op cannot make them non-finite
-        square_sum = self._square_sum(value)
+        square_sum = self._square_sum(i, value)
         if math.isfinite(square_sum):
             self.bound[i] = math.sqrt(square_sum) * (1 + 1e-6)
             if eq.op.grows and eq.backward is None and square_sum > self.headroom_trigger:
                 self._check_headroom(i, eq, value, args)
             return
+        if self.lazy:
+            if self.known[i, "finite"]:  # finite but large: v.v overflowed
+                if eq.op.grows and eq.backward is None:
+                    self._check_headroom(i, eq, value, args)
+                return
+            # not finite: a closer look, on this equation's arrays (the rare path)
+            value, args = self._host(value), [self._host(a) for a in args]
         finite = xp.isfinite(value)
         if bool(finite.all()):  # finite but large: v.v overflowed
             if eq.op.grows and eq.backward is None and args is not None:
@@ -166,18 +222,13 @@ class NumericsChecker:
         self.diagnostics.append(Diagnostic("info", "nonfinite_input", eq.label, message, None,
                                            eq.pos, eq.stack, count, value_id=i))
 
-    def _square_sum(self, value) -> float:
+    def _square_sum(self, i, value) -> float:
         """v.v in one pass: not finite if v holds a NaN or an infinity (or squares past
         1e154, which only sends the value down the careful path); its square root bounds
-        max|v|. BLAS dot is the fastest pass over memory there is."""
-        if value.ndim == 0:
-            v = float(value)
-            return v * v
-        if not value.flags.c_contiguous:  # a view: no copy, one strided pass
-            total = float(value.sum())
-            return total * total
-        flat = value.reshape(-1)
-        return float(flat.dot(flat))
+        max|v|. The backend computes it (BLAS dot for NumPy: the fastest pass there is)."""
+        if self.lazy:
+            return float(self.known[i, "square_sum"])
+        return self.backend.square_sum(value)
 
     def _propagate_bound(self, eq, value, args) -> float | None:
         """A bound on |result| from bounds on |inputs| (interval arithmetic on magnitudes),
@@ -187,8 +238,8 @@ class NumericsChecker:
             return None
         op = eq.op
         rule = op.bound
-        if callable(rule):
-            return rule(bounds, [self.graph.shapes[j] for j in eq.inputs], value.shape, args)
+        if callable(rule):  # (a lazy backend's arrays are not read: that would be a pass of its own)
+            return rule(bounds, [self.graph.shapes[j] for j in eq.inputs], value.shape, None if self.lazy else args)
         if isinstance(rule, tuple):  # a constant range, whatever the inputs
             return float(max(abs(rule[0]), abs(rule[1])))
         if op.finite_closed:
@@ -234,7 +285,8 @@ class NumericsChecker:
     def _classify(self, eq, value, args, mask, has_inf):
         xp = self.xp
         op = eq.op
-        info = xp.finfo(self.dtype)
+        import numpy
+        info = numpy.finfo(self.dtype)
 
         def at_bad(a):
             return xp.broadcast_to(a, value.shape)[mask] if value.ndim else a
@@ -274,7 +326,10 @@ class NumericsChecker:
 
     def _check_headroom(self, i, eq, value, args):
         xp = self.xp
-        top = max(float(xp.max(value)), -float(xp.min(value)))
+        if self.lazy:
+            top = float(self.known[i, "top"])
+        else:
+            top = max(float(xp.max(value)), -float(xp.min(value)))
         label = eq.label
         if top > self.largest / HEADROOM_FACTOR:
             self.diagnostics.append(Diagnostic(
@@ -298,7 +353,10 @@ class NumericsChecker:
         if not producer.inputs or producer.op.underflows != "rounds":
             return
         xp = self.xp
-        values = run(self.graph, [j, *producer.inputs], dtype=self.dtype, xp=xp)
+        if self.lazy:
+            values = {k: self._host(self.lazy_values[k]) for k in (j, *producer.inputs)}
+        else:
+            values = run(self.graph, [j, *producer.inputs], dtype=self.dtype, xp=xp)
         out = values[j]
         nonzero_inputs = None
         for k in producer.inputs:
@@ -324,14 +382,30 @@ class NumericsChecker:
                 producer.pos, producer.stack, count, value_id=j))
 
     # ----------------------------------------------------------------- ties and kinks
-    def _check_kinks(self, i, eq, value, args):
-        xp = self.xp
+    def _kink_count(self, eq, value, args, xp):
+        """The number of ties (groups of tied extremes, equal pairs) or kinks (zeros) the op's
+        `kink` names: a reduction, lazy on a lazy backend."""
         kink = eq.op.kink
-        if kink == "extremes" and i not in self._seen_ties:
+        if kink == "extremes":
             axis = eq.params.get("axis")
             keep = value if eq.params.get("keepdims") else xp.expand_dims(value, normalize_axes(axis, args[0].ndim))
             counts = xp.sum(args[0] == keep, axis=axis, keepdims=True)
-            groups = int((counts > 1).sum())
+            return xp.sum(counts > 1)
+        if kink == "pair":
+            return xp.sum(xp.broadcast_to(args[0] == args[1], value.shape))
+        if kink == "zero":
+            return xp.sum(args[0] == 0)
+        return None
+
+    def _kink_number(self, i, eq, value, args) -> int:
+        if self.lazy:
+            return int(self.known[i, "kink"])
+        return int(self._kink_count(eq, value, args, self.xp))
+
+    def _check_kinks(self, i, eq, value, args):
+        kink = eq.op.kink
+        if kink == "extremes" and i not in self._seen_ties:
+            groups = self._kink_number(i, eq, value, args)
             if groups:
                 self._seen_ties.add(i)
                 label = eq.label
@@ -340,14 +414,14 @@ class NumericsChecker:
                     f"{label} has tied extremes in {groups} group{'s' * (groups != 1)}; its gradient is "
                     f"split evenly among the tied elements", None, eq.pos, eq.stack, groups, value_id=i))
         elif kink == "pair":
-            ties = int(xp.sum(xp.broadcast_to(args[0] == args[1], value.shape)))
+            ties = self._kink_number(i, eq, value, args)
             if ties:
                 label = eq.label
                 self.diagnostics.append(Diagnostic(
                     "info", "tie", label, f"{label} has {ties} equal pair{'s' * (ties != 1)}; the gradient is "
                     "split evenly between the two arguments there", None, eq.pos, eq.stack, ties, value_id=i))
         elif kink == "zero":
-            zeros = int(xp.sum(args[0] == 0))
+            zeros = self._kink_number(i, eq, value, args)
             if zeros:
                 label = eq.label
                 self.diagnostics.append(Diagnostic(
