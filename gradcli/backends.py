@@ -200,7 +200,10 @@ class DaskBackend(Backend):
         return numpy.asarray(value)
 
     def _compute_options(self) -> dict:
-        return {} if self.scheduler else {"scheduler": "threads"}
+        import dask
+        if self.scheduler or dask.config.get("scheduler", None):  # a cluster's client, or one configured
+            return {}
+        return {"scheduler": "threads"}
 
     def compute(self, values: dict) -> dict:
         """Every value in ONE dask.compute: work shared by outputs, gradients and checks is done once."""
@@ -294,6 +297,34 @@ class DaskBackend(Backend):
     def square_sum(self, value):
         """Lazy: a reduction computed in the same pass as the values."""
         return (value * value).sum() if value.ndim else value * value
+
+    def block_stats(self, value):
+        """Lazy (v.v, every element finite, max|v|): one small task per chunk, run as soon as
+        the chunk is made, and one task joining them, so no chunk is held for a check."""
+        import dask
+        import numpy
+        blocks = value.to_delayed().ravel()
+        joined = dask.delayed(_join_stats, pure=True)([dask.delayed(_chunk_stats, pure=True)(b) for b in blocks])
+        # an array, as every value computed beside it is (dask.compute groups its results by
+        # the kind of collection, so a Delayed among arrays would come back out of order)
+        return self.xp.from_delayed(joined, (3,), dtype=numpy.float64)
+
+
+def _chunk_stats(block):
+    import numpy
+    block = numpy.asarray(block)
+    if block.size == 0:
+        return 0.0, True, 0.0
+    flat = block.reshape(-1)
+    with numpy.errstate(all="ignore"):
+        return float(flat.dot(flat)), bool(numpy.isfinite(flat).all()), float(numpy.max(numpy.abs(flat)))
+
+
+def _join_stats(parts):
+    import numpy
+    with numpy.errstate(all="ignore"):
+        return numpy.array([sum(p[0] for p in parts), float(all(p[1] for p in parts)),
+                            max((p[2] for p in parts), default=0.0)])
 
 
 def _split_zarr(spec: str) -> tuple[str | None, str | None]:

@@ -122,12 +122,17 @@ class NumericsChecker:
             count = self._kink_count(eq, value, args, self.backend.xp)
             if count is not None:
                 ask[i, "kink"] = count
-        if value.size:
-            xp = self.backend.xp
-            ask[i, "square_sum"] = self.backend.square_sum(value)
-            ask[i, "finite"] = xp.all(xp.isfinite(value))
-            if eq.op.grows and eq.backward is None:
-                ask[i, "top"] = xp.max(xp.abs(value))
+        # an op that keeps finite inputs finite needs no look of its own unless its inputs are
+        # not finite (then asked for on the rare path, `_stats`)
+        if value.size and not (eq.inputs and eq.op.finite_closed and not eq.op.grows):
+            ask[i, "stats"] = self.backend.block_stats(value)
+
+    def _stats(self, i, value) -> tuple:
+        """(v.v, all finite, max|v|) of value i: computed in the one pass, or now (rare path)."""
+        found = self.known.get((i, "stats"))
+        if found is None:
+            found = self.known[i, "stats"] = self.backend.compute({0: self.backend.block_stats(value)})[0]
+        return found
 
     def resolve(self, known: dict) -> None:
         """Lazy: the requested reductions' numbers are in; run the checks in evaluation order."""
@@ -160,7 +165,7 @@ class NumericsChecker:
                 self._check_headroom(i, eq, value, args)
             return
         if self.lazy:
-            if self.known[i, "finite"]:  # finite but large: v.v overflowed
+            if self._stats(i, value)[1] > 0:  # finite but large: v.v overflowed
                 if eq.op.grows and eq.backward is None:
                     self._check_headroom(i, eq, value, args)
                 return
@@ -227,7 +232,7 @@ class NumericsChecker:
         1e154, which only sends the value down the careful path); its square root bounds
         max|v|. The backend computes it (BLAS dot for NumPy: the fastest pass there is)."""
         if self.lazy:
-            return float(self.known[i, "square_sum"])
+            return float(self._stats(i, value)[0])
         return self.backend.square_sum(value)
 
     def _propagate_bound(self, eq, value, args) -> float | None:
@@ -327,7 +332,7 @@ class NumericsChecker:
     def _check_headroom(self, i, eq, value, args):
         xp = self.xp
         if self.lazy:
-            top = float(self.known[i, "top"])
+            top = float(self._stats(i, value)[2])
         else:
             top = max(float(xp.max(value)), -float(xp.min(value)))
         label = eq.label

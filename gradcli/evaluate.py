@@ -301,7 +301,11 @@ def _lazy_forward(backend, graph: Graph, i: int, args, dtype):
     try:
         value = op.forward(backend.xp, *args, **eq.params)
         if tuple(value.shape) == tuple(graph.shapes[i]) and not _has_unknown_chunks(value):
-            return value if value.dtype == dtype else value.astype(dtype)
+            value = value if value.dtype == dtype else value.astype(dtype)
+            # an op may make one chunk of it all (broadcast_to of a number): cut it to the chunk size
+            if value.ndim and math.prod(map(max, value.chunks)) * value.dtype.itemsize > 2 * backend.chunk_bytes:
+                value = value.rechunk(backend.chunks_for(value.shape, value.dtype.itemsize))
+            return value
     except DataError:
         raise
     except Exception:  # the namespace lacks what this op needs: computed whole instead
