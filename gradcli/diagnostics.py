@@ -172,7 +172,7 @@ class NumericsChecker:
             # not finite: a closer look, on this equation's arrays (the rare path)
             value, args = self._host(value), [self._host(a) for a in args]
         finite = xp.isfinite(value)
-        if bool(finite.all()):  # finite but large: v.v overflowed
+        if bool(xp.all(finite)):  # finite but large: v.v overflowed
             if eq.op.grows and eq.backward is None and args is not None:
                 self._check_headroom(i, eq, value, args)
             return
@@ -195,14 +195,14 @@ class NumericsChecker:
                     new &= xp.broadcast_to(xp.isfinite(a), value.shape)
             else:
                 new = None
-        if new is not None and bool(new.any()):
+        if new is not None and bool(xp.any(new)):
             origins |= {self._origin(i, eq, value, args, new)}
-        elif carried and bool(xp.isnan(value).any()) and not any(bool(xp.isnan(a).any()) for a in args):
+        elif carried and bool(xp.any(xp.isnan(value))) and not any(bool(xp.any(xp.isnan(a))) for a in args):
             # NaN made from infinities (inf - inf, inf / inf, 0 * inf): a consequence of the
             # origin that made them, or an origin itself where they were given as inputs
             if not origins:
                 label = eq.label
-                nans = int(xp.isnan(value).sum())
+                nans = int(xp.count_nonzero(xp.isnan(value)))
                 self.diagnostics.append(Diagnostic(
                     "warning", "invalid", label, f"{label} gives NaN at {nans} element{'s' * (nans != 1)}: "
                     f"an undefined form of infinities (inf - inf, inf / inf or 0 * inf)", None,
@@ -217,10 +217,10 @@ class NumericsChecker:
 
     def _nonfinite_source(self, i, eq, value, finite):
         xp = self.xp
-        count = int((~finite).sum())
+        count = int(xp.count_nonzero(~finite))
         plural = "s" * (count != 1)
         if eq.op.name == "input":
-            first = float(value[~finite].ravel()[0]) if value.ndim else float(value)
+            first = float(xp.reshape(value[~finite], (-1,))[0]) if value.ndim else float(value)
             message = f"input {eq.params['name']} holds {count} non-finite number{plural} ({first})"
         else:
             message = f"this number is not finite in {self.dtype} (it is {float(xp.ravel(value)[0])})"
@@ -263,16 +263,16 @@ class NumericsChecker:
         self._origin_of[key] = len(self.diagnostics)
         xp = self.xp
         bad = value[mask] if value.ndim else value
-        count = int(mask.sum())
-        has_inf = bool(xp.isinf(bad).any())
+        count = int(xp.count_nonzero(mask))
+        has_inf = bool(xp.any(xp.isinf(bad)))
         label = eq.label
         kind, detail = self._classify(eq, value, args, mask, has_inf)
         if eq.backward is not None:
             kind = "nonfinite_gradient"
             if eq.op.nonfinite_reason:  # (the eigenvector gradient's weights: repeated eigenvalues)
                 detail = eq.op.nonfinite_reason
-        if has_inf and not bool(xp.isnan(bad).any()):
-            noun = "-infinity" if bool((bad < 0).all()) else "infinity"
+        if has_inf and not bool(xp.any(xp.isnan(bad))):
+            noun = "-infinity" if bool(xp.all(bad < 0)) else "infinity"
         else:
             noun = "NaN" if not has_inf else "non-finite values"
         where = f"{count} of {value.size} element{'s' * (value.size != 1)}"
@@ -304,13 +304,13 @@ class NumericsChecker:
                                 f"above {op.overflows_above(float(info.max)):.2f}")
         if op.pole is not None and has_inf:
             k, what = op.pole
-            if bool((at_bad(args[k]) == 0).any()):
+            if bool(xp.any(at_bad(args[k]) == 0)):
                 self._explain_underflow(eq.inputs[k], eq)
                 if op.domain is not None:  # NaNs beside the infinities: arguments below the domain too
                     bad_args = xp.reshape(xp.asarray(at_bad(args[0])), (-1,))
                     below = bad_args[bad_args < op.domain]
                     if below.size:
-                        zeros = int((bad_args == 0).sum())
+                        zeros = int(xp.count_nonzero(bad_args == 0))
                         what = (f"{what} at {zeros}, and it reaches {_fmt(float(xp.min(below)))}, below its "
                                 f"domain's start {float(op.domain):g}, at {below.size}")
                 return "divide_by_zero", what
@@ -371,7 +371,7 @@ class NumericsChecker:
                 nz = xp.broadcast_to(xp.all(values[k] != 0), out.shape)
             nonzero_inputs = nz if nonzero_inputs is None else nonzero_inputs & nz
         underflowed = (out == 0) & nonzero_inputs
-        count = int(underflowed.sum())
+        count = int(xp.count_nonzero(underflowed))
         if count:
             label = producer.label
             extra = ""
