@@ -132,13 +132,14 @@ class StandardBackend(Backend):
 # default chunk size leaves room for this many per core within --max-memory
 CHUNKS_IN_FLIGHT = 8
 MIN_CHUNK_BYTES = 1 << 16
-MAX_CHUNK_BYTES = 128 << 20
+MAX_CHUNK_BYTES = 16 << 20
 
 
 def default_chunk_bytes(max_memory: int, cores: int | None = None) -> int:
     """A chunk size from the memory limit and the cores: every core computes a chunk, each with
-    room for CHUNKS_IN_FLIGHT chunk-sized arrays, within the limit (never above 128 MiB, where
-    Dask gains nothing, nor below 64 KiB, where its per-task cost dominates)."""
+    room for CHUNKS_IN_FLIGHT chunk-sized arrays, within the limit (never above 16 MiB, so an
+    array of 10^7 numbers is cut in five and the cores share it, nor below 64 KiB, where Dask's
+    per-task cost dominates)."""
     cores = cores or os.cpu_count() or 1
     size = max_memory // (cores * CHUNKS_IN_FLIGHT)
     return int(min(MAX_CHUNK_BYTES, max(MIN_CHUNK_BYTES, size)))
@@ -310,6 +311,12 @@ class DaskBackend(Backend):
         return self.xp.from_delayed(joined, (3,), dtype=numpy.float64)
 
 
+# v.v of a chunk past which its finiteness and max|v| are looked at too: below the smallest
+# v.v at which the checker looks at headroom (float32's, diagnostics.HEADROOM_FACTOR below its
+# largest, squared), v.v alone is read, so a chunk costs one pass
+_LARGE_SQUARE_SUM = (3.4028234663852886e38 / 1e3) ** 2
+
+
 def _chunk_stats(block):
     import numpy
     block = numpy.asarray(block)
@@ -317,7 +324,10 @@ def _chunk_stats(block):
         return 0.0, True, 0.0
     flat = block.reshape(-1)
     with numpy.errstate(all="ignore"):
-        return float(flat.dot(flat)), bool(numpy.isfinite(flat).all()), float(numpy.max(numpy.abs(flat)))
+        square_sum = float(flat.dot(flat))
+        if square_sum <= _LARGE_SQUARE_SUM:  # finite, and its square root bounds max|v|
+            return square_sum, True, square_sum ** 0.5
+        return square_sum, bool(numpy.isfinite(flat).all()), float(numpy.max(numpy.abs(flat)))
 
 
 def _join_stats(parts):
@@ -354,6 +364,20 @@ class _NpyChunks:
 
     def __getitem__(self, index):
         import numpy
+        start, rows = self._row_range(index)
+        if start is not None:  # whole rows, one after another: one read, no page faults
+            block = numpy.empty((rows,) + self.shape[1:], dtype=self.dtype)
+            row_bytes = block.itemsize * math.prod(self.shape[1:])
+            with open(self.path, "rb", buffering=0) as fh:
+                fh.seek(self.offset + start * row_bytes)
+                view = memoryview(block.reshape(-1).view(numpy.uint8))
+                done = 0
+                while done < len(view):
+                    n = fh.readinto(view[done:])
+                    if not n:
+                        raise OSError(f"{self.path} ended early")
+                    done += n
+            return block
         mm = numpy.memmap(self.path, dtype=self.dtype, mode="r", offset=self.offset, shape=self.shape,
                           order="F" if self.fortran else "C")
         try:
@@ -361,6 +385,22 @@ class _NpyChunks:
         finally:
             mm._mmap.close() if getattr(mm, "_mmap", None) is not None else None
             del mm
+
+    def _row_range(self, index):
+        """(first row, rows) where `index` takes whole rows of a C-ordered file, else (None, 0)."""
+        if self.fortran or not self.shape:
+            return None, 0
+        index = index if isinstance(index, tuple) else (index,)
+        if not all(isinstance(k, slice) for k in index):
+            return None, 0
+        index = index + (slice(None),) * (len(self.shape) - len(index))
+        for k, n in zip(index[1:], self.shape[1:]):
+            if k.indices(n) != (0, n, 1):
+                return None, 0
+        start, stop, step = index[0].indices(self.shape[0])
+        if step != 1:
+            return None, 0
+        return start, max(0, stop - start)
 
 
 _CLUSTERS: dict = {}
