@@ -16,7 +16,7 @@ import numpy as np
 from .autodiff import blocked_at, gradients
 from .diagnostics import Diagnostic, NumericsChecker
 from .errors import GradcliError, OptionError, Source
-from .evaluate import DTYPES, array_namespace, check_memory, default_memory_limit, run
+from .evaluate import DTYPES, check_memory, default_memory_limit, run
 from .graph import Graph, lower
 from .ops import fmt_shape
 from .parser import normalise, parse_program
@@ -100,18 +100,87 @@ def _check_options(dtype: str, unconnected: str = "none") -> None:
 
 
 def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str,
-         max_memory: int | None = None, text: bool = True) -> tuple[dict, list[Diagnostic]]:
-    check_memory(graph, list(fetch.values()), dtype, max_memory, text=text)  # text: the values are printed
-    xp = array_namespace(device)
-    checker = NumericsChecker(graph, xp, dtype)
+         max_memory: int | None = None, text: bool = True, backend=None,
+         overrides: dict | None = None, store=None) -> tuple[dict, list[Diagnostic]]:
+    """Evaluate `fetch` on the backend (`device`'s, or the one given). `store(key, value)`, where
+    given, writes the values instead of returning them: on a lazy backend it gets each value
+    un-computed and returns the lazy write (`dask.array.to_zarr(..., compute=False)`), computed
+    in the same pass as the checks, so a value larger than memory is written chunk by chunk."""
+    from .backends import backend as backend_named
+
+    chosen = backend or backend_named(device)
+    check_memory(graph, list(fetch.values()), dtype, max_memory, text=text, backend=chosen)
+    checker = NumericsChecker(graph, chosen, dtype)
+    ids = list(dict.fromkeys(fetch.values()))
     with np.errstate(all="ignore"):
-        values = run(graph, list(dict.fromkeys(fetch.values())), dtype=dtype, xp=xp, check=checker)
-    to_host = (lambda a: a.get()) if xp is not np else (lambda a: a)
-    host = {k: np.asarray(to_host(values[j])) for k, j in fetch.items()}
+        values = run(graph, ids, dtype=dtype, backend=chosen, check=checker, overrides=overrides)
+        if chosen.lazy:
+            if store is not None:
+                writes = {("store", k): store(k, values[j]) for k, j in fetch.items()}
+                checker.resolve(chosen.compute({**writes, **checker.requests}))
+                host = {}
+            else:
+                # values, gradients and the checks' reductions in ONE pass
+                computed = chosen.compute({**{("value", j): values[j] for j in ids}, **checker.requests})
+                checker.resolve(computed)
+                host = {k: computed["value", j] for k, j in fetch.items()}
+        else:
+            host = {k: np.asarray(chosen.to_host(values[j])) for k, j in fetch.items()}
+            if store is not None:
+                for k, v in host.items():
+                    store(k, v)
     diagnostics = checker.finish(fetch)
     for message, pos in graph.warnings:
         diagnostics.insert(0, Diagnostic("warning", "unused_input", "input", message, None, pos))
     return host, diagnostics
+
+
+def _backend(device: str, max_memory: int | None, chunks: int | None, scheduler: str | None):
+    """The backend `device` names, with the options only a chunked one takes."""
+    from .backends import backend
+
+    if device == "dask":
+        return backend("dask", chunk_bytes=chunks, scheduler=scheduler, max_memory=max_memory, progress=True)
+    for option, given in (("chunks", chunks), ("scheduler", scheduler)):
+        if given is not None:
+            raise OptionError(f"{{option}} applies to --device dask only (this is --device {device})", option)
+    return backend(device)
+
+
+def _lazy_feeds(feeds: dict | None, chosen) -> tuple[dict | None, dict]:
+    """Feeds for compiling, and the lazy ones apart: a file named for the backend to read
+    (`FileRef`) is read by it (lazily on Dask); the graph gets a placeholder of the same shape
+    that holds no memory, and the evaluation the real value (as an override of the input)."""
+    from .backends import FileRef
+
+    if not feeds:
+        return feeds, {}
+    out, lazy = {}, {}
+    for name, value in feeds.items():
+        if isinstance(value, FileRef):
+            value = chosen.load(value.spec, value.label)
+        if chosen.lazy and hasattr(value, "dask"):
+            dtype = value.dtype if value.dtype.kind == "f" and value.dtype.itemsize >= 4 else np.dtype(np.float64)
+            lazy[name] = value
+            value = np.broadcast_to(np.zeros((), dtype=dtype), value.shape)
+        out[name] = value
+    return out, lazy
+
+
+def _host_feeds(feeds: dict | None) -> dict | None:
+    """Feeds as host arrays (what a check on the CPU of a lazily evaluated program reads)."""
+    from .backends import FileRef, Backend
+
+    if not feeds:
+        return feeds
+    out = {}
+    for name, value in feeds.items():
+        if isinstance(value, FileRef):
+            value = Backend().load(value.spec, value.label)
+        elif hasattr(value, "dask"):
+            value = value.compute()
+        out[name] = value
+    return out
 
 
 def _numbers(result: Result) -> dict:
@@ -121,7 +190,7 @@ def _numbers(result: Result) -> dict:
 
 def _named_values(text: str, name: str, feeds: dict | None, dtype: str, max_memory: int | None) -> dict:
     """Every value the program names (not only its last): a rewrite must keep them all."""
-    graph = compile_program(text, name, feeds, max_memory=max_memory)
+    graph = compile_program(text, name, _host_feeds(feeds), max_memory=max_memory)
     fetch = {f"named {k}": v for k, v in graph.names.items() if not k.startswith("_")}
     host, _ = _run(graph, fetch, dtype, "cpu", max_memory, text=False)  # compared, not printed
     return host
@@ -233,22 +302,27 @@ def _nonfinite_kinds():
 @_collector_paused
 def evaluate(text: str, *, call: str | None = None, name: str = "<expr>", feeds: dict | None = None, prints: list[str] | None = None,
              dtype: str = "float64", device: str = "cpu", max_memory: int | None = None, fixes: bool = True,
-             printed: bool = True) -> Result:
+             printed: bool = True, chunks: int | None = None, scheduler: str | None = None, store=None) -> Result:
     """The value of the last statement, or of each name in `prints`. With `fixes`, a
     diagnostic may carry a rewrite proven on these inputs (`Diagnostic.fix`). `printed`: the
-    values will be rendered as text, which `max_memory` must hold too (False: saved to a file)."""
+    values will be rendered as text, which `max_memory` must hold too (False: saved to a file).
+    `device="dask"` evaluates chunk by chunk (`chunks` bytes each; on the dask.distributed
+    cluster at `scheduler`, "local" for one started here); `store`: see `_run`."""
     _check_options(dtype)
-    graph = compile_program(text, name, feeds, call, max_memory=max_memory)
+    chosen = _backend(device, max_memory, chunks, scheduler)
+    compiled_feeds, lazy = _lazy_feeds(feeds, chosen)
+    graph = compile_program(text, name, compiled_feeds, call, max_memory=max_memory)
     if prints:
         fetch = {p: _value_id(graph, p, "prints") for p in prints}
     else:
         fetch = {graph.result[0]: graph.result[1]}
-    host, diagnostics = _run(graph, fetch, dtype, device, max_memory, text=printed)
+    host, diagnostics = _run(graph, fetch, dtype, device, max_memory, text=printed, backend=chosen,
+                             overrides=_input_overrides(graph, lazy), store=store)
     result = Result(host, {}, diagnostics, dtype, graph)
     if fixes:
         _prove_fixes(result, call, lambda rewritten: evaluate(
             rewritten, name=name, feeds=feeds, prints=prints, dtype=dtype, device=device,
-            max_memory=max_memory, fixes=False, printed=printed),
+            max_memory=max_memory, fixes=False, printed=printed, chunks=chunks, scheduler=scheduler),
             lambda rewritten: _named_values(rewritten, name, feeds, dtype, max_memory))
     return result
 
@@ -257,14 +331,17 @@ def evaluate(text: str, *, call: str | None = None, name: str = "<expr>", feeds:
 def grad(text: str, *, call: str | None = None, wrt: list[str], of: list[str] | None = None, name: str = "<expr>",
          feeds: dict | None = None, grad_ys: dict | None = None, unconnected: str = "none",
          dtype: str = "float64", device: str = "cpu", max_memory: int | None = None, fixes: bool = True,
-         printed: bool = True) -> Result:
+         printed: bool = True, chunks: int | None = None, scheduler: str | None = None, store=None) -> Result:
     """d(sum of the `of` values)/d(each `wrt` name), as `tf.gradients(ys, xs, grad_ys)`. With
     `fixes`, a diagnostic may carry a rewrite proven on these inputs (`Diagnostic.fix`);
-    `printed` as for `evaluate`."""
+    `printed` as for `evaluate`. `device`, `chunks`, `scheduler`, `store`: as `evaluate`'s
+    (gradients are stored as `d/dX`)."""
     _check_options(dtype, unconnected)
     if not wrt:
         raise OptionError("grad needs at least one {option} NAME", "wrt")
-    graph = compile_program(text, name, feeds, call, max_memory=max_memory)
+    chosen = _backend(device, max_memory, chunks, scheduler)
+    compiled_feeds, lazy = _lazy_feeds(feeds, chosen)
+    graph = compile_program(text, name, compiled_feeds, call, max_memory=max_memory)
     ys = of or [graph.result[0]]
     y_ids = [_value_id(graph, y, "of") for y in ys]
     x_ids = [_value_id(graph, x, "wrt") for x in wrt]
@@ -287,12 +364,14 @@ def grad(text: str, *, call: str | None = None, wrt: list[str], of: list[str] | 
     grad_ids = gradients(graph, y_ids, x_ids, seeds, names)
     fetch = dict(zip(ys, y_ids))
     grad_fetch = {f"\0{x}": g for x, g in zip(wrt, grad_ids) if g is not None}
-    host, diagnostics = _run(graph, {**fetch, **grad_fetch}, dtype, device, max_memory, text=printed)
-    outputs = {k: host[k] for k in fetch}
+    stored = None if store is None else (lambda k, v: store(k.replace("\0", "d/d"), v))
+    host, diagnostics = _run(graph, {**fetch, **grad_fetch}, dtype, device, max_memory, text=printed,
+                             backend=chosen, overrides=_input_overrides(graph, lazy), store=stored)
+    outputs = {k: host.get(k) for k in fetch}
     result_grads: dict[str, np.ndarray | None] = {}
     for x, x_id, g in zip(wrt, x_ids, grad_ids):
         if g is not None:
-            result_grads[x] = host[f"\0{x}"]
+            result_grads[x] = host.get(f"\0{x}")
         elif unconnected == "zero":
             result_grads[x] = np.zeros(graph.shapes[x_id], dtype=dtype)
         else:
@@ -306,9 +385,15 @@ def grad(text: str, *, call: str | None = None, wrt: list[str], of: list[str] | 
     if fixes:
         _prove_fixes(result, call, lambda rewritten: grad(
             rewritten, wrt=wrt, of=of, name=name, feeds=feeds, grad_ys=grad_ys, unconnected=unconnected,
-            dtype=dtype, device=device, max_memory=max_memory, fixes=False, printed=printed),
+            dtype=dtype, device=device, max_memory=max_memory, fixes=False, printed=printed, chunks=chunks,
+            scheduler=scheduler),
             lambda rewritten: _named_values(rewritten, name, feeds, dtype, max_memory))
     return result
+
+
+def _input_overrides(graph: Graph, lazy: dict) -> dict | None:
+    """The lazy feeds as the values of the graph's inputs they stand for."""
+    return {graph.inputs[n]: v for n, v in lazy.items() if n in graph.inputs} or None
 
 
 def _unconnected(graph: Graph, y_ids: list[int], ys: list[str], x: str, x_id: int) -> Diagnostic:

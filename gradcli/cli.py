@@ -59,6 +59,7 @@ class Dtype(str, Enum):
 class Device(str, Enum):
     cpu = "cpu"
     cuda = "cuda"
+    dask = "dask"
 
 
 class Unconnected(str, Enum):
@@ -77,7 +78,16 @@ FormatOpt = Annotated[Format, typer.Option(
     help="Output format: a table, one JSON document, or plain NAME<TAB>numbers lines; auto is a table on a "
          "terminal, plain otherwise (with --lines: json).")]
 DtypeOpt = Annotated[Dtype, typer.Option(help="Floating-point type of every value.")]
-DeviceOpt = Annotated[Device, typer.Option(help="Evaluate on the CPU (NumPy) or a GPU (CuPy).")]
+DeviceOpt = Annotated[Device, typer.Option(
+    help="Evaluate on the CPU (NumPy), a GPU (CuPy), or chunk by chunk with Dask (inputs larger than memory, "
+         "several cores, a cluster; needs gradcli[dask]).")]
+ChunksOpt = Annotated[Optional[str], typer.Option(
+    "--chunks", metavar="SIZE", help="With --device dask: bytes per chunk (e.g. 64M); default: from --max-memory "
+                                     "and the number of cores.")]
+SchedulerOpt = Annotated[Optional[str], typer.Option(
+    "--scheduler", metavar="ADDRESS", help="With --device dask: a dask.distributed scheduler (tcp://host:8786), or "
+                                           "'local' for worker processes started here; default: threads in this "
+                                           "process.")]
 StrictOpt = Annotated[bool, typer.Option("--strict", help="Exit 1 if an output or gradient is not finite.")]
 LinesOpt = Annotated[bool, typer.Option(
     "--lines", help="Each line of the input is its own program; one answer per non-blank line, carrying its "
@@ -120,15 +130,16 @@ def eval_command(
         "--print", metavar="NAME", help="Report this name's value (repeatable); default: the last statement.")] = None,
     format: FormatOpt = Format.auto, dtype: DtypeOpt = Dtype.float64, device: DeviceOpt = Device.cpu,
     strict: StrictOpt = False, lines: LinesOpt = False, max_memory: MaxMemoryOpt = None,
-    out: OutOpt = None, force: ForceOpt = False, debug: DebugOpt = False,
+    out: OutOpt = None, force: ForceOpt = False, chunks: ChunksOpt = None, scheduler: SchedulerOpt = None,
+    debug: DebugOpt = False,
 ) -> None:
     """Evaluate a program and print the last statement's value (or each --print NAME)."""
     from . import api, render
 
-    Run(file, expr, set_, format.value, lines, strict, max_memory, debug).saving(out, force).answer(
+    Run(file, expr, set_, format.value, lines, strict, max_memory, debug, device.value).saving(out, force).answer(
         render.EVAL, lambda text, name, feeds, limit: api.evaluate(
             text, name=name, feeds=feeds, call=call, prints=print_ or [], dtype=dtype.value, device=device.value,
-            max_memory=limit, printed=out is None))
+            max_memory=limit, printed=out is None, chunks=_chunk_size(chunks), scheduler=scheduler))
 
 
 @app.command("grad", epilog=_example("gradcli grad -e 'y = sum(x * x)' --wrt x --set x='[1, 2]'"))
@@ -145,16 +156,18 @@ def grad_command(
         help="Gradient of a --wrt value that the outputs do not depend on: null or zeros.")] = Unconnected.none,
     set_: SetOpt = None, call: CallOpt = None, format: FormatOpt = Format.auto, dtype: DtypeOpt = Dtype.float64,
     device: DeviceOpt = Device.cpu, strict: StrictOpt = False, lines: LinesOpt = False,
-    max_memory: MaxMemoryOpt = None, out: OutOpt = None, force: ForceOpt = False, debug: DebugOpt = False,
+    max_memory: MaxMemoryOpt = None, out: OutOpt = None, force: ForceOpt = False, chunks: ChunksOpt = None,
+    scheduler: SchedulerOpt = None, debug: DebugOpt = False,
 ) -> None:
     """Gradients of the --of values (summed) with respect to each --wrt value, as tf.gradients."""
     from . import api, render
 
-    Run(file, expr, set_, format.value, lines, strict, max_memory, debug).saving(out, force).answer(
+    Run(file, expr, set_, format.value, lines, strict, max_memory, debug, device.value).saving(out, force).answer(
         render.GRAD, lambda text, name, feeds, limit: api.grad(
             text, name=name, feeds=feeds, call=call, wrt=wrt or [], of=of or None,
             grad_ys=_assignments(grad_ys or [], "--grad-ys", limit), unconnected=unconnected.value,
-            dtype=dtype.value, device=device.value, max_memory=limit, printed=out is None))
+            dtype=dtype.value, device=device.value, max_memory=limit, printed=out is None,
+            chunks=_chunk_size(chunks), scheduler=scheduler))
 
 
 @app.command("check", epilog=_example("gradcli check -e 'y = sum(tanh(x) * x)' --wrt x --set x='[0.3, 1.2]'"))
@@ -408,7 +421,9 @@ def _unnamed(name: str):
     return Source(name, "")
 
 
-def _assignments(items: list[str], option: str, max_memory: int | None) -> dict:
+def _assignments(items: list[str], option: str, max_memory: int | None, device: str = "cpu") -> dict:
+    """NAME=VALUE items as {name: array}; with --device dask a file (`@PATH`) is left for the
+    backend to read a chunk at a time."""
     if not items:
         return {}  # gradcli.values is not imported for nothing
     from .errors import GradcliError
@@ -420,8 +435,27 @@ def _assignments(items: list[str], option: str, max_memory: int | None) -> dict:
         name, value = split_assignment(item, option)
         if name in out:
             raise GradcliError(f"{option} {name} is given twice")
+        if value.lstrip().startswith("@") and device == "dask":
+            from .backends import FileRef
+            out[name] = FileRef(value.lstrip()[1:], f"{option} {name}")
+            continue
+        if value.lstrip().startswith("@") and ".zarr" in value.lower():
+            raise GradcliError(f"{option} {name}: a Zarr array is read by --device dask (install gradcli[dask])")
         out[name] = parse_value(value, f"{option} {name}", max_memory or default_memory_limit())
     return out
+
+
+def _chunk_size(text: str | None) -> int | None:
+    """--chunks SIZE in bytes (the same units as --max-memory)."""
+    if text is None:
+        return None
+    from .errors import OptionError
+    from .evaluate import parse_size
+    try:
+        return parse_size(text)
+    except OptionError as err:
+        err.option = "chunks"
+        raise
 
 
 # The library names its arguments in its errors (`wrt`); the command line names its options.
@@ -443,8 +477,10 @@ class Run:
     imported at start-up.)"""
 
     def __init__(self, file: str | None, expr: str | None, sets: list[str] | None, format: str,
-                 lines: bool = False, strict: bool = False, max_memory: str | None = None, debug: bool = False):
+                 lines: bool = False, strict: bool = False, max_memory: str | None = None, debug: bool = False,
+                 device: str = "cpu"):
         self.file, self.expr, self.sets = file, expr, sets
+        self.device = device
         self.format = format  # auto, table, json, plain, or one of the view's own (graph's dot)
         self.lines, self.strict, self.max_memory, self.debug = lines, strict, max_memory, debug
         self.out, self.force = None, False
@@ -471,7 +507,7 @@ class Run:
             if self.out is not None or self.force:
                 present = self._saving(view)
             fmt = self._resolved(view)
-            feeds = _assignments(self.sets or [], "--set", limit)
+            feeds = _assignments(self.sets or [], "--set", limit, self.device)
             if self.lines:
                 stream, _ = _open_program(self.file, self.expr)
                 try:

@@ -5,6 +5,13 @@ reduction (`isfinite(sum(value))`); only when that fails does it look closer. It
 which values carry non-finite numbers and from which origins, so each origin is reported
 once, at the equation that created it from finite inputs, not at every node downstream.
 It relies on no floating-point warnings (CuPy has none).
+
+On a lazy backend (Dask) the check runs in two steps around the one computation: during the
+evaluation it asks, per equation, for the reductions its common path reads (v.v, whether every
+element is finite, the count of ties or kinks, max|v|), which are computed in the same pass as
+the values; `resolve` then replays the same checks on those numbers, in the same order, so the
+diagnostics are those of NumPy. Only an equation found not finite is looked at closer, on its
+own arrays and its inputs' (the rare path).
 """
 from __future__ import annotations
 
@@ -74,16 +81,26 @@ class NumericsChecker:
     """Call it as `check(i, eq, value, args)` after each equation."""
 
     def __init__(self, graph: Graph, xp, dtype: str):
+        from .evaluate import backend_of
+        import numpy
+
+        self.backend = xp if hasattr(xp, "square_sum") else backend_of(xp)
+        self.lazy = self.backend.lazy
+        self.xp = numpy if self.lazy else self.backend.xp  # a lazy backend's closer look is on host arrays
+        xp = self.xp
         self.graph = graph
-        self.xp = xp
         self.dtype = dtype
+        self.pending: list[tuple] = []   # lazy: (i, eq, value, args) in evaluation order
+        self.requests: dict = {}         # lazy: (i, what) -> a lazy reduction
+        self.known: dict = {}            # (i, what) -> its number, once computed
+        self.lazy_values: dict[int, object] = {}
         self.diagnostics: list[Diagnostic] = []
         self.origins: dict[int, frozenset] = {}  # value id -> indices of the origins it carries
         self.differentiated = graph.differentiated
         self._consumers: dict[int, list[int]] | None = None
         self._seen_ties: set[int] = set()
         self._origin_of: dict[tuple, int] = {}  # (op, inputs, params) -> diagnostic index
-        self.largest = float(xp.finfo(dtype).max)
+        self.largest = float(numpy.finfo(dtype).max)
         self.bound: dict[int, float] = {}  # value id -> a bound on its magnitude, where known
         self._found_at: list[int] = []  # per diagnostic, the equation whose check found it
         # v.v past this may hide a value close to overflowing (or past float32's range)
@@ -92,11 +109,48 @@ class NumericsChecker:
 
     # ----------------------------------------------------------------- the per-equation check
     def __call__(self, i, eq, value, args):
+        if self.lazy:
+            self._request(i, eq, value, args)
+        else:
+            self._check_noting(i, eq, value, args)
+
+    def _check_noting(self, i, eq, value, args):
         before = len(self.diagnostics)
         self._check(i, eq, value, args)
         # which equation each diagnostic was found at: a fused chain evaluated unfused checks its
         # equations after values computed later in the plain order, and finish() restores it
         self._found_at.extend([i] * (len(self.diagnostics) - before))
+
+    def _request(self, i, eq, value, args):
+        """Lazy: note the equation, and ask for the reductions its check reads."""
+        self.pending.append((i, eq, value, args))
+        self.lazy_values[i] = value
+        ask = self.requests
+        if i in self.differentiated and eq.op.kink is not None:
+            count = self._kink_count(eq, value, args, self.backend.xp)
+            if count is not None:
+                ask[i, "kink"] = count
+        # an op that keeps finite inputs finite needs no look of its own unless its inputs are
+        # not finite (then asked for on the rare path, `_stats`)
+        if value.size and not (eq.inputs and eq.op.finite_closed and not eq.op.grows):
+            ask[i, "stats"] = self.backend.block_stats(value)
+
+    def _stats(self, i, value) -> tuple:
+        """(v.v, all finite, max|v|) of value i: computed in the one pass, or now (rare path)."""
+        found = self.known.get((i, "stats"))
+        if found is None:
+            found = self.known[i, "stats"] = self.backend.compute({0: self.backend.block_stats(value)})[0]
+        return found
+
+    def resolve(self, known: dict) -> None:
+        """Lazy: the requested reductions' numbers are in; run the checks in evaluation order."""
+        self.known = known
+        pending, self.pending = self.pending, []
+        for i, eq, value, args in pending:
+            self._check_noting(i, eq, value, args)
+
+    def _host(self, value):
+        return self.backend.to_host(value)
 
     def _check(self, i, eq, value, args):
         xp = self.xp
@@ -106,14 +160,21 @@ class NumericsChecker:
             return
         if self.proven(i, eq, value.shape, args):
             return
-        square_sum = self._square_sum(value)
+        square_sum = self._square_sum(i, value)
         if math.isfinite(square_sum):
             self.bound[i] = math.sqrt(square_sum) * (1 + 1e-6)
             if eq.op.grows and eq.backward is None and square_sum > self.headroom_trigger:
                 self._check_headroom(i, eq, value, args)
             return
+        if self.lazy:
+            if self._stats(i, value)[1] > 0:  # finite but large: v.v overflowed
+                if eq.op.grows and eq.backward is None:
+                    self._check_headroom(i, eq, value, args)
+                return
+            # not finite: a closer look, on this equation's arrays (the rare path)
+            value, args = self._host(value), [self._host(a) for a in args]
         finite = xp.isfinite(value)
-        if bool(finite.all()):  # finite but large: v.v overflowed
+        if bool(xp.all(finite)):  # finite but large: v.v overflowed
             if eq.op.grows and eq.backward is None and args is not None:
                 self._check_headroom(i, eq, value, args)
             return
@@ -136,14 +197,14 @@ class NumericsChecker:
                     new &= xp.broadcast_to(xp.isfinite(a), value.shape)
             else:
                 new = None
-        if new is not None and bool(new.any()):
+        if new is not None and bool(xp.any(new)):
             origins |= {self._origin(i, eq, value, args, new)}
-        elif carried and bool(xp.isnan(value).any()) and not any(bool(xp.isnan(a).any()) for a in args):
+        elif carried and bool(xp.any(xp.isnan(value))) and not any(bool(xp.any(xp.isnan(a))) for a in args):
             # NaN made from infinities (inf - inf, inf / inf, 0 * inf): a consequence of the
             # origin that made them, or an origin itself where they were given as inputs
             if not origins:
                 label = eq.label
-                nans = int(xp.isnan(value).sum())
+                nans = int(xp.count_nonzero(xp.isnan(value)))
                 self.diagnostics.append(Diagnostic(
                     "warning", "invalid", label, f"{label} gives NaN at {nans} element{'s' * (nans != 1)}: "
                     f"an undefined form of infinities (inf - inf, inf / inf or 0 * inf)", None,
@@ -181,28 +242,23 @@ class NumericsChecker:
 
     def _nonfinite_source(self, i, eq, value, finite):
         xp = self.xp
-        count = int((~finite).sum())
+        count = int(xp.count_nonzero(~finite))
         plural = "s" * (count != 1)
         if eq.op.name == "input":
-            first = float(value[~finite].ravel()[0]) if value.ndim else float(value)
+            first = float(xp.reshape(value[~finite], (-1,))[0]) if value.ndim else float(value)
             message = f"input {eq.params['name']} holds {count} non-finite number{plural} ({first})"
         else:
             message = f"this number is not finite in {self.dtype} (it is {float(xp.ravel(value)[0])})"
         self.diagnostics.append(Diagnostic("info", "nonfinite_input", eq.label, message, None,
                                            eq.pos, eq.stack, count, value_id=i))
 
-    def _square_sum(self, value) -> float:
+    def _square_sum(self, i, value) -> float:
         """v.v in one pass: not finite if v holds a NaN or an infinity (or squares past
         1e154, which only sends the value down the careful path); its square root bounds
-        max|v|. BLAS dot is the fastest pass over memory there is."""
-        if value.ndim == 0:
-            v = float(value)
-            return v * v
-        if not value.flags.c_contiguous:  # a view: no copy, one strided pass
-            total = float(value.sum())
-            return total * total
-        flat = value.reshape(-1)
-        return float(flat.dot(flat))
+        max|v|. The backend computes it (BLAS dot for NumPy: the fastest pass there is)."""
+        if self.lazy:
+            return float(self._stats(i, value)[0])
+        return self.backend.square_sum(value)
 
     def _propagate_bound(self, eq, shape, args) -> float | None:
         """A bound on |result| from bounds on |inputs| (interval arithmetic on magnitudes),
@@ -212,8 +268,8 @@ class NumericsChecker:
             return None
         op = eq.op
         rule = op.bound
-        if callable(rule):
-            return rule(bounds, [self.graph.shapes[j] for j in eq.inputs], shape, args)
+        if callable(rule):  # (a lazy backend's arrays are not read: that would be a pass of its own)
+            return rule(bounds, [self.graph.shapes[j] for j in eq.inputs], shape, None if self.lazy else args)
         if isinstance(rule, tuple):  # a constant range, whatever the inputs
             return float(max(abs(rule[0]), abs(rule[1])))
         if op.finite_closed:
@@ -232,16 +288,16 @@ class NumericsChecker:
         self._origin_of[key] = len(self.diagnostics)
         xp = self.xp
         bad = value[mask] if value.ndim else value
-        count = int(mask.sum())
-        has_inf = bool(xp.isinf(bad).any())
+        count = int(xp.count_nonzero(mask))
+        has_inf = bool(xp.any(xp.isinf(bad)))
         label = eq.label
         kind, detail = self._classify(eq, value, args, mask, has_inf)
         if eq.backward is not None:
             kind = "nonfinite_gradient"
             if eq.op.nonfinite_reason:  # (the eigenvector gradient's weights: repeated eigenvalues)
                 detail = eq.op.nonfinite_reason
-        if has_inf and not bool(xp.isnan(bad).any()):
-            noun = "-infinity" if bool((bad < 0).all()) else "infinity"
+        if has_inf and not bool(xp.any(xp.isnan(bad))):
+            noun = "-infinity" if bool(xp.all(bad < 0)) else "infinity"
         else:
             noun = "NaN" if not has_inf else "non-finite values"
         where = f"{count} of {value.size} element{'s' * (value.size != 1)}"
@@ -259,7 +315,8 @@ class NumericsChecker:
     def _classify(self, eq, value, args, mask, has_inf):
         xp = self.xp
         op = eq.op
-        info = xp.finfo(self.dtype)
+        import numpy
+        info = numpy.finfo(self.dtype)
 
         def at_bad(a):
             return xp.broadcast_to(a, value.shape)[mask] if value.ndim else a
@@ -272,13 +329,13 @@ class NumericsChecker:
                                 f"above {op.overflows_above(float(info.max)):.2f}")
         if op.pole is not None and has_inf:
             k, what = op.pole
-            if bool((at_bad(args[k]) == 0).any()):
+            if bool(xp.any(at_bad(args[k]) == 0)):
                 self._explain_underflow(eq.inputs[k], eq)
                 if op.domain is not None:  # NaNs beside the infinities: arguments below the domain too
                     bad_args = xp.reshape(xp.asarray(at_bad(args[0])), (-1,))
                     below = bad_args[bad_args < op.domain]
                     if below.size:
-                        zeros = int((bad_args == 0).sum())
+                        zeros = int(xp.count_nonzero(bad_args == 0))
                         what = (f"{what} at {zeros}, and it reaches {_fmt(float(xp.min(below)))}, below its "
                                 f"domain's start {float(op.domain):g}, at {below.size}")
                 return "divide_by_zero", what
@@ -299,7 +356,10 @@ class NumericsChecker:
 
     def _check_headroom(self, i, eq, value, args):
         xp = self.xp
-        top = max(float(xp.max(value)), -float(xp.min(value)))
+        if self.lazy:
+            top = float(self._stats(i, value)[2])
+        else:
+            top = max(float(xp.max(value)), -float(xp.min(value)))
         label = eq.label
         if top > self.largest / HEADROOM_FACTOR:
             self.diagnostics.append(Diagnostic(
@@ -323,7 +383,10 @@ class NumericsChecker:
         if not producer.inputs or producer.op.underflows != "rounds":
             return
         xp = self.xp
-        values = run(self.graph, [j, *producer.inputs], dtype=self.dtype, xp=xp)
+        if self.lazy:
+            values = {k: self._host(self.lazy_values[k]) for k in (j, *producer.inputs)}
+        else:
+            values = run(self.graph, [j, *producer.inputs], dtype=self.dtype, xp=xp)
         out = values[j]
         nonzero_inputs = None
         for k in producer.inputs:
@@ -333,7 +396,7 @@ class NumericsChecker:
                 nz = xp.broadcast_to(xp.all(values[k] != 0), out.shape)
             nonzero_inputs = nz if nonzero_inputs is None else nonzero_inputs & nz
         underflowed = (out == 0) & nonzero_inputs
-        count = int(underflowed.sum())
+        count = int(xp.count_nonzero(underflowed))
         if count:
             label = producer.label
             extra = ""
@@ -349,14 +412,30 @@ class NumericsChecker:
                 producer.pos, producer.stack, count, value_id=j))
 
     # ----------------------------------------------------------------- ties and kinks
-    def _check_kinks(self, i, eq, value, args):
-        xp = self.xp
+    def _kink_count(self, eq, value, args, xp):
+        """The number of ties (groups of tied extremes, equal pairs) or kinks (zeros) the op's
+        `kink` names: a reduction, lazy on a lazy backend."""
         kink = eq.op.kink
-        if kink == "extremes" and i not in self._seen_ties:
+        if kink == "extremes":
             axis = eq.params.get("axis")
             keep = value if eq.params.get("keepdims") else xp.expand_dims(value, normalize_axes(axis, args[0].ndim))
             counts = xp.sum(args[0] == keep, axis=axis, keepdims=True)
-            groups = int((counts > 1).sum())
+            return xp.sum(counts > 1)
+        if kink == "pair":
+            return xp.sum(xp.broadcast_to(args[0] == args[1], value.shape))
+        if kink == "zero":
+            return xp.sum(args[0] == 0)
+        return None
+
+    def _kink_number(self, i, eq, value, args) -> int:
+        if self.lazy:
+            return int(self.known[i, "kink"])
+        return int(self._kink_count(eq, value, args, self.xp))
+
+    def _check_kinks(self, i, eq, value, args):
+        kink = eq.op.kink
+        if kink == "extremes" and i not in self._seen_ties:
+            groups = self._kink_number(i, eq, value, args)
             if groups:
                 self._seen_ties.add(i)
                 label = eq.label
@@ -365,14 +444,14 @@ class NumericsChecker:
                     f"{label} has tied extremes in {groups} group{'s' * (groups != 1)}; its gradient is "
                     f"split evenly among the tied elements", None, eq.pos, eq.stack, groups, value_id=i))
         elif kink == "pair":
-            ties = int(xp.sum(xp.broadcast_to(args[0] == args[1], value.shape)))
+            ties = self._kink_number(i, eq, value, args)
             if ties:
                 label = eq.label
                 self.diagnostics.append(Diagnostic(
                     "info", "tie", label, f"{label} has {ties} equal pair{'s' * (ties != 1)}; the gradient is "
                     "split evenly between the two arguments there", None, eq.pos, eq.stack, ties, value_id=i))
         elif kink == "zero":
-            zeros = int(xp.sum(args[0] == 0))
+            zeros = self._kink_number(i, eq, value, args)
             if zeros:
                 label = eq.label
                 self.diagnostics.append(Diagnostic(

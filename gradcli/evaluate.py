@@ -17,25 +17,23 @@ DTYPES = ("float64", "float32")
 
 
 def array_namespace(device: str):
-    """NumPy for `cpu`; CuPy for `cuda`, with a clear error when it cannot be used."""
-    if device == "cpu":
-        import numpy
-        return numpy
-    if device == "cuda":
-        try:
-            import cupy
-        except Exception as exc:  # ImportError, or a CuPy built for another CUDA
-            raise OptionError(f"{{option}} cuda needs CuPy and an NVIDIA GPU, but CuPy cannot be imported "
-                              f"({type(exc).__name__}: {exc}); install cupy-cuda12x, or use {{option}} cpu",
-                              "device") from None
-        try:
-            count = cupy.cuda.runtime.getDeviceCount()
-        except Exception as exc:
-            raise OptionError(f"{{option}} cuda: no usable CUDA GPU ({exc}); use {{option}} cpu", "device") from None
-        if count < 1:
-            raise OptionError("{option} cuda: no CUDA GPU is present; use {option} cpu", "device")
-        return cupy
-    raise GradcliError(f"unknown device '{device}': use cpu or cuda")
+    """The array namespace of the backend `device` names (gradcli/backends.py), with a clear
+    error when it cannot be used."""
+    from .backends import backend
+    return backend(device).xp
+
+
+def backend_of(xp):
+    """The backend for an array namespace given to `run` (NumPy, CuPy, or a standard one)."""
+    from . import backends
+    name = getattr(xp, "__name__", "")
+    if name == "numpy":
+        return backends.Backend()
+    if name == "cupy":
+        return backends.CupyBackend()
+    if name.startswith("dask"):
+        return backends.DaskBackend()
+    return backends.StandardBackend(xp)
 
 
 def default_memory_limit() -> int:
@@ -94,11 +92,18 @@ def output_render_bytes(elements: int) -> int:
     return RENDER_COPIES * output_text_bytes(elements)
 
 
-def check_memory(graph: Graph, fetch: list[int], dtype: str, limit: int | None = None, text: bool = True) -> None:
+def check_memory(graph: Graph, fetch: list[int], dtype: str, limit: int | None = None, text: bool = True,
+                 backend=None) -> None:
     """Refuse, before anything runs, a program whose arrays would not fit: shapes are known,
     so the evaluation's peak is simulated (values freed after their last use, views free),
-    and the text the fetched values make (an output is rendered whole before it is written)."""
+    and the text the fetched values make (an output is rendered whole before it is written).
+    On a chunked backend (Dask) a value is held a chunk per worker at a time, not whole,
+    except the fetched values, which are gathered whole."""
     import numpy as np
+
+    per_value = None  # the most of one value held at once (chunked backends)
+    if backend is not None and backend.memory == "chunks":
+        per_value = backend.chunk_bytes * (os.cpu_count() or 1)
 
     limit = limit or default_memory_limit()
     itemsize = np.dtype(dtype).itemsize
@@ -112,6 +117,13 @@ def check_memory(graph: Graph, fetch: list[int], dtype: str, limit: int | None =
                           "{option} if the machine has it", "max_memory", graph.equations[f].pos, graph.source)
     if sum(math.prod(s) for s in graph.shapes) * itemsize + rendering <= limit:
         return  # even holding every value at once fits: no need to simulate
+    if per_value is not None:
+        held = sum(math.prod(graph.shapes[f]) for f in set(fetch)) * itemsize
+        if held + rendering > limit:
+            f = max(set(fetch), key=lambda j: math.prod(graph.shapes[j]))
+            raise OptionError(f"the outputs are {_gib(held)} of values, gathered whole, more than the "
+                              f"{_gib(limit)} allowed; raise the limit with {{option}} if the machine has it",
+                              "max_memory", graph.equations[f].pos, graph.source)
     order = needed_equations(graph, fetch)
     last_use = last_uses(graph, order)
     keep = set(fetch)
@@ -121,6 +133,8 @@ def check_memory(graph: Graph, fetch: list[int], dtype: str, limit: int | None =
     for i in order:
         eq = graph.equations[i]
         full = math.prod(graph.shapes[i]) * itemsize
+        if per_value is not None and i not in keep:
+            full = min(full, per_value)  # a chunk per worker at a time
         memory = eq.op.memory
         if memory == "reshape":
             memory = "view" if not strided.intersection(eq.inputs) else "new"
@@ -178,7 +192,7 @@ def needed_equations(graph: Graph, fetch: list[int], given=()) -> list[int]:
 
 def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
         overrides: dict[int, object] | None = None,
-        check: Callable | None = None) -> dict[int, object]:
+        check: Callable | None = None, backend=None) -> dict[int, object]:
     """Evaluate the values `fetch`; returns {id: array} in the namespace `xp`.
 
     `overrides` gives the values of equations by id (inputs, or any value to hold fixed); `check(i, eq, value,
@@ -190,10 +204,17 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
     so a caller may reuse its override buffers between runs (Jacobian rows, checks, --lines)."""
     if dtype not in DTYPES:
         raise GradcliError(f"unknown dtype '{dtype}': use float64 or float32")
-    if xp is None:
-        import numpy as xp
+    if backend is None:
+        if xp is None:
+            from .backends import Backend
+            backend = Backend()
+        else:
+            backend = backend_of(xp)
+    xp = backend.xp
+    in_place = backend.in_place
+    lazy = backend.lazy
     overrides = overrides or {}
-    dtype = xp.dtype(dtype)  # compared with each result's: a dtype object, not its name
+    dtype = backend.dtype(dtype)  # compared with each result's: a dtype object, not its name
     order = needed_equations(graph, fetch, overrides)
     last_use = last_uses(graph, order, overrides)
     equations = graph.equations
@@ -209,7 +230,7 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
     borrowed: set[int] = set()
     shapes = graph.shapes
     chains, inlined = {}, ()
-    if len(order) > 1:
+    if len(order) > 1 and in_place:  # a chain writes its chunks into buffers it owns
         from . import fusion  # chains of elementwise ops over large arrays, evaluated chunk by chunk
         chains, inlined = fusion.plan(graph, order, last_use, keep, overrides, xp)
     for i in order:
@@ -223,14 +244,14 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
             value = overrides.get(i)
             if value is None:
                 value = eq.params["value"]
-            value = xp.asarray(value, dtype=dtype)
+            value = backend.asarray(value, dtype)
             borrowed.add(i)
             args = ()
             out = None
         else:
             args = [env[j] for j in eq.inputs] if not chain else ()
             out = None
-            if op.ufunc is not None and shapes[i]:  # (a number is not worth a buffer)
+            if in_place and op.ufunc is not None and shapes[i]:  # (a number is not worth a buffer)
                 for j in inputs:
                     if j in owned and last_use[j] == i and j not in keep:
                         candidate = env[j]
@@ -244,6 +265,8 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
                     value = fusion.evaluate(chain, graph, env, dtype, out, check, overrides)
                 elif out is not None:
                     value = getattr(xp, op.ufunc)(*args, out=out)
+                elif lazy:
+                    value = _lazy_forward(backend, graph, i, args, dtype)
                 else:
                     value = op.forward(xp, *args, **eq.params)
                     if value.dtype != dtype:
@@ -258,7 +281,7 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
                 owned.difference_update(eq.inputs)  # the result may share an input's memory
                 if not borrowed.isdisjoint(eq.inputs):
                     borrowed.add(i)
-            elif op.ufunc is not None and getattr(value, "ndim", 0):
+            elif in_place and op.ufunc is not None and getattr(value, "ndim", 0):
                 owned.add(i)
         env[i] = value
         if check is not None and not chain:  # (a chain checks its values itself)
@@ -274,4 +297,45 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
         dead = args = None  # not held into the next operation's allocation (a 64 MiB copy too many)
     # Values are written once: what is returned is the caller's own, never a buffer that is
     # reused (the Jacobian's seed is rewritten for every row) or part of the graph.
+    if not in_place:  # nothing is written twice: no copy needed
+        return {f: env[f] for f in fetch}
     return {f: env[f].copy() if f in borrowed and hasattr(env[f], "copy") else env[f] for f in fetch}
+
+
+def _lazy_forward(backend, graph: Graph, i: int, args, dtype):
+    """An op on a lazy backend: its forward on the backend's namespace (chunk by chunk), or, for
+    an op the namespace lacks, NumPy's forward on the whole arrays as one task (whose memory the
+    guard counts whole: `whole_array_ops`)."""
+    eq = graph.equations[i]
+    op = eq.op
+    try:
+        value = op.forward(backend.xp, *args, **eq.params)
+        if tuple(value.shape) == tuple(graph.shapes[i]) and not _has_unknown_chunks(value):
+            value = value if value.dtype == dtype else value.astype(dtype)
+            # an op may make one chunk of it all (broadcast_to of a number): cut it to the chunk size
+            if value.ndim and math.prod(map(max, value.chunks)) * value.dtype.itemsize > 2 * backend.chunk_bytes:
+                value = value.rechunk(backend.chunks_for(value.shape, value.dtype.itemsize))
+            return value
+    except DataError:
+        raise
+    except Exception:  # the namespace lacks what this op needs: computed whole instead
+        pass
+    import dask
+    import dask.array as da
+    import numpy as np
+
+    def whole(*arrays):
+        try:
+            out = op.forward(np, *arrays, **eq.params)
+        except DataError as exc:
+            raise GradcliError(f"{eq.label or op.name}: {exc}", eq.pos, graph.source) from None
+        return np.asarray(out, dtype=dtype)
+
+    shape = tuple(graph.shapes[i])
+    task = dask.delayed(whole, pure=True)(*args)
+    return da.from_delayed(task, shape, dtype=dtype).rechunk(backend.chunks_for(shape, np.dtype(dtype).itemsize) or ())
+
+
+def _has_unknown_chunks(value) -> bool:
+    import math as _math
+    return any(_math.isnan(c) for cs in getattr(value, "chunks", ()) for c in cs)

@@ -1,0 +1,478 @@
+"""Array backends: everything the engine needs of an array library, one small object each.
+
+The evaluator (gradcli/evaluate.py), the numerical checker (gradcli/diagnostics.py) and the
+library (gradcli/api.py) reach an array library only through a `Backend`: its array namespace
+(standard array operations), how a value reaches the host, how a file becomes an array, what
+`--max-memory` bounds, and whether results may be written into dead buffers. The backends are
+registered in one place, `BACKENDS`, by the `--device` name that selects them.
+"""
+from __future__ import annotations
+
+import math
+import os
+
+from .errors import GradcliError, OptionError
+
+
+class Backend:
+    """NumPy's: the reference every other backend is compared with."""
+
+    name = "cpu"
+    # Results may be written into an input's dead buffer (`out=`) and freed buffers recycled.
+    in_place = True
+    # What --max-memory bounds: "whole" arrays in host memory, "device" memory, or "chunks".
+    memory = "whole"
+    # Values are descriptions of work, computed together at the end (`compute`), not arrays.
+    lazy = False
+
+    def namespace(self):
+        import numpy
+        return numpy
+
+    @property
+    def xp(self):
+        return self.namespace()
+
+    def dtype(self, name: str):
+        return self.xp.dtype(name)
+
+    def asarray(self, value, dtype):
+        return self.xp.asarray(value, dtype=dtype)
+
+    def to_host(self, value):
+        """A NumPy array with the value's numbers."""
+        import numpy
+        return numpy.asarray(value)
+
+    def compute(self, values: dict) -> dict:
+        """{key: array} -> {key: host array}: every value at once (one pass for a lazy backend)."""
+        return {k: self.to_host(v) for k, v in values.items()}
+
+    def load(self, spec: str, label: str, max_bytes: int | None = None):
+        """`PATH` (`.npy`, `.npz:KEY`, `.json`, `.csv`) as an array of this backend."""
+        from .values import load_file
+        return load_file(spec, label, max_bytes)
+
+    def square_sum(self, value) -> float:
+        """v.v in one pass over memory: BLAS dot where the value is contiguous (the fastest pass
+        there is); a strided view is summed instead (no copy), its square bounding v.v from
+        nothing, but non-finite exactly where v holds a NaN or an infinity."""
+        if value.ndim == 0:
+            v = float(value)
+            return v * v
+        if not value.flags.c_contiguous:
+            total = float(value.sum())
+            return total * total
+        flat = value.reshape(-1)
+        return float(flat.dot(flat))
+
+    def save(self, values: dict, write) -> None:
+        """Write each value with `write(key, host array)`; a lazy backend overrides this to
+        write chunk by chunk without holding a whole value."""
+        for k, v in values.items():
+            write(k, self.to_host(v))
+
+
+class CupyBackend(Backend):
+    """CuPy on an NVIDIA GPU: NumPy's interface in device memory."""
+
+    name = "cuda"
+    memory = "device"
+
+    def namespace(self):
+        try:
+            import cupy
+        except Exception as exc:  # ImportError, or a CuPy built for another CUDA
+            raise OptionError(f"{{option}} cuda needs CuPy and an NVIDIA GPU, but CuPy cannot be imported "
+                              f"({type(exc).__name__}: {exc}); install cupy-cuda12x, or use {{option}} cpu",
+                              "device") from None
+        try:
+            count = cupy.cuda.runtime.getDeviceCount()
+        except Exception as exc:
+            raise OptionError(f"{{option}} cuda: no usable CUDA GPU ({exc}); use {{option}} cpu", "device") from None
+        if count < 1:
+            raise OptionError("{option} cuda: no CUDA GPU is present; use {option} cpu", "device")
+        return cupy
+
+    def to_host(self, value):
+        import numpy
+        return numpy.asarray(value.get() if hasattr(value, "get") else value)
+
+    def load(self, spec, label, max_bytes=None):
+        return self.xp.asarray(super().load(spec, label, max_bytes))
+
+
+class StandardBackend(Backend):
+    """Any namespace of the array API standard (array-api-strict in the tests): only standard
+    operations, no in-place writes, no NumPy attributes. What keeps the engine honest."""
+
+    in_place = False
+
+    def __init__(self, module, name: str = "standard"):
+        self.module = module
+        self.name = name
+
+    def namespace(self):
+        return self.module
+
+    def dtype(self, name: str):
+        return getattr(self.module, name)
+
+    def to_host(self, value):
+        import numpy
+        return numpy.asarray(value) if not hasattr(value, "__dlpack__") else numpy.from_dlpack(value)
+
+    def square_sum(self, value) -> float:
+        xp = self.module
+        flat = xp.reshape(value, (-1,))
+        return float(xp.vecdot(flat, flat)) if flat.shape[0] else 0.0
+
+
+# Chunks a worker holds at once while it computes one (its inputs, temporaries and result): the
+# default chunk size leaves room for this many per core within --max-memory
+CHUNKS_IN_FLIGHT = 8
+MIN_CHUNK_BYTES = 1 << 16
+MAX_CHUNK_BYTES = 16 << 20
+
+
+def default_chunk_bytes(max_memory: int, cores: int | None = None) -> int:
+    """A chunk size from the memory limit and the cores: every core computes a chunk, each with
+    room for CHUNKS_IN_FLIGHT chunk-sized arrays, within the limit (never above 16 MiB, so an
+    array of 10^7 numbers is cut in five and the cores share it, nor below 64 KiB, where Dask's
+    per-task cost dominates)."""
+    cores = cores or os.cpu_count() or 1
+    size = max_memory // (cores * CHUNKS_IN_FLIGHT)
+    return int(min(MAX_CHUNK_BYTES, max(MIN_CHUNK_BYTES, size)))
+
+
+class DaskBackend(Backend):
+    """dask.array: values are task graphs over chunks, computed in one pass at the end, on
+    Dask's threads (in this process) or a dask.distributed cluster (`scheduler`). Inputs read
+    from `.npy` files are memory-mapped a chunk at a time; Zarr arrays are read lazily."""
+
+    name = "dask"
+    in_place = False
+    memory = "chunks"
+    lazy = True
+
+    def __init__(self, chunk_bytes: int | None = None, scheduler: str | None = None,
+                 max_memory: int | None = None, progress: bool = False):
+        from .evaluate import default_memory_limit
+        self.max_memory = max_memory or default_memory_limit()
+        self.chunk_bytes = chunk_bytes or default_chunk_bytes(self.max_memory)
+        self.scheduler = scheduler
+        self.progress = progress
+
+    def namespace(self):
+        try:
+            import dask.array
+        except Exception as exc:
+            raise OptionError(f"{{option}} dask needs Dask ({type(exc).__name__}: {exc}); install "
+                              "gradcli[dask], or use {option} cpu", "device") from None
+        return dask.array
+
+    def dtype(self, name: str):
+        import numpy
+        return numpy.dtype(name)
+
+    def chunks_for(self, shape, itemsize: int = 8):
+        """Chunks of about `chunk_bytes` for an array of `shape`: whole trailing axes while they
+        fit, the leading axis cut (a matrix's rows stay whole where a chunk holds a row)."""
+        per = max(1, self.chunk_bytes // itemsize)
+        chunks = []
+        for n in reversed(shape):
+            take = max(1, min(n, per)) if n else 1
+            chunks.insert(0, take)
+            per = max(1, per // max(n, 1))
+        return tuple(chunks)
+
+    def asarray(self, value, dtype):
+        xp = self.xp
+        if isinstance(value, xp.Array):
+            return value if value.dtype == dtype else value.astype(dtype)
+        import numpy
+        value = numpy.asarray(value, dtype=dtype)
+        return xp.from_array(value, chunks=self.chunks_for(value.shape, value.dtype.itemsize) or (), asarray=True)
+
+    def to_host(self, value):
+        import numpy
+        if hasattr(value, "compute"):
+            value = value.compute(**self._compute_options())
+        return numpy.asarray(value)
+
+    def _compute_options(self) -> dict:
+        import dask
+        if self.scheduler or dask.config.get("scheduler", None):  # a cluster's client, or one configured
+            return {}
+        return {"scheduler": "threads"}
+
+    def compute(self, values: dict) -> dict:
+        """Every value in ONE dask.compute: work shared by outputs, gradients and checks is done once."""
+        import dask
+        import numpy
+
+        keys = list(values)
+        with self._scheduling(), self._progress():
+            results = dask.compute(*[values[k] for k in keys], **self._compute_options())
+        return {k: numpy.asarray(r) for k, r in zip(keys, results)}
+
+    def _progress(self):
+        import contextlib
+        import sys
+        if not self.progress or not sys.stderr.isatty():
+            return contextlib.nullcontext()
+        if self.scheduler:
+            return contextlib.nullcontext()  # a cluster's progress is on its dashboard
+        from dask.diagnostics import ProgressBar
+        return ProgressBar(minimum=1.0, out=sys.stderr)
+
+    def _scheduling(self):
+        import contextlib
+        if not self.scheduler:
+            return contextlib.nullcontext()
+        return _cluster(self.scheduler, self.max_memory)
+
+    def load(self, spec: str, label: str, max_bytes: int | None = None):
+        """`.npy` memory-mapped a chunk at a time, `DIR.zarr` or `DIR.zarr:NAME` read lazily;
+        other formats are read whole (they are text, or compressed) and then chunked."""
+        path, key = _split_zarr(spec)
+        if path is not None:
+            return self._zarr(path, key, label)
+        if spec.lower().endswith(".npy"):
+            return self._npy(spec, label)
+        import numpy
+        value = super().load(spec, label, max_bytes)
+        return self.asarray(value, value.dtype if value.dtype.kind == "f" else numpy.float64)
+
+    def _npy(self, path: str, label: str):
+        import numpy
+        xp = self.xp
+        try:
+            probe = numpy.load(path, mmap_mode="r", allow_pickle=False)
+        except (OSError, ValueError, EOFError) as exc:
+            raise GradcliError(f"{label}: cannot read '{path}' as .npy: {exc}") from None
+        if probe.dtype.kind not in "fiub":
+            raise GradcliError(f"{label}: '{path}' holds {probe.dtype} numbers; gradcli reads real numbers")
+        reader = _NpyChunks(path, probe.shape, probe.dtype, probe.offset, probe.flags.f_contiguous and probe.ndim > 1)
+        del probe
+        return xp.from_array(reader, chunks=self.chunks_for(reader.shape, reader.dtype.itemsize) or (),
+                             asarray=True, fancy=False, lock=False, meta=numpy.empty((0,) * len(reader.shape),
+                                                                                     reader.dtype))
+
+    def _zarr(self, path: str, key: str | None, label: str):
+        try:
+            import zarr
+        except Exception as exc:
+            raise GradcliError(f"{label}: reading '{path}' needs zarr ({type(exc).__name__}: {exc}); "
+                               "install gradcli[dask]") from None
+        if not os.path.isdir(path):
+            raise GradcliError(f"{label}: cannot read '{path}': no such Zarr directory")
+        try:
+            node = zarr.open(path, mode="r")
+        except Exception as exc:
+            raise GradcliError(f"{label}: cannot read '{path}' as Zarr: {exc}") from None
+        if hasattr(node, "array_keys"):  # a group: name the member
+            members = sorted(node.array_keys())
+            if key is None:
+                raise GradcliError(f"{label}: '{path}' is a Zarr group; name one of its arrays as "
+                                   f"@{path}:NAME ({', '.join(members) or 'it has none'})")
+            if key not in members:
+                raise GradcliError(f"{label}: '{path}' has no array '{key}' (it has {', '.join(members) or 'none'})")
+            node = node[key]
+        elif key is not None:
+            raise GradcliError(f"{label}: '{path}' is one Zarr array, not a group: drop ':{key}'")
+        if node.dtype.kind not in "fiub":
+            raise GradcliError(f"{label}: '{path}' holds {node.dtype} numbers; gradcli reads real numbers")
+        import dask.array as da
+        stored = getattr(node, "chunks", None)
+        chunks = stored if stored and math.prod(stored) * node.dtype.itemsize >= self.chunk_bytes // 4 \
+            else self.chunks_for(node.shape, node.dtype.itemsize)
+        return da.from_array(node, chunks=chunks or (), asarray=True, fancy=False, lock=False)
+
+    def save(self, values: dict, write) -> None:
+        """`write(key, dask array)`: the values stay lazy, for a writer that stores them chunk by
+        chunk (`dask.array.to_zarr`, `dask.array.store`)."""
+        for k, v in values.items():
+            write(k, v)
+
+    def square_sum(self, value):
+        """Lazy: a reduction computed in the same pass as the values."""
+        return (value * value).sum() if value.ndim else value * value
+
+    def block_stats(self, value):
+        """Lazy (v.v, every element finite, max|v|): one small task per chunk, run as soon as
+        the chunk is made, and one task joining them, so no chunk is held for a check."""
+        import dask
+        import numpy
+        blocks = value.to_delayed().ravel()
+        joined = dask.delayed(_join_stats, pure=True)([dask.delayed(_chunk_stats, pure=True)(b) for b in blocks])
+        # an array, as every value computed beside it is (dask.compute groups its results by
+        # the kind of collection, so a Delayed among arrays would come back out of order)
+        return self.xp.from_delayed(joined, (3,), dtype=numpy.float64)
+
+
+# v.v of a chunk past which its finiteness and max|v| are looked at too: below the smallest
+# v.v at which the checker looks at headroom (float32's, diagnostics.HEADROOM_FACTOR below its
+# largest, squared), v.v alone is read, so a chunk costs one pass
+_LARGE_SQUARE_SUM = (3.4028234663852886e38 / 1e3) ** 2
+
+
+def _chunk_stats(block):
+    import numpy
+    block = numpy.asarray(block)
+    if block.size == 0:
+        return 0.0, True, 0.0
+    flat = block.reshape(-1)
+    with numpy.errstate(all="ignore"):
+        square_sum = float(flat.dot(flat))
+        if square_sum <= _LARGE_SQUARE_SUM:  # finite, and its square root bounds max|v|
+            return square_sum, True, square_sum ** 0.5
+        return square_sum, bool(numpy.isfinite(flat).all()), float(numpy.max(numpy.abs(flat)))
+
+
+def _join_stats(parts):
+    import numpy
+    with numpy.errstate(all="ignore"):
+        return numpy.array([sum(p[0] for p in parts), float(all(p[1] for p in parts)),
+                            max((p[2] for p in parts), default=0.0)])
+
+
+def _split_zarr(spec: str) -> tuple[str | None, str | None]:
+    lower = spec.lower()
+    at = lower.rfind(".zarr")
+    if at < 0:
+        return None, None
+    cut = at + len(".zarr")
+    rest = spec[cut:].rstrip("/")
+    if rest == "":
+        return spec[:cut], None
+    if rest.startswith(":"):
+        return spec[:cut], rest[1:]
+    if rest.startswith("/"):  # DIR.zarr/NAME reads as a group member too
+        return spec[:cut], rest[1:]
+    return None, None
+
+
+class _NpyChunks:
+    """A `.npy` file read a block at a time through a fresh memory map (unmapped after the block
+    is copied out), so pages read are not held by the process: memory follows the chunks, not
+    the file."""
+
+    def __init__(self, path, shape, dtype, offset, fortran):
+        self.path, self.shape, self.dtype, self.offset, self.fortran = path, tuple(shape), dtype, offset, fortran
+        self.ndim = len(self.shape)
+
+    def __getitem__(self, index):
+        import numpy
+        start, rows = self._row_range(index)
+        if start is not None:  # whole rows, one after another: one read, no page faults
+            block = numpy.empty((rows,) + self.shape[1:], dtype=self.dtype)
+            row_bytes = block.itemsize * math.prod(self.shape[1:])
+            with open(self.path, "rb", buffering=0) as fh:
+                fh.seek(self.offset + start * row_bytes)
+                view = memoryview(block.reshape(-1).view(numpy.uint8))
+                done = 0
+                while done < len(view):
+                    n = fh.readinto(view[done:])
+                    if not n:
+                        raise OSError(f"{self.path} ended early")
+                    done += n
+            return block
+        mm = numpy.memmap(self.path, dtype=self.dtype, mode="r", offset=self.offset, shape=self.shape,
+                          order="F" if self.fortran else "C")
+        try:
+            return numpy.array(mm[index])
+        finally:
+            mm._mmap.close() if getattr(mm, "_mmap", None) is not None else None
+            del mm
+
+    def _row_range(self, index):
+        """(first row, rows) where `index` takes whole rows of a C-ordered file, else (None, 0)."""
+        if self.fortran or not self.shape:
+            return None, 0
+        index = index if isinstance(index, tuple) else (index,)
+        if not all(isinstance(k, slice) for k in index):
+            return None, 0
+        index = index + (slice(None),) * (len(self.shape) - len(index))
+        for k, n in zip(index[1:], self.shape[1:]):
+            if k.indices(n) != (0, n, 1):
+                return None, 0
+        start, stop, step = index[0].indices(self.shape[0])
+        if step != 1:
+            return None, 0
+        return start, max(0, stop - start)
+
+
+_CLUSTERS: dict = {}
+
+
+def _cluster(address: str, max_memory: int):
+    """A dask.distributed client for `address` (`local`: a LocalCluster of worker processes on
+    the loopback interface, started here and stopped when this process ends)."""
+    import contextlib
+
+    try:
+        from distributed import Client, LocalCluster
+    except Exception as exc:
+        raise OptionError(f"{{option}} needs dask.distributed ({type(exc).__name__}: {exc}); "
+                          "install gradcli[dask]", "scheduler") from None
+
+    @contextlib.contextmanager
+    def client():
+        import logging
+        logging.getLogger("distributed").setLevel(logging.ERROR)
+        if address == "local":
+            workers = max(1, min(os.cpu_count() or 1, 4))
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, host="127.0.0.1",
+                                   dashboard_address=None, processes=True,
+                                   memory_limit=max(max_memory // workers, 1 << 26))
+            try:
+                with Client(cluster) as c:
+                    yield c
+            finally:
+                cluster.close()
+        else:
+            try:
+                c = Client(address, timeout="10s")
+            except Exception as exc:
+                raise OptionError(f"{{option}} {address}: cannot reach a Dask scheduler there "
+                                  f"({type(exc).__name__}: {exc})", "scheduler") from None
+            with c:
+                yield c
+    return client()
+
+
+def available(name: str) -> bool:
+    """Whether the backend's library can be imported here (the tests walk those that can)."""
+    import importlib.util
+    module = {"cpu": "numpy", "cuda": "cupy", "dask": "dask.array"}[name]
+    try:
+        return importlib.util.find_spec(module.split(".")[0]) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+BACKENDS = {"cpu": Backend, "cuda": CupyBackend, "dask": DaskBackend}
+
+
+def backend(device: str = "cpu", **options) -> Backend:
+    """The backend `--device` names, its library checked now (a clear error, exit 2, if absent)."""
+    cls = BACKENDS.get(device)
+    if cls is None:
+        raise GradcliError(f"unknown device '{device}': use {', '.join(BACKENDS)}")
+    chosen = cls(**options) if options and cls is DaskBackend else cls()
+    chosen.namespace()
+    return chosen
+
+
+class FileRef:
+    """An input file named on the command line (`--set X=@PATH`), read by the backend that
+    evaluates: a lazy backend reads it a chunk at a time, the others whole."""
+
+    __slots__ = ("spec", "label")
+
+    def __init__(self, spec: str, label: str):
+        self.spec, self.label = spec, label
+
+    def __repr__(self):
+        return f"FileRef({self.spec!r})"
