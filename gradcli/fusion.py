@@ -224,7 +224,7 @@ def evaluate(chain: Chain, graph, env: dict, dtype, out, check, overrides):
     else:
         value = out
         if root in watched:  # held whole: one pass over it, as the checker's own
-            square_sums[root] = check._square_sum(value)
+            square_sums[root] = check._square_sum(root, value)
     for k in watched:
         if not check.fused_clean(k, square_sums[k]):
             for m in chain.members:
