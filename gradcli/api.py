@@ -100,12 +100,14 @@ def _check_options(dtype: str, unconnected: str = "none") -> None:
 
 
 def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str,
-         max_memory: int | None = None, text: bool = True) -> tuple[dict, list[Diagnostic]]:
+         max_memory: int | None = None, text: bool = True,
+         overrides: dict | None = None) -> tuple[dict, list[Diagnostic]]:
     check_memory(graph, list(fetch.values()), dtype, max_memory, text=text)  # text: the values are printed
     xp = array_namespace(device)
     checker = NumericsChecker(graph, xp, dtype)
     with np.errstate(all="ignore"):
-        values = run(graph, list(dict.fromkeys(fetch.values())), dtype=dtype, xp=xp, check=checker)
+        values = run(graph, list(dict.fromkeys(fetch.values())), dtype=dtype, xp=xp, overrides=overrides,
+                     check=checker)
     to_host = (lambda a: a.get()) if xp is not np else (lambda a: a)
     host = {k: np.asarray(to_host(values[j])) for k, j in fetch.items()}
     diagnostics = checker.finish(fetch)
@@ -235,14 +237,8 @@ def evaluate(text: str, *, call: str | None = None, name: str = "<expr>", feeds:
              dtype: str = "float64", device: str = "cpu", max_memory: int | None = None, fixes: bool = True) -> Result:
     """The value of the last statement, or of each name in `prints`. With `fixes`, a
     diagnostic may carry a rewrite proven on these inputs (`Diagnostic.fix`)."""
-    _check_options(dtype)
-    graph = compile_program(text, name, feeds, call, max_memory=max_memory)
-    if prints:
-        fetch = {p: _value_id(graph, p, "prints") for p in prints}
-    else:
-        fetch = {graph.result[0]: graph.result[1]}
-    host, diagnostics = _run(graph, fetch, dtype, device, max_memory)
-    result = Result(host, {}, diagnostics, dtype, graph)
+    result = prepare_evaluate(text, call=call, name=name, feeds=feeds, prints=prints, dtype=dtype, device=device,
+                              max_memory=max_memory).result()
     if fixes:
         _prove_fixes(result, call, lambda rewritten: evaluate(
             rewritten, name=name, feeds=feeds, prints=prints, dtype=dtype, device=device,
@@ -251,12 +247,60 @@ def evaluate(text: str, *, call: str | None = None, name: str = "<expr>", feeds:
     return result
 
 
+class Prepared:
+    """A program compiled (and differentiated) for one command, not yet run: `result()` runs it,
+    `result(overrides)` with some source equations' values given anew ({id: array}), as
+    `evaluate.run` takes them. `--lines` runs one prepared program for many lines that differ
+    only in such numbers (gradcli.lines)."""
+
+    def __init__(self, graph: Graph, fetch: dict[str, int], dtype: str, device: str, max_memory: int | None,
+                 finish):
+        self.graph, self.fetch, self.dtype, self.device, self.max_memory = graph, fetch, dtype, device, max_memory
+        self._finish = finish  # (host, diagnostics) -> Result
+
+    def result(self, overrides: dict | None = None) -> Result:
+        host, diagnostics = _run(self.graph, self.fetch, self.dtype, self.device, self.max_memory,
+                                 overrides=overrides)
+        return self._finish(host, diagnostics)
+
+
+@_collector_paused
+def prepare_evaluate(text: str, *, call: str | None = None, name: str = "<expr>", feeds: dict | None = None,
+                     prints: list[str] | None = None, dtype: str = "float64", device: str = "cpu",
+                     max_memory: int | None = None) -> Prepared:
+    """`evaluate` up to running the program."""
+    _check_options(dtype)
+    graph = compile_program(text, name, feeds, call, max_memory=max_memory)
+    if prints:
+        fetch = {p: _value_id(graph, p, "prints") for p in prints}
+    else:
+        fetch = {graph.result[0]: graph.result[1]}
+    return Prepared(graph, fetch, dtype, device, max_memory,
+                    lambda host, diagnostics: Result(host, {}, diagnostics, dtype, graph))
+
+
 @_collector_paused
 def grad(text: str, *, call: str | None = None, wrt: list[str], of: list[str] | None = None, name: str = "<expr>",
          feeds: dict | None = None, grad_ys: dict | None = None, unconnected: str = "none",
          dtype: str = "float64", device: str = "cpu", max_memory: int | None = None, fixes: bool = True) -> Result:
     """d(sum of the `of` values)/d(each `wrt` name), as `tf.gradients(ys, xs, grad_ys)`. With
     `fixes`, a diagnostic may carry a rewrite proven on these inputs (`Diagnostic.fix`)."""
+    result = prepare_grad(text, call=call, wrt=wrt, of=of, name=name, feeds=feeds, grad_ys=grad_ys,
+                          unconnected=unconnected, dtype=dtype, device=device, max_memory=max_memory).result()
+    if fixes:
+        _prove_fixes(result, call, lambda rewritten: grad(
+            rewritten, wrt=wrt, of=of, name=name, feeds=feeds, grad_ys=grad_ys, unconnected=unconnected,
+            dtype=dtype, device=device, max_memory=max_memory, fixes=False),
+            lambda rewritten: _named_values(rewritten, name, feeds, dtype, max_memory))
+    return result
+
+
+@_collector_paused
+def prepare_grad(text: str, *, call: str | None = None, wrt: list[str], of: list[str] | None = None,
+                 name: str = "<expr>", feeds: dict | None = None, grad_ys: dict | None = None,
+                 unconnected: str = "none", dtype: str = "float64", device: str = "cpu",
+                 max_memory: int | None = None) -> Prepared:
+    """`grad` up to running the program: compiled and differentiated."""
     _check_options(dtype, unconnected)
     if not wrt:
         raise OptionError("grad needs at least one {option} NAME", "wrt")
@@ -283,28 +327,25 @@ def grad(text: str, *, call: str | None = None, wrt: list[str], of: list[str] | 
     grad_ids = gradients(graph, y_ids, x_ids, seeds, names)
     fetch = dict(zip(ys, y_ids))
     grad_fetch = {f"\0{x}": g for x, g in zip(wrt, grad_ids) if g is not None}
-    host, diagnostics = _run(graph, {**fetch, **grad_fetch}, dtype, device, max_memory)
-    outputs = {k: host[k] for k in fetch}
-    result_grads: dict[str, np.ndarray | None] = {}
-    for x, x_id, g in zip(wrt, x_ids, grad_ids):
-        if g is not None:
-            result_grads[x] = host[f"\0{x}"]
-        elif unconnected == "zero":
-            result_grads[x] = np.zeros(graph.shapes[x_id], dtype=dtype)
-        else:
-            result_grads[x] = None
-    for d in diagnostics:
-        d.reaches = [r.replace("\0", "d/d") for r in d.reaches]
-    for x, x_id, g in zip(wrt, x_ids, grad_ids):
-        if g is None:
-            diagnostics.append(_unconnected(graph, y_ids, ys, x, x_id))
-    result = Result(outputs, result_grads, diagnostics, dtype, graph)
-    if fixes:
-        _prove_fixes(result, call, lambda rewritten: grad(
-            rewritten, wrt=wrt, of=of, name=name, feeds=feeds, grad_ys=grad_ys, unconnected=unconnected,
-            dtype=dtype, device=device, max_memory=max_memory, fixes=False),
-            lambda rewritten: _named_values(rewritten, name, feeds, dtype, max_memory))
-    return result
+
+    def finish(host, diagnostics):
+        outputs = {k: host[k] for k in fetch}
+        result_grads: dict[str, np.ndarray | None] = {}
+        for x, x_id, g in zip(wrt, x_ids, grad_ids):
+            if g is not None:
+                result_grads[x] = host[f"\0{x}"]
+            elif unconnected == "zero":
+                result_grads[x] = np.zeros(graph.shapes[x_id], dtype=dtype)
+            else:
+                result_grads[x] = None
+        for d in diagnostics:
+            d.reaches = [r.replace("\0", "d/d") for r in d.reaches]
+        for x, x_id, g in zip(wrt, x_ids, grad_ids):
+            if g is None:
+                diagnostics.append(_unconnected(graph, y_ids, ys, x, x_id))
+        return Result(outputs, result_grads, diagnostics, dtype, graph)
+
+    return Prepared(graph, {**fetch, **grad_fetch}, dtype, device, max_memory, finish)
 
 
 def _unconnected(graph: Graph, y_ids: list[int], ys: list[str], x: str, x_id: int) -> Diagnostic:
