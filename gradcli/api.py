@@ -101,8 +101,9 @@ def _check_options(dtype: str, unconnected: str = "none") -> None:
 
 def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str,
          max_memory: int | None = None, text: bool = True,
-         overrides: dict | None = None) -> tuple[dict, list[Diagnostic]]:
-    check_memory(graph, list(fetch.values()), dtype, max_memory, text=text)  # text: the values are printed
+         overrides: dict | None = None, memory_checked: bool = False) -> tuple[dict, list[Diagnostic]]:
+    if not memory_checked:  # (shapes alone decide it: a prepared program is checked once)
+        check_memory(graph, list(fetch.values()), dtype, max_memory, text=text)  # text: the values are printed
     xp = array_namespace(device)
     checker = NumericsChecker(graph, xp, dtype)
     with np.errstate(all="ignore"):
@@ -257,10 +258,12 @@ class Prepared:
                  finish):
         self.graph, self.fetch, self.dtype, self.device, self.max_memory = graph, fetch, dtype, device, max_memory
         self._finish = finish  # (host, diagnostics) -> Result
+        self._memory_checked = False
 
     def result(self, overrides: dict | None = None) -> Result:
         host, diagnostics = _run(self.graph, self.fetch, self.dtype, self.device, self.max_memory,
-                                 overrides=overrides)
+                                 overrides=overrides, memory_checked=self._memory_checked)
+        self._memory_checked = True  # overrides keep every shape: the check would say the same
         return self._finish(host, diagnostics)
 
 

@@ -256,6 +256,12 @@ class LineCache:
 
     def _build(self, text: str, name: str, pieces: list[str]):
         """The line's shape's template (None where it cannot be shared) and its fixed slots."""
+        try:
+            return self._learn(text, name, pieces)
+        except Exception:  # learning is an optimisation: the line is then compiled on its own
+            return None, tuple(range(len(pieces) // 2))
+
+    def _learn(self, text: str, name: str, pieces: list[str]):
         literals = pieces[1::2]
         offsets, at = {}, 0
         for k, piece in enumerate(pieces):
@@ -314,6 +320,9 @@ class LineCache:
             graph_module.Graph.add = saved_add
         made = _slot_equations(prepared.graph, standins, count=True)
         unmade = {i for i in free if made.get(i) != 1 or watch.met.get(i) != 1}
+        for slot, (id_, _) in _slot_equations(prepared.graph, standins).items():
+            if type(prepared.graph.equations[id_].params) is not _WatchedParams:
+                unmade.add(slot)  # its reads were not watched: it cannot be shared
         return prepared, set(watch.read), unmade
 
 
