@@ -54,6 +54,9 @@ class _Watch:
         self.read: set[int] = set()
         self.met: dict[int, int] = {}  # slot -> how many Number nodes of it lowering met
         self.by_bits = _by_bits(standins)
+        self.compared: set[int] = set()  # slots whose value a simplification looked at
+        self.constraints: set[tuple[int, int, float]] = set()  # (slot, sign, a number it was compared with)
+        self.quiet = 0  # > 0 while Graph.scalar_constant reads a value (watched as a _WatchedFloat)
 
 
 _current: _Watch | None = None
@@ -118,7 +121,7 @@ class _WatchedParams(dict):
         self.slot = slot
 
     def _mark(self):
-        if _current is not None:
+        if _current is not None and not _current.quiet:
             _current.read.add(self.slot)
 
     def __getitem__(self, key):
@@ -156,6 +159,80 @@ class _WatchedParams(dict):
     del _marked
 
 
+class _WatchedFloat(float):
+    """A free number as Graph.scalar_constant gives it to a simplification (`x * 1` is x,
+    `x ** 0`): comparing it for equality with a number is recorded as a constraint (the
+    shared program holds for the lines whose number differs from it, as the stand-in did);
+    any other use marks it read."""
+
+    def __new__(cls, value, slot, sign):
+        self = super().__new__(cls, value)
+        self.__dict__.update(slot=slot, sign=sign)
+        return self
+
+    def _mark(self):
+        if _current is not None:
+            _current.read.add(object.__getattribute__(self, "__dict__")["slot"])
+
+    def __getattribute__(self, name):
+        if name != "__dict__":
+            _WatchedFloat._mark(self)
+        return super().__getattribute__(name)
+
+    def _compare(self, other, equal: bool):
+        if other is None:
+            return NotImplemented
+        if type(other) in (float, int, np.float64) and _current is not None:
+            d = object.__getattribute__(self, "__dict__")
+            _current.constraints.add((d["slot"], d["sign"], float(other)))
+            same = float.__eq__(self, float(other))
+            return same if equal else not same
+        _WatchedFloat._mark(self)
+        return float.__eq__(self, other) if equal else float.__ne__(self, other)
+
+    def __eq__(self, other):
+        return _WatchedFloat._compare(self, other, True)
+
+    def __ne__(self, other):
+        return _WatchedFloat._compare(self, other, False)
+
+
+def _float_marking(name):
+    base = getattr(float, name)
+
+    def method(self, *args):
+        _WatchedFloat._mark(self)
+        return base(self, *args)
+    method.__name__ = name
+    return method
+
+
+for _name in ("__hash__", "__float__", "__int__", "__bool__", "__lt__", "__le__", "__gt__", "__ge__", "__add__",
+              "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__", "__pow__",
+              "__rpow__", "__neg__", "__pos__", "__abs__", "__round__", "__floor__", "__ceil__", "__trunc__",
+              "__repr__", "__str__", "__format__", "__mod__", "__rmod__", "__floordiv__", "__rfloordiv__",
+              "__divmod__", "__rdivmod__", "__reduce__", "__reduce_ex__", "__getnewargs__"):
+    setattr(_WatchedFloat, _name, _float_marking(_name))
+
+
+def _watched_scalar_constant(original):
+    def scalar_constant(self, id_):
+        watch = _current
+        if watch is None:
+            return original(self, id_)
+        watch.quiet += 1
+        try:
+            value = original(self, id_)
+        finally:
+            watch.quiet -= 1
+        found = None if value is None else watch.by_bits.get(np.float64(value).tobytes())
+        if found is None:
+            return value
+        watch.compared.add(found[0])
+        return _WatchedFloat(value, *found)
+    return scalar_constant
+
+
 def _number_value(node):
     watch = _current
     if watch is not None and not node.boolean and node.pos is not None:
@@ -186,11 +263,12 @@ def _watched_add(add):
 class _Template:
     """A prepared program of a shape, and the equation each free number's value goes to."""
 
-    __slots__ = ("prepared", "free")
+    __slots__ = ("prepared", "free", "constraints")
 
-    def __init__(self, prepared, free: list[tuple[int, int]]):
+    def __init__(self, prepared, free: list[tuple[int, int, int]], constraints):
         self.prepared = prepared
         self.free = free  # (slot, equation id, sign: -1 where the literal was negated, `-3`)
+        self.constraints = constraints  # (slot, sign, number): lines where it equals the number are not shared
 
 
 class LineCache:
@@ -246,6 +324,10 @@ class LineCache:
             if not math.isfinite(value):
                 return self.full(text, name)
             overrides[id_] = np.array(-value if sign < 0 else value, dtype=np.float64)
+        for slot, sign, number in template.constraints:
+            value = float(literals[slot])
+            if (-value if sign < 0 else value) == number:  # compiled alone, it would simplify differently
+                return self.full(text, name)
         try:
             result = template.prepared.result(overrides)
         except Exception:  # the line's own compilation says what went wrong, and where
@@ -274,21 +356,27 @@ class LineCache:
             first = self._watched(text, name, offsets, literals, free, 0)
             if first is None:
                 break
-            prepared, read, unmade = first
+            prepared, read, unmade, compared, constraints = first
             if read or unmade:
                 free -= read | unmade
                 continue
             if not free:
                 break
             second = self._watched(text, name, offsets, literals, free, 1)
-            if second is None or second[1] or second[2] or not _same_graph(prepared, second[0], free):
+            if second is None or second[1] or second[2]:
+                break
+            if not _same_graph(prepared, second[0], free):
+                if free & compared:  # a simplification used a value (folded it): those are fixed
+                    free -= compared
+                    continue
                 break
             graph = prepared.graph
             if graph.warnings:
                 break
             ids = _slot_equations(graph, self._standins(free, literals, 0))
             fixed = tuple(i for i in slots if i not in free)
-            return _Template(prepared, [(slot, id_, sign) for slot, (id_, sign) in sorted(ids.items())]), fixed
+            return _Template(prepared, [(slot, id_, sign) for slot, (id_, sign) in sorted(ids.items())],
+                             sorted(constraints | second[4])), fixed
         return None, tuple(slots)
 
     @staticmethod
@@ -304,26 +392,26 @@ class LineCache:
         global _current
         standins = self._standins(free, literals, round_)
         watch = _Watch(offsets, standins, literals)
-        saved_number, saved_add = graph_module.number_value, graph_module.Graph.add
+        saved = graph_module.number_value, graph_module.Graph.add, graph_module.Graph.scalar_constant
         graph_module.number_value = _number_value
-        graph_module.Graph.add = _watched_add(saved_add)
+        graph_module.Graph.add = _watched_add(saved[1])
+        graph_module.Graph.scalar_constant = _watched_scalar_constant(saved[2])
         _current = watch
         try:
             prepared = self.prepare(text, name)
         except Exception:
             if watch.read:
-                return None, watch.read, set()
+                return None, watch.read, set(), set(), set()
             return None
         finally:
             _current = None
-            graph_module.number_value = saved_number
-            graph_module.Graph.add = saved_add
+            graph_module.number_value, graph_module.Graph.add, graph_module.Graph.scalar_constant = saved
         made = _slot_equations(prepared.graph, standins, count=True)
         unmade = {i for i in free if made.get(i) != 1 or watch.met.get(i) != 1}
         for slot, (id_, _) in _slot_equations(prepared.graph, standins).items():
             if type(prepared.graph.equations[id_].params) is not _WatchedParams:
                 unmade.add(slot)  # its reads were not watched: it cannot be shared
-        return prepared, set(watch.read), unmade
+        return prepared, set(watch.read), unmade, watch.compared, watch.constraints
 
 
 def _by_bits(standins: dict[int, float]) -> dict[bytes, tuple[int, int]]:

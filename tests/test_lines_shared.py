@@ -40,6 +40,8 @@ FORMS = [
     "x = {}; y = maximum(x, {}) * {}",
     "x = {}; y = x # {} a comment",
     "x = {}; y = sum(ones({}) * x, {})",
+    "x = {}; z = cos(x) * {}; y = z * z + x",
+    "x = -{}; z = x * {} + {}; y = z * z - x",
 ]
 NUMBERS = ["0", "1", "2", "3", "0.5", "1.0", "2.0", "-1", "1e400", "1e308", "1e-320", "0.0", ".5", "5.",
            "1.e2", "1E+2", "7", "12", "0.25", "3.75", "1e-3", "100"]
@@ -104,7 +106,10 @@ def test_lines_of_one_shape_whose_numbers_change_the_program_are_not_shared():
              ("x = 2.5; y = sum(zeros(3) + x)", "x = 2.5; y = sum(zeros(4) + x)"),   # a shape
              ("x = [1.0, 2.0]; y = sum(x * x[0])", "x = [1.0, 2.0]; y = sum(x * x[1])"),  # an index
              ("x = 1.5; y = x if 0 else -x", "x = 1.5; y = x if 1 else -x"),          # a condition
-             ("x = 1.25; y = round(x, 1)", "x = 1.25; y = round(x, 2)")]              # a parameter
+             ("x = 1.25; y = round(x, 1)", "x = 1.25; y = round(x, 2)"),              # a parameter
+             # shared while the number is not 1 (g * c is then not simplified to g)
+             ("x = 1.5; z = cos(x) * 2.5; y = z * z + x", "x = 1.5; z = cos(x) * 1; y = z * z + x"),
+             ("x = -0.0; z = x * 2.5; y = z * z + x", "x = -0.0; z = x * 0; y = z * z + x")]
     for first, second in pairs:
         for text in (first, first, second, second):
             got, want = cache(text, "<l>"), full(text, "<l>")
