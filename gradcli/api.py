@@ -101,7 +101,7 @@ def _check_options(dtype: str, unconnected: str = "none") -> None:
 
 def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str,
          max_memory: int | None = None, text: bool = True, backend=None,
-         overrides: dict | None = None, store=None) -> tuple[dict, list[Diagnostic]]:
+         overrides: dict | None = None, store=None, memory_checked: bool = False) -> tuple[dict, list[Diagnostic]]:
     """Evaluate `fetch` on the backend (`device`'s, or the one given). `store(key, value)`, where
     given, writes the values instead of returning them: on a lazy backend it gets each value
     un-computed and returns the lazy write (`dask.array.to_zarr(..., compute=False)`), computed
@@ -109,7 +109,8 @@ def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str,
     from .backends import backend as backend_named
 
     chosen = backend or backend_named(device)
-    check_memory(graph, list(fetch.values()), dtype, max_memory, text=text, backend=chosen)
+    if not memory_checked:  # (shapes alone decide it: a prepared program is checked once)
+        check_memory(graph, list(fetch.values()), dtype, max_memory, text=text, backend=chosen)
     checker = NumericsChecker(graph, chosen, dtype)
     ids = list(dict.fromkeys(fetch.values()))
     with np.errstate(all="ignore"):
@@ -308,6 +309,45 @@ def evaluate(text: str, *, call: str | None = None, name: str = "<expr>", feeds:
     values will be rendered as text, which `max_memory` must hold too (False: saved to a file).
     `device="dask"` evaluates chunk by chunk (`chunks` bytes each; on the dask.distributed
     cluster at `scheduler`, "local" for one started here); `store`: see `_run`."""
+    result = prepare_evaluate(text, call=call, name=name, feeds=feeds, prints=prints, dtype=dtype, device=device,
+                              max_memory=max_memory, printed=printed, chunks=chunks, scheduler=scheduler,
+                              store=store).result()
+    if fixes:
+        _prove_fixes(result, call, lambda rewritten: evaluate(
+            rewritten, name=name, feeds=feeds, prints=prints, dtype=dtype, device=device,
+            max_memory=max_memory, fixes=False, printed=printed, chunks=chunks, scheduler=scheduler),
+            lambda rewritten: _named_values(rewritten, name, feeds, dtype, max_memory))
+    return result
+
+
+class Prepared:
+    """A program compiled (and differentiated) for one command, not yet run: `result()` runs it,
+    `result(overrides)` with some source equations' values given anew ({id: array}), as
+    `evaluate.run` takes them. `--lines` runs one prepared program for many lines that differ
+    only in such numbers (gradcli.lines)."""
+
+    def __init__(self, graph: Graph, fetch: dict[str, int], dtype: str, backend, max_memory: int | None,
+                 finish, printed: bool = True, overrides: dict | None = None, store=None):
+        self.graph, self.fetch, self.dtype, self.backend, self.max_memory = graph, fetch, dtype, backend, max_memory
+        self._finish = finish  # (host, diagnostics) -> Result
+        self._printed, self._overrides, self._store = printed, overrides or {}, store
+        self._memory_checked = False
+
+    def result(self, overrides: dict | None = None) -> Result:
+        given = {**self._overrides, **overrides} if overrides else (self._overrides or None)
+        host, diagnostics = _run(self.graph, self.fetch, self.dtype, self.backend.name, self.max_memory,
+                                 text=self._printed, backend=self.backend, overrides=given, store=self._store,
+                                 memory_checked=self._memory_checked)
+        self._memory_checked = True  # overrides keep every shape: the check would say the same
+        return self._finish(host, diagnostics)
+
+
+@_collector_paused
+def prepare_evaluate(text: str, *, call: str | None = None, name: str = "<expr>", feeds: dict | None = None,
+                     prints: list[str] | None = None, dtype: str = "float64", device: str = "cpu",
+                     max_memory: int | None = None, printed: bool = True, chunks: int | None = None,
+                     scheduler: str | None = None, store=None) -> Prepared:
+    """`evaluate` up to running the program."""
     _check_options(dtype)
     chosen = _backend(device, max_memory, chunks, scheduler)
     compiled_feeds, lazy = _lazy_feeds(feeds, chosen)
@@ -316,15 +356,9 @@ def evaluate(text: str, *, call: str | None = None, name: str = "<expr>", feeds:
         fetch = {p: _value_id(graph, p, "prints") for p in prints}
     else:
         fetch = {graph.result[0]: graph.result[1]}
-    host, diagnostics = _run(graph, fetch, dtype, device, max_memory, text=printed, backend=chosen,
-                             overrides=_input_overrides(graph, lazy), store=store)
-    result = Result(host, {}, diagnostics, dtype, graph)
-    if fixes:
-        _prove_fixes(result, call, lambda rewritten: evaluate(
-            rewritten, name=name, feeds=feeds, prints=prints, dtype=dtype, device=device,
-            max_memory=max_memory, fixes=False, printed=printed, chunks=chunks, scheduler=scheduler),
-            lambda rewritten: _named_values(rewritten, name, feeds, dtype, max_memory))
-    return result
+    return Prepared(graph, fetch, dtype, chosen, max_memory,
+                    lambda host, diagnostics: Result(host, {}, diagnostics, dtype, graph), printed,
+                    _input_overrides(graph, lazy), store)
 
 
 @_collector_paused
@@ -336,6 +370,25 @@ def grad(text: str, *, call: str | None = None, wrt: list[str], of: list[str] | 
     `fixes`, a diagnostic may carry a rewrite proven on these inputs (`Diagnostic.fix`);
     `printed` as for `evaluate`. `device`, `chunks`, `scheduler`, `store`: as `evaluate`'s
     (gradients are stored as `d/dX`)."""
+    result = prepare_grad(text, call=call, wrt=wrt, of=of, name=name, feeds=feeds, grad_ys=grad_ys,
+                          unconnected=unconnected, dtype=dtype, device=device, max_memory=max_memory,
+                          printed=printed, chunks=chunks, scheduler=scheduler, store=store).result()
+    if fixes:
+        _prove_fixes(result, call, lambda rewritten: grad(
+            rewritten, wrt=wrt, of=of, name=name, feeds=feeds, grad_ys=grad_ys, unconnected=unconnected,
+            dtype=dtype, device=device, max_memory=max_memory, fixes=False, printed=printed, chunks=chunks,
+            scheduler=scheduler),
+            lambda rewritten: _named_values(rewritten, name, feeds, dtype, max_memory))
+    return result
+
+
+@_collector_paused
+def prepare_grad(text: str, *, call: str | None = None, wrt: list[str], of: list[str] | None = None,
+                 name: str = "<expr>", feeds: dict | None = None, grad_ys: dict | None = None,
+                 unconnected: str = "none", dtype: str = "float64", device: str = "cpu",
+                 max_memory: int | None = None, printed: bool = True, chunks: int | None = None,
+                 scheduler: str | None = None, store=None) -> Prepared:
+    """`grad` up to running the program: compiled and differentiated."""
     _check_options(dtype, unconnected)
     if not wrt:
         raise OptionError("grad needs at least one {option} NAME", "wrt")
@@ -364,31 +417,27 @@ def grad(text: str, *, call: str | None = None, wrt: list[str], of: list[str] | 
     grad_ids = gradients(graph, y_ids, x_ids, seeds, names)
     fetch = dict(zip(ys, y_ids))
     grad_fetch = {f"\0{x}": g for x, g in zip(wrt, grad_ids) if g is not None}
+
+    def finish(host, diagnostics):
+        outputs = {k: host.get(k) for k in fetch}  # (nothing comes back where `store` wrote it)
+        result_grads: dict[str, np.ndarray | None] = {}
+        for x, x_id, g in zip(wrt, x_ids, grad_ids):
+            if g is not None:
+                result_grads[x] = host.get(f"\0{x}")
+            elif unconnected == "zero":
+                result_grads[x] = np.zeros(graph.shapes[x_id], dtype=dtype)
+            else:
+                result_grads[x] = None
+        for d in diagnostics:
+            d.reaches = [r.replace("\0", "d/d") for r in d.reaches]
+        for x, x_id, g in zip(wrt, x_ids, grad_ids):
+            if g is None:
+                diagnostics.append(_unconnected(graph, y_ids, ys, x, x_id))
+        return Result(outputs, result_grads, diagnostics, dtype, graph)
+
     stored = None if store is None else (lambda k, v: store(k.replace("\0", "d/d"), v))
-    host, diagnostics = _run(graph, {**fetch, **grad_fetch}, dtype, device, max_memory, text=printed,
-                             backend=chosen, overrides=_input_overrides(graph, lazy), store=stored)
-    outputs = {k: host.get(k) for k in fetch}
-    result_grads: dict[str, np.ndarray | None] = {}
-    for x, x_id, g in zip(wrt, x_ids, grad_ids):
-        if g is not None:
-            result_grads[x] = host.get(f"\0{x}")
-        elif unconnected == "zero":
-            result_grads[x] = np.zeros(graph.shapes[x_id], dtype=dtype)
-        else:
-            result_grads[x] = None
-    for d in diagnostics:
-        d.reaches = [r.replace("\0", "d/d") for r in d.reaches]
-    for x, x_id, g in zip(wrt, x_ids, grad_ids):
-        if g is None:
-            diagnostics.append(_unconnected(graph, y_ids, ys, x, x_id))
-    result = Result(outputs, result_grads, diagnostics, dtype, graph)
-    if fixes:
-        _prove_fixes(result, call, lambda rewritten: grad(
-            rewritten, wrt=wrt, of=of, name=name, feeds=feeds, grad_ys=grad_ys, unconnected=unconnected,
-            dtype=dtype, device=device, max_memory=max_memory, fixes=False, printed=printed, chunks=chunks,
-            scheduler=scheduler),
-            lambda rewritten: _named_values(rewritten, name, feeds, dtype, max_memory))
-    return result
+    return Prepared(graph, {**fetch, **grad_fetch}, dtype, chosen, max_memory, finish, printed,
+                    _input_overrides(graph, lazy), stored)
 
 
 def _input_overrides(graph: Graph, lazy: dict) -> dict | None:

@@ -122,6 +122,14 @@ def _example(*lines: str) -> str:
     return "\b\nExample" + ("s" if len(lines) > 1 else "") + ":\n" + "\n".join(f"  {ln}" for ln in lines)
 
 
+def _shared_by_lines(lines: bool, compute, prepare):
+    """With --lines, lines that differ only in numbers share one compiled program (gradcli.lines)."""
+    if not lines:
+        return compute
+    from .lines import cached
+    return cached(compute, prepare)
+
+
 @app.command("eval", epilog=_example("gradcli eval -e 'x = [1.0, 2.0]; y = sum(x * x)' --format json",
                                      "printf 'exp(1)\\n\\n2 ** 10\\n' | gradcli eval --lines --format plain"))
 def eval_command(
@@ -136,10 +144,16 @@ def eval_command(
     """Evaluate a program and print the last statement's value (or each --print NAME)."""
     from . import api, render
 
+    def options(name, feeds, limit):
+        return dict(name=name, feeds=feeds, call=call, prints=print_ or [], dtype=dtype.value,
+                    device=device.value, max_memory=limit, printed=out is None, chunks=_chunk_size(chunks),
+                    scheduler=scheduler)
+
+    compute = _shared_by_lines(lines, lambda text, name, feeds, limit: api.evaluate(
+        text, **options(name, feeds, limit)), lambda text, name, feeds, limit: api.prepare_evaluate(
+        text, **options(name, feeds, limit)))
     Run(file, expr, set_, format.value, lines, strict, max_memory, debug, device.value).saving(out, force).answer(
-        render.EVAL, lambda text, name, feeds, limit: api.evaluate(
-            text, name=name, feeds=feeds, call=call, prints=print_ or [], dtype=dtype.value, device=device.value,
-            max_memory=limit, printed=out is None, chunks=_chunk_size(chunks), scheduler=scheduler))
+        render.EVAL, compute)
 
 
 @app.command("grad", epilog=_example("gradcli grad -e 'y = sum(x * x)' --wrt x --set x='[1, 2]'"))
@@ -162,12 +176,17 @@ def grad_command(
     """Gradients of the --of values (summed) with respect to each --wrt value, as tf.gradients."""
     from . import api, render
 
+    def options(name, feeds, limit):
+        return dict(name=name, feeds=feeds, call=call, wrt=wrt or [], of=of or None,
+                    grad_ys=_assignments(grad_ys or [], "--grad-ys", limit), unconnected=unconnected.value,
+                    dtype=dtype.value, device=device.value, max_memory=limit, printed=out is None,
+                    chunks=_chunk_size(chunks), scheduler=scheduler)
+
+    compute = _shared_by_lines(lines, lambda text, name, feeds, limit: api.grad(
+        text, **options(name, feeds, limit)), lambda text, name, feeds, limit: api.prepare_grad(
+        text, **options(name, feeds, limit)))
     Run(file, expr, set_, format.value, lines, strict, max_memory, debug, device.value).saving(out, force).answer(
-        render.GRAD, lambda text, name, feeds, limit: api.grad(
-            text, name=name, feeds=feeds, call=call, wrt=wrt or [], of=of or None,
-            grad_ys=_assignments(grad_ys or [], "--grad-ys", limit), unconnected=unconnected.value,
-            dtype=dtype.value, device=device.value, max_memory=limit, printed=out is None,
-            chunks=_chunk_size(chunks), scheduler=scheduler))
+        render.GRAD, compute)
 
 
 @app.command("check", epilog=_example("gradcli check -e 'y = sum(tanh(x) * x)' --wrt x --set x='[0.3, 1.2]'"))

@@ -1,0 +1,154 @@
+"""`--lines` shares one compiled program between lines that differ only in numbers
+(gradcli.lines): every answer, error and diagnostic must be exactly what the line compiled on
+its own gives. Numbers that change a program's structure (a power's exponent, a shape, an
+axis, an index, a condition, `x * 1`) must never be shared."""
+import os
+import random
+import select
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from gradcli import api, lines
+from gradcli.cli import app
+
+# Forms written with {} for numbers; each is run with several sets of numbers, so that lines of
+# one shape follow each other with numbers that mean different programs.
+FORMS = [
+    "x = {}; y = sin(x) * x + {}",
+    "x = -{}; y = exp(-x * x) * {}",
+    "x = {}; y = x ** {}",
+    "x = {}; y = x ** -{}",
+    "x = {}; y = x * {}",
+    "x = {}; y = x + {}",
+    "x = {}; y = {} * x - x / {}",
+    "x = {}; y = sum(zeros({}) + x)",
+    "x = {}; y = round(x * 7.31, {})",
+    "x = [{}, {}, {}]; y = sum(x * x[{}])",
+    "x = [[{}, {}], [{}, {}]]; y = sum(sum(x * x, axis={}))",
+    "x = {}; y = x if {} else -x",
+    "x = {}; y = log(x - {})",
+    "x = {}; y = sqrt(x) * {}",
+    "x = {}; c = {}; y = x * c + c",
+    "x = {}; y = x ** {} + x ** {}",
+    "x = {}; y = tanh(x) * --{}",
+    "def f(a): return a * {} + a\nx = {}; y = f(x) + f({})",
+    "x = {}; y = exp(x * {})",
+    "x = {}; y = maximum(x, {}) * {}",
+    "x = {}; y = x # {} a comment",
+    "x = {}; y = sum(ones({}) * x, {})",
+    "x = {}; z = cos(x) * {}; y = z * z + x",
+    "x = -{}; z = x * {} + {}; y = z * z - x",
+]
+NUMBERS = ["0", "1", "2", "3", "0.5", "1.0", "2.0", "-1", "1e400", "1e308", "1e-320", "0.0", ".5", "5.",
+           "1.e2", "1E+2", "7", "12", "0.25", "3.75", "1e-3", "100"]
+
+
+def _program_lines(seed: int = 7) -> str:
+    rnd = random.Random(seed)
+    out = []
+    for form in FORMS:
+        count = form.count("{}")
+        for _ in range(6):
+            numbers = [rnd.choice(NUMBERS) for _ in range(count)]
+            out.append(form.format(*numbers).replace("\n", "; "))
+        out.append("")  # a blank line: counted, not answered
+    return "\n".join(out) + "\n"
+
+
+def _run(args, stdin, shared: bool, monkeypatch):
+    calls = []
+    real = api.compile_program
+
+    def counted(*a, **k):  # a line compiled on its own (not while a shape is being learnt)
+        if lines._current is None:
+            calls.append(1)
+        return real(*a, **k)
+    with monkeypatch.context() as m:
+        m.setattr(api, "compile_program", counted)
+        if not shared:
+            m.setattr(lines, "MAX_SHARED_TEXT", -1)  # every line compiled on its own
+        result = CliRunner().invoke(app, args, input=stdin)
+    assert "Traceback" not in result.output
+    return result.exit_code, result.stdout, result.stderr, len(calls)
+
+
+@pytest.mark.parametrize("args", [
+    ["grad", "--lines", "--wrt", "x"],
+    ["grad", "--lines", "--wrt", "x", "--format", "plain"],
+    ["eval", "--lines"],
+    ["eval", "--lines", "--format", "plain", "--dtype", "float32"],
+])
+def test_shared_programs_answer_exactly_as_each_line_compiled_alone(args, monkeypatch):
+    text = _program_lines()
+    shared = _run(args, text, True, monkeypatch)
+    alone = _run(args, text, False, monkeypatch)
+    assert shared[:3] == alone[:3]
+    answered = [ln for ln in text.splitlines() if ln.strip()]
+    assert len(shared[1].splitlines()) >= len(answered)
+    # the sharing took place: fewer lines compiled on their own
+    assert alone[3] >= len(answered) and shared[3] < alone[3] * 0.7, (shared[3], alone[3])
+
+
+def test_lines_of_one_shape_whose_numbers_change_the_program_are_not_shared():
+    def full(text, name):
+        return api.grad(text, name=name, wrt=["x"])
+
+    def prepare(text, name):
+        return api.prepare_grad(text, name=name, wrt=["x"])
+    cache = lines.LineCache(full, prepare)
+    pairs = [("x = 1.5; y = x ** 2", "x = 1.5; y = x ** 3"),   # x**2 is simplified in the gradient
+             ("x = 1.5; y = x ** 3", "x = 1.5; y = x ** 1"),
+             ("x = 0.5; y = x * 3", "x = 0.5; y = x * 1"),     # x * 1 is folded
+             ("x = 2.5; y = sum(zeros(3) + x)", "x = 2.5; y = sum(zeros(4) + x)"),   # a shape
+             ("x = [1.0, 2.0]; y = sum(x * x[0])", "x = [1.0, 2.0]; y = sum(x * x[1])"),  # an index
+             ("x = 1.5; y = x if 0 else -x", "x = 1.5; y = x if 1 else -x"),          # a condition
+             ("x = 1.25; y = round(x, 1)", "x = 1.25; y = round(x, 2)"),              # a parameter
+             # shared while the number is not 1 (g * c is then not simplified to g)
+             ("x = 1.5; z = cos(x) * 2.5; y = z * z + x", "x = 1.5; z = cos(x) * 1; y = z * z + x"),
+             ("x = -0.0; z = x * 2.5; y = z * z + x", "x = -0.0; z = x * 0; y = z * z + x")]
+    for first, second in pairs:
+        for text in (first, first, second, second):
+            got, want = cache(text, "<l>"), full(text, "<l>")
+            assert got.outputs["y"].tobytes() == want.outputs["y"].tobytes(), text
+            g, w = got.gradients["x"], want.gradients["x"]
+            assert (g is None and w is None) or g.tobytes() == w.tobytes(), text
+            assert [d.to_json() for d in got.diagnostics] == [d.to_json() for d in want.diagnostics], text
+
+
+def test_numbers_that_only_become_values_are_shared_and_given_anew():
+    def full(text, name):
+        return api.grad(text, name=name, wrt=["x"])
+    cache = lines.LineCache(full, lambda text, name: api.prepare_grad(text, name=name, wrt=["x"]))
+    for k, x in enumerate([2.5, -1.25, 3.0, 0.125, 7.0]):
+        c = 17 + k
+        result = cache(f"x = {x}; y = sin(x) * x + {c}", "<l>")
+        assert float(result.outputs["y"]) == np.sin(x) * x + c
+        assert float(result.gradients["x"]) == np.sin(x) + x * np.cos(x)
+    templates = [t for t in cache.templates.values() if t is not None]
+    assert len(templates) == 1 and len(templates[0].free) == 2  # both numbers free, one program
+
+
+def test_a_coprocess_gets_each_answer_before_it_writes_the_next_line():
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    proc = subprocess.Popen([sys.executable, "-m", "gradcli", "grad", "--lines", "--wrt", "x", "--format", "plain"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    sent = [1.5, 2.5, -3.0, 4.0, -3.0, 0.75]  # -3: log gives -inf (a diagnostic, said on stderr)
+    try:
+        for k, x in enumerate(sent, 1):  # the next line is not written until this one is answered
+            proc.stdin.write(f"x = {x}; y = log(x + 3) + x * 2\n".encode())
+            proc.stdin.flush()
+            ready, _, _ = select.select([proc.stdout], [], [], 30)
+            assert ready, f"no answer to line {k} before the next line"
+            number, name, value = proc.stdout.readline().decode().rstrip("\n").split("\t")
+            assert (int(number), name) == (k, "x")
+            with np.errstate(all="ignore"):
+                assert float(value) == 1 / (np.float64(x) + 3) + 2
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+    stderr = proc.stderr.read().decode()
+    assert proc.returncode == 0 and stderr.count("<line 3>:1:") == 2 and stderr.count("<line 5>:1:") == 2
