@@ -730,10 +730,10 @@ def _sigmoid_slope(xp, x):
 
 
 _unary("tanh_slope", _tanh_slope, lambda g, ans, x: g * (-2.0 * ans * G.tanh(x)), public=False,
-       finite_closed=True, doc="d tanh(x)/dx = sech(x)**2", prints_as=lambda x: f"(1.0 / cosh({x}) ** 2)")
+       finite_closed=True, doc="d tanh(x)/dx = sech(x)**2", prints_as=lambda x: (f"1.0 / cosh({x}) ** 2", 3))
 _unary("sigmoid_slope", _sigmoid_slope, lambda g, ans, x: g * (ans * (1.0 - 2.0 * G.sigmoid(x))), public=False,
        finite_closed=True, doc="d sigmoid(x)/dx = sigmoid(x) * sigmoid(-x)",
-       prints_as=lambda x: f"(sigmoid({x}) * sigmoid(-{x}))")
+       prints_as=lambda x: (f"sigmoid({x}) * sigmoid(-{x})", 3))
 
 
 # The gradient through tanh or sigmoid, g * slope(x), as one equation rather than two (a chain
