@@ -151,10 +151,13 @@ class Graph:
         simpler = self._simplify(op, inputs)
         if simpler is not None:
             return Sym(self, simpler)
-        self._index_equations()
+        memo = self._memo
+        if memo.get("indexed", 0) < len(self.equations):
+            self._index_equations()
         key = (op.name, inputs, _hashable(params))
-        if key in self._memo:
-            return Sym(self, self._memo[key])
+        found = memo.get(key)
+        if found is not None:
+            return Sym(self, found)
         ctx = self.equations[self.context] if self.context is not None else None
         id_ = self.add(op, inputs, params, ctx.pos if ctx else None, ctx.label if ctx else op.name,
                        ctx.stack if ctx else (), self.context)
@@ -175,7 +178,13 @@ class Graph:
     def _unbroadcast(self, op: Op, inputs: tuple) -> tuple:
         """An elementwise op broadcasts by itself: drop an explicit broadcast_to (or a
         reshape of a scalar) of an input where the result's shape stays the same."""
-        if not op.elementwise or len(inputs) < 2 or not any(self.equations[j].op.repeats for j in inputs):
+        if not op.elementwise or len(inputs) < 2:
+            return inputs
+        equations = self.equations
+        for j in inputs:
+            if equations[j].op.repeats:
+                break
+        else:
             return inputs
         out = ops_broadcast(*(self.shapes[j] for j in inputs))
         new = list(inputs)
@@ -199,8 +208,13 @@ class Graph:
             if inner.op is op:
                 return inner.inputs[0]
         if op.elementwise and inputs:
-            constants = [self.scalar_constant(j) for j in inputs]
-            if None not in constants and all(self.shapes[j] == () for j in inputs):
+            constants = []
+            for j in inputs:  # (stops at the first that is not a constant: most are not)
+                c = self.scalar_constant(j)
+                if c is None:
+                    break
+                constants.append(c)
+            if len(constants) == len(inputs) and all(self.shapes[j] == () for j in inputs):
                 with np.errstate(all="ignore"):
                     folded = float(op.forward(np, *(np.float64(c) for c in constants)))
                 return self.constant(folded).id
