@@ -23,6 +23,7 @@ from . import syntax as ast
 from .errors import GradcliError, OptionError, Pos, ShapeError, Source
 from .ops import OPS, Op, Sym, fmt_shape
 from .ops import broadcast_shapes as ops_broadcast
+from .ops import _broadcast as _BROADCAST, _same as _SAME
 
 # A program that expands (through nested function calls) past this many equations is
 # refused rather than left to exhaust memory.
@@ -76,9 +77,15 @@ class Graph:
     # ----------------------------------------------------------------- adding equations
     def add(self, op: Op, inputs: tuple, params: dict, pos: Pos | None, label: str,
             stack: tuple = (), backward: int | None = None) -> int:
-        in_shapes = [self.shapes[i] for i in inputs]
+        shapes = self.shapes
+        in_shapes = [shapes[i] for i in inputs]
+        rule = op.shape
         if None in in_shapes:
             shape = None
+        elif in_shapes and (rule is _SAME or rule is _BROADCAST) and in_shapes.count(in_shapes[0]) == len(in_shapes):
+            # the common case (`sin(x)`, `a * b` of one shape): the result has the inputs' shape,
+            # which was checked when they were made
+            shape = in_shapes[0]
         else:
             try:
                 shape = tuple(op.shape(*in_shapes, **params))
@@ -102,8 +109,8 @@ class Graph:
             raise GradcliError(f"the program expands to more than {MAX_EQUATIONS:,} operations "
                                "(user functions are expanded where they are called)", pos, self.source)
         self.equations.append(Equation(op, inputs, params, pos, label, stack, backward))
-        self.shapes.append(shape)
-        return len(self.equations) - 1
+        shapes.append(shape)
+        return len(shapes) - 1
 
     def add_input(self, name: str, value, pos: Pos | None = None, label: str | None = None) -> int:
         """An input equation: a named source whose value can be given anew at each run."""
@@ -144,10 +151,13 @@ class Graph:
         simpler = self._simplify(op, inputs)
         if simpler is not None:
             return Sym(self, simpler)
-        self._index_equations()
+        memo = self._memo
+        if memo.get("indexed", 0) < len(self.equations):
+            self._index_equations()
         key = (op.name, inputs, _hashable(params))
-        if key in self._memo:
-            return Sym(self, self._memo[key])
+        found = memo.get(key)
+        if found is not None:
+            return Sym(self, found)
         ctx = self.equations[self.context] if self.context is not None else None
         id_ = self.add(op, inputs, params, ctx.pos if ctx else None, ctx.label if ctx else op.name,
                        ctx.stack if ctx else (), self.context)
@@ -168,7 +178,13 @@ class Graph:
     def _unbroadcast(self, op: Op, inputs: tuple) -> tuple:
         """An elementwise op broadcasts by itself: drop an explicit broadcast_to (or a
         reshape of a scalar) of an input where the result's shape stays the same."""
-        if not op.elementwise or len(inputs) < 2 or not any(self.equations[j].op.repeats for j in inputs):
+        if not op.elementwise or len(inputs) < 2:
+            return inputs
+        equations = self.equations
+        for j in inputs:
+            if equations[j].op.repeats:
+                break
+        else:
             return inputs
         out = ops_broadcast(*(self.shapes[j] for j in inputs))
         new = list(inputs)
@@ -192,8 +208,13 @@ class Graph:
             if inner.op is op:
                 return inner.inputs[0]
         if op.elementwise and inputs:
-            constants = [self.scalar_constant(j) for j in inputs]
-            if None not in constants and all(self.shapes[j] == () for j in inputs):
+            constants = []
+            for j in inputs:  # (stops at the first that is not a constant: most are not)
+                c = self.scalar_constant(j)
+                if c is None:
+                    break
+                constants.append(c)
+            if len(constants) == len(inputs) and all(self.shapes[j] == () for j in inputs):
                 with np.errstate(all="ignore"):
                     folded = float(op.forward(np, *(np.float64(c) for c in constants)))
                 return self.constant(folded).id
@@ -510,18 +531,27 @@ class _Lowering:
         stack."""
         work = [(_EVAL, root, scope)]
         values: list = []
+        push, pop = work.append, work.pop
+        Name, Number, Call, Closure_ = ast.Name, ast.Number, ast.Call, Closure
+        globals_ = self.globals
         while work:
-            kind, node, scope = work.pop()
+            kind, node, scope = pop()
             self.steps_left -= 1
+            if self.steps_left >= 0 and kind == _EVAL and type(node) is Name and scope.locals is None:
+                # the commonest node, a name at the top level: a global, as resolve() finds it
+                found = globals_.get(node.id)
+                if found is not None and not isinstance(found, (ast.FuncDef, Closure_)):
+                    values.append(found)
+                    continue
             if self.steps_left < 0:
                 raise self.error(f"the program expands to more than {MAX_LOWERING_STEPS:,} steps of lowering: user "
                                  "functions are expanded where they are called, and calls that call a function "
                                  "more than once multiply (f calling g twice, g calling h twice, ...)",
                                  getattr(node, "pos", None) or getattr(root, "pos", None))
             if kind == _EVAL:
-                if isinstance(node, ast.Number):
+                if type(node) is Number:
                     values.append(Literal(number_value(node), node.pos, node.boolean))
-                elif isinstance(node, ast.Name):
+                elif type(node) is Name:
                     values.append(self.resolve(node, scope))
                 elif isinstance(node, ast.Str):
                     values.append(Text(node.value, node.pos))
@@ -541,14 +571,15 @@ class _Lowering:
                         kids = [ast.Tuple(kid.items, kid.pos) if isinstance(kid, ast.Array) and (
                                     k < len(node.args) or names[k] in SEQUENCE_KEYWORDS) else kid
                                 for k, kid in enumerate(kids)]
-                    work.append((_APPLY, node, scope))
-                    work.extend((_EVAL, kid, scope) for kid in reversed(kids))
+                    push((_APPLY, node, scope))
+                    for kid in reversed(kids):
+                        push((_EVAL, kid, scope))
             elif kind == _APPLY:
-                n = (len(node.args) + len(node.keywords) if type(node) is ast.Call
+                n = (len(node.args) + len(node.keywords) if type(node) is Call
                      else len(ast.children(node)))
                 args = values[len(values) - n:]
                 del values[len(values) - n:]
-                if isinstance(node, ast.Call):
+                if type(node) is Call:
                     result = self.call(node, args, scope, work)
                     if result is not None:
                         values.append(result)

@@ -84,7 +84,8 @@ class Op:
     fails_on_data: bool = False
     # How `derive` writes an op the language has no name for (a slope used by a gradient):
     # `prints_as(*arguments, **params) -> text` in the language, each argument an atom or
-    # parenthesized (an index prints as `x[1:3]`).
+    # parenthesized (an index prints as `x[1:3]`); or (text, precedence) where the text is
+    # not an atom (`g / cosh(x) ** 2` binds as a division).
     prints_as: Callable | None = None
     # A composite (a loss of PyTorch's functional API): `expand(E, *args, **params)` builds the
     # call of other ops at the call's place (gradcli.ops_nn describes E), so its gradients and
@@ -714,8 +715,8 @@ _unary("sign", "sign", NOT_DIFFERENTIABLE, finite_closed=True, bound=(-1, 1))
 _unary("sin", "sin", lambda g, ans, x: g * G.cos(x), finite_closed=True, bound=(-1, 1))
 _unary("cos", "cos", lambda g, ans, x: -(g * G.sin(x)), finite_closed=True, bound=(-1, 1))
 _unary("tan", "tan", lambda g, ans, x: g * (1.0 + ans * ans), bound=UNBOUNDED)
-_unary("tanh", "tanh", lambda g, ans, x: g * G.tanh_slope(x), finite_closed=True, bound=(-1, 1))
-_unary("sigmoid", _sigmoid, lambda g, ans, x: g * G.sigmoid_slope(x), ("expit",), finite_closed=True, bound=(0, 1),
+_unary("tanh", "tanh", lambda g, ans, x: _slope_times(g, x, "tanh"), finite_closed=True, bound=(-1, 1))
+_unary("sigmoid", _sigmoid, lambda g, ans, x: _slope_times(g, x, "sigmoid"), ("expit",), finite_closed=True, bound=(0, 1),
        underflows="rounds")
 
 
@@ -733,10 +734,36 @@ def _sigmoid_slope(xp, x):
 
 
 _unary("tanh_slope", _tanh_slope, lambda g, ans, x: g * (-2.0 * ans * G.tanh(x)), public=False,
-       finite_closed=True, doc="d tanh(x)/dx = sech(x)**2", prints_as=lambda x: f"(1.0 / cosh({x}) ** 2)")
+       finite_closed=True, doc="d tanh(x)/dx = sech(x)**2", prints_as=lambda x: (f"1.0 / cosh({x}) ** 2", 3))
 _unary("sigmoid_slope", _sigmoid_slope, lambda g, ans, x: g * (ans * (1.0 - 2.0 * G.sigmoid(x))), public=False,
        finite_closed=True, doc="d sigmoid(x)/dx = sigmoid(x) * sigmoid(-x)",
-       prints_as=lambda x: f"(sigmoid({x}) * sigmoid(-{x}))")
+       prints_as=lambda x: (f"sigmoid({x}) * sigmoid(-{x})", 3))
+
+
+# The gradient through tanh or sigmoid, g * slope(x), as one equation rather than two (a chain
+# of 100,000 tanh is differentiated into 100,000 equations, not 200,000); the same numbers as
+# computing the slope and multiplying. Where g is 1 (the seed) the slope alone is the gradient.
+def _slope_times(g, x, name: str):
+    if g.graph.scalar_constant(g.id) == 1.0:
+        return getattr(G, f"{name}_slope")(x)
+    return getattr(G, f"{name}_grad")(g, x)
+
+
+def _bound_of_scaled_slope(bounds, shapes, shape, args):
+    return bounds[0]  # |g * slope(x)| <= |g|: both slopes lie in [0, 1]
+
+
+register(Op("tanh_grad", lambda xp, g, x: g * _tanh_slope(xp, x), _broadcast,
+            (lambda h, ans, g, x: G.tanh_grad(h, x), lambda h, ans, g, x: h * (-2.0 * ans * G.tanh(x))),
+            args=("g", "x"), elementwise=True, public=False, finite_closed=True, bound=_bound_of_scaled_slope,
+            doc="g * d tanh(x)/dx = g * sech(x)**2: the gradient through tanh in one equation",
+            prints_as=lambda g, x: (f"{g} / cosh({x}) ** 2", 3)))
+register(Op("sigmoid_grad", lambda xp, g, x: g * _sigmoid_slope(xp, x), _broadcast,
+            (lambda h, ans, g, x: G.sigmoid_grad(h, x), lambda h, ans, g, x: h * (ans * (1.0 - 2.0 * G.sigmoid(x)))),
+            args=("g", "x"), elementwise=True, public=False, finite_closed=True, bound=_bound_of_scaled_slope,
+            doc="g * d sigmoid(x)/dx = g * sigmoid(x) * sigmoid(-x): the gradient through sigmoid in one equation",
+            prints_as=lambda g, x: (f"{g} * sigmoid({x}) * sigmoid(-{x})", 3)))
+
 _unary("softplus", lambda xp, x: xp.logaddexp(0, x).astype(x.dtype), lambda g, ans, x: g * G.sigmoid(x), finite_closed=True)
 # log(sigmoid(x)) without its underflow: -softplus(-x)
 _unary("log_sigmoid", lambda xp, x: -xp.logaddexp(0, -x).astype(x.dtype),
@@ -980,6 +1007,7 @@ FIRST_ARGUMENT_KEYWORDS = ("input_tensor", "input", "a", "x", "t", "tensor", "lo
 
 
 @functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=4096)  # a program calls the same few names over and over
 def split_spelling(name: str) -> tuple[str, str]:
     """(library, bare name): `np.max` -> ("numpy", "max"); a bare `max` is Python's."""
     library = None

@@ -58,6 +58,7 @@ _EXPRESSION_STARTS = {"NAME", "NUMBER", "LPAR", "LSQB", "ADD_OP", "TRUE", "FALSE
 # The indentation scheme (as Python's): these terminal names are the grammar's.
 _NL, _INDENT, _DEDENT, _END = "_NL", "_INDENT", "_DEDENT", "$END"
 _OPENERS, _CLOSERS = {"LPAR", "LSQB"}, {"RPAR": "LPAR", "RSQB": "LSQB"}  # closer: its opener
+_INPUT_LINE_TOKENS = 4  # NAME = NUMBER _NL, counted as the loop counts them (--max-memory)
 _TAB_WIDTH = 8
 
 
@@ -460,19 +461,25 @@ class _Parser:
         self.rules = [_Rule(spec, builder) for spec in tables["rules"]]
         self.start_states, self.end_states = tables["start_states"], tables["end_states"]
         self.chains: dict[tuple, int] = {}  # (state, nonterminal, lookahead) -> state; see parse
+        # `x0 = 0.5` lines: a generated program's inputs, often half its text; see _input_lines
+        regex = dict(tables["terminals"])
+        self.input_line = re.compile(f"(?>(?P<name>{regex['NAME']}))[ \t]*=[ \t]*(?>(?P<number>{regex['NUMBER']}))"
+                                     "[ \t]*\n")
 
-    def tokens(self, text: str, brackets: list):
-        """The tokens of `text`, with _INDENT/_DEDENT where the indentation changes and no
-        newlines inside brackets; `brackets` holds the open ones (for error messages)."""
+    def tokens(self, text: str, brackets: list, offset: int = 0, line: int = 1):
+        """The tokens of `text` from `offset` (the start of line `line`), with _INDENT/_DEDENT
+        where the indentation changes and no newlines inside brackets; `brackets` holds the
+        open ones (for error messages)."""
         keywords = self.keywords
-        line, line_start, pos, last = 1, 0, 0, None
+        line_start, pos, last = offset, offset, None
         indents = [0]
-        for match in self.lexer.finditer(text):
+        for match in self.lexer.finditer(text, offset):
             skipped = match.start()
             if skipped != pos:  # nothing matched at pos
                 break
             kind, pos = match.lastgroup, match.end()
-            start = match.start(kind) if kind else pos
+            value = match.group(kind) if kind else ""
+            start = pos - len(value)
             if start != skipped:  # blanks, a comment, or a `\\` line continuation were skipped
                 newlines = text.count("\n", skipped, start)
                 if newlines:
@@ -480,7 +487,6 @@ class _Parser:
                     line_start = text.rindex("\n", skipped, start) + 1
             if kind is None:
                 continue
-            value = match.group(kind)
             if kind == "NAME":
                 kind = keywords.get(value, kind)
                 if value in UNSUPPORTED:
@@ -549,8 +555,14 @@ class _Parser:
             (max_memory + PARSE_ALLOWANCE - TEXT_COPIES * len(text)) // TOKEN_BYTES)
         if max_memory is not None and allowed < 0:
             raise _too_large(text, max_memory, 0)
-        count = 0
-        for token in self.tokens(text, brackets):
+        lines, offset = [], 0
+        if start == "start":
+            lines, offset = self._input_lines(text, (allowed - 1) // _INPUT_LINE_TOKENS if allowed > 0 else
+                                              (-1 if allowed == 0 else len(text)))
+            if offset == len(text):
+                return ast.Module(lines)
+        count = _INPUT_LINE_TOKENS * len(lines)
+        for token in self.tokens(text, brackets, offset, len(lines) + 1):
             count += 1
             if count == allowed:
                 raise _too_large(text, max_memory, count, token)
@@ -573,6 +585,8 @@ class _Parser:
                     state = chains[key] = self._goto(states[-1], rule.origin, kind)
                 states.append(state)
                 if state == end_state and kind == _END:
+                    if lines:
+                        values[-1].statements[:0] = lines
                     return values[-1]
                 action = table[state].get(kind)
             if action is None:
@@ -581,6 +595,36 @@ class _Parser:
             values.append(token)
             state = action
         raise AssertionError("the token stream ends with $END")
+
+    def _input_lines(self, text: str, most: int) -> tuple[list, int]:
+        """The program's leading `NAME = NUMBER` lines (at most `most`) as assignments, read
+        without the LALR loop, and the offset where the rest begins. They are exactly what the
+        loop builds: the terminals are the grammar's own regular expressions, and a line is
+        taken only whole; the rest starts at a line whose first character is not blank (a
+        program's first line), or it would be read differently (an indented line, a comment)."""
+        lines: list = []
+        starts: list[int] = []
+        match = self.input_line.match
+        keywords = self.keywords
+        offset = 0
+        while len(lines) < most:
+            m = match(text, offset)
+            if m is None:
+                break
+            name, number = m.group("name"), m.group("number")
+            if "." in name or name in keywords or name in UNSUPPORTED:
+                break  # an error or another statement: the loop reports it
+            line = len(lines) + 1
+            value_start = m.start("number")
+            lines.append(ast.Assign(name, ast.Number(float(number), Pos(line, value_start - offset + 1, value_start,
+                                                                        m.end("number"))),
+                                    Pos(line, 1, offset, offset + len(name))))
+            starts.append(offset)
+            offset = m.end()
+        if lines and offset < len(text) and text[offset] in " \t\n#\\":
+            lines.pop()  # the next line is blank, indented or a comment: read from the line before it
+            offset = starts.pop()
+        return lines, offset
 
     def _goto(self, below: int, origin: str, kind: str) -> int:
         table = self.states

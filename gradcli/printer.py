@@ -155,8 +155,9 @@ class Printer:
             return f"{wrap(args[0], p if p > 1 else 2)} {sym} {wrap(right, p + 1)}", p
         if op == "stack":  # the language's list literal
             return "[" + ", ".join(a[0] for a in args) + "]", ATOM
-        if eq.op.prints_as is not None:
-            return eq.op.prints_as(*(wrap(a, ATOM) for a in args), **eq.params), ATOM
+        if eq.op.prints_as is not None:  # text, or (text, precedence) where it is no atom
+            printed = eq.op.prints_as(*(wrap(a, ATOM) for a in args), **eq.params)
+            return printed if isinstance(printed, tuple) else (printed, ATOM)
         if op == "scatter":
             return self._scatter(eq, args[0]), ATOM
         name, defaults, given = eq.op.name, eq.op.params, eq.params
