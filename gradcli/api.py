@@ -45,9 +45,16 @@ class Result:
 
     def nonfinite(self) -> list[str]:
         """Names of outputs and gradients holding a NaN or an infinity (what --strict fails on)."""
-        bad = [n for n, v in self.outputs.items() if not np.isfinite(v).all()]
-        bad += [f"d/d{n}" for n, v in self.gradients.items() if v is not None and not np.isfinite(v).all()]
+        bad = [n for n, v in self.outputs.items() if not _all_finite(v)]
+        bad += [f"d/d{n}" for n, v in self.gradients.items() if v is not None and not _all_finite(v)]
         return bad
+
+
+def _all_finite(value) -> bool:
+    """Whether every number is finite; a value written to a file as it was computed
+    (gradcli.outputs.Stored) carries the answer, found in the same pass."""
+    finite = getattr(value, "finite", None)
+    return bool(finite) if finite is not None else bool(np.isfinite(value).all())
 
 
 def _collector_paused(fn):
@@ -102,24 +109,37 @@ def _check_options(dtype: str, unconnected: str = "none") -> None:
 def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str,
          max_memory: int | None = None, text: bool = True, backend=None,
          overrides: dict | None = None, store=None, memory_checked: bool = False) -> tuple[dict, list[Diagnostic]]:
-    """Evaluate `fetch` on the backend (`device`'s, or the one given). `store(key, value)`, where
-    given, writes the values instead of returning them: on a lazy backend it gets each value
-    un-computed and returns the lazy write (`dask.array.to_zarr(..., compute=False)`), computed
-    in the same pass as the checks, so a value larger than memory is written chunk by chunk."""
+    """Evaluate `fetch` on the backend (`device`'s, or the one given). `store`, where given and
+    the backend is lazy, writes the values instead of returning them (gradcli.outputs.ZarrStore):
+    `store.write(key, value)` gets each value un-computed and returns its lazy write, a Dask
+    array computed in the same pass as the values' checks, so a value larger than memory is
+    written chunk by chunk and never gathered; `store.written(key, computed)` is what comes
+    back in the value's place; a failed pass calls `store.failed(exc)`. On a backend that is
+    not lazy the values come back as usual (to be saved whole)."""
     from .backends import backend as backend_named
 
     chosen = backend or backend_named(device)
+    if store is not None and not chosen.lazy:
+        store = None
     if not memory_checked:  # (shapes alone decide it: a prepared program is checked once)
-        check_memory(graph, list(fetch.values()), dtype, max_memory, text=text, backend=chosen)
+        check_memory(graph, list(fetch.values()), dtype, max_memory, text=text, backend=chosen,
+                     gathered=store is None)
     checker = NumericsChecker(graph, chosen, dtype)
     ids = list(dict.fromkeys(fetch.values()))
     with np.errstate(all="ignore"):
         values = run(graph, ids, dtype=dtype, backend=chosen, check=checker, overrides=overrides)
         if chosen.lazy:
             if store is not None:
-                writes = {("store", k): store(k, values[j]) for k, j in fetch.items()}
-                checker.resolve(chosen.compute({**writes, **checker.requests}))
-                host = {}
+                # the writes (each block written where it is made, its min, max and finiteness
+                # kept) and the checks' reductions in ONE pass: nothing is gathered
+                writes = {("store", k): store.write(k, values[j]) for k, j in fetch.items()}
+                try:
+                    computed = chosen.compute({**writes, **checker.requests})
+                except BaseException as exc:
+                    store.failed(exc)
+                    raise
+                checker.resolve(computed)
+                host = {k: store.written(k, computed["store", k]) for k in fetch}
             else:
                 # values, gradients and the checks' reductions in ONE pass
                 computed = chosen.compute({**{("value", j): values[j] for j in ids}, **checker.requests})
@@ -127,9 +147,6 @@ def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str,
                 host = {k: computed["value", j] for k, j in fetch.items()}
         else:
             host = {k: np.asarray(chosen.to_host(values[j])) for k, j in fetch.items()}
-            if store is not None:
-                for k, v in host.items():
-                    store(k, v)
     diagnostics = checker.finish(fetch)
     for message, pos in graph.warnings:
         diagnostics.insert(0, Diagnostic("warning", "unused_input", "input", message, None, pos))
@@ -358,7 +375,7 @@ def prepare_evaluate(text: str, *, call: str | None = None, name: str = "<expr>"
         fetch = {graph.result[0]: graph.result[1]}
     return Prepared(graph, fetch, dtype, chosen, max_memory,
                     lambda host, diagnostics: Result(host, {}, diagnostics, dtype, graph), printed,
-                    _input_overrides(graph, lazy), store)
+                    _input_overrides(graph, lazy), _saved_as(store, {k: ("output", k) for k in fetch}, list(fetch)))
 
 
 @_collector_paused
@@ -369,7 +386,7 @@ def grad(text: str, *, call: str | None = None, wrt: list[str], of: list[str] | 
     """d(sum of the `of` values)/d(each `wrt` name), as `tf.gradients(ys, xs, grad_ys)`. With
     `fixes`, a diagnostic may carry a rewrite proven on these inputs (`Diagnostic.fix`);
     `printed` as for `evaluate`. `device`, `chunks`, `scheduler`, `store`: as `evaluate`'s
-    (gradients are stored as `d/dX`)."""
+    (each array written under the name gradcli.outputs.result_arrays gives it)."""
     result = prepare_grad(text, call=call, wrt=wrt, of=of, name=name, feeds=feeds, grad_ys=grad_ys,
                           unconnected=unconnected, dtype=dtype, device=device, max_memory=max_memory,
                           printed=printed, chunks=chunks, scheduler=scheduler, store=store).result()
@@ -435,9 +452,36 @@ def prepare_grad(text: str, *, call: str | None = None, wrt: list[str], of: list
                 diagnostics.append(_unconnected(graph, y_ids, ys, x, x_id))
         return Result(outputs, result_grads, diagnostics, dtype, graph)
 
-    stored = None if store is None else (lambda k, v: store(k.replace("\0", "d/d"), v))
+    saved_as = {**{y: ("output", y) for y in fetch}, **{f"\0{x}": ("gradient", x) for x in wrt}}
     return Prepared(graph, {**fetch, **grad_fetch}, dtype, chosen, max_memory, finish, printed,
-                    _input_overrides(graph, lazy), stored)
+                    _input_overrides(graph, lazy), _saved_as(store, saved_as, ys, wrt))
+
+
+class _StoredAs:
+    """A store (see `_run`) given each value under the name it is saved under."""
+
+    def __init__(self, store, names: dict[str, str]):
+        self.store, self.names = store, names
+
+    def write(self, key, value):
+        return self.store.write(self.names[key], value)
+
+    def written(self, key, computed):
+        return self.store.written(self.names[key], computed)
+
+    def failed(self, exc):
+        self.store.failed(exc)
+
+
+def _saved_as(store, kinds: dict[str, tuple], outputs: list[str], gradients: list[str] = ()):
+    """`store` keyed by the fetched values' keys, each array under the name `result_arrays`
+    gives it in the finished result (`kinds`: fetch key -> what it is, as `array_names` has it)."""
+    if store is None:
+        return None
+    from .outputs import array_names
+
+    names = array_names(outputs, gradients)
+    return _StoredAs(store, {k: names[kind] for k, kind in kinds.items()})
 
 
 def _input_overrides(graph: Graph, lazy: dict) -> dict | None:

@@ -147,13 +147,13 @@ def eval_command(
     def options(name, feeds, limit):
         return dict(name=name, feeds=feeds, call=call, prints=print_ or [], dtype=dtype.value,
                     device=device.value, max_memory=limit, printed=out is None, chunks=_chunk_size(chunks),
-                    scheduler=scheduler)
+                    scheduler=scheduler, store=run.store)
 
     compute = _shared_by_lines(lines, lambda text, name, feeds, limit: api.evaluate(
         text, **options(name, feeds, limit)), lambda text, name, feeds, limit: api.prepare_evaluate(
         text, **options(name, feeds, limit)))
-    Run(file, expr, set_, format.value, lines, strict, max_memory, debug, device.value).saving(out, force).answer(
-        render.EVAL, compute)
+    run = Run(file, expr, set_, format.value, lines, strict, max_memory, debug, device.value).saving(out, force)
+    run.answer(render.EVAL, compute)
 
 
 @app.command("grad", epilog=_example("gradcli grad -e 'y = sum(x * x)' --wrt x --set x='[1, 2]'"))
@@ -180,13 +180,13 @@ def grad_command(
         return dict(name=name, feeds=feeds, call=call, wrt=wrt or [], of=of or None,
                     grad_ys=_assignments(grad_ys or [], "--grad-ys", limit), unconnected=unconnected.value,
                     dtype=dtype.value, device=device.value, max_memory=limit, printed=out is None,
-                    chunks=_chunk_size(chunks), scheduler=scheduler)
+                    chunks=_chunk_size(chunks), scheduler=scheduler, store=run.store)
 
     compute = _shared_by_lines(lines, lambda text, name, feeds, limit: api.grad(
         text, **options(name, feeds, limit)), lambda text, name, feeds, limit: api.prepare_grad(
         text, **options(name, feeds, limit)))
-    Run(file, expr, set_, format.value, lines, strict, max_memory, debug, device.value).saving(out, force).answer(
-        render.GRAD, compute)
+    run = Run(file, expr, set_, format.value, lines, strict, max_memory, debug, device.value).saving(out, force)
+    run.answer(render.GRAD, compute)
 
 
 @app.command("check", epilog=_example("gradcli check -e 'y = sum(tanh(x) * x)' --wrt x --set x='[0.3, 1.2]'"))
@@ -503,10 +503,12 @@ class Run:
         self.format = format  # auto, table, json, plain, or one of the view's own (graph's dot)
         self.lines, self.strict, self.max_memory, self.debug = lines, strict, max_memory, debug
         self.out, self.force = None, False
+        self.store = None  # --device dask --out DIR.zarr: the arrays are written as they are computed
 
     def saving(self, out: str | None, force: bool) -> Run:
         """With `out`: the arrays go to that file (gradcli.outputs) and the output says what was
-        written; `force` replaces an existing file."""
+        written; `force` replaces an existing file. With --device dask and a .zarr directory
+        they are written chunk by chunk as they are computed, never gathered (`self.store`)."""
         self.out, self.force = out, force
         return self
 
@@ -558,6 +560,9 @@ class Run:
                 raise
             streams.say(_internal_error(exc))
             code = 70
+        finally:
+            if self.store is not None:  # an unfinished store is removed (a saved one is in place)
+                self.store.discard()
         raise typer.Exit(code)
 
     def _resolved(self, view) -> str:
@@ -588,7 +593,8 @@ class Run:
         if self.lines:
             raise GradcliError("--out writes one program's arrays to one file; it cannot be used with --lines "
                                "(run once per program, each with its own --out)")
-        outputs.check_destination(self.out, self.force)
+        if outputs.check_destination(self.out, self.force) == "zarr" and self.device == "dask":
+            self.store = outputs.ZarrStore(self.out, self.force)
 
         def present(result, name):
             fmt = self._resolved(view)

@@ -93,12 +93,13 @@ def output_render_bytes(elements: int) -> int:
 
 
 def check_memory(graph: Graph, fetch: list[int], dtype: str, limit: int | None = None, text: bool = True,
-                 backend=None) -> None:
+                 backend=None, gathered: bool = True) -> None:
     """Refuse, before anything runs, a program whose arrays would not fit: shapes are known,
     so the evaluation's peak is simulated (values freed after their last use, views free),
     and the text the fetched values make (an output is rendered whole before it is written).
     On a chunked backend (Dask) a value is held a chunk per worker at a time, not whole,
-    except the fetched values, which are gathered whole."""
+    except the fetched values, which are gathered whole unless they are written to a file
+    as they are computed (`gathered=False`)."""
     import numpy as np
 
     per_value = None  # the most of one value held at once (chunked backends)
@@ -117,7 +118,7 @@ def check_memory(graph: Graph, fetch: list[int], dtype: str, limit: int | None =
                           "{option} if the machine has it", "max_memory", graph.equations[f].pos, graph.source)
     if sum(math.prod(s) for s in graph.shapes) * itemsize + rendering <= limit:
         return  # even holding every value at once fits: no need to simulate
-    if per_value is not None:
+    if per_value is not None and gathered:
         held = sum(math.prod(graph.shapes[f]) for f in set(fetch)) * itemsize
         if held + rendering > limit:
             f = max(set(fetch), key=lambda j: math.prod(graph.shapes[j]))
@@ -126,7 +127,7 @@ def check_memory(graph: Graph, fetch: list[int], dtype: str, limit: int | None =
                               "max_memory", graph.equations[f].pos, graph.source)
     order = needed_equations(graph, fetch)
     last_use = last_uses(graph, order)
-    keep = set(fetch)
+    keep = set(fetch) if gathered or per_value is None else set()
     live = 0
     sizes: dict[int, int] = {}
     strided: set[int] = set()  # values that may be non-contiguous views: a reshape of one copies

@@ -10,15 +10,18 @@ A file is written whole or not at all: into a temporary name beside it (`.NAME.*
 synced, then renamed over the name in one step; any failure removes the temporary file and
 raises, and an existing file is replaced only when asked (`force`). Nothing is pickled.
 
-An array is anything with `__array__` (NumPy's, or CuPy's, copied to the host first). An array
-that can store itself chunk by chunk (a Dask array) is written to Zarr with `dask.array.store`,
-never gathered in memory; its min and max are computed in the same pass.
+An array is anything with `__array__` (NumPy's, or CuPy's, copied to the host first). A Dask
+array is written to Zarr chunk by chunk, never gathered in memory, its min and max computed in
+the same pass (to a single .npz/.npy file it is gathered: the file needs it whole). A
+`ZarrStore` goes further: given to a Dask evaluation (gradcli.api's `store`), it writes each
+value as the one pass that computes everything computes it, and the result holds `Stored`
+stand-ins, which `save_arrays` puts in place.
 """
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 
@@ -80,34 +83,53 @@ class Saved:
 
 # --------------------------------------------------------------------------- names
 
-def result_arrays(result) -> dict[str, Any]:
-    """A command's result (gradcli.api.Result) as the arrays to save, under their names: each
-    output under its own name (`y`; `_` for a final bare expression); a gradient or Jacobian
-    dY/dX under `d_Y_d_X`, with several outputs (a gradient of their sum) `d_Y+Z_d_X`; a Hessian
-    block d²Y/dX dZ under `d2_Y_d_X_d_Z` (X's own block `d2_Y_d_X_d_X`). None: unconnected, not
-    written. Two arrays that would share a name are an error, never one overwriting the other."""
-    outputs = dict(getattr(result, "outputs", {}))
+def array_names(outputs: Iterable[str], gradients: Iterable[str] = (), jacobians: Iterable[str] = (),
+                hessians: Iterable[str] = (), mixed: Iterable[tuple[str, str]] = ()) -> dict[tuple, str]:
+    """The name each array of a result is saved under, by what it is: `("output", Y)` under its
+    own name (`_` for a final bare expression); `("gradient", X)` and `("jacobian", X)` dY/dX
+    under `d_Y_d_X`, with several outputs (a gradient of their sum) `d_Y+Z_d_X`; `("hessian", X)`
+    d²Y/dX² under `d2_Y_d_X_d_X`; `("mixed", X, Z)` d²Y/dX dZ under `d2_Y_d_X_d_Z`. Two arrays
+    that would share a name are an error, never one overwriting the other. (The one place the
+    names are made: for a finished result, `result_arrays`, and for arrays written as they are
+    computed, gradcli.api's `store`.)"""
+    outputs = list(outputs)
     of = "+".join(outputs) or "y"
-    named: dict[str, Any] = {}
+    names: dict[tuple, str] = {}
+    taken: set[str] = set()
 
-    def add(name: str, arr, what: str) -> None:
-        if name in named:
+    def add(key: tuple, name: str, what: str) -> None:
+        if name in taken:
             raise OptionError(f"two arrays would be saved under the name '{name}' in {{option}} (the second: {what}); "
                               "rename a value of the program", "path")
-        named[name] = arr
+        taken.add(name)
+        names[key] = name
 
-    for name, arr in outputs.items():
-        add(name, arr, f"the value {name}")
-    for x, arr in getattr(result, "gradients", {}).items():
-        add(f"d_{of}_d_{x}", arr, f"the gradient d({of})/d{x}")
-    for x, arr in getattr(result, "jacobians", {}).items():
-        add(f"d_{of}_d_{x}", arr, f"the Jacobian d{of}/d{x}")
-    for x, arr in getattr(result, "hessians", {}).items():
-        add(f"d2_{of}_d_{x}_d_{x}", arr, f"the Hessian block d²{of}/d{x}²")
-    for x, row in getattr(result, "mixed_hessians", {}).items():
-        for z, arr in row.items():
-            add(f"d2_{of}_d_{x}_d_{z}", arr, f"the Hessian block d²{of}/d{x}d{z}")
-    return named
+    for y in outputs:
+        add(("output", y), y, f"the value {y}")
+    for x in gradients:
+        add(("gradient", x), f"d_{of}_d_{x}", f"the gradient d({of})/d{x}")
+    for x in jacobians:
+        add(("jacobian", x), f"d_{of}_d_{x}", f"the Jacobian d{of}/d{x}")
+    for x in hessians:
+        add(("hessian", x), f"d2_{of}_d_{x}_d_{x}", f"the Hessian block d²{of}/d{x}²")
+    for x, z in mixed:
+        add(("mixed", x, z), f"d2_{of}_d_{x}_d_{z}", f"the Hessian block d²{of}/d{x}d{z}")
+    return names
+
+
+def result_arrays(result) -> dict[str, Any]:
+    """A command's result (gradcli.api.Result) as the arrays to save, under their names
+    (`array_names`); None: unconnected, not written."""
+    values: dict[tuple, Any] = {}
+    for kind, field_name in (("output", "outputs"), ("gradient", "gradients"), ("jacobian", "jacobians"),
+                             ("hessian", "hessians")):
+        values.update({(kind, k): v for k, v in getattr(result, field_name, {}).items()})
+    mixed = getattr(result, "mixed_hessians", {})
+    values.update({("mixed", x, z): v for x, row in mixed.items() for z, v in row.items()})
+    names = array_names(getattr(result, "outputs", {}), getattr(result, "gradients", {}),
+                        getattr(result, "jacobians", {}), getattr(result, "hessians", {}),
+                        [(x, z) for x, row in mixed.items() for z in row])
+    return {names[key]: values[key] for key in names}
 
 
 # --------------------------------------------------------------------------- checks before anything runs
@@ -181,11 +203,19 @@ def save_arrays(path: str, arrays: Mapping[str, Any], force: bool = False) -> Sa
     """Write `arrays` ({name: array, or None for none}) to `path`: `.npz` (all), `.npy`
     (exactly one) or a `.zarr` directory; each array's dtype and numbers exactly as given.
     Written whole under a temporary name and renamed into place; an existing path is
-    replaced only with `force`. Returns what was written."""
+    replaced only with `force`. Returns what was written. Arrays already written by a
+    `ZarrStore` for `path` (`Stored`) are not written again: the store is finished with the
+    others and put in place."""
+    stored = {k: v for k, v in arrays.items() if isinstance(v, Stored)}
+    if stored:
+        stores = {id(v.store): v.store for v in stored.values()}
+        store = next(iter(stores.values()))
+        if len(stores) > 1 or os.path.normpath(store.path) != os.path.normpath(path):
+            raise ValueError(f"arrays written to another store cannot be saved to '{path}'")
+        return store.save(arrays)
     fmt = check_destination(path, force)
     # on the host (a CuPy array copied from the GPU); a Dask array stays lazy, stored chunk by chunk
     given = {k: v if _is_dask(v) else _on_host(v) for k, v in arrays.items() if v is not None}
-    skipped = [k for k, v in arrays.items() if v is None]
     if fmt == "npy" and len(given) != 1:
         listed = f": {', '.join(given)}" if given else ""
         raise OptionError(f"{{option}} '{path}': a .npy file holds exactly one array, but there are "
@@ -208,18 +238,34 @@ def save_arrays(path: str, arrays: Mapping[str, Any], force: bool = False) -> Sa
         size = _size(temporary)
         _put_in_place(temporary, target, force)
     except BaseException as exc:
+        _close_gate(temporary)
         _remove(temporary)
-        if isinstance(exc, OSError):
-            raise WriteError(f"cannot write {{option}} '{path}': {exc.strerror or exc}; nothing was left under "
-                             "that name", "path") from None
+        _raise_not_written(exc, path)
         raise
-    arrays_written = {}
-    for name, arr in given.items():
+    _close_gate(temporary)
+    return _saved(path, fmt, size, {k: (v.shape, v.dtype, *stats[k]) for k, v in given.items()},
+                  [k for k, v in arrays.items() if v is None])
+
+
+class _BlockNotWritten(Exception):
+    """A block's write failed (an OSError in a task, told apart from one reading an input)."""
+
+
+def _raise_not_written(exc: BaseException, path: str) -> None:
+    """An OSError while writing is the user's (disk full, a file-size limit): exit 74."""
+    if isinstance(exc, (OSError, _BlockNotWritten)):
+        said = exc.strerror or exc if isinstance(exc, OSError) else exc
+        raise WriteError(f"cannot write {{option}} '{path}': {said}; nothing was left under that name",
+                         "path") from None
+
+
+def _saved(path: str, fmt: str, size: int, arrays: dict[str, tuple], skipped: list[str]) -> Saved:
+    """`arrays`: {name: (shape, dtype, min, max, finite)}."""
+    written = {}
+    for name, (shape, dtype, low, high, finite) in arrays.items():
         where = path if fmt == "npy" else f"{path}:{name}" if fmt == "npz" else os.path.join(path, name)
-        low, high, finite = stats[name]
-        arrays_written[name] = SavedArray(name, tuple(int(n) for n in arr.shape), str(np.dtype(arr.dtype)),
-                                          low, high, finite, where)
-    return Saved(path, fmt, size, arrays_written, skipped)
+        written[name] = SavedArray(name, tuple(int(n) for n in shape), str(np.dtype(dtype)), low, high, finite, where)
+    return Saved(path, fmt, size, written, skipped)
 
 
 def _on_host(arr) -> np.ndarray:
@@ -242,44 +288,224 @@ def _write_npz(stream, arrays: dict[str, np.ndarray]) -> None:
 
 def _write_zarr(directory: str, arrays: dict[str, Any]) -> dict[str, tuple]:
     """Each array into the Zarr group at `directory` (made empty by `_temporary`); a Dask array
-    with dask.array.store, chunk by chunk, its statistics computed in the same pass."""
-    zarr = _zarr()
-    group = zarr.open_group(directory, mode="w")
-    make = getattr(group, "create_array", None) or group.create_dataset  # zarr 3, zarr 2
+    chunk by chunk (`_write_lazily`), its statistics computed in the same pass."""
+    group = _zarr().open_group(directory, mode="w")
     stats: dict[str, tuple] = {}
     lazy = {}
     for name, arr in arrays.items():
         if _is_dask(arr):
-            chunks = tuple(max(1, c[0]) if c else 1 for c in arr.chunks) or None
-            lazy[name] = (arr, make(name, shape=arr.shape, dtype=arr.dtype, chunks=chunks))
+            lazy[name] = _write_lazily(group, name, arr, directory)
             continue
-        target = make(name, shape=arr.shape, dtype=arr.dtype)
-        target[...] = arr
+        _zarr_array(group, name, arr.shape, arr.dtype)[...] = arr
         stats[name] = _stats(arr)
     if lazy:
-        stats.update(_store_dask(lazy))
+        import dask
+        computed = dask.compute(*lazy.values())
+        stats.update({k: _joined_stats(c) for k, c in zip(lazy, computed)})
     return stats
+
+
+def _zarr_array(group, name: str, shape, dtype, chunks=None):
+    make = getattr(group, "create_array", None) or group.create_dataset  # zarr 3, zarr 2
+    return make(name, shape=shape, dtype=dtype, **({"chunks": chunks} if chunks is not None else {}))
 
 
 def _is_dask(arr) -> bool:
     return hasattr(arr, "dask") and hasattr(arr, "to_zarr") and hasattr(arr, "chunks")
 
 
-def _store_dask(lazy: dict) -> dict[str, tuple]:
-    import warnings
+def _write_lazily(group, name: str, value, path: str):
+    """Make the Zarr array `name` in `group` for the Dask array `value`, and return the lazy
+    write: a Dask array of each block's (min, max, all finite), shaped (blocks..., 3), whose
+    every task writes its block into the Zarr array when the block is made and keeps nothing
+    but those three numbers. The Zarr chunks are Dask's (made regular first where they are
+    not), so no two tasks write to one Zarr chunk: no lock, no read-modify-write."""
+    import uuid
 
-    import dask
     import dask.array as da
 
-    names = list(lazy)
-    sources = [lazy[k][0] for k in names]
-    stored = da.store(sources, [lazy[k][1] for k in names], compute=False, lock=True)
-    summaries = [(da.nanmin(a) if a.size else None, da.nanmax(a) if a.size else None, da.isfinite(a).all())
-                 for a in sources]
-    with warnings.catch_warnings(), np.errstate(all="ignore"):  # an all-NaN array has no min: None
-        warnings.simplefilter("ignore", RuntimeWarning)
-        _, computed = dask.compute(stored, summaries)
-    return {k: (_number(low), _number(high), bool(finite)) for k, (low, high, finite) in zip(names, computed)}
+    if not _is_dask(value):
+        value = da.asarray(value)
+    regular = tuple(max(1, max(c, default=1)) for c in value.chunks)
+    if any(len(set(c[:-1])) > 1 or (c and c[-1] > c[0]) for c in value.chunks):
+        value = value.rechunk(regular)
+    target = _zarr_array(group, name, value.shape, value.dtype, regular)
+    _WRITING.setdefault(path, _Gate())
+    return value.map_blocks(_write_block, target=target, gate=path, new_axis=value.ndim,
+                            chunks=tuple((1,) * len(c) for c in value.chunks) + ((3,),),
+                            dtype=np.float64, meta=np.empty((0,) * (value.ndim + 1), np.float64),
+                            name=f"gradcli-write-{uuid.uuid4().hex}")
+
+
+def _write_block(block, target=None, gate: str = "", block_info=None):
+    """One block into its place in the Zarr array `target`; its (min, max, all finite)."""
+    block = np.asarray(block)
+    place = tuple(slice(a, b) for a, b in block_info[0]["array-location"])
+    writing = _WRITING.get(gate)  # (none in a worker process of a cluster)
+    if writing is not None and not writing.enter():
+        raise _BlockNotWritten("the pass failed")  # another block's failure already ended it
+    try:
+        target[place] = block
+    except OSError as exc:
+        raise _BlockNotWritten(exc.strerror or str(exc)) from None
+    finally:
+        if writing is not None:
+            writing.leave()
+    low, high, finite = _stats(block)
+    stats = np.array([np.nan if low is None else low, np.nan if high is None else high, float(finite)])
+    return stats.reshape((1,) * block.ndim + (3,))
+
+
+def _joined_stats(blocks) -> tuple[float | None, float | None, bool]:
+    """The (min, max, all finite) of an array from its blocks' (`_write_block`'s)."""
+    parts = np.asarray(blocks, dtype=np.float64).reshape(-1, 3)
+    if not len(parts):
+        return None, None, True
+    with np.errstate(all="ignore"):
+        return _number(np.fmin.reduce(parts[:, 0])), _number(np.fmax.reduce(parts[:, 1])), bool(parts[:, 2].all())
+
+
+class _Gate:
+    """The blocks being written into one temporary store: when a pass fails, the scheduler
+    raises at once while other threads may still be writing; the store is removed once none
+    is, and no block starts writing after that."""
+
+    def __init__(self):
+        import threading
+        self.changed = threading.Condition()
+        self.active, self.closed = 0, False
+
+    def enter(self) -> bool:
+        with self.changed:
+            if self.closed:
+                return False
+            self.active += 1
+            return True
+
+    def leave(self) -> None:
+        with self.changed:
+            self.active -= 1
+            self.changed.notify_all()
+
+    def close(self, timeout: float = 60.0) -> None:
+        with self.changed:
+            self.closed = True
+            self.changed.wait_for(lambda: self.active == 0, timeout)
+
+
+_WRITING: dict[str, _Gate] = {}  # temporary store -> its writes in flight
+
+
+def _close_gate(directory: str) -> None:
+    """Wait for the blocks being written into `directory`, and let no other start."""
+    gate = _WRITING.pop(directory, None)
+    if gate is not None:
+        gate.close()
+
+
+@dataclass(frozen=True, eq=False)
+class Stored:
+    """An array written into a `ZarrStore` as it was computed, never held: what a result holds
+    in its place. Its shape, dtype, smallest and largest number (NaN ignored; None where there
+    is none) and whether every number is finite."""
+    name: str
+    shape: tuple[int, ...]
+    dtype: Any
+    min: float | None
+    max: float | None
+    finite: bool
+    store: "ZarrStore"
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        import math
+        return math.prod(self.shape)
+
+
+class ZarrStore:
+    """A `.zarr` directory that a lazy (Dask) evaluation writes into as it computes, the `store`
+    of gradcli.api's evaluate and grad: `write(name, value)` gives the lazy write of one array
+    (computed in the same pass as everything else), `written(name, computed)` what the result
+    holds in its place (a `Stored`). Everything goes into a temporary directory beside `path`;
+    `save_arrays` (with the result's arrays) writes what is left and renames it into place, and
+    `discard` removes an unfinished one (safe to call at any time, also after a save).
+
+        >>> store = ZarrStore("g.zarr")
+        >>> r = gradcli.grad(text, wrt=["x"], feeds=feeds, device="dask", store=store)
+        >>> saved = save_arrays("g.zarr", result_arrays(r))   # or, on failure, store.discard()
+    """
+
+    def __init__(self, path: str, force: bool = False):
+        if check_destination(path, force) != "zarr":
+            raise OptionError(f"{{option}} '{path}': arrays are written as they are computed only into a .zarr "
+                              "directory", "path")
+        self.path, self.force = path, force
+        self.temporary: str | None = None
+        self._group = None
+        self._arrays: dict[str, tuple] = {}  # name -> (shape, dtype)
+
+    def write(self, name: str, value):
+        """The lazy write of `value` (a Dask array) under `name`: a Dask array to compute."""
+        try:
+            if self._group is None:
+                self.temporary = _temporary(self.path, "zarr")
+                self._group = _zarr().open_group(self.temporary, mode="w")
+            lazy = _write_lazily(self._group, name, value, self.temporary)
+        except BaseException as exc:
+            self.discard()
+            _raise_not_written(exc, self.path)
+            raise
+        self._arrays[name] = (tuple(int(n) for n in value.shape), np.dtype(value.dtype))
+        return lazy
+
+    def written(self, name: str, computed) -> Stored:
+        """What stands for the array `name` once its write is computed (`computed`)."""
+        shape, dtype = self._arrays[name]
+        return Stored(name, shape, dtype, *_joined_stats(computed), self)
+
+    def failed(self, exc: BaseException) -> None:
+        """The computation that wrote failed with `exc`: nothing is left, and a write's own
+        failure (disk full) is said as one (exit 74)."""
+        self.discard()
+        if isinstance(exc, _BlockNotWritten):
+            _raise_not_written(exc, self.path)
+
+    def save(self, arrays: Mapping[str, Any]) -> Saved:
+        """Finish: the arrays not yet written (those not `Stored`: an unconnected gradient's
+        zeros) into the store, then the store renamed into place (see `save_arrays`)."""
+        if self.temporary is None:
+            raise ValueError(f"the store for '{self.path}' was already saved or discarded")
+        given = {k: v for k, v in arrays.items() if v is not None}
+        stats: dict[str, tuple] = {}
+        try:
+            for name, arr in given.items():
+                if isinstance(arr, Stored):
+                    if arr.store is not self or name != arr.name:
+                        raise ValueError(f"'{name}' was not written under that name by this store")
+                    stats[name] = (arr.shape, arr.dtype, arr.min, arr.max, arr.finite)
+                    continue
+                arr = _on_host(arr)
+                _zarr_array(self._group, name, arr.shape, arr.dtype)[...] = arr
+                stats[name] = (arr.shape, arr.dtype, *_stats(arr))
+            size = _size(self.temporary)
+            _put_in_place(self.temporary, os.path.normpath(self.path), self.force)
+        except BaseException as exc:
+            self.discard()
+            _raise_not_written(exc, self.path)
+            raise
+        _close_gate(self.temporary)
+        self.temporary, self._group = None, None
+        return _saved(self.path, "zarr", size, stats, [k for k, v in arrays.items() if v is None])
+
+    def discard(self) -> None:
+        if self.temporary is not None:
+            _close_gate(self.temporary)
+            _remove(self.temporary)
+        self.temporary, self._group = None, None
 
 
 def _stats(arr: np.ndarray) -> tuple[float | None, float | None, bool]:
