@@ -204,7 +204,10 @@ class DaskBackend(Backend):
         import dask
         if self.scheduler or dask.config.get("scheduler", None):  # a cluster's client, or one configured
             return {}
-        return {"scheduler": "threads"}
+        # the threaded scheduler's function, not its name: a name makes Dask import
+        # dask.distributed to look for a client (about a second of start-up, for nothing)
+        import dask.threaded
+        return {"scheduler": dask.threaded.get}
 
     def compute(self, values: dict) -> dict:
         """Every value in ONE dask.compute: work shared by outputs, gradients and checks is done once."""
