@@ -304,14 +304,18 @@ class DaskBackend(Backend):
 
     def block_stats(self, value):
         """Lazy (v.v, every element finite, max|v|): one small task per chunk, run as soon as
-        the chunk is made, and one task joining them, so no chunk is held for a check."""
-        import dask
+        the chunk is made, and small reductions joining them, so no chunk is held for a check.
+        An array made from the value's own blocks (not from `to_delayed`, whose separately
+        optimised graph would read each input chunk a second time), as every value computed
+        beside it is: dask.compute groups its results by the kind of collection."""
         import numpy
-        blocks = value.to_delayed().ravel()
-        joined = dask.delayed(_join_stats, pure=True)([dask.delayed(_chunk_stats, pure=True)(b) for b in blocks])
-        # an array, as every value computed beside it is (dask.compute groups its results by
-        # the kind of collection, so a Delayed among arrays would come back out of order)
-        return self.xp.from_delayed(joined, (3,), dtype=numpy.float64)
+        xp = self.xp
+        per_block = value.map_blocks(_chunk_stats_block, new_axis=value.ndim,
+                                     chunks=tuple((1,) * len(c) for c in value.chunks) + ((3,),),
+                                     dtype=numpy.float64, meta=numpy.empty((0,) * (value.ndim + 1), numpy.float64))
+        axes = tuple(range(value.ndim))
+        return xp.stack([per_block[..., 0].sum(axis=axes), per_block[..., 1].min(axis=axes),
+                         per_block[..., 2].max(axis=axes)])
 
 
 # v.v of a chunk past which its finiteness and max|v| are looked at too: below the smallest
@@ -333,11 +337,11 @@ def _chunk_stats(block):
         return square_sum, bool(numpy.isfinite(flat).all()), float(numpy.max(numpy.abs(flat)))
 
 
-def _join_stats(parts):
+def _chunk_stats_block(block):
+    """`_chunk_stats` as a block of the per-block statistics array (shaped 1, ..., 1, 3)."""
     import numpy
-    with numpy.errstate(all="ignore"):
-        return numpy.array([sum(p[0] for p in parts), float(all(p[1] for p in parts)),
-                            max((p[2] for p in parts), default=0.0)])
+    square_sum, finite, top = _chunk_stats(block)
+    return numpy.array([square_sum, float(finite), top]).reshape((1,) * numpy.ndim(block) + (3,))
 
 
 def _split_zarr(spec: str) -> tuple[str | None, str | None]:
