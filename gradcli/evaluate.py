@@ -305,8 +305,8 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
 
 def _lazy_forward(backend, graph: Graph, i: int, args, dtype):
     """An op on a lazy backend: its forward on the backend's namespace (chunk by chunk), or, for
-    an op the namespace lacks, NumPy's forward on the whole arrays as one task (whose memory the
-    guard counts whole: `whole_array_ops`)."""
+    an op the namespace lacks, NumPy's forward on the whole arrays as one task: refused here,
+    before anything is computed, where those whole arrays would not fit in the memory limit."""
     eq = graph.equations[i]
     op = eq.op
     try:
@@ -333,6 +333,12 @@ def _lazy_forward(backend, graph: Graph, i: int, args, dtype):
         return np.asarray(out, dtype=dtype)
 
     shape = tuple(graph.shapes[i])
+    whole_bytes = (sum(math.prod(a.shape) for a in args) + math.prod(shape)) * np.dtype(dtype).itemsize
+    if whole_bytes > backend.max_memory:
+        raise OptionError(f"{eq.label or op.name} has no chunked form on --device dask: it would be computed on "
+                          f"whole arrays, {_gib(whole_bytes)} here, more than the {_gib(backend.max_memory)} "
+                          "allowed; raise the limit with {option} if the machine has it, or write the program "
+                          "with operations that work chunk by chunk", "max_memory", eq.pos, graph.source)
     task = dask.delayed(whole, pure=True)(*args)
     return da.from_delayed(task, shape, dtype=dtype).rechunk(backend.chunks_for(shape, np.dtype(dtype).itemsize) or ())
 

@@ -212,6 +212,24 @@ def test_dask_options_are_refused_without_dask_or_off_dask():
     assert p.returncode == 2 and "--chunks: 'lots' is not a size" in p.stderr
 
 
+def test_an_op_without_a_chunked_form_is_refused_when_its_whole_arrays_exceed_the_limit(tmp_path):
+    """sort has no chunked form in dask.array: it runs as one task on whole arrays, which the
+    memory limit must cover, so a program that would need more is refused before it runs."""
+    path = tmp_path / "x.npy"
+    x = np.random.default_rng(3).standard_normal(1_000_000)
+    np.save(path, x)
+    p = _gradcli("eval", "-e", "y = sum(sort(x))", "--set", f"x=@{path}", "--device", "dask",
+                 "--max-memory", "4M")
+    assert p.returncode == 2, p.stderr
+    assert p.stdout == ""
+    assert ("<expr>:1:9: error: sort has no chunked form on --device dask: it would be computed on whole "
+            "arrays, 15.3 MiB here, more than the 4.0 MiB allowed") in p.stderr
+    p = _gradcli("eval", "-e", "y = sum(sort(x))", "--set", f"x=@{path}", "--device", "dask",
+                 "--max-memory", "64M", "--format", "plain")
+    assert p.returncode == 0, p.stderr
+    assert float(p.stdout.split("\t")[1]) == pytest.approx(float(np.sum(np.sort(x))), rel=1e-12)
+
+
 @pytest.mark.slow
 def test_a_local_cluster_gives_the_numbers_of_the_threads(tmp_path):
     """`--scheduler local`: worker processes on the loopback interface, started and stopped by
