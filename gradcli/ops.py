@@ -1006,7 +1006,6 @@ KEYWORD_ALIASES = {
 FIRST_ARGUMENT_KEYWORDS = ("input_tensor", "input", "a", "x", "t", "tensor", "logits", "features")
 
 
-@functools.lru_cache(maxsize=4096)
 @functools.lru_cache(maxsize=4096)  # a program calls the same few names over and over
 def split_spelling(name: str) -> tuple[str, str]:
     """(library, bare name): `np.max` -> ("numpy", "max"); a bare `max` is Python's."""
