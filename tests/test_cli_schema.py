@@ -5,9 +5,8 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from typer.testing import CliRunner
 
-from gradcli.cli import app
+from cli_helpers import invoke, strict
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = json.loads((ROOT / "docs" / "gradcli.schema.json").read_text())
@@ -30,16 +29,6 @@ COMMANDS = {
 }
 
 
-def invoke(*args, stdin=None):
-    result = CliRunner().invoke(app, list(args), input=stdin)
-    assert "Traceback" not in result.output, result.output
-    return result
-
-
-def strict(text):
-    def reject(token):
-        raise AssertionError(f"bare {token} in JSON")
-    return json.loads(text, parse_constant=reject)
 
 
 def valid(doc):

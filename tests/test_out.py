@@ -8,26 +8,16 @@ from pathlib import Path
 import jsonschema
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
 from gradcli import api, outputs
-from gradcli.cli import app
+
+from cli_helpers import invoke, strict
 
 ROOT = Path(__file__).resolve().parent.parent
 VALIDATOR = jsonschema.Draft202012Validator(json.loads((ROOT / "docs" / "gradcli.schema.json").read_text()))
 RNG = np.random.default_rng(20261125)
 
 
-def invoke(*args):
-    result = CliRunner().invoke(app, [str(a) for a in args])
-    assert "Traceback" not in result.output, result.output
-    return result
-
-
-def strict(text):
-    def reject(token):
-        raise AssertionError(f"bare {token} in JSON")
-    return json.loads(text, parse_constant=reject)
 
 
 def leftovers(folder: Path) -> list[str]:
