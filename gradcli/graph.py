@@ -273,6 +273,15 @@ class AtRef:
 
 
 @dataclass(slots=True)
+class IndexTrick:
+    """NumPy's `np.c_` or `np.r_`: waits for its subscript, the arrays to join (`np.c_[a, b]`)."""
+
+    op: object
+    spelled: str
+    pos: Pos
+
+
+@dataclass(slots=True)
 class AtIndexed:
     """`x.at[idx]`: waits for its update, `.set(v)`, `.add(v)`, `.get()`."""
 
@@ -518,6 +527,9 @@ class _Lowering:
             raise self.error(f"the string '{value.value}' is not a number", value.pos)
         if value is NONE:
             raise self.error("None is not a number (an argument left out is used as one)", None)
+        if isinstance(value, IndexTrick):
+            raise self.error(f"{value.spelled} is not a value: it joins the arrays in its brackets, as in "
+                             f"{value.spelled}[a, b]", value.pos)
         if isinstance(value, (AtRef, AtIndexed)):
             raise self.error("x.at[index] is not a value: JAX's update syntax needs its method, as in "
                              "x.at[index].set(v), .add(v), .multiply(v), .divide(v), .power(v), .min(v), "
@@ -676,6 +688,8 @@ class _Lowering:
         # a library's function spelled as a value (`np.sin * 2`) is a slip
         if bare in op_table.CALLABLE and "." in name:
             raise self.error(f"'{name}' is a function: call it, as in {name}(x)", node.pos)
+        if "." in name and library == "numpy" and bare in ("c_", "r_"):
+            return IndexTrick(OPS[bare], name, node.pos)
         if "." in name:
             raise self.error(f"unknown name '{name}'", node.pos)
         return self.input(name, node.pos)
@@ -763,6 +777,8 @@ class _Lowering:
 
     def index(self, node: ast.Index, values: list, scope: _Scope):
         target, rest = values[0], iter(values[1:])
+        if isinstance(target, IndexTrick):
+            return self.index_trick(target, node, values[1:], scope)
         index = []
         subscripts = node.subscripts
         if len(subscripts) == 1 and not isinstance(subscripts[0], ast.Slice) and subscripts[0] is not ast.ELLIPSIS \
@@ -799,6 +815,22 @@ class _Lowering:
             return target.items[k]
         return self.emit(OPS["index"], (self.materialize(target, scope),), {"index": tuple(index)},
                          node.pos, "[]", scope)
+
+    def index_trick(self, trick: IndexTrick, node: ast.Index, items: list, scope: _Scope):
+        """`np.c_[a, b, ...]`, `np.r_[...]`: the arrays joined as NumPy's AxisConcatenator joins
+        them. Its other forms (a range `1:5`, a directive string 'r' or '0,2,1') are refused."""
+        for sub in node.subscripts:
+            if isinstance(sub, ast.Slice) or sub is ast.ELLIPSIS:
+                raise self.error(f"{trick.spelled}[...] with a range or '...' is not supported: join arrays, "
+                                 f"as in {trick.spelled}[a, b], or write np.arange", getattr(sub, "pos", node.pos))
+        if len(items) == 1 and isinstance(items[0], TupleValue) and not node.trailing_comma:
+            items = items[0].items
+        for item in items:
+            if isinstance(item, Text):
+                raise self.error(f"{trick.spelled}[...] with the directive '{item.value}' is not supported: join "
+                                 "arrays, or write np.concatenate(..., axis=...)", item.pos)
+        arrays = tuple(self.materialize(item, scope) for item in items)
+        return self.emit(trick.op, arrays, {}, node.pos, trick.spelled, scope)
 
     def static_index(self, value, pos: Pos | None):
         """One subscript: an int, or an IndexArray (a constant integer array, a boolean mask)."""

@@ -171,10 +171,22 @@ def _join_rules(plan):
     return shape, forward, rule
 
 
-def _join_op(name, plan, params=None, aliases=(), doc="", reading=None):
+def _join_op(name, plan, params=None, aliases=(), doc="", reading=None, **fields):
     shape, forward, rule = _join_rules(plan)
     register(Op(name, forward, shape, (rule,), args=(), variadic=True, sequence=1, params=params or {},
-                aliases=aliases, doc=doc, reading=reading))
+                aliases=aliases, doc=doc, reading=reading, **fields))
+
+
+# NumPy's index tricks (`np.c_[a, b]`, `np.r_[a, b]`, as jnp's): a subscript, not a call, so
+# these are reached through the subscript of `np.c_`/`np.r_` (gradcli.graph), not by a name.
+def _plan_c_(shapes):
+    # np.c_: each at least 2-D, a vector (n,) as a column (n, 1), a number as (1, 1); joined on the last axis
+    return [tuple(s) if len(s) >= 2 else ((s[0] if s else 1), 1) for s in shapes], -1
+
+
+def _plan_r_(shapes):
+    # np.r_: each at least 1-D, a number as (1,); joined on the first axis
+    return [tuple(s) if s else (1,) for s in shapes], 0
 
 
 def _concat_reading(call):
@@ -197,6 +209,10 @@ _join_op("vstack", _plan_vstack, {}, ("row_stack",), "the arrays (as rows, at le
 _join_op("hstack", _plan_hstack, {}, (), "the arrays joined along axis 1 (axis 0 for vectors)")
 _join_op("dstack", _plan_dstack, {}, (), "the arrays (at least 3-D) joined along axis 2")
 _join_op("column_stack", _plan_column_stack, {}, (), "vectors as columns (matrices as they are) joined along axis 1")
+_join_op("c_", _plan_c_, {}, (), "np.c_[a, b, ...]: vectors as columns, numbers as 1x1, joined along the last axis",
+         public=False, prints_as=lambda *xs: f"np.c_[{', '.join(xs)}]")
+_join_op("r_", _plan_r_, {}, (), "np.r_[a, b, ...]: numbers as 1-element vectors, joined along the first axis",
+         public=False, prints_as=lambda *xs: f"np.r_[{', '.join(xs)}]")
 
 _append_shape, _append_forward, _append_rule = _join_rules(_plan_append)
 register(Op("append", _append_forward, _append_shape, (_append_rule(0), _append_rule(1)), args=("arr", "values"),

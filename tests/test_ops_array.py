@@ -61,6 +61,12 @@ CASES = [
     ("y = np.hstack((a, b))", {"a": normal((2,)), "b": normal((3,))}, lambda a, b: np.hstack((a, b)), {}),
     ("y = np.dstack([a, b])", {"a": normal((2, 3)), "b": normal((2, 3, 2))}, lambda a, b: np.dstack([a, b]), {}),
     ("y = np.column_stack([a, b])", {"a": normal((3,)), "b": normal((3, 2))}, lambda a, b: np.column_stack([a, b]), {}),
+    # NumPy's index tricks: a subscript that joins (vectors as columns in np.c_, numbers as 1x1)
+    ("y = np.c_[a, b, a]", {"a": normal((3, 2)), "b": normal((3, 2))}, lambda a, b: np.c_[a, b, a], {}),
+    ("y = np.c_[a, b]", {"a": normal((3,)), "b": normal((3, 2))}, lambda a, b: np.c_[a, b], {}),
+    ("y = jnp.c_[a, a * b]", {"a": normal((4,)), "b": normal((4,))}, lambda a, b: np.c_[a, a * b], {}),
+    ("y = np.r_[a, 2.5, b]", {"a": normal((3,)), "b": normal((2,))}, lambda a, b: np.r_[a, 2.5, b], {}),
+    ("y = jnp.r_[a, b]", {"a": normal((2, 3)), "b": normal((1, 3))}, lambda a, b: np.r_[a, b], {}),
     ("y = np.append(a, b)", {"a": normal((2, 2)), "b": normal((3,))}, lambda a, b: np.append(a, b), {}),
     ("y = np.append(a, b, axis=0)", {"a": normal((2, 3)), "b": normal((1, 3))}, lambda a, b: np.append(a, b, axis=0), {}),
     # splitting: tuple results
@@ -381,6 +387,21 @@ def test_bad_arguments_are_user_errors_at_the_call(program, words):
     # a constant that is not an integer (or no array's size): at the constant itself
     at = program.index("1e300") + 1 if "holds" in words else 16 if "[0.5]" in program else 5
     assert (info.value.pos.line, info.value.pos.column) == (2, at)
+
+
+@pytest.mark.parametrize("program, message, column", [
+    ("y = np.r_[1:3, x]", "np.r_[...] with a range or '...' is not supported: join arrays, as in np.r_[a, b], "
+                          "or write np.arange", 12),
+    ("y = np.r_['r', x]", "np.r_[...] with the directive 'r' is not supported: join arrays, or write "
+                          "np.concatenate(..., axis=...)", 11),
+    ("y = np.c_", "np.c_ is not a value: it joins the arrays in its brackets, as in np.c_[a, b]", 5),
+    ("y = np.c_[x, [1.0, 2.0, 3.0]]", "np.c_: the input arrays' shapes differ off axis 1: (2, 1), (3, 1)", 10),
+])
+def test_index_tricks_refuse_what_they_do_not_join(program, message, column):
+    with pytest.raises(GradcliError) as info:
+        api.evaluate(program, feeds={"x": np.ones(2)})
+    assert message in str(info.value), str(info.value)
+    assert (info.value.pos.line, info.value.pos.column) == (1, column)
 
 
 def test_indices_given_as_values_are_checked_when_the_program_runs():
