@@ -122,12 +122,17 @@ def _example(*lines: str) -> str:
     return "\b\nExample" + ("s" if len(lines) > 1 else "") + ":\n" + "\n".join(f"  {ln}" for ln in lines)
 
 
-def _shared_by_lines(lines: bool, compute, prepare):
-    """With --lines, lines that differ only in numbers share one compiled program (gradcli.lines)."""
+def _shared_by_lines(lines: bool, library_call, prepare, options):
+    """The command's `compute(text, name, feeds, limit)`: `library_call(text, **options(name, feeds,
+    limit))`; with --lines, lines that differ only in numbers share one program compiled by
+    `prepare` with the same options (gradcli.lines)."""
+    def compute(text, name, feeds, limit):
+        return library_call(text, **options(name, feeds, limit))
+
     if not lines:
         return compute
     from .lines import cached
-    return cached(compute, prepare)
+    return cached(compute, lambda text, name, feeds, limit: prepare(text, **options(name, feeds, limit)))
 
 
 @app.command("eval", epilog=_example("gradcli eval -e 'x = [1.0, 2.0]; y = sum(x * x)' --format json",
@@ -149,11 +154,8 @@ def eval_command(
                     device=device.value, max_memory=limit, printed=out is None, chunks=_chunk_size(chunks),
                     scheduler=scheduler, store=run.store)
 
-    compute = _shared_by_lines(lines, lambda text, name, feeds, limit: api.evaluate(
-        text, **options(name, feeds, limit)), lambda text, name, feeds, limit: api.prepare_evaluate(
-        text, **options(name, feeds, limit)))
     run = Run(file, expr, set_, format.value, lines, strict, max_memory, debug, device.value).saving(out, force)
-    run.answer(render.EVAL, compute)
+    run.answer(render.EVAL, _shared_by_lines(lines, api.evaluate, api.prepare_evaluate, options))
 
 
 @app.command("grad", epilog=_example("gradcli grad -e 'y = sum(x * x)' --wrt x --set x='[1, 2]'"))
@@ -182,11 +184,8 @@ def grad_command(
                     dtype=dtype.value, device=device.value, max_memory=limit, printed=out is None,
                     chunks=_chunk_size(chunks), scheduler=scheduler, store=run.store)
 
-    compute = _shared_by_lines(lines, lambda text, name, feeds, limit: api.grad(
-        text, **options(name, feeds, limit)), lambda text, name, feeds, limit: api.prepare_grad(
-        text, **options(name, feeds, limit)))
     run = Run(file, expr, set_, format.value, lines, strict, max_memory, debug, device.value).saving(out, force)
-    run.answer(render.GRAD, compute)
+    run.answer(render.GRAD, _shared_by_lines(lines, api.grad, api.prepare_grad, options))
 
 
 @app.command("check", epilog=_example("gradcli check -e 'y = sum(tanh(x) * x)' --wrt x --set x='[0.3, 1.2]'"))

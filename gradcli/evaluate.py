@@ -119,7 +119,7 @@ def check_memory(graph: Graph, fetch: list[int], dtype: str, limit: int | None =
     if sum(math.prod(s) for s in graph.shapes) * itemsize + rendering <= limit:
         return  # even holding every value at once fits: no need to simulate
     if per_value is not None and gathered:
-        held = sum(math.prod(graph.shapes[f]) for f in set(fetch)) * itemsize
+        held = fetched * itemsize
         if held + rendering > limit:
             f = max(set(fetch), key=lambda j: math.prod(graph.shapes[j]))
             raise OptionError(f"the outputs are {_gib(held)} of values, gathered whole, more than the "
