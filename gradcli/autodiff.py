@@ -57,15 +57,16 @@ def gradients(graph: Graph, ys: list[int], xs: list[int], grad_ys: list[int | No
         if g is None:
             continue
         eq = equations[i]
-        if not eq.inputs:
-            continue
-        needed = [(k, j) for k, j in enumerate(eq.inputs) if reach[j]]
-        if not needed:
+        inputs = eq.inputs
+        if not inputs:
             continue
         graph.context = i
-        args = [Sym(graph, j) for j in eq.inputs]
-        for k, j in needed:
-            rule = eq.op.rule(k)
+        op = eq.op
+        args = None  # made once a rule needs them
+        for k, j in enumerate(inputs):
+            if not reach[j]:
+                continue
+            rule = op.rule(k)
             if rule is NO_GRADIENT:
                 continue
             if rule is None:
@@ -74,6 +75,8 @@ def gradients(graph: Graph, ys: list[int], xs: list[int], grad_ys: list[int | No
                     f"operation '{eq.label}' has no gradient rule, and it lies on the path from "
                     f"{what} to the differentiated output (TensorFlow: LookupError)", eq.pos, graph.source)
             differentiated.add(i)
+            if args is None:
+                args = [Sym(graph, a) for a in inputs]
             ct = rule(Sym(graph, g), Sym(graph, i), *args, **eq.params)
             _accumulate(graph, cotangent, j, ct)
     graph.context = None
@@ -81,9 +84,10 @@ def gradients(graph: Graph, ys: list[int], xs: list[int], grad_ys: list[int | No
 
 
 def _accumulate(graph: Graph, cotangent: dict, j: int, ct: Sym) -> None:
-    target = graph.shapes[j]
-    if ct.shape != target:
-        ct = G.sum_to(ct, shape=target) if len(ct.shape) >= len(target) else G.broadcast_to(ct, shape=target)
+    shapes = graph.shapes
+    target, shape = shapes[j], shapes[ct.id]
+    if shape != target:
+        ct = G.sum_to(ct, shape=target) if len(shape) >= len(target) else G.broadcast_to(ct, shape=target)
     previous = cotangent.get(j)
     cotangent[j] = ct.id if previous is None else G.add(Sym(graph, previous), ct).id
 

@@ -162,27 +162,32 @@ class Graph(ValueRecord):
     def derived(self, op: Op, inputs: tuple, params: dict) -> Sym:
         """Emit an equation of a gradient, attributed to the equation being differentiated;
         identical equations are shared and `x * 1`, `x + 0`, `x / 1` are folded away."""
-        plain = op.simpler(**params) if op.simpler is not None else None
-        if plain is not None:
-            # the same op written simpler: a sum down to a scalar is the plain sum, which the
-            # program may already compute
-            op, params = OPS[plain[0]], plain[1]
-        inputs = self._unbroadcast(op, inputs)
+        if op.simpler is not None:
+            plain = op.simpler(**params)
+            if plain is not None:
+                # the same op written simpler: a sum down to a scalar is the plain sum, which the
+                # program may already compute
+                op, params = OPS[plain[0]], plain[1]
+        if op.elementwise and len(inputs) > 1:
+            inputs = self._unbroadcast(op, inputs)
         simpler = self._simplify(op, inputs)
         if simpler is not None:
             return Sym(self, simpler)
-        memo = self._memo
-        if memo.get("indexed", 0) < len(self.equations):
+        memo, equations = self._memo, self.equations
+        if memo.get("indexed", 0) < len(equations):
             self._index_equations()
-        key = (op.name, inputs, _hashable(params))
+        key = (op.name, inputs, _hashable(params) if params else ())
         found = memo.get(key)
         if found is not None:
             return Sym(self, found)
-        ctx = self.equations[self.context] if self.context is not None else None
-        id_ = self.add(op, inputs, params, ctx.pos if ctx else None, ctx.label if ctx else op.name,
-                       ctx.stack if ctx else (), self.context)
-        self._memo[key] = id_
-        self._memo["indexed"] = len(self.equations)
+        context = self.context
+        if context is None:
+            id_ = self.add(op, inputs, params, None, op.name)
+        else:
+            ctx = equations[context]
+            id_ = self.add(op, inputs, params, ctx.pos, ctx.label, ctx.stack, context)
+        memo[key] = id_
+        memo["indexed"] = id_ + 1
         return Sym(self, id_)
 
     def _index_equations(self) -> None:
@@ -196,10 +201,8 @@ class Graph(ValueRecord):
         self._memo["indexed"] = len(self.equations)
 
     def _unbroadcast(self, op: Op, inputs: tuple) -> tuple:
-        """An elementwise op broadcasts by itself: drop an explicit broadcast_to (or a
-        reshape of a scalar) of an input where the result's shape stays the same."""
-        if not op.elementwise or len(inputs) < 2:
-            return inputs
+        """An elementwise op (of two or more inputs) broadcasts by itself: drop an explicit
+        broadcast_to (or a reshape of a scalar) of an input where the result's shape stays the same."""
         equations = self.equations
         for j in inputs:
             if equations[j].op.repeats:
@@ -488,7 +491,12 @@ class _Lowering:
                 continue
             if isinstance(stmt, ast.ExprStmt) and isinstance(stmt.value, ast.Str):
                 continue  # a docstring
-            value = self.lower(stmt.value, top)
+            node = stmt.value
+            if type(node) is ast.Number:  # `x0 = 0.5`: often most of a generated program's lines
+                self.steps_left -= 1
+                value = Literal(number_value(node), node.pos, node.boolean)
+            else:
+                value = self.lower(node, top)
             if isinstance(stmt, ast.Unpack):
                 for (name, pos), item in zip(stmt.names, self.unpack(value, len(stmt.names), stmt.pos, top)):
                     self.bind_global(name, item, pos, top)
@@ -639,6 +647,21 @@ class _Lowering:
                 if node_type is Call and not node.keywords and node.symbol != "if" and (
                         node.method or "." not in node.func) and not self.takes_sequences(node, scope):
                     # an operator (`a * b`) or a plain call (`sin(x)`): its arguments, then itself
+                    if scope.locals is None:
+                        # every argument a name of the top level (`sin(x0)`): applied at once,
+                        # the steps counted as if each argument had been a work item
+                        args = []
+                        for kid in node.args:
+                            found = globals_.get(kid.id) if type(kid) is Name else None
+                            if found is None or isinstance(found, (ast.FuncDef, Closure_)):
+                                break
+                            args.append(found)
+                        else:
+                            steps -= len(args)
+                            result = self.call(node, args, scope, work)
+                            if result is not None:
+                                values.append(result)
+                            continue
                     push((_APPLY, node, scope))
                     for kid in reversed(node.args):
                         push((_EVAL, kid, scope))

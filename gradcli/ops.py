@@ -375,7 +375,7 @@ class _GraphFunctions:
                 if type(a) is Sym:
                     graph = a.graph
                     break
-            ids = tuple(a.id if type(a) is Sym else graph.constant(a).id for a in args)
+            ids = tuple([a.id if type(a) is Sym else graph.constant(a).id for a in args])
             return graph.derived(op, ids, params)
 
         setattr(self, name, emit)  # made once per op (register() forgets it on replacing)
@@ -915,8 +915,8 @@ _unary("sigmoid_slope", _sigmoid_slope, lambda g, ans, x: g * (ans * (1.0 - 2.0 
 # computing the slope and multiplying. Where g is 1 (the seed) the slope alone is the gradient.
 def _slope_times(g, x, name: str):
     if g.graph.scalar_constant(g.id) == 1.0:
-        return getattr(G, f"{name}_slope")(x)
-    return getattr(G, f"{name}_grad")(g, x)
+        return getattr(G, name + "_slope")(x)
+    return getattr(G, name + "_grad")(g, x)
 
 
 def _bound_of_scaled_slope(bounds, shapes, shape, args):

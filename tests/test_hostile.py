@@ -220,6 +220,8 @@ def test_nan_bookkeeping_costs_about_what_the_finite_case_does():
 
     from gradcli import api
     peaks = {}
+    for sign in ("-", "+"):  # the modules either case imports when first run are not its bookkeeping
+        api.evaluate(f"y = log(x {sign} 2) + log(x {sign} 3)\n", feeds={"x": 1.0})
     for sign in ("-", "+"):
         program = "y = " + " + ".join(f"log(x {sign} {k + 2})" for k in range(1000)) + "\n"
         tracemalloc.start()

@@ -84,17 +84,34 @@ def test_a_small_eval_imports_only_what_it_needs():
     assert not unneeded
 
 
-def test_the_command_has_the_cyclic_collector_on_while_it_works():
-    """Start-up pauses it (imports make no garbage); a command's work must not run without it."""
-    code = ("import sys; sys.argv = ['gradcli', 'eval', '-e', 'exp(1)', '--format', 'plain']\n"
-            "import gc, gradcli\n"
-            "paused = not gc.isenabled()\n"
-            "from gradcli import api, cli\n"
-            "seen, real = [], api.evaluate\n"
-            "api.evaluate = lambda *a, **k: seen.append(gc.isenabled()) or real(*a, **k)\n"
-            "try:\n    cli.main()\nexcept SystemExit as e:\n    print(e.code, paused, seen, file=sys.stderr)\n")
-    p = run(["-c", code])
-    assert (p.stdout, p.stderr) == ("_\t2.718281828459045\n", "0 True [True]\n")
+_COLLECTOR_SEEN = """
+import sys; sys.argv = ['gradcli', 'eval', *sys.argv[1:]]
+import gc, gradcli
+paused = not gc.isenabled()
+from gradcli import api, cli, streams
+seen, evaluate, write = [], api.evaluate, streams.write_output
+api.evaluate = lambda *a, **k: seen.append(('work', gc.isenabled(), gc.get_freeze_count() > 0)) or evaluate(*a, **k)
+streams.write_output = lambda units: seen.append(('answer', gc.isenabled(), gc.get_freeze_count() > 0)) or write(units)
+try:
+    cli.main()
+except SystemExit as e:
+    print(e.code, paused, seen, file=sys.stderr)
+"""
+
+
+def test_the_command_pauses_the_cyclic_collector_for_one_program_and_freezes_what_it_made():
+    """Start-up pauses it (imports make no garbage). One program's work runs paused too (millions of
+    objects, no cycles), and what it made is frozen before the collector comes back on for the answer."""
+    p = run(["-c", _COLLECTOR_SEEN, "-e", "exp(1)", "--format", "plain"])
+    assert (p.stdout, p.stderr) == ("_\t2.718281828459045\n",
+                                    "0 True [('work', False, True), ('answer', True, True)]\n")
+
+
+def test_a_command_of_many_lines_collects_as_the_lines_go_by():
+    p = subprocess.run([sys.executable, "-c", _COLLECTOR_SEEN, "--lines", "--format", "plain"], input="exp(1)\n2\n",
+                       capture_output=True, text=True, timeout=60)
+    assert p.stdout == "1\t_\t2.718281828459045\n2\t_\t2.0\n"
+    assert p.stderr.startswith("0 True [('work', True, True)")
 
 
 def test_a_library_user_keeps_the_collector_and_python_s_help():
