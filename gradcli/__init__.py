@@ -7,8 +7,10 @@ The library API (parse -> graph -> evaluate -> differentiate) is importable with
 import sys as _sys
 
 _collector_paused = False
+_command_process = False  # this process is the gradcli command (not a program that imports gradcli)
 
 if _sys.argv[:1] == ["-m"] or _sys.argv[0].rpartition("/")[2] == "gradcli":
+    _command_process = True
     # The command is starting (python -m gradcli, or the console script): Ctrl-C is quiet from
     # this first line on, with nothing to import first (gradcli.streams takes over from here).
     # A program that imports gradcli as a library keeps its KeyboardInterrupt.
