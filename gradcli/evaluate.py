@@ -5,6 +5,7 @@ the program's length. Works over any NumPy-like namespace `xp` (NumPy, CuPy).
 """
 from __future__ import annotations
 
+import itertools
 import math
 import operator
 import os
@@ -169,12 +170,9 @@ def check_memory(graph: Graph, fetch: list[int], dtype: str, limit: int | None =
 
 def last_uses(graph: Graph, order: list[int], given=()) -> dict[int, int]:
     """For each value, the last equation in `order` that reads it (given values read none)."""
-    last: dict[int, int] = {}
-    for i in order:
-        if i not in given:
-            for j in graph.equations[i].inputs:
-                last[j] = i
-    return last
+    equations = graph.equations
+    # (a comprehension: a later reader overwrites an earlier one, as a loop would, at less cost per read)
+    return {j: i for i in order if i not in given for j in equations[i].inputs}
 
 
 def needed_equations(graph: Graph, fetch: list[int], given=()) -> list[int]:
@@ -189,7 +187,7 @@ def needed_equations(graph: Graph, fetch: list[int], given=()) -> list[int]:
         if needed[i] and i not in given:
             for j in equations[i].inputs:
                 needed[j] = 1
-    return [i for i in range(len(needed)) if needed[i]]
+    return list(itertools.compress(range(len(needed)), needed))
 
 
 # The ufuncs whose result on NumPy scalars is computed by the scalars' own arithmetic: the
@@ -242,10 +240,15 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
     # scalars of the dtype are the same IEEE operations as the ufuncs' (rounded in the same
     # dtype), without a ufunc call's cost (tests/test_scalar_path.py compares them bit for bit).
     scalar = dtype.type if not lazy and getattr(xp, "__name__", None) == "numpy" else None
+    scalar_operators = SCALAR_OPERATORS if scalar is not None else {}
     chains, inlined = {}, ()
-    if len(order) > 1 and in_place:  # a chain writes its chunks into buffers it owns
+    # a chain writes its chunks into buffers it owns, and needs arrays (a program of numbers has none)
+    if len(order) > 1 and in_place and any(map(shapes.__getitem__, order)):
         from . import fusion  # chains of elementwise ops over large arrays, evaluated chunk by chunk
         chains, inlined = fusion.plan(graph, order, last_use, keep, overrides, xp)
+    for f in keep:  # (after the plan, which reads them) a fetched value is never freed nor written over
+        last_use.pop(f, None)
+    read = env.__getitem__
     for i in order:
         if i in inlined:
             continue  # evaluated inside its chain, at the chain's root
@@ -264,11 +267,11 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
             args = ()
             out = None
         else:
-            args = [env[j] for j in eq.inputs] if not chain else ()
+            args = list(map(read, eq.inputs)) if not chain else ()
             out = None
             if in_place and op.ufunc is not None and shapes[i]:  # (a number is not worth a buffer)
                 for j in inputs:
-                    if j in owned and last_use[j] == i and j not in keep:
+                    if j in owned and last_use.get(j) == i:
                         candidate = env[j]
                         if candidate.shape == shapes[i] and candidate.ndim and candidate.dtype == dtype:
                             out = candidate
@@ -280,9 +283,8 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
                     value = fusion.evaluate(chain, graph, env, dtype, out, check, overrides)
                 elif out is not None:
                     value = getattr(xp, op.ufunc)(*args, out=out)
-                elif scalar is not None and type(args[0]) is scalar and type(args[-1]) is scalar and (
-                        SCALAR_OPERATORS.get(op.ufunc) is not None):
-                    value = SCALAR_OPERATORS[op.ufunc](*args)
+                elif op.ufunc in scalar_operators and type(args[0]) is scalar and type(args[-1]) is scalar:
+                    value = scalar_operators[op.ufunc](*args)
                 elif lazy:
                     value = _lazy_forward(backend, graph, i, args, dtype)
                 else:
@@ -307,7 +309,7 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
             clobbered = out is not None and any(out is a for a in args)
             check(i, eq, value, None if clobbered else args)
         for j in inputs:
-            if last_use.get(j) == i and j not in keep:
+            if last_use.get(j) == i:
                 dead = env.pop(j, None)
                 if j in owned and dead is not None and dead is not value and getattr(dead, "ndim", 0):
                     owned.discard(j)
