@@ -271,7 +271,14 @@ class NumericsChecker:
             return False
         # a bound on |result| from bounds on |inputs| (interval arithmetic on magnitudes), by the
         # op record's `bound` where it has one; none where none exists (exp, log, ...)
-        bounds = [*map(self._bound_of, inputs)]
+        bound_of = self._bound_of
+        # (the usual one or two inputs gathered by hand: a map and its list cost more than the rest)
+        if len(inputs) == 1:
+            bounds = [bound_of(inputs[0])]
+        elif len(inputs) == 2:
+            bounds = [bound_of(inputs[0]), bound_of(inputs[1])]
+        else:
+            bounds = [*map(bound_of, inputs)]
         if None not in bounds:
             rule = self._bound_rules.get(eq.op, _UNREAD)
             if rule is _UNREAD:

@@ -249,47 +249,45 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
     for f in keep:  # (after the plan, which reads them) a fetched value is never freed nor written over
         last_use.pop(f, None)
     read = env.__getitem__
+    asarray = backend.asarray
     for i in order:
         if i in inlined:
             continue  # evaluated inside its chain, at the chain's root
         eq = equations[i]
         op = eq.op
-        chain = chains.get(i) if chains else None
-        inputs = chain.leaves if chain else eq.inputs
-        if not eq.inputs or i in overrides:  # a source (constant, input), or a value given
+        inputs = eq.inputs
+        chain = out = None
+        if not inputs or i in overrides:  # a source (constant, input), or a value given
             value = overrides.get(i)
             if value is None:
                 value = eq.params["value"]
-            value = backend.asarray(value, dtype)
+            value = asarray(value, dtype)
             if scalar is not None and value.ndim == 0 and i not in keep:
                 value = value[()]  # (a copy: no buffer of the caller's or the graph's is held)
             borrowed.add(i)
-            args = ()
-            out = None
+            args = inputs = ()
         else:
-            args = list(map(read, eq.inputs)) if not chain else ()
-            out = None
-            if in_place and op.ufunc is not None and shapes[i]:  # (a number is not worth a buffer)
-                for j in inputs:
-                    if j in owned and last_use.get(j) == i:
-                        candidate = env[j]
-                        if candidate.shape == shapes[i] and candidate.ndim and candidate.dtype == dtype:
-                            out = candidate
-                            break
-                if out is None and pool.get((shapes[i], dtype)):
-                    out = pool[(shapes[i], dtype)].pop()
+            ufunc = op.ufunc
+            if chains:
+                chain = chains.get(i)
+                if chain is not None:
+                    inputs = chain.leaves
+            args = list(map(read, eq.inputs)) if chain is None else ()
+            if shapes[i] and in_place and ufunc is not None:  # (a number is not worth a buffer)
+                out = _buffer_to_write(i, inputs, shapes[i], dtype, env, owned, last_use, pool)
             try:
-                if chain:
+                if chain is not None:
                     value = fusion.evaluate(chain, graph, env, dtype, out, check, overrides)
+                elif ufunc in scalar_operators and type(args[0]) is scalar and type(args[-1]) is scalar:
+                    value = scalar_operators[ufunc](*args)  # (two numbers: never written into a buffer)
                 elif out is not None:
-                    value = getattr(xp, op.ufunc)(*args, out=out)
-                elif op.ufunc in scalar_operators and type(args[0]) is scalar and type(args[-1]) is scalar:
-                    value = scalar_operators[op.ufunc](*args)
+                    value = getattr(xp, ufunc)(*args, out=out)
                 elif lazy:
                     value = _lazy_forward(backend, graph, i, args, dtype)
                 else:
                     value = op.forward(xp, *args, **eq.params)
-                    if value.dtype is not dtype and value.dtype != dtype:
+                    # (a scalar of the dtype's type is of the dtype: no dtype to compare)
+                    if type(value) is not scalar and value.dtype is not dtype and value.dtype != dtype:
                         value = value.astype(dtype)
             except DataError as exc:  # the op cannot compute on these values: the user's data
                 raise GradcliError(f"{eq.label or op.name}: {exc}", eq.pos, graph.source) from None
@@ -301,10 +299,10 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
                 owned.difference_update(eq.inputs)  # the result may share an input's memory
                 if not borrowed.isdisjoint(eq.inputs):
                     borrowed.add(i)
-            elif in_place and op.ufunc is not None and getattr(value, "ndim", 0):
+            elif type(value) is not scalar and in_place and ufunc is not None and getattr(value, "ndim", 0):
                 owned.add(i)
         env[i] = value
-        if check is not None and not chain:  # (a chain checks its values itself)
+        if check is not None and chain is None:  # (a chain checks its values itself)
             # an input overwritten in place is no longer there to inspect: say so
             clobbered = out is not None and any(out is a for a in args)
             check(i, eq, value, None if clobbered else args)
@@ -320,6 +318,19 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
     if not in_place:  # nothing is written twice: no copy needed
         return {f: env[f] for f in fetch}
     return {f: env[f].copy() if f in borrowed and hasattr(env[f], "copy") else env[f] for f in fetch}
+
+
+def _buffer_to_write(i, inputs, shape, dtype, env, owned, last_use, pool):
+    """A buffer that value i may be written into: an input's that this run owns and that dies
+    here, or a dead one of the same shape and dtype from the pool; None where there is none."""
+    for j in inputs:
+        if j in owned and last_use.get(j) == i:
+            candidate = env[j]
+            if candidate.shape == shape and candidate.ndim and candidate.dtype == dtype:
+                return candidate
+    if pool.get((shape, dtype)):
+        return pool[(shape, dtype)].pop()
+    return None
 
 
 def _lazy_forward(backend, graph: Graph, i: int, args, dtype):
