@@ -152,8 +152,8 @@ class NumericsChecker:
             self._request(i, eq, value, args)
             return
         # the common path first (a large program calls this once per equation): no kink to look
-        # at, and the result proven finite from its inputs without a pass over it
-        if args is not None and value.size and (eq.op.kink is None or i not in self.differentiated) and (
+        # at, and the result proven finite from its inputs without a pass over it (a source has none)
+        if args is not None and eq.inputs and value.size and (eq.op.kink is None or i not in self.differentiated) and (
                 self.proven(i, eq, value.shape, args)):
             return
         self._check_noting(i, eq, value, args)
@@ -203,7 +203,7 @@ class NumericsChecker:
             self._check_kinks(i, eq, value, args)
         if value.size == 0:
             return
-        if self.proven(i, eq, value.shape, args):
+        if eq.inputs and self.proven(i, eq, value.shape, args):
             return
         square_sum = self._square_sum(i, value)
         if math.isfinite(square_sum):

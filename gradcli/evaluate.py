@@ -127,8 +127,8 @@ def check_memory(graph: Graph, fetch: list[int], dtype: str, limit: int | None =
             raise OptionError(f"the outputs are {_gib(held)} of values, gathered whole, more than the "
                               f"{_gib(limit)} allowed; raise the limit with {{option}} if the machine has it",
                               "max_memory", graph.equations[f].pos, graph.source)
-    order = needed_equations(graph, fetch)
-    last_use = last_uses(graph, order)
+    last_use: dict[int, int] = {}
+    order = needed_equations(graph, fetch, last_use=last_use)
     keep = set(fetch) if gathered or per_value is None else set()
     live = 0
     sizes: dict[int, int] = {}
@@ -175,18 +175,23 @@ def last_uses(graph: Graph, order: list[int], given=()) -> dict[int, int]:
     return {j: i for i in order if i not in given for j in equations[i].inputs}
 
 
-def needed_equations(graph: Graph, fetch: list[int], given=()) -> list[int]:
-    """The equations the fetched values depend on, in order (not looking past `given`)."""
+def needed_equations(graph: Graph, fetch: list[int], given=(), last_use: dict | None = None) -> list[int]:
+    """The equations the fetched values depend on, in order (not looking past `given`). A dict
+    given as `last_use` is filled in the same pass with what `last_uses` finds on that order:
+    walking backwards, an equation is the last reader of the inputs that no later one read."""
     if not fetch:
         return []
     needed = bytearray(max(fetch) + 1)
     for f in fetch:
         needed[f] = 1
     equations = graph.equations
+    note_reader = last_use.setdefault if last_use is not None else None
     for i in range(len(needed) - 1, -1, -1):
         if needed[i] and i not in given:
             for j in equations[i].inputs:
                 needed[j] = 1
+                if note_reader is not None:
+                    note_reader(j, i)
     return list(itertools.compress(range(len(needed)), needed))
 
 
@@ -222,8 +227,8 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
     lazy = backend.lazy
     overrides = overrides or {}
     dtype = backend.dtype(dtype)  # compared with each result's: a dtype object, not its name
-    order = needed_equations(graph, fetch, overrides)
-    last_use = last_uses(graph, order, overrides)
+    last_use: dict[int, int] = {}
+    order = needed_equations(graph, fetch, overrides, last_use)
     equations = graph.equations
     keep = set(fetch)
     env: dict[int, object] = {}
