@@ -253,7 +253,6 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
         chains, inlined = fusion.plan(graph, order, last_use, keep, overrides, xp)
     for f in keep:  # (after the plan, which reads them) a fetched value is never freed nor written over
         last_use.pop(f, None)
-    read = env.__getitem__
     asarray = backend.asarray
     for i in order:
         if i in inlined:
@@ -277,7 +276,14 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
                 chain = chains.get(i)
                 if chain is not None:
                     inputs = chain.leaves
-            args = list(map(read, eq.inputs)) if chain is None else ()
+            if chain is not None:
+                args = ()  # (the chain reads its leaves itself)
+            elif len(inputs) == 1:  # (the usual one or two read by hand: a map and its list cost twice as much)
+                args = [env[inputs[0]]]
+            elif len(inputs) == 2:
+                args = [env[inputs[0]], env[inputs[1]]]
+            else:
+                args = list(map(env.__getitem__, inputs))
             if shapes[i] and in_place and ufunc is not None:  # (a number is not worth a buffer)
                 out = _buffer_to_write(i, inputs, shapes[i], dtype, env, owned, last_use, pool)
             try:
