@@ -265,7 +265,7 @@ class NumericsChecker:
     def proven(self, i, eq, shape, args) -> bool:
         """Whether equation i's result is finite and far from overflowing without looking at it:
         its inputs are clean and its bound follows from theirs (recorded), or its op cannot make
-        finite inputs non-finite. (It runs once per equation: map and bound methods, no helper.)"""
+        finite inputs non-finite. (Called once per equation: the bound's propagation is written inline.)"""
         inputs = eq.inputs
         if not inputs or (self.origins and not self.origins.keys().isdisjoint(inputs)):
             return False
@@ -273,9 +273,10 @@ class NumericsChecker:
         # op record's `bound` where it has one; none where none exists (exp, log, ...)
         bound_of = self._bound_of
         # (the usual one or two inputs gathered by hand: a map and its list cost more than the rest)
-        if len(inputs) == 1:
+        arity = len(inputs)
+        if arity == 1:
             bounds = [bound_of(inputs[0])]
-        elif len(inputs) == 2:
+        elif arity == 2:
             bounds = [bound_of(inputs[0]), bound_of(inputs[1])]
         else:
             bounds = [*map(bound_of, inputs)]

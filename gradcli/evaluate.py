@@ -276,11 +276,12 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
                 chain = chains.get(i)
                 if chain is not None:
                     inputs = chain.leaves
+            arity = len(inputs)
             if chain is not None:
                 args = ()  # (the chain reads its leaves itself)
-            elif len(inputs) == 1:  # (the usual one or two read by hand: a map and its list cost twice as much)
+            elif arity == 1:  # (the usual one or two read by hand: a map and its list cost twice as much)
                 args = [env[inputs[0]]]
-            elif len(inputs) == 2:
+            elif arity == 2:
                 args = [env[inputs[0]], env[inputs[1]]]
             else:
                 args = list(map(env.__getitem__, inputs))
