@@ -92,6 +92,23 @@ class Diagnostic(ValueRecord):
         return out
 
 
+# How a bound on an op's result follows from its inputs', read from its record once per op
+# (`NumericsChecker.proven`): None, a number, this marker, or the record's rule
+_LARGEST_INPUT = "largest input"  # finite-closed without a rule of its own: as large as the largest input
+_UNREAD = object()
+
+
+def _bound_rule(op):
+    rule = op.bound
+    if callable(rule):
+        return rule
+    if isinstance(rule, tuple):  # a constant range, whatever the inputs
+        return float(max(abs(rule[0]), abs(rule[1])))
+    if op.finite_closed:
+        return _LARGEST_INPUT
+    return None
+
+
 def _fmt(x: float) -> str:
     return f"{x:.6g}"
 
@@ -121,6 +138,9 @@ class NumericsChecker:
         self._origin_of: dict[tuple, int] = {}  # (op, inputs, params) -> diagnostic index
         self.largest = float(numpy.finfo(dtype).max)
         self.bound: dict[int, float] = {}  # value id -> a bound on its magnitude, where known
+        self._bound_rules: dict = {}  # op -> _bound_rule(op)
+        self._bound_of = self.bound.get  # (the per-equation reads, bound once)
+        self._shape_of = graph.shapes.__getitem__
         self._found_at: list[int] = []  # per diagnostic, the equation whose check found it
         # v.v past this may hide a value close to overflowing (or past float32's range)
         limit = FLOAT32_MAX if dtype == "float64" else self.largest / HEADROOM_FACTOR
@@ -132,8 +152,8 @@ class NumericsChecker:
             self._request(i, eq, value, args)
             return
         # the common path first (a large program calls this once per equation): no kink to look
-        # at, and the result proven finite from its inputs without a pass over it
-        if args is not None and value.size and (eq.op.kink is None or i not in self.differentiated) and (
+        # at, and the result proven finite from its inputs without a pass over it (a source has none)
+        if args is not None and eq.inputs and value.size and (eq.op.kink is None or i not in self.differentiated) and (
                 self.proven(i, eq, value.shape, args)):
             return
         self._check_noting(i, eq, value, args)
@@ -143,7 +163,8 @@ class NumericsChecker:
         self._check(i, eq, value, args)
         # which equation each diagnostic was found at: a fused chain evaluated unfused checks its
         # equations after values computed later in the plain order, and finish() restores it
-        self._found_at.extend([i] * (len(self.diagnostics) - before))
+        if len(self.diagnostics) != before:
+            self._found_at.extend([i] * (len(self.diagnostics) - before))
 
     def _request(self, i, eq, value, args):
         """Lazy: note the equation, and ask for the reductions its check reads."""
@@ -178,11 +199,11 @@ class NumericsChecker:
 
     def _check(self, i, eq, value, args):
         xp = self.xp
-        if i in self.differentiated and args is not None:
+        if eq.op.kink is not None and i in self.differentiated and args is not None:
             self._check_kinks(i, eq, value, args)
         if value.size == 0:
             return
-        if self.proven(i, eq, value.shape, args):
+        if eq.inputs and self.proven(i, eq, value.shape, args):
             return
         square_sum = self._square_sum(i, value)
         if math.isfinite(square_sum):
@@ -244,15 +265,43 @@ class NumericsChecker:
     def proven(self, i, eq, shape, args) -> bool:
         """Whether equation i's result is finite and far from overflowing without looking at it:
         its inputs are clean and its bound follows from theirs (recorded), or its op cannot make
-        finite inputs non-finite."""
-        if eq.inputs and (not self.origins or not any(j in self.origins for j in eq.inputs)):
-            bound = self._propagate_bound(eq, shape, args)
+        finite inputs non-finite. (Called once per equation: the bound's propagation is written inline.)"""
+        inputs = eq.inputs
+        if not inputs or (self.origins and not self.origins.keys().isdisjoint(inputs)):
+            return False
+        # a bound on |result| from bounds on |inputs| (interval arithmetic on magnitudes), by the
+        # op record's `bound` where it has one; none where none exists (exp, log, ...)
+        bound_of = self._bound_of
+        # (the usual one or two inputs read by hand, here and for the shapes below: a map and its
+        # list cost more than all the rest)
+        arity = len(inputs)
+        if arity == 1:
+            bounds = [bound_of(inputs[0])]
+        elif arity == 2:
+            bounds = [bound_of(inputs[0]), bound_of(inputs[1])]
+        else:
+            bounds = [*map(bound_of, inputs)]
+        if None not in bounds:
+            rule = self._bound_rules.get(eq.op, _UNREAD)
+            if rule is _UNREAD:
+                rule = self._bound_rules[eq.op] = _bound_rule(eq.op)
+            if rule is None or type(rule) is float:  # none, or a constant range's
+                bound = rule
+            elif rule is _LARGEST_INPUT:
+                bound = max(bounds)
+            else:  # (a lazy backend's arrays are not read: that would be a pass of its own)
+                shape_of = self._shape_of
+                if arity == 1:
+                    shapes = [shape_of(inputs[0])]
+                elif arity == 2:
+                    shapes = [shape_of(inputs[0]), shape_of(inputs[1])]
+                else:
+                    shapes = [*map(shape_of, inputs)]
+                bound = rule(bounds, shapes, shape, None if self.lazy else args)
             if bound is not None and bound * bound < self.headroom_trigger:
                 self.bound[i] = bound  # proven finite, and how large it can be: no pass needed
                 return True
-            if eq.op.finite_closed:
-                return True  # finite inputs, and this op cannot make them non-finite
-        return False
+        return bool(eq.op.finite_closed)  # finite inputs, and this op cannot make them non-finite
 
     def fused_clean(self, i, square_sum: float) -> bool:
         """The check of a value computed inside a fused chain and never held whole, from its
@@ -283,22 +332,6 @@ class NumericsChecker:
         if self.lazy:
             return float(self._stats(i, value)[0])
         return self.backend.square_sum(value)
-
-    def _propagate_bound(self, eq, shape, args) -> float | None:
-        """A bound on |result| from bounds on |inputs| (interval arithmetic on magnitudes),
-        by the op record's `bound` where it has one; None where none exists (exp, log, ...)."""
-        bounds = [self.bound.get(j) for j in eq.inputs]
-        if None in bounds:
-            return None
-        op = eq.op
-        rule = op.bound
-        if callable(rule):  # (a lazy backend's arrays are not read: that would be a pass of its own)
-            return rule(bounds, [self.graph.shapes[j] for j in eq.inputs], shape, None if self.lazy else args)
-        if isinstance(rule, tuple):  # a constant range, whatever the inputs
-            return float(max(abs(rule[0]), abs(rule[1])))
-        if op.finite_closed:
-            return max(bounds) if bounds else None
-        return None
 
     # ----------------------------------------------------------------- origins
     def _origin(self, i, eq, value, args, mask) -> int:

@@ -5,6 +5,7 @@ the program's length. Works over any NumPy-like namespace `xp` (NumPy, CuPy).
 """
 from __future__ import annotations
 
+import itertools
 import math
 import operator
 import os
@@ -126,8 +127,8 @@ def check_memory(graph: Graph, fetch: list[int], dtype: str, limit: int | None =
             raise OptionError(f"the outputs are {_gib(held)} of values, gathered whole, more than the "
                               f"{_gib(limit)} allowed; raise the limit with {{option}} if the machine has it",
                               "max_memory", graph.equations[f].pos, graph.source)
-    order = needed_equations(graph, fetch)
-    last_use = last_uses(graph, order)
+    last_use: dict[int, int] = {}
+    order = needed_equations(graph, fetch, last_use=last_use)
     keep = set(fetch) if gathered or per_value is None else set()
     live = 0
     sizes: dict[int, int] = {}
@@ -169,27 +170,29 @@ def check_memory(graph: Graph, fetch: list[int], dtype: str, limit: int | None =
 
 def last_uses(graph: Graph, order: list[int], given=()) -> dict[int, int]:
     """For each value, the last equation in `order` that reads it (given values read none)."""
-    last: dict[int, int] = {}
-    for i in order:
-        if i not in given:
-            for j in graph.equations[i].inputs:
-                last[j] = i
-    return last
+    equations = graph.equations
+    # (a comprehension: a later reader overwrites an earlier one, as a loop would, at less cost per read)
+    return {j: i for i in order if i not in given for j in equations[i].inputs}
 
 
-def needed_equations(graph: Graph, fetch: list[int], given=()) -> list[int]:
-    """The equations the fetched values depend on, in order (not looking past `given`)."""
+def needed_equations(graph: Graph, fetch: list[int], given=(), last_use: dict | None = None) -> list[int]:
+    """The equations the fetched values depend on, in order (not looking past `given`). A dict
+    given as `last_use` is filled in the same pass with what `last_uses` finds on that order:
+    walking backwards, an equation is the last reader of the inputs that no later one read."""
     if not fetch:
         return []
     needed = bytearray(max(fetch) + 1)
     for f in fetch:
         needed[f] = 1
     equations = graph.equations
+    note_reader = last_use.setdefault if last_use is not None else None
     for i in range(len(needed) - 1, -1, -1):
         if needed[i] and i not in given:
             for j in equations[i].inputs:
                 needed[j] = 1
-    return [i for i in range(len(needed)) if needed[i]]
+                if note_reader is not None:
+                    note_reader(j, i)
+    return list(itertools.compress(range(len(needed)), needed))
 
 
 # The ufuncs whose result on NumPy scalars is computed by the scalars' own arithmetic: the
@@ -224,8 +227,8 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
     lazy = backend.lazy
     overrides = overrides or {}
     dtype = backend.dtype(dtype)  # compared with each result's: a dtype object, not its name
-    order = needed_equations(graph, fetch, overrides)
-    last_use = last_uses(graph, order, overrides)
+    last_use: dict[int, int] = {}
+    order = needed_equations(graph, fetch, overrides, last_use)
     equations = graph.equations
     keep = set(fetch)
     env: dict[int, object] = {}
@@ -242,52 +245,61 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
     # scalars of the dtype are the same IEEE operations as the ufuncs' (rounded in the same
     # dtype), without a ufunc call's cost (tests/test_scalar_path.py compares them bit for bit).
     scalar = dtype.type if not lazy and getattr(xp, "__name__", None) == "numpy" else None
+    scalar_operators = SCALAR_OPERATORS if scalar is not None else {}
     chains, inlined = {}, ()
-    if len(order) > 1 and in_place:  # a chain writes its chunks into buffers it owns
+    # a chain writes its chunks into buffers it owns, and needs arrays (a program of numbers has none)
+    if len(order) > 1 and in_place and any(map(shapes.__getitem__, order)):
         from . import fusion  # chains of elementwise ops over large arrays, evaluated chunk by chunk
         chains, inlined = fusion.plan(graph, order, last_use, keep, overrides, xp)
+    for f in keep:  # (after the plan, which reads them) a fetched value is never freed nor written over
+        last_use.pop(f, None)
+    asarray = backend.asarray
     for i in order:
         if i in inlined:
             continue  # evaluated inside its chain, at the chain's root
         eq = equations[i]
         op = eq.op
-        chain = chains.get(i) if chains else None
-        inputs = chain.leaves if chain else eq.inputs
-        if not eq.inputs or i in overrides:  # a source (constant, input), or a value given
+        inputs = eq.inputs
+        chain = out = None
+        if not inputs or i in overrides:  # a source (constant, input), or a value given
             value = overrides.get(i)
             if value is None:
                 value = eq.params["value"]
-            value = backend.asarray(value, dtype)
+            value = asarray(value, dtype)
             if scalar is not None and value.ndim == 0 and i not in keep:
                 value = value[()]  # (a copy: no buffer of the caller's or the graph's is held)
             borrowed.add(i)
-            args = ()
-            out = None
+            args = inputs = ()
         else:
-            args = [env[j] for j in eq.inputs] if not chain else ()
-            out = None
-            if in_place and op.ufunc is not None and shapes[i]:  # (a number is not worth a buffer)
-                for j in inputs:
-                    if j in owned and last_use[j] == i and j not in keep:
-                        candidate = env[j]
-                        if candidate.shape == shapes[i] and candidate.ndim and candidate.dtype == dtype:
-                            out = candidate
-                            break
-                if out is None and pool.get((shapes[i], dtype)):
-                    out = pool[(shapes[i], dtype)].pop()
+            ufunc = op.ufunc
+            if chains:
+                chain = chains.get(i)
+                if chain is not None:
+                    inputs = chain.leaves
+            arity = len(inputs)
+            if chain is not None:
+                args = ()  # (the chain reads its leaves itself)
+            elif arity == 1:  # (the usual one or two read by hand: a map and its list cost twice as much)
+                args = [env[inputs[0]]]
+            elif arity == 2:
+                args = [env[inputs[0]], env[inputs[1]]]
+            else:
+                args = list(map(env.__getitem__, inputs))
+            if shapes[i] and in_place and ufunc is not None:  # (a number is not worth a buffer)
+                out = _buffer_to_write(i, inputs, shapes[i], dtype, env, owned, last_use, pool)
             try:
-                if chain:
+                if chain is not None:
                     value = fusion.evaluate(chain, graph, env, dtype, out, check, overrides)
+                elif ufunc in scalar_operators and type(args[0]) is scalar and type(args[-1]) is scalar:
+                    value = scalar_operators[ufunc](*args)  # (two numbers: never written into a buffer)
                 elif out is not None:
-                    value = getattr(xp, op.ufunc)(*args, out=out)
-                elif scalar is not None and type(args[0]) is scalar and type(args[-1]) is scalar and (
-                        SCALAR_OPERATORS.get(op.ufunc) is not None):
-                    value = SCALAR_OPERATORS[op.ufunc](*args)
+                    value = getattr(xp, ufunc)(*args, out=out)
                 elif lazy:
                     value = _lazy_forward(backend, graph, i, args, dtype)
                 else:
                     value = op.forward(xp, *args, **eq.params)
-                    if value.dtype is not dtype and value.dtype != dtype:
+                    # (a scalar of the dtype's type is of the dtype: no dtype to compare)
+                    if type(value) is not scalar and value.dtype is not dtype and value.dtype != dtype:
                         value = value.astype(dtype)
             except DataError as exc:  # the op cannot compute on these values: the user's data
                 raise GradcliError(f"{eq.label or op.name}: {exc}", eq.pos, graph.source) from None
@@ -299,15 +311,15 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
                 owned.difference_update(eq.inputs)  # the result may share an input's memory
                 if not borrowed.isdisjoint(eq.inputs):
                     borrowed.add(i)
-            elif in_place and op.ufunc is not None and getattr(value, "ndim", 0):
+            elif type(value) is not scalar and in_place and ufunc is not None and getattr(value, "ndim", 0):
                 owned.add(i)
         env[i] = value
-        if check is not None and not chain:  # (a chain checks its values itself)
+        if check is not None and chain is None:  # (a chain checks its values itself)
             # an input overwritten in place is no longer there to inspect: say so
             clobbered = out is not None and any(out is a for a in args)
             check(i, eq, value, None if clobbered else args)
         for j in inputs:
-            if last_use.get(j) == i and j not in keep:
+            if last_use.get(j) == i:
                 dead = env.pop(j, None)
                 if j in owned and dead is not None and dead is not value and getattr(dead, "ndim", 0):
                     owned.discard(j)
@@ -318,6 +330,19 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
     if not in_place:  # nothing is written twice: no copy needed
         return {f: env[f] for f in fetch}
     return {f: env[f].copy() if f in borrowed and hasattr(env[f], "copy") else env[f] for f in fetch}
+
+
+def _buffer_to_write(i, inputs, shape, dtype, env, owned, last_use, pool):
+    """A buffer that value i may be written into: an input's that this run owns and that dies
+    here, or a dead one of the same shape and dtype from the pool; None where there is none."""
+    for j in inputs:
+        if j in owned and last_use.get(j) == i:
+            candidate = env[j]
+            if candidate.shape == shape and candidate.ndim and candidate.dtype == dtype:
+                return candidate
+    if pool.get((shape, dtype)):
+        return pool[(shape, dtype)].pop()
+    return None
 
 
 def _lazy_forward(backend, graph: Graph, i: int, args, dtype):
