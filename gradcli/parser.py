@@ -61,8 +61,10 @@ _EXPRESSION_STARTS = {"NAME", "NUMBER", "LPAR", "LSQB", "ADD_OP", "TRUE", "FALSE
 # The indentation scheme (as Python's): these terminal names are the grammar's.
 _NL, _INDENT, _DEDENT, _END = "_NL", "_INDENT", "_DEDENT", "$END"
 _OPENERS, _CLOSERS = {"LPAR", "LSQB"}, {"RPAR": "LPAR", "RSQB": "LSQB"}  # closer: its opener
-# The loop's actions beyond the table's (a state's number, or ~rule for a reduction)
-_ERROR, _ACCEPT = 1 << 30, (1 << 30) + 1
+# The loop's actions beyond the table's (a state's number, or ~rule for a reduction): a shift
+# that first turns a leaf's node back into its token (+ _RETOKEN, see _Parser._leaf_states),
+# the end, and no action
+_RETOKEN, _ACCEPT, _ERROR = 1 << 30, 1 << 31, (1 << 31) + 1
 _INPUT_LINE_TOKENS = 4  # NAME = NUMBER _NL, counted as the loop counts them (--max-memory)
 _TAB_WIDTH = 8
 
@@ -111,6 +113,10 @@ class _TrailingComma(list):
 
 class _AstBuilder:
     """Callbacks for the grammar's rules, run at each LALR reduction."""
+
+    # Those that return their children as they are: the loop makes the list with `list` (a
+    # call into C, not a method call) where the rule keeps its children unchanged.
+    RETURNING_ITEMS = frozenset({"params", "arguments", "subscripts"})
 
     def start(self, items):
         return ast.Module([s for s in items if s is not None])
@@ -437,7 +443,7 @@ class _Rule:
                             and not self.append_none)
         identity = self.include == [(i, False, 0) for i in range(self.size)] and not self.append_none
         if identity and not self.expand1:  # most rules: the children as they stand
-            self.apply = self.callback or list
+            self.apply = list if self.callback is None or spec["callback"] in builder.RETURNING_ITEMS else self.callback
         else:
             self.apply = self._shape
 
@@ -488,29 +494,33 @@ class _Parser:
                                      "[ \t]*\n")
 
     def _leaf_states(self) -> dict[str, dict[int, int]]:
-        """Where a NAME or a NUMBER can only be a variable or a constant (`x` in `y = x * 2`,
-        not in `f(x=1)`), the loop shifts it as its AST node at once, with no Token, into a
-        copy of the state after it whose reductions keep the node as it is (a third of a
-        program's tokens, and the costliest). For each terminal: state -> that copy."""
+        """Where a NAME or a NUMBER is read as a variable or a constant whatever follows it
+        (`x` in `y = x * 2`), or else as the token that a few rules keep (`f(x=1)`, `x += 1`),
+        the loop shifts it as its AST node at once, with no Token, into a copy of the state
+        after it: the copy's reduction keeps the node as it is, and its shifts are marked
+        (+ _RETOKEN) so that the loop turns the node back into the token first. Names and
+        numbers are a third of a program's tokens, and the costliest. For each terminal:
+        state -> the copy of the state after it."""
         leaves: dict[str, dict[int, int]] = {"NAME": {}, "NUMBER": {}}
-        callbacks = {"NAME": "name", "NUMBER": "number"}  # what _leaf builds, as the builder does
+        builds = {"NAME": "name", "NUMBER": "number"}  # the callbacks that the loop's leaves copy
         copies: dict[int, int] = {}
         for state, actions in list(self.states.items()):
             for kind, leaves_of_kind in leaves.items():
                 after = actions.get(kind, -1)
                 if after < 0:
                     continue
-                reductions = set(self.states[after].values())
-                if len(reductions) != 1 or (only := reductions.pop()) >= 0:
+                reductions = {action for action in self.states[after].values() if action < 0}
+                if len(reductions) != 1:
                     continue
-                rule = self.rules[~only]
-                if rule.size != 1 or rule.callback is None or rule.callback.__name__ != callbacks[kind]:
+                rule = self.rules[~reductions.pop()]
+                if rule.size != 1 or rule.callback is None or rule.callback.__name__ != builds[kind]:
                     continue
                 if after not in copies:
                     kept = ~len(self.reductions)
                     self.reductions[kept] = (1, None, rule.origin)  # no callback: the node stays
                     copies[after] = len(self.states)
-                    self.states[copies[after]] = dict.fromkeys(self.states[after], kept)
+                    self.states[copies[after]] = {sym: kept if action < 0 else action + _RETOKEN
+                                                  for sym, action in self.states[after].items()}
                 leaves_of_kind[state] = copies[after]
         return leaves
 
@@ -547,16 +557,19 @@ class _Parser:
         for match in itertools.chain(self.lexer.finditer(text, offset), (None,)):
             # ---- the next token, or the tokens that a newline or the end of the text make
             if match is None:
-                if not isinstance(last, (Token, type(None))):  # a leaf's node: its place
-                    last = Token("", "", last.pos.start, last.pos.end, last.pos.line, last.pos.column)
+                if not isinstance(last, (Token, type(None))):  # a leaf's node (see _leaf_states)
+                    last = _leaf_token(last, text)
                 batch = [_borrow(_DEDENT, "", last) for _ in indents[1:]] + [_borrow(_END, "", last)]
             else:
                 skipped = match.start()
                 if skipped != pos:  # nothing matched at pos
                     raise _unexpected_character(text, pos, line, line_start)
-                kind, pos = match.lastgroup, match.end()
-                value = match.group(kind) if kind else ""
-                token_start = pos - len(value)
+                kind = match.lastgroup
+                if kind is None:  # only what is ignored, up to the end of the text or a character it cannot read
+                    token_start = pos = match.end()
+                else:
+                    token_start, pos = match.span(kind)
+                    value = text[token_start:pos]
                 if token_start != skipped:  # blanks, a comment, or a `\\` line continuation were skipped
                     newlines = text.count("\n", skipped, token_start)
                     if newlines:
@@ -642,12 +655,15 @@ class _Parser:
                     if goto is None:
                         goto = chains[key] = self._goto(below, origin, kind)
                     state, action = goto
-                if action >= _ERROR:
+                if action >= _RETOKEN:
                     if action == _ACCEPT:
                         if lines:
                             values[-1].statements[:0] = lines
                         return values[-1]
-                    raise _unexpected(token, table[state], text, brackets)
+                    if action == _ERROR:
+                        raise _unexpected(token, table[state], text, brackets)
+                    values[-1] = _leaf_token(values[-1], text)  # read as a token here: see _leaf_states
+                    action -= _RETOKEN
                 states.append(state)
                 values.append(token)
                 state = action
@@ -721,6 +737,13 @@ def _borrow(kind: str, value: str, token: Token | None) -> Token:
     if token is None:
         return Token(kind, value, 0, 0, 1, 1)
     return Token(kind, value, token.start_pos, token.end_pos, token.line, token.column)
+
+
+def _leaf_token(node, text: str) -> Token:
+    """The NAME or NUMBER token that a leaf's node was made from (see _Parser._leaf_states)."""
+    pos = node.pos
+    return Token("NAME" if isinstance(node, ast.Name) else "NUMBER", text[pos.start:pos.end], pos.start, pos.end,
+                 pos.line, pos.column)
 
 
 def _unexpected_character(text: str, pos: int, line: int, line_start: int) -> GradcliError:
