@@ -582,9 +582,10 @@ class _Parser:
                         kind = keywords.get(value, kind)
                         if value in UNSUPPORTED:
                             raise _syntax(UNSUPPORTED[value], Pos(line, token_start - line_start + 1, token_start, pos))
-                    elif state in name_leaves and count + 1 != allowed:  # a variable: see _leaf_states
+                    elif state in name_leaves and count + 1 != allowed:
+                        # Shifted as its node, as _AstBuilder.name builds it (see _leaf_states);
+                        # the token over --max-memory goes the common way, to be named in the error.
                         count += 1
-                        # as _AstBuilder.name builds it
                         last = ast.Name(value, Pos(line, token_start - line_start + 1, token_start, pos))
                         states.append(state)
                         values.append(last)
@@ -602,9 +603,9 @@ class _Parser:
                         continue
                     batch = self._newline(last, pos, line, indents)
                 else:
-                    if kind == "NUMBER" and state in number_leaves and count + 1 != allowed:  # see _leaf_states
+                    if kind == "NUMBER" and state in number_leaves and count + 1 != allowed:
+                        # Shifted as its node, as _AstBuilder.number builds it (as a NAME above)
                         count += 1
-                        # as _AstBuilder.number builds it
                         last = ast.Number(float(value), Pos(line, token_start - line_start + 1, token_start, pos))
                         states.append(state)
                         values.append(last)
