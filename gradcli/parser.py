@@ -15,6 +15,7 @@ builds exactly what Lark's parser builds.
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import re
 
@@ -60,6 +61,10 @@ _EXPRESSION_STARTS = {"NAME", "NUMBER", "LPAR", "LSQB", "ADD_OP", "TRUE", "FALSE
 # The indentation scheme (as Python's): these terminal names are the grammar's.
 _NL, _INDENT, _DEDENT, _END = "_NL", "_INDENT", "_DEDENT", "$END"
 _OPENERS, _CLOSERS = {"LPAR", "LSQB"}, {"RPAR": "LPAR", "RSQB": "LSQB"}  # closer: its opener
+# The loop's actions beyond the table's (a state's number, or ~rule for a reduction): a shift
+# that first turns a leaf's node back into its token (+ _RETOKEN, see _Parser._leaf_states),
+# the end, and no action
+_RETOKEN, _ACCEPT, _ERROR = 1 << 30, 1 << 31, (1 << 31) + 1
 _INPUT_LINE_TOKENS = 4  # NAME = NUMBER _NL, counted as the loop counts them (--max-memory)
 _TAB_WIDTH = 8
 
@@ -108,6 +113,10 @@ class _TrailingComma(list):
 
 class _AstBuilder:
     """Callbacks for the grammar's rules, run at each LALR reduction."""
+
+    # Those that return their children as they are: the loop makes the list with `list` (a
+    # call into C, not a method call) where the rule keeps its children unchanged.
+    RETURNING_ITEMS = frozenset({"params", "arguments", "subscripts"})
 
     def start(self, items):
         return ast.Module([s for s in items if s is not None])
@@ -434,7 +443,7 @@ class _Rule:
                             and not self.append_none)
         identity = self.include == [(i, False, 0) for i in range(self.size)] and not self.append_none
         if identity and not self.expand1:  # most rules: the children as they stand
-            self.apply = self.callback or list
+            self.apply = list if self.callback is None or spec["callback"] in builder.RETURNING_ITEMS else self.callback
         else:
             self.apply = self._shape
 
@@ -475,78 +484,197 @@ class _Parser:
         builder = _AstBuilder()
         self.rules = [_Rule(spec, builder) for spec in tables["rules"]]
         self.start_states, self.end_states = tables["start_states"], tables["end_states"]
-        self.chains: dict[tuple, int] = {}  # (state, nonterminal, lookahead) -> state; see parse
+        # What the loop needs of a reduction, by its action (a negative number, as in the table)
+        self.reductions = {~i: (rule.size, rule.apply, rule.origin) for i, rule in enumerate(self.rules)}
+        self.leaf_shifts = self._leaf_states()
+        self.chains: dict[tuple, tuple] = {}  # (state, nonterminal, lookahead) -> (state, action); see parse
         # `x0 = 0.5` lines: a generated program's inputs, often half its text; see _input_lines
         regex = dict(tables["terminals"])
         self.input_line = re.compile(f"(?>(?P<name>{regex['NAME']}))[ \t]*=[ \t]*(?>(?P<number>{regex['NUMBER']}))"
                                      "[ \t]*\n")
 
-    def tokens(self, text: str, brackets: list, offset: int = 0, line: int = 1):
-        """The tokens of `text` from `offset` (the start of line `line`), with _INDENT/_DEDENT
-        where the indentation changes and no newlines inside brackets; `brackets` holds the
-        open ones (for error messages)."""
-        keywords = self.keywords
-        special = self.special_names
-        line_start, pos, last = offset, offset, None
-        indents = [0]
-        for match in self.lexer.finditer(text, offset):
-            skipped = match.start()
-            if skipped != pos:  # nothing matched at pos
-                break
-            kind, pos = match.lastgroup, match.end()
-            value = match.group(kind) if kind else ""
-            start = pos - len(value)
-            if start != skipped:  # blanks, a comment, or a `\\` line continuation were skipped
-                newlines = text.count("\n", skipped, start)
-                if newlines:
-                    line += newlines
-                    line_start = text.rindex("\n", skipped, start) + 1
-            if kind is None:
-                continue
-            if kind == "NAME":
-                if value in special:  # (one lookup for the common name, neither keyword nor refused)
-                    kind = keywords.get(value, kind)
-                    if value in UNSUPPORTED:
-                        raise _syntax(UNSUPPORTED[value], Pos(line, start - line_start + 1, start, pos))
-                token = last = Token(kind, value, start, pos, line, start - line_start + 1)
-                yield token
-            elif kind == _NL:
-                token = last = Token(kind, value, start, pos, line, start - line_start + 1)
-                newlines = value.count("\n")
-                if newlines:
-                    line += newlines
-                    line_start = start + value.rindex("\n") + 1
-                if not brackets:
-                    yield token
-                    yield from self._indentation(value, pos, line, indents)
-            else:
-                token = last = Token(kind, value, start, pos, line, start - line_start + 1)
-                if kind == "STRING" and "\n" in value:  # a triple-quoted string spans lines
-                    line += value.count("\n")
-                    line_start = start + value.rindex("\n") + 1
-                if kind in _OPENERS:
-                    brackets.append(token)
-                elif kind in _CLOSERS:
-                    if not brackets:
-                        raise _syntax(f"unmatched '{value}'", _pos(token))
-                    opener = brackets.pop()
-                    if opener.type != _CLOSERS[kind]:
-                        raise _syntax(f"'{value}' does not match '{opener.value}' at "
-                                      f"{opener.line}:{opener.column}", _pos(token))
-                yield token
-        if pos != len(text):
-            char = text[pos]
-            what = "tab or space" if char in "\t " else repr(char)
-            hint = {"'": "; a string is not closed on its line", '"': "; a string is not closed on its line"}.get(char, "")
-            raise _syntax(f"unexpected character {what}{hint}", Pos(line, pos - line_start + 1, pos, pos + 1))
-        for _ in indents[1:]:
-            yield _borrow(_DEDENT, "", last)
-        yield _borrow(_END, "", last)
+    def _leaf_states(self) -> dict[str, dict[int, int]]:
+        """Where a NAME or a NUMBER is read as a variable or a constant whatever follows it
+        (`x` in `y = x * 2`), or else as the token that a few rules keep (`f(x=1)`, `x += 1`),
+        the loop shifts it as its AST node at once, with no Token, into a copy of the state
+        after it: the copy's reduction keeps the node as it is, and its shifts are marked
+        (+ _RETOKEN) so that the loop turns the node back into the token first. Names and
+        numbers are a third of a program's tokens, and the costliest. For each terminal:
+        state -> the copy of the state after it."""
+        leaves: dict[str, dict[int, int]] = {"NAME": {}, "NUMBER": {}}
+        builds = {"NAME": "name", "NUMBER": "number"}  # the callbacks that the loop's leaves copy
+        copies: dict[int, int] = {}
+        for state, actions in list(self.states.items()):
+            for kind, leaves_of_kind in leaves.items():
+                after = actions.get(kind, -1)
+                if after < 0:
+                    continue
+                reductions = {action for action in self.states[after].values() if action < 0}
+                if len(reductions) != 1:
+                    continue
+                rule = self.rules[~reductions.pop()]
+                if rule.size != 1 or rule.callback is None or rule.callback.__name__ != builds[kind]:
+                    continue
+                if after not in copies:
+                    kept = ~len(self.reductions)
+                    self.reductions[kept] = (1, None, rule.origin)  # no callback: the node stays
+                    copies[after] = len(self.states)
+                    self.states[copies[after]] = {sym: kept if action < 0 else action + _RETOKEN
+                                                  for sym, action in self.states[after].items()}
+                leaves_of_kind[state] = copies[after]
+        return leaves
 
-    @staticmethod
-    def _indentation(newline: str, pos: int, line: int, indents: list):
-        """_INDENT or _DEDENTs for the indentation that ends a newline token (Python's rule)."""
-        text = newline.rsplit("\n", 1)[1]
+    def parse(self, text: str, start: str, max_memory: int | None = None):
+        """Shift/reduce over the tokens of `text`, building the AST bottom-up (no recursion).
+        With `max_memory`, a program whose text and tokens would take more is refused as soon
+        as that is known (see TOKEN_BYTES), not after its whole AST is built.
+
+        The lexer runs inside the loop, so that it sees the parser's state and can shift a
+        variable or a constant as its AST node without making a Token (see _leaf_states): each
+        match of `self.lexer` is what is ignored, then one terminal. A newline is an _NL token
+        followed by _INDENT/_DEDENTs where the indentation changes (Python's rule), and no
+        token at all inside brackets; `brackets` holds the open ones (for error messages)."""
+        table, reductions, chains = self.states, self.reductions, self.chains
+        state = self.start_states[start]
+        states, values, brackets = [], [], []
+        allowed = -1 if max_memory is None else (
+            (max_memory + PARSE_ALLOWANCE - TEXT_COPIES * len(text)) // TOKEN_BYTES)
+        if max_memory is not None and allowed < 0:
+            raise _too_large(text, max_memory, 0)
+        lines, offset = [], 0
+        if start == "start":
+            lines, offset = self._input_lines(text, (allowed - 1) // _INPUT_LINE_TOKENS if allowed > 0 else
+                                              (-1 if allowed == 0 else len(text)))
+            if offset == len(text):
+                return ast.Module(lines)
+        count = _INPUT_LINE_TOKENS * len(lines)
+        keywords, special = self.keywords, self.special_names
+        name_leaves, number_leaves = self.leaf_shifts["NAME"], self.leaf_shifts["NUMBER"]
+        # The lexer's place: `pos` in the text, the current line and where it starts, the
+        # last token (whose place the closing _DEDENTs and $END borrow), the open indents.
+        line, line_start, pos, last = len(lines) + 1, offset, offset, None
+        indents = [0]
+        for match in itertools.chain(self.lexer.finditer(text, offset), (None,)):
+            # ---- the next token, or the tokens that a newline or the end of the text make
+            if match is None:
+                if not isinstance(last, (Token, type(None))):  # a leaf's node (see _leaf_states)
+                    last = _leaf_token(last, text)
+                batch = [_borrow(_DEDENT, "", last) for _ in indents[1:]] + [_borrow(_END, "", last)]
+            else:
+                skipped = match.start()
+                if skipped != pos:  # nothing matched at pos
+                    raise _unexpected_character(text, pos, line, line_start)
+                kind = match.lastgroup
+                if kind is None:  # only what is ignored, up to the end of the text or a character it cannot read
+                    token_start = pos = match.end()
+                else:
+                    token_start, pos = match.span(kind)
+                    value = text[token_start:pos]
+                if token_start != skipped:  # blanks, a comment, or a `\\` line continuation were skipped
+                    newlines = text.count("\n", skipped, token_start)
+                    if newlines:
+                        line += newlines
+                        line_start = text.rindex("\n", skipped, token_start) + 1
+                if kind is None:
+                    continue
+                if kind == "NAME":
+                    if value in special:  # (one lookup for the common name, neither keyword nor refused)
+                        kind = keywords.get(value, kind)
+                        if value in UNSUPPORTED:
+                            raise _syntax(UNSUPPORTED[value], Pos(line, token_start - line_start + 1, token_start, pos))
+                    elif state in name_leaves and count + 1 != allowed:
+                        # Shifted as its node, as _AstBuilder.name builds it (see _leaf_states);
+                        # the token over --max-memory goes the common way, to be named in the error.
+                        count += 1
+                        last = ast.Name(value, Pos(line, token_start - line_start + 1, token_start, pos))
+                        states.append(state)
+                        values.append(last)
+                        state = name_leaves[state]
+                        continue
+                    last = Token(kind, value, token_start, pos, line, token_start - line_start + 1)
+                    batch = (last,)
+                elif kind == _NL:
+                    last = Token(kind, value, token_start, pos, line, token_start - line_start + 1)
+                    newlines = value.count("\n")
+                    if newlines:
+                        line += newlines
+                        line_start = token_start + value.rindex("\n") + 1
+                    if brackets:
+                        continue
+                    batch = self._newline(last, pos, line, indents)
+                else:
+                    if kind == "NUMBER" and state in number_leaves and count + 1 != allowed:
+                        # Shifted as its node, as _AstBuilder.number builds it (as a NAME above)
+                        count += 1
+                        last = ast.Number(float(value), Pos(line, token_start - line_start + 1, token_start, pos))
+                        states.append(state)
+                        values.append(last)
+                        state = number_leaves[state]
+                        continue
+                    last = Token(kind, value, token_start, pos, line, token_start - line_start + 1)
+                    if kind == "STRING" and "\n" in value:  # a triple-quoted string spans lines
+                        line += value.count("\n")
+                        line_start = token_start + value.rindex("\n") + 1
+                    if kind in _OPENERS:
+                        brackets.append(last)
+                    elif kind in _CLOSERS:
+                        if not brackets:
+                            raise _syntax(f"unmatched '{value}'", _pos(last))
+                        opener = brackets.pop()
+                        if opener.type != _CLOSERS[kind]:
+                            raise _syntax(f"'{value}' does not match '{opener.value}' at "
+                                          f"{opener.line}:{opener.column}", _pos(last))
+                    batch = (last,)
+            # ---- shift/reduce. `states` holds the states below the current one.
+            for token in batch:
+                count += 1
+                if count == allowed:
+                    raise _too_large(text, max_memory, count, token)
+                kind = token.type
+                action = table[state].get(kind, _ERROR)
+                while action < 0:  # reduce
+                    size, apply, origin = reductions[action]
+                    if size == 1:
+                        if apply is not None:  # (None: a leaf shifted as its node, see _leaf_states)
+                            values[-1] = apply([values[-1]])
+                        below = states[-1]
+                    elif size:
+                        children = values[-size:]
+                        del values[-size:]
+                        below = states[-size]
+                        del states[1 - size:]
+                        values.append(apply(children))
+                    else:
+                        values.append(apply([]))
+                        below = state
+                        states.append(state)
+                    # The state after the goto, past any `?expr: arith`-style reductions that
+                    # follow it on this lookahead, and its action there: one lookup for what
+                    # would be a chain of reductions.
+                    key = (below, origin, kind)
+                    goto = chains.get(key)
+                    if goto is None:
+                        goto = chains[key] = self._goto(below, origin, kind)
+                    state, action = goto
+                if action >= _RETOKEN:
+                    if action == _ACCEPT:
+                        if lines:
+                            values[-1].statements[:0] = lines
+                        return values[-1]
+                    if action == _ERROR:
+                        raise _unexpected(token, table[state], text, brackets)
+                    values[-1] = _leaf_token(values[-1], text)  # read as a token here: see _leaf_states
+                    action -= _RETOKEN
+                states.append(state)
+                values.append(token)
+                state = action
+        raise AssertionError("the token stream ends with $END")
+
+    def _newline(self, newline: Token, pos: int, line: int, indents: list):
+        """An _NL token, then _INDENT or _DEDENTs for the indentation that ends it (Python's
+        rule)."""
+        yield newline
+        text = newline.value.rsplit("\n", 1)[1]
         width = text.count(" ") + text.count("\t") * _TAB_WIDTH
         token = Token(_INDENT, text, pos, pos, line, len(text) + 1)
         if width > indents[-1]:
@@ -559,62 +687,6 @@ class _Parser:
         if width != indents[-1]:
             raise _syntax("this line's indentation matches no enclosing block",
                           Pos(line, len(text) + 1, pos, pos + 1))
-
-    def parse(self, text: str, start: str, max_memory: int | None = None):
-        """Shift/reduce over the tokens, building the AST bottom-up (no recursion). With
-        `max_memory`, a program whose text and tokens would take more is refused as soon as
-        that is known (see TOKEN_BYTES), not after its whole AST is built."""
-        table, rules, chains = self.states, self.rules, self.chains
-        end_state = self.end_states[start]
-        state = self.start_states[start]
-        states, values, brackets = [state], [], []
-        allowed = -1 if max_memory is None else (
-            (max_memory + PARSE_ALLOWANCE - TEXT_COPIES * len(text)) // TOKEN_BYTES)
-        if max_memory is not None and allowed < 0:
-            raise _too_large(text, max_memory, 0)
-        lines, offset = [], 0
-        if start == "start":
-            lines, offset = self._input_lines(text, (allowed - 1) // _INPUT_LINE_TOKENS if allowed > 0 else
-                                              (-1 if allowed == 0 else len(text)))
-            if offset == len(text):
-                return ast.Module(lines)
-        count = _INPUT_LINE_TOKENS * len(lines)
-        for token in self.tokens(text, brackets, offset, len(lines) + 1):
-            count += 1
-            if count == allowed:
-                raise _too_large(text, max_memory, count, token)
-            kind = token.type
-            action = table[state].get(kind)
-            while action is not None and action < 0:  # reduce
-                rule = rules[~action]
-                size = rule.size
-                if size == 1:
-                    values[-1] = rule.apply([values[-1]])
-                    states.pop()
-                elif size:
-                    children = values[-size:]
-                    del values[-size:], states[-size:]
-                    values.append(rule.apply(children))
-                else:
-                    values.append(rule.apply([]))
-                # The state after the goto, past any `?expr: arith`-style reductions that
-                # follow it on this lookahead: one lookup instead of a chain of reductions.
-                key = (states[-1], rule.origin, kind)
-                state = chains.get(key)
-                if state is None:
-                    state = chains[key] = self._goto(states[-1], rule.origin, kind)
-                states.append(state)
-                if state == end_state and kind == _END:
-                    if lines:
-                        values[-1].statements[:0] = lines
-                    return values[-1]
-                action = table[state].get(kind)
-            if action is None:
-                raise _unexpected(token, table[state], text, brackets)
-            states.append(action)
-            values.append(token)
-            state = action
-        raise AssertionError("the token stream ends with $END")
 
     def _input_lines(self, text: str, most: int) -> tuple[list, int]:
         """The program's leading `NAME = NUMBER` lines (at most `most`) as assignments, read
@@ -646,20 +718,40 @@ class _Parser:
             offset = starts.pop()
         return lines, offset
 
-    def _goto(self, below: int, origin: str, kind: str) -> int:
+    def _goto(self, below: int, origin: str, kind: str) -> tuple[int, int]:
+        """The state that a reduction to `origin` over state `below` leads to on lookahead
+        `kind`, past the `?rule` pass-throughs that follow, and that state's action on `kind`
+        (_ACCEPT once the start rule is reduced at the end, _ERROR where the grammar has none)."""
         table = self.states
         target = table[below][origin]
         while True:
-            action = table[target].get(kind)
-            if action is None or action >= 0 or not self.rules[~action].passthrough:
-                return target
+            action = table[target].get(kind, _ERROR)
+            if action >= 0 or not self.rules[~action].passthrough:
+                break
             target = table[below][self.rules[~action].origin]
+        if kind == _END and target in self.end_states.values():
+            action = _ACCEPT
+        return target, action
 
 
 def _borrow(kind: str, value: str, token: Token | None) -> Token:
     if token is None:
         return Token(kind, value, 0, 0, 1, 1)
     return Token(kind, value, token.start_pos, token.end_pos, token.line, token.column)
+
+
+def _leaf_token(node, text: str) -> Token:
+    """The NAME or NUMBER token that a leaf's node was made from (see _Parser._leaf_states)."""
+    pos = node.pos
+    return Token("NAME" if isinstance(node, ast.Name) else "NUMBER", text[pos.start:pos.end], pos.start, pos.end,
+                 pos.line, pos.column)
+
+
+def _unexpected_character(text: str, pos: int, line: int, line_start: int) -> GradcliError:
+    char = text[pos]
+    what = "tab or space" if char in "\t " else repr(char)
+    hint = {"'": "; a string is not closed on its line", '"': "; a string is not closed on its line"}.get(char, "")
+    return _syntax(f"unexpected character {what}{hint}", Pos(line, pos - line_start + 1, pos, pos + 1))
 
 
 def _describe(token) -> str:
