@@ -193,11 +193,12 @@ class Graph(ValueRecord):
     def _index_equations(self) -> None:
         """Let gradient equations reuse identical equations of the program itself
         (`w * y` computed forward is not computed again backward)."""
-        start = self._memo.get("indexed", 0)
-        for i in range(start, len(self.equations)):
-            eq = self.equations[i]
+        memo, equations = self._memo, self.equations
+        for i in range(memo.get("indexed", 0), len(equations)):
+            eq = equations[i]
             if eq.inputs:
-                self._memo.setdefault((eq.op.name, eq.inputs, _hashable(eq.params)), i)
+                params = eq.params
+                memo.setdefault((eq.op.name, eq.inputs, _hashable(params) if params else ()), i)
         self._memo["indexed"] = len(self.equations)
 
     def _unbroadcast(self, op: Op, inputs: tuple) -> tuple:

@@ -914,9 +914,10 @@ _unary("sigmoid_slope", _sigmoid_slope, lambda g, ans, x: g * (ans * (1.0 - 2.0 
 # of 100,000 tanh is differentiated into 100,000 equations, not 200,000); the same numbers as
 # computing the slope and multiplying. Where g is 1 (the seed) the slope alone is the gradient.
 def _slope_times(g, x, name: str):
-    if g.graph.scalar_constant(g.id) == 1.0:
-        return getattr(G, name + "_slope")(x)
-    return getattr(G, name + "_grad")(g, x)
+    graph = g.graph  # (the equation made straight away: a chain of 100,000 tanh makes 100,000 of them)
+    if graph.scalar_constant(g.id) == 1.0:
+        return graph.derived(OPS[name + "_slope"], (x.id,), {})
+    return graph.derived(OPS[name + "_grad"], (g.id, x.id), {})
 
 
 def _bound_of_scaled_slope(bounds, shapes, shape, args):
