@@ -272,8 +272,7 @@ class NumericsChecker:
         # a bound on |result| from bounds on |inputs| (interval arithmetic on magnitudes), by the
         # op record's `bound` where it has one; none where none exists (exp, log, ...)
         bound_of = self._bound_of
-        # (the usual one or two inputs read by hand, here and for the shapes below: a map and its
-        # list cost more than all the rest)
+        # (the usual one or two inputs read by hand: a map and its list cost more than all the rest)
         arity = len(inputs)
         if arity == 1:
             bounds = [bound_of(inputs[0])]
@@ -290,14 +289,7 @@ class NumericsChecker:
             elif rule is _LARGEST_INPUT:
                 bound = max(bounds)
             else:  # (a lazy backend's arrays are not read: that would be a pass of its own)
-                shape_of = self._shape_of
-                if arity == 1:
-                    shapes = [shape_of(inputs[0])]
-                elif arity == 2:
-                    shapes = [shape_of(inputs[0]), shape_of(inputs[1])]
-                else:
-                    shapes = [*map(shape_of, inputs)]
-                bound = rule(bounds, shapes, shape, None if self.lazy else args)
+                bound = rule(bounds, [*map(self._shape_of, inputs)], shape, None if self.lazy else args)
             if bound is not None and bound * bound < self.headroom_trigger:
                 self.bound[i] = bound  # proven finite, and how large it can be: no pass needed
                 return True
