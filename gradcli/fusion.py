@@ -26,8 +26,11 @@ import math
 
 from .records import NEW, ValueRecord
 
-# Bytes of one chunk of one array: the chunks a chain holds at once stay in a core's L2 cache
-CHUNK_BYTES = 1 << 18
+# Bytes of one chunk of one array: large enough that a chain's per-chunk ufunc calls cost little,
+# small enough that the chunks it holds at once stay near the core (value and gradient of
+# sum(w * softmax(x)), n = 1e7 float64, on a 2-core AMD EPYC with 1 MiB of L2 a core: 60 ms with
+# 256 KiB chunks, 55 with 512 KiB, 51 with 1 MiB and 2 MiB, 53 with 4 MiB; the hand VJP 51 ms)
+CHUNK_BYTES = 1 << 20
 # Fewer elements than this: a chain's per-chunk calls cost more than the passes they save
 MIN_ELEMENTS = 1 << 16
 
