@@ -152,10 +152,18 @@ class NumericsChecker:
             self._request(i, eq, value, args)
             return
         # the common path first (a large program calls this once per equation): no kink to look
-        # at, and the result proven finite from its inputs without a pass over it (a source has none)
-        if args is not None and eq.inputs and value.size and (eq.op.kink is None or i not in self.differentiated) and (
-                self.proven(i, eq, value.shape, args)):
-            return
+        # at, and the result finite and far from overflowing, known without a pass over it
+        if args is not None and value.size and (eq.op.kink is None or i not in self.differentiated):
+            if not value.ndim:
+                # a number: reading it costs less than proving it from its inputs' bounds, and what
+                # is then recorded and reported is what the careful path finds (_check)
+                v = float(value)
+                square_sum = v * v
+                if square_sum < self.headroom_trigger:  # (False for a NaN or an infinity)
+                    self.bound[i] = math.sqrt(square_sum) * (1 + 1e-6)
+                    return
+            elif eq.inputs and self.proven(i, eq, value.shape, args):  # (a source has no inputs)
+                return
         self._check_noting(i, eq, value, args)
 
     def _check_noting(self, i, eq, value, args):
