@@ -894,13 +894,15 @@ _unary("sigmoid", _sigmoid, lambda g, ans, x: _slope_times(g, x, "sigmoid"), ("e
 # (1 - tanh(x)**2 is 0 from |x| > 19 on, where sech(x)**2 is still 1e-16 .. 1e-308):
 # with t = exp(-2|x|), sech(x)**2 = 4t / (1 + t)**2; sigmoid'(x) = e / (1 + e)**2, e = exp(-|x|).
 def _tanh_slope(xp, x):
-    t = xp.exp(-2.0 * xp.abs(x))
-    return 4.0 * t / ((1.0 + t) * (1.0 + t))
+    t = xp.exp(-2.0 * abs(x))  # (the operator: on a number, no ufunc call)
+    u = 1.0 + t
+    return 4.0 * t / (u * u)
 
 
 def _sigmoid_slope(xp, x):
-    e = xp.exp(-xp.abs(x))
-    return e / ((1.0 + e) * (1.0 + e))
+    e = xp.exp(-abs(x))
+    u = 1.0 + e
+    return e / (u * u)
 
 
 _unary("tanh_slope", _tanh_slope, lambda g, ans, x: g * (-2.0 * ans * G.tanh(x)), public=False,

@@ -261,6 +261,10 @@ class _AstBuilder:
 
     def call(self, items):
         target, lpar, arguments, rpar = items
+        if type(target) is ast.Name and arguments and len(arguments) == 1 and type(arguments[0]) is not ast.Keyword:
+            # the common call, `f(x)`: what the general way below makes, made at once
+            pos = target.pos
+            return ast.Call(target.id, [arguments[0]], Pos(pos.line, pos.column, pos.start, rpar.end_pos), [])
         receiver = []
         if isinstance(target, ast.Attribute):  # `(a + b).sum(axis=0)`: a method of the value
             receiver, target = [target.target], ast.Name(target.name, target.pos)
