@@ -534,12 +534,13 @@ def _end(code: int) -> None:
     out, ends without Python's teardown, which frees a big program's millions of objects one by
     one (70 ms of a 100,000-deep chain's 2 s, 170 ms of a 100,000-term program's). What the
     teardown does that matters still happens: the exit handlers run and the standard streams
-    are flushed. Not where other threads run (a Dask cluster's: Python ends them), nor in a
-    process that imported gradcli (tests, library users)."""
+    are flushed. Not where other threads run, nor after a Dask cluster (its processes end as
+    Python ends), nor in a process that imported gradcli (tests, library users)."""
     import gradcli
 
     threading = sys.modules.get("threading")
-    if gradcli._command_process and (threading is None or threading.active_count() == 1):
+    if gradcli._command_process and "distributed" not in sys.modules and (
+            threading is None or threading.active_count() == 1):
         import atexit
         import os
 
