@@ -425,10 +425,9 @@ _OTHER_ARRAY_LIBRARIES = ("np", "numpy", "jnp", "onp", "anp", "tf", "tensorflow"
 _OTHER_ARRAY_LIBRARY_SPELLED = re.compile(rf"(?<![\w.])(?:{'|'.join(_OTHER_ARRAY_LIBRARIES)})\.")
 
 
-def _method_library(module: ast.Module, text: str) -> str:
-    """Whose methods `x.std()`, `x.max(1)` are: PyTorch's where the program spells only PyTorch
-    (imports it, or calls torch./F. and no NumPy, JAX, TensorFlow or Keras), else NumPy's.
-    They differ: torch's x.std() divides by n - 1, its x.max(1) gives (values, indices)."""
+def _libraries(module: ast.Module, text: str) -> tuple[bool, bool]:
+    """(whether the program spells PyTorch: imports it, or calls torch./F.; whether it spells
+    NumPy, JAX, TensorFlow, Keras or autograd)."""
     imported = {module_name.partition(".")[0] for stmt in module.statements if isinstance(stmt, ast.Import)
                 for module_name, _ in stmt.bindings}
     # (a substring test first: the searches' lookbehind is slow over a long generated program)
@@ -436,6 +435,14 @@ def _method_library(module: ast.Module, text: str) -> str:
     other = bool(imported & {"numpy", "jax", "tensorflow", "keras", "autograd"}) \
         or (any(f"{prefix}." in text for prefix in _OTHER_ARRAY_LIBRARIES)
             and _OTHER_ARRAY_LIBRARY_SPELLED.search(text) is not None)
+    return torch, other
+
+
+def _method_library(module: ast.Module, text: str) -> str:
+    """Whose methods `x.std()`, `x.max(1)` and subscripts `x[0, :, [1, 2]]` are: PyTorch's where
+    the program spells only PyTorch, else NumPy's. They differ: torch's x.std() divides by n - 1,
+    its x.max(1) gives (values, indices), its integer subscripts select before its lists index."""
+    torch, other = _libraries(module, text)
     return "torch" if torch and not other else "numpy"
 
 
@@ -459,6 +466,9 @@ class _Lowering:
         self.module = module
         self.call_text = call
         self.method_library = _method_library(module, source.text)
+        # a program spelling PyTorch beside another library: a subscript its two readings of
+        # integer-and-list indexing would tell apart is refused (see index)
+        self.torch_beside_others = all(_libraries(module, source.text)) if self.method_library != "torch" else False
         # how a call spelled so (name, operator symbol, method or not, arguments and keywords
         # given, a list first) reads, once found: (op, preset); an import renames, and forgets them
         self.readings: dict[tuple, tuple] = {}
@@ -929,8 +939,21 @@ class _Lowering:
             if not -len(target.items) <= k < len(target.items):
                 raise self.error(f"index {k} is out of range for a tuple of {len(target.items)}", node.pos)
             return target.items[k]
-        return self.emit(OPS["index"], (self.materialize(target, scope),), {"index": tuple(index)},
-                         node.pos, "[]", scope)
+        value = self.materialize(target, scope)
+        if self.method_library == "torch":
+            if any(isinstance(item, tuple) and item[2] is not None and item[2] < 0 for item in index):
+                raise self.error("PyTorch takes no negative slice step (x[::-1] is a ValueError there): "
+                                 "flip the axis with torch.flip(x, dims)", node.pos)
+            selects, rest = _torch_index_steps(index)
+            if selects is not None:
+                value = self.emit(OPS["index"], (value,), {"index": selects}, node.pos, "[]", scope)
+                index = rest
+        elif self.torch_beside_others and _integers_part_a_separated_advanced_index(index):
+            raise self.error("this subscript mixes integers and lists apart from each other, which NumPy and "
+                             "PyTorch read differently (NumPy moves the indexed axes to the front, PyTorch "
+                             "selects the integers first), and the program uses both: write it in steps, "
+                             "such as x[0][:, [1, 2]]", node.pos)
+        return self.emit(OPS["index"], (value,), {"index": tuple(index)}, node.pos, "[]", scope)
 
     def index_trick(self, trick: IndexTrick, node: ast.Index, items: list, scope: _Scope):
         """`np.c_[a, b, ...]`, `np.r_[...]`: the arrays joined as NumPy's AxisConcatenator joins
@@ -1586,6 +1609,39 @@ class _Expansion:
         if eq.op.name in ("const", "input"):
             return eq.params["value"]
         return None
+
+
+_ALL = (None, None, None)  # the slice `:` as an index holds it
+
+
+def _torch_index_steps(index) -> tuple:
+    """PyTorch's reading of a subscript that mixes integers with lists (or masks): the integers
+    select first, with the slices, None and ... in place and the lists' axes kept whole; then
+    the lists index what is left, by NumPy's rules there. (selects, the rest), or (None, None)
+    where the subscript has no such mix and reads as in NumPy."""
+    if not ops_index.is_advanced(index) or not any(type(item) is int for item in index):
+        return None, None
+    selects, rest = [], []
+    for item in index:
+        if type(item) is int:
+            selects.append(item)  # (its axis is gone from what the rest indexes)
+        elif isinstance(item, ops_index.IndexArray):
+            axes = item.array.ndim if item.array.dtype == np.bool_ else 1  # a mask spans its own axes
+            selects.extend([_ALL] * axes)
+            rest.append(item)
+        else:  # a slice, None (its new axis then taken whole), or ...
+            selects.append(item)
+            rest.append(item if item is Ellipsis else _ALL)
+    return tuple(selects), tuple(rest)
+
+
+def _integers_part_a_separated_advanced_index(index) -> bool:
+    """Whether integers and lists (or masks) index together with a slice, None or ... between
+    them: where NumPy moves the indexed axes to the front and PyTorch does not."""
+    if not ops_index.is_advanced(index) or not any(type(item) is int for item in index):
+        return False
+    places = [k for k, item in enumerate(index) if type(item) is int or isinstance(item, ops_index.IndexArray)]
+    return places[-1] - places[0] + 1 != len(places)
 
 
 def number_value(node: ast.Number):

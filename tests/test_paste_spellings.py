@@ -205,3 +205,50 @@ def test_one_spelling_read_two_ways_in_one_program_keeps_both_readings():
     np.testing.assert_array_equal(r.outputs["v"], x.max(axis=0))
     np.testing.assert_array_equal(r.outputs["n"], np.maximum(x, w))
     np.testing.assert_array_equal(r.outputs["u"], x.max(axis=1))
+
+
+# PyTorch selects with a subscript's integers first and indexes what is left with its lists; NumPy
+# treats the integers as lists, and moves the indexed axes to the front where a slice parts them.
+# The values PyTorch 2.13 and NumPy 2.4 printed for x = arange(24.).reshape(2, 3, 4):
+TORCH_SUBSCRIPTS = [
+    ("x[0, :, [1, 3]]", [[1, 3], [5, 7], [9, 11]], [[1, 5, 9], [3, 7, 11]]),
+    ("x[-1, 1:, [-1, 0]]", [[19, 16], [23, 20]], [[19, 23], [16, 20]]),
+    ("x[0, None, :, [1, 3]]", [[[1, 3], [5, 7], [9, 11]]], [[[1, 5, 9]], [[3, 7, 11]]]),
+    ("x[1, :, [True, False, True, True]]", [[12, 14, 15], [16, 18, 19], [20, 22, 23]],
+     [[12, 16, 20], [14, 18, 22], [15, 19, 23]]),
+    # the two readings agree: integers and lists side by side, or the lists' axes first anyway
+    ("x[[0, 1], :, 2]", [[2, 6, 10], [14, 18, 22]], [[2, 6, 10], [14, 18, 22]]),
+    ("x[0, [1, 2]]", [[4, 5, 6, 7], [8, 9, 10, 11]], [[4, 5, 6, 7], [8, 9, 10, 11]]),
+]
+
+
+@pytest.mark.parametrize("subscript, torch_value, numpy_value", TORCH_SUBSCRIPTS)
+def test_pytorch_subscripts_select_with_their_integers_first(subscript, torch_value, numpy_value):
+    assert value(f"import torch\nx = torch.arange(24.).reshape(2, 3, 4)\ny = {subscript}\n").tolist() == torch_value
+    assert value(f"import numpy as np\nx = np.arange(24.).reshape(2, 3, 4)\ny = {subscript}\n").tolist() == numpy_value
+    assert value(f"x = arange(24.).reshape(2, 3, 4)\ny = {subscript}\n").tolist() == numpy_value  # the language's own
+
+
+def test_a_pytorch_subscript_s_gradient_follows_its_reading():
+    # PyTorch: x.grad after (x[0, :, [1, 3]] * torch.tensor([1., 10.])).sum().backward()
+    result = api.grad("import torch\ny = x[0, :, [1, 3]] * torch.tensor([1., 10.])", wrt=["x"],
+                      feeds={"x": np.arange(24.).reshape(2, 3, 4)})
+    assert result.gradients["x"].tolist() == [[[0, 1, 0, 10], [0, 1, 0, 10], [0, 1, 0, 10]], [[0] * 4] * 3]
+
+
+def test_pytorch_refuses_a_negative_slice_step_and_so_does_gradcli():
+    err = refusal("import torch\nx = torch.arange(6.)\ny = x[::-1]")
+    assert err.message == ("PyTorch takes no negative slice step (x[::-1] is a ValueError there): flip the axis "
+                           "with torch.flip(x, dims)")
+    assert (err.pos.line, err.pos.column) == (3, 6)
+    assert value("x = arange(6.)\ny = x[::-1]").tolist() == [5, 4, 3, 2, 1, 0]  # NumPy's reading takes it
+
+
+def test_a_subscript_read_two_ways_in_a_program_of_two_libraries_is_refused():
+    err = refusal("import torch\nimport numpy as np\nx = torch.arange(24.).reshape(2, 3, 4)\ny = x[0, :, [1, 3]]")
+    assert err.message.startswith("this subscript mixes integers and lists apart from each other, which NumPy and "
+                                  "PyTorch read differently")
+    assert (err.pos.line, err.pos.column) == (4, 6)
+    # where the two readings agree (integers and lists side by side), it is answered
+    assert value("import torch\nimport numpy as np\nx = torch.arange(24.).reshape(2, 3, 4)\ny = x[0, [1, 2]]"
+                 ).tolist() == [[4, 5, 6, 7], [8, 9, 10, 11]]
