@@ -427,7 +427,10 @@ _OTHER_ARRAY_LIBRARY_SPELLED = re.compile(rf"(?<![\w.])(?:{'|'.join(_OTHER_ARRAY
 
 def _libraries(module: ast.Module, text: str) -> tuple[bool, bool]:
     """(whether the program spells PyTorch: imports it, or calls torch./F.; whether it spells
-    NumPy, JAX, TensorFlow, Keras or autograd)."""
+    NumPy, JAX, TensorFlow, Keras or autograd). Whose methods `x.std()`, `x.max(1)` and subscripts
+    `x[0, :, [1, 2]]` are follows from them: PyTorch's where the program spells only PyTorch,
+    else NumPy's. They differ: torch's x.std() divides by n - 1, its x.max(1) gives (values,
+    indices), its integer subscripts select before its lists index."""
     imported = {module_name.partition(".")[0] for stmt in module.statements if isinstance(stmt, ast.Import)
                 for module_name, _ in stmt.bindings}
     # (a substring test first: the searches' lookbehind is slow over a long generated program)
@@ -436,14 +439,6 @@ def _libraries(module: ast.Module, text: str) -> tuple[bool, bool]:
         or (any(f"{prefix}." in text for prefix in _OTHER_ARRAY_LIBRARIES)
             and _OTHER_ARRAY_LIBRARY_SPELLED.search(text) is not None)
     return torch, other
-
-
-def _method_library(module: ast.Module, text: str) -> str:
-    """Whose methods `x.std()`, `x.max(1)` and subscripts `x[0, :, [1, 2]]` are: PyTorch's where
-    the program spells only PyTorch, else NumPy's. They differ: torch's x.std() divides by n - 1,
-    its x.max(1) gives (values, indices), its integer subscripts select before its lists index."""
-    torch, other = _libraries(module, text)
-    return "torch" if torch and not other else "numpy"
 
 
 class _Lowering:
@@ -465,10 +460,11 @@ class _Lowering:
                 self.assigned_at.setdefault(name, stmt.pos)
         self.module = module
         self.call_text = call
-        self.method_library = _method_library(module, source.text)
+        torch, other = _libraries(module, source.text)
+        self.method_library = "torch" if torch and not other else "numpy"
         # a program spelling PyTorch beside another library: a subscript its two readings of
         # integer-and-list indexing would tell apart is refused (see index)
-        self.torch_beside_others = all(_libraries(module, source.text)) if self.method_library != "torch" else False
+        self.torch_beside_others = torch and other
         # how a call spelled so (name, operator symbol, method or not, arguments and keywords
         # given, a list first) reads, once found: (op, preset); an import renames, and forgets them
         self.readings: dict[tuple, tuple] = {}
