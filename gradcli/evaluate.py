@@ -168,17 +168,11 @@ def check_memory(graph: Graph, fetch: list[int], dtype: str, limit: int | None =
                            "with --max-memory if the machine has it", graph.equations[f].pos, graph.source)
 
 
-def last_uses(graph: Graph, order: list[int], given=()) -> dict[int, int]:
-    """For each value, the last equation in `order` that reads it (given values read none)."""
-    equations = graph.equations
-    # (a comprehension: a later reader overwrites an earlier one, as a loop would, at less cost per read)
-    return {j: i for i in order if i not in given for j in equations[i].inputs}
-
-
 def needed_equations(graph: Graph, fetch: list[int], given=(), last_use: dict | None = None) -> list[int]:
     """The equations the fetched values depend on, in order (not looking past `given`). A dict
-    given as `last_use` is filled in the same pass with what `last_uses` finds on that order:
-    walking backwards, an equation is the last reader of the inputs that no later one read."""
+    given as `last_use` is filled in the same pass with each value's last reader in that order
+    (given values read none): walking backwards, an equation is the last reader of the inputs
+    that no later one read."""
     if not fetch:
         return []
     needed = bytearray(max(fetch) + 1)

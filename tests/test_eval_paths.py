@@ -1,5 +1,5 @@
 """The evaluator's short ways (gradcli/evaluate.py): needed_equations fills last_use in its own
-pass, exactly as last_uses finds it; numbers take the scalar path without losing a guarantee
+pass, exactly as a plain forward walk finds it; numbers take the scalar path without losing a guarantee
 (a fetched value is never freed nor written over, nothing returned is the graph's or the
 caller's); the checker's inline bound propagation reports what a look at the values would."""
 from __future__ import annotations
@@ -12,7 +12,17 @@ import pytest
 from gradcli import api
 from gradcli.autodiff import gradients
 from gradcli.diagnostics import NumericsChecker
-from gradcli.evaluate import last_uses, needed_equations, run
+from gradcli.evaluate import needed_equations, run
+
+
+def last_uses(graph, order, given=()):
+    """The reference: for each value, the last equation in `order` that reads it (given values read none)."""
+    last = {}
+    for i in order:
+        if i not in given:
+            for j in graph.equations[i].inputs:
+                last[j] = i
+    return last
 
 SAMPLES = sorted((Path(__file__).resolve().parent.parent / "samples").glob("*.expr"))
 

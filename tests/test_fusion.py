@@ -44,9 +44,9 @@ def evaluate(program, feeds, dtype, fused, wrt=("a",)):
 
 
 def chains_of(graph, fetch):
-    from gradcli.evaluate import last_uses
-    order = needed_equations(graph, fetch)
-    chains, _ = fusion.plan(graph, order, last_uses(graph, order), set(fetch), {}, np)
+    last_use: dict = {}
+    order = needed_equations(graph, fetch, last_use=last_use)
+    chains, _ = fusion.plan(graph, order, last_use, set(fetch), {}, np)
     return chains
 
 
