@@ -158,9 +158,7 @@ class NumericsChecker:
                 # a number: reading it costs less than proving it from its inputs' bounds, and what
                 # is then recorded and reported is what the careful path finds (_check)
                 v = float(value)
-                square_sum = v * v
-                if square_sum < self.headroom_trigger:  # (False for a NaN or an infinity)
-                    self.bound[i] = math.sqrt(square_sum) * (1 + 1e-6)
+                if self.clean_by_square_sum(i, v * v):
                     return
             elif eq.inputs and self.proven(i, eq, value.shape, args):  # (a source has no inputs)
                 return
@@ -303,11 +301,12 @@ class NumericsChecker:
                 return True
         return bool(eq.op.finite_closed)  # finite inputs, and this op cannot make them non-finite
 
-    def fused_clean(self, i, square_sum: float) -> bool:
-        """The check of a value computed inside a fused chain and never held whole, from its
-        square sum: True (its bound recorded) where the plain check would find it finite and
-        report nothing; False where the chain must be evaluated again unfused, to be checked
-        value by value (non-finite, or large enough that its headroom is examined)."""
+    def clean_by_square_sum(self, i, square_sum: float) -> bool:
+        """The check of a value from its square sum alone (a number, or a value computed inside a
+        fused chain and never held whole): True (its bound recorded) where the plain check would
+        find it finite and report nothing; False where it must be looked at closer (a chain
+        evaluated again unfused, checked value by value): non-finite, or large enough that its
+        headroom is examined."""
         if not math.isfinite(square_sum) or square_sum > self.headroom_trigger:
             return False
         self.bound[i] = math.sqrt(square_sum) * (1 + 1e-6)

@@ -149,7 +149,7 @@ def evaluate(chain: Chain, graph, env: dict, dtype, out, check, overrides):
         return value
     reducing = equations[root].op.ufunc is None
     leaves = [env[j] for j in chain.leaves]
-    if check is not None and not hasattr(check, "fused_clean"):
+    if check is not None and not hasattr(check, "clean_by_square_sum"):
         return _unfused(chain, graph, env, dtype, check)
     full = [a.ndim > 0 for a in leaves]
     if any(f and not a.flags.c_contiguous for f, a in zip(full, leaves)):
@@ -237,7 +237,7 @@ def evaluate(chain: Chain, graph, env: dict, dtype, out, check, overrides):
         if root in watched:  # held whole: one pass over it, as the checker's own
             square_sums[root] = check._square_sum(root, value)
     for k in watched:
-        if not check.fused_clean(k, square_sums[k]):
+        if not check.clean_by_square_sum(k, square_sums[k]):
             for m in chain.members:
                 check.bound.pop(m, None)
             clobbered = [j for j, a in zip(chain.leaves, leaves) if a is out]

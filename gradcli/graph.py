@@ -1610,12 +1610,16 @@ class _Expansion:
 _ALL = (None, None, None)  # the slice `:` as an index holds it
 
 
+def _mixes_integers_and_lists(index) -> bool:
+    return ops_index.is_advanced(index) and any(type(item) is int for item in index)
+
+
 def _torch_index_steps(index) -> tuple:
     """PyTorch's reading of a subscript that mixes integers with lists (or masks): the integers
     select first, with the slices, None and ... in place and the lists' axes kept whole; then
     the lists index what is left, by NumPy's rules there. (selects, the rest), or (None, None)
     where the subscript has no such mix and reads as in NumPy."""
-    if not ops_index.is_advanced(index) or not any(type(item) is int for item in index):
+    if not _mixes_integers_and_lists(index):
         return None, None
     selects, rest = [], []
     for item in index:
@@ -1634,7 +1638,7 @@ def _torch_index_steps(index) -> tuple:
 def _integers_part_a_separated_advanced_index(index) -> bool:
     """Whether integers and lists (or masks) index together with a slice, None or ... between
     them: where NumPy moves the indexed axes to the front and PyTorch does not."""
-    if not ops_index.is_advanced(index) or not any(type(item) is int for item in index):
+    if not _mixes_integers_and_lists(index):
         return False
     places = [k for k, item in enumerate(index) if type(item) is int or isinstance(item, ops_index.IndexArray)]
     return places[-1] - places[0] + 1 != len(places)
