@@ -33,8 +33,8 @@ def _gradcli(dtype):
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     from gradcli import api
     from gradcli.autodiff import gradients
-    from gradcli.diagnostics import NumericsChecker
-    from gradcli.evaluate import run
+    from gradcli.numerics.diagnostics import NumericsChecker
+    from gradcli.engine.evaluate import run
 
     def ours(x, w):
         graph = api.compile_program(PROGRAM, "<bench>", {"x": x, "w": w})

@@ -78,7 +78,7 @@ def startup(table: Table, o) -> None:
 # --------------------------------------------------------------------------- 2. big arrays
 
 def big_arrays(table: Table, o, tmp: str) -> None:
-    from gradcli.values import load_file
+    from gradcli.io.files import load_file
 
     n = 1_000_000 if o.quick else 10_000_000
     rng = np.random.default_rng(0)

@@ -1,8 +1,8 @@
 """gradcli: a command-line gradient calculator.
 
 The library API (parse -> graph -> evaluate -> differentiate) is importable without the CLI:
-`gradcli.evaluate`, `gradcli.grad`, `gradcli.compile_program`; lower layers live in
-`gradcli.graph`, `gradcli.autodiff`, `gradcli.evaluate`, `gradcli.ops`.
+`gradcli.engine.evaluate`, `gradcli.grad`, `gradcli.compile_program`; lower layers live in
+`gradcli.language.lower`, `gradcli.autodiff`, `gradcli.engine.evaluate`, `gradcli.ops`.
 """
 import sys as _sys
 
@@ -12,7 +12,7 @@ _command_process = False  # this process is the gradcli command (not a program t
 if _sys.argv[:1] == ["-m"] or _sys.argv[0].rpartition("/")[2] == "gradcli":
     _command_process = True
     # The command is starting (python -m gradcli, or the console script): Ctrl-C is quiet from
-    # this first line on, with nothing to import first (gradcli.streams takes over from here).
+    # this first line on, with nothing to import first (gradcli.cli.streams takes over from here).
     # A program that imports gradcli as a library keeps its KeyboardInterrupt.
     import _signal
     import gc as _gc
@@ -53,14 +53,14 @@ _API = ("evaluate", "grad", "compile_program", "Result")
 
 def __getattr__(name):  # the API needs NumPy: load it only when used, so `--help` starts fast
     if name in _API:
-        from . import api
+        from gradcli import api
         return getattr(api, name)
     raise AttributeError(f"module 'gradcli' has no attribute {name!r}")
 
 
 def _answer_help() -> None:
     """`gradcli --help` without importing Typer (most of the command's start-up): the text the
-    Typer app prints, kept in gradcli/_help.py (made from the app; a test fails when it is out
+    Typer app prints, kept in gradcli/cli/_help.py (made from the app; a test fails when it is out
     of date), written and exited as click does. Returns, leaving the answer to Typer, wherever
     Typer's could differ: a terminal narrower than the kept text, completion or Typer settings
     in the environment, standard output closed or unable to take the text's characters."""
@@ -81,11 +81,11 @@ def _answer_help() -> None:
         columns = columns or 80
     if columns < 80:
         return
-    from ._help import TEXT
+    from gradcli.cli._help import TEXT
 
     if not TEXT.isascii() and (out.encoding or "").lower().replace("_", "-") not in ("utf-8", "utf8"):
         return
-    from . import streams
+    from gradcli.cli import streams
 
     streams.reserve_standard_fds()
     streams.take_signals("command")

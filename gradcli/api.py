@@ -12,15 +12,22 @@ import gc
 
 import numpy as np
 
-from .autodiff import blocked_at, gradients
-from .diagnostics import Diagnostic, NumericsChecker
-from .errors import GradcliError, OptionError, Source
-from .evaluate import DTYPES, check_memory, default_memory_limit, run
-from .graph import Graph, lower
-from .ops import fmt_shape
-from .parser import normalise, parse_program
-from .records import NEW, ValueRecord
-from . import syntax as ast
+from gradcli.autodiff import blocked_at, gradients
+from gradcli.numerics.diagnostics import Diagnostic, NumericsChecker
+from gradcli.errors import GradcliError, OptionError, Source
+from gradcli.engine.evaluate import DTYPES, run
+from gradcli.engine.memory import check_memory
+from gradcli.limits import default_memory_limit
+from gradcli.ir import Graph
+from gradcli.language.lower import lower
+from gradcli.ops import fmt_shape
+from gradcli.language.parser import normalise, parse_program
+from gradcli.records import NEW, ValueRecord
+from gradcli.language import syntax as ast
+from gradcli.autodiff import depends_on
+from gradcli.engine.backends import Backend, FileRef, backend as backend_named
+from gradcli.engine.evaluate import needed_equations
+from gradcli.numerics.diagnostics import NONFINITE_KINDS
 
 
 def _value_id(graph: Graph, name: str, option: str) -> int:
@@ -63,7 +70,7 @@ class Result(ValueRecord):
 
 def _all_finite(value) -> bool:
     """Whether every number is finite; a value written to a file as it was computed
-    (gradcli.outputs.Stored) carries the answer, found in the same pass."""
+    (gradcli.io.outputs.Stored) carries the answer, found in the same pass."""
     finite = getattr(value, "finite", None)
     return bool(finite) if finite is not None else bool(np.isfinite(value).all())
 
@@ -120,13 +127,12 @@ def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str,
          max_memory: int | None = None, text: bool = True, backend=None,
          overrides: dict | None = None, store=None, memory_checked: bool = False) -> tuple[dict, list[Diagnostic]]:
     """Evaluate `fetch` on the backend (`device`'s, or the one given). `store`, where given and
-    the backend is lazy, writes the values instead of returning them (gradcli.outputs.ZarrStore):
+    the backend is lazy, writes the values instead of returning them (gradcli.io.outputs.ZarrStore):
     `store.write(key, value)` gets each value un-computed and returns its lazy write, a Dask
     array computed in the same pass as the values' checks, so a value larger than memory is
     written chunk by chunk and never gathered; `store.written(key, computed)` is what comes
     back in the value's place; a failed pass calls `store.failed(exc)`. On a backend that is
     not lazy the values come back as usual (to be saved whole)."""
-    from .backends import backend as backend_named
 
     chosen = backend or backend_named(device)
     if store is not None and not chosen.lazy:
@@ -165,21 +171,19 @@ def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str,
 
 def _backend(device: str, max_memory: int | None, chunks: int | None, scheduler: str | None):
     """The backend `device` names, with the options only a chunked one takes."""
-    from .backends import backend
 
     if device == "dask":
-        return backend("dask", chunk_bytes=chunks, scheduler=scheduler, max_memory=max_memory, progress=True)
+        return backend_named("dask", chunk_bytes=chunks, scheduler=scheduler, max_memory=max_memory, progress=True)
     for option, given in (("chunks", chunks), ("scheduler", scheduler)):
         if given is not None:
             raise OptionError(f"{{option}} applies to --device dask only (this is --device {device})", option)
-    return backend(device)
+    return backend_named(device)
 
 
 def _lazy_feeds(feeds: dict | None, chosen) -> tuple[dict | None, dict]:
     """Feeds for compiling, and the lazy ones apart: a file named for the backend to read
     (`FileRef`) is read by it (lazily on Dask); the graph gets a placeholder of the same shape
     that holds no memory, and the evaluation the real value (as an override of the input)."""
-    from .backends import FileRef
 
     if not feeds:
         return feeds, {}
@@ -197,7 +201,6 @@ def _lazy_feeds(feeds: dict | None, chosen) -> tuple[dict | None, dict]:
 
 def _host_feeds(feeds: dict | None) -> dict | None:
     """Feeds as host arrays (what a check on the CPU of a lazily evaluated program reads)."""
-    from .backends import FileRef, Backend
 
     if not feeds:
         return feeds
@@ -226,14 +229,12 @@ def _named_values(text: str, name: str, feeds: dict | None, dtype: str, max_memo
 
 def _prove_fixes(result: Result, call: str | None, rerun, named) -> None:
     """Give each diagnostic that has one a rewrite of the user's text proven on their inputs
-    (gradcli.fixes): `rerun(text)` is the same command on the rewritten program, `named(text)`
+    (gradcli.numerics.fixes): `rerun(text)` is the same command on the rewritten program, `named(text)`
     the values of every name the program assigns."""
-    from .diagnostics import NONFINITE_KINDS
 
     wanted = [d for d in result.diagnostics if d.kind in NONFINITE_KINDS and d.value_id is not None]
     if not wanted:
         return
-    from .fixes import find_fixes
     graph = result.graph
     text = graph.source.text
     limit = len(text) - len(call) - 1 if call is not None else None
@@ -245,6 +246,7 @@ def _prove_fixes(result: Result, call: str | None, rerun, named) -> None:
         except (GradcliError, MemoryError):
             return None
 
+    from gradcli.numerics.fixes import find_fixes  # start-up: a small eval does not load it
     proven = find_fixes(graph, [(d.value_id, d.kind) for d in wanted], lambda: numbers_of(text), numbers_of, limit)
     for d, fixes in zip(wanted, proven):
         if fixes:
@@ -291,7 +293,6 @@ def fix(text: str, *, call: str | None = None, name: str = "<expr>", feeds: dict
     """Apply every verified fix to the program (values, and the gradients in `wrt` when given).
     The fixes are applied one by one, each kept only if the program with it and the ones
     before it is still proven against the original numbers."""
-    from .fixes import agrees, apply_all
 
     def command(program: str, fixes: bool = True) -> Result:
         if wrt:
@@ -312,6 +313,7 @@ def fix(text: str, *, call: str | None = None, name: str = "<expr>", feeds: dict
                      key=lambda pair: (pair[0].kind != "nonfinite_gradient", pair[1].start))
     applied, current = [], source
     for d, f in offered:
+        from gradcli.numerics.fixes import agrees, apply_all  # start-up: a small eval does not load it
         trial = apply_all(source, [a[1] for a in applied] + [f])
         if trial == current:
             continue  # overlaps one already applied
@@ -331,7 +333,6 @@ def fix(text: str, *, call: str | None = None, name: str = "<expr>", feeds: dict
 
 
 def _nonfinite_kinds():
-    from .diagnostics import NONFINITE_KINDS
     return NONFINITE_KINDS
 
 
@@ -359,7 +360,7 @@ class Prepared:
     """A program compiled (and differentiated) for one command, not yet run: `result()` runs it,
     `result(overrides)` with some source equations' values given anew ({id: array}), as
     `evaluate.run` takes them. `--lines` runs one prepared program for many lines that differ
-    only in such numbers (gradcli.lines)."""
+    only in such numbers (gradcli.cli.lines)."""
 
     def __init__(self, graph: Graph, fetch: dict[str, int], dtype: str, backend, max_memory: int | None,
                  finish, printed: bool = True, overrides: dict | None = None, store=None):
@@ -404,7 +405,7 @@ def grad(text: str, *, call: str | None = None, wrt: list[str], of: list[str] | 
     """d(sum of the `of` values)/d(each `wrt` name), as `tf.gradients(ys, xs, grad_ys)`. With
     `fixes`, a diagnostic may carry a rewrite proven on these inputs (`Diagnostic.fix`);
     `printed` as for `evaluate`. `device`, `chunks`, `scheduler`, `store`: as `evaluate`'s
-    (each array written under the name gradcli.outputs.result_arrays gives it)."""
+    (each array written under the name gradcli.io.outputs.result_arrays gives it)."""
     result = prepare_grad(text, call=call, wrt=wrt, of=of, name=name, feeds=feeds, grad_ys=grad_ys,
                           unconnected=unconnected, dtype=dtype, device=device, max_memory=max_memory,
                           printed=printed, chunks=chunks, scheduler=scheduler, store=store).result()
@@ -496,8 +497,8 @@ def _saved_as(store, kinds: dict[str, tuple], outputs: list[str], gradients: lis
     gives it in the finished result (`kinds`: fetch key -> what it is, as `array_names` has it)."""
     if store is None:
         return None
-    from .outputs import array_names
 
+    from gradcli.io.outputs import array_names  # start-up: a small eval does not load it
     names = array_names(outputs, gradients)
     return _StoredAs(store, {k: names[kind] for k, kind in kinds.items()})
 
@@ -544,12 +545,12 @@ def jacobian(text: str, *, call: str | None = None, of: str | None = None, wrt: 
              printed: bool = True) -> Result:
     """The full Jacobian dY/dX of each X, shaped Y.shape + X.shape (float64); Y defaults
     to the last statement. `printed` as for `evaluate`."""
-    from .insight import jacobian as jacobian_blocks
 
     _check_options("float64", unconnected)
     graph = compile_program(text, name, feeds, call, max_memory=max_memory)
     ys, (y,), x_ids = _targets(graph, [of] if of else None, wrt)
     host, diagnostics = _run(graph, {ys[0]: y}, "float64", "cpu", max_memory, text=printed)
+    from gradcli.insight.jacobians import jacobian as jacobian_blocks  # start-up: a small eval does not load it
     blocks = jacobian_blocks(graph, y, x_ids, max_memory, text=printed)
     jac = _fill_unconnected(graph, wrt, x_ids, blocks, unconnected, lambda x: graph.shapes[y] + graph.shapes[x])
     return Result(host, {}, diagnostics, "float64", graph, jacobians=jac)
@@ -561,12 +562,12 @@ def hessian(text: str, *, call: str | None = None, of: str | None = None, wrt: l
             printed: bool = True) -> Result:
     """The Hessian block d²Y/dX² of each X (Y a scalar), shaped X.shape + X.shape (float64).
     `printed` as for `evaluate`."""
-    from .insight import hessian as hessian_blocks
 
     _check_options("float64", unconnected)
     graph = compile_program(text, name, feeds, call, max_memory=max_memory)
     ys, (y,), x_ids = _targets(graph, [of] if of else None, wrt)
     host, diagnostics = _run(graph, {ys[0]: y}, "float64", "cpu", max_memory, text=printed)
+    from gradcli.insight.jacobians import hessian as hessian_blocks  # start-up: a small eval does not load it
     blocks, mixed_blocks = hessian_blocks(graph, y, x_ids, max_memory, text=printed)
     hes = _fill_unconnected(graph, wrt, x_ids, blocks, unconnected, lambda x: graph.shapes[x] * 2)
     mixed = {}
@@ -585,7 +586,6 @@ def check(text: str, *, call: str | None = None, wrt: list[str], of: list[str] |
           feeds: dict | None = None, eps: float = 1e-6, rtol: float = 1e-5, atol: float = 1e-8,
           max_memory: int | None = None):
     """Reverse-mode gradients against float64 central finite differences, with blame."""
-    from .insight import check as check_gradients
 
     if not eps > 0:
         raise OptionError(f"{{option}} must be positive, not {eps:g}", "eps")
@@ -598,6 +598,7 @@ def check(text: str, *, call: str | None = None, wrt: list[str], of: list[str] |
     # the gradient equations built here are the ones the check reuses
     grads = [g for g in gradients(graph, y_ids, x_ids) if g is not None]
     check_memory(graph, y_ids + grads, "float64", max_memory, text=False)
+    from gradcli.insight.jacobians import check as check_gradients  # start-up: a small eval does not load it
     result = check_gradients(graph, y_ids, dict(zip(wrt, x_ids)), eps=eps, rtol=rtol, atol=atol)
     fetch = dict(zip(ys, y_ids))
     if any(r.reason for r in result.reports.values()):
@@ -646,7 +647,6 @@ def derivation(text: str, *, call: str | None = None, wrt: str, of: list[str] | 
                feeds: dict | None = None, max_memory: int | None = None) -> Derivation:
     """The gradient d(sum of `of`)/d(`wrt`) as a program in gradcli's own language, with what
     it is of."""
-    from .printer import Printer
 
     graph = compile_program(text, name, feeds, call, symbols=True, max_memory=max_memory)
     ys, y_ids, (x,) = _targets(graph, of, [wrt])
@@ -656,6 +656,7 @@ def derivation(text: str, *, call: str | None = None, wrt: str, of: list[str] | 
     header = f"d({target})/d{wrt} of {name}, as a gradcli program (evaluate it with the same inputs)"
     if g is not None and all(graph.shapes[i] is not None for i in range(len(graph.shapes))):
         check_memory(graph, [g], "float64", max_memory, text=False)  # folding evaluates constant parts
+    from gradcli.insight.printer import Printer  # start-up: a small eval does not load it
     printer = Printer(graph, set(graph.names) | {root})
     if g is None:
         g = graph.add_constant(np.zeros(graph.shapes[x]))
@@ -688,8 +689,6 @@ class GraphView(ValueRecord):
 @_collector_paused
 def graph_view(text: str, *, call: str | None = None, of: str | None = None, wrt: list[str] | None = None, name: str = "<expr>",
                feeds: dict | None = None, max_memory: int | None = None) -> GraphView:
-    from .autodiff import depends_on
-    from .evaluate import needed_equations
 
     graph = compile_program(text, name, feeds, call, max_memory=max_memory)
     y = _value_id(graph, of, "of") if of else graph.result[1]
@@ -773,8 +772,6 @@ def curve(text: str, *, wrt: str, low: float, high: float, points: int = 200, of
     """The value of the scalar `of` and its derivatives with respect to `wrt` at `points` evenly
     spaced points from `low` to `high`: in one vectorised pass where every operation between
     `wrt` and `of` is elementwise and `wrt` a scalar, else one run per point."""
-    from .autodiff import depends_on
-    from .evaluate import needed_equations
 
     if order not in (1, 2):
         raise OptionError(f"{{option}} must be 1 or 2, not {order}", "order")
@@ -843,7 +840,6 @@ def _curve_at_once(text, name, feeds, call, base, of_name, xs, order, max_memory
 def _curve_by_point(graph, y, x, index, xs, order, max_memory):
     """One run per point on the program as compiled; the derivatives by reverse mode (the second
     as the gradient of the first along the element's direction)."""
-    from .evaluate import run
 
     shape = graph.shapes[x]
     base_value = np.array(graph.equations[x].params["value"], dtype=np.float64)

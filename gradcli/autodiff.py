@@ -8,9 +8,9 @@ passes no gradient (`stop_gradient`, comparisons) simply cuts the path.
 """
 from __future__ import annotations
 
-from .errors import GradcliError
-from .graph import Graph
-from .ops import G, NO_GRADIENT, Sym
+from gradcli.errors import GradcliError
+from gradcli.ir import Graph
+from gradcli.ops import G, NO_GRADIENT, Sym
 
 
 def depends_on(graph: Graph, xs: list[int], upto: int) -> list[bool]:

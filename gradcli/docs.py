@@ -22,7 +22,7 @@ def command_reference() -> str:
     """docs/commands.md: `gradcli --help`, then each command's --help, in the order of `gradcli --help`."""
     import typer.main
 
-    from .cli import app
+    from gradcli.cli import app
 
     group = typer.main.get_command(app)
     text, ctx = _help(group, "gradcli")
@@ -42,28 +42,28 @@ HELP_WIDTH = 78  # what click wraps `gradcli --help` at on any terminal of 80 co
 
 
 def help_module() -> str:
-    """gradcli/_help.py: what `gradcli --help` prints, so that it is answered without importing
+    """gradcli/cli/_help.py: what `gradcli --help` prints, so that it is answered without importing
     Typer (gradcli/__init__.py); a test fails when it is not what the Typer app prints.
 
-        python -m gradcli.docs --help-module > gradcli/_help.py
+        python -m gradcli.docs --help-module > gradcli/cli/_help.py
     """
     import typer.main
 
-    from .cli import app
+    from gradcli.cli import app
 
     text, _ = _help(typer.main.get_command(app), "gradcli", width=HELP_WIDTH)
     return ('"""What `gradcli --help` prints on a terminal of 80 columns or more (or not a terminal).\n\n'
-            "Made from the Typer app by `python -m gradcli.docs --help-module > gradcli/_help.py`; a test\n"
+            "Made from the Typer app by `python -m gradcli.docs --help-module > gradcli/cli/_help.py`; a test\n"
             'fails when it is out of date."""\n'
             "TEXT = (\n" + "".join(f"    {line!r}\n" for line in (text + "\n").splitlines(keepends=True)) + ")\n")
 
 
 def cli_table() -> str:
-    """gradcli/_cli_table.py: each command's parameters as click reads them from the Typer app,
+    """gradcli/cli/_table.py: each command's parameters as click reads them from the Typer app,
     for gradcli.cli's reading of a well-formed command line without Typer; a test fails when it
     is out of date. A parameter the table cannot express is refused here (extend the reader).
 
-        python -m gradcli.docs --cli-table > gradcli/_cli_table.py
+        python -m gradcli.docs --cli-table > gradcli/cli/_table.py
     """
     import inspect
     from enum import Enum
@@ -73,7 +73,7 @@ def cli_table() -> str:
     from typer._types import TyperChoice
     from typer.core import TyperArgument
 
-    from . import cli
+    from gradcli import cli
 
     group = typer.main.get_command(cli.app)
     ctx = group.context_class(group, info_name="gradcli", **group.context_settings)
@@ -119,7 +119,7 @@ def cli_table() -> str:
     return ('"""Each command\'s parameters as click reads them: (keyword, option names (none: an argument),\n'
             'kind (str, int, float, flag, or the Enum of gradcli.cli whose values are the choices), default,\n'
             'multiple, required). gradcli.cli reads a well-formed command line with it, without importing\n'
-            'Typer. Made from the Typer app by `python -m gradcli.docs --cli-table > gradcli/_cli_table.py`;\n'
+            'Typer. Made from the Typer app by `python -m gradcli.docs --cli-table > gradcli/cli/_table.py`;\n'
             'a test fails when it is out of date."""\n'
             "COMMANDS = {\n" + "\n".join(lines) + "\n}\n")
 
@@ -132,7 +132,7 @@ tables = ("OPS", "CALLABLE")
 owners = {t: {name: "ops" for name in dict.keys(getattr(ops, t))} for t in tables}
 for family in ops.FAMILIES:
     before = {t: dict(dict.items(getattr(ops, t))) for t in tables}
-    importlib.import_module("gradcli." + family)
+    importlib.import_module("gradcli.ops." + family)
     for t in tables:
         after = dict(dict.items(getattr(ops, t)))
         for name, op in before[t].items():
@@ -143,17 +143,17 @@ for family in ops.FAMILIES:
         if t == "OPS":
             for name in after.keys() - before[t].keys():
                 if after[name].symbol is not None:
-                    sys.exit(f"{family}: {name} has a symbol; operators belong to the core (gradcli/ops.py)")
+                    sys.exit(f"{family}: {name} has a symbol; operators belong to the core (gradcli/ops/__init__.py)")
 print(json.dumps([[t, [[name, owners[t][name]] for name in dict.keys(getattr(ops, t))]] for t in tables]))
 """
 
 
 def ops_index() -> str:
-    """gradcli/_ops_index.py: which module registers each name of the op tables (gradcli.ops
+    """gradcli/ops/_names.py: which module registers each name of the op tables (gradcli.ops
     imports a family when one of its names is first looked up); a test fails when it is out of
     date. Found in a fresh process, importing the families one by one.
 
-        python -m gradcli.docs --ops-index > gradcli/_ops_index.py
+        python -m gradcli.docs --ops-index > gradcli/ops/_names.py
     """
     import json
     import subprocess
@@ -163,7 +163,7 @@ def ops_index() -> str:
         raise SystemExit(done.stderr)
     parts = ['"""Which module registers each name of gradcli.ops\'s tables: "ops" (the core) or a family\n'
              "module, imported when one of its names is first looked up. Made by\n"
-             "`python -m gradcli.docs --ops-index > gradcli/_ops_index.py`; a test fails when it is out of\n"
+             "`python -m gradcli.docs --ops-index > gradcli/ops/_names.py`; a test fails when it is out of\n"
              'date."""']
     for table, owners in json.loads(done.stdout):
         parts.append(f"{table} = {{")

@@ -9,7 +9,7 @@ import numpy as np
 
 from gradcli.api import compile_program
 from gradcli.autodiff import gradients
-from gradcli.evaluate import run
+from gradcli.engine.evaluate import run
 
 
 def forward(graph, y, overrides):

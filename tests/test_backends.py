@@ -1,4 +1,4 @@
-"""The backends (gradcli/backends.py): every op of the op table and its gradient on Dask
+"""The backends (gradcli/engine/backends.py): every op of the op table and its gradient on Dask
 (small chunks, several per axis) against NumPy, and on array-api-strict (the proof that the
 engine uses only standard array operations where an op record does not declare otherwise)."""
 import importlib
@@ -29,7 +29,7 @@ def _covering(rows):
     """The rows, fewest first, that together call every op the whole table calls (each op is
     tried in the program it is tested by; a second row of the same op adds little on Dask)."""
     from gradcli.ops import CALLABLE
-    from gradcli.parser import BINARY_OPS
+    from gradcli.language.parser import BINARY_OPS
 
     def ops_of(program):
         found = {op.name for name, op in CALLABLE.items() if f"{name}(" in program}
@@ -133,7 +133,7 @@ def test_every_op_claiming_the_standard_runs_on_array_api_strict_as_on_numpy(row
     A record saying `nonstandard` must fail there (else the claim is stale); a row mixing
     several such ops cannot say whose claim it proves, and is only run."""
     strict = pytest.importorskip("array_api_strict")
-    from gradcli import backends
+    from gradcli.engine import backends
     monkeypatch.setitem(backends.BACKENDS, "strict", lambda: backends.StandardBackend(strict, "strict"))
     _, program, inputs, fixed = row
     feeds = _feeds(program, inputs, fixed)
@@ -171,9 +171,9 @@ STANDARD_PROGRAMS = [
 def test_the_engine_runs_standard_programs_on_array_api_strict(program, shapes):
     strict = pytest.importorskip("array_api_strict")
     from gradcli.autodiff import gradients
-    from gradcli.backends import Backend, StandardBackend
-    from gradcli.diagnostics import NumericsChecker
-    from gradcli.evaluate import run
+    from gradcli.engine.backends import Backend, StandardBackend
+    from gradcli.numerics.diagnostics import NumericsChecker
+    from gradcli.engine.evaluate import run
 
     rng = np.random.default_rng(7)
     feeds = {k: rng.uniform(0.1, 1.0, s) for k, s in shapes.items()}
@@ -349,7 +349,7 @@ def test_an_input_four_times_the_memory_limit_runs_within_it(tmp_path):
 def test_npy_blocks_are_read_from_the_file_whatever_cuts_the_rows(tmp_path, order):
     """A .npy read in blocks (not memory-mapped): rows longer than a chunk are cut, and a
     Fortran-ordered file is read as its transpose; every block holds the file's numbers."""
-    from gradcli.backends import DaskBackend
+    from gradcli.engine.backends import DaskBackend
     x = np.asarray(np.random.default_rng(8).standard_normal((6, 5000)), order=order)
     np.save(tmp_path / "x.npy", x)
     chunked = DaskBackend(chunk_bytes=8 << 10).load(str(tmp_path / "x.npy"), "x")
@@ -362,7 +362,7 @@ def test_an_npy_cut_short_while_it_is_read_is_an_error_not_a_crash(tmp_path, mon
     """The file is opened, then truncated before its blocks are read (another program
     rewriting it): a clear error and exit 2, never SIGBUS (a memory map's) or exit 70."""
     from typer.testing import CliRunner
-    from gradcli import backends
+    from gradcli.engine import backends
     from gradcli.cli import app
     path = tmp_path / "x.npy"
     np.save(path, np.arange(100_000.0))

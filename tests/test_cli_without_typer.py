@@ -1,5 +1,5 @@
 """A well-formed command line is read without Typer (gradcli.cli._without_typer, from the table
-gradcli/_cli_table.py made from the Typer app): it must call the command function with exactly
+gradcli/cli/_table.py made from the Typer app): it must call the command function with exactly
 the keyword arguments that the Typer app would pass, and leave everything else (help, errors,
 completion, anything unusual) to the Typer app, so that every message stays Typer's own."""
 import functools
@@ -14,14 +14,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gradcli import cli, docs
-from gradcli._cli_table import COMMANDS
+from gradcli.cli._table import COMMANDS
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_the_table_is_the_one_made_from_the_typer_app():
-    """Regenerate it with: python -m gradcli.docs --cli-table > gradcli/_cli_table.py"""
-    assert (ROOT / "gradcli" / "_cli_table.py").read_text() == docs.cli_table()
+    """Regenerate it with: python -m gradcli.docs --cli-table > gradcli/cli/_table.py"""
+    assert (ROOT / "gradcli" / "cli" / "_table.py").read_text() == docs.cli_table()
     assert list(COMMANDS) == [name for name, _, _ in cli._COMMANDS]
 
 

@@ -16,7 +16,8 @@ from typer.testing import CliRunner
 da = pytest.importorskip("dask.array")
 zarr = pytest.importorskip("zarr")
 
-from gradcli import api, outputs  # noqa: E402
+from gradcli import api
+from gradcli.io import outputs  # noqa: E402
 from gradcli.cli import app  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,4 +1,4 @@
-"""The evaluator's short ways (gradcli/evaluate.py): needed_equations fills last_use in its own
+"""The evaluator's short ways (gradcli/engine/evaluate.py): needed_equations fills last_use in its own
 pass, exactly as a plain forward walk finds it; numbers take the scalar path without losing a guarantee
 (a fetched value is never freed nor written over, nothing returned is the graph's or the
 caller's); the checker's inline bound propagation reports what a look at the values would."""
@@ -11,8 +11,8 @@ import pytest
 
 from gradcli import api
 from gradcli.autodiff import gradients
-from gradcli.diagnostics import NumericsChecker
-from gradcli.evaluate import needed_equations, run
+from gradcli.numerics.diagnostics import NumericsChecker
+from gradcli.engine.evaluate import needed_equations, run
 
 
 def last_uses(graph, order, given=()):

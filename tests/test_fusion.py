@@ -1,4 +1,4 @@
-"""Elementwise fusion (gradcli/fusion.py): a fused evaluation gives NumPy's numbers (bitwise for
+"""Elementwise fusion (gradcli/engine/fusion.py): a fused evaluation gives NumPy's numbers (bitwise for
 elementwise values, within float rounding for a fused sum) and the same diagnostics, at the same
 equations, as the plain evaluation."""
 from __future__ import annotations
@@ -9,10 +9,11 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from gradcli import api, fusion
+from gradcli import api
+from gradcli.engine import fusion
 from gradcli.autodiff import gradients
-from gradcli.diagnostics import NumericsChecker
-from gradcli.evaluate import needed_equations, run
+from gradcli.numerics.diagnostics import NumericsChecker
+from gradcli.engine.evaluate import needed_equations, run
 
 N = 5003  # ten chunks of 512 float64 (the last one short)
 

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from gradcli import api
 from gradcli.errors import GradcliError
-from gradcli.evaluate import run
+from gradcli.engine.evaluate import run
 
 LONG = int(os.environ.get("GRADCLI_FUZZ_EXAMPLES", "0"))
 SHORT = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))

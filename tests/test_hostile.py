@@ -131,7 +131,7 @@ def test_rendering_a_large_output_stays_within_max_memory(fmt):
 def test_large_arrays_render_as_json_and_plain_exactly_as_nested_lists_do(monkeypatch):
     import numpy as np
 
-    from gradcli import render
+    from gradcli.cli import render
     monkeypatch.setattr(render, "CHUNK", 5)  # every array below is rendered in chunks
     rng = np.random.default_rng(3)
     for shape in [(7,), (3, 4), (2, 3, 4), (4, 1, 3), (1, 11), (13, 1)]:
@@ -202,7 +202,7 @@ def test_a_literal_doubled_forty_times_is_refused_naming_its_size():
 
 def test_calls_that_double_forty_times_are_refused_quickly(monkeypatch):
     from gradcli import api
-    from gradcli import graph as graph_module
+    from gradcli.language import lower as graph_module
     from gradcli.errors import GradcliError
     monkeypatch.setattr(graph_module, "MAX_LOWERING_STEPS", 50_000)  # (the real bound, 1,000,000, takes 4 s)
     program = ("def pick(a, b): return a\ndef f0(a): return a + 1\n"
@@ -239,7 +239,7 @@ def test_a_dead_value_is_not_held_into_the_next_allocation():
     import numpy as np
 
     from gradcli import api
-    from gradcli.evaluate import run
+    from gradcli.engine.evaluate import run
     x = np.zeros((512, 1024))  # 4 MiB
     graph = api.compile_program("y = " + " + ".join(["sum(reshape(transpose(x), shape=[-1]))"] * 3), feeds={"x": x})
     tracemalloc.start()

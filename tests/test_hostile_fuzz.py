@@ -43,7 +43,7 @@ import typer.testing
 from typer.testing import CliRunner
 from gradcli import cli
 from gradcli.errors import GradcliError
-from gradcli.evaluate import parse_size
+from gradcli.limits import parse_size
 
 import test_values  # the hostile data-file generator (tests/test_values.py)
 

@@ -138,8 +138,8 @@ def test_user_errors_name_the_place(program, message, line, column):
 
 
 def test_expansion_blowup_is_refused_not_run(monkeypatch):
-    from gradcli import graph
-    monkeypatch.setattr(graph, "MAX_EQUATIONS", 10_000)
+    from gradcli import ir
+    monkeypatch.setattr(ir, "MAX_EQUATIONS", 10_000)
     program = "def f0(a): return a + 1\n" + "".join(
         f"def f{k}(a): return f{k - 1}(a) * f{k - 1}(a)\n" for k in range(1, 30)) + "y = f29(1.0)\n"
     with pytest.raises(GradcliError, match="expands to more than 10,000 operations"):
@@ -148,18 +148,18 @@ def test_expansion_blowup_is_refused_not_run(monkeypatch):
 
 def test_precomputed_parser_tables_match_the_grammar():
     """The shipped tables are what Lark makes of grammar/gradcli.lark today (rerun
-    `python -m gradcli.parser --write-tables` after changing it)."""
+    `python -m gradcli.language.parser --write-tables` after changing it)."""
     import json
 
-    from gradcli import parser
+    from gradcli.language import parser
 
     shipped = json.loads(parser.TABLES.read_text())
     assert shipped == json.loads(json.dumps(parser.build_tables(parser.grammar_text()))), \
-        "run python -m gradcli.parser --write-tables"
+        "run python -m gradcli.language.parser --write-tables"
 
 
 def test_a_stale_table_file_is_rebuilt_from_the_grammar(tmp_path, monkeypatch):
-    from gradcli import parser
+    from gradcli.language import parser
 
     stale = tmp_path / "tables.json"
     stale.write_text('{"grammar": "made from another grammar"}')
@@ -176,7 +176,7 @@ def _lark_reference():
     from lark import Lark
     from lark.indenter import Indenter
 
-    from gradcli import parser
+    from gradcli.language import parser
 
     class PlainIndenter(Indenter):
         NL_type, INDENT_type, DEDENT_type = "_NL", "_INDENT", "_DEDENT"
@@ -189,7 +189,7 @@ def _lark_reference():
 
 def _both_parse(reference, text):
     """(Lark's AST or None, ours or None, our error message) for one program."""
-    from gradcli import parser
+    from gradcli.language import parser
 
     text = parser.normalise(text)
     try:
@@ -206,7 +206,7 @@ def _both_parse(reference, text):
 @functools.cache
 def _keyword_as_name():
     """`unexpected 'K'` for any keyword K of the grammar (`def`, `is`, `True`, ...)."""
-    from gradcli import parser
+    from gradcli.language import parser
 
     words = sorted(parser._parser().keywords, key=len, reverse=True)
     return re.compile("unexpected '(" + "|".join(map(re.escape, words)) + ")'")

@@ -6,10 +6,11 @@ syntax tree, the same errors at the same places)."""
 import numpy as np
 import pytest
 
-from gradcli import api, parser
+from gradcli import api
+from gradcli.language import parser
 from gradcli.autodiff import gradients
 from gradcli.errors import GradcliError
-from gradcli.evaluate import run
+from gradcli.engine.evaluate import run
 from gradcli.ops import OPS
 
 X = np.array([-25.0, -3.0, -0.7, 0.0, 0.2, 1.3, 4.0, 30.0])

@@ -1,5 +1,5 @@
 """`--lines` shares one compiled program between lines that differ only in numbers
-(gradcli.lines): every answer, error and diagnostic must be exactly what the line compiled on
+(gradcli.cli.lines): every answer, error and diagnostic must be exactly what the line compiled on
 its own gives. Numbers that change a program's structure (a power's exponent, a shape, an
 axis, an index, a condition, `x * 1`) must never be shared."""
 import os
@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from gradcli import api, lines
+from gradcli import api
+from gradcli.cli import lines
 from gradcli.cli import app
 
 # Forms written with {} for numbers; each is run with several sets of numbers, so that lines of

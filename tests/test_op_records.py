@@ -15,8 +15,8 @@ from gradcli.ops import CALLABLE, NO_GRADIENT, OPS, UNBOUNDED, Op, register
 
 from test_ops import covered_operations
 
-# What the engine's readers accept in each field (gradcli/diagnostics.py, gradcli/fixes.py,
-# gradcli/graph.py); a value outside them would be silently ignored.
+# What the engine's readers accept in each field (gradcli/numerics/diagnostics.py, gradcli/numerics/fixes.py,
+# gradcli/language/lower/__init__.py); a value outside them would be silently ignored.
 KINKS = {None, "extremes", "pair", "zero"}
 UNDERFLOWS = {None, "rounds", "terms"}
 REPEATS = {None, "broadcast", "reshape"}
@@ -84,7 +84,7 @@ def _problems(op: Op, covered: set[str]) -> list[str]:
     if (op.precedence is not None or op.symbol_reads_truth) and op.symbol is None:
         out.append("a precedence or symbol_reads_truth without a symbol")
     if op.symbol is not None:
-        from gradcli.parser import BINARY_OPS, UNARY_OPS
+        from gradcli.language.parser import BINARY_OPS, UNARY_OPS
 
         table = BINARY_OPS if op.arity == 2 else UNARY_OPS if op.arity == 1 else {}
         if table.get(op.symbol) != op.name:

@@ -123,7 +123,7 @@ def covered_operations() -> set[str]:
         for name, op in CALLABLE.items():
             if f"{name}(" in program:
                 covered.add(op.name)
-    from gradcli.parser import BINARY_OPS
+    from gradcli.language.parser import BINARY_OPS
 
     for symbol, name in BINARY_OPS.items():
         if any(f" {symbol} " in p for p in programs):

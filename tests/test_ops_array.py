@@ -448,8 +448,8 @@ def test_no_argument_makes_an_array_function_crash():
 
     from gradcli import ops
     names = sorted(n for n, o in ops.CALLABLE.items()
-                   if getattr(o.forward, "__module__", None) == "gradcli.ops_array"
-                   or getattr(o.parts, "__module__", None) == "gradcli.ops_array")
+                   if getattr(o.forward, "__module__", None) == "gradcli.ops.array"
+                   or getattr(o.parts, "__module__", None) == "gradcli.ops.array")
     arrays = ["s", "v", "m", "t", "e", "[m, m]", "(v, v)", "[v, m]", "[]", "m > 1"]
     values = ["0", "1", "-1", "2", "-5", "[0, 1]", "(2, 1)", "[[0, 1], [1, 0]]", "None", "'reflect'", "'ij'", "0.5",
               "[]", "[-1, 2]", "True", "((1, 0), (0, 2))", "[2, 0, 1]"]

@@ -9,7 +9,8 @@ import jsonschema
 import numpy as np
 import pytest
 
-from gradcli import api, outputs
+from gradcli import api
+from gradcli.io import outputs
 
 from cli_helpers import invoke, strict
 
@@ -382,7 +383,7 @@ def test_with_out_the_text_of_the_numbers_is_not_counted_against_max_memory(tmp_
 # (on a Dask thread: Python runs the handler in the main thread meanwhile); the swap of a new
 # store for an old one (--force) between moving the old one aside and renaming the new one in.
 _SIGNAL_IN = {
-    "npz": "import gradcli.outputs as o\nreal = o._write_npz\n"
+    "npz": "import gradcli.io.outputs as o\nreal = o._write_npz\n"
            "def write(stream, arrays):\n    stream.write(b'PK partial'); stream.flush()\n"
            "    os.kill(os.getpid(), SIGNUM); time.sleep(30)\no._write_npz = write\n",
     "zarr": "import zarr\nreal = zarr.Array.__setitem__\n"

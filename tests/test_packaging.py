@@ -21,7 +21,7 @@ def test_wheel_installs_what_it_declares_and_runs_a_sample(tmp_path):
     assert built.returncode == 0, built.stderr
     (wheel,) = (tmp_path / "dist").glob("gradcli-*.whl")
     archive = zipfile.ZipFile(wheel)
-    assert "gradcli/grammar/gradcli.lark" in archive.namelist()
+    assert "gradcli/language/grammar/gradcli.lark" in archive.namelist()
     (metadata,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
     declared = {line.split(":", 1)[1].split(";")[0].strip().split(">")[0].split("<")[0].split("=")[0].strip().lower()
                 for line in archive.read(metadata).decode().splitlines() if line.startswith("Requires-Dist:")
@@ -39,10 +39,10 @@ def test_wheel_installs_what_it_declares_and_runs_a_sample(tmp_path):
     installed = _run(python, "-m", "pip", "install", "-q", wheel)
     assert installed.returncode == 0, installed.stderr[-3000:]
 
-    where = _run(python, "-c", "import gradcli.parser as p; print(p.grammar_path())", cwd=tmp_path)
+    where = _run(python, "-c", "import gradcli.language.parser as p; print(p.grammar_path())", cwd=tmp_path)
     assert where.returncode == 0, where.stderr
     path = where.stdout.strip()
-    assert path.startswith(str(venv)) and path.endswith(os.path.join("gradcli", "grammar", "gradcli.lark")), path
+    assert path.startswith(str(venv)) and path.endswith(os.path.join("gradcli", "language", "grammar", "gradcli.lark")), path
     gradcli = python.parent / "gradcli"
     sample = _run(gradcli, "grad", os.path.join(ROOT, "samples", "stable_softmax.expr"), "--wrt", "x",
                   "--grad-ys", "y=[1, 0, 0]", "--format", "plain", cwd=tmp_path)

@@ -16,7 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import test_fuzz
-from gradcli import api, render
+from gradcli import api
+from gradcli.cli import render
 from gradcli.errors import GradcliError
 
 SHORT = settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from gradcli import api
-from gradcli.evaluate import SCALAR_OPERATORS
+from gradcli.engine.evaluate import SCALAR_OPERATORS
 
 
 def _numbers(dtype, count: int = 4000) -> np.ndarray:

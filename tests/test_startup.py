@@ -5,7 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gradcli import _help, docs
+from gradcli.cli import _help
+from gradcli import docs
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -28,12 +29,12 @@ def imported(stderr: str) -> set[str]:
 
 
 def test_the_kept_help_is_the_module_made_from_the_typer_app():
-    """Regenerate it with: python -m gradcli.docs --help-module > gradcli/_help.py"""
-    assert (ROOT / "gradcli" / "_help.py").read_text() == docs.help_module()
+    """Regenerate it with: python -m gradcli.docs --help-module > gradcli/cli/_help.py"""
+    assert (ROOT / "gradcli" / "cli" / "_help.py").read_text() == docs.help_module()
 
 
 def test_the_kept_help_is_what_typer_prints_on_any_terminal_of_80_columns_or_more():
-    """Regenerate it with: python -m gradcli.docs --help-module > gradcli/_help.py"""
+    """Regenerate it with: python -m gradcli.docs --help-module > gradcli/cli/_help.py"""
     for columns in (80, 200, None):  # None: not a terminal, no COLUMNS
         p = run(["-c", THROUGH_TYPER, "--help"], columns)
         assert (p.returncode, p.stderr) == (0, "")
@@ -45,7 +46,7 @@ def test_help_is_answered_without_importing_typer_or_numpy():
         p = run(["-m", "gradcli", option], python_args=("-X", "importtime"))
         assert (p.returncode, p.stdout) == (0, _help.TEXT)
         modules = imported(p.stderr)
-        assert "gradcli" in modules and "gradcli._help" in modules
+        assert "gradcli" in modules and "gradcli.cli._help" in modules
         assert not {m for m in modules if m.split(".")[0] in ("typer", "numpy", "rich", "gradcli.cli")}
 
 
@@ -76,11 +77,11 @@ def test_a_small_eval_imports_only_what_it_needs():
     p = run(["-m", "gradcli", "eval", "-e", "exp(1)", "--format", "plain"], python_args=("-X", "importtime"))
     assert (p.returncode, p.stdout) == (0, "_\t2.718281828459045\n")
     modules = imported(p.stderr)
-    assert {"numpy", "gradcli.api", "gradcli.render"} <= modules  # (the check sees them)
+    assert {"numpy", "gradcli.api", "gradcli.cli.render"} <= modules  # (the check sees them)
     unneeded = {m for m in modules if m.split(".")[0] in ("scipy", "rich", "lark", "matplotlib", "plotext", "typer")}
-    unneeded |= modules & {"gradcli.fixes", "gradcli.insight", "gradcli.printer", "gradcli.values",
-                           "gradcli._help", "gradcli.docs", "gradcli._ops_index", "gradcli.ops_elementwise",
-                           "gradcli.ops_reduce", "gradcli.ops_array", "gradcli.ops_linalg", "gradcli.ops_nn"}
+    unneeded |= modules & {"gradcli.numerics.fixes", "gradcli.insight.jacobians", "gradcli.insight.printer",
+                           "gradcli.cli._help", "gradcli.docs", "gradcli.ops._names", "gradcli.ops.elementwise",
+                           "gradcli.ops.reduce", "gradcli.ops.array", "gradcli.ops.linalg", "gradcli.ops.nn"}
     assert not unneeded
 
 
@@ -88,7 +89,8 @@ _COLLECTOR_SEEN = """
 import sys; sys.argv = ['gradcli', 'eval', *sys.argv[1:]]
 import gc, gradcli
 paused = not gc.isenabled()
-from gradcli import api, cli, streams
+from gradcli import api, cli
+from gradcli.cli import streams
 seen, evaluate, write = [], api.evaluate, streams.write_output
 api.evaluate = lambda *a, **k: seen.append(('work', gc.isenabled(), gc.get_freeze_count() > 0)) or evaluate(*a, **k)
 streams.write_output = lambda units: seen.append(('answer', gc.isenabled(), gc.get_freeze_count() > 0)) or write(units)
@@ -119,8 +121,8 @@ def test_a_library_user_keeps_the_collector_and_python_s_help():
 
 
 def test_the_ops_index_is_the_one_made_from_the_families():
-    """Regenerate it with: python -m gradcli.docs --ops-index > gradcli/_ops_index.py"""
-    assert (ROOT / "gradcli" / "_ops_index.py").read_text() == docs.ops_index()
+    """Regenerate it with: python -m gradcli.docs --ops-index > gradcli/ops/_names.py"""
+    assert (ROOT / "gradcli" / "ops" / "_names.py").read_text() == docs.ops_index()
 
 
 # The tables in a process that imports every family first, and in one whose first lookups
@@ -131,28 +133,28 @@ from gradcli import ops
 for name in sys.argv[1:]:
     assert ops.CALLABLE.get(name) is not None
 print(json.dumps([list(ops.OPS), list(ops.CALLABLE), [op.name for op in ops.OPS.values()],
-                  sorted(m for m in sys.modules if m.startswith("gradcli.ops_"))]))
+                  sorted(m for m in sys.modules if m.startswith("gradcli.ops.") and m != "gradcli.ops._names")]))
 """
 
 
 def test_a_family_is_imported_with_its_first_name_and_the_table_keeps_its_order():
     import json
 
-    eager = "import gradcli.ops_elementwise, gradcli.ops_reduce, gradcli.ops_array, gradcli.ops_linalg, " \
-            "gradcli.ops_index, gradcli.ops_nn\n"
+    eager = "import gradcli.ops.elementwise, gradcli.ops.reduce, gradcli.ops.array, gradcli.ops.linalg, " \
+            "gradcli.ops.index, gradcli.ops.nn\n"
     whole = json.loads(run(["-c", eager + _TABLE_ORDER]).stdout)
     lazy = json.loads(run(["-c", _TABLE_ORDER, "mse_loss", "cumsum", "erf", "det", "concatenate"]).stdout)
     assert lazy == whole and len(whole[0]) > 400
     from gradcli.ops import FAMILIES
-    assert whole[3] == sorted(f"gradcli.{family}" for family in FAMILIES) and len(FAMILIES) >= 6
+    assert whole[3] == sorted(f"gradcli.ops.{family}" for family in FAMILIES) and len(FAMILIES) >= 6
     # a family comes after those before it in the table (so the table has one order)
     code = ("import sys\nfrom gradcli import ops\nassert ops.G.erf and 'nope' not in ops.CALLABLE\n"
             "assert ops.OPS.get('nope') is None and ops.OPS['exp']\n"
-            "print(sorted(m for m in sys.modules if m.startswith('gradcli.ops_')))\n"
+            "print(sorted(m for m in sys.modules if m.startswith('gradcli.ops.') and m != 'gradcli.ops._names'))\n"
             "assert 'cumsum' in ops.CALLABLE\n"
-            "print(sorted(m for m in sys.modules if m.startswith('gradcli.ops_')))")
-    assert run(["-c", code]).stdout == "['gradcli.ops_elementwise']\n['gradcli.ops_elementwise', 'gradcli.ops_reduce']\n"
-    direct = json.loads(run(["-c", "import gradcli.ops_nn\n" + _TABLE_ORDER]).stdout)
+            "print(sorted(m for m in sys.modules if m.startswith('gradcli.ops.') and m != 'gradcli.ops._names'))")
+    assert run(["-c", code]).stdout == "['gradcli.ops.elementwise']\n['gradcli.ops.elementwise', 'gradcli.ops.reduce']\n"
+    direct = json.loads(run(["-c", "import gradcli.ops.nn\n" + _TABLE_ORDER]).stdout)
     assert direct == whole
 
 

@@ -14,7 +14,8 @@ import time
 import pytest
 from typer.testing import CliRunner
 
-from gradcli import api, cli, render, streams
+from gradcli import api, cli
+from gradcli.cli import render, streams
 from gradcli.errors import GradcliError, Pos, Source, caret_lines, format_error
 
 BIG = "y = broadcast_to(1.5, shape=[100000])"  # about 500 KB of JSON
@@ -210,7 +211,7 @@ def test_the_default_program_cap(monkeypatch, tmp_path):
 
 def answers(stdin: bytes, *args, **opts):
     """Run `eval --lines` in-process on `stdin`; (exit code, the answers)."""
-    from gradcli import render
+    from gradcli.cli import render
     out = io.StringIO()
     run = cli.Run(None, None, [], "json", lines=True)
     stdout = sys.stdout

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from gradcli import api
-from gradcli.evaluate import run
+from gradcli.engine.evaluate import run
 
 # ----------------------------------------------------------------- values are written once
 

@@ -23,10 +23,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-import gradcli.evaluate  # noqa: F401 (imported before memory is measured: error messages use it)
+import gradcli.engine.evaluate  # noqa: F401 (imported before memory is measured: error messages use it)
 from gradcli.cli import _in_cli_terms
 from gradcli.errors import GradcliError, format_error
-from gradcli.values import load_file, parse_value
+from gradcli.io.files import load_file
+from gradcli.language.lower.literal import parse_value
 
 MiB = 1 << 20
 

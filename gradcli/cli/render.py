@@ -1,0 +1,645 @@
+"""Rendering results, diagnostics and errors: JSON, plain lines, Rich tables, plots.
+
+The only module that knows Rich, plotext and Matplotlib (each imported only when it draws).
+Each command has one `View` here (EVAL, GRAD, CHECK, JACOBIAN, HESSIAN, DERIVE, GRAPH, and
+`fix_view(diff)`): its own part of the JSON document, its plain lines and its table;
+`document` gives every command's JSON the same top level (`command`, `outputs`, the command's
+own results, `diagnostics`; docs/gradcli.schema.json).
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from gradcli.errors import GradcliError, Source, caret_lines
+
+_NONFINITE_TOKEN = re.compile(r"(?<![\w\"])(-?Infinity|NaN)(?![\w\"])")
+
+
+# --------------------------------------------------------------------------- JSON
+
+def json_value(arr: np.ndarray):
+    """A number for a scalar, else nested lists; non-finite numbers as strings."""
+    return arr.item() if arr.ndim == 0 else arr.tolist()
+
+
+# An array of more numbers than this is rendered as text in chunks of this many numbers, not
+# through nested lists of Python floats (about 60 bytes a number for JSON, 115 for plain lines,
+# against the 24 of its text): the text itself, built once, is then the only large cost.
+CHUNK = 1 << 15
+
+
+class _ArrayText:
+    """An array in a JSON document, rendered as text by `dumps` (see `CHUNK`)."""
+
+    __slots__ = ("arr",)
+
+    def __init__(self, arr: np.ndarray):
+        self.arr = arr
+
+
+def tensor_json(arr: np.ndarray | None, dtype: str) -> dict | None:
+    if arr is None:
+        return None
+    value = _ArrayText(arr) if arr.size > CHUNK and arr.dtype.kind == "f" else json_value(arr)
+    return {"shape": list(arr.shape), "dtype": dtype, "value": value}
+
+
+def dumps(doc: dict) -> str:
+    """Strict JSON: NaN and infinities become the strings "NaN", "Infinity", "-Infinity"."""
+    arrays: list[np.ndarray] = []
+    marker = "\x00array:"
+
+    def later(obj):
+        if isinstance(obj, _ArrayText):
+            arrays.append(obj.arr)
+            return f"{marker}{len(arrays) - 1}"
+        raise TypeError(f"{type(obj).__name__} is not JSON")
+
+    text = json.dumps(doc, allow_nan=True, separators=(", ", ": "), default=later)
+    if "NaN" in text or "Infinity" in text:
+        text = _requote(text)
+    if not arrays:
+        return text
+    pieces = re.split(r'"\\u0000array:([0-9]+)"', text)  # text, index, text, index, ..., text
+    for k in range(1, len(pieces), 2):
+        pieces[k] = array_json_text(arrays[int(pieces[k])])
+    return "".join(pieces)
+
+
+def _requote(text: str) -> str:
+    # bare NaN/Infinity tokens only occur outside strings; strings are left untouched
+    out, pos = [], 0
+    for m in re.finditer(r'"(?:[^"\\]|\\.)*"', text):
+        out.append(_NONFINITE_TOKEN.sub(r'"\1"', text[pos:m.start()]))
+        out.append(m.group(0))
+        pos = m.end()
+    out.append(_NONFINITE_TOKEN.sub(r'"\1"', text[pos:]))
+    return "".join(out)
+
+
+def tensors_json(arrays: dict, dtype: str) -> dict:
+    return {k: tensor_json(v, dtype) for k, v in arrays.items()}
+
+
+_JSON_NONFINITE = {"nan": '"NaN"', "inf": '"Infinity"', "-inf": '"-Infinity"'}
+
+
+def _number_texts(chunk: np.ndarray, json_strings: bool) -> list[str]:
+    texts = list(map(repr, chunk.tolist()))
+    if json_strings and not np.isfinite(chunk).all():
+        texts = [_JSON_NONFINITE.get(t, t) for t in texts]
+    return texts
+
+
+def array_json_text(arr: np.ndarray) -> str:
+    """`json.dumps(arr.tolist())` with strict non-finite numbers, built chunk by chunk."""
+    if arr.ndim == 0 or arr.size == 0:
+        return dumps({"v": json_value(arr)})[6:-1]
+    n, ndim = arr.size, arr.ndim
+    strides = [int(np.prod(arr.shape[k:])) for k in range(1, ndim)]  # numbers per sub-array
+    separators = ["]" * c + ", " + "[" * c for c in range(ndim)]  # after a number that ends c of them
+    chunks = ["[" * ndim]
+    for start in range(0, n, CHUNK):
+        stop = min(n, start + CHUNK)
+        ends = np.zeros(stop - start, dtype=np.intp)
+        after = np.arange(start + 1, stop + 1)
+        for stride in strides:
+            ends += after % stride == 0
+        texts = _number_texts(arr.flat[start:stop], True)
+        seps = [separators[c] for c in ends.tolist()]
+        if stop == n:
+            seps[-1] = ""
+        chunks.append("".join([x for pair in zip(texts, seps) for x in pair]))
+    chunks.append("]" * ndim)
+    return "".join(chunks)
+
+
+def result_json(result, *, with_gradients: bool) -> dict:
+    """The JSON of `eval` (or of `grad`, `with_gradients`), without the command's name."""
+    doc = {"outputs": tensors_json(result.outputs, result.dtype)}
+    if with_gradients:
+        doc["gradients"] = tensors_json(result.gradients, result.dtype)
+    doc["diagnostics"] = [d.to_json() for d in result.diagnostics]
+    return doc
+
+
+def error_json(err: GradcliError) -> dict:
+    out = {"message": err.message}
+    if err.pos is not None:
+        out.update(line=err.pos.line, column=err.pos.column)
+    return {"error": out}
+
+
+# --------------------------------------------------------------------------- plain
+
+def plain_line(name: str, arr: np.ndarray | None) -> str:
+    if arr is None:
+        return f"{name}\t"  # unconnected gradient: the name, no numbers
+    arr = np.asarray(arr, dtype=np.float64)
+    if arr.size <= CHUNK:
+        return f"{name}\t" + " ".join(map(repr, arr.ravel().tolist()))
+    return f"{name}\t" + " ".join([" ".join(_number_texts(arr.flat[start:start + CHUNK], False))
+                                   for start in range(0, arr.size, CHUNK)])
+
+
+def plain_lines(result, *, with_gradients: bool) -> list[str]:
+    shown = result.gradients if with_gradients else result.outputs  # grad prints its gradients
+    return [plain_line(k, v) for k, v in shown.items()]
+
+
+# --------------------------------------------------------------------------- diagnostics, compiler-style
+
+def diagnostic_text(diag, source: Source | None) -> str:
+    where = f"{source.name}:{diag.pos.line}:{diag.pos.column}: " if source and diag.pos else (
+        f"{source.name}: " if source else "")
+    lines = [f"{where}{diag.severity}: {diag.message} [{diag.kind}]"]
+    if source is not None and diag.pos is not None:
+        lines += ["    " + ln for ln in caret_lines(source, diag.pos)]
+    if diag.also:
+        lines.append("    the same computation also stands at " + ", ".join(str(p) for p in diag.also))
+    for call in reversed(diag.stack):
+        lines.append(f"    called from line {call.line}, column {call.column}")
+    if diag.reaches:
+        lines.append(f"    reaches: {', '.join(diag.reaches)}")
+    if diag.suggestion:
+        lines.append(f"    suggestion: {diag.suggestion}")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- tables
+
+def _summary(arr: np.ndarray | None, width: int = 100) -> str:
+    """An array as a table cell at most `width` characters wide, as NumPy prints it. A row of a
+    matrix is never split over lines: where the rows do not fit, columns (and rows) are elided
+    the way NumPy elides them (`...`), and the shape, min and max are added. Up to 64 numbers
+    are shown whole with 8 decimals; a vector wraps as NumPy wraps it."""
+    if arr is None:
+        return "null (unconnected)"
+    small = arr.size <= 64
+    precision = 8 if small else 6
+    if arr.ndim < 2:
+        text = np.array2string(arr, precision=precision, separator=", ", max_line_width=max(width, 20),
+                               threshold=64 if small else 20, edgeitems=3)
+        return text if small else text + "\n" + _range(arr)
+    for edge in ([None, 3, 2, 1] if small else [3, 2, 1]):
+        text = np.array2string(arr, precision=precision, separator=", ", max_line_width=10**9,
+                               threshold=64 if edge is None else 0, edgeitems=edge or 3)
+        if max(map(len, text.splitlines())) <= width:
+            break
+    if edge is None:
+        return text
+    return text + "\n" + _range(arr)
+
+
+def _range(arr: np.ndarray) -> str:
+    with np.errstate(all="ignore"):
+        low, high = (np.nanmin(arr), np.nanmax(arr)) if arr.size and not np.isnan(arr).all() else (np.nan, np.nan)
+    return f"shape {tuple(arr.shape)}  min {low:.6g}  max {high:.6g}"
+
+
+def terminal_width() -> int:
+    """The terminal's width ($COLUMNS first; 80 where there is no terminal)."""
+    import shutil
+    return shutil.get_terminal_size((80, 24)).columns
+
+
+def on_terminal(renderable) -> str:
+    """A Rich table or tree as text for standard output, sized and coloured for it when it is
+    a terminal; written by the caller in one piece (Rich itself never touches the output)."""
+    import io
+    import sys
+
+    from rich.console import Console
+    from rich.text import Text
+
+    terminal = sys.stdout is not None and sys.stdout.isatty()
+    console = Console(file=io.StringIO(), force_terminal=True if terminal else None, width=terminal_width())
+    console.print(renderable, soft_wrap=isinstance(renderable, Text))  # a program's lines as written
+    return console.file.getvalue()
+
+
+def _cells(*cells: str):
+    """Table cells that are data, never markup: `[nan, 1.]` is shown as it is."""
+    from rich.text import Text
+    return [Text(cell) for cell in cells]
+
+
+def array_table(rows: list[tuple[str, np.ndarray | None]], first: str = "name", width: int | None = None):
+    """A Rich table of named arrays: name, shape and value, the values summarised to the room
+    the terminal's width leaves them (`width`, default the terminal's)."""
+    from rich.table import Table
+
+    width = terminal_width() if width is None else width
+    shapes = [str(tuple(arr.shape)) if arr is not None else "" for _, arr in rows]
+    # borders and padding: 3 per column and 1; the first two columns as wide as their widest cell
+    used = max([len(first)] + [len(n) for n, _ in rows]) + max([5] + list(map(len, shapes))) + 10
+    room = max(width - used, 24)
+    shown = Table(show_header=True, header_style="bold")
+    shown.add_column(first)
+    shown.add_column("shape")
+    shown.add_column("value", no_wrap=True, overflow="ellipsis")
+    for (name, arr), shape in zip(rows, shapes):
+        shown.add_row(*_cells(name, shape, _summary(arr, room)))
+    return shown
+
+
+def table(result, *, with_gradients: bool):
+    """The Rich table of outputs (and gradients)."""
+    rows = list(result.outputs.items())
+    if with_gradients:
+        rows += [(f"∂/∂{name}", arr) for name, arr in result.gradients.items()]
+    return array_table(rows)
+
+
+# --------------------------------------------------------------------------- check, jacobian, hessian
+
+def check_json(result) -> dict:
+    return {"check": {k: r.to_json() for k, r in result.reports.items()}}
+
+
+def check_lines(result) -> list[str]:
+    return [f"{k}\t{'passed' if r.passed else 'FAILED'}\t{r.max_abs_error:.3g}\t{r.max_rel_error:.3g}"
+            + (f"\t{r.reason}" if r.reason else "") for k, r in result.reports.items()]
+
+
+def check_table(result):
+    from rich.table import Table
+    from rich.text import Text
+
+    shown = Table("input", "max abs error", "max rel error", "compared", "result", header_style="bold")
+    for k, r in result.reports.items():
+        verdict = Text("passed", style="green") if r.passed else Text("FAILED", style="bold red")
+        shown.add_row(*_cells(k, f"{r.max_abs_error:.3g}", f"{r.max_rel_error:.3g}", r.method), verdict)
+    reasons = [f"{k}: {r.reason}" for k, r in result.reports.items() if r.reason]
+    if reasons:
+        shown.caption = Text("\n".join(reasons))
+    return shown
+
+
+def jacobian_json(result) -> dict:
+    return {"jacobians": tensors_json(result.jacobians, result.dtype)}
+
+
+def jacobian_lines(result) -> list[str]:
+    return [plain_line(k, v) for k, v in result.jacobians.items()]
+
+
+def jacobian_table(result):
+    of = next(iter(result.outputs), "y")
+    return array_table([(f"∂{of}/∂{k}", v) for k, v in result.jacobians.items()], first="")
+
+
+def hessian_json(result) -> dict:
+    doc = {"hessians": tensors_json(result.hessians, result.dtype)}
+    if result.mixed_hessians:
+        doc["mixed_hessians"] = {a: tensors_json(row, result.dtype) for a, row in result.mixed_hessians.items()}
+    return doc
+
+
+def hessian_lines(result) -> list[str]:
+    """An input's own block named X, then the mixed blocks named X,Z."""
+    return [plain_line(k, v) for k, v in result.hessians.items()] + [
+        plain_line(f"{a},{b}", v) for a, row in result.mixed_hessians.items() for b, v in row.items()]
+
+
+def hessian_table(result):
+    of = next(iter(result.outputs), "y")
+    rows = [(f"∂²{of}/∂{k}²", v) for k, v in result.hessians.items()]
+    rows += [(f"∂²{of}/∂{a}∂{b}", v) for a, row in result.mixed_hessians.items() for b, v in row.items()]
+    return array_table(rows, first="")
+
+
+# --------------------------------------------------------------------------- derive
+
+def derive_json(derived) -> dict:
+    return {"derivative": {"of": derived.of, "wrt": derived.wrt, "name": derived.name, "program": derived.program}}
+
+
+def derive_lines(derived) -> list[str]:
+    return derived.program.rstrip("\n").split("\n")
+
+
+def derive_table(derived):
+    return _program_text(derived.program)
+
+
+def _program_text(program: str):
+    """A program as the table format shows it: as written, never wrapped."""
+    from rich.text import Text
+    return Text(program.rstrip("\n"), no_wrap=True, overflow="ignore")
+
+
+# --------------------------------------------------------------------------- the graph
+
+def _node_label(view, i: int) -> tuple[str, str, str]:
+    """(operation, where, details) of a node."""
+    g = view.graph
+    eq = g.equations[i]
+    name = g.value_names.get(i)
+    op = eq.op.name if eq.op.name in ("input", "const") else eq.label
+    if eq.op.name == "input":
+        op = f"input {eq.params['name']}"
+    elif eq.op.name == "const":
+        op = "constant"
+    elif name:
+        op = f"{name} = {op}"
+    where = f"{eq.pos.line}:{eq.pos.column}" if eq.pos else ""
+    details = f"{tuple(g.shapes[i])} {_brief(view.values[i])}"
+    if i in view.gradients:
+        details += f"  ∂ {_brief(view.gradients[i])}"
+    return op, where, details
+
+
+def _brief(arr: np.ndarray) -> str:
+    if arr.size <= 6:
+        return np.array2string(np.asarray(arr), precision=4, separator=", ", max_line_width=10**6)
+    with np.errstate(all="ignore"):
+        return f"min {np.nanmin(arr):.4g} max {np.nanmax(arr):.4g}"
+
+
+def graph_outputs(view) -> dict:
+    return {view.graph.value_names.get(view.root, "_"): view.values[view.root]}
+
+
+def graph_json(view) -> dict:
+    """The nodes (each operation the output needs: its value, and with --wrt its gradient) and
+    the edges from each node's inputs to it."""
+    g = view.graph
+    nodes = []
+    for i in view.nodes:
+        eq = g.equations[i]
+        op, where, _ = _node_label(view, i)
+        nodes.append({"id": f"n{i}", "op": eq.op.name, "label": op, "name": g.value_names.get(i),
+                      "line": eq.pos.line if eq.pos else None, "column": eq.pos.column if eq.pos else None,
+                      "value": tensor_json(view.values[i], "float64"),
+                      "gradient": tensor_json(view.gradients.get(i), "float64"),
+                      "finite": i not in view.nonfinite})
+    edges = [{"from": f"n{j}", "to": f"n{i}", "stop_gradient": g.equations[i].op.stops_gradient}
+             for i in view.nodes for j in dict.fromkeys(g.equations[i].inputs)]
+    return {"graph": {"root": f"n{view.root}", "nodes": nodes, "edges": edges}}
+
+
+def graph_lines(view) -> list[str]:
+    """One line per node, output first: `ID<TAB>OPERATION<TAB>LINE:COL<TAB>INPUTS<TAB>values`,
+    and `<TAB>gradient values` with --wrt (INPUTS: the ids of its inputs, by commas)."""
+    g = view.graph
+    out = []
+    for i in sorted(view.nodes, reverse=True):
+        op, where, _ = _node_label(view, i)
+        inputs = ",".join(f"n{j}" for j in dict.fromkeys(g.equations[i].inputs))
+        line = "\t".join([f"n{i}", op, where, inputs, plain_line("", view.values[i])[1:]])
+        if i in view.gradients:
+            line += "\t" + plain_line("", view.gradients[i])[1:]
+        out.append(line)
+    return out
+
+
+def graph_dot(view) -> str:
+    """Graphviz DOT: one box per equation, edges from inputs to their consumer;
+    stop_gradient edges dashed, nodes with non-finite values red."""
+    g = view.graph
+    lines = ["digraph gradcli {", "  rankdir=BT;", '  node [shape=box, fontname="monospace"];']
+    for i in view.nodes:
+        op, where, details = _node_label(view, i)
+        label = "\\n".join(p for p in (op, where, details) if p).replace('"', '\\"')
+        style = ', color=red, fontcolor=red' if i in view.nonfinite else ""
+        lines.append(f'  n{i} [label="{label}"{style}];')
+    for i in view.nodes:
+        eq = g.equations[i]
+        dashed = " [style=dashed]" if eq.op.stops_gradient else ""
+        for j in dict.fromkeys(eq.inputs):
+            lines.append(f"  n{j} -> n{i}{dashed};")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def graph_tree(view, max_depth: int = 200):
+    """The graph as a Rich tree from the output down to the inputs; a node shared by several
+    consumers is expanded once and referred to after. Built without recursion; labels are
+    Text, never markup."""
+    from rich.text import Text
+    from rich.tree import Tree
+
+    def label(i):
+        op, where, details = _node_label(view, i)
+        colour = "red" if i in view.nonfinite else "bold"
+        dashed = " (stop_gradient: no gradient passes)" if view.graph.equations[i].op.stops_gradient else ""
+        return Text.assemble((op, colour), " ", (where, "dim"), f" {details}{dashed}")
+
+    root = Tree(label(view.root))
+    shown = {view.root}
+    stack = [(view.root, root, 0)]
+    while stack:
+        i, branch, depth = stack.pop()
+        inputs = list(dict.fromkeys(view.graph.equations[i].inputs))
+        children = []
+        for j in inputs:
+            if j in shown:
+                children.append((j, branch.add(Text(f"↑ {_node_label(view, j)[0]} (shown above)", style="dim")), None))
+            elif depth >= max_depth:
+                children.append((j, branch.add(Text("… (deeper nodes not shown)", style="dim")), None))
+            else:
+                shown.add(j)
+                children.append((j, branch.add(label(j)), depth + 1))
+        stack.extend((j, node, d) for j, node, d in reversed(children) if d is not None)
+    return root
+
+
+# --------------------------------------------------------------------------- fix
+
+def applied_fix_text(applied, source) -> str:
+    """`FILE:L:C: fixed: replaced 'old' with 'new'` (what `gradcli fix` changed, and why)."""
+    diag, fix = applied
+    line, column = fix.to_json(source.text)["start"]
+    return (f"{source.name}:{line}:{column}: fixed [{diag.kind}]: replaced "
+            f"{source.text[fix.start:fix.end]!r} with {fix.replacement!r} ({diag.message})")
+
+
+def fix_json(fixed) -> dict:
+    """The fixed program, each fix applied (where, what, and the diagnostic it answers), and
+    what is still not finite; the diagnostics are those of the fixed program."""
+    text = fixed.graph.source.text
+    applied = [{**fix.to_json(text), "kind": diag.kind, "message": diag.message} for diag, fix in fixed.applied]
+    return {"fixed": {"program": fixed.text, "applied": applied, "not_finite": fixed.nonfinite}}
+
+
+def fix_view(diff: bool) -> View:
+    """`fix` shows its program (or with `diff` a unified diff) and says each fix on stderr."""
+    def shown(fixed) -> str:
+        return fixed_program(fixed, fixed.graph.source.name, diff)
+
+    return View("fix", fix_json, lambda r: shown(r).rstrip("\n").split("\n") if shown(r) else [],
+                lambda r: _program_text(shown(r)),
+                passed=lambda r: not r.nonfinite, multiline=True,
+                notes=lambda r: [applied_fix_text(a, r.graph.source) for a in r.applied])
+
+
+def fixed_program(fixed, name: str, diff: bool) -> str:
+    if not diff:
+        return fixed.text
+    import difflib
+
+    return "".join(difflib.unified_diff(fixed.original.splitlines(keepends=True), fixed.text.splitlines(keepends=True),
+                                        fromfile=name, tofile=f"{name} (fixed)"))
+
+
+# --------------------------------------------------------------------------- one view per command
+
+@dataclass(frozen=True)
+class View:
+    """How one command's result is shown. `own`: the command's own keys of its JSON document;
+    `lines`: its plain lines (`multiline`: they make one answer that `--lines` cannot give as
+    one line); `table`: the Rich renderable; `outputs`: the values it reports; `passed`: False
+    where the command's verdict is exit 1 (a failed check)."""
+    command: str
+    own: Callable[[Any], dict]
+    lines: Callable[[Any], list[str]]
+    table: Callable[[Any], Any]
+    outputs: Callable[[Any], dict] = lambda result: result.outputs
+    passed: Callable[[Any], bool] = lambda result: True
+    multiline: bool = False
+    formats: dict = field(default_factory=dict)  # the command's own formats: {name: result -> text}
+    notes: Callable[[Any], list[str]] = lambda result: []  # said on stderr before the diagnostics
+
+
+def document(view: View, result, line: int | None = None) -> dict:
+    """The command's JSON document (with `line`, the answer to that input line of --lines)."""
+    doc: dict = {"command": view.command}
+    if line is not None:
+        doc["line"] = line
+    doc["outputs"] = tensors_json(view.outputs(result), getattr(result, "dtype", "float64"))
+    doc.update(view.own(result))
+    doc["diagnostics"] = [d.to_json() for d in result.diagnostics]
+    return doc
+
+
+def error_document(view: View, err: GradcliError, line: int | None = None) -> dict:
+    doc: dict = {"command": view.command}
+    if line is not None:
+        doc["line"] = line
+    return doc | error_json(err)
+
+
+EVAL = View("eval", lambda r: {}, lambda r: plain_lines(r, with_gradients=False),
+            lambda r: table(r, with_gradients=False))
+GRAD = View("grad", lambda r: {"gradients": tensors_json(r.gradients, r.dtype)},
+            lambda r: plain_lines(r, with_gradients=True), lambda r: table(r, with_gradients=True))
+CHECK = View("check", check_json, check_lines, check_table, passed=lambda r: r.passed)
+JACOBIAN = View("jacobian", jacobian_json, jacobian_lines, jacobian_table)
+HESSIAN = View("hessian", hessian_json, hessian_lines, hessian_table)
+DERIVE = View("derive", derive_json, derive_lines, derive_table, multiline=True)
+GRAPH = View("graph", graph_json, graph_lines, graph_tree, outputs=graph_outputs, formats={"dot": graph_dot})
+
+
+# --------------------------------------------------------------------------- arrays written with --out
+
+def saved_json(saved) -> dict:
+    """What `--out` wrote (gradcli.io.outputs.Saved), without the numbers themselves."""
+    arrays = {name: {"shape": list(a.shape), "dtype": a.dtype, "min": a.min, "max": a.max, "finite": a.finite,
+                     "where": a.where} for name, a in saved.arrays.items()}
+    return {"saved": {"path": saved.path, "format": saved.format, "bytes": saved.bytes, "arrays": arrays,
+                      "not_written": list(saved.not_written)}}
+
+
+def saved_document(view: View, result, saved) -> dict:
+    """The command's JSON document when its arrays went to a file: `saved` in place of the
+    numbers (`outputs` and the command's own arrays)."""
+    return {"command": view.command, **saved_json(saved), "diagnostics": [d.to_json() for d in result.diagnostics]}
+
+
+def _extreme(value: float | None) -> str:
+    return "nan" if value is None else repr(value)
+
+
+def saved_lines(saved) -> list[str]:
+    """One line per array written: NAME<TAB>SHAPE<TAB>DTYPE<TAB>MIN<TAB>MAX<TAB>WHERE (min and max
+    ignore NaN; nan where there is no number)."""
+    return [f"{name}\t{a.shape}\t{a.dtype}\t{_extreme(a.min)}\t{_extreme(a.max)}\t{a.where}"
+            for name, a in saved.arrays.items()]
+
+
+def saved_table(saved):
+    from rich.table import Table
+    from rich.text import Text
+
+    shown = Table("name", "shape", "dtype", "min", "max", "finite", "written to", header_style="bold")
+    for name, a in saved.arrays.items():
+        low, high = (f"{v:.6g}" if v is not None else "nan" for v in (a.min, a.max))
+        shown.add_row(*_cells(name, str(a.shape), a.dtype, low, high, "yes" if a.finite else "no", a.where))
+    caption = f"wrote {saved.path} ({saved.format}, {saved.bytes:,} bytes)"
+    if saved.not_written:
+        caption += f"; not written (unconnected): {', '.join(saved.not_written)}"
+    shown.caption = Text(caption)
+    return shown
+
+
+def saved_notes(saved) -> list[str]:
+    """Said on stderr beside the summary: the arrays that were not written, and why."""
+    return [f"gradcli: --out: {name} not written: no gradient (unconnected; --unconnected zero writes zeros)"
+            for name in saved.not_written]
+
+
+# --------------------------------------------------------------------------- plot
+
+def _curve_series(curve) -> list[tuple[str, np.ndarray]]:
+    names = [curve.of, f"d{curve.of}/d{curve.wrt}", f"d²{curve.of}/d{curve.wrt}²"]
+    return list(zip(names, [curve.values, *curve.derivatives]))
+
+
+def _marks_said(curve) -> str:
+    kinds = sorted({why for whys in curve.marked.values() for why in whys})
+    return f"marked: {len(curve.marked)} point{'s' * (len(curve.marked) != 1)} ({', '.join(kinds)})" if kinds else ""
+
+
+def plot_terminal(curve, width: int, height: int, colour: bool) -> str:
+    """The curves drawn in the terminal with plotext (one panel each, the same x axis); a marked
+    point is a vertical line where its value or derivative is not finite, or at a tie or kink."""
+    import plotext as plt
+
+    series = _curve_series(curve)
+    plt.clear_figure()
+    plt.subplots(len(series), 1)
+    plt.plotsize(width, height)
+    if not colour:
+        plt.theme("clear")
+    for row, (label, ys) in enumerate(series, 1):
+        plt.subplot(row, 1)
+        if not colour:
+            plt.theme("clear")
+        good = np.isfinite(ys)
+        plt.plot(curve.xs[good].tolist(), ys[good].tolist(), label=label, marker="braille")
+        for k in curve.marked:
+            plt.vline(float(curve.xs[k]), "red")
+        plt.title(label if row > 1 else f"{label} over {curve.wrt} from {curve.xs[0]:g} to {curve.xs[-1]:g}"
+                  + (f"; {_marks_said(curve)}" if curve.marked else ""))
+    text = plt.build() if colour else plt.uncolorize(plt.build())
+    plt.clear_figure()
+    return text + ("" if text.endswith("\n") else "\n")
+
+
+def plot_file(curve, path: str) -> None:
+    """The curves drawn with Matplotlib to `path` (PNG or SVG, by its suffix)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    series = _curve_series(curve)
+    figure, axes = plt.subplots(len(series), 1, sharex=True, figsize=(7, 2.2 * len(series) + 0.6), squeeze=False)
+    for ax, (label, ys) in zip(axes[:, 0], series):
+        ax.plot(curve.xs, np.where(np.isfinite(ys), ys, np.nan), label=label)
+        for k in curve.marked:
+            ax.axvline(curve.xs[k], color="red", linestyle=":", linewidth=1)
+        shown = [k for k in curve.marked if np.isfinite(ys[k])]
+        ax.plot(curve.xs[shown], ys[shown], "o", color="red", markersize=4)
+        ax.set_ylabel(label)
+        ax.grid(True, alpha=0.3)
+    axes[0, 0].set_title(f"{curve.of} over {curve.wrt}" + (f" ({_marks_said(curve)})" if curve.marked else ""))
+    axes[-1, 0].set_xlabel(curve.wrt)
+    figure.tight_layout()
+    figure.savefig(path, metadata={"Software": "gradcli"} if str(path).lower().endswith(".png") else None)
+    plt.close(figure)

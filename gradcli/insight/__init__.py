@@ -1,0 +1,1 @@
+"""Insight: Jacobians, Hessians, gradient checks and the program printer."""

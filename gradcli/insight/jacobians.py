@@ -1,0 +1,316 @@
+"""Trust and insight on the core engine: gradient checks with blame, Jacobians and Hessians
+built by differentiating the gradient program.
+
+Everything here works on the graph: a gradient is equations of the same program, so it can
+be evaluated for many seeds (Jacobian rows), differentiated again (Hessians), or compared
+with finite differences of the forward program (checks).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gradcli.autodiff import gradients
+from gradcli.numerics.diagnostics import Diagnostic
+from gradcli.errors import GradcliError, OptionError
+from gradcli.engine.evaluate import needed_equations, run
+from gradcli.ir import Graph
+from gradcli.ops import fmt_shape
+from gradcli.limits import default_memory_limit, describe_size, output_render_bytes, output_text_bytes
+
+def _seed(graph: Graph, shape, name: str) -> int:
+    return graph.add_input(name, np.zeros(shape))
+
+
+def _forward_values(graph: Graph, first_derived: int, ids: list[int]) -> dict[int, np.ndarray]:
+    """Values of the forward equations the given gradient equations read, computed once."""
+    reads = {j for i in needed_equations(graph, ids) if i >= first_derived
+             for j in graph.equations[i].inputs if j < first_derived}
+    reads = [j for j in reads if graph.equations[j].inputs]  # sources are cheap to recreate
+    with np.errstate(all="ignore"):
+        return run(graph, reads) if reads else {}
+
+
+def _rows(graph: Graph, seed: int, seed_shape, outputs: list[int], held: dict) -> list[np.ndarray]:
+    """For each basis vector e_k of the seed, the values of `outputs`: rows of one array
+    each, written in place (no list of rows beside it)."""
+    n = int(np.prod(seed_shape))
+    results = [np.zeros((n,) + graph.shapes[o]) for o in outputs]
+    basis = np.zeros(n)
+    for k in range(n):
+        basis[:] = 0.0
+        basis[k] = 1.0
+        with np.errstate(all="ignore"):
+            values = run(graph, outputs, overrides={**held, seed: basis.reshape(seed_shape)})
+        for r, o in zip(results, outputs):
+            r[k] = values[o]
+    return [r.reshape(tuple(seed_shape) + graph.shapes[o]) for r, o in zip(results, outputs)]
+
+
+# Work one derivative command may start, in (passes x equations evaluated): about a minute
+MAX_DERIVATIVE_WORK = 2_000_000_000
+
+
+def _guard_blocks(graph: Graph, what: str, passes: int, block_elements: int, limit: int | None,
+                  where: int, text: bool = True) -> None:
+    """Refuse before starting what would not fit in memory or would run for hours: the
+    derivative array itself (and with `text` its rendering), and the passes times the
+    program's size."""
+
+    limit = limit or default_memory_limit()
+    need = block_elements * 8 + (output_render_bytes(block_elements) if text else 0)  # the array, its text
+    pos = graph.equations[where].pos
+    if need > limit:
+        out = f" and about {describe_size(output_text_bytes(block_elements))} of text out" if text else ""
+        raise OptionError(f"the {what} would be {block_elements:,} float64 numbers: {describe_size(block_elements * 8)}"
+                          f"{out}, more than the {describe_size(limit)} allowed by {{option}}", "max_memory", pos, graph.source)
+    work = passes * max(1, len(graph.equations))
+    if work > MAX_DERIVATIVE_WORK:
+        raise GradcliError(f"the {what} needs {passes:,} evaluations of a {len(graph.equations):,}-operation "
+                           f"program ({work:.2g} operations, hours of work): ask for a gradient (grad) of a "
+                           "sum, or of fewer elements", pos, graph.source)
+
+
+def jacobian(graph: Graph, y: int, xs: list[int], max_memory: int | None = None,
+             text: bool = True) -> list[np.ndarray | None]:
+    """dY/dX for each X, shaped Y.shape + X.shape (None where Y does not depend on X).
+
+    Reverse mode evaluates the gradient program once per element of Y; where X has fewer
+    elements than Y, forward mode, once per element of X: J v is the derivative of the
+    (linear) reverse pass u -> J^T u along v, so it is built by differentiating the gradient
+    program again. The cost and the result's size are checked before anything runs."""
+    n_y = math.prod(graph.shapes[y])
+    out: list[np.ndarray | None] = [None] * len(xs)
+    reverse = [k for k, x in enumerate(xs) if math.prod(graph.shapes[x]) >= n_y]
+    forward = [k for k in range(len(xs)) if k not in reverse]
+    for k in range(len(xs)):
+        n_x = math.prod(graph.shapes[xs[k]])
+        _guard_blocks(graph, "Jacobian", min(n_x, n_y), n_x * n_y, max_memory, y, text)
+    if reverse:
+        first = len(graph.equations)
+        seed = _seed(graph, graph.shapes[y], "jacobian seed")
+        grads = gradients(graph, [y], [xs[k] for k in reverse], [seed])
+        live = [g for g in grads if g is not None]
+        if live:
+            held = _forward_values(graph, first, live)
+            rows = iter(_rows(graph, seed, graph.shapes[y], live, held))
+            for k, g in zip(reverse, grads):
+                out[k] = next(rows) if g is not None else None
+    for k in forward:
+        x = xs[k]
+        first = len(graph.equations)
+        u = _seed(graph, graph.shapes[y], "jacobian seed")
+        (g,) = gradients(graph, [y], [x], [u])
+        if g is None:
+            continue
+        v = _seed(graph, graph.shapes[x], "jacobian direction")
+        (column,) = gradients(graph, [g], [u], [v])
+        if column is None:  # J^T u does not depend on u: J is 0
+            out[k] = np.zeros(graph.shapes[y] + graph.shapes[x])
+            continue
+        held = _forward_values(graph, first, [column])
+        columns = _rows(graph, v, graph.shapes[x], [column], held)[0]  # shaped X + Y
+        n_x = len(graph.shapes[x])
+        out[k] = np.moveaxis(columns.reshape(graph.shapes[x] + graph.shapes[y]),
+                             list(range(n_x)), list(range(len(graph.shapes[y]), len(graph.shapes[y]) + n_x)))
+    return out
+
+
+def hessian(graph: Graph, y: int, xs: list[int], max_memory: int | None = None, text: bool = True
+            ) -> tuple[list[np.ndarray | None], dict[tuple[int, int], np.ndarray | None]]:
+    """d²Y/dXi dXj (Y a scalar): reverse over reverse. Returns each X's own block, shaped
+    X.shape + X.shape, and the mixed blocks {(i, j): shaped Xi.shape + Xj.shape} for i != j
+    (Himmelblau's d²f/dx dy); None where Y does not depend on Xi. One pass per element of Xi
+    gives row block i against every Xj at once."""
+    if graph.shapes[y] != ():
+        raise GradcliError(f"a Hessian needs a scalar output; this one has shape {fmt_shape(graph.shapes[y])} "
+                           "(sum it, or pick an element)", graph.equations[y].pos, graph.source)
+    sizes = [math.prod(graph.shapes[x]) for x in xs]
+    for n_x in sizes:
+        _guard_blocks(graph, "Hessian", n_x, n_x * sum(sizes), max_memory, y, text)
+    own: list[np.ndarray | None] = []
+    mixed: dict[tuple[int, int], np.ndarray | None] = {}
+    for i, x in enumerate(xs):
+        (g,) = gradients(graph, [y], [x])
+        if g is None:
+            own.append(None)
+            mixed.update({(i, j): None for j in range(len(xs)) if j != i})
+            continue
+        first = len(graph.equations)
+        seed = _seed(graph, graph.shapes[x], "hessian seed")
+        hs = gradients(graph, [g], xs, [seed])
+        live = [h for h in hs if h is not None]
+        held = _forward_values(graph, first, live)
+        rows = iter(_rows(graph, seed, graph.shapes[x], live, held) if live else [])
+        for j, h in enumerate(hs):
+            # a gradient that does not depend on Xj: that block is 0 (Y is linear in it)
+            block = next(rows) if h is not None else np.zeros(graph.shapes[x] + graph.shapes[xs[j]])
+            if j == i:
+                own.append(block)
+            else:
+                mixed[i, j] = block
+    return own, mixed
+
+
+# --------------------------------------------------------------------------- gradient check
+
+@dataclass
+class CheckReport:
+    name: str
+    max_abs_error: float
+    max_rel_error: float
+    passed: bool
+    method: str  # "all elements" or "N random directions"
+    reason: str | None = None  # why it failed where the errors are not numbers (inf, NaN)
+
+    def to_json(self) -> dict:
+        out = {"max_abs_error": self.max_abs_error, "max_rel_error": self.max_rel_error,
+               "passed": self.passed, "method": self.method}
+        if self.reason:
+            out["reason"] = self.reason
+        return out
+
+
+@dataclass
+class CheckResult:
+    reports: dict[str, CheckReport]
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    gradient_ids: dict[str, int] = field(default_factory=dict)  # the reverse-mode gradients checked
+
+    @property
+    def passed(self) -> bool:
+        return all(r.passed for r in self.reports.values())
+
+
+ALL_ELEMENTS_UP_TO = 64   # inputs this small are checked element by element
+DIRECTIONS = 16           # else along this many random directions
+
+
+def _objective(graph: Graph, ys: list[int]):
+    """The elements of all ys as one vector (their sum is what is differentiated), with
+    stop_gradient values held at the unperturbed point."""
+    held_ids = [i for i in needed_equations(graph, ys) if graph.equations[i].op.stops_gradient]
+    with np.errstate(all="ignore"):
+        held = run(graph, held_ids) if held_ids else {}
+
+    def value(overrides):
+        with np.errstate(all="ignore"):
+            out = run(graph, ys, overrides={**held, **overrides})
+        return np.concatenate([np.asarray(out[y], dtype=np.float64).reshape(-1) for y in ys])
+    return value
+
+
+def _differences(f, x: int, point: np.ndarray, grad: np.ndarray, eps: float, rng):
+    """(reverse-mode, finite-difference, noise) per element or along random directions.
+    Outputs are differenced element by element before they are summed (no cancellation
+    between large and small elements); `noise` is what rounding alone can make of it."""
+    step = eps * max(1.0, float(np.max(np.abs(point)))) if point.size else eps
+    if point.size <= ALL_ELEMENTS_UP_TO:
+        directions = np.eye(point.size)
+    else:
+        directions = rng.standard_normal((DIRECTIONS, point.size))
+        directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+    # element by element, the gradient itself (a product with the identity would make
+    # 0 * inf = NaN of one infinite element in every row)
+    ours = grad.reshape(-1).copy() if point.size <= ALL_ELEMENTS_UP_TO else directions @ grad.reshape(-1)
+    fd = np.empty(len(directions))
+    with np.errstate(all="ignore"):  # inf - inf at an overflowing point is reported, not warned
+        scale = float(np.sum(np.abs(f({}))))
+        for k, d in enumerate(directions):
+            delta = f({x: point + step * d.reshape(point.shape)}) - f({x: point - step * d.reshape(point.shape)})
+            fd[k] = np.sum(delta) / (2 * step)
+        noise = 8 * np.finfo(np.float64).eps * scale / step
+    method = "all elements" if point.size <= ALL_ELEMENTS_UP_TO else f"{DIRECTIONS} random directions"
+    return ours, fd, noise, method
+
+
+def check(graph: Graph, ys: list[int], xs: dict[str, int], *, eps: float = 1e-6, rtol: float = 1e-5,
+          atol: float = 1e-8, seed: int = 0) -> CheckResult:
+    """Reverse-mode gradients of sum(ys) against float64 central finite differences; where
+    they disagree, blame the equation whose own gradient rule disagrees at this point."""
+    rng = np.random.default_rng(seed)
+    names = list(xs)
+    grads = gradients(graph, ys, [xs[n] for n in names])
+    live = [g for g in grads if g is not None]
+    with np.errstate(all="ignore"):
+        values = run(graph, live + [xs[n] for n in names])
+    f = _objective(graph, ys)
+    reports = {}
+    for name, g in zip(names, grads):
+        x = xs[name]
+        point = np.asarray(values[x], dtype=np.float64)
+        grad = np.zeros(graph.shapes[x]) if g is None else np.asarray(values[g], dtype=np.float64)
+        ours, fd, noise, method = _differences(f, x, point, grad, eps, rng)
+        with np.errstate(all="ignore"):
+            abs_err = np.abs(ours - fd)
+            rel_err = np.where(abs_err == 0, 0.0, abs_err / np.maximum(np.abs(fd), np.abs(ours)))
+        passed = bool(np.all(abs_err <= atol + noise + rtol * np.abs(fd)))
+        reason = _nonfinite_reason(ours, fd, point.shape, method)
+        if reason:  # an inf or NaN on either side is no agreement, and no error size either
+            reports[name] = CheckReport(name, math.nan, math.nan, False, method, reason)
+        else:
+            reports[name] = CheckReport(name, float(np.max(abs_err, initial=0.0)),
+                                        float(np.max(rel_err, initial=0.0)), passed, method)
+    result = CheckResult(reports, gradient_ids={n: g for n, g in zip(names, grads) if g is not None})
+    if not result.passed:
+        result.diagnostics.extend(blame(graph, eps=eps, rtol=rtol, atol=atol, rng=rng))
+    return result
+
+
+def _nonfinite_reason(ours: np.ndarray, fd: np.ndarray, shape, method: str) -> str | None:
+    bad = ~(np.isfinite(ours) & np.isfinite(fd))
+    if not bad.any():
+        return None
+    k = int(np.argmax(bad))
+    if method != "all elements":
+        where = f"random direction {k}"
+    else:
+        where = f"element {list(map(int, np.unravel_index(k, shape)))}" if shape else "this point"
+    count = int(bad.sum())
+    more = f" (and {count - 1} more)" if count > 1 else ""
+    return (f"not finite at {where}{more}: the gradient gives {float(ours[k])!r}, finite differences "
+            f"{float(fd[k])!r}; the function is not differentiable there, or overflows")
+
+
+def blame(graph: Graph, *, eps: float, rtol: float, atol: float, rng) -> list[Diagnostic]:
+    """Each differentiated equation's gradient rule, checked alone at this point against
+    finite differences of its own forward rule: the ones that disagree."""
+    found = []
+    forward = sorted(i for i in graph.differentiated if graph.equations[i].backward is None)
+    with np.errstate(all="ignore"):
+        values = run(graph, sorted({j for i in forward for j in graph.equations[i].inputs}))
+    for i in forward:
+        eq = graph.equations[i]
+        local = Graph(graph.source)
+        params = [local.add_input(f"arg{k}", np.asarray(values[j], dtype=np.float64), eq.pos)
+                  for k, j in enumerate(eq.inputs)]
+        out = local.add(eq.op, tuple(params), eq.params, eq.pos, eq.label)
+        cot_value = rng.standard_normal(local.shapes[out])
+        cot = local.add_input("g", cot_value, eq.pos)
+        wanted = [p for k, p in enumerate(params) if eq.op.rule(k) not in ("no gradient", None)]
+        if not wanted:
+            continue
+        grads = gradients(local, [out], wanted, [cot])
+        live = [g for g in grads if g is not None]
+        with np.errstate(all="ignore"):
+            got = run(local, live) if live else {}
+
+        def f(overrides, out=out, local=local, cot_value=cot_value):
+            with np.errstate(all="ignore"):
+                return (cot_value * run(local, [out], overrides=overrides)[out]).reshape(-1)
+
+        for p, g in zip(wanted, grads):
+            point = np.asarray(local.equations[p].params["value"])
+            grad = np.zeros(point.shape) if g is None else np.asarray(got[g], dtype=np.float64)
+            ours, fd, noise, _ = _differences(f, p, point, grad, eps, rng)
+            if np.all(np.isfinite(fd)) and not np.all(np.abs(ours - fd) <= atol + noise + rtol * np.abs(fd)):
+                err = float(np.max(np.abs(ours - fd)))
+                found.append(Diagnostic(
+                    "error", "gradient_mismatch", eq.label,
+                    f"the gradient rule of {eq.label} disagrees with finite differences of {eq.label} itself "
+                    f"at this point (max abs error {err:.3g} over {fd.size} comparisons)",
+                    f"check the vjp of '{eq.op.name}' in the op table", eq.pos, eq.stack, value_id=i))
+                break
+    return found

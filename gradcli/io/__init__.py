@@ -1,0 +1,1 @@
+"""Input and output files: arrays read from disk, values written whole."""

@@ -1,0 +1,264 @@
+"""The program as gradcli holds it: a straight list of equations in SSA form.
+
+Equation i computes value i from earlier values, with an op of the table, static parameters,
+and the source position it stands for. Shapes are computed as each equation is added, so
+impossible shapes are rejected before anything runs. Gradients (gradcli.autodiff) are appended
+to the same graph as more equations.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from gradcli.errors import GradcliError, Pos, ShapeError, Source
+from gradcli.ops import OPS, Op, Sym
+from gradcli.ops import broadcast_shapes as ops_broadcast
+from gradcli.ops import _broadcast as _BROADCAST, _same as _SAME
+from gradcli.records import NEW, ValueRecord
+
+# A program that expands (through nested function calls) past this many equations is
+# refused rather than left to exhaust memory.
+MAX_DIMENSIONS = 64  # NumPy's limit, checked here so no op meets it first
+MAX_EQUATIONS = 5_000_000
+
+
+class Equation:
+    """value[i] = op(values[inputs], **params), written at `pos` (inside the user-function
+    calls `stack`, outermost first); `label` is the op as the user spelled it (`*`, `exp`,
+    `reduce_max`); `backward` is, for an equation of a gradient, the id of the forward
+    equation whose rule produced it (None for the program's own equations)."""
+
+    __slots__ = ("op", "inputs", "params", "pos", "label", "stack", "backward")
+
+    def __init__(self, op: Op, inputs: tuple, params: dict, pos: Pos | None, label: str,
+                 stack: tuple = (), backward: int | None = None):
+        self.op = op
+        self.inputs = inputs
+        self.params = params
+        self.pos = pos
+        self.label = label
+        self.stack = stack
+        self.backward = backward
+
+    def __repr__(self) -> str:
+        return f"Equation({self.op.name}, {self.inputs}, {self.params}, {self.pos})"
+
+
+_MAX_ELEMENTS = 2**63 - 1  # NumPy's intp
+
+
+class Graph(ValueRecord):
+    _fields = ("source", "equations", "shapes", "names", "inputs", "value_names", "result", "warnings", "context",
+               "differentiated", "_memo")
+    source: Source
+    equations: list[Equation]
+    shapes: list  # tuple, or None where unknown
+    names: dict[str, int]  # top-level name -> its last value
+    inputs: dict[str, int]  # input name -> its equation
+    value_names: dict[int, str]
+    result: tuple[str, int] | None = None                # the last statement's (name, value)
+    warnings: list[tuple[str, Pos | None]]
+    # the forward equation whose gradient is being built (set by autodiff)
+    context: int | None = None
+    differentiated: set
+    _memo: dict
+
+    def __init__(self, source, equations=NEW, shapes=NEW, names=NEW, inputs=NEW, value_names=NEW, result=None,
+                 warnings=NEW, context=None, differentiated=NEW, _memo=NEW):
+        self.source = source
+        self.equations = [] if equations is NEW else equations
+        self.shapes = [] if shapes is NEW else shapes
+        self.names = {} if names is NEW else names
+        self.inputs = {} if inputs is NEW else inputs
+        self.value_names = {} if value_names is NEW else value_names
+        self.result = result
+        self.warnings = [] if warnings is NEW else warnings
+        self.context = context
+        self.differentiated = set() if differentiated is NEW else differentiated
+        self._memo = {} if _memo is NEW else _memo
+
+    # ----------------------------------------------------------------- adding equations
+    def add(self, op: Op, inputs: tuple, params: dict, pos: Pos | None, label: str,
+            stack: tuple = (), backward: int | None = None) -> int:
+        shapes = self.shapes
+        rule = op.shape
+        count = len(inputs)
+        # the common case (`sin(x)`, `a * b` of one shape): the result has the inputs' shape,
+        # which was checked when they were made
+        if count == 1 and (rule is _SAME or rule is _BROADCAST) and shapes[inputs[0]] is not None:
+            shape = shapes[inputs[0]]
+        elif count == 2 and (rule is _SAME or rule is _BROADCAST) and shapes[inputs[0]] is not None \
+                and shapes[inputs[0]] == shapes[inputs[1]]:
+            shape = shapes[inputs[0]]
+        elif None in (in_shapes := [shapes[i] for i in inputs]):
+            shape = None
+        elif in_shapes and (rule is _SAME or rule is _BROADCAST) and in_shapes.count(in_shapes[0]) == len(in_shapes):
+            shape = in_shapes[0]
+        else:
+            try:
+                shape = tuple(op.shape(*in_shapes, **params))
+            except ShapeError as exc:
+                message = str(exc)
+                prefix = f"{label}: "
+                raise GradcliError(message if message.startswith(prefix) else prefix + message,
+                                   pos, self.source) from None
+            if not shape:
+                pass  # a number: nothing to bound
+            elif len(shape) > MAX_DIMENSIONS:
+                raise GradcliError(f"{label}: the result would have {len(shape)} dimensions; arrays have at most "
+                                   f"{MAX_DIMENSIONS} (as in NumPy)", pos, self.source)
+            elif any(d < 0 for d in shape):  # a shape rule that let one through (broadcast_to [-5])
+                raise GradcliError(f"{label}: negative dimension in the result's shape {shape}",
+                                   pos, self.source)
+            elif (count := math.prod(shape)) > _MAX_ELEMENTS:  # broadcast_to(x, shape=[1e300]): no index reaches
+                shown = f"{count:,}" if count < 10**24 else f"about 10^{len(str(count)) - 1}"
+                raise GradcliError(f"{label}: the result would have {shown} elements, more than any array "
+                                   f"can ({_MAX_ELEMENTS:,})", pos, self.source)
+        if len(self.equations) >= MAX_EQUATIONS:
+            raise GradcliError(f"the program expands to more than {MAX_EQUATIONS:,} operations "
+                               "(user functions are expanded where they are called)", pos, self.source)
+        self.equations.append(Equation(op, inputs, params, pos, label, stack, backward))
+        shapes.append(shape)
+        return len(shapes) - 1
+
+    def add_input(self, name: str, value, pos: Pos | None = None, label: str | None = None) -> int:
+        """An input equation: a named source whose value can be given anew at each run."""
+        return self.add(OPS["input"], (), {"name": name, "value": np.asarray(value)}, pos, label or name)
+
+    def add_constant(self, value, pos: Pos | None = None, stack: tuple = (), backward: int | None = None) -> int:
+        value = np.asarray(value, dtype=np.float64)
+        return self.add(OPS["const"], (), {"value": value}, pos, "constant", stack, backward)
+
+    # ----------------------------------------------------------------- gradient building
+    def constant(self, value) -> Sym:
+        """A scalar constant for a gradient rule, shared by every rule that uses it."""
+        key = ("const", float(value))
+        if key not in self._memo:
+            ctx = self.equations[self.context] if self.context is not None else None
+            self._memo[key] = self.add_constant(value, ctx.pos if ctx else None, ctx.stack if ctx else (),
+                                                self.context)
+        return Sym(self, self._memo[key])
+
+    def scalar_constant(self, id_: int):
+        """The number a value is everywhere, if it is a constant (seen through broadcasts)."""
+        eq = self.equations[id_]
+        while eq.op.repeats:
+            eq = self.equations[eq.inputs[0]]
+        if eq.op.name == "const" and eq.params["value"].ndim == 0:
+            return float(eq.params["value"])
+        return None
+
+    def derived(self, op: Op, inputs: tuple, params: dict) -> Sym:
+        """Emit an equation of a gradient, attributed to the equation being differentiated;
+        identical equations are shared and `x * 1`, `x + 0`, `x / 1` are folded away."""
+        if op.simpler is not None:
+            plain = op.simpler(**params)
+            if plain is not None:
+                # the same op written simpler: a sum down to a scalar is the plain sum, which the
+                # program may already compute
+                op, params = OPS[plain[0]], plain[1]
+        if op.elementwise and len(inputs) > 1:
+            inputs = self._unbroadcast(op, inputs)
+        simpler = self._simplify(op, inputs)
+        if simpler is not None:
+            return Sym(self, simpler)
+        memo, equations = self._memo, self.equations
+        if memo.get("indexed", 0) < len(equations):
+            self._index_equations()
+        key = (op.name, inputs, _hashable(params) if params else ())
+        found = memo.get(key)
+        if found is not None:
+            return Sym(self, found)
+        context = self.context
+        if context is None:
+            id_ = self.add(op, inputs, params, None, op.name)
+        else:
+            ctx = equations[context]
+            id_ = self.add(op, inputs, params, ctx.pos, ctx.label, ctx.stack, context)
+        memo[key] = id_
+        memo["indexed"] = id_ + 1
+        return Sym(self, id_)
+
+    def _index_equations(self) -> None:
+        """Let gradient equations reuse identical equations of the program itself
+        (`w * y` computed forward is not computed again backward)."""
+        memo, equations = self._memo, self.equations
+        for i in range(memo.get("indexed", 0), len(equations)):
+            eq = equations[i]
+            if eq.inputs:
+                params = eq.params
+                memo.setdefault((eq.op.name, eq.inputs, _hashable(params) if params else ()), i)
+        self._memo["indexed"] = len(self.equations)
+
+    def _unbroadcast(self, op: Op, inputs: tuple) -> tuple:
+        """An elementwise op (of two or more inputs) broadcasts by itself: drop an explicit
+        broadcast_to (or a reshape of a scalar) of an input where the result's shape stays the same."""
+        equations = self.equations
+        for j in inputs:
+            if equations[j].op.repeats:
+                break
+        else:
+            return inputs
+        out = ops_broadcast(*(self.shapes[j] for j in inputs))
+        new = list(inputs)
+        for k, j in enumerate(inputs):
+            eq = self.equations[j]
+            while eq.op.repeats and (eq.op.repeats == "broadcast" or math.prod(self.shapes[eq.inputs[0]]) == 1):
+                inner = eq.inputs[0]
+                trial = new[:k] + [inner] + new[k + 1:]
+                if ops_broadcast(*(self.shapes[t] for t in trial)) != out:
+                    break
+                new[k] = inner
+                eq = self.equations[inner]
+        return tuple(new)
+
+    def _simplify(self, op: Op, inputs: tuple) -> int | None:
+        """An equation of a gradient that needs no computing, by its op record's algebra:
+        an operand beside the op's identity (`x * 1`, `x + 0`, `x ** 1`), an involution applied
+        twice (`-(-x)`), or an elementwise op of scalar constants (folded into one)."""
+        if op.involution and len(inputs) == 1:
+            inner = self.equations[inputs[0]]
+            if inner.op is op:
+                return inner.inputs[0]
+        if op.elementwise and inputs:
+            constants = []
+            for j in inputs:  # (stops at the first that is not a constant: most are not)
+                c = self.scalar_constant(j)
+                if c is None:
+                    break
+                constants.append(c)
+            if len(constants) == len(inputs) and all(self.shapes[j] == () for j in inputs):
+                with np.errstate(all="ignore"):
+                    folded = float(op.forward(np, *(np.float64(c) for c in constants)))
+                return self.constant(folded).id
+        if len(inputs) != 2 or op.identities == (None, None):
+            return None
+        a, b = inputs
+        out = ops_broadcast(self.shapes[a], self.shapes[b])
+        left, right = op.identities
+        if right is not None and self.scalar_constant(b) == right and self.shapes[a] == out:
+            return a
+        if left is not None and self.scalar_constant(a) == left and self.shapes[b] == out:
+            return b
+        return None
+
+    def value_id(self, name: str, what: str = "name") -> int:
+        if name not in self.names:
+            choices = ", ".join(sorted(self.names)) or "none"
+            raise GradcliError(f"unknown {what} '{name}': the program's names are {choices}")
+        return self.names[name]
+
+
+def _hashable(params: dict):
+    if not params:
+        return ()
+    return tuple(sorted((k, v.tobytes() if isinstance(v, np.ndarray) else v) for k, v in params.items()))
+
+
+# --------------------------------------------------------------------------- lowering
+
+class ValueId(int):
+    """A value of the graph, as a composite's expansion holds it: never the number it equals
+    (`label_smoothing=1.0` is the number 1, not value 1)."""
+    __slots__ = ()

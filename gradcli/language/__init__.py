@@ -1,0 +1,1 @@
+"""The language: parsing the text, lowering it to equations, the libraries' dialects."""

@@ -1,0 +1,265 @@
+"""The abstract syntax tree that the parser builds and the graph builder lowers.
+
+Operators are calls: `a + b` is `Call("add", [a, b])` anchored at the `+`, so operators and
+named functions reach the op table through one path. Every node carries its `Pos`.
+"""
+from __future__ import annotations
+
+from gradcli.errors import Pos
+from gradcli.records import NEW, Record
+
+# The nodes are plain classes with slots (gradcli.records), as dataclass(slots=True, eq=False)
+# made them: the same fields, constructor and repr.
+
+
+class Node(Record):
+    __slots__ = ()
+    pos: Pos
+
+
+class Number(Node):
+    __slots__ = _fields = ("value", "pos", "boolean")
+    value: float
+    pos: Pos
+    boolean: bool  # written True or False (a mask, not the integers 1 and 0)
+
+    def __init__(self, value, pos, boolean=False):
+        self.value = value
+        self.pos = pos
+        self.boolean = boolean
+
+
+class Name(Node):
+    __slots__ = _fields = ("id", "pos")
+    id: str
+    pos: Pos
+
+    def __init__(self, id, pos):
+        self.id = id
+        self.pos = pos
+
+
+class Array(Node):
+    """`[a, b, ...]`: a literal when every item is, else a stack of computed values."""
+
+    __slots__ = _fields = ("items", "pos")
+    items: list[Node]
+    pos: Pos
+
+    def __init__(self, items, pos):
+        self.items = items
+        self.pos = pos
+
+
+class Str(Node):
+    """A string literal: a docstring, or a text argument such as an einsum spec."""
+
+    __slots__ = _fields = ("value", "pos")
+    value: str
+    pos: Pos
+
+    def __init__(self, value, pos):
+        self.value = value
+        self.pos = pos
+
+
+class Tuple(Node):
+    """`(a, b)` or `a, b`: several values, unpacked by `x, y = ...` or read as an array."""
+
+    __slots__ = _fields = ("items", "pos")
+    items: list[Node]
+    pos: Pos
+
+    def __init__(self, items, pos):
+        self.items = items
+        self.pos = pos
+
+
+class Attribute(Node):
+    """`(expr).name`: an attribute or method of a computed value (`(a @ b).T`)."""
+
+    __slots__ = _fields = ("target", "name", "pos")
+    target: Node
+    name: str
+    pos: Pos
+
+    def __init__(self, target, name, pos):
+        self.target = target
+        self.name = name
+        self.pos = pos
+
+
+class Keyword(Record):
+    __slots__ = _fields = ("name", "value", "pos")
+    name: str
+    value: Node
+    pos: Pos
+
+    def __init__(self, name, value, pos):
+        self.name = name
+        self.value = value
+        self.pos = pos
+
+
+class Call(Node):
+    """A call of a named function, or an operator (`symbol` is then its spelling)."""
+
+    __slots__ = _fields = ("func", "args", "pos", "keywords", "symbol", "method")
+    func: str
+    args: list[Node]
+    pos: Pos
+    keywords: list[Keyword]
+    symbol: str | None
+    method: bool  # `x.sum(axis=0)`: args[0] is the value the method was called on
+
+    def __init__(self, func, args, pos, keywords=NEW, symbol=None, method=False):
+        self.func = func
+        self.args = args
+        self.pos = pos
+        self.keywords = [] if keywords is NEW else keywords
+        self.symbol = symbol
+        self.method = method
+
+
+class Slice(Record):
+    __slots__ = _fields = ("start", "stop", "step", "pos")
+    start: Node | None
+    stop: Node | None
+    step: Node | None
+    pos: Pos
+
+    def __init__(self, start, stop, step, pos):
+        self.start = start
+        self.stop = stop
+        self.step = step
+        self.pos = pos
+
+
+ELLIPSIS = "..."
+
+
+class NoneLiteral(Node):
+    """`None`: a missing argument (`targets=None`), or a new axis in a subscript."""
+
+    __slots__ = _fields = ("pos",)
+    pos: Pos
+
+    def __init__(self, pos):
+        self.pos = pos
+
+
+class Index(Node):
+    """`target[i, j:k, None, ...]`; the subscripts must be constants."""
+
+    __slots__ = _fields = ("target", "subscripts", "pos", "trailing_comma")
+    target: Node
+    subscripts: list  # of Node | Slice | ELLIPSIS (None is a NoneLiteral node)
+    pos: Pos
+    trailing_comma: bool  # `x[(0, 1),]`: the tuple is one subscript, not one per axis
+
+    def __init__(self, target, subscripts, pos, trailing_comma=False):
+        self.target = target
+        self.subscripts = subscripts
+        self.pos = pos
+        self.trailing_comma = trailing_comma
+
+
+class Assign(Record):
+    __slots__ = _fields = ("name", "value", "pos")
+    name: str
+    value: Node
+    pos: Pos  # of the name
+
+    def __init__(self, name, value, pos):
+        self.name = name
+        self.value = value
+        self.pos = pos
+
+
+class Unpack(Record):
+    """`a, b = value`: the items of a tuple, or the rows of an array, bound to names."""
+
+    __slots__ = _fields = ("names", "value", "pos")
+    names: list[tuple[str, Pos]]
+    value: Node
+    pos: Pos  # of the first name
+
+    def __init__(self, names, value, pos):
+        self.names = names
+        self.value = value
+        self.pos = pos
+
+
+class Import(Record):
+    """`import numpy as onp`, `from jax import numpy as jnp`: (module, the name it is bound to)."""
+
+    __slots__ = _fields = ("bindings", "pos")
+    bindings: list[tuple[str, str]]
+    pos: Pos
+
+    def __init__(self, bindings, pos):
+        self.bindings = bindings
+        self.pos = pos
+
+
+class ExprStmt(Record):
+    __slots__ = _fields = ("value", "pos")
+    value: Node
+    pos: Pos
+
+    def __init__(self, value, pos):
+        self.value = value
+        self.pos = pos
+
+
+class Return(Record):
+    __slots__ = _fields = ("value", "pos")
+    value: Node
+    pos: Pos
+
+    def __init__(self, value, pos):
+        self.value = value
+        self.pos = pos
+
+
+class FuncDef(Record):
+    __slots__ = _fields = ("name", "params", "body", "pos", "defaults")
+    name: str
+    params: list[tuple[str, Pos]]
+    body: list  # Assign | Unpack | ExprStmt | FuncDef | Import, ending in a Return
+    pos: Pos  # of the function's name
+    defaults: dict  # parameter name -> default value (a Node)
+
+    def __init__(self, name, params, body, pos, defaults=NEW):
+        self.name = name
+        self.params = params
+        self.body = body
+        self.pos = pos
+        self.defaults = {} if defaults is NEW else defaults
+
+
+class Module(Record):
+    __slots__ = _fields = ("statements",)
+    statements: list  # Assign | Unpack | ExprStmt | FuncDef | Import
+
+    def __init__(self, statements):
+        self.statements = statements
+
+
+def children(node) -> list:
+    """The sub-expressions of an expression node, for iterative walks (no recursion)."""
+    if isinstance(node, Call):
+        return node.args + [k.value for k in node.keywords]
+    if isinstance(node, (Array, Tuple)):
+        return node.items
+    if isinstance(node, Attribute):
+        return [node.target]
+    if isinstance(node, Index):
+        out = [node.target]
+        for sub in node.subscripts:
+            if isinstance(sub, Slice):
+                out.extend(p for p in (sub.start, sub.stop, sub.step) if p is not None)
+            elif isinstance(sub, Node):
+                out.append(sub)
+        return out
+    return []

@@ -1,0 +1,595 @@
+"""Numerical diagnostics (docs/contract.md §5): where a non-finite number first appears, why, and a fix.
+
+`NumericsChecker` is called by the evaluator after every equation. Its common path is one
+reduction (`isfinite(sum(value))`); only when that fails does it look closer. It tracks
+which values carry non-finite numbers and from which origins, so each origin is reported
+once, at the equation that created it from finite inputs, not at every node downstream.
+It relies on no floating-point warnings (CuPy has none).
+
+On a lazy backend (Dask) the check runs in two steps around the one computation: during the
+evaluation it asks, per equation, for the reductions its common path reads (v.v, whether every
+element is finite, the count of ties or kinks, max|v|), which are computed in the same pass as
+the values; `resolve` then replays the same checks on those numbers, in the same order, so the
+diagnostics are those of NumPy. Only an equation found not finite is looked at closer, on its
+own arrays and its inputs' (the rare path).
+"""
+from __future__ import annotations
+
+import math
+
+from gradcli.errors import Pos
+from gradcli.ir import Graph
+from gradcli.ops import normalize_axes
+from gradcli.records import NEW, ValueRecord
+from gradcli.engine.evaluate import backend_of, run
+
+NONFINITE_KINDS = ("overflow", "divide_by_zero", "invalid", "nonfinite_gradient")
+
+# What is known of each operation (whether it may overflow, its domain and poles, how a bound
+# on its result follows from its inputs', its ties and kinks, the hints in words) is a field of
+# its record in the op table (gradcli/ops/__init__.py): this module reads the fields, never op names.
+# Only patterns of several ops (a softmax written out, log(sum(exp(x)))) are named here.
+# Origins a value is known to carry, at most: a sum of 20,000 NaN terms carries 20,000, and
+# tracking them all at every partial sum is quadratic (the first ones are what a user reads)
+ORIGINS_TRACKED = 16
+HEADROOM_FACTOR = 1e3        # "close to overflowing": within this factor of the largest number
+FLOAT32_MAX = 3.4028234663852886e38
+
+
+class Diagnostic(ValueRecord):
+    _fields = ("severity", "kind", "op", "message", "suggestion", "pos", "stack", "count", "reaches", "value_id",
+               "also", "fix", "fix_json", "more_fixes", "more_fixes_json")
+    severity: str          # "warning" or "info"
+    kind: str              # overflow, divide_by_zero, invalid, nonfinite_gradient, tie, kink, ...
+    op: str                # the operation as the user spelled it
+    message: str
+    suggestion: str | None = None
+    pos: Pos | None = None
+    stack: tuple = ()      # call sites of the user functions it stands inside
+    count: int | None = None
+    reaches: list[str]
+    value_id: int | None = None
+    also: list[Pos]  # the same computation written elsewhere
+    fix: object = None        # a gradcli.numerics.fixes.Fix proven on the user's inputs, if there is one
+    fix_json: dict | None = None
+    more_fixes: list  # where the same origin is written elsewhere too
+    more_fixes_json: list
+
+    def __init__(self, severity, kind, op, message, suggestion=None, pos=None, stack=(), count=None, reaches=NEW,
+                 value_id=None, also=NEW, fix=None, fix_json=None, more_fixes=NEW, more_fixes_json=NEW):
+        self.severity = severity
+        self.kind = kind
+        self.op = op
+        self.message = message
+        self.suggestion = suggestion
+        self.pos = pos
+        self.stack = stack
+        self.count = count
+        self.reaches = [] if reaches is NEW else reaches
+        self.value_id = value_id
+        self.also = [] if also is NEW else also
+        self.fix = fix
+        self.fix_json = fix_json
+        self.more_fixes = [] if more_fixes is NEW else more_fixes
+        self.more_fixes_json = [] if more_fixes_json is NEW else more_fixes_json
+
+    def to_json(self) -> dict:
+        out = {"severity": self.severity, "kind": self.kind, "op": self.op,
+               "line": self.pos.line if self.pos else None,
+               "column": self.pos.column if self.pos else None,
+               "message": self.message, "suggestion": self.suggestion}
+        if self.count is not None:
+            out["count"] = self.count
+        if self.reaches:
+            out["reaches"] = self.reaches
+        if self.also:
+            out["also_at"] = [{"line": p.line, "column": p.column} for p in self.also]
+        if self.stack:
+            out["called_from"] = [{"line": p.line, "column": p.column} for p in self.stack]
+        if self.fix_json is not None:
+            out["fix"] = self.fix_json
+        if self.more_fixes_json:
+            out["more_fixes"] = self.more_fixes_json
+        return out
+
+
+# How a bound on an op's result follows from its inputs', read from its record once per op
+# (`NumericsChecker.proven`): None, a number, this marker, or the record's rule
+_LARGEST_INPUT = "largest input"  # finite-closed without a rule of its own: as large as the largest input
+_UNREAD = object()
+
+
+def _bound_rule(op):
+    rule = op.bound
+    if callable(rule):
+        return rule
+    if isinstance(rule, tuple):  # a constant range, whatever the inputs
+        return float(max(abs(rule[0]), abs(rule[1])))
+    if op.finite_closed:
+        return _LARGEST_INPUT
+    return None
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.6g}"
+
+
+class NumericsChecker:
+    """Call it as `check(i, eq, value, args)` after each equation."""
+
+    def __init__(self, graph: Graph, xp, dtype: str):
+        import numpy
+
+        self.backend = xp if hasattr(xp, "square_sum") else backend_of(xp)
+        self.lazy = self.backend.lazy
+        self.xp = numpy if self.lazy else self.backend.xp  # a lazy backend's closer look is on host arrays
+        xp = self.xp
+        self.graph = graph
+        self.dtype = dtype
+        self.pending: list[tuple] = []   # lazy: (i, eq, value, args) in evaluation order
+        self.requests: dict = {}         # lazy: (i, what) -> a lazy reduction
+        self.known: dict = {}            # (i, what) -> its number, once computed
+        self.lazy_values: dict[int, object] = {}
+        self.diagnostics: list[Diagnostic] = []
+        self.origins: dict[int, frozenset] = {}  # value id -> indices of the origins it carries
+        self.differentiated = graph.differentiated
+        self._consumers: dict[int, list[int]] | None = None
+        self._seen_ties: set[int] = set()
+        self._origin_of: dict[tuple, int] = {}  # (op, inputs, params) -> diagnostic index
+        self.largest = float(numpy.finfo(dtype).max)
+        self.bound: dict[int, float] = {}  # value id -> a bound on its magnitude, where known
+        self._bound_rules: dict = {}  # op -> _bound_rule(op)
+        self._bound_of = self.bound.get  # (the per-equation reads, bound once)
+        self._shape_of = graph.shapes.__getitem__
+        self._found_at: list[int] = []  # per diagnostic, the equation whose check found it
+        # v.v past this may hide a value close to overflowing (or past float32's range)
+        limit = FLOAT32_MAX if dtype == "float64" else self.largest / HEADROOM_FACTOR
+        self.headroom_trigger = limit * limit
+
+    # ----------------------------------------------------------------- the per-equation check
+    def __call__(self, i, eq, value, args):
+        if self.lazy:
+            self._request(i, eq, value, args)
+            return
+        # the common path first (a large program calls this once per equation): no kink to look
+        # at, and the result finite and far from overflowing, known without a pass over it
+        if args is not None and value.size and (eq.op.kink is None or i not in self.differentiated):
+            if not value.ndim:
+                # a number: reading it costs less than proving it from its inputs' bounds, and what
+                # is then recorded and reported is what the careful path finds (_check)
+                v = float(value)
+                if self.clean_by_square_sum(i, v * v):
+                    return
+            elif eq.inputs and self.proven(i, eq, value.shape, args):  # (a source has no inputs)
+                return
+        self._check_noting(i, eq, value, args)
+
+    def _check_noting(self, i, eq, value, args):
+        before = len(self.diagnostics)
+        self._check(i, eq, value, args)
+        # which equation each diagnostic was found at: a fused chain evaluated unfused checks its
+        # equations after values computed later in the plain order, and finish() restores it
+        if len(self.diagnostics) != before:
+            self._found_at.extend([i] * (len(self.diagnostics) - before))
+
+    def _request(self, i, eq, value, args):
+        """Lazy: note the equation, and ask for the reductions its check reads."""
+        self.pending.append((i, eq, value, args))
+        self.lazy_values[i] = value
+        ask = self.requests
+        if i in self.differentiated and eq.op.kink is not None:
+            count = self._kink_count(eq, value, args, self.backend.xp)
+            if count is not None:
+                ask[i, "kink"] = count
+        # an op that keeps finite inputs finite needs no look of its own unless its inputs are
+        # not finite (then asked for on the rare path, `_stats`)
+        if value.size and not (eq.inputs and eq.op.finite_closed and not eq.op.grows):
+            ask[i, "stats"] = self.backend.block_stats(value)
+
+    def _stats(self, i, value) -> tuple:
+        """(v.v, all finite, max|v|) of value i: computed in the one pass, or now (rare path)."""
+        found = self.known.get((i, "stats"))
+        if found is None:
+            found = self.known[i, "stats"] = self.backend.compute({0: self.backend.block_stats(value)})[0]
+        return found
+
+    def resolve(self, known: dict) -> None:
+        """Lazy: the requested reductions' numbers are in; run the checks in evaluation order."""
+        self.known = known
+        pending, self.pending = self.pending, []
+        for i, eq, value, args in pending:
+            self._check_noting(i, eq, value, args)
+
+    def _host(self, value):
+        return self.backend.to_host(value)
+
+    def _check(self, i, eq, value, args):
+        xp = self.xp
+        if eq.op.kink is not None and i in self.differentiated and args is not None:
+            self._check_kinks(i, eq, value, args)
+        if value.size == 0:
+            return
+        if eq.inputs and self.proven(i, eq, value.shape, args):
+            return
+        square_sum = self._square_sum(i, value)
+        if math.isfinite(square_sum):
+            self.bound[i] = math.sqrt(square_sum) * (1 + 1e-6)
+            if eq.op.grows and eq.backward is None and square_sum > self.headroom_trigger:
+                self._check_headroom(i, eq, value, args)
+            return
+        if self.lazy:
+            if self._stats(i, value)[1] > 0:  # finite but large: v.v overflowed
+                if eq.op.grows and eq.backward is None:
+                    self._check_headroom(i, eq, value, args)
+                return
+            # not finite: a closer look, on this equation's arrays (the rare path)
+            value, args = self._host(value), [self._host(a) for a in args]
+        finite = xp.isfinite(value)
+        if bool(xp.all(finite)):  # finite but large: v.v overflowed
+            if eq.op.grows and eq.backward is None and args is not None:
+                self._check_headroom(i, eq, value, args)
+            return
+        if args is None:  # the result overwrote an input: recompute the inputs (rare path)
+            computed = run(self.graph, list(dict.fromkeys(eq.inputs)), dtype=self.dtype, xp=xp)
+            args = [computed[j] for j in eq.inputs]
+        if not eq.inputs:  # an input or a constant that holds non-finite numbers
+            self._nonfinite_source(i, eq, value, finite)
+            self.origins[i] = frozenset()
+            return
+        carried = [j for j in eq.inputs if j in self.origins]
+        origins = frozenset().union(*(self.origins[j] for j in carried))
+        if len(origins) > ORIGINS_TRACKED:  # bounded bookkeeping: linear in the program, not quadratic
+            origins = frozenset(sorted(origins)[:ORIGINS_TRACKED])
+        new = ~finite
+        if carried:
+            if eq.op.elementwise:
+                for a in args:
+                    new &= xp.broadcast_to(xp.isfinite(a), value.shape)
+            else:
+                new = None
+        if new is not None and bool(xp.any(new)):
+            origins |= {self._origin(i, eq, value, args, new)}
+        elif carried and bool(xp.any(xp.isnan(value))) and not any(bool(xp.any(xp.isnan(a))) for a in args):
+            # NaN made from infinities (inf - inf, inf / inf, 0 * inf): a consequence of the
+            # origin that made them, or an origin itself where they were given as inputs
+            if not origins:
+                label = eq.label
+                nans = int(xp.count_nonzero(xp.isnan(value)))
+                self.diagnostics.append(Diagnostic(
+                    "warning", "invalid", label, f"{label} gives NaN at {nans} element{'s' * (nans != 1)}: "
+                    f"an undefined form of infinities (inf - inf, inf / inf or 0 * inf)", None,
+                    eq.pos, eq.stack, nans, value_id=i))
+                self.origins[i] = frozenset({len(self.diagnostics) - 1})
+                return
+            for k in origins:
+                d = self.diagnostics[k]
+                if eq.pos and "turns the infinities into NaN" not in d.message:  # the first place only
+                    d.message += f"; then {eq.label} at {eq.pos} turns the infinities into NaN"
+        self.origins[i] = origins
+
+    def proven(self, i, eq, shape, args) -> bool:
+        """Whether equation i's result is finite and far from overflowing without looking at it:
+        its inputs are clean and its bound follows from theirs (recorded), or its op cannot make
+        finite inputs non-finite. (Called once per equation: the bound's propagation is written inline.)"""
+        inputs = eq.inputs
+        if not inputs or (self.origins and not self.origins.keys().isdisjoint(inputs)):
+            return False
+        # a bound on |result| from bounds on |inputs| (interval arithmetic on magnitudes), by the
+        # op record's `bound` where it has one; none where none exists (exp, log, ...)
+        bound_of = self._bound_of
+        # (the usual one or two inputs read by hand: a map and its list cost more than all the rest)
+        arity = len(inputs)
+        if arity == 1:
+            bounds = [bound_of(inputs[0])]
+        elif arity == 2:
+            bounds = [bound_of(inputs[0]), bound_of(inputs[1])]
+        else:
+            bounds = [*map(bound_of, inputs)]
+        if None not in bounds:
+            rule = self._bound_rules.get(eq.op, _UNREAD)
+            if rule is _UNREAD:
+                rule = self._bound_rules[eq.op] = _bound_rule(eq.op)
+            if rule is None or type(rule) is float:  # none, or a constant range's
+                bound = rule
+            elif rule is _LARGEST_INPUT:
+                bound = max(bounds)
+            else:  # (a lazy backend's arrays are not read: that would be a pass of its own)
+                bound = rule(bounds, [*map(self._shape_of, inputs)], shape, None if self.lazy else args)
+            if bound is not None and bound * bound < self.headroom_trigger:
+                self.bound[i] = bound  # proven finite, and how large it can be: no pass needed
+                return True
+        return bool(eq.op.finite_closed)  # finite inputs, and this op cannot make them non-finite
+
+    def clean_by_square_sum(self, i, square_sum: float) -> bool:
+        """The check of a value from its square sum alone (a number, or a value computed inside a
+        fused chain and never held whole): True (its bound recorded) where the plain check would
+        find it finite and report nothing; False where it must be looked at closer (a chain
+        evaluated again unfused, checked value by value): non-finite, or large enough that its
+        headroom is examined."""
+        if not math.isfinite(square_sum) or square_sum > self.headroom_trigger:
+            return False
+        self.bound[i] = math.sqrt(square_sum) * (1 + 1e-6)
+        return True
+
+    def _nonfinite_source(self, i, eq, value, finite):
+        xp = self.xp
+        count = int(xp.count_nonzero(~finite))
+        plural = "s" * (count != 1)
+        if eq.op.name == "input":
+            first = float(xp.reshape(value[~finite], (-1,))[0]) if value.ndim else float(value)
+            message = f"input {eq.params['name']} holds {count} non-finite number{plural} ({first})"
+        else:
+            message = f"this number is not finite in {self.dtype} (it is {float(xp.ravel(value)[0])})"
+        self.diagnostics.append(Diagnostic("info", "nonfinite_input", eq.label, message, None,
+                                           eq.pos, eq.stack, count, value_id=i))
+
+    def _square_sum(self, i, value) -> float:
+        """v.v in one pass: not finite if v holds a NaN or an infinity (or squares past
+        1e154, which only sends the value down the careful path); its square root bounds
+        max|v|. The backend computes it (BLAS dot for NumPy: the fastest pass there is)."""
+        if self.lazy:
+            return float(self._stats(i, value)[0])
+        return self.backend.square_sum(value)
+
+    # ----------------------------------------------------------------- origins
+    def _origin(self, i, eq, value, args, mask) -> int:
+        # the same operation on the same values written twice (exp(x) / sum(exp(x))) is one origin
+        key = (eq.op.name, eq.inputs, repr(sorted(eq.params.items())), eq.backward is None)
+        if key in self._origin_of:
+            k = self._origin_of[key]
+            if eq.pos is not None and eq.pos != self.diagnostics[k].pos and eq.pos not in self.diagnostics[k].also:
+                self.diagnostics[k].also.append(eq.pos)
+            return k
+        self._origin_of[key] = len(self.diagnostics)
+        xp = self.xp
+        bad = value[mask] if value.ndim else value
+        count = int(xp.count_nonzero(mask))
+        has_inf = bool(xp.any(xp.isinf(bad)))
+        label = eq.label
+        kind, detail = self._classify(eq, value, args, mask, has_inf)
+        if eq.backward is not None:
+            kind = "nonfinite_gradient"
+            if eq.op.nonfinite_reason:  # (the eigenvector gradient's weights: repeated eigenvalues)
+                detail = eq.op.nonfinite_reason
+        if has_inf and not bool(xp.any(xp.isnan(bad))):
+            noun = "-infinity" if bool(xp.all(bad < 0)) else "infinity"
+        else:
+            noun = "NaN" if not has_inf else "non-finite values"
+        where = f"{count} of {value.size} element{'s' * (value.size != 1)}"
+        if eq.backward is not None:
+            message = f"the gradient through {label} is {noun} at {where}"
+        else:
+            message = f"{label} gives {noun} at {where}"
+        if detail:
+            message += f": {detail}"
+        diag = Diagnostic("warning", kind, label, message, self._suggest(i, eq, kind, args),
+                          eq.pos, eq.stack, count, value_id=i)
+        self.diagnostics.append(diag)
+        return len(self.diagnostics) - 1
+
+    def _classify(self, eq, value, args, mask, has_inf):
+        xp = self.xp
+        op = eq.op
+        import numpy
+        info = numpy.finfo(self.dtype)
+
+        def at_bad(a):
+            return xp.broadcast_to(a, value.shape)[mask] if value.ndim else a
+
+        if eq.backward is not None:
+            return None, None
+        if op.overflows_above is not None and has_inf:
+            top = float(xp.max(at_bad(args[0])))
+            return "overflow", (f"its argument reaches {_fmt(top)}, and {op.name} overflows {self.dtype} "
+                                f"above {op.overflows_above(float(info.max)):.2f}")
+        if op.pole is not None and has_inf:
+            k, what = op.pole
+            if bool(xp.any(at_bad(args[k]) == 0)):
+                self._explain_underflow(eq.inputs[k], eq)
+                if op.domain is not None:  # NaNs beside the infinities: arguments below the domain too
+                    bad_args = xp.reshape(xp.asarray(at_bad(args[0])), (-1,))
+                    below = bad_args[bad_args < op.domain]
+                    if below.size:
+                        zeros = int(xp.count_nonzero(bad_args == 0))
+                        what = (f"{what} at {zeros}, and it reaches {_fmt(float(xp.min(below)))}, below its "
+                                f"domain's start {float(op.domain):g}, at {below.size}")
+                return "divide_by_zero", what
+        if has_inf:
+            finite_args = [a for a in args if a.size]
+            if finite_args:
+                low = min(float(xp.min(a)) for a in finite_args)
+                high = max(float(xp.max(a)) for a in finite_args)
+                return "overflow", (f"inputs range over [{_fmt(low)}, {_fmt(high)}], and the result exceeds "
+                                    f"the largest {self.dtype} ({float(info.max):.4g})")
+            return "overflow", None
+        if op.domain is not None and args:
+            limit = float(op.domain)
+            low = float(xp.min(at_bad(args[0])))
+            if low < limit:
+                return "invalid", f"its argument reaches {_fmt(low)}, below its domain's start {limit:g}"
+        return "invalid", op.invalid_reason
+
+    def _check_headroom(self, i, eq, value, args):
+        xp = self.xp
+        if self.lazy:
+            top = float(self._stats(i, value)[2])
+        else:
+            top = max(float(xp.max(value)), -float(xp.min(value)))
+        label = eq.label
+        if top > self.largest / HEADROOM_FACTOR:
+            self.diagnostics.append(Diagnostic(
+                "info", "headroom", label, f"{label} reaches {top:.4g}, within a factor of "
+                f"{self.largest / top:.3g} of the largest {self.dtype} ({self.largest:.4g}): a little more overflows",
+                None, eq.pos, eq.stack, value_id=i))
+        elif self.dtype == "float64" and top > FLOAT32_MAX:
+            above = eq.op.overflows_above
+            limit = f" ({eq.op.name} overflows float32 above {above(FLOAT32_MAX):.2f})" if above else ""
+            self.diagnostics.append(Diagnostic(
+                "info", "float32_overflow", label, f"{label} reaches {top:.4g}, past the largest float32 "
+                f"({FLOAT32_MAX:.4g}): this program overflows in float32{limit}",
+                None, eq.pos, eq.stack, value_id=i))
+
+    def _explain_underflow(self, j: int, consumer) -> None:
+        """If value j is 0 because it underflowed (from nonzero inputs), say so (info).
+        Its inputs were freed after use: recompute them (this path only runs on trouble)."""
+
+        producer = self.graph.equations[j]
+        if not producer.inputs or producer.op.underflows != "rounds":
+            return
+        xp = self.xp
+        if self.lazy:
+            values = {k: self._host(self.lazy_values[k]) for k in (j, *producer.inputs)}
+        else:
+            values = run(self.graph, [j, *producer.inputs], dtype=self.dtype, xp=xp)
+        out = values[j]
+        nonzero_inputs = None
+        for k in producer.inputs:
+            if producer.op.elementwise:
+                nz = xp.broadcast_to(values[k] != 0, out.shape)
+            else:  # a reduction (prod, matmul, softmax): zero although no input element is
+                nz = xp.broadcast_to(xp.all(values[k] != 0), out.shape)
+            nonzero_inputs = nz if nonzero_inputs is None else nonzero_inputs & nz
+        underflowed = (out == 0) & nonzero_inputs
+        count = int(xp.count_nonzero(underflowed))
+        if count:
+            label = producer.label
+            extra = ""
+            below = producer.op.underflows_below
+            if below is not None:
+                low = float(xp.min(xp.broadcast_to(values[producer.inputs[0]], out.shape)[underflowed]))
+                extra = (f" (its argument reaches {_fmt(low)}; {producer.op.name} underflows below about "
+                         f"{below:g} in float64)")
+            self.diagnostics.append(Diagnostic(
+                "info", "underflow", label, f"{label} underflows to 0 at {count} element{'s' * (count != 1)}"
+                f"{extra}, and {consumer.label} at {consumer.pos} then divides by it",
+                "compute the ratio in log space (subtract logarithms), or rescale before dividing",
+                producer.pos, producer.stack, count, value_id=j))
+
+    # ----------------------------------------------------------------- ties and kinks
+    def _kink_count(self, eq, value, args, xp):
+        """The number of ties (groups of tied extremes, equal pairs) or kinks (zeros) the op's
+        `kink` names: a reduction, lazy on a lazy backend."""
+        kink = eq.op.kink
+        if kink == "extremes":
+            axis = eq.params.get("axis")
+            keep = value if eq.params.get("keepdims") else xp.expand_dims(value, normalize_axes(axis, args[0].ndim))
+            counts = xp.count_nonzero(args[0] == keep, axis=axis, keepdims=True)
+            return xp.count_nonzero(counts > 1)
+        if kink == "pair":
+            return xp.count_nonzero(xp.broadcast_to(args[0] == args[1], value.shape))
+        if kink == "zero":
+            return xp.count_nonzero(args[0] == 0)
+        return None
+
+    def _kink_number(self, i, eq, value, args) -> int:
+        if self.lazy:
+            return int(self.known[i, "kink"])
+        return int(self._kink_count(eq, value, args, self.xp))
+
+    def _check_kinks(self, i, eq, value, args):
+        kink = eq.op.kink
+        if kink == "extremes" and i not in self._seen_ties:
+            groups = self._kink_number(i, eq, value, args)
+            if groups:
+                self._seen_ties.add(i)
+                label = eq.label
+                self.diagnostics.append(Diagnostic(
+                    "info", "tie", label,
+                    f"{label} has tied extremes in {groups} group{'s' * (groups != 1)}; its gradient is "
+                    f"split evenly among the tied elements", None, eq.pos, eq.stack, groups, value_id=i))
+        elif kink == "pair":
+            ties = self._kink_number(i, eq, value, args)
+            if ties:
+                label = eq.label
+                self.diagnostics.append(Diagnostic(
+                    "info", "tie", label, f"{label} has {ties} equal pair{'s' * (ties != 1)}; the gradient is "
+                    "split evenly between the two arguments there", None, eq.pos, eq.stack, ties, value_id=i))
+        elif kink == "zero":
+            zeros = self._kink_number(i, eq, value, args)
+            if zeros:
+                label = eq.label
+                self.diagnostics.append(Diagnostic(
+                    "info", "kink", label, f"{label} is evaluated exactly at 0 for {zeros} element"
+                    f"{'s' * (zeros != 1)}, where it has no derivative; gradcli uses 0 there", None,
+                    eq.pos, eq.stack, zeros, value_id=i))
+
+    # ----------------------------------------------------------------- suggestions
+    def consumers(self) -> dict[int, list[int]]:
+        if self._consumers is None:
+            cons: dict[int, list[int]] = {}
+            for k, e in enumerate(self.graph.equations):
+                if e.backward is None:
+                    for j in e.inputs:
+                        cons.setdefault(j, []).append(k)
+            self._consumers = cons
+        return self._consumers
+
+    def _op_of(self, j: int):
+        return self.graph.equations[j].op
+
+    def _suggest(self, i, eq, kind, args) -> str | None:
+        """A hint in words, from the op record's `hints` (after the patterns of several ops). A
+        rewrite in code is offered only where gradcli.numerics.fixes has proven it on the user's inputs
+        (it then replaces this hint)."""
+        g = self.graph
+        op = eq.op
+        if eq.backward is not None:
+            forward = g.equations[eq.backward].op
+            for k in self.consumers().get(eq.backward, []):
+                w = g.equations[k]
+                if w.op.selects:
+                    return (f"the {w.op.name} at {w.pos} discards this branch's value but not its gradient: "
+                            f"compute the branch on safe inputs (where inside the branch as well: the "
+                            f"double-where trick)")
+            return forward.hints.get("nonfinite_gradient")
+        pattern = self._pattern_hint(i, eq, kind)
+        if pattern is not None:
+            return pattern
+        hint = op.hints.get(kind)
+        if hint is not None:
+            if op.overflows_above is not None:
+                hint = hint.replace("{limit}", str(int(op.overflows_above(self.largest))))
+            return hint
+        if kind == "overflow":
+            return "the values exceed the floating-point range: rescale them, or compute in log space"
+        return None
+
+    def _pattern_hint(self, i, eq, kind) -> str | None:
+        """Hints for a pattern of several ops, each with a stable function computing it whole:
+        a record's `stable_forms` (log of sigmoid -> log_sigmoid), and the spelled-out softmax,
+        log-sum-exp and softplus, whose exp overflows."""
+        g = self.graph
+        op = eq.op
+        if eq.inputs and op.stable_forms:
+            inner = self._op_of(eq.inputs[0]).name
+            better = op.stable_forms.get(inner)
+            if better is not None:
+                return f"{op.name} of {inner} underflows: {better} computes it without underflowing"
+        name = op.name
+        if name == "exp" and kind == "overflow":
+            for k in self.consumers().get(i, []):
+                c = g.equations[k]
+                if c.op.name == "divide" and c.inputs[0] == i:
+                    return "this is a softmax: subtract the maximum before exp, or call softmax"
+                if c.op.name == "sum" and any(g.equations[m].op.name == "log" for m in self.consumers().get(k, [])):
+                    return "log of a sum of exp overflows: logsumexp computes it without overflowing"
+                if c.op.name == "add" and any(g.equations[m].op.name == "log" for m in self.consumers().get(k, [])):
+                    return "log(1 + exp(...)) overflows: softplus computes it without overflowing"
+        if name == "log" and self._op_of(eq.inputs[0]).name == "sum" \
+                and self._op_of(g.equations[eq.inputs[0]].inputs[0]).name == "exp":
+            return "log of a sum of exp: logsumexp computes it without overflowing"
+        return None
+
+    # ----------------------------------------------------------------- after the run
+    def finish(self, outputs: dict[str, int]) -> list[Diagnostic]:
+        """Fill in which outputs (and gradients) each origin reaches."""
+        for name, j in outputs.items():
+            for k in self.origins.get(j, ()):
+                if name not in self.diagnostics[k].reaches:
+                    self.diagnostics[k].reaches.append(name)
+        found_at = self._found_at
+        if len(found_at) == len(self.diagnostics) and any(a > b for a, b in zip(found_at, found_at[1:])):
+            ranked = sorted(range(len(self._found_at)), key=self._found_at.__getitem__)
+            self.diagnostics[:] = [self.diagnostics[k] for k in ranked]
+            self._found_at.sort()
+        return self.diagnostics

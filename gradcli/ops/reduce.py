@@ -1,0 +1,1422 @@
+"""The op table, continued: reductions, scans and statistics.
+
+Each op is one record registered with `gradcli.ops.register` (see gradcli/ops/__init__.py). Gradient
+rules are `G.` equations, so second derivatives come from differentiating them again. Ops that
+select elements (sort, partition, cummax, median, quantile) route the gradient through the
+permutation their forward used, held as an index array (`argsort`, `cumargmax`), with the pair
+`gather_along` / `scatter_along` moving values along an axis by such indices.
+"""
+from __future__ import annotations
+
+import math
+
+from gradcli.errors import ShapeError
+from gradcli.ops import (
+    G,
+    NO_GRADIENT,
+    NOT_DIFFERENTIABLE,
+    REQUIRED,
+    DataError,
+    Op,
+    ReadingError,
+    _extreme_vjp,
+    _keep,
+    _nonempty_reduction_shape,
+    _reduction,
+    _spread,
+    normalize_axes,
+    on_host,
+    reduced_shape,
+    register)
+from gradcli.ops import OPS, broadcast_shapes
+
+FULL = (None, None, None)  # a whole axis, as the static index of `G.index` / `G.scatter` spells slices
+
+
+def _along(axis: int, item) -> tuple:
+    """A static index selecting `item` (an int, or (start, stop, step)) on `axis`."""
+    return (FULL,) * axis + (item,)
+
+
+def _shift_toward_start(a, axis: int):
+    """a[i + 1] at i, 0 at the end (along axis)."""
+    return G.scatter(G.index(a, index=_along(axis, (1, None, None))), shape=a.shape,
+                     index=_along(axis, (None, -1, None)))
+
+
+def _shift_toward_end(a, axis: int):
+    """a[i - 1] at i, 0 at the start (along axis)."""
+    return G.scatter(G.index(a, index=_along(axis, (None, -1, None))), shape=a.shape,
+                     index=_along(axis, (1, None, None)))
+
+
+def _single_numbers(**params):
+    for name, value in params.items():
+        if isinstance(value, tuple):
+            raise ShapeError(f"{name} must be one number, not a list")
+
+
+def _one_axis(shape, axis, what="axis"):
+    if not isinstance(axis, int):
+        raise ShapeError(f"{what} must be one integer, not {axis}")
+    if not shape:
+        raise ShapeError("needs an array of rank 1 or more")
+    normalize_axes(axis, len(shape))
+    return axis % len(shape)
+
+
+# --------------------------------------------------------------------------- scans
+
+def _linear_recurrence(xp, b, a, axis=0, reverse=False):
+    """s[i] = b[i] + a[i] * s[i - 1] along axis (s[i + 1] with reverse), starting from b."""
+    b, a = xp.broadcast_arrays(b, a)
+    out = xp.empty(b.shape, dtype=xp.result_type(b, a))
+    n = b.shape[axis]
+    previous = None
+    for i in (range(n - 1, -1, -1) if reverse else range(n)):
+        at = _along(axis, i)
+        at = tuple(slice(*item) if isinstance(item, tuple) else item for item in at) + (Ellipsis,)
+        previous = b[at] if previous is None else b[at] + a[at] * previous
+        out[at] = previous
+    return out
+
+
+def _linear_recurrence_shape(b, a, axis=0, reverse=False):
+    shape = broadcast_shapes(b, a)
+    _one_axis(shape, axis)
+    return shape
+
+
+def _linear_recurrence_vjp_b(g, ans, b, a, axis=0, reverse=False):
+    shift = _shift_toward_end if reverse else _shift_toward_start
+    return G.linear_recurrence(g, shift(a, axis), axis=axis, reverse=not reverse)
+
+
+def _linear_recurrence_vjp_a(g, ans, b, a, axis=0, reverse=False):
+    shift = _shift_toward_start if reverse else _shift_toward_end
+    return shift(ans, axis) * _linear_recurrence_vjp_b(g, ans, b, a, axis, reverse)
+
+
+register(Op("linear_recurrence", _linear_recurrence, _linear_recurrence_shape,
+            (_linear_recurrence_vjp_b, _linear_recurrence_vjp_a), args=("b", "a"),
+            params={"axis": 0, "reverse": False},
+            doc="s[i] = b[i] + a[i] * s[i-1] along axis (s[i+1] with reverse=True): "
+                "the scan that the gradients of cumprod and cumlogsumexp are made of"))
+
+
+def _scan_shape(shape, axis=None, **_):
+    if axis is None:
+        return (math.prod(shape),)
+    _one_axis(shape, axis)
+    return shape
+
+
+def _scan(xp, x, axis, reverse, exclusive, scan, fill):
+    if axis is None:
+        x, axis = xp.reshape(x, (-1,)), 0
+    if reverse:
+        x = xp.flip(x, axis=axis)
+    out = scan(x, axis)
+    if exclusive and x.shape[axis]:
+        head = xp.full(tuple(1 if i == axis % x.ndim else d for i, d in enumerate(x.shape)), fill, dtype=out.dtype)
+        body = out[tuple(slice(None, -1) if i == axis % x.ndim else slice(None) for i in range(x.ndim))]
+        out = xp.concat([head, body], axis=axis)
+    return xp.flip(out, axis=axis) if reverse else out
+
+
+def _scan_vjp(rule):
+    """A scan's rule on a named axis; axis=None (the flattened array) reshapes around it."""
+    def vjp(g, ans, x, axis=None, **params):
+        if axis is None:
+            flat = x if x.ndim == 1 else G.reshape(x, shape=(math.prod(x.shape),))
+            out = rule(g, ans, flat, 0, **params)
+            return out if x.ndim == 1 else G.reshape(out, shape=x.shape)
+        return rule(g, ans, x, axis % x.ndim, **params)
+    return vjp
+
+
+def _tensorflow_axis_zero(name):
+    """TensorFlow's cumsum/cumprod scan axis 0 by default; NumPy's flatten the array."""
+    def reading(call):
+        if call.library == "tensorflow" and call.positional < 2 and "axis" not in call.keywords:
+            return name, {"axis": 0}
+        if call.library == "torch" and call.positional < 2 and not {"axis", "dim"} & set(call.keywords):
+            raise ReadingError(f"torch.{name}(x, dim) needs its dim (PyTorch has no default; NumPy's flattens "
+                               f"the array); write torch.{name}(x, dim=...)")
+        return None
+    return reading
+
+
+def _cumsum_rule(g, ans, x, axis, exclusive=False, reverse=False):
+    return G.cumsum(g, axis=axis, exclusive=exclusive, reverse=not reverse)
+
+
+def _cumprod_rule(g, ans, x, axis, exclusive=False, reverse=False):
+    # d out[j] / d x[i] = (product of the x before i) (product of x[i+1..j]): the first factor is
+    # the exclusive cumprod, the sum over j a linear scan; exact with zeros, no division
+    shift = _shift_toward_end if reverse else _shift_toward_start
+    before = G.cumprod(x, axis=axis, exclusive=True, reverse=reverse)
+    b = shift(g, axis) if exclusive else g
+    return before * G.linear_recurrence(b, shift(x, axis), axis=axis, reverse=not reverse)
+
+
+_SCAN_PARAMS = {"axis": None, "exclusive": False, "reverse": False}
+register(Op("cumsum", lambda xp, x, axis=None, exclusive=False, reverse=False:
+            _scan(xp, x, axis, reverse, exclusive, lambda v, ax: xp.cumulative_sum(v, axis=ax), 0),
+            _scan_shape, (_scan_vjp(_cumsum_rule),), params=dict(_SCAN_PARAMS), reading=_tensorflow_axis_zero("cumsum"), grows=True,
+            doc="cumulative sum along axis (the flattened array by default; TensorFlow's spelling: axis 0)"))
+register(Op("cumprod", lambda xp, x, axis=None, exclusive=False, reverse=False:
+            _scan(xp, x, axis, reverse, exclusive, lambda v, ax: xp.cumulative_prod(v, axis=ax), 1),
+            _scan_shape, (_scan_vjp(_cumprod_rule),), params=dict(_SCAN_PARAMS), reading=_tensorflow_axis_zero("cumprod"), grows=True,
+            doc="cumulative product along axis; its gradient is exact where x holds zeros"))
+
+
+def _cumlogsumexp_rule(g, ans, x, axis, reverse=False):
+    # d out[j] / d x[i] = exp(x[i] - out[j]) = exp(x[i] - out[i]) * prod of exp(out[k-1] - out[k]):
+    # every factor is at most 1, so nothing overflows
+    inner, outer = (None, -1, None), (1, None, None)
+    if reverse:
+        inner, outer = outer, inner
+    ratio = G.exp(G.index(ans, index=_along(axis, inner)) - G.index(ans, index=_along(axis, outer)))
+    a = G.scatter(ratio, shape=x.shape, index=_along(axis, inner))
+    return G.exp(x - ans) * G.linear_recurrence(g, a, axis=axis, reverse=not reverse)
+
+
+def _logaddexp_accumulate(x, axis):
+    import numpy
+    return numpy.logaddexp.accumulate(x, axis=axis)
+
+
+def _torch_tuple(call):
+    if call.library == "torch":
+        raise ReadingError(f"torch.{call.name} returns (values, indices); gradcli's {call.name} is the values: "
+                           f"write {call.name}(x, axis=...) without the torch. prefix")
+    return None
+
+
+register(Op("cumlogsumexp", lambda xp, x, axis=0, reverse=False:
+            _scan(xp, x, axis, reverse, False, lambda v, ax: on_host(xp, lambda u: _logaddexp_accumulate(u, ax), v), 0),
+            _scan_shape, (_scan_vjp(_cumlogsumexp_rule),), params={"axis": 0, "reverse": False},
+            aliases=("cumulative_logsumexp", "logcumsumexp"),
+            doc="log(cumsum(exp(x))) along axis (0 by default, as lax and TensorFlow), without overflow",
+            nonstandard="NumPy's logaddexp.accumulate"))
+
+
+def _cumulative_extreme(xp, x, axis, reverse, kind):
+    import numpy
+    ufunc = numpy.maximum if kind == "max" else numpy.minimum
+    return _scan(xp, x, axis, reverse, False, lambda v, ax: on_host(xp, lambda u: ufunc.accumulate(u, axis=ax), v), 0)
+
+
+def _cumulative_arg(xp, x, axis=0, reverse=False, kind="max"):
+    """The index of the element each running extreme comes from: on ties, the first that the
+    scan reaches; a NaN takes over from where it stands."""
+    import numpy
+
+    def arg_indices(v):
+        v = numpy.moveaxis(v, axis, -1) if axis is not None else v.reshape(-1)
+        if reverse:
+            v = v[..., ::-1]
+        better = numpy.greater if kind == "max" else numpy.less
+        running = (numpy.maximum if kind == "max" else numpy.minimum).accumulate(v, axis=-1)
+        new = numpy.ones(v.shape, dtype=bool)
+        new[..., 1:] = better(v[..., 1:], running[..., :-1]) | (numpy.isnan(v[..., 1:]) & ~numpy.isnan(running[..., :-1]))
+        n = v.shape[-1]
+        index = numpy.maximum.accumulate(numpy.where(new, numpy.arange(n), 0), axis=-1)
+        if reverse:
+            index = (n - 1 - index)[..., ::-1]
+        return (numpy.moveaxis(index, -1, axis) if axis is not None else index).astype(v.dtype)
+    return on_host(xp, arg_indices, x)
+
+
+def _cumulative_extreme_rule(kind):
+    def rule(g, ans, x, axis, reverse=False):
+        index = G.cumargmax(x, axis=axis, reverse=reverse) if kind == "max" else G.cumargmin(x, axis=axis, reverse=reverse)
+        return G.scatter_along(g, index, axis=axis, size=x.shape[axis])
+    return rule
+
+
+for _kind in ("max", "min"):
+    register(Op(f"cum{_kind}", (lambda k: lambda xp, x, axis=0, reverse=False: _cumulative_extreme(xp, x, axis, reverse, k))(_kind),
+                _scan_shape, (_scan_vjp(_cumulative_extreme_rule(_kind)),), params={"axis": 0, "reverse": False},
+                reading=_torch_tuple, finite_closed=True,
+                doc=f"the running {_kind}imum along axis (0 by default, as lax); on ties the gradient goes to the "
+                    "first element the scan reaches", nonstandard="NumPy's ufunc.accumulate"))
+    register(Op(f"cumarg{_kind}", (lambda k: lambda xp, x, axis=0, reverse=False: _cumulative_arg(xp, x, axis, reverse, k))(_kind),
+                lambda shape, axis=0, reverse=False: _scan_shape(shape, axis), NOT_DIFFERENTIABLE,
+                params={"axis": 0, "reverse": False},
+                doc=f"the index each running {_kind}imum of cum{_kind} comes from (first reached on ties)",
+                nonstandard="NumPy's ufunc.accumulate"))
+
+
+# --------------------------------------------------------------------------- permutations: sort, partition
+
+def _argsort(xp, x, axis=-1, kind=None):
+    if axis is None:
+        x, axis = xp.reshape(x, (-1,)), 0
+    return xp.astype(xp.argsort(x, axis=axis, stable=True), x.dtype)
+
+
+def _sort_shape(shape, axis=-1, kind=None, **_):
+    if kind not in (None, "quicksort", "mergesort", "heapsort", "stable"):
+        raise ShapeError(f"sort kind {kind!r} is not one of NumPy's: 'quicksort', 'mergesort', 'heapsort', 'stable'")
+    return _scan_shape(shape, axis)
+
+
+def _gather_along_shape(v, indices, axis):
+    axis = _one_axis(v, axis)
+    if len(indices) != len(v) or any(a != b for i, (a, b) in enumerate(zip(v, indices)) if i != axis):
+        raise ShapeError(f"indices of shape {indices} do not match values of shape {v} off axis {axis}")
+    return indices
+
+
+def _scatter_along_shape(v, indices, axis, size):
+    axis = _one_axis(v, axis)
+    if v != indices:
+        raise ShapeError(f"indices of shape {indices} do not match values of shape {v}")
+    return v[:axis] + (size,) + v[axis + 1:]
+
+
+def _gather_along(xp, v, indices, axis):
+    return xp.take_along_axis(v, xp.astype(indices, xp.int64), axis=axis)
+
+
+def _scatter_along(xp, v, indices, axis, size):
+    """Zeros with `size` along axis, v[..., j] added at indices[..., j] (repeated indices add)."""
+    moved = xp.moveaxis(v, axis, -1)
+    index = xp.astype(xp.moveaxis(indices, axis, -1), xp.int64)
+    lead = moved.shape[:-1]
+    rows = math.prod(lead)
+    rows_start = xp.reshape(xp.arange(rows, dtype=xp.int64), (-1, 1)) * size
+    flat = xp.reshape(rows_start + xp.reshape(index, (rows, -1)), (-1,))
+    out = xp.bincount(flat, weights=moved.reshape(-1), minlength=rows * size)
+    return xp.moveaxis(xp.astype(xp.reshape(out, lead + (size,)), v.dtype), -1, axis)
+
+
+register(Op("gather_along", _gather_along, _gather_along_shape,
+            (lambda g, ans, v, indices, axis: G.scatter_along(g, indices, axis=axis, size=v.shape[axis % v.ndim]),
+             NO_GRADIENT),
+            args=("v", "indices"), params={"axis": REQUIRED},
+            doc="gather_along(v, indices, axis): v's elements at the (constant) indices along axis"))
+register(Op("scatter_along", _scatter_along, _scatter_along_shape,
+            (lambda g, ans, v, indices, axis, size: G.gather_along(g, indices, axis=axis), NO_GRADIENT),
+            args=("v", "indices"), params={"axis": REQUIRED, "size": REQUIRED},
+            doc="scatter_along(v, indices, axis, size): zeros of length size along axis with v added "
+                "at the indices (the gradient of gather_along)", nonstandard="NumPy's bincount"))
+register(Op("argsort", _argsort, _sort_shape, NOT_DIFFERENTIABLE, params={"axis": -1, "kind": None},
+            doc="the indices that sort x along axis (stable: ties keep their order)"))
+
+
+def _sort_vjp(g, ans, x, axis=-1, kind=None):
+    if axis is None:
+        flat = x if x.ndim == 1 else G.reshape(x, shape=(math.prod(x.shape),))
+        out = _sort_vjp(g, ans, flat, 0)
+        return out if x.ndim == 1 else G.reshape(out, shape=x.shape)
+    axis %= x.ndim
+    return G.scatter_along(g, G.argsort(x, axis=axis), axis=axis, size=x.shape[axis])
+
+
+register(Op("sort", lambda xp, x, axis=-1, kind=None: xp.sort(xp.reshape(x, (-1,)) if axis is None else x,
+                                                              axis=0 if axis is None else axis),
+            _sort_shape, (_sort_vjp,), params={"axis": -1, "kind": None}, reading=_torch_tuple, finite_closed=True,
+            doc="x sorted along axis; the gradient follows the permutation (stable: tied elements "
+                "take the gradients of their sorted positions in their original order)"))
+
+
+def _partition_shape(shape, kth, axis=-1):
+    axis = _one_axis(shape, axis)
+    for k in (kth,) if isinstance(kth, int) else kth:
+        if not isinstance(k, int) or not -shape[axis] <= k < shape[axis]:
+            raise ShapeError(f"kth {k} is out of range for an axis of length {shape[axis]}")
+    return shape
+
+
+def _argpartition(xp, x, kth, axis=-1):
+    kth = list(kth) if isinstance(kth, tuple) else kth
+    return xp.astype(xp.argpartition(x, kth, axis=axis), x.dtype)
+
+
+register(Op("argpartition", _argpartition, _partition_shape, NOT_DIFFERENTIABLE,
+            params={"kth": REQUIRED, "axis": -1}, doc="the indices that partition x around kth",
+            nonstandard="NumPy's argpartition"))
+register(Op("partition", lambda xp, x, kth, axis=-1: _gather_along(xp, x, _argpartition(xp, x, kth, axis), axis),
+            _partition_shape,
+            (lambda g, ans, x, kth, axis=-1: G.scatter_along(g, G.argpartition(x, kth=kth, axis=axis), axis=axis,
+                                                             size=x.shape[axis % x.ndim]),),
+            params={"kth": REQUIRED, "axis": -1}, finite_closed=True,
+            doc="x rearranged so that its kth element is in sorted position, smaller ones before",
+            nonstandard="NumPy's argpartition"))
+
+
+# --------------------------------------------------------------------------- moments: var, std, average
+
+def _moments_reading(name):
+    """np.var(x, axis, dtype, out, ddof): past the axis, arguments are read only by name; PyTorch's
+    var and std default to the unbiased estimate (ddof=1), NumPy's, TensorFlow's and JAX's to 0."""
+    return lambda call: _moments_read(name, call)
+
+
+def _moments_read(name, call):
+    if call.positional > 2:
+        raise ReadingError(f"{call.name}() with {call.positional} arguments: NumPy's third argument is dtype, "
+                           f"PyTorch's unbiased, TensorFlow's keepdims; write ddof= and keepdims= by name")
+    if call.library == "torch" and not {"correction", "ddof", "unbiased"} & set(call.keywords):
+        return name, {"ddof": 1}
+    if call.library == "tensorflow" and {"correction", "ddof", "unbiased"} & set(call.keywords):
+        raise ReadingError(f"tf.math.reduce_{'variance' if name == 'var' else 'std'} has no ddof: TensorFlow's "
+                           "divides by n; write np.{name}(x, ddof=...) for another divisor".replace("{name}", name))
+    return None
+
+
+def _count(shape, axis) -> int:
+    return math.prod(shape[a] for a in normalize_axes(axis, len(shape)))
+
+
+def _resolved_ddof(ddof, unbiased, default=0):
+    """ddof (NumPy), correction (PyTorch, read as ddof) or unbiased (PyTorch's older spelling)."""
+    if unbiased is not None:
+        if ddof is not None:
+            raise ShapeError("give ddof (correction) or unbiased, not both")
+        return int(bool(unbiased))
+    if ddof is None:
+        return default
+    if not isinstance(ddof, (int, float)):
+        raise ShapeError(f"ddof must be one number, not {ddof}")
+    return ddof
+
+
+def _divisor(shape, axis, ddof, unbiased, default=0) -> float:
+    """n - ddof, refused where it is not positive (NumPy would divide by 0: inf or NaN)."""
+    ddof = _resolved_ddof(ddof, unbiased, default)
+    n = _count(shape, axis)
+    if n - ddof <= 0:
+        raise ShapeError(f"ddof={ddof:g} over {n} element{'s' * (n != 1)} leaves no degrees of freedom "
+                         f"(n - ddof = {n - ddof:g}): the result would be inf or NaN")
+    return float(n - ddof)
+
+
+def _nonzero(a):
+    """a, with 1 where it is 0: the denominator of a rule whose numerator is 0 there too."""
+    return G.where(G.equal(a, 0.0), 1.0, a)
+
+
+def _var_forward(xp, x, axis=None, ddof=None, keepdims=False, unbiased=None, default=0):
+    d = _divisor(x.shape, axis, ddof, unbiased, default)
+    return xp.var(x, axis=axis, correction=_count(x.shape, axis) - d, keepdims=keepdims)
+
+
+def _var_vjp(g, ans, x, axis=None, ddof=None, keepdims=False, unbiased=None, default=0):
+    centred = x - G.mean(x, axis=axis, keepdims=True)
+    return _keep(g, x.shape, axis, keepdims) * centred * (2.0 / _divisor(x.shape, axis, ddof, unbiased, default))
+
+
+def _std_vjp(g, ans, x, axis=None, ddof=None, keepdims=False, unbiased=None, default=0):
+    # sqrt(var) has no derivative where all values are equal (a cone): 0 there, a subgradient
+    centred = x - G.mean(x, axis=axis, keepdims=True)
+    scale = 1.0 / _divisor(x.shape, axis, ddof, unbiased, default)
+    return _keep(g, x.shape, axis, keepdims) * centred * scale / _nonzero(_keep(ans, x.shape, axis, keepdims))
+
+
+def _moment_shape(shape, axis=None, ddof=None, keepdims=False, unbiased=None, default=0):
+    _divisor(shape, axis, ddof, unbiased, default)
+    return reduced_shape(shape, axis, keepdims)
+
+
+_MOMENT_PARAMS = {"axis": None, "ddof": None, "keepdims": False, "unbiased": None}
+register(Op("var", _var_forward, _moment_shape, (_var_vjp,), params=dict(_MOMENT_PARAMS), aliases=("reduce_variance",),
+            reading=_moments_reading("var"),
+            doc="the variance, sum((x - mean)^2) / (n - ddof); ddof=0 by default (torch.var: 1)"))
+register(Op("std", lambda xp, *a, **p: xp.sqrt(_var_forward(xp, *a, **p)), _moment_shape, (_std_vjp,),
+            params=dict(_MOMENT_PARAMS), aliases=("reduce_std",), reading=_moments_reading("std"),
+            doc="the standard deviation, sqrt(var); its gradient is 0 where it is 0 (all values equal)"))
+
+
+def _moment_and_mean(name):
+    """torch.std_mean / var_mean: (std or var, mean), unbiased (ddof=1) by default, as PyTorch."""
+    def parts(shape, axis=None, ddof=None, keepdims=False, unbiased=None):
+        moment = {"axis": axis, "ddof": _resolved_ddof(ddof, unbiased, 1), "keepdims": keepdims}
+        return [(name, moment), ("mean", {"axis": axis, "keepdims": keepdims})]
+    return parts
+
+
+for _name in ("std", "var"):
+    register(Op(f"{_name}_mean", None, None, None, params=dict(_MOMENT_PARAMS), parts=_moment_and_mean(_name),
+                doc=f"PyTorch's {_name}_mean: the tuple ({_name}, mean), ddof=1 unless correction= says otherwise"))
+
+
+def _average_reading(call):
+    if call.positional > 2:
+        raise ReadingError("average() with more than 2 arguments: write weights= and keepdims= by name")
+    if "weights" in call.keywords:
+        return "weighted_average", {}
+    return None
+
+
+_reduction("average", lambda xp, x, axis=None, keepdims=False: xp.mean(x, axis=axis, keepdims=keepdims),
+           lambda g, ans, x, axis=None, keepdims=False: _spread(g, x, axis, keepdims) / float(_count(x.shape, axis)),
+           shape=_nonempty_reduction_shape, reading=_average_reading,
+           doc="the mean, or with weights= the weighted mean")
+
+
+def _weights_shape(x_shape, w_shape, axis):
+    """How weights line up with x: their own shape if it is x's, else 1-D along the one axis."""
+    if tuple(w_shape) == tuple(x_shape):
+        return tuple(w_shape)
+    if isinstance(axis, int) and len(w_shape) == 1 and x_shape and w_shape[0] == x_shape[axis % len(x_shape)]:
+        return tuple(w_shape[0] if i == axis % len(x_shape) else 1 for i in range(len(x_shape)))
+    raise ShapeError(f"weights of shape {tuple(w_shape)} must have x's shape {tuple(x_shape)}, "
+                     "or be 1-D along the one axis given")
+
+
+def _weighted_average(xp, x, w, axis=None, keepdims=False):
+    wb = xp.broadcast_to(xp.reshape(w, _weights_shape(x.shape, w.shape, axis)), x.shape)
+    total = xp.sum(wb, axis=axis, keepdims=keepdims)
+    if bool(xp.any(total == 0)):
+        raise DataError("the weights sum to zero: the average cannot be normalized (NumPy refuses it)")
+    return xp.sum(x * wb, axis=axis, keepdims=keepdims) / total
+
+
+def _weighted_average_parts(x, w, axis, keepdims, g, ans):
+    aligned = _weights_shape(x.shape, w.shape, axis)
+    wb = w if aligned == w.shape else G.reshape(w, shape=aligned)
+    total = G.sum(G.broadcast_to(wb, shape=x.shape), axis=axis, keepdims=True)
+    return wb, total, _keep(g, x.shape, axis, keepdims), _keep(ans, x.shape, axis, keepdims)
+
+
+def _weighted_average_vjp_w(g, ans, x, w, axis=None, keepdims=False):
+    wb, total, gk, avg = _weighted_average_parts(x, w, axis, keepdims, g, ans)
+    ct = gk * (x - avg) / total
+    if wb.shape == w.shape:
+        return ct
+    return G.reshape(G.sum(ct, axis=tuple(i for i in range(x.ndim) if i != axis % x.ndim)), shape=w.shape)
+
+
+register(Op("weighted_average", _weighted_average,
+            lambda x, w, axis=None, keepdims=False: (_weights_shape(x, w, axis), reduced_shape(x, axis, keepdims))[1],
+            (lambda g, ans, x, w, axis=None, keepdims=False: (lambda p: p[2] * p[0] / p[1])(
+                _weighted_average_parts(x, w, axis, keepdims, g, ans)),
+             _weighted_average_vjp_w),
+            args=("x", "weights"), params={"axis": None, "keepdims": False}, fails_on_data=True,
+            doc="sum(x * weights) / sum(weights) over axis (what average(x, weights=w) reads as)"))
+
+
+# --------------------------------------------------------------------------- order statistics: median, quantile
+
+_METHODS = ("linear", "lower", "higher", "nearest", "midpoint")
+
+
+def _quantile_plan(shape, q, axis, method):
+    """Static: the axes kept, the length n of the sorted axis, and per quantile the two sorted
+    positions it reads and the weight of the upper one (NumPy's methods)."""
+    axes = normalize_axes(axis, len(shape))
+    kept = tuple(i for i in range(len(shape)) if i not in axes)
+    n = math.prod(shape[a] for a in axes)
+    if n == 0:
+        raise ShapeError("the quantile of no elements is undefined")
+    if method not in _METHODS and not (method == "median" and q == 0.5):  # "median": median's own
+        raise ShapeError(f"method {method!r} is not one of {', '.join(_METHODS)}")
+    picks = []
+    for value in (q if isinstance(q, tuple) else (q,)):
+        if not isinstance(value, (int, float)) or not 0 <= value <= 1:
+            raise ShapeError(f"q must be between 0 and 1 (percentiles between 0 and 100), got {value}")
+        position = value * (n - 1)
+        lo = math.floor(position)
+        hi, t = min(lo + 1, n - 1), position - lo
+        if method == "median":
+            lo, hi = (n - 1) // 2, n // 2
+            t = 0.5 if lo != hi else 0.0
+        elif method == "lower":
+            hi, t = lo, 0.0
+        elif method == "higher":
+            lo = hi = math.ceil(position)
+            t = 0.0
+        elif method == "nearest":
+            lo = hi = round(position)  # half to even, as NumPy
+            t = 0.0
+        elif method == "midpoint":
+            t = 0.5 if t else 0.0
+        picks.append((lo, hi, t))
+    return axes, kept, n, picks
+
+
+def _quantile_forward(xp, x, q, axis=None, method="linear", keepdims=False):
+    axes, kept, n, picks = _quantile_plan(x.shape, q, axis, method)
+    lead = tuple(x.shape[i] for i in kept)
+    ordered = xp.sort(xp.reshape(xp.permute_dims(x, kept + axes), lead + (n,)), axis=-1)
+    values = []
+    for lo, hi, t in picks:
+        a, b = ordered[..., lo], ordered[..., hi]
+        if method == "median":
+            values.append((a + b) / 2 if lo != hi else a)
+        elif t == 0:
+            values.append(a)
+        else:  # NumPy's lerp: from the nearer end
+            values.append(a + (b - a) * t if t < 0.5 else b - (b - a) * (1 - t))
+    out = xp.stack(values) if isinstance(q, tuple) else values[0]
+    out = xp.astype(xp.where(xp.isnan(ordered[..., -1]), math.nan, out), x.dtype)  # a NaN makes the slice NaN
+    if keepdims:
+        out = xp.reshape(out, out.shape[:out.ndim - len(lead)] + reduced_shape(x.shape, axes, True))
+    return out
+
+
+def _moved(x, kept, axes, n):
+    """x with the reduced axes moved last and merged into one of length n: shape lead + (n,)."""
+    lead = tuple(x.shape[i] for i in kept)
+    perm = kept + axes
+    moved = x if perm == tuple(range(x.ndim)) else G.transpose(x, axes=perm)
+    return moved if moved.shape == lead + (n,) else G.reshape(moved, shape=lead + (n,))
+
+
+def _through_sort(on_sorted, x, kept, axes, n):
+    """A cotangent given on the sorted values (lead + (n,)) taken back to x through the sorting
+    permutation; tied elements share it evenly (so quantile(x, 1) splits as max does)."""
+    moved = _moved(x, kept, axes, n)
+    at = len(kept)
+    out = G.tie_average(G.scatter_along(on_sorted, G.argsort(moved, axis=at), axis=at, size=n), moved, axis=at)
+    perm = kept + axes
+    permuted = tuple(x.shape[i] for i in perm)
+    out = out if out.shape == permuted else G.reshape(out, shape=permuted)
+    if perm == tuple(range(x.ndim)):
+        return out
+    return G.transpose(out, axes=tuple(sorted(range(x.ndim), key=perm.__getitem__)))
+
+
+def _quantile_vjp(g, ans, x, q, axis=None, method="linear", keepdims=False):
+    axes, kept, n, picks = _quantile_plan(x.shape, q, axis, method)
+    lead = tuple(x.shape[i] for i in kept)
+    on_sorted = None
+    for k, (lo, hi, t) in enumerate(picks):
+        gk = G.index(g, index=(k,)) if isinstance(q, tuple) else g
+        gk = gk if gk.shape == lead else G.reshape(gk, shape=lead)
+        weights = {lo: 1.0 - t}
+        weights[hi] = weights.get(hi, 0.0) + t
+        for position, weight in weights.items():
+            if weight:
+                term = G.scatter(gk * weight, shape=lead + (n,), index=(Ellipsis, position))
+                on_sorted = term if on_sorted is None else on_sorted + term
+    return _through_sort(on_sorted, x, kept, axes, n)
+
+
+def _tie_average(xp, w, x, axis):
+    """For each element, the mean of w over the elements of its group along axis whose x is equal."""
+    import numpy
+
+    def tie_average(w, x):
+        n = x.shape[axis]
+        xm = numpy.moveaxis(x, axis, -1).reshape(-1, n)
+        wm = numpy.moveaxis(w, axis, -1).reshape(-1, n)
+        order = numpy.argsort(xm, axis=-1, kind="stable")
+        xs = numpy.take_along_axis(xm, order, axis=-1)
+        new = numpy.ones(xs.shape, dtype=bool)
+        new[:, 1:] = xs[:, 1:] != xs[:, :-1]  # NaN != NaN: each NaN a group of its own
+        run = numpy.cumsum(new.reshape(-1)) - 1
+        sums = numpy.bincount(run, numpy.take_along_axis(wm, order, axis=-1).reshape(-1))
+        means = (sums / numpy.bincount(run))[run].reshape(xs.shape)
+        out = numpy.empty_like(means)
+        numpy.put_along_axis(out, order, means, axis=-1)
+        moved_shape = numpy.moveaxis(x, axis, -1).shape
+        return numpy.moveaxis(out.reshape(moved_shape), -1, axis).astype(w.dtype)
+    if w.size == 0:
+        return w
+    return on_host(xp, tie_average, w, x)
+
+
+register(Op("tie_average", _tie_average, lambda w, x, axis: (_one_axis(w, axis), w)[1],
+            (lambda g, ans, w, x, axis: G.tie_average(g, x, axis=axis), NO_GRADIENT),
+            args=("w", "x"), params={"axis": REQUIRED}, public=False,
+            doc="w averaged over the elements with equal x along axis (the even split of a gradient at ties)",
+            nonstandard="NumPy's bincount and ufunc.accumulate"))
+
+
+def _quantile_shape(shape, q, axis=None, method="linear", keepdims=False):
+    _quantile_plan(shape, q, axis, method)
+    return ((len(q),) if isinstance(q, tuple) else ()) + reduced_shape(shape, axis, keepdims)
+
+
+def _percent(q):
+    return tuple(v / 100 for v in q) if isinstance(q, tuple) else q / 100 if isinstance(q, (int, float)) else q
+
+
+def _median_reading(call):
+    if call.library == "torch":
+        raise ReadingError("torch.median gives the lower of the two middle values (and with dim, a tuple); "
+                           "NumPy's median averages them: write median(x) for NumPy's, "
+                           "quantile(x, 0.5, method='lower') for PyTorch's")
+    return None
+
+
+def _interpolation_reading(call):
+    # PyTorch's keyword; NumPy renamed it method= and NumPy 2.4 and JAX refuse the old name
+    if call.library == "numpy" and "interpolation" in call.keywords:
+        raise ReadingError(f"np.{call.name}() has no argument 'interpolation' (NumPy 2.4 and JAX refuse it): "
+                           "write method=...")
+    return None
+
+
+_QUANTILE_PARAMS = {"q": REQUIRED, "axis": None, "method": "linear", "keepdims": False}
+register(Op("quantile", _quantile_forward, _quantile_shape, (_quantile_vjp,), params=dict(_QUANTILE_PARAMS),
+            finite_closed=True, reading=_interpolation_reading,
+            doc="quantile(x, q, axis, method): NumPy's methods linear (default), lower, higher, nearest, "
+                "midpoint; the gradient goes to the (one or two) sorted elements it reads"))
+register(Op("percentile", lambda xp, x, q, **p: _quantile_forward(xp, x, _percent(q), **p),
+            lambda shape, q, **p: _quantile_shape(shape, _percent(q), **p),
+            (lambda g, ans, x, q, **p: _quantile_vjp(g, ans, x, _percent(q), **p),), params=dict(_QUANTILE_PARAMS),
+            finite_closed=True, reading=_interpolation_reading, doc="quantile with q in percent"))
+register(Op("median", lambda xp, x, axis=None, keepdims=False: _quantile_forward(xp, x, 0.5, axis, "median", keepdims),
+            lambda shape, axis=None, keepdims=False: _quantile_shape(shape, 0.5, axis, "median", keepdims),
+            (lambda g, ans, x, axis=None, keepdims=False: _quantile_vjp(g, ans, x, 0.5, axis, "median", keepdims),),
+            params={"axis": None, "keepdims": False}, reading=_median_reading, finite_closed=True,
+            doc="the middle value, or the mean of the two middle values; the gradient is split between them"))
+
+
+def _sorted_rows(xp, x, kept, axes, n):
+    lead = tuple(x.shape[i] for i in kept)
+    return xp.sort(xp.reshape(xp.permute_dims(x, kept + axes), lead + (n,)), axis=-1)  # NaN last
+
+
+def _nan_quantile_weights(xp, x, q, axis=None, method="linear"):
+    """The weights on the sorted values (lead + (n,), NaN last) that make np.nanquantile: where
+    they fall depends on how many values are not NaN, so they are computed, not planned."""
+    axes, kept, n, _ = _quantile_plan(x.shape, q, axis, method)
+    ordered = _sorted_rows(xp, x, kept, axes, n)
+    m = xp.count_nonzero(~xp.isnan(ordered), axis=-1, keepdims=True)
+    top = xp.maximum(m - 1, 0)
+    stacked = []
+    for value in (q if isinstance(q, tuple) else (q,)):
+        position = value * top
+        lo = xp.floor(position)
+        t = position - lo
+        hi = xp.minimum(lo + 1, top)
+        if method == "lower":
+            hi, t = lo, 0 * t
+        elif method == "higher":
+            lo = hi = xp.ceil(position)
+            t = 0 * t
+        elif method == "nearest":
+            lo = hi = xp.round(position)  # half to even, as NumPy
+            t = 0 * t
+        elif method == "midpoint":
+            t = xp.where(t > 0, 0.5, 0.0)
+        weights = xp.zeros(ordered.shape, dtype=x.dtype)
+        xp.put_along_axis(weights, xp.astype(lo, xp.int64), xp.astype(1 - t, x.dtype), axis=-1)
+        upper = xp.take_along_axis(weights, xp.astype(hi, xp.int64), axis=-1) + t
+        xp.put_along_axis(weights, xp.astype(hi, xp.int64), xp.astype(upper, x.dtype), axis=-1)
+        stacked.append(xp.where(m > 0, weights, 0))
+    return xp.stack(stacked) if isinstance(q, tuple) else stacked[0]
+
+
+def _nanquantile_forward(xp, x, q, axis=None, method="linear", keepdims=False):
+    axes, kept, n, _ = _quantile_plan(x.shape, q, axis, method)
+    ordered = _sorted_rows(xp, x, kept, axes, n)
+    weights = _nan_quantile_weights(xp, x, q, axis, method)
+    out = xp.sum(xp.where(weights == 0, 0, weights * ordered), axis=-1)
+    out = xp.astype(xp.where(xp.isnan(ordered[..., 0]), math.nan, out), x.dtype)  # every value NaN
+    if keepdims:
+        out = xp.reshape(out, out.shape[:out.ndim - len(kept)] + reduced_shape(x.shape, axes, True))
+    return out
+
+
+def _nanquantile_vjp(g, ans, x, q, axis=None, method="linear", keepdims=False):
+    axes, kept, n, _ = _quantile_plan(x.shape, q, axis, method)
+    weights = G.nan_quantile_weights(x, q=q, axis=axis, method=method)
+    g = g if g.shape == weights.shape[:-1] else G.reshape(g, shape=weights.shape[:-1])
+    on_sorted = G.reshape(g, shape=g.shape + (1,)) * weights
+    if isinstance(q, tuple):
+        on_sorted = G.sum(on_sorted, axis=0)
+    return _through_sort(on_sorted, x, kept, axes, n)
+
+
+register(Op("nan_quantile_weights", _nan_quantile_weights,
+            lambda shape, q, axis=None, method="linear": (
+                ((len(q),) if isinstance(q, tuple) else ()) + tuple(shape[i] for i in _quantile_plan(shape, q, axis, method)[1])
+                + (_quantile_plan(shape, q, axis, method)[2],)),
+            NOT_DIFFERENTIABLE, params={"q": REQUIRED, "axis": None, "method": "linear"}, public=False,
+            doc="the weights of nanquantile on the sorted values"))
+register(Op("nanquantile", _nanquantile_forward, _quantile_shape, (_nanquantile_vjp,), params=dict(_QUANTILE_PARAMS),
+            finite_closed=True, doc="quantile of the values that are not NaN (NaN where all are)"))
+register(Op("nanpercentile", lambda xp, x, q, **p: _nanquantile_forward(xp, x, _percent(q), **p),
+            lambda shape, q, **p: _quantile_shape(shape, _percent(q), **p),
+            (lambda g, ans, x, q, **p: _nanquantile_vjp(g, ans, x, _percent(q), **p),), params=dict(_QUANTILE_PARAMS),
+            finite_closed=True, doc="nanquantile with q in percent"))
+register(Op("nanmedian", lambda xp, x, axis=None, keepdims=False: _nanquantile_forward(xp, x, 0.5, axis, "linear", keepdims),
+            lambda shape, axis=None, keepdims=False: _quantile_shape(shape, 0.5, axis, "linear", keepdims),
+            (lambda g, ans, x, axis=None, keepdims=False: _nanquantile_vjp(g, ans, x, 0.5, axis, "linear", keepdims),),
+            params={"axis": None, "keepdims": False}, reading=_median_reading, finite_closed=True,
+            doc="the median of the values that are not NaN"))
+
+
+# --------------------------------------------------------------------------- norms
+
+_INF = math.inf
+
+
+def _norm_plan(shape, ord, axis, kind):
+    """("vector", axes) or ("matrix", (rows, columns)), as NumPy's linalg.norm (kind "norm"),
+    vector_norm or matrix_norm read their arguments; refuses what they refuse."""
+    if kind == "norm":
+        if axis is None:
+            if ord is None:
+                kind, axis = "vector", None
+            elif len(shape) in (1, 2):
+                kind, axis = ("vector", 0) if len(shape) == 1 else ("matrix", (0, 1))
+            else:
+                raise ShapeError(f"norm with ord of a rank-{len(shape)} array needs axis (one axis, or two)")
+        else:
+            kind = "vector" if isinstance(axis, int) else "matrix"
+    if kind == "vector":
+        axes = normalize_axes(axis, len(shape))
+        if isinstance(ord, str) or (ord is not None and not isinstance(ord, (int, float))):
+            raise ShapeError(f"ord {ord!r} is not a vector norm (a number, inf or -inf)")
+        if ord in (_INF, -_INF) and any(shape[a] == 0 for a in axes):
+            raise ShapeError("the max or min norm of no elements is undefined")
+        return "vector", axes
+    pair = (axis,) if isinstance(axis, int) else tuple(axis)
+    if len(pair) != 2 or len(shape) < 2:
+        raise ShapeError(f"a matrix norm needs two axes of an array of rank 2 or more, got axis {axis}")
+    normalize_axes(pair, len(shape))  # in range, and different
+    rows, columns = (a % len(shape) for a in pair)
+    if ord in (2, -2, "nuc"):
+        return "singular", (rows, columns)
+    if ord not in (None, "fro", 1, -1, _INF, -_INF):
+        raise ShapeError(f"ord {ord!r} is not a matrix norm (fro, nuc, 1, -1, 2, -2, inf, -inf)")
+    return "matrix", (rows, columns)
+
+
+def _norm_forward(xp, x, ord, axis, keepdims, kind):
+    plan, axes = _norm_plan(x.shape, ord, axis, kind)
+    a = xp.abs(x)
+    if plan == "vector":
+        if ord in (None, 2):
+            return xp.sqrt(xp.sum(x * x, axis=axes, keepdims=keepdims))
+        if ord in (_INF, -_INF):
+            return (xp.max if ord > 0 else xp.min)(a, axis=axes, keepdims=keepdims)
+        if ord == 0:
+            return xp.astype(xp.count_nonzero(x != 0, axis=axes, keepdims=keepdims), x.dtype)
+        if ord == 1:
+            return xp.sum(a, axis=axes, keepdims=keepdims)
+        return xp.sum(a ** ord, axis=axes, keepdims=keepdims) ** (1.0 / ord)
+    rows, columns = axes
+    if plan == "singular":
+        s = xp.linalg.svdvals(xp.moveaxis(x, (rows, columns), (-2, -1)))
+        out = (xp.sum if ord == "nuc" else xp.max if ord == 2 else xp.min)(s, axis=-1)
+        return xp.reshape(out, reduced_shape(x.shape, axes, keepdims))
+    if ord in (None, "fro"):
+        out = xp.sqrt(xp.sum(x * x, axis=axes, keepdims=True))
+    else:
+        summed, extreme = (rows, columns) if ord in (1, -1) else (columns, rows)
+        out = (xp.max if ord > 0 else xp.min)(xp.sum(a, axis=summed, keepdims=True), axis=extreme, keepdims=True)
+    return out if keepdims else xp.squeeze(out, axis=axes)
+
+
+def _norm_vjp(g, ans, x, ord, axis, keepdims, kind):
+    plan, axes = _norm_plan(x.shape, ord, axis, kind)
+    if plan == "singular":
+        return _singular_norm_vjp(g, x, ord, axes)
+    gk, norm = _keep(g, x.shape, axes, keepdims), _keep(ans, x.shape, axes, keepdims)
+    if ord in (None, 2, "fro"):
+        return gk * x / _nonzero(norm)  # 0 at 0, where the norm has no gradient: a subgradient
+    if plan == "vector":
+        if ord in (_INF, -_INF):  # ties share the gradient, as max and min
+            tied = G.equal(G.abs(x), norm)
+            return gk * G.sign(x) * tied / G.sum(tied, axis=axes, keepdims=True)
+        if ord == 0:
+            return _spread(g, x, axes, keepdims) * 0.0
+        if ord == 1:
+            return gk * G.sign(x)
+        if ord > 1:  # |x|^(ord-1) is 0 where x is: only the norm's zero needs guarding
+            return gk * G.sign(x) * (G.abs(x) / _nonzero(norm)) ** float(ord - 1)
+        # ord < 1: the slope is infinite where an element is 0 (a cusp) and, for ord < 0, every
+        # slope is 0 where the norm is 0: 0 there, with both sides of the where kept finite
+        zero = G.logical_or(G.equal(x, 0.0), G.equal(norm, 0.0))
+        ratio = G.abs(G.where(zero, 1.0, x)) / G.where(zero, 1.0, norm)
+        return G.where(zero, 0.0, gk * G.sign(x) * ratio ** float(ord - 1))
+    rows, columns = axes
+    summed, extreme = (rows, columns) if ord in (1, -1) else (columns, rows)
+    tied = G.equal(G.sum(G.abs(x), axis=summed, keepdims=True), norm)
+    return gk * G.sign(x) * (tied / G.sum(tied, axis=extreme, keepdims=True))
+
+
+def _singular_norm_vjp(g, x, ord, axes):
+    """ord nuc (the sum of the singular values), 2 (the largest), -2 (the smallest), through the
+    gradient rule of svdvals; tied extreme singular values share the gradient, as max."""
+    perm = tuple(i for i in range(x.ndim) if i not in axes) + tuple(axes)
+    moved = x if perm == tuple(range(x.ndim)) else G.transpose(x, axes=perm)
+    s = G.svdvals(moved)
+    g = G.reshape(g, shape=s.shape[:-1] + (1,))
+    if ord == "nuc":
+        gs = G.broadcast_to(g, shape=s.shape)
+    else:
+        tied = G.equal(s, (G.max if ord == 2 else G.min)(s, axis=-1, keepdims=True))
+        gs = g * tied / G.sum(tied, axis=-1, keepdims=True)
+    out = OPS["svdvals"].rule(0)(gs, s, moved)
+    if perm == tuple(range(x.ndim)):
+        return out
+    return G.transpose(out, axes=tuple(sorted(range(x.ndim), key=perm.__getitem__)))
+
+
+def _norm_shape(kind):
+    def shape_rule(shape, ord=None, axis=None, keepdims=False):
+        plan, axes = _norm_plan(shape, ord, axis, kind)
+        return reduced_shape(shape, axes, keepdims)
+    return shape_rule
+
+
+def _norm_reading(call):
+    """tf.norm treats the array as one vector unless axis is a pair (NumPy's ord of a matrix is a
+    matrix norm); torch.norm(x, p) likewise: with ord they are refused, without they are vector_norm."""
+    if call.library in ("tensorflow", "torch"):
+        if call.positional > 1 or "ord" in call.keywords:
+            raise ReadingError(f"{call.library}'s norm with ord: TensorFlow's and torch.norm's ord applies to "
+                               "the flattened array unless axis is a pair, NumPy's to a matrix as a matrix norm; "
+                               "write vector_norm(x, ord=...) or matrix_norm(x, ord=...)")
+        return "vector_norm", {}
+    return None
+
+
+def _register_norm(name, kind, params, doc, aliases=(), reading=None):
+    ord0, axis0 = params.get("ord", 2), params["axis"]  # defaults: None ones are not passed
+
+    def forward(xp, x, ord=ord0, axis=axis0, keepdims=False):
+        return _norm_forward(xp, x, ord, axis, keepdims, kind)
+
+    def shape(x_shape, ord=ord0, axis=axis0, keepdims=False):
+        return reduced_shape(x_shape, _norm_plan(x_shape, ord, axis, kind)[1], keepdims)
+
+    def vjp(g, ans, x, ord=ord0, axis=axis0, keepdims=False):
+        return _norm_vjp(g, ans, x, ord, axis, keepdims, kind)
+
+    register(Op(name, forward, shape, (vjp,), params=params, aliases=aliases, reading=reading, doc=doc))
+
+
+_register_norm("norm", "norm", {"ord": None, "axis": None, "keepdims": False},
+               "NumPy's linalg.norm: ord (None, a number, inf, fro) over axis (one axis: a vector norm; two: a "
+               "matrix norm); the gradient at 0, where the norm has none, is 0", reading=_norm_reading)
+_register_norm("vector_norm", "vector", {"ord": 2, "axis": None, "keepdims": False},
+               "the ord-norm of the elements over axis (all by default), taken as one vector")
+_register_norm("matrix_norm", "matrix", {"ord": "fro", "axis": (-2, -1), "keepdims": False},
+               "a matrix norm (fro, nuc, 1, -1, 2, -2, inf, -inf) over two axes (the last two by default)")
+_register_norm("euclidean_norm", "vector", {"axis": None, "keepdims": False},
+               "sqrt(sum(x^2)) over axis (TensorFlow's reduce_euclidean_norm)", aliases=("reduce_euclidean_norm",))
+
+
+# --------------------------------------------------------------------------- differences and integrals
+
+def _stencil(length: int, kind: str, **params):
+    """The linear map along one axis as terms (destination, [(coefficient, source), ...], divisor):
+    out[destination] = sum(coefficient * x[source]) / divisor, slices as (start, stop, step)."""
+    if kind == "diff":
+        return [((None, None, None), [(1.0, (1, None, None)), (-1.0, (None, -1, None))], 1.0)]
+    if kind == "trapezoid":  # the pieces of np.trapezoid before the sum: dx (y[i+1] + y[i]) / 2
+        return [((None, None, None), [(params["dx"], (1, None, None)), (params["dx"], (None, -1, None))], 2.0)]
+    h, order = params["spacing"], params["edge_order"]
+    terms = [((1, -1, None), [(1.0, (2, None, None)), (-1.0, (None, -2, None))], 2.0 * h)]
+    if order == 1:
+        terms += [((0, 1, None), [(1.0, (1, 2, None)), (-1.0, (0, 1, None))], h),
+                  ((-1, None, None), [(1.0, (-1, None, None)), (-1.0, (-2, -1, None))], h)]
+    else:
+        terms += [((0, 1, None), [(-1.5 / h, (0, 1, None)), (2.0 / h, (1, 2, None)), (-0.5 / h, (2, 3, None))], 1.0),
+                  ((-1, None, None), [(0.5 / h, (-3, -2, None)), (-2.0 / h, (-2, -1, None)), (1.5 / h, (-1, None, None))], 1.0)]
+    return terms
+
+
+def _stencil_length(length, kind, **params):
+    return length if kind == "gradient" else max(length - 1, 0)
+
+
+def _apply_stencil(xp, x, axis, kind, **params):
+    shape = list(x.shape)
+    shape[axis] = _stencil_length(x.shape[axis], kind, **params)
+    out = xp.empty(tuple(shape), dtype=x.dtype)
+
+    def at(item):
+        return tuple(slice(*item) if i == axis else slice(None) for i in range(x.ndim))
+    for destination, parts, divisor in _stencil(x.shape[axis], kind, **params):
+        total = None
+        for coefficient, source in parts:
+            term = x[at(source)] if coefficient == 1.0 else (-x[at(source)] if coefficient == -1.0
+                                                              else coefficient * x[at(source)])
+            total = term if total is None else total + term
+        out[at(destination)] = total / divisor if divisor != 1.0 else total
+    return out
+
+
+def _transpose_stencil(g, x_shape, axis, kind, **params):
+    out = None
+    for destination, parts, divisor in _stencil(x_shape[axis], kind, **params):
+        piece = g if destination == FULL else G.index(g, index=_along(axis, destination))
+        for coefficient, source in parts:
+            term = G.scatter(piece * (coefficient / divisor), shape=x_shape, index=_along(axis, source))
+            out = term if out is None else out + term
+    return out
+
+
+def _diff_shape(shape, n=1, axis=-1):
+    axis = _one_axis(shape, axis)
+    if not isinstance(n, int) or n < 0:
+        raise ShapeError(f"n must be a non-negative integer, not {n}")
+    return tuple(max(d - n, 0) if i == axis else d for i, d in enumerate(shape))
+
+
+def _diff(xp, x, n=1, axis=-1):
+    axis %= x.ndim
+    for _ in range(n):
+        x = _apply_stencil(xp, x, axis, "diff")
+    return x
+
+
+def _diff_vjp(g, ans, x, n=1, axis=-1):
+    axis %= x.ndim
+    for k in range(n - 1, -1, -1):
+        g = _transpose_stencil(g, tuple(max(d - k, 0) if i == axis else d for i, d in enumerate(x.shape)), axis, "diff")
+    return g
+
+
+register(Op("diff", _diff, _diff_shape, (_diff_vjp,), params={"n": 1, "axis": -1},
+            doc="the n-th difference along axis, x[1:] - x[:-1] applied n times"))
+
+
+def _gradient_axis(shape, axis, spacing, edge_order):
+    if axis is None:
+        if len(shape) != 1:
+            raise ShapeError(f"gradient of a rank-{len(shape)} array without axis= gives one array per axis; "
+                             "give axis=")
+        axis = 0
+    axis = _one_axis(shape, axis)
+    if not isinstance(spacing, (int, float)) or spacing == 0:
+        raise ShapeError(f"spacing must be one nonzero number (sample points are not supported), not {spacing}")
+    if edge_order not in (1, 2):
+        raise ShapeError(f"edge_order must be 1 or 2, not {edge_order}")
+    if shape[axis] < edge_order + 1:
+        raise ShapeError(f"gradient needs at least {edge_order + 1} elements along the axis, got {shape[axis]}")
+    return axis
+
+
+register(Op("gradient",
+            lambda xp, f, spacing=1.0, axis=None, edge_order=1: _apply_stencil(
+                xp, f, _gradient_axis(f.shape, axis, spacing, edge_order), "gradient",
+                spacing=spacing, edge_order=edge_order),
+            lambda shape, spacing=1.0, axis=None, edge_order=1: (_gradient_axis(shape, axis, spacing, edge_order), shape)[1],
+            (lambda g, ans, f, spacing=1.0, axis=None, edge_order=1: _transpose_stencil(
+                g, f.shape, _gradient_axis(f.shape, axis, spacing, edge_order), "gradient",
+                spacing=spacing, edge_order=edge_order),),
+            args=("f",), params={"spacing": 1.0, "axis": None, "edge_order": 1},
+            doc="NumPy's gradient with one spacing: central differences inside, one-sided at the ends"))
+
+
+def _trapezoid_reading(call):
+    if call.positional > 1 or "x" in call.keywords:
+        raise ReadingError("trapezoid with sample points x is not supported: give the spacing as dx=")
+    return None
+
+
+def _trapezoid_shape(shape, dx=1.0, axis=-1):
+    axis = _one_axis(shape, axis)
+    if not isinstance(dx, (int, float)):
+        raise ShapeError(f"dx must be one number, not {dx}")
+    return shape[:axis] + shape[axis + 1:]
+
+
+register(Op("trapezoid",
+            lambda xp, y, dx=1.0, axis=-1: xp.sum(_apply_stencil(xp, y, axis % y.ndim, "trapezoid", dx=dx), axis=axis),
+            _trapezoid_shape,
+            (lambda g, ans, y, dx=1.0, axis=-1: _transpose_stencil(
+                G.broadcast_to(G.reshape(g, shape=reduced_shape(y.shape, axis, True)),
+                               shape=_diff_shape(y.shape, 1, axis)), y.shape, axis % y.ndim, "trapezoid", dx=dx),),
+            args=("y",), params={"dx": 1.0, "axis": -1}, aliases=("trapz",), reading=_trapezoid_reading,
+            doc="the trapezoidal rule along axis with spacing dx"))
+
+
+# --------------------------------------------------------------------------- NaN-ignoring reductions, range, unwrap
+
+_reduction("nansum", lambda xp, x, axis=None, keepdims=False: xp.nansum(x, axis=axis, keepdims=keepdims),
+           lambda g, ans, x, axis=None, keepdims=False: G.where(G.isnan(x), 0.0, _spread(g, x, axis, keepdims)),
+           doc="the sum of the elements that are not NaN", nonstandard="NumPy's nansum")
+def _nanmean(xp, x, axis=None, keepdims=False):
+    # nansum / count: NaN (0 / 0) where every element is NaN, without NumPy's RuntimeWarning
+    count = xp.count_nonzero(~xp.isnan(x), axis=axis, keepdims=keepdims)
+    return xp.astype(xp.nansum(x, axis=axis, keepdims=keepdims) / count, x.dtype)
+
+
+def _nan_extreme(xp, x, axis=None, keepdims=False, kind="max"):
+    # NaN only where every element is NaN (as nanmax), without NumPy's RuntimeWarning
+    nan = xp.isnan(x)
+    reduce = xp.max if kind == "max" else xp.min
+    out = reduce(xp.where(nan, -math.inf if kind == "max" else math.inf, x), axis=axis, keepdims=keepdims)
+    return xp.astype(xp.where(xp.all(nan, axis=axis, keepdims=keepdims), math.nan, out), x.dtype)
+
+
+def _nan_extreme_vjp(g, ans, x, axis=None, keepdims=False):
+    # ties share the gradient, as max; none goes to a NaN, nor anywhere in an all-NaN group
+    tied = G.equal(x, _keep(ans, x.shape, axis, keepdims))
+    return _keep(g, x.shape, axis, keepdims) * tied / _nonzero(G.sum(tied, axis=axis, keepdims=True))
+
+
+_reduction("nanmean", _nanmean,
+           lambda g, ans, x, axis=None, keepdims=False: G.where(
+               G.isnan(x), 0.0, _keep(g, x.shape, axis, keepdims) / G.sum(1.0 - G.isnan(x), axis=axis, keepdims=True)),
+           shape=_nonempty_reduction_shape, doc="the mean of the elements that are not NaN",
+           nonstandard="NumPy's nansum")
+_reduction("nanprod", lambda xp, x, axis=None, keepdims=False: xp.nanprod(x, axis=axis, keepdims=keepdims),
+           lambda g, ans, x, axis=None, keepdims=False: G.where(
+               G.isnan(x), 0.0, _keep(g, x.shape, axis, keepdims) * G.prod_others(G.where(G.isnan(x), 1.0, x), axis=axis)),
+           doc="the product of the elements that are not NaN", nonstandard="NumPy's nanprod")
+for _name in ("nanmax", "nanmin"):
+    _reduction(_name, (lambda kind: lambda xp, x, axis=None, keepdims=False: _nan_extreme(xp, x, axis, keepdims, kind))(_name[3:]),
+               _nan_extreme_vjp, shape=_nonempty_reduction_shape, finite_closed=True,
+               doc=f"the {_name[3:]}imum of the elements that are not NaN; ties share the gradient")
+
+
+def _ptp_vjp(g, ans, x, axis=None, keepdims=False):
+    top = G.max(x, axis=axis, keepdims=keepdims)
+    bottom = G.min(x, axis=axis, keepdims=keepdims)
+    return _extreme_vjp(g, top, x, axis, keepdims) - _extreme_vjp(g, bottom, x, axis, keepdims)
+
+
+_reduction("ptp", lambda xp, x, axis=None, keepdims=False: xp.max(x, axis=axis, keepdims=keepdims)
+           - xp.min(x, axis=axis, keepdims=keepdims), _ptp_vjp, shape=_nonempty_reduction_shape,
+           doc="max - min (peak to peak); ties share the gradient")
+register(Op("unwrap", lambda xp, p, discont=None, axis=-1, period=2 * math.pi:
+            xp.unwrap(p, discont=discont, axis=axis, period=period),
+            lambda shape, discont=None, axis=-1, period=2 * math.pi: (
+                _one_axis(shape, axis), _single_numbers(discont=discont, period=period), shape)[2],
+            (lambda g, ans, p, **_: g,), args=("p",), params={"discont": None, "axis": -1, "period": 2 * math.pi},
+            doc="p with jumps above period/2 along axis removed (adds constants: gradient 1)",
+            nonstandard="NumPy's unwrap"))
+
+
+# --------------------------------------------------------------------------- trace, cumulative integral
+
+def _trace_plan(shape, offset=0, axis1=0, axis2=1):
+    if len(shape) < 2:
+        raise ShapeError(f"trace needs an array of rank 2 or more, got shape {tuple(shape)}")
+    for name, value in (("offset", offset), ("axis1", axis1), ("axis2", axis2)):
+        if not isinstance(value, int):
+            raise ShapeError(f"{name} must be one integer, not {value}")
+    first, second = normalize_axes((axis1, axis2), len(shape))  # in range, and different
+    first, second = axis1 % len(shape), axis2 % len(shape)
+    rest = tuple(d for i, d in enumerate(shape) if i not in (first, second))
+    return first, second, rest
+
+
+def _place_diagonal(xp, g, shape, offset, axis1, axis2):
+    """Zeros of `shape` with g on the offset diagonal of axes (axis1, axis2) (the gradient of trace)."""
+    first, second, _ = _trace_plan(shape, offset, axis1, axis2)
+    out = xp.zeros(shape, dtype=g.dtype)
+    view = xp.moveaxis(out, (first, second), (-2, -1))
+    length = max(0, min(shape[first] - max(-offset, 0), shape[second] - max(offset, 0)))
+    steps = xp.arange(length)
+    view[..., steps + max(-offset, 0), steps + max(offset, 0)] = g[..., None]
+    return out
+
+
+def _place_diagonal_shape(g_shape, shape, **params):
+    if _trace_plan(shape, **params)[2] != tuple(g_shape):
+        raise ShapeError(f"values of shape {tuple(g_shape)} do not fit the diagonal of shape {tuple(shape)}")
+    return tuple(shape)
+
+
+_TRACE_PARAMS = {"offset": 0, "axis1": 0, "axis2": 1}
+
+
+def _trace_reading(call):
+    """np.trace traces axes 0 and 1; np.linalg.trace, jnp.linalg.trace and tf.linalg.trace (tf.trace)
+    the last two, a stack of matrices."""
+    if "linalg." in call.spelled or call.library == "tensorflow":
+        return "trace", {"axis1": -2, "axis2": -1}
+    if call.library == "torch":
+        return "trace", {"matrix": True}  # torch.trace: of a matrix only
+    return None
+
+
+def _trace_shape(shape, matrix=False, **p):
+    if matrix and len(shape) != 2:
+        raise ShapeError(f"torch.trace takes a matrix, got shape {tuple(shape)} (NumPy's traces axes 0 and 1 "
+                         "of a stack; write np.trace or torch.diagonal(...).sum(-1))")
+    return _trace_plan(shape, **p)[2]
+
+
+register(Op("trace", lambda xp, x, offset=0, axis1=0, axis2=1, matrix=False: xp.trace(x, offset, axis1, axis2),
+            _trace_shape,
+            (lambda g, ans, x, matrix=False, **p: G.place_diagonal(g, shape=x.shape, **p),),
+            params=dict(_TRACE_PARAMS, matrix=False),
+            reading=_trace_reading,
+            doc="the sum of the offset diagonal over axes axis1, axis2 (NumPy's trace)", nonstandard="NumPy's trace"))
+register(Op("place_diagonal", _place_diagonal,
+            _place_diagonal_shape,
+            (lambda g, ans, v, shape, **p: G.trace(g, **p),), params={"shape": REQUIRED, **_TRACE_PARAMS},
+            public=False, doc="zeros with the values on a diagonal (the gradient of trace)"))
+
+
+def _cumulative_trapezoid_shape(shape, dx=1.0, axis=-1, initial=None):
+    axis = _one_axis(shape, axis)
+    if not isinstance(dx, (int, float)):
+        raise ShapeError(f"dx must be one number, not {dx}")
+    if initial not in (None, 0):
+        raise ShapeError(f"initial must be 0 or left out (as SciPy), not {initial}")
+    length = shape[axis] if initial is not None else max(shape[axis] - 1, 0)
+    return shape[:axis] + (length,) + shape[axis + 1:]
+
+
+def _cumulative_trapezoid(xp, y, dx=1.0, axis=-1, initial=None):
+    axis %= y.ndim
+    out = xp.cumulative_sum(_apply_stencil(xp, y, axis, "trapezoid", dx=dx), axis=axis)
+    if initial is not None:
+        head = xp.zeros(tuple(1 if i == axis else d for i, d in enumerate(y.shape)), dtype=out.dtype)
+        out = xp.concat([head, out], axis=axis)
+    return out
+
+
+def _cumulative_trapezoid_vjp(g, ans, y, dx=1.0, axis=-1, initial=None):
+    axis %= y.ndim
+    if initial is not None:
+        g = G.index(g, index=_along(axis, (1, None, None)))
+    return _transpose_stencil(G.cumsum(g, axis=axis, reverse=True), y.shape, axis, "trapezoid", dx=dx)
+
+
+register(Op("cumulative_trapezoid", _cumulative_trapezoid, _cumulative_trapezoid_shape,
+            (_cumulative_trapezoid_vjp,), args=("y",), params={"dx": 1.0, "axis": -1, "initial": None},
+            aliases=("cumtrapz",), reading=_trapezoid_reading,
+            doc="SciPy's cumulative_trapezoid: the running trapezoidal integral (initial=0 prepends 0)"))
+
+
+# --------------------------------------------------------------------------- covariance, correlation
+
+def _cov_plan(shape, rowvar=True, bias=False, ddof=None):
+    """(rows, observations) of NumPy's cov(m): a 1-D m is one variable; and n - ddof."""
+    if len(shape) > 2 or not shape:
+        raise ShapeError(f"cov and corrcoef take a 1-D or 2-D array, got shape {tuple(shape)}")
+    rows, observations = (1, shape[0]) if len(shape) == 1 else (shape if rowvar else shape[::-1])
+    if ddof is None:
+        ddof = 0 if bias else 1
+    if not isinstance(ddof, (int, float)):
+        raise ShapeError(f"ddof must be one number, not {ddof}")
+    if observations - ddof <= 0:
+        raise ShapeError(f"cov of {observations} observation{'s' * (observations != 1)} with ddof={ddof:g} "
+                         "leaves no degrees of freedom: the result would be inf or NaN")
+    out = (rows, rows) if rows > 1 else ()  # NumPy squeezes a single variable to a number
+    return rows, observations, float(observations - ddof), out
+
+
+def _as_rows(x, rowvar):
+    """m as (variables, observations), symbolically."""
+    if x.ndim == 1:
+        return G.reshape(x, shape=(1,) + x.shape)
+    return x if rowvar else G.transpose(x)
+
+
+def _from_rows(d, x, rowvar):
+    if x.ndim == 1:
+        return G.reshape(d, shape=x.shape)
+    return d if rowvar else G.transpose(d)
+
+
+def _cov_vjp(g, ans, x, rowvar=True, bias=False, ddof=None):
+    rows, _, divisor, _ = _cov_plan(x.shape, rowvar, bias, ddof)
+    m = _as_rows(x, rowvar)
+    centred = m - G.mean(m, axis=1, keepdims=True)
+    g = G.reshape(g, shape=(rows, rows)) if g.shape != (rows, rows) else g
+    # d(c c^T / d) = (g + g^T) c / d; its rows sum to 0, so centring passes it unchanged
+    return _from_rows(G.matmul(g + G.transpose(g), centred) / divisor, x, rowvar)
+
+
+def _corrcoef_vjp(g, ans, x, rowvar=True):
+    # R = z z^T with z = c / |c| row by row (c centred): dz = (g + g^T) z, then through the
+    # normalisation dc = (dz - z sum(dz z)) / |c|; its rows sum to 0 (sum(z) = 0)
+    rows, _, _, _ = _cov_plan(x.shape, rowvar)
+    m = _as_rows(x, rowvar)
+    centred = m - G.mean(m, axis=1, keepdims=True)
+    length = G.sqrt(G.sum(centred * centred, axis=1, keepdims=True))
+    z = centred / length
+    g = G.reshape(g, shape=(rows, rows)) if g.shape != (rows, rows) else g
+    dz = G.matmul(g + G.transpose(g), z)
+    return _from_rows((dz - z * G.sum(dz * z, axis=1, keepdims=True)) / length, x, rowvar)
+
+
+def _one_array_reading(call):
+    if call.positional > 1 or "y" in call.keywords:
+        raise ReadingError(f"{call.name}(x, y): give the variables as the rows of one array, "
+                           f"{call.name}([x, y]) (NumPy stacks them so)")
+    return None
+
+
+register(Op("cov", lambda xp, x, rowvar=True, bias=False, ddof=None: xp.cov(x, rowvar=rowvar, bias=bias, ddof=ddof),
+            lambda shape, **p: _cov_plan(shape, **p)[3], (_cov_vjp,),
+            params={"rowvar": True, "bias": False, "ddof": None}, reading=_one_array_reading,
+            doc="NumPy's cov: rows are variables (rowvar), divided by n - 1 (bias=True: n; or n - ddof)",
+            nonstandard="NumPy's cov"))
+register(Op("corrcoef", lambda xp, x, rowvar=True: xp.corrcoef(x, rowvar=rowvar),
+            lambda shape, **p: _cov_plan(shape, **p)[3], (_corrcoef_vjp,), params={"rowvar": True},
+            reading=_one_array_reading,
+            doc="NumPy's corrcoef: Pearson correlations of the rows (NaN for a constant row)",
+            nonstandard="NumPy's corrcoef"))
+
+
+# --------------------------------------------------------------------------- segments (constant ids)
+
+def _segment_plan(shape, segment_ids, num_segments=None, sorted_ids=True):
+    """The ids as a tuple of ints, checked against data's first axis; the number of segments."""
+    ids = (segment_ids,) if not isinstance(segment_ids, tuple) else segment_ids
+    if not shape or len(ids) != shape[0]:
+        raise ShapeError(f"segment_ids has {len(ids)} entries; data of shape {tuple(shape)} needs one per row")
+    if any(not isinstance(i, int) or i < 0 for i in ids):
+        raise ShapeError("segment_ids must be non-negative integers")
+    if sorted_ids and any(a > b for a, b in zip(ids, ids[1:])):
+        raise ShapeError("segment_ids must be sorted (unsorted_segment_sum takes them in any order)")
+    count = max(ids, default=-1) + 1
+    if num_segments is not None:
+        if not isinstance(num_segments, int) or num_segments < count:
+            raise ShapeError(f"num_segments must be an integer above every id, not {num_segments}")
+        count = num_segments
+    return ids, count
+
+
+def _segment_shape(shape, segment_ids, num_segments=None, sorted_ids=True):
+    return (_segment_plan(shape, segment_ids, num_segments, sorted_ids)[1],) + tuple(shape[1:])
+
+
+def _segment_reduce(xp, data, segment_ids, num_segments=None, kind="sum"):
+    import numpy
+    ids, count = _segment_plan(data.shape, segment_ids, num_segments, False)
+
+    def segment_reduce(d):
+        index = numpy.asarray(ids, dtype=numpy.int64)
+        if kind in ("sum", "mean"):
+            out = numpy.zeros((count,) + d.shape[1:], dtype=d.dtype)
+            numpy.add.at(out, index, d)
+            if kind == "mean":  # an empty segment is 0, as TensorFlow
+                out /= numpy.maximum(numpy.bincount(index, minlength=count), 1).reshape((-1,) + (1,) * (d.ndim - 1))
+            return out
+        fill = -numpy.inf if kind == "max" else numpy.inf
+        out = numpy.full((count,) + d.shape[1:], fill, dtype=d.dtype)
+        (numpy.maximum if kind == "max" else numpy.minimum).at(out, index, d)
+        out[numpy.bincount(index, minlength=count) == 0] = 0  # an empty segment is 0, as TensorFlow
+        return out
+    return on_host(xp, segment_reduce, data)
+
+
+def _take_rows(xp, x, rows):
+    return x[xp.asarray(rows, dtype=xp.int64)]
+
+
+register(Op("take_rows", _take_rows, lambda shape, rows: (len(rows),) + tuple(shape[1:]),
+            (lambda g, ans, x, rows: G.unsorted_segment_sum(g, segment_ids=rows, num_segments=x.shape[0]),),
+            params={"rows": REQUIRED}, public=False, doc="x[rows] for a constant list of rows"))
+register(Op("unsorted_segment_sum", lambda xp, data, segment_ids, num_segments: _segment_reduce(
+                xp, data, segment_ids, num_segments, "sum"),
+            lambda shape, segment_ids, num_segments: _segment_shape(shape, segment_ids, num_segments, False),
+            (lambda g, ans, data, segment_ids, num_segments: G.take_rows(
+                g, rows=_segment_plan(data.shape, segment_ids, num_segments, False)[0]),),
+            args=("data",), params={"segment_ids": REQUIRED, "num_segments": REQUIRED},
+            doc="TensorFlow's unsorted_segment_sum with constant ids: row i adds into output row ids[i]",
+            nonstandard="NumPy's add.at"))
+register(Op("segment_sum", lambda xp, data, segment_ids: _segment_reduce(xp, data, segment_ids),
+            _segment_shape, (lambda g, ans, data, segment_ids: G.take_rows(
+                g, rows=_segment_plan(data.shape, segment_ids)[0]),),
+            args=("data",), params={"segment_ids": REQUIRED},
+            doc="TensorFlow's segment_sum with constant sorted ids", nonstandard="NumPy's add.at"))
+
+
+def _segment_mean_vjp(g, ans, data, segment_ids):
+    ids, _ = _segment_plan(data.shape, segment_ids)
+    ones = G.logical_or(data, 1.0)  # 1 everywhere, NaN included: the rules' constants are scalars
+    counts = G.segment_sum(ones, segment_ids=segment_ids)
+    return G.take_rows(g / _nonzero(counts), rows=ids)
+
+
+register(Op("segment_mean", lambda xp, data, segment_ids: _segment_reduce(xp, data, segment_ids, None, "mean"),
+            _segment_shape, (_segment_mean_vjp,), args=("data",), params={"segment_ids": REQUIRED},
+            doc="TensorFlow's segment_mean with constant sorted ids (0 for an empty segment)",
+            nonstandard="NumPy's add.at"))
+
+
+def _segment_extreme_vjp(g, ans, data, segment_ids):
+    # ties share the gradient evenly, as TensorFlow's segment_max
+    ids, count = _segment_plan(data.shape, segment_ids)
+    tied = G.equal(data, G.take_rows(ans, rows=ids))
+    share = G.take_rows(g / _nonzero(G.segment_sum(tied, segment_ids=segment_ids)), rows=ids)
+    return share * tied
+
+
+for _kind in ("max", "min"):
+    register(Op(f"segment_{_kind}", (lambda k: lambda xp, data, segment_ids: _segment_reduce(
+                    xp, data, segment_ids, None, k))(_kind),
+                _segment_shape, (_segment_extreme_vjp,), args=("data",), params={"segment_ids": REQUIRED},
+                finite_closed=True,
+                doc=f"TensorFlow's segment_{_kind} with constant sorted ids (0 for an empty segment); ties "
+                    "share the gradient", nonstandard="NumPy's ufunc.at"))
+
+
+# --------------------------------------------------------------------------- top_k, kthvalue, aminmax (tuples)
+
+def _top_k_plan(shape, k, axis=-1):
+    axis = _one_axis(shape, axis)
+    if not isinstance(k, int) or not 0 <= k <= shape[axis]:
+        raise ShapeError(f"k must be an integer from 0 to the axis length {shape[axis]}, not {k}")
+    return axis
+
+
+def _top_k_indices(xp, x, k, axis=-1, largest=True, sorted=True):
+    """The indices of the k largest (smallest) along axis, in order; on ties the lower index first,
+    as lax.top_k and tf.math.top_k."""
+    axis %= x.ndim
+    key = -x if largest else x
+    order = xp.argsort(key, axis=axis, kind="stable") if xp.__name__ == "numpy" else xp.argsort(key, axis=axis)
+    return xp.astype(order[tuple(slice(0, k) if i == axis else slice(None) for i in range(x.ndim))], x.dtype)
+
+
+def _top_k_shape(shape, k, axis=-1, largest=True, sorted=True):
+    axis = _top_k_plan(shape, k, axis)
+    return shape[:axis] + (k,) + shape[axis + 1:]
+
+
+_TOP_K_PARAMS = {"k": REQUIRED, "axis": -1, "largest": True, "sorted": True}
+register(Op("top_k_indices", _top_k_indices, _top_k_shape, NOT_DIFFERENTIABLE, params=dict(_TOP_K_PARAMS),
+            public=False, doc="the indices of top_k's values"))
+register(Op("top_k_values", lambda xp, x, **p: _gather_along(xp, x, _top_k_indices(xp, x, **p), p.get("axis", -1)),
+            _top_k_shape,
+            (lambda g, ans, x, k, axis=-1, **p: G.scatter_along(g, G.top_k_indices(x, k=k, axis=axis, **p), axis=axis,
+                                                                size=x.shape[axis % x.ndim]),),
+            params=dict(_TOP_K_PARAMS), finite_closed=True,
+            public=False, doc="the k largest values along axis (largest=False: smallest), in order; the gradient goes to "
+                "the elements picked (the lower index first on ties)"))
+register(Op("top_k", None, None, None, params=dict(_TOP_K_PARAMS), aliases=("topk",),
+            parts=lambda shape, **p: [("top_k_values", p), ("top_k_indices", p)],
+            doc="lax.top_k, tf.math.top_k, torch.topk: the tuple (values, indices) along the last axis"))
+
+
+def _kth_plan(shape, k, axis=-1):
+    axis = _one_axis(shape, axis)
+    if not isinstance(k, int) or not 1 <= k <= shape[axis]:
+        raise ShapeError(f"k must be an integer from 1 to the axis length {shape[axis]}, not {k}")
+    return axis
+
+
+def _kth_index(xp, x, k, axis=-1, keepdims=False):
+    axis = _kth_plan(x.shape, k, axis)
+    index = _top_k_indices(xp, x, k, axis, largest=False)
+    index = index[tuple(slice(k - 1, k) if i == axis else slice(None) for i in range(x.ndim))]
+    return index if keepdims else xp.squeeze(index, axis=axis)
+
+
+def _kth_shape(shape, k, axis=-1, keepdims=False):
+    return reduced_shape(shape, _kth_plan(shape, k, axis), keepdims)
+
+
+def _kth_vjp(g, ans, x, k, axis=-1, keepdims=False):
+    index = G.kth_smallest_index(x, k=k, axis=axis, keepdims=True)
+    return G.scatter_along(_keep(g, x.shape, axis, keepdims), index, axis=axis, size=x.shape[axis % x.ndim])
+
+
+_KTH_PARAMS = {"k": REQUIRED, "axis": -1, "keepdims": False}
+register(Op("kth_smallest_index", _kth_index, _kth_shape, NOT_DIFFERENTIABLE, params=dict(_KTH_PARAMS),
+            public=False, doc="the index of kthvalue's value"))
+register(Op("kth_smallest", lambda xp, x, k, axis=-1, keepdims=False: xp.reshape(_gather_along(
+                xp, x, _kth_index(xp, x, k, axis, True), axis), _kth_shape(x.shape, k, axis, keepdims)),
+            _kth_shape, (_kth_vjp,), params=dict(_KTH_PARAMS), finite_closed=True,
+            public=False, doc="the k-th smallest value along axis (k from 1)"))
+register(Op("kthvalue", None, None, None, params=dict(_KTH_PARAMS),
+            parts=lambda shape, **p: [("kth_smallest", p), ("kth_smallest_index", p)],
+            doc="torch.kthvalue: the tuple (k-th smallest value, its index) along dim"))
+register(Op("aminmax", None, None, None, params={"axis": None, "keepdims": False},
+            parts=lambda shape, **p: [("min", p), ("max", p)],
+            doc="torch.aminmax: the tuple (min, max); ties share the gradient, as min and max"))
