@@ -1,8 +1,20 @@
 """Hypothesis replays: the default run is derandomized (a failure in CI replays on any machine);
-a long run (GRADCLI_FUZZ_EXAMPLES set) explores new cases and prints the seed of a failure."""
+a long run (GRADCLI_FUZZ_EXAMPLES set) explores new cases and prints the seed of a failure.
+
+The tests live in folders that mirror gradcli's packages; the helpers here (gradcheck,
+cli_helpers) and the generators some test modules share (test_fuzz's programs, test_values'
+hostile files, the op tables' CASES) are imported by module name from any folder."""
 import os
+import sys
 
 from hypothesis import settings
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+for _folder in sorted(os.listdir(_HERE)):
+    if os.path.isfile(os.path.join(_HERE, _folder, "__init__.py")) or _folder.startswith(("_", ".")):
+        continue
+    if os.path.isdir(os.path.join(_HERE, _folder)) and not _folder.startswith("snippets"):
+        sys.path.insert(0, os.path.join(_HERE, _folder))
 
 settings.register_profile("replay", derandomize=True)
 settings.register_profile("explore", derandomize=False, print_blob=True)

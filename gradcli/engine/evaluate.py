@@ -107,7 +107,7 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
     shapes = graph.shapes
     # Numbers (0-d values) on NumPy are held as NumPy scalars: +, -, *, / and negation of two
     # scalars of the dtype are the same IEEE operations as the ufuncs' (rounded in the same
-    # dtype), without a ufunc call's cost (tests/test_scalar_path.py compares them bit for bit).
+    # dtype), without a ufunc call's cost (tests/engine/test_scalar_path.py compares them bit for bit).
     scalar = dtype.type if not lazy and getattr(xp, "__name__", None) == "numpy" else None
     scalar_operators = SCALAR_OPERATORS if scalar is not None else {}
     chains, inlined = {}, ()

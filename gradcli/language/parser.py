@@ -9,7 +9,7 @@ expression for the lexer and a table-driven shift/reduce loop that applies `_Ast
 each reduction, with Lark's tree-shaping rules (`_rule` inlining, `?rule` single-child
 expansion, anonymous tokens dropped, `[x]` placeholders). That is ~5x faster than Lark's own
 loop, needs no Lark import at start-up, builds no parse tree and never recurses, so the
-nesting depth of the input is bounded by memory only. tests/test_language.py checks that it
+nesting depth of the input is bounded by memory only. tests/language/test_language.py checks that it
 builds exactly what Lark's parser builds.
 """
 from __future__ import annotations

@@ -13,7 +13,7 @@ rule next to each other.
 The record is an op's only home: how it evaluates, prints and parses, how a bound on its result
 follows from its inputs', whether it may overflow, its domain, poles, ties and kinks, and the
 hints and fixes said of it are its fields (declared in `Op`, one comment each), which the
-engine reads instead of op names. tests/test_op_records.py walks the table for what each needs.
+engine reads instead of op names. tests/ops/test_op_records.py walks the table for what each needs.
 
 `register()` is the public API to add an operation (tests use it to inject a wrong rule).
 """
@@ -84,7 +84,7 @@ class Op:
     fails_on_data: bool = False
     # Why its forward needs more than the array API standard's operations, in words ("NumPy's
     # einsum", "scipy.special's erf"), or `(**params) -> words | None` where that depends on the
-    # parameters (an index array); None: standard operations only, which tests/test_backends.py
+    # parameters (an index array); None: standard operations only, which tests/engine/test_backends.py
     # proves by running it on array-api-strict (and a claim of more, by its failing there)
     nonstandard: str | Callable | None = None
     # How `derive` writes an op the language has no name for (a slope used by a gradient):

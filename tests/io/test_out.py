@@ -14,7 +14,7 @@ from gradcli.io import outputs
 
 from cli_helpers import invoke, strict
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 VALIDATOR = jsonschema.Draft202012Validator(json.loads((ROOT / "docs" / "gradcli.schema.json").read_text()))
 RNG = np.random.default_rng(20261125)
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from gradcli import cli, docs
 from gradcli.cli._table import COMMANDS
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_table_is_the_one_made_from_the_typer_app():

@@ -3,7 +3,7 @@ and `.csv` files are read correctly or refused with one message naming the file 
 the line and column). Hostile files (lying headers, zip bombs, corrupt archives, deep nesting,
 huge numbers) are refused before memory is spent on them; a Hypothesis fuzz mutates valid files
 and requires exactly that. The long fuzz run is `GRADCLI_FUZZ_EXAMPLES=100000 pytest -m fuzz
-tests/test_values.py`."""
+tests/io/test_values.py`."""
 import contextlib
 import io
 import json

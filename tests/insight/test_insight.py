@@ -15,7 +15,7 @@ from gradcli.errors import GradcliError
 
 import test_fuzz
 
-SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 SAMPLE_TARGETS = {
     "stable_softmax.expr": (None, ["x"]), "em_mixture.expr": (["nll"], ["mu"]),
     "contrastive_divergence.expr": (["loss"], ["W", "b"]), "fgsm.expr": (["adv_loss"], ["x", "w", "b", "eps"]),

@@ -8,7 +8,7 @@ import pytest
 
 from cli_helpers import invoke, strict
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "docs" / "gradcli.schema.json").read_text())
 VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
 SOFTMAX = str(ROOT / "samples" / "naive_softmax.expr")

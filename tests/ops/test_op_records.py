@@ -113,7 +113,7 @@ def _problems(op: Op, covered: set[str]) -> list[str]:
         out.append(f"opposite {op.opposite!r} is not an operator beside an operator")
     if op.pole_fix is not None and op.pole is None:
         out.append("a pole_fix without a pole")
-    # a finite-difference row in the op table tests (the coverage walk of tests/test_ops.py)
+    # a finite-difference row in the op table tests (the coverage walk of tests/ops/test_ops.py)
     differentiable = not all(r is NO_GRADIENT for r in op.vjp or ())
     if op.public and differentiable and op.name not in covered:
         out.append("no finite-difference row in the op table tests")

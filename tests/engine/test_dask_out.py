@@ -20,7 +20,7 @@ from gradcli import api
 from gradcli.io import outputs  # noqa: E402
 from gradcli.cli import app  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 VALIDATOR = jsonschema.Draft202012Validator(json.loads((ROOT / "docs" / "gradcli.schema.json").read_text()))
 RNG = np.random.default_rng(20261125)
 PROGRAM = "h = tanh(x @ w); y = sum(h * h); z = sum(exp(h) * x[:, 0])"

@@ -103,7 +103,7 @@ def test_gradient_matches_finite_differences(program, inputs):
 
 
 def _all_op_test_programs():
-    """Every program of every op table test: this module's CASES and each tests/test_ops_*.py's."""
+    """Every program of every op table test: this module's CASES and each tests/ops/test_ops_*.py's."""
     import importlib
     import pathlib
 
@@ -115,7 +115,7 @@ def _all_op_test_programs():
 
 
 def covered_operations() -> set[str]:
-    """The ops some finite-difference row of the op table tests calls (tests/test_op_records.py
+    """The ops some finite-difference row of the op table tests calls (tests/ops/test_op_records.py
     walks the table with it too)."""
     covered = {"negative", "positive", "broadcast_to", "sum_to", "index", "stack", "stop_gradient", "identity"}
     programs = _all_op_test_programs()

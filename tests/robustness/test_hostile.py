@@ -1,6 +1,6 @@
 """Regression tests for what the hostile-input audit found (one per finding), and a fast test
 for each class of promise that had none: output integrity, memory, time, no exit 70 on
-ordinary input, signals. The long generated search is tests/test_hostile_fuzz.py."""
+ordinary input, signals. The long generated search is tests/robustness/test_hostile_fuzz.py."""
 import json
 import os
 import resource

@@ -14,7 +14,7 @@ from gradcli import api, docs
 from gradcli.cli import app
 from gradcli.errors import GradcliError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def gradcli(*args, env=None, **kwargs):

@@ -8,7 +8,7 @@ from pathlib import Path
 from gradcli.cli import _help
 from gradcli import docs
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # The command's main() in a process that did not start as the command (argv[0] is -c): gradcli
 # does not answer --help before Typer is imported, so the Typer app answers it itself.

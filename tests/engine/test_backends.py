@@ -14,9 +14,9 @@ dask_array = pytest.importorskip("dask.array")
 
 
 def _op_table_rows():
-    """(id, program, {name: generator}) for every row of the op table tests (tests/test_ops*.py)."""
+    """(id, program, {name: generator}) for every row of the op table tests (tests/ops/test_ops*.py)."""
     rows = []
-    for path in sorted(pathlib.Path(__file__).parent.glob("test_ops*.py")):
+    for path in sorted((pathlib.Path(__file__).parents[1] / "ops").glob("test_ops*.py")):
         module = importlib.import_module(path.stem)
         for case in module.CASES:
             program, inputs = case[0], case[1]

@@ -24,7 +24,7 @@ def last_uses(graph, order, given=()):
                 last[j] = i
     return last
 
-SAMPLES = sorted((Path(__file__).resolve().parent.parent / "samples").glob("*.expr"))
+SAMPLES = sorted((Path(__file__).resolve().parents[2] / "samples").glob("*.expr"))
 
 MIXED = """x = [0.5, -1.5, 2.0, 3.0]
 s = sum(x * x)

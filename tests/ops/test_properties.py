@@ -5,7 +5,7 @@ and table print the same numbers. (`derive` evaluating to `grad`, and `check` pa
 smooth programs, are in test_insight.py on the same generator.)
 
 The default run is short and replays (hypothesis is derandomized); the long run is
-`GRADCLI_FUZZ_EXAMPLES=20000 pytest -m fuzz tests/test_properties.py`.
+`GRADCLI_FUZZ_EXAMPLES=20000 pytest -m fuzz tests/ops/test_properties.py`.
 """
 import json
 import re

@@ -14,7 +14,7 @@ import pytest
 from gradcli import api
 from gradcli.errors import GradcliError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def gradcli(*args, stdin=None, cwd=None, timeout=120):

@@ -15,8 +15,8 @@ that SIGINT/SIGTERM at a random moment give 130/143 (or the answer), never a tra
 
 The default run is short (a few hundred cases); the long run, split over two processes:
 
-    GRADCLI_FUZZ_EXAMPLES=50000 GRADCLI_FUZZ_SEED=1 pytest -m fuzz tests/test_hostile_fuzz.py &
-    GRADCLI_FUZZ_EXAMPLES=50000 GRADCLI_FUZZ_SEED=2 pytest -m fuzz tests/test_hostile_fuzz.py
+    GRADCLI_FUZZ_EXAMPLES=50000 GRADCLI_FUZZ_SEED=1 pytest -m fuzz tests/robustness/test_hostile_fuzz.py &
+    GRADCLI_FUZZ_EXAMPLES=50000 GRADCLI_FUZZ_SEED=2 pytest -m fuzz tests/robustness/test_hostile_fuzz.py
 
 It does not stop at the first finding: each finding is recorded (one line of JSON each, in
 $GRADCLI_FUZZ_FINDINGS if set) and the test fails at the end if there was any.
@@ -45,7 +45,7 @@ from gradcli import cli
 from gradcli.errors import GradcliError
 from gradcli.limits import parse_size
 
-import test_values  # the hostile data-file generator (tests/test_values.py)
+import test_values  # the hostile data-file generator (tests/io/test_values.py)
 
 LONG = int(os.environ.get("GRADCLI_FUZZ_EXAMPLES", "0"))
 SEED = int(os.environ.get("GRADCLI_FUZZ_SEED", "0"))
@@ -54,7 +54,7 @@ MiB = 1 << 20
 TIME_LIMIT = 20.0  # seconds for one in-process case (they take milliseconds)
 OVERHEAD = 64 * MiB  # peak memory allowed above --max-memory (measured: README, Robustness)
 SUBPROCESS_BASE = 96 * MiB  # a process's own memory before it reads anything (Python, NumPy, typer)
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SEEDS = sorted((ROOT / "samples").glob("*.expr")) + sorted((ROOT / "tests" / "snippets").glob("*"))
 SEED_TEXTS = [p.read_bytes() for p in SEEDS if p.is_file()][:60]
 WORK = tempfile.mkdtemp(prefix="gradcli-hostile-")
@@ -183,7 +183,7 @@ HOSTILE_MAX_MEMORY = ["inf", "0.5", "-1", "1e400", "nan", "0", "", "1.5K", "100x
 
 @st.composite
 def data_file(draw):
-    """(file name, bytes): a mutated .npy/.npz/.json/.csv (tests/test_values.py) or a CSV."""
+    """(file name, bytes): a mutated .npy/.npz/.json/.csv (tests/io/test_values.py) or a CSV."""
     if draw(st.integers(0, 3)):
         return draw(test_values.hostile_file())
     rows = draw(st.lists(st.lists(st.sampled_from(["1", "-2.5", "", "nan", "x", "1e999", '"3"', " 4 ", "1,5",
