@@ -5,7 +5,7 @@
     python benchmarks/run.py --only terms    # one workload; --rounds N to change the rounds
 
 The peers are the libraries installed beside this Python (`pip install -e '.[bench]'`: JAX and
-autograd; PyTorch's CPU wheel by hand, see the README); a missing one gives "not installed".
+autograd; PyTorch's CPU wheel by hand, see benchmarks/README.md); a missing one gives "not installed".
 Contenders alternate round by round and each comparison is the median of the ratios paired
 within a round (see harness.py); processes are timed through the console script installed
 beside this Python (never a version-manager shim). Prints a Markdown table on stdout and the

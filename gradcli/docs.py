@@ -1,9 +1,11 @@
-"""The command reference, docs/commands.md, made from each command's --help.
+"""The command reference, docs/commands.md, made from each command's --help, and the op
+reference, docs/ops.md, made from the op records.
 
     python -m gradcli.docs > docs/commands.md
+    python -m gradcli.docs --ops > docs/ops.md
 
-A test fails when the file in the repository is not what this prints (as cog keeps
-sqlite-utils' documentation true), so the reference never drifts from the commands.
+A test fails when a file in the repository is not what this prints (as cog keeps
+sqlite-utils' documentation true), so the references never drift from the code.
 """
 from __future__ import annotations
 
@@ -172,8 +174,118 @@ def ops_index() -> str:
     return "\n".join(parts) + "\n"
 
 
+# The op families in table order, each with its heading in docs/ops.md; a family is named by its
+# module in gradcli/ops/ (the core, gradcli.ops itself, is "ops").
+OP_FAMILIES = {
+    "ops": "Operators, elementwise basics, reductions and shapes (the core)",
+    "elementwise": "Elementwise functions",
+    "reduce": "Reductions, scans and statistics",
+    "array": "Shapes and arrays",
+    "linalg": "Linear algebra",
+    "nn": "Neural-network functions and losses",
+    "scatter": "Writes by index",
+    "factor": "Factorizations",
+    "losses": "More norms and losses",
+}
+
+
+def _op_family(name: str) -> str:
+    from gradcli.ops import _names
+
+    return _names.OPS.get(name, "ops")
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _op_arrays(op) -> str:
+    """The array arguments as a call takes them: named, a list per sequence, or any number."""
+    if op.variadic:
+        return ", ".join(["[a, b, ...]"] * op.sequence) if op.sequence else "a, b, ..."
+    return ", ".join(op.args)
+
+
+def _op_operator(op) -> str:
+    """How the op's operator writes it: `x + y`, `-x`, `not x`."""
+    if len(op.args) == 1:
+        return f"{op.symbol} {op.args[0]}" if op.symbol.isalpha() else f"{op.symbol}{op.args[0]}"
+    return f" {op.symbol} ".join(op.args)
+
+
+def _op_parameters(op) -> str:
+    from .ops import REQUIRED
+
+    return ", ".join(name if default is REQUIRED else f"{name}={default!r}" for name, default in op.params.items())
+
+
+def _op_gradient(op) -> str:
+    """Which array arguments the op's gradient reaches, as its record says."""
+    from .ops import NO_GRADIENT
+
+    if op.expand is not None:
+        return "its expansion's"
+    if op.parts is not None:
+        return "its parts'"
+    if not op.args and not op.variadic:
+        return ""
+    if op.vjp is None:
+        return "no rule"
+    if op.variadic:
+        return "every array" if op.vjp[0] is not None else "no rule"
+    reached, kinds = [], {"none": [], "no rule": []}
+    for arg, rule in zip(op.args, op.vjp):
+        if rule is NO_GRADIENT:
+            kinds["none"].append(arg)
+        elif rule is None:
+            kinds["no rule"].append(arg)
+        else:
+            reached.append(arg)
+    if not reached and not all(kinds.values()):  # one kind for every argument: said without names
+        return "none" if kinds["none"] else "no rule"
+    return "; ".join([", ".join(reached)] * bool(reached) +
+                     [f"{kind} in {', '.join(args)}" for kind, args in kinds.items() if args])
+
+
+def ops_reference() -> str:
+    """docs/ops.md: every operation a program may call, by family, from the op records (name,
+    arguments, parameters with their defaults, other names, what it computes: the record's
+    `doc`, and where its gradient goes).
+
+        python -m gradcli.docs --ops > docs/ops.md
+    """
+    from .ops import OPS
+
+    public = [op for op in OPS.values() if op.public]
+    parts = ["# gradcli operations", "",
+             "Made by `python -m gradcli.docs --ops > docs/ops.md` from the op records; a test fails when it",
+             "is out of date. Every operation a program may call, by family: its array arguments, its",
+             "parameters (constants written in the program; a name without a default must be given), the",
+             "other names it is called by, what it computes (the record's `doc`), and which arguments its",
+             "gradient reaches (\"none\": on purpose, as `stop_gradient`; \"no rule\": differentiating through",
+             "it is an error). How spellings of other libraries read is in [language.md](language.md).", "",
+             f"{len(public)} operations.", ""]
+    for family, heading in OP_FAMILIES.items():
+        members = sorted((op for op in public if _op_family(op.name) == family), key=lambda op: op.name)
+        if not members:
+            continue
+        parts += [f"## {heading}", "", "| op | arrays | parameters | also | what it computes | gradient in |",
+                  "|---|---|---|---|---|---|"]
+        for op in members:
+            also = [f"`{_op_operator(op)}`"] if getattr(op, "symbol", None) else []
+            also += [f"`{name}`" for name in getattr(op, "aliases", ())]
+            doc = op.doc or ("elementwise" if op.elementwise else "")
+            parts.append(f"| `{op.name}` | {_cell(_op_arrays(op))} | {_cell(_op_parameters(op))} | "
+                         f"{', '.join(also)} | {_cell(doc)} | {_cell(_op_gradient(op))} |")
+        parts.append("")
+    missing = [op.name for op in public if _op_family(op.name) not in OP_FAMILIES]
+    if missing:
+        raise SystemExit(f"ops of no family in OP_FAMILIES: {missing}")
+    return "\n".join(parts)
+
+
 def main() -> None:
-    made = {"--help-module": help_module, "--cli-table": cli_table, "--ops-index": ops_index}
+    made = {"--help-module": help_module, "--cli-table": cli_table, "--ops-index": ops_index, "--ops": ops_reference}
     sys.stdout.write(made[sys.argv[1]]() if sys.argv[1:2] and sys.argv[1] in made else command_reference())
 
 

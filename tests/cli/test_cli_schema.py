@@ -189,8 +189,8 @@ def test_the_library_names_its_own_arguments_and_the_cli_names_the_flags():
 
 
 def test_every_view_is_a_command_the_schema_knows():
-    """README's steps to add a command stay true: a View in render.py, a command of its name, and
-    its name in the schema (and a case in this file)."""
+    """CONTRIBUTING.md's steps to add a command stay true: a View in render.py, a command of its
+    name, and its name in the schema (and a case in this file)."""
     from gradcli.cli import render
     from gradcli.cli import app as the_app
     views = {v.command for v in vars(render).values() if isinstance(v, render.View)} | {render.fix_view(False).command}
