@@ -129,7 +129,8 @@ def cli_table() -> str:
 _OWNERS = """
 import importlib, json, sys
 from gradcli import ops
-ops._families_started.update(ops.FAMILIES)  # imported here one by one, in order, whatever the index says
+from gradcli.ops import table
+table._families_started.update(ops.FAMILIES)  # imported here one by one, in order, whatever the index says
 tables = ("OPS", "CALLABLE")
 owners = {t: {name: "ops" for name in dict.keys(getattr(ops, t))} for t in tables}
 for family in ops.FAMILIES:
@@ -145,7 +146,7 @@ for family in ops.FAMILIES:
         if t == "OPS":
             for name in after.keys() - before[t].keys():
                 if after[name].symbol is not None:
-                    sys.exit(f"{family}: {name} has a symbol; operators belong to the core (gradcli/ops/__init__.py)")
+                    sys.exit(f"{family}: {name} has a symbol; operators belong to the core (gradcli/ops/core.py)")
 print(json.dumps([[t, [[name, owners[t][name]] for name in dict.keys(getattr(ops, t))]] for t in tables]))
 """
 

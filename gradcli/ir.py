@@ -14,7 +14,7 @@ import numpy as np
 from gradcli.errors import GradcliError, Pos, ShapeError, Source
 from gradcli.ops import OPS, Op, Sym
 from gradcli.ops import broadcast_shapes as ops_broadcast
-from gradcli.ops import _broadcast as _BROADCAST, _same as _SAME
+from gradcli.ops.shapes import _broadcast as _BROADCAST, _same as _SAME
 from gradcli.records import NEW, ValueRecord
 
 # A program that expands (through nested function calls) past this many equations is

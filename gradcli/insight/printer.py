@@ -16,7 +16,7 @@ from gradcli.errors import GradcliError
 from gradcli.engine.evaluate import needed_equations, run
 from gradcli.ir import Graph
 from gradcli.ops import OPS
-from gradcli.ops import _index_tuple
+from gradcli.ops.core import _index_tuple
 
 # An operator's symbol and precedence are fields of its op record (`symbol`, `precedence`).
 ATOM, UNARY = 6, 4

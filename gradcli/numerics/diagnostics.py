@@ -19,7 +19,7 @@ import math
 
 from gradcli.errors import Pos
 from gradcli.ir import Graph
-from gradcli.ops import normalize_axes
+from gradcli.ops.shapes import normalize_axes
 from gradcli.records import NEW, ValueRecord
 from gradcli.engine.evaluate import backend_of, run
 

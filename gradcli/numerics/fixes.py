@@ -20,7 +20,8 @@ import numpy as np
 from gradcli.language import syntax as ast
 from gradcli.errors import GradcliError
 from gradcli.ir import Graph
-from gradcli.ops import OPS, Written
+from gradcli.ops import OPS
+from gradcli.ops.table import Written
 from gradcli.language.parser import parse_program
 
 

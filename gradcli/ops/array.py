@@ -23,22 +23,10 @@ import math
 
 import numpy as np
 
-from gradcli.ops import (
-    G,
-    NO_GRADIENT,
-    NOT_DIFFERENTIABLE,
-    REQUIRED,
-    DataError,
-    Op,
-    ReadingError,
-    _index_shape,
-    _basic_index,
-    _index_tuple,
-    broadcast_shapes,
-    fmt_shape,
-    nested_ints,
-    normalize_axes,
-    register)
+from gradcli.ops.trace import G
+from gradcli.ops.table import NO_GRADIENT, NOT_DIFFERENTIABLE, REQUIRED, DataError, Op, ReadingError, register
+from gradcli.ops.core import _index_shape, _basic_index, _index_tuple
+from gradcli.ops.shapes import broadcast_shapes, fmt_shape, nested_ints, normalize_axes
 from gradcli.errors import ShapeError
 
 MAX_INDICES = 100_000_000  # the most elements a constant index map (repeat, pad) or split may have

@@ -17,26 +17,10 @@ import importlib.util
 import math
 
 from gradcli.errors import ShapeError
-from gradcli.ops import (
-    G,
-    NO_GRADIENT,
-    NOT_DIFFERENTIABLE,
-    REQUIRED,
-    UNBOUNDED,
-    Op,
-    ReadingError,
-    _binary,
-    _broadcast,
-    _log_softmax,
-    _maximum_weight,
-    _minimum_weight,
-    _same,
-    _sigmoid,
-    _unary,
-    broadcast_shapes,
-    on_host,
-    reduced_shape,
-    register)
+from gradcli.ops.trace import G
+from gradcli.ops.table import NO_GRADIENT, NOT_DIFFERENTIABLE, REQUIRED, UNBOUNDED, Op, ReadingError, register
+from gradcli.ops.core import _binary, _log_softmax, _maximum_weight, _minimum_weight, _sigmoid, _unary
+from gradcli.ops.shapes import _broadcast, _same, broadcast_shapes, on_host, reduced_shape
 
 LN2 = math.log(2.0)
 LN10 = math.log(10.0)

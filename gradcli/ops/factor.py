@@ -17,18 +17,10 @@ import warnings
 import numpy as np
 
 from gradcli.errors import ShapeError
-from gradcli.ops import (
-    G,
-    NO_GRADIENT,
-    NOT_DIFFERENTIABLE,
-    REQUIRED,
-    DataError,
-    Op,
-    ReadingError,
-    _mT,
-    fmt_shape,
-    register,
-    to_host)
+from gradcli.ops.trace import G
+from gradcli.ops.table import NO_GRADIENT, NOT_DIFFERENTIABLE, REQUIRED, DataError, Op, ReadingError, register
+from gradcli.ops.core import _mT
+from gradcli.ops.shapes import fmt_shape, to_host
 from gradcli.ops.nn import composite
 from gradcli.ops.linalg import _check_symmetric
 

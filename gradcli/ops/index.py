@@ -21,8 +21,8 @@ from __future__ import annotations
 import numpy as np
 
 from gradcli.errors import ShapeError
-from gradcli.ops import _index_shape, _index_tuple
-from gradcli.ops import broadcast_shapes, fmt_shape
+from gradcli.ops.core import _index_shape, _index_tuple
+from gradcli.ops.shapes import broadcast_shapes, fmt_shape
 
 
 class IndexArray:

@@ -24,23 +24,11 @@ _UPPER = _LOWER.upper()
 _LETTERS = _LOWER + _UPPER
 
 from gradcli.errors import GradcliError, ShapeError
-from gradcli.ops import (
-    G,
-    NO_GRADIENT,
-    NOT_DIFFERENTIABLE,
-    REQUIRED,
-    DataError,
-    Op,
-    ReadingError,
-    Spelling,
-    _keep,
-    _mT,
-    _prod_others,
-    broadcast_shapes,
-    fmt_shape,
-    normalize_axes,
-    register,
-    to_host)
+from gradcli.ops.trace import G
+from gradcli.ops.table import (
+    NO_GRADIENT, NOT_DIFFERENTIABLE, REQUIRED, DataError, Op, ReadingError, Spelling, register)
+from gradcli.ops.shapes import _keep, broadcast_shapes, fmt_shape, normalize_axes, to_host
+from gradcli.ops.core import _mT, _prod_others
 
 
 # --------------------------------------------------------------------------- shared helpers

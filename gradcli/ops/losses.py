@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from gradcli.errors import ShapeError
-from gradcli.ops import NOT_DIFFERENTIABLE, REQUIRED, DataError, Op, fmt_shape, register, to_host
+from gradcli.ops.table import NOT_DIFFERENTIABLE, REQUIRED, DataError, Op, register
+from gradcli.ops.shapes import fmt_shape, to_host
 from gradcli.ops.nn import R, composite, reduce
 
 

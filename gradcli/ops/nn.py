@@ -17,17 +17,9 @@ import math
 import numpy as np
 
 from gradcli.errors import ShapeError
-from gradcli.ops import (
-    G as G_,
-    REQUIRED,
-    UNBOUNDED,
-    DataError,
-    Op,
-    ReadingError,
-    broadcast_shapes,
-    fmt_shape,
-    normalize_axes,
-    register)
+from gradcli.ops.trace import G as G_
+from gradcli.ops.table import REQUIRED, UNBOUNDED, DataError, Op, ReadingError, register
+from gradcli.ops.shapes import broadcast_shapes, fmt_shape, normalize_axes
 from gradcli.ops.index import IndexArray
 
 

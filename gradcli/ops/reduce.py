@@ -11,24 +11,12 @@ from __future__ import annotations
 import math
 
 from gradcli.errors import ShapeError
-from gradcli.ops import (
-    G,
-    NO_GRADIENT,
-    NOT_DIFFERENTIABLE,
-    REQUIRED,
-    DataError,
-    Op,
-    ReadingError,
-    _extreme_vjp,
-    _keep,
-    _nonempty_reduction_shape,
-    _reduction,
-    _spread,
-    normalize_axes,
-    on_host,
-    reduced_shape,
-    register)
-from gradcli.ops import OPS, broadcast_shapes
+from gradcli.ops.trace import G
+from gradcli.ops.table import NO_GRADIENT, NOT_DIFFERENTIABLE, REQUIRED, DataError, Op, ReadingError, register
+from gradcli.ops.core import _extreme_vjp, _reduction
+from gradcli.ops.shapes import _keep, _nonempty_reduction_shape, _spread, normalize_axes, on_host, reduced_shape
+from gradcli.ops.table import OPS
+from gradcli.ops.shapes import broadcast_shapes
 
 FULL = (None, None, None)  # a whole axis, as the static index of `G.index` / `G.scatter` spells slices
 

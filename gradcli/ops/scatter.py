@@ -21,10 +21,12 @@ import math
 import numpy as np
 
 from gradcli.errors import ShapeError
-from gradcli.ops import NO_GRADIENT, NOT_DIFFERENTIABLE, REQUIRED, DataError, Op, fmt_shape, register
-from gradcli.ops import G, _keep, on_host, reduced_shape, to_host
+from gradcli.ops.table import NO_GRADIENT, NOT_DIFFERENTIABLE, REQUIRED, DataError, Op, register
+from gradcli.ops.shapes import fmt_shape
+from gradcli.ops.trace import G
+from gradcli.ops.shapes import _keep, on_host, reduced_shape, to_host
 from gradcli.ops.nn import composite
-from gradcli.ops import broadcast_shapes
+from gradcli.ops.shapes import broadcast_shapes
 from gradcli.ops.index import IndexArray
 
 FULL = (None, None, None)  # a whole axis, as the static index of `index` / `scatter` spells slices

@@ -15,11 +15,13 @@ import re
 
 import numpy as np
 
-from gradcli import ops as op_table
 from gradcli.ops import index as ops_index
 from gradcli.language import syntax as ast
 from gradcli.errors import GradcliError, OptionError, Pos, ShapeError, Source
-from gradcli.ops import OPS, Op, fmt_shape
+from gradcli.ops import CALLABLE, OPS, REQUIRED, Op, ReadingError, fmt_shape
+from gradcli.ops.core import CONSTANTS, FIRST_ARGUMENT_KEYWORDS, KEYWORD_ALIASES, split_spelling, strip_prefixes
+from gradcli.ops.shapes import nested_ints
+from gradcli.ops.table import Spelling
 from gradcli.ir import Equation, Graph, ValueId
 from gradcli.records import ValueRecord
 from gradcli.engine.evaluate import needed_equations, run
@@ -504,7 +506,7 @@ class _Lowering:
             return False
         known = self.sequence_ops.get(node.func)
         if known is None:
-            op = op_table.CALLABLE.get(op_table.split_spelling(self.spelled(node.func))[1])
+            op = CALLABLE.get(split_spelling(self.spelled(node.func))[1])
             known = self.sequence_ops[node.func] = op is not None and op.sequence > 0
         return known
 
@@ -552,9 +554,9 @@ class _Lowering:
                 for part in attribute.split("."):
                     target = self.attribute(target, part, node.pos, scope)
                 return target
-        library, bare = op_table.split_spelling(self.spelled(name))
-        if bare in op_table.CONSTANTS and (bare == name or library != "python" or "." in name):
-            return Literal(np.float64(op_table.CONSTANTS[bare]), node.pos)
+        library, bare = split_spelling(self.spelled(name))
+        if bare in CONSTANTS and (bare == name or library != "python" or "." in name):
+            return Literal(np.float64(CONSTANTS[bare]), node.pos)
         if "." in name and bare in FLOAT_DTYPES | OTHER_DTYPES:
             return Text(bare, node.pos)
         if "." in name and library == "numpy" and bare == "newaxis":  # NumPy's name for None in a subscript
@@ -564,7 +566,7 @@ class _Lowering:
             raise self.error(f"'{name}' is used before it is assigned (at line {where.line})", node.pos)
         # a bare name that is also a function (`beta`, `gamma` of a layer norm) is an input;
         # a library's function spelled as a value (`np.sin * 2`) is a slip
-        if bare in op_table.CALLABLE and "." in name:
+        if bare in CALLABLE and "." in name:
             raise self.error(f"'{name}' is a function: call it, as in {name}(x)", node.pos)
         if "." in name and library == "numpy" and bare in ("c_", "r_"):
             return IndexTrick(OPS[bare], name, node.pos)
@@ -589,7 +591,7 @@ class _Lowering:
         if name == "dtype":  # what gradcli computes in: a floating type (--dtype says which)
             return Text("float", pos)
         if name in ATTRIBUTES:
-            op = op_table.CALLABLE.get(ATTRIBUTES[name])
+            op = CALLABLE.get(ATTRIBUTES[name])
             if op is not None:
                 call = ast.Call(ATTRIBUTES[name], [ast.Name("", pos)], pos, method=True)
                 return self.call_builtin(op, call, [target], scope)
@@ -609,7 +611,7 @@ class _Lowering:
 
         close = [c for n in names for c in difflib.get_close_matches(n, known, n=1)]
         maybe = f" (did you mean {', '.join(close)}?)" if close and len(names) == 1 else ""
-        functions = [n for n in names if n in op_table.CALLABLE]
+        functions = [n for n in names if n in CALLABLE]
         if functions and not maybe and len(names) == 1:
             maybe = f" (or call the function: {functions[0]}(x))"
         return OptionError(f"missing input{'s' if len(names) > 1 else ''} {listed}{maybe}: "
@@ -825,7 +827,7 @@ class _Lowering:
             return self.call_user(bound, node, values, scope, work, None)
         if bound is not None and isinstance(bound, Closure):
             return self.call_user(bound.fn, node, values, scope, work, bound.scope)
-        if bound is not None or name in op_table.CONSTANTS:
+        if bound is not None or name in CONSTANTS:
             where = self.assigned_at.get(name)
             extra = f" (assigned at line {where.line})" if where and scope.locals is None else ""
             raise self.error(f"'{name}' is a value{extra}, not a function", node.pos)
@@ -840,16 +842,16 @@ class _Lowering:
         found = self.readings.get(key)
         if found is not None:  # this call written the same way before: the same op, read the same way
             return self.call_builtin(found[0], node, values, scope, found[1], found[2])
-        library, bare = (self.method_library, name) if node.method else op_table.split_spelling(self.spelled(name))
+        library, bare = (self.method_library, name) if node.method else split_spelling(self.spelled(name))
         special = self.call_special(bare, node, values)
         if special is not None:
             return special
-        op = op_table.CALLABLE.get(bare)
+        op = CALLABLE.get(bare)
         if op is None:
             if bare == "print":
                 raise OptionError("print() is not needed: gradcli prints the last statement's value; name more "
                                   "values with {option} NAME", "prints", node.pos, self.source)
-            known = list(op_table.CALLABLE) + [n for n, v in self.globals.items() if isinstance(v, ast.FuncDef)]
+            known = list(CALLABLE) + [n for n, v in self.globals.items() if isinstance(v, ast.FuncDef)]
             import difflib
 
             close = difflib.get_close_matches(bare, known, n=3)
@@ -869,18 +871,18 @@ class _Lowering:
         preset: dict = {}
         if op.reading is not None and node.symbol is None:
             remember = False
-            spelling = op_table.Spelling(library, bare, len(node.args), tuple(k.name for k in node.keywords),
+            spelling = Spelling(library, bare, len(node.args), tuple(k.name for k in node.keywords),
                                          bool(node.args) and isinstance(node.args[0], ast.Array),
                                          node.method, name if node.method else self.spelled(name),
                                          tuple(self.written_kind(v, a) for v, a in zip(values, node.args)))
             try:
                 chosen = op.reading(spelling)
-            except op_table.ReadingError as exc:
+            except ReadingError as exc:
                 raise self.error(str(exc), node.pos) from None
             if chosen is not None:
                 op, preset = OPS[chosen[0]], chosen[1]
         if remember:
-            self.readings[key] = (op, preset, node.symbol or op_table.strip_prefixes(name))
+            self.readings[key] = (op, preset, node.symbol or strip_prefixes(name))
         return self.call_builtin(op, node, values, scope, preset)
 
     def written_kind(self, value, node) -> str:
@@ -889,7 +891,7 @@ class _Lowering:
         a computed value, a constant of more than one number, or one written as an array,
         `torch.tensor(0.0)`)."""
         if isinstance(value, Literal):
-            called = op_table.CALLABLE.get(op_table.strip_prefixes(self.spelled(node.func))) \
+            called = CALLABLE.get(strip_prefixes(self.spelled(node.func))) \
                 if isinstance(node, ast.Call) and not node.method else None
             return "array" if value.value.ndim or called is OPS["identity"] else "constant"
         if type(value) is not int:
@@ -995,7 +997,7 @@ class _Lowering:
 
     def call_builtin(self, op: Op, node: ast.Call, values: list, scope: _Scope, preset: dict | None = None,
                      label: str | None = None):
-        label = label or node.symbol or op_table.strip_prefixes(node.func)
+        label = label or node.symbol or strip_prefixes(node.func)
         if op.expand is not None:
             return self.call_composite(op, node, values, scope, label, preset)
         if node.symbol is not None and op.symbol_reads_truth:
@@ -1042,7 +1044,7 @@ class _Lowering:
                 params[pname] = self.static_param(pname, given[pname], label, node.pos)
                 if pname == "axis" and params[pname] == () and "keepdims" in op.params:
                     self.check_empty_dims(node, label)
-            elif default is op_table.REQUIRED:
+            elif default is REQUIRED:
                 raise self.error(f"{label}() needs the argument '{pname}'", node.pos)
             elif default is not None:
                 params[pname] = default
@@ -1057,7 +1059,7 @@ class _Lowering:
     def check_empty_dims(self, node: ast.Call, label: str) -> None:
         """A reduction over an empty list of axes: NumPy, JAX and TensorFlow reduce none,
         PyTorch reads `dim=()` as every dim (or fails): the same text, other numbers."""
-        library = self.method_library if node.method else op_table.split_spelling(self.spelled(node.func))[0]
+        library = self.method_library if node.method else split_spelling(self.spelled(node.func))[0]
         if library == "torch":
             raise self.error(f"{label}() with an empty dim: PyTorch reads dim=() or dim=[] as every dim (NumPy "
                              f"as none); leave dim out to reduce every dim", node.pos)
@@ -1072,8 +1074,8 @@ class _Lowering:
                              f"({', '.join(slots)}), got {len(positional)}", node.pos)
         given, where = dict(zip(slots, positional)), {}
         for kw, value in zip(keywords, keyword_values):
-            slot = kw.name if kw.name in slots else op_table.KEYWORD_ALIASES.get(kw.name, kw.name)
-            if slot not in slots and kw.name in op_table.FIRST_ARGUMENT_KEYWORDS and op.args:
+            slot = kw.name if kw.name in slots else KEYWORD_ALIASES.get(kw.name, kw.name)
+            if slot not in slots and kw.name in FIRST_ARGUMENT_KEYWORDS and op.args:
                 slot = op.args[0]
             if slot not in slots:
                 raise self.error(f"{label}() has no argument '{kw.name}'; it takes {', '.join(slots)}", kw.pos)
@@ -1102,7 +1104,7 @@ class _Lowering:
                 params[pname] = None
             elif value is not None:
                 params[pname] = self.static_param(pname, value, label, where.get(pname, node.pos))
-            elif default is op_table.REQUIRED:
+            elif default is REQUIRED:
                 raise self.error(f"{label}() needs the argument '{pname}'", node.pos)
             else:
                 params[pname] = default
@@ -1126,13 +1128,13 @@ class _Lowering:
         arrays (a tuple of them, `multi_dot((a, b, c))`, counts as its items)."""
         if op.sequence:
             return self.call_sequences(op, node, values, scope, label, preset)
-        lead = [p for p, default in op.params.items() if default is op_table.REQUIRED]
+        lead = [p for p, default in op.params.items() if default is REQUIRED]
         positional = values[:len(node.args)]
         params = dict(op.defaults, **(preset or {}))
         for pname, value in zip(lead, positional):
             params[pname] = self.static_param(pname, value, label, node.pos)
         for kw, value in zip(node.keywords, values[len(node.args):]):
-            pname = op_table.KEYWORD_ALIASES.get(kw.name, kw.name)
+            pname = KEYWORD_ALIASES.get(kw.name, kw.name)
             if pname not in op.params or pname in lead[:len(positional)]:
                 raise self.error(f"{label}() has no argument '{kw.name}' here; it takes "
                                  f"{', '.join(lead + ['arrays...'])}", kw.pos)
@@ -1168,7 +1170,7 @@ class _Lowering:
         params = dict(op.defaults, **(preset or {}))
         given = dict(zip(names, rest))
         for kw, value in keywords:
-            pname = op_table.KEYWORD_ALIASES.get(kw.name, kw.name)
+            pname = KEYWORD_ALIASES.get(kw.name, kw.name)
             if kw.name == "dtype":
                 self.check_dtype(value, kw.pos)
                 continue
@@ -1182,7 +1184,7 @@ class _Lowering:
             if pname in (preset or {}):
                 raise self.error(f"{label}(): '{pname}' is fixed by how {label}() is read here", node.pos)
             params[pname] = None if value is NONE else self.static_param(pname, value, label, node.pos)
-        missing = [p for p in names if p not in params and op.params[p] is op_table.REQUIRED]
+        missing = [p for p in names if p not in params and op.params[p] is REQUIRED]
         if missing:
             raise self.error(f"{label}() needs the argument '{missing[0]}'", node.pos)
         ids: list = []
@@ -1236,7 +1238,7 @@ class _Lowering:
         if pname in INTEGER_ARRAY_PARAMS:  # indices, pad widths, counts: integers, nested as written
             if not integral:
                 raise self.error(f"{label}(): '{pname}' must be an integer or integers", value.pos)
-            return op_table.nested_ints(arr)
+            return nested_ints(arr)
         if pname in ("axis", "axes", "shape"):  # positions and sizes: integers
             if pname == "axes" and arr.ndim == 2 and integral:  # tensordot's pair of lists
                 return tuple(tuple(int(v) for v in row) for row in arr)
@@ -1311,7 +1313,7 @@ class _Lowering:
             parts = op.parts(*(self.graph.shapes[i] for i in ids), **params)
         except ShapeError as exc:
             raise self.error(f"{label}(): {exc}", pos) from None
-        return TupleValue([self.emit(op_table.OPS[name], ids, part_params, pos, label, scope)
+        return TupleValue([self.emit(OPS[name], ids, part_params, pos, label, scope)
                            for name, part_params in parts], pos)
 
     def construct(self, op: Op, params: dict, pos: Pos, label: str, scope: _Scope) -> int:

@@ -1,0 +1,774 @@
+"""The core of the op table: the operators, elementwise basics, reductions and shapes that
+programs use most (every other family is imported when one of its names is first used)."""
+from __future__ import annotations
+
+import functools
+import math
+
+from gradcli.errors import ShapeError
+from gradcli.ops.shapes import (
+    _broadcast, _count, _keep, _nonempty_reduction_shape, _reduction_shape, _same, _spread, broadcast_shapes,
+    fmt_shape, normalize_axes, reduced_shape)
+from gradcli.ops.table import (
+    CALLABLE, NO_GRADIENT, NOT_DIFFERENTIABLE, OPS, REQUIRED, UNBOUNDED, DataError, Op, ReadingError, Spelling,
+    Written, core_registered, register)
+from gradcli.ops.trace import G, Sym
+
+
+# --------------------------------------------------------------------------- forward helpers
+
+def _dtype_of(xp, *arrays):
+    return xp.result_type(*arrays)
+
+
+def _compare(fn):
+    def forward(xp, a, b):
+        return xp.astype(fn(a, b), _dtype_of(xp, a, b))
+    return forward
+
+
+def _sigmoid(xp, x):
+    # exp of a non-positive number only: no overflow at either end
+    e = xp.exp(-xp.abs(x))
+    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+def _safe_max(xp, x, axis):
+    # the shift of a softmax or logsumexp; an empty array has none (and needs none)
+    if x.size == 0:
+        return xp.zeros(reduced_shape(x.shape, axis, True), dtype=x.dtype)
+    return xp.max(x, axis=axis, keepdims=True)
+
+
+def _logsumexp(xp, x, axis=None, keepdims=False):
+    m = _safe_max(xp, x, axis)
+    m = xp.where(xp.isfinite(m), m, 0)
+    out = xp.log(xp.sum(xp.exp(x - m), axis=axis, keepdims=True)) + m
+    return out if keepdims else xp.squeeze(out, axis=normalize_axes(axis, x.ndim))
+
+
+def _softmax(xp, x, axis=-1):
+    m = _safe_max(xp, x, axis)
+    e = xp.exp(x - xp.where(xp.isfinite(m), m, 0))
+    return e / xp.sum(e, axis=axis, keepdims=True)
+
+
+def _log_softmax(xp, x, axis=-1):
+    # (x - m) - log(sum(exp(x - m))): x - m is exact near the maximum, x - logsumexp(x) is not
+    m = _safe_max(xp, x, axis)
+    z = x - xp.where(xp.isfinite(m), m, 0)
+    return z - xp.log(xp.sum(xp.exp(z), axis=axis, keepdims=True))
+
+
+def _prod_others(xp, x, axis=None):
+    """For each element, the product of the other elements of its reduction group, exact
+    where the group holds zeros (no division by zero)."""
+    zero = x == 0
+    nonzero_x = xp.where(zero, 1, x)
+    n_zero = xp.count_nonzero(zero, axis=axis, keepdims=True)
+    p = xp.prod(nonzero_x, axis=axis, keepdims=True)
+    return xp.astype(xp.where(n_zero == 0, p / nonzero_x, xp.where((n_zero == 1) & zero, p, 0)), x.dtype)
+
+
+def _sum_to(xp, x, shape):
+    lead = x.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(i + lead for i, d in enumerate(shape) if d == 1 and x.shape[i + lead] != 1)
+    out = xp.sum(x, axis=axes, keepdims=True) if axes else x
+    return xp.reshape(out, shape)
+
+
+def _index_tuple(index, expand_masks: bool = False):
+    """The static index (hashable tuples) as a NumPy index. Its items are ints, (start, stop,
+    step) slices, None, Ellipsis, and constant integer arrays or boolean masks (`IndexArray`
+    of gradcli.ops.index, NumPy's advanced indexing); with `expand_masks` a mask becomes the
+    integer arrays of its nonzero(), as NumPy reads it (for `add.at`)."""
+    out = []
+    for item in index:
+        if isinstance(item, tuple):
+            out.append(slice(*item))
+        elif hasattr(item, "array"):
+            out.extend(item.array.nonzero() if expand_masks and item.array.dtype == bool else (item.array,))
+        else:
+            out.append(item)
+    return tuple(out)
+
+
+def _index_of(xp, x, index):
+    """x[index]; a basic index naming fewer axes than x has ends in an Ellipsis (NumPy implies
+    it, the standard asks it written)."""
+    return x[_basic_index(index, x.ndim)]
+
+
+def _basic_index(index, ndim: int):
+    items = _index_tuple(index)
+    if _advanced(index) or any(i is Ellipsis for i in items) or sum(i is not None for i in items) >= ndim:
+        return items
+    return items + (Ellipsis,)
+
+
+def _advanced_index_claim(index, **_):
+    return "NumPy's advanced indexing (an index array)" if _advanced(index) else None
+
+
+def _advanced(index) -> bool:
+    return any(hasattr(item, "array") for item in index)
+
+
+def _index_shape(shape, index):
+    import numpy as np
+    probe = np.broadcast_to(np.empty((), dtype=np.int8), shape)  # no memory, any shape
+    try:
+        return probe[_index_tuple(index)].shape
+    except IndexError as exc:
+        raise ShapeError(str(exc)) from None  # as NumPy (JAX would clamp an index out of bounds)
+    except OverflowError:  # x[2**63]: past any array's end
+        raise ShapeError(f"an index of {index} is too large for any array") from None
+
+
+def _subscripts(index) -> str:
+    """The static index as the language writes it: `1:3, None, ...`."""
+    parts = []
+    for item in index:
+        if item is None:
+            parts.append("None")
+        elif item is Ellipsis:
+            parts.append("...")
+        elif isinstance(item, tuple):
+            start, stop, step = ("" if v is None else str(v) for v in item)
+            parts.append(f"{start}:{stop}" + (f":{step}" if step else ""))
+        else:
+            parts.append(str(item))
+    return ", ".join(parts) + ("," if len(parts) == 1 and parts[0] == "None" else "")
+
+
+def _scatter(xp, g, shape, index):
+    out = xp.zeros(shape, dtype=g.dtype)
+    if _advanced(index):  # an index array may repeat a position: its values add up
+        xp.add.at(out, _index_tuple(index, expand_masks=True), g)
+    else:
+        out[_basic_index(index, out.ndim)] = g
+    return out
+
+
+def _scatter_claim(index, **_):
+    if _advanced(index):
+        return "NumPy's add.at (an index array)"
+    return "NumPy's assignment through a new axis (None)" if any(i is None for i in index) else None
+
+
+def _matmul_shape(a, b):
+    if not a or not b:
+        raise ShapeError(f"matmul needs arrays of rank 1 or more, got {fmt_shape(a)} and {fmt_shape(b)}; "
+                         "use * to multiply by a scalar")
+    a2 = a if len(a) >= 2 else (1,) + a
+    b2 = b if len(b) >= 2 else b + (1,)
+    if a2[-1] != b2[-2]:
+        raise ShapeError(f"matmul of {fmt_shape(a)} and {fmt_shape(b)}: the inner dimensions differ "
+                         f"({a2[-1]} != {b2[-2]})")
+    batch = broadcast_shapes(a2[:-2], b2[:-2])
+    return batch + a[-2:-1] * (len(a) >= 2) + b[-1:] * (len(b) >= 2)
+
+
+def _mT(x: Sym) -> Sym:
+    perm = tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2)
+    return G.transpose(x, axes=perm)
+
+
+def _matmul_vjp_a(g, ans, a, b):
+    if a.ndim == 1 and b.ndim == 1:
+        return g * b
+    if b.ndim == 1:  # (..., n, k) @ (k,) -> (..., n)
+        return G.reshape(g, shape=g.shape + (1,)) * b
+    if a.ndim == 1:  # (k,) @ (..., k, m) -> (..., m)
+        return G.reshape(G.matmul(b, G.reshape(g, shape=g.shape + (1,))), shape=g.shape[:-1] + (a.shape[0],))
+    return G.matmul(g, _mT(b))
+
+
+def _matmul_vjp_b(g, ans, a, b):
+    if a.ndim == 1 and b.ndim == 1:
+        return g * a
+    if a.ndim == 1:  # (k,) @ (..., k, m) -> (..., m)
+        return G.reshape(a, shape=(a.shape[0], 1)) * G.reshape(g, shape=g.shape[:-1] + (1, g.shape[-1]))
+    if b.ndim == 1:  # (..., n, k) @ (k,) -> (..., n)
+        return G.reshape(G.matmul(_mT(a), G.reshape(g, shape=g.shape + (1,))), shape=g.shape[:-1] + (b.shape[0],))
+    return G.matmul(_mT(a), g)
+
+
+def _reshape_shape(x_shape, shape):
+    shape, shape_to = x_shape, shape
+    size = math.prod(shape)
+    target = list(shape_to)
+    if target.count(-1) > 1:
+        raise ShapeError("reshape: at most one dimension may be -1")
+    if any(d < -1 for d in target):
+        raise ShapeError(f"reshape: negative dimension in {fmt_shape(shape_to)}")
+    if -1 in target:
+        rest = math.prod(d for d in target if d != -1)
+        if rest == 0 or size % rest:
+            raise ShapeError(f"cannot reshape {fmt_shape(shape)} ({size} elements) to {fmt_shape(shape_to)}")
+        target[target.index(-1)] = size // rest
+    if math.prod(target) != size:
+        raise ShapeError(f"cannot reshape {fmt_shape(shape)} ({size} elements) to {fmt_shape(shape_to)} "
+                         f"({math.prod(target)} elements)")
+    return tuple(target)
+
+
+def _transpose_shape(shape, axes=None):
+    if axes is None:
+        return tuple(reversed(shape))
+    if sorted(a % len(shape) if shape else a for a in axes) != list(range(len(shape))) or len(axes) != len(shape):
+        raise ShapeError(f"transpose: axes {tuple(axes)} are not a permutation of the {len(shape)} axes")
+    return tuple(shape[a] for a in axes)
+
+
+def _transpose_vjp(g, ans, x, axes=None):
+    if axes is None:
+        return G.transpose(g)
+    perm = [a % x.ndim for a in axes]
+    return G.transpose(g, axes=tuple(sorted(range(len(perm)), key=perm.__getitem__)))
+
+
+def _broadcast_to_shape(x_shape, shape):
+    shape, shape_to = x_shape, shape
+    out = broadcast_shapes(shape, tuple(shape_to))
+    if out != tuple(shape_to):
+        raise ShapeError(f"cannot broadcast {fmt_shape(shape)} to {fmt_shape(shape_to)}")
+    return out
+
+
+def _sum_to_shape(x_shape, shape):
+    shape, shape_to = x_shape, shape
+    _broadcast_to_shape(tuple(shape_to), shape)
+    return tuple(shape_to)
+
+
+def _stack_shape(*shapes):
+    if any(s != shapes[0] for s in shapes):
+        raise ShapeError("the items of an array literal have different shapes: "
+                         + ", ".join(fmt_shape(s) for s in shapes))
+    return (len(shapes),) + (shapes[0] if shapes else ())
+
+
+def _maximum_weight(a, b):  # 1 where a wins, 1/2 at a tie (split evenly), 0 where b wins
+    return G.greater(a, b) + 0.5 * G.equal(a, b)
+
+
+def _minimum_weight(a, b):
+    return G.less(a, b) + 0.5 * G.equal(a, b)
+
+
+def _extreme_vjp(g, ans, x, axis=None, keepdims=False):
+    # ties share the gradient evenly (as autograd and TensorFlow's reduce_max do)
+    tied = G.equal(x, _keep(ans, x.shape, axis, keepdims))
+    return _keep(g, x.shape, axis, keepdims) * tied / G.sum(tied, axis=axis, keepdims=True)
+
+
+def _reduced_to(g: Sym, like: Sym) -> Sym:
+    """g summed down to `like`'s shape where `like` was broadcast, before any more
+    elementwise work (the engine would sum it afterwards, at full size)."""
+    if g.shape == like.shape or len(g.shape) < len(like.shape):
+        return g
+    return G.sum_to(g, shape=like.shape)
+
+
+def _safe_log_base(a):
+    # d(a**b)/db = a**b * log(a) for a > 0 and 0 elsewhere (TensorFlow's convention); the
+    # inner where keeps log away from a <= 0 even in the branch that is discarded
+    positive = G.greater(a, 0.0)
+    return G.where(positive, G.log(G.where(positive, a, 1.0)), 0.0)
+
+
+def _power_vjp_base(g, ans, x, y):
+    # d(x**y)/dx = y * x**(y-1), and exactly 0 at x = y = 0 (x**0 is the constant 1; y * x**-1
+    # would be 0 * inf there), as JAX and autograd require. Elsewhere the plain formula, so
+    # its derivative in y stays exact (d²(x**y)/dxdy = 1/4 at (4, 0), JAX's second-derivative
+    # test); the base is replaced at the special point so no branch computes inf (a gradient
+    # through `where` would turn it into NaN). A constant exponent decides while building.
+    exponent = y.graph.scalar_constant(y.id)
+    if exponent is not None:
+        if exponent == 0:
+            return g * 0.0
+        return g if exponent == 1 else g * (y * x ** (y - 1.0))  # x ** 1 is x: no x ** 0.0 to print
+    special = G.logical_and(G.equal(x, 0.0), G.equal(y, 0.0))
+    safe_x = G.where(special, 1.0, x)
+    return g * G.where(special, 0.0, y * safe_x ** (y - 1.0))
+
+
+# --------------------------------------------------------------------------- bounds and fixes
+# How a bound on |result| follows from bounds on |inputs| (a record's `bound`): called as
+# `rule(bounds, input shapes, result shape, input arrays or None)`.
+
+def _bound_of_sum(bounds, shapes, shape, args):  # add, subtract
+    return bounds[0] + bounds[1]
+
+
+def _bound_of_product(bounds, shapes, shape, args):
+    return bounds[0] * bounds[1]
+
+
+def _bound_of_square(bounds, shapes, shape, args):
+    return bounds[0] * bounds[0]
+
+
+def _bound_of_quotient(bounds, shapes, shape, args):
+    # by one number (a softmax's sum): |a / s| <= max|a| / |s|, rounding included
+    if args is None or args[1].size != 1:
+        return None
+    denominator = abs(float(args[1][(0,) * args[1].ndim]))
+    return bounds[0] / denominator * (1 + 1e-6) if denominator > 0 else None
+
+
+def _bound_of_reduced_sum(bounds, shapes, shape, args):  # at most (elements summed) x the largest
+    return bounds[0] * max(1, math.prod(shapes[0]) // max(1, math.prod(shape)))
+
+
+def _bound_of_matmul(bounds, shapes, shape, args):  # at most (inner dimension) x the product of the largest
+    inner = shapes[0]
+    return bounds[0] * bounds[1] * (inner[-1] if inner else 1)
+
+
+def _guarded_division(call: Written):
+    if call.underflowed:  # a denominator that underflowed to 0 is not 0: a guard would change the answer
+        return None
+    a, b = call.operands
+    return f"where({b} != 0, {a} / where({b} != 0, {b}, 1.0), 0.0)"
+
+
+def _log_off_zero(call: Written):
+    # at an exact 0 only: a negative argument is no slip of rounding
+    return f"log(maximum({call.args[0]}, 1e-12))" if call.kind == "divide_by_zero" else None
+
+
+def _sqrt_slope_at_zero(call: Written):
+    a, s = call.args[0], call.operands[0]
+    return f"where({s} > 0, sqrt(where({s} > 0, {a}, 1.0)), 0.0)"
+
+
+# --------------------------------------------------------------------------- the table
+
+def _ufunc(name):
+    return lambda xp, *args: getattr(xp, name)(*args)
+
+
+def _unary(name, forward, vjp, aliases=(), doc="", **hints):
+    if isinstance(forward, str):
+        hints["ufunc"], forward = forward, _ufunc(forward)
+    register(Op(name, forward, _same, vjp if vjp is None or isinstance(vjp, tuple) else (vjp,),
+                aliases=aliases, elementwise=True, doc=doc, **hints))
+
+
+def _binary(name, forward, vjp, aliases=(), doc="", **hints):
+    if isinstance(forward, str):
+        hints["ufunc"], forward = forward, _ufunc(forward)
+    register(Op(name, forward, _broadcast, vjp, args=("x", "y"), aliases=aliases, elementwise=True,
+                doc=doc, **hints))
+
+
+def _reduction(name, forward, vjp, aliases=(), shape=_reduction_shape, doc="", **hints):
+    register(Op(name, forward, shape, (vjp,), params={"axis": None, "keepdims": False},
+                aliases=aliases, doc=doc, **hints))
+
+
+
+_unary("negative", "negative", lambda g, ans, x: -g, ("neg",), finite_closed=True, involution=True,
+       symbol="-", precedence=4, literal=lambda value: -value)
+# tf.constant([...]), np.array([...]), tf.Variable([...]) in pasted code: the value itself
+# np.identity(n) is the n x n identity matrix (the constructor `eye`), tf.identity(x) the value x
+_unary("identity", lambda xp, x: x, lambda g, ans, x: g,
+       ("constant", "array", "asarray", "convert_to_tensor", "Variable", "tensor", "as_tensor", "contiguous", "clone"),
+       view=True, memory="same",
+       finite_closed=True, literal=lambda value: value,
+       reading=lambda call: ("eye", {}) if call.name == "identity" and call.library == "numpy" else None)
+_unary("positive", "positive", lambda g, ans, x: g, finite_closed=True, symbol="+", precedence=4,
+       literal=lambda value: value)
+_unary("exp", "exp", lambda g, ans, x: g * ans, grows=True, underflows="rounds",
+       overflows_above=math.log, underflows_below=-745.0,
+       hints={"overflow": "shift the argument so that it stays below {limit}, or compute in log space"})
+_unary("log", "log", lambda g, ans, x: g / x, bound=UNBOUNDED, domain=0.0, pole=(0, "its argument is 0"),
+       where_trap=0, stable_forms={"sigmoid": "log_sigmoid", "softmax": "log_softmax"}, pole_fix=_log_off_zero,
+       hints={"divide_by_zero": "log is -inf at 0: keep its argument away from 0",
+              "invalid": "log is undefined below 0: check the sign of its argument",
+              "nonfinite_gradient": "the gradient divides by a value that reaches 0: keep it away from 0 with an epsilon"})
+_unary("log1p", "log1p", lambda g, ans, x: g / (1.0 + x), bound=UNBOUNDED, domain=-1.0, where_trap=0)
+_unary("expm1", "expm1", lambda g, ans, x: g * (ans + 1.0), grows=True)
+_unary("sqrt", "sqrt", lambda g, ans, x: g / (2.0 * ans), bound=UNBOUNDED, domain=0.0, where_trap=0,
+       slope_fix=_sqrt_slope_at_zero,
+       hints={"invalid": "sqrt is undefined below 0: check the sign of its argument",
+              "nonfinite_gradient": "d sqrt(u)/du = 1 / (2 sqrt(u)) is infinite at u = 0: keep the argument away "
+                                    "from 0, or choose the value of the gradient there with a where"})
+_unary("square", "square", lambda g, ans, x: g * (2.0 * x), grows=True, bound=_bound_of_square, underflows="rounds")
+_unary("abs", lambda xp, x: xp.abs(x), lambda g, ans, x: g * G.sign(x), ("absolute",), finite_closed=True, kink="zero",
+       ufunc="absolute")
+_unary("sign", "sign", NOT_DIFFERENTIABLE, finite_closed=True, bound=(-1, 1))
+_unary("sin", "sin", lambda g, ans, x: g * G.cos(x), finite_closed=True, bound=(-1, 1))
+_unary("cos", "cos", lambda g, ans, x: -(g * G.sin(x)), finite_closed=True, bound=(-1, 1))
+_unary("tan", "tan", lambda g, ans, x: g * (1.0 + ans * ans), bound=UNBOUNDED)
+_unary("tanh", "tanh", lambda g, ans, x: _slope_times(g, x, "tanh"), finite_closed=True, bound=(-1, 1))
+_unary("sigmoid", _sigmoid, lambda g, ans, x: _slope_times(g, x, "sigmoid"), ("expit",), finite_closed=True, bound=(0, 1),
+       underflows="rounds")
+
+
+# The slopes of tanh and sigmoid, computed from x with full relative accuracy in the tails
+# (1 - tanh(x)**2 is 0 from |x| > 19 on, where sech(x)**2 is still 1e-16 .. 1e-308):
+# with t = exp(-2|x|), sech(x)**2 = 4t / (1 + t)**2; sigmoid'(x) = e / (1 + e)**2, e = exp(-|x|).
+def _tanh_slope(xp, x):
+    t = xp.exp(-2.0 * abs(x))  # (the operator: on a number, no ufunc call)
+    u = 1.0 + t
+    return 4.0 * t / (u * u)
+
+
+def _sigmoid_slope(xp, x):
+    e = xp.exp(-abs(x))
+    u = 1.0 + e
+    return e / (u * u)
+
+
+_unary("tanh_slope", _tanh_slope, lambda g, ans, x: g * (-2.0 * ans * G.tanh(x)), public=False,
+       finite_closed=True, doc="d tanh(x)/dx = sech(x)**2", prints_as=lambda x: (f"1.0 / cosh({x}) ** 2", 3))
+_unary("sigmoid_slope", _sigmoid_slope, lambda g, ans, x: g * (ans * (1.0 - 2.0 * G.sigmoid(x))), public=False,
+       finite_closed=True, doc="d sigmoid(x)/dx = sigmoid(x) * sigmoid(-x)",
+       prints_as=lambda x: (f"sigmoid({x}) * sigmoid(-{x})", 3))
+
+
+# The gradient through tanh or sigmoid, g * slope(x), as one equation rather than two (a chain
+# of 100,000 tanh is differentiated into 100,000 equations, not 200,000); the same numbers as
+# computing the slope and multiplying. Where g is 1 (the seed) the slope alone is the gradient.
+def _slope_times(g, x, name: str):
+    graph = g.graph  # (the equation made straight away: a chain of 100,000 tanh makes 100,000 of them)
+    if graph.scalar_constant(g.id) == 1.0:
+        return graph.derived(OPS[name + "_slope"], (x.id,), {})
+    return graph.derived(OPS[name + "_grad"], (g.id, x.id), {})
+
+
+def _bound_of_scaled_slope(bounds, shapes, shape, args):
+    return bounds[0]  # |g * slope(x)| <= |g|: both slopes lie in [0, 1]
+
+
+register(Op("tanh_grad", lambda xp, g, x: g * _tanh_slope(xp, x), _broadcast,
+            (lambda h, ans, g, x: G.tanh_grad(h, x), lambda h, ans, g, x: h * (-2.0 * ans * G.tanh(x))),
+            args=("g", "x"), elementwise=True, public=False, finite_closed=True, bound=_bound_of_scaled_slope,
+            doc="g * d tanh(x)/dx = g * sech(x)**2: the gradient through tanh in one equation",
+            prints_as=lambda g, x: (f"{g} / cosh({x}) ** 2", 3)))
+register(Op("sigmoid_grad", lambda xp, g, x: g * _sigmoid_slope(xp, x), _broadcast,
+            (lambda h, ans, g, x: G.sigmoid_grad(h, x), lambda h, ans, g, x: h * (ans * (1.0 - 2.0 * G.sigmoid(x)))),
+            args=("g", "x"), elementwise=True, public=False, finite_closed=True, bound=_bound_of_scaled_slope,
+            doc="g * d sigmoid(x)/dx = g * sigmoid(x) * sigmoid(-x): the gradient through sigmoid in one equation",
+            prints_as=lambda g, x: (f"{g} * sigmoid({x}) * sigmoid(-{x})", 3)))
+
+_unary("softplus", lambda xp, x: xp.astype(xp.logaddexp(0, x), x.dtype), lambda g, ans, x: g * G.sigmoid(x),
+       finite_closed=True,
+       reading=lambda call: ("torch_softplus", {}) if call.library == "torch" and (
+           call.positional > 1 or {"beta", "threshold"} & set(call.keywords)) else None)
+# log(sigmoid(x)) without its underflow: -softplus(-x)
+_unary("log_sigmoid", lambda xp, x: -xp.astype(xp.logaddexp(0, -x), x.dtype),
+       lambda g, ans, x: g * G.sigmoid(-x), ("logsigmoid",), bound=UNBOUNDED)
+_unary("relu", lambda xp, x: xp.maximum(x, 0), lambda g, ans, x: g * G.greater(x, 0.0), finite_closed=True,
+       kink="zero")
+_unary("floor", "floor", NOT_DIFFERENTIABLE, finite_closed=True)
+_unary("ceil", "ceil", NOT_DIFFERENTIABLE, finite_closed=True)
+# NumPy's round: half to even, `decimals` places (Python's round(x, n) of an array is np.round)
+def _round_shape(shape, decimals=0):
+    if not isinstance(decimals, int) or isinstance(decimals, bool):  # NumPy: a TypeError
+        raise ShapeError(f"decimals must be an integer, not {decimals!r}")
+    return shape
+
+
+register(Op("round", lambda xp, x, decimals=0: xp.round(x, decimals), _round_shape, NOT_DIFFERENTIABLE,
+            elementwise=True, finite_closed=True, params={"decimals": 0}))
+# stop_gradient: the value passes, the gradient does not
+_unary("stop_gradient", lambda xp, x: x, NOT_DIFFERENTIABLE, ("detach",), view=True, memory="same",
+       finite_closed=True, stops_gradient=True)
+
+_binary("add", "add", (lambda g, ans, x, y: g, lambda g, ans, x, y: g), identities=(0.0, 0.0),
+        symbol="+", precedence=2, opposite="subtract", bound=_bound_of_sum)
+_binary("subtract", "subtract", (lambda g, ans, x, y: g, lambda g, ans, x, y: -g), ("sub",),
+        identities=(None, 0.0), symbol="-", precedence=2, opposite="add", bound=_bound_of_sum)
+_binary("multiply", "multiply", (lambda g, ans, x, y: g * y, lambda g, ans, x, y: g * x), ("mul",),
+        identities=(1.0, 1.0), symbol="*", precedence=3, bound=_bound_of_product, grows=True, underflows="rounds")
+_binary("divide", "divide",
+        (lambda g, ans, x, y: g / y, lambda g, ans, x, y: -_reduced_to(g * ans, y) / y), ("div", "truediv", "true_divide"),
+        identities=(None, 1.0), symbol="/", precedence=3, bound=_bound_of_quotient, grows=True, underflows="rounds",
+        reading=lambda call: ("torch_div_rounded", {}) if "rounding_mode" in call.keywords else None,
+        pole=(1, "the denominator is 0"), invalid_reason="0 / 0", where_trap=1, pole_fix=_guarded_division,
+        hints={"divide_by_zero": "the denominator reaches 0: guard it with a where, or add a small epsilon",
+               "invalid": "the denominator reaches 0: guard it with a where, or add a small epsilon",
+               "nonfinite_gradient": "the gradient divides by a value that reaches 0: keep it away from 0 with an "
+                                     "epsilon"})
+_binary("power", lambda xp, x, y: xp.pow(x, y), (_power_vjp_base, lambda g, ans, x, y: g * (ans * _safe_log_base(x))),
+        ("pow", "float_power"), ufunc="power", identities=(None, 1.0), symbol="**", precedence=5, grows=True,
+        underflows="rounds",
+        pole=(0, "its argument is 0"), where_trap=0)
+_binary("maximum", "maximum",
+        (lambda g, ans, x, y: g * _maximum_weight(x, y), lambda g, ans, x, y: g * (1.0 - _maximum_weight(x, y))),
+        finite_closed=True, kink="pair")
+_binary("minimum", "minimum",
+        (lambda g, ans, x, y: g * _minimum_weight(x, y), lambda g, ans, x, y: g * (1.0 - _minimum_weight(x, y))),
+        finite_closed=True, kink="pair")
+for _name, _fn, _symbol in (("less", lambda a, b: a < b, "<"), ("less_equal", lambda a, b: a <= b, "<="),
+                            ("greater", lambda a, b: a > b, ">"), ("greater_equal", lambda a, b: a >= b, ">="),
+                            ("equal", lambda a, b: a == b, "=="), ("not_equal", lambda a, b: a != b, "!=")):
+    _binary(_name, _compare(_fn), NOT_DIFFERENTIABLE * 2, finite_closed=True, boolean=True, symbol=_symbol,
+            precedence=1, bound=(0, 1))
+# `and`, `or` and `not` print as calls (precedence None): `derive` writes logical_and(a, b)
+for _name, _fn, _symbol in (("logical_and", lambda a, b: (a != 0) & (b != 0), "and"),
+                            ("logical_or", lambda a, b: (a != 0) | (b != 0), "or")):
+    _binary(_name, _compare(_fn), NOT_DIFFERENTIABLE * 2, finite_closed=True, boolean=True, symbol=_symbol,
+            symbol_reads_truth=True)
+_unary("logical_not", lambda xp, x: xp.astype(x == 0, x.dtype), NOT_DIFFERENTIABLE, finite_closed=True, boolean=True,
+       symbol="not", symbol_reads_truth=True)
+# Python's `//` and `%` (NumPy's floor_divide and mod: the remainder takes the divisor's sign); `derive`
+# writes them as calls
+_binary("floor_divide", "floor_divide", NOT_DIFFERENTIABLE * 2, ("floordiv",), symbol="//", bound=UNBOUNDED)
+_binary("mod", lambda xp, x, y: xp.remainder(x, y),
+        (lambda g, ans, x, y: g, lambda g, ans, x, y: -(g * G.floor_divide(x, y))),
+        ("remainder", "floormod", "floor_mod"), ufunc="mod", symbol="%", bound=UNBOUNDED)
+
+register(Op("where", lambda xp, c, x, y: xp.where(c != 0, x, y), _broadcast,
+            (NO_GRADIENT, lambda g, ans, c, x, y: G.where(c, g, 0.0), lambda g, ans, c, x, y: G.where(c, 0.0, g)),
+            args=("condition", "x", "y"), elementwise=True, finite_closed=True, selects=(1, 2),
+            doc="where(c, x, y): x where c is nonzero, else y"))
+def _clip(xp, x, lo, hi, ordered=False):
+    if ordered and bool(xp.any(lo > hi)):
+        # tf.clip_by_value is maximum(minimum(x, hi), lo): lo where NumPy's gives hi
+        raise DataError("clip_value_min is greater than clip_value_max: TensorFlow's clip_by_value then gives "
+                        "the minimum and NumPy's clip the maximum (TensorFlow's documentation calls the result "
+                        "incorrect)")
+    return xp.minimum(xp.maximum(x, lo), hi)
+
+
+# minimum(maximum(x, lo), hi): where lo > hi the result is hi whatever x and lo are (NumPy, JAX and
+# PyTorch agree), so lo's slope needs lo <= hi and hi's is where maximum(x, lo) passes it
+register(Op("clip", _clip, _broadcast,
+            (lambda g, ans, x, lo, hi, ordered=False: g * (G.greater_equal(x, lo) * G.less_equal(x, hi)),
+             lambda g, ans, x, lo, hi, ordered=False: g * (G.less(x, lo) * G.less_equal(lo, hi)),
+             lambda g, ans, x, lo, hi, ordered=False: g * G.greater(G.maximum(x, lo), hi)),
+            args=("x", "lo", "hi"), aliases=("clip_by_value",), elementwise=True, finite_closed=True,
+            params={"ordered": False}, fails_on_data=True, absent={"lo": -math.inf, "hi": math.inf},
+            reading=lambda call: ("clip", {"ordered": True}) if call.library in ("tensorflow", "keras") else None))
+
+def _python_pairwise(elementwise: str):
+    """Python's built-in `max(a, b)` / `min(a, b)` compares its arguments (elementwise here);
+    NumPy's and TensorFlow's `max(x, 0)` reduce over axis 0; PyTorch's `torch.max(x, 1)` and
+    `x.max(dim=1)` give the tuple (values, indices)."""
+    def reading(call: Spelling):
+        if call.name in ("amax", "amin", "reduce_max", "reduce_min"):
+            return None  # torch.amax(x, dim) gives the values alone
+        if call.library == "torch" and call.positional == 2 and not call.keywords:
+            if call.kinds[1] == "array":
+                return elementwise, {}  # torch.max(input, other) of two tensors compares them
+            if call.kinds[1] == "number input":
+                raise ReadingError(
+                    f"torch.{call.name}(x, y) with y an input number: PyTorch compares two tensors elementwise, "
+                    f"but reads an int as the dim; write torch.{elementwise}(x, y), or torch.{call.name}(x, dim=...)")
+        if (call.library == "torch" and call.positional >= 2) or "dim" in call.keywords:
+            return f"{elementwise[:3]}_values_indices", {}
+        if call.library == "python" and call.name in ("max", "min") and call.positional >= 2:
+            if call.positional > 2 or call.keywords:
+                raise ReadingError(
+                    f"{call.name}() with {call.positional} arguments: Python's built-in {call.name}(a, b) "
+                    f"compares two values (gradcli: {elementwise}(a, b)), NumPy's np.{call.name}(x, axis) "
+                    f"reduces; write {elementwise}(a, b) or {call.name}(x, axis=...)")
+            return elementwise, {}
+        return None
+    return reading
+
+
+def _python_sum_of_list(call: Spelling):
+    """Python's built-in `sum([a, b])` adds the list's items (a + b, elementwise); NumPy's
+    `np.sum([a, b])` adds every element of the stacked array. Python's `sum(x, 1)` reads 1 as
+    the start value, NumPy's `np.sum(x, 1)` as the axis: a bare `sum` with two arguments is
+    refused, naming both."""
+    if call.library != "python" or call.name != "sum":
+        return None
+    if call.positional >= 2:
+        raise ReadingError(
+            "sum() with 2 arguments: Python's built-in sum(x, start) adds start to the sum, "
+            "NumPy's np.sum(x, axis) sums along that axis; write sum(x, axis=...) or sum(x) + start")
+    if call.list_argument and call.positional == 1 and not call.keywords:
+        return "sum", {"axis": 0}
+    return None
+
+
+_reduction("sum", lambda xp, x, axis=None, keepdims=False: xp.sum(x, axis=axis, keepdims=keepdims),
+           lambda g, ans, x, axis=None, keepdims=False: _spread(g, x, axis, keepdims), ("reduce_sum",),
+           reading=_python_sum_of_list, bound=_bound_of_reduced_sum, grows=True, underflows="terms",
+           reduce_ufunc="add")
+_reduction("mean", lambda xp, x, axis=None, keepdims=False: xp.mean(x, axis=axis, keepdims=keepdims),
+           lambda g, ans, x, axis=None, keepdims=False: _spread(g, x, axis, keepdims) / float(_count(x.shape, axis)),
+           ("reduce_mean",), _nonempty_reduction_shape, bound=_bound_of_reduced_sum, underflows="terms")
+_reduction("prod", lambda xp, x, axis=None, keepdims=False: xp.prod(x, axis=axis, keepdims=keepdims),
+           lambda g, ans, x, axis=None, keepdims=False: _keep(g, x.shape, axis, keepdims) * G.prod_others(x, axis=axis),
+           ("reduce_prod",), grows=True, underflows="rounds")
+_reduction("max", lambda xp, x, axis=None, keepdims=False: xp.max(x, axis=axis, keepdims=keepdims),
+           _extreme_vjp, ("reduce_max", "amax"), _nonempty_reduction_shape, finite_closed=True,
+           reading=_python_pairwise("maximum"), kink="extremes")
+_reduction("min", lambda xp, x, axis=None, keepdims=False: xp.min(x, axis=axis, keepdims=keepdims),
+           _extreme_vjp, ("reduce_min", "amin"), _nonempty_reduction_shape, finite_closed=True,
+           reading=_python_pairwise("minimum"), kink="extremes")
+# d logsumexp(x) = softmax(x): computed shifted by the maximum, not as exp(x - ans), which
+# cancels catastrophically for large |x| (found by fuzzing: 1e-3 off at x ~ 1e13)
+def _logsumexp_weights(call: Spelling):
+    """SciPy's logsumexp(a, axis, b): with weights b it is log(sum(b exp(a))), an op of its own
+    (gradcli.ops.nn); TensorFlow's third argument is keepdims."""
+    if "b" in call.keywords or (call.library == "scipy" and call.positional >= 3):
+        return "weighted_logsumexp", {}
+    if call.library == "torch" and call.positional < 2 and not {"dim", "axis"} & set(call.keywords):
+        raise ReadingError("torch.logsumexp(x, dim) needs its dim (PyTorch has no default); "
+                           "write torch.logsumexp(x, dim=...)")
+    return None
+
+
+_reduction("logsumexp", _logsumexp,
+           lambda g, ans, x, axis=None, keepdims=False:
+               _keep(g, x.shape, axis, keepdims) * G.softmax(x, axis=normalize_axes(axis, x.ndim)),
+           ("reduce_logsumexp",), _nonempty_reduction_shape, reading=_logsumexp_weights)
+def _same_checking_axis(shape, axis=-1):
+    normalize_axes(axis, len(shape))
+    return shape
+
+
+def _arg_extreme_shape(shape, axis=None, keepdims=False):
+    if not (axis is None or isinstance(axis, int)):
+        raise ShapeError("argmax and argmin take a single axis")
+    return _nonempty_reduction_shape(shape, axis, keepdims)
+
+
+register(Op("prod_others", _prod_others, _same_checking_axis,
+            (lambda g, ans, x, axis=None: (G.sum(g * ans, axis=axis, keepdims=True) - g * ans) / x,),
+            params={"axis": None},
+            doc="for each element, the product of the others in its group (the gradient of prod)"))
+for _name, _fn in (("argmax", "argmax"), ("argmin", "argmin")):
+    register(Op(_name, (lambda fn: lambda xp, x, axis=None, keepdims=False:
+                        xp.astype(getattr(xp, fn)(x, axis=axis, keepdims=keepdims), x.dtype))(_fn),
+                _arg_extreme_shape,
+                NOT_DIFFERENTIABLE, params={"axis": None, "keepdims": False}))
+    # PyTorch's torch.max(x, dim) / x.max(dim=...): the tuple (values, indices) along one axis
+    register(Op(f"{_fn[3:]}_values_indices", None, None, None, params={"axis": REQUIRED, "keepdims": False},
+                parts=(lambda fn: lambda shape, axis, keepdims=False:
+                       [(fn[3:], {"axis": axis, "keepdims": keepdims}), (fn, {"axis": axis, "keepdims": keepdims})])(_fn),
+                public=False, doc="PyTorch's max/min along dim: (values, indices); tied values share the gradient"))
+
+def _softmax_reading(call: Spelling):
+    """The axis a softmax takes when none is written: -1 in TensorFlow, JAX and Keras; every
+    element in SciPy (`scipy.special.softmax(x)`, axis=None); PyTorch's deprecated implicit
+    dim depends on the rank (0 for 1-D and 3-D, else 1), so it is refused."""
+    if call.positional >= 2 or "axis" in call.keywords or "dim" in call.keywords:
+        return None
+    if call.library == "scipy":
+        return call.name, {"axis": None}
+    if call.library == "torch":
+        raise ReadingError(f"torch's {call.name} without dim picks the axis from the rank (deprecated in "
+                           f"PyTorch: 0 for 1-D and 3-D inputs, else 1); write dim=... as PyTorch asks")
+    return None
+
+
+register(Op("softmax", _softmax, _same_checking_axis,
+            (lambda g, ans, x, axis=-1: ans * (g - G.sum(g * ans, axis=axis, keepdims=True)),),
+            params={"axis": -1}, finite_closed=True, bound=(0, 1), underflows="rounds", reading=_softmax_reading))
+register(Op("log_softmax", _log_softmax, _same_checking_axis,
+            (lambda g, ans, x, axis=-1: g - G.exp(ans) * G.sum(g, axis=axis, keepdims=True),),
+            params={"axis": -1}, reading=_softmax_reading))
+
+register(Op("matmul", lambda xp, a, b: xp.matmul(a, b), _matmul_shape, (_matmul_vjp_a, _matmul_vjp_b),
+            args=("a", "b"), aliases=("mm", "bmm"), symbol="@", precedence=3, bound=_bound_of_matmul, grows=True,
+            underflows="rounds",
+            reading=lambda call: ("matmul_transposed", {}) if {"transpose_a", "transpose_b", "adjoint_a", "adjoint_b"}
+            & set(call.keywords) else None))
+# torch.transpose(x, dim0, dim1) swaps two axes (NumPy's swapaxes); torch.permute(x, dims) and
+# np.permute_dims(x, axes) are NumPy's transpose
+register(Op("transpose",
+            lambda xp, x, axes=None: xp.permute_dims(x, tuple(range(x.ndim))[::-1] if axes is None else axes),
+            _transpose_shape,
+            (_transpose_vjp,), params={"axes": None}, aliases=("permute", "permute_dims", "t"), view=True, memory="view",
+            finite_closed=True,
+            reading=lambda call: ("swapaxes", {}) if call.library == "torch" and call.name == "transpose" else None))
+register(Op("reshape", lambda xp, x, shape: xp.reshape(x, shape), _reshape_shape,
+            (lambda g, ans, x, shape: G.reshape(g, shape=x.shape),), params={"shape": REQUIRED},
+            aliases=("view",), view=True, memory="reshape", finite_closed=True, repeats="reshape"))
+register(Op("broadcast_to", lambda xp, x, shape: xp.broadcast_to(x, shape), _broadcast_to_shape,
+            (lambda g, ans, x, shape: G.sum_to(g, shape=x.shape),), params={"shape": REQUIRED}, aliases=("expand",),
+            view=True, memory="view", finite_closed=True, repeats="broadcast"))
+register(Op("sum_to", _sum_to, _sum_to_shape,
+            (lambda g, ans, x, shape: G.broadcast_to(g, shape=x.shape),), params={"shape": REQUIRED}, view=True,
+            bound=_bound_of_reduced_sum, simpler=lambda shape: ("sum", {"keepdims": False}) if shape == () else None,
+            doc="sum_to(x, shape): sum the broadcast axes of x away, down to shape"))
+register(Op("index", _index_of, _index_shape,
+            (lambda g, ans, x, index: G.scatter(g, shape=x.shape, index=index),), params={"index": REQUIRED},
+            public=False, view=True, memory="view", finite_closed=True, nonstandard=_advanced_index_claim,
+            doc="x[index] with a constant index: basic (a view), or with integer arrays and masks (a copy)",
+            prints_as=lambda x, index: f"{x}[{_subscripts(index)}]"))
+register(Op("scatter", _scatter, lambda x_shape, shape, index: tuple(shape),
+            (lambda g, ans, x, shape, index: G.index(g, index=index),),
+            params={"shape": REQUIRED, "index": REQUIRED}, public=False,
+            nonstandard=_scatter_claim,
+            doc="zeros of `shape` with x placed at `index` (the gradient of indexing; where an index array "
+                "repeats a position, its values add up)"))
+register(Op("stack", lambda xp, *xs: xp.stack(xs), _stack_shape,
+            (lambda i: lambda g, ans, *xs: G.index(g, index=(i,)),), args=(), variadic=True, public=False,
+            doc="[a, b, ...] of computed values"))
+
+
+# The language's prefixes for pasted TensorFlow / NumPy / JAX code, stripped repeatedly; the
+# first one stripped names the library whose meaning the spelling carries.
+PREFIXES = {
+    "tf.": "tensorflow", "tensorflow.": "tensorflow", "math_ops.": "tensorflow", "nn_ops.": "tensorflow",
+    "np.": "numpy", "numpy.": "numpy", "jnp.": "numpy", "jax.numpy.": "numpy", "anp.": "numpy",
+    "autograd.numpy.": "numpy", "linalg.": "numpy",
+    "jax.nn.": "jax", "jax.lax.": "jax", "lax.": "jax", "jax.": "jax",
+    "jax.scipy.special.": "scipy", "jax.scipy.": "scipy", "scipy.special.": "scipy", "scipy.": "scipy", "integrate.": "scipy",
+    "jax.scipy.stats.": "scipy", "scipy.stats.": "scipy", "stats.": "scipy",
+    "special.": "scipy",
+    "torch.nn.functional.": "torch", "nn.functional.": "torch", "torch.special.": "torch", "torch.linalg.": "torch", "torch.": "torch",
+    "F.": "torch", "optax.": "optax", "optax.losses.": "optax",
+    "keras.ops.": "keras", "keras.backend.": "keras", "keras.activations.": "keras", "keras.": "keras",
+    "keras.losses.": "keras", "K.": "keras", "ops.": "keras", "activations.": "keras", "losses.": "keras",
+    "math.": "python",
+    # `nn.` is TensorFlow's tf.nn, JAX's (and Flax's) nn or PyTorch's torch.nn: where
+    # their meanings differ (gelu, leaky_relu) the op's reading refuses to choose
+    "nn.": "nn",
+}
+# longest first, so that `jax.numpy.` is read before `jax.`
+_PREFIX_ORDER = tuple(sorted(PREFIXES.items(), key=lambda item: -len(item[0])))
+CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
+
+# Keyword spellings of TensorFlow and NumPy, mapped to the table's parameter names.
+KEYWORD_ALIASES = {
+    "keep_dims": "keepdims", "keepdim": "keepdims", "dim": "axis", "perm": "axes", "newshape": "shape",
+    "clip_value_min": "lo", "clip_value_max": "hi", "a_min": "lo", "a_max": "hi", "min": "lo", "max": "hi",
+    "negative_slope": "alpha", "correction": "ddof", "interpolation": "method",
+    "shifts": "shift", "paddings": "pad_width", "multiples": "reps", "dim1": "axis1", "dim2": "axis2",
+    "reduction_indices": "axis", "depth": "num_classes", "diagonal": "k",
+}
+FIRST_ARGUMENT_KEYWORDS = ("input_tensor", "input", "a", "x", "t", "tensor", "logits", "features")
+
+
+@functools.lru_cache(maxsize=4096)  # a program calls the same few names over and over
+def split_spelling(name: str) -> tuple[str, str]:
+    """(library, bare name): `np.max` -> ("numpy", "max"); a bare `max` is Python's."""
+    library = None
+    changed = True
+    while changed:
+        changed = False
+        for prefix, owner in _PREFIX_ORDER:
+            if name.startswith(prefix):
+                name = name[len(prefix):]
+                library = library or owner
+                changed = True
+                break  # longest first again: `tensorflow.keras.backend.` is one prefix after another
+    return library or "python", name
+
+
+def strip_prefixes(name: str) -> str:
+    return split_spelling(name)[1]
+
+
+# Sources: a constant written in the program, and an input (`--set`, or a literal default).
+register(Op("const", lambda xp, value: value, lambda value: value.shape, (), args=(),
+            params={"value": REQUIRED}, public=False))
+register(Op("input", lambda xp, name, value: value, lambda name, value: value.shape, (), args=(),
+            params={"name": REQUIRED, "value": REQUIRED}, public=False))
+
+
+# The rest of the table: one module per family (FAMILIES), each registering its ops when it is
+# imported, which the tables do when one of its names is first looked up (_Table).
+core_registered()

@@ -1,0 +1,317 @@
+"""The op record (`Op`) and the tables of every operation, whose families are imported when first
+needed (gradcli.ops describes the record)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+
+NO_GRADIENT = "no gradient"  # marker: this input receives no gradient from the op
+NOT_DIFFERENTIABLE = (NO_GRADIENT,)  # the vjp of an op of one input that passes no gradient
+
+
+@dataclass(frozen=True, eq=False)
+class Op:
+    name: str
+    forward: Callable
+    shape: Callable
+    vjp: tuple | None
+    args: tuple[str, ...] = ("x",)           # tensor arguments, in call order
+    params: dict[str, Any] = field(default_factory=dict)  # static parameters and defaults
+    aliases: tuple[str, ...] = ()             # more names it is called by in programs
+    variadic: bool = False                    # takes any number of tensor arguments
+    # `sequence` (of a variadic op): its leading arguments are sequences of arrays, as in
+    # `concatenate([a, b], axis=0)`: a list or tuple written there gives its items (of any
+    # shapes), an array its rows; the positional arguments after them are its parameters
+    sequence: int = 0
+    elementwise: bool = False                 # applies to each element, broadcasting its arguments
+    public: bool = True                       # callable from programs
+    doc: str = ""                             # what it computes (and which arguments have no gradient)
+    # Evaluation hints. `ufunc`: the xp ufunc computing it, so the evaluator can write the
+    # result into a dead input's buffer, and fuse it with its neighbours (gradcli/engine/fusion.py:
+    # an elementwise op with a ufunc is evaluated chunk by chunk inside a chain).
+    # `reduce_ufunc`: the ufunc whose reduce over all axes computes it (sum: add), so a fused
+    # chain may end in it. `view`: the result may share memory with an input.
+    # `finite_closed`: finite inputs always give a finite result (the check can be skipped).
+    ufunc: str | None = None
+    reduce_ufunc: str | None = None
+    view: bool = False
+    # What the result costs in memory (the guard's estimate): "new" allocates it; "view" never
+    # does (transpose, broadcast_to, a basic index: the result may be strided); "same" returns
+    # an input as it is; "reshape" is free only where its input is contiguous (a reshape of a
+    # transpose copies). `view` above says whether the result may share an input's memory.
+    memory: str = "new"
+    finite_closed: bool = False
+    # How a pasted spelling of this op reads where libraries disagree on its meaning
+    # (Python's `max(a, b)` is elementwise, NumPy's `max(x, 0)` reduces over axis 0):
+    # `reading(call: Spelling) -> (op name, preset parameters) | None`, None keeping this op;
+    # it raises ReadingError naming both readings where the spelling does not decide.
+    reading: Callable | None = None
+    # `boolean`: every result is 0 or 1 (comparisons, logical ops), what Python's `and`,
+    # `or` and `not` may combine without changing the numbers
+    boolean: bool = False
+    # How gradient equations simplify as they are built: `identities` = (left, right), the
+    # constant that leaves the other operand unchanged on that side (`0 + x`, `x * 1`,
+    # `x ** 1`), None where there is none; `involution`: applying it twice is the identity.
+    identities: tuple = (None, None)
+    involution: bool = False
+
+    # A function that returns a tuple (`sign, logdet = slogdet(a)`, `split(x, 3)`): its items
+    # are ops of their own, `parts(*shapes, **params) -> [(op name, params), ...]`, called with
+    # the same arguments; the record's own forward and shape rule are then unused.
+    parts: Callable | None = None
+    # Failure on the user's data (a singular matrix): the forward raises DataError and the
+    # evaluator reports it at the call's place, as a user error.
+    fails_on_data: bool = False
+    # Why its forward needs more than the array API standard's operations, in words ("NumPy's
+    # einsum", "scipy.special's erf"), or `(**params) -> words | None` where that depends on the
+    # parameters (an index array); None: standard operations only, which tests/engine/test_backends.py
+    # proves by running it on array-api-strict (and a claim of more, by its failing there)
+    nonstandard: str | Callable | None = None
+    # How `derive` writes an op the language has no name for (a slope used by a gradient):
+    # `prints_as(*arguments, **params) -> text` in the language, each argument an atom or
+    # parenthesized (an index prints as `x[1:3]`); or (text, precedence) where the text is
+    # not an atom (`g / cosh(x) ** 2` binds as a division).
+    prints_as: Callable | None = None
+    # A composite (a loss of PyTorch's functional API): `expand(E, *args, **params)` builds the
+    # call of other ops at the call's place (gradcli.ops.nn describes E), so its gradients and
+    # second derivatives are theirs; `forward`, `shape` and `vjp` are then unused. Parameters
+    # named in `tensors` take arrays (computed values, or None where left out).
+    expand: Callable | None = None
+    tensors: tuple[str, ...] = ()
+    # Array arguments that may be left out or written as None, and the value that stands for
+    # them (clip's open bound: `np.clip(x, 0, None)`, `jnp.clip(x, min=0)`)
+    absent: dict = field(default_factory=dict)
+
+    # ---- printing and lowering (read by gradcli/language/parser.py, gradcli/insight/printer.py, gradcli/language/lower/__init__.py)
+    symbol: str | None = None          # the operator that writes it in programs (`+`; `-` for negative; `not`)
+    precedence: int | None = None      # how tightly `derive` binds its symbol (1 `<` .. 5 `**`); None: a call
+    symbol_reads_truth: bool = False   # its symbol is Python's `and`/`or`/`not`: written so, operands must be 0/1
+    opposite: str | None = None        # this op with its right operand negated: `a + -b` prints as `a - b`
+    literal: Callable | None = None    # `literal(value) -> value` on a literal argument while lowering (`-3`)
+    repeats: str | None = None         # its result repeats its input's elements: "broadcast"; "reshape" (if one)
+    simpler: Callable | None = None    # `simpler(**params) -> (op, params) | None`: as a gradient emits it (sum_to ())
+    stops_gradient: bool = False       # passes its value and, on purpose, no gradient (checks hold it fixed)
+
+    # ---- numbers (read by gradcli/numerics/diagnostics.py, gradcli/numerics/fixes.py): what finite inputs can become
+    # `bound`: `rule(input bounds, input shapes, result shape, input arrays or None) -> float | None`,
+    # a constant range `(lo, hi)`, or UNBOUNDED; how a bound on |result| follows from the inputs'
+    bound: Callable | tuple | str | None = None
+    grows: bool = False                # may overflow (exp, multiply, sum): large results are checked for headroom
+    domain: float | None = None        # the argument's lowest value (log 0, log1p -1, sqrt 0): NaN below it
+    pole: tuple | None = None          # (argument, words): the argument whose 0 gives an infinity, as messages say
+    overflows_above: Callable | None = None  # `(largest) -> x`: the argument past which it overflows (exp: log)
+    underflows_below: float | None = None    # the argument below which it underflows to 0 in float64 (exp: -745)
+    underflows: str | None = None      # a 0 result may be a nonzero lost: "rounds" (exp, multiply), "terms" (sum)
+    invalid_reason: str | None = None  # what a NaN from finite inputs means, in messages (divide: "0 / 0")
+    nonfinite_reason: str | None = None  # what a non-finite gradient equation of it means (inverse_gaps)
+    kink: str | None = None            # a derivative by convention: "extremes" (max), "pair" (maximum), "zero" (abs)
+    hints: dict = field(default_factory=dict)  # diagnostic kind -> hint in words; `{limit}`: overflows_above's
+    where_trap: int | None = None      # the argument a discarded where branch must keep off its poles (divide: y)
+    selects: tuple = ()                # the arguments it chooses between (where: x, y): the where trap's branches
+    stable_forms: dict = field(default_factory=dict)  # its argument's op -> the stable whole (log: sigmoid -> ...)
+    pole_fix: Callable | None = None   # `(call: Written) -> text | None`: a rewrite keeping a call off its pole
+    slope_fix: Callable | None = None  # `(call: Written) -> text | None`: a rewrite where its slope is infinite
+
+    def __post_init__(self):
+        # what a call of the op needs, worked out once: argument slots in call order, the
+        # parameters that take their default, and whether any parameter must be given
+        object.__setattr__(self, "slots", tuple(self.args) + tuple(self.params))
+        object.__setattr__(self, "defaults", {k: v for k, v in self.params.items()
+                                              if v is not None and v is not REQUIRED})
+        object.__setattr__(self, "required", any(v is REQUIRED for v in self.params.values()))
+
+    @property
+    def arity(self) -> int:
+        return len(self.args)
+
+    def rule(self, i: int):
+        """The gradient rule for input i: a callable, NO_GRADIENT, or None (no rule).
+        A variadic op's single entry is a factory taking i."""
+        if self.vjp is None:
+            return None
+        if self.variadic:
+            return self.vjp[0](i)
+        return self.vjp[i]
+
+
+@dataclass(frozen=True, slots=True)
+class Spelling:
+    """What the lowering knows of a call when an op chooses its reading."""
+    library: str          # "python" for a bare name, else "numpy", "tensorflow", "jax", "scipy", "nn"
+    name: str             # the name without its library prefix (`max`, `reduce_max`)
+    positional: int       # positional arguments given
+    keywords: tuple       # keyword names given
+    list_argument: bool   # the first argument is written as a list literal, `[a, b]`
+    method: bool = False  # written as a method of a value, `x.split(2)`
+    spelled: str = ""     # the name as written, prefixes included (`np.linalg.diagonal`)
+    # per positional argument, what was written: "constant" (`1`, `x.ndim - 1`), "number input"
+    # (an input of shape (): given with --set, or a top-level `dim = 1`), or "array" (any other value)
+    kinds: tuple = ()
+
+
+# A record's `bound`, declared: no bound on |result| from the inputs' is claimed (it may exceed
+# them, or not be finite), so the diagnostics check the result itself
+UNBOUNDED = "unbounded"
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """A call as the user wrote it, for an op's rewrite rules (`pole_fix`, `slope_fix`)."""
+    args: tuple           # each argument's text
+    operands: tuple       # the same, parenthesized unless a name, a number or a call
+    kind: str | None = None    # the diagnostic's kind (divide_by_zero, invalid, overflow)
+    underflowed: bool = False  # the pole's argument may be a nonzero number that underflowed
+
+
+class DataError(Exception):
+    """An op cannot compute on these values (`solve` of a singular matrix, `cholesky` of one
+    that is not positive definite): a user error, reported at the call's place."""
+
+
+class ReadingError(Exception):
+    """A spelling whose meaning differs between Python and the array libraries."""
+
+
+FAMILIES = ("elementwise", "reduce", "array", "linalg", "index", "nn", "scatter", "factor", "losses")  # in table order
+
+
+class _Table(dict):
+    """A name -> Op table whose families are imported when first needed: the core's records
+    are registered as this module is imported, a family module's the first time one of its
+    names is looked up (gradcli/ops/_names.py says which module registers which name; a test
+    fails when it is out of date), and every family's by anything that reads the table whole
+    (iteration, len, values ...). A family is imported after those before it in FAMILIES
+    (register), so the table's order is always the same. A small program imports only the
+    families it calls."""
+
+    __slots__ = ()
+
+    def __missing__(self, name):
+        if _load_family_of(self, name):
+            return dict.__getitem__(self, name)
+        raise KeyError(name)
+
+    def get(self, name, default=None):
+        if dict.__contains__(self, name) or _load_family_of(self, name):
+            return dict.__getitem__(self, name)
+        return default
+
+    def __contains__(self, name):
+        return dict.__contains__(self, name) or _load_family_of(self, name)
+
+    def __iter__(self):
+        _load_families()
+        return dict.__iter__(self)
+
+    def __len__(self):
+        _load_families()
+        return dict.__len__(self)
+
+    def __reversed__(self):
+        _load_families()
+        return dict.__reversed__(self)
+
+    def __eq__(self, other):
+        _load_families()
+        return dict.__eq__(self, other)
+
+    __hash__ = None
+
+    def __repr__(self):
+        _load_families()
+        return dict.__repr__(self)
+
+    def keys(self):
+        _load_families()
+        return dict.keys(self)
+
+    def values(self):
+        _load_families()
+        return dict.values(self)
+
+    def items(self):
+        _load_families()
+        return dict.items(self)
+
+    def copy(self):
+        _load_families()
+        return dict(dict.items(self))
+
+
+OPS: dict[str, Op] = _Table()      # canonical name -> Op
+CALLABLE: dict[str, Op] = _Table()  # every name a program may call -> Op
+_core_registered = False  # set once the core's records are in (core_registered)
+_families_loaded = False
+_index = None  # gradcli.ops._names, once a name was missing
+
+
+def _load_family_of(table: _Table, name) -> bool:
+    """Import the family module that registers `name` in `table`, if one does and it is not
+    imported yet; whether `table` has `name` now."""
+    global _index
+    if _families_loaded or not _core_registered:  # (the core registering its own names)
+        return False
+    if _index is None:
+        from gradcli.ops import _names as _index
+    family = (_index.OPS if table is OPS else _index.CALLABLE).get(name)
+    if family is None or family == "ops":
+        return False
+    import importlib
+    importlib.import_module(f"{__package__}.{family}")
+    return dict.__contains__(table, name)
+
+
+def _load_families() -> None:
+    """Every family imported."""
+    global _families_loaded
+    if not _families_loaded:
+        import importlib
+        for family in FAMILIES:
+            importlib.import_module(f"{__package__}.{family}")
+        _families_loaded = True
+
+
+_families_started: set = set()
+
+
+def _import_families_before(name: str) -> None:
+    """On a family's first record, the families before it in FAMILIES are imported first
+    (whichever name or import brought it in), so that the tables keep one order."""
+    global _index
+    if _index is None:
+        from gradcli.ops import _names as _index
+    family = _index.OPS.get(name)
+    if family is None or family == "ops" or family in _families_started:
+        return
+    _families_started.add(family)
+    import importlib
+    for earlier in FAMILIES[:FAMILIES.index(family)]:
+        importlib.import_module(f"{__package__}.{earlier}")
+
+
+REQUIRED = object()  # a static parameter without a default
+
+
+def register(op: Op, *, replace: bool = False) -> Op:
+    """Add `op` to the table (and its names to what programs may call)."""
+    if _core_registered and not _families_loaded:
+        _import_families_before(op.name)
+    if op.name in OPS and not replace:  # (a name of a family not imported yet imports it: refused too)
+        raise ValueError(f"operation {op.name!r} is already registered")
+    old = dict.get(OPS, op.name)
+    if old is not None:
+        for name in (old.name,) + old.aliases:
+            CALLABLE.pop(name, None)
+    OPS[op.name] = op
+    if op.public:
+        for name in (op.name,) + op.aliases:
+            CALLABLE[name] = op
+    return op
+
+
+
+def core_registered() -> None:
+    """The core's records are in: from now on a name missing from the tables imports its family."""
+    global _core_registered
+    _core_registered = True
