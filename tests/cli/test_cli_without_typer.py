@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 import typer.main
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gradcli import cli, docs
 from gradcli.cli._table import COMMANDS
+from test_fuzz import Tally  # (tests/robustness/test_fuzz.py: how a property test's cases ended)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -165,13 +166,22 @@ TOKENS = st.sampled_from(sorted({name for _, params in COMMANDS.values() for p i
                                    "float32", "dask", "zero", "", "--version", "-5:5"}))
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.sampled_from(sorted(COMMANDS)), st.lists(TOKENS, max_size=8))
-def test_any_command_line_is_read_as_the_typer_app_reads_it_or_left_to_it(typer_reading, command, tokens):
-    argv = [command, *tokens]
-    fast = fast_reading(argv)
-    if fast is not None:
+def test_any_command_line_is_read_as_the_typer_app_reads_it_or_left_to_it(typer_reading):
+    tally = Tally()
+
+    @settings(max_examples=400, deadline=None)
+    @given(st.sampled_from(sorted(COMMANDS)), st.lists(TOKENS, max_size=8))
+    def case(command, tokens):
+        argv = [command, *tokens]
+        fast = fast_reading(argv)
+        if fast is None:
+            tally.note("left to typer")
+            return
         assert typed(fast) == typed(typer_reading(argv))
+        tally.note("read alike")
+
+    case()
+    tally.require(read_alike=20, left_to_typer=150)  # of 400; the replayed (derandomized) run: 47 and 353
 
 
 def gradcli(args, typer_env=False):

@@ -5,11 +5,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import given, settings, strategies as st
 
 from gradcli import api
 from gradcli.errors import GradcliError
-from test_fuzz import mutation, program as fuzz_program
+from test_fuzz import Tally, mutation, program as fuzz_program
 
 
 def value(program, **feeds):
@@ -212,10 +212,11 @@ def _keyword_as_name():
     return re.compile("unexpected '(" + "|".join(map(re.escape, words)) + ")'")
 
 
-def _agree(want, got, message):
+def _agree(want, got, message) -> str:
     # Lark's contextual lexer reads a keyword as a name where no keyword fits (`y = def`,
     # `f(is=0)`); gradcli reserves keywords, as Python does, and says so.
     assert got == want or (got is None and _keyword_as_name().search(message)), (want, got, message)
+    return "parsed alike" if got is not None else "refused alike" if want is None else "keyword refused"
 
 
 def test_the_parser_builds_exactly_what_larks_parser_builds():
@@ -230,10 +231,16 @@ def test_the_parser_builds_exactly_what_larks_parser_builds():
         _agree(*_both_parse(reference, text))
 
 
-@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
-@given(st.one_of(fuzz_program(), mutation()))
-def test_random_and_mutated_programs_parse_as_lark_parses_them(text):
-    _agree(*_both_parse(_lark_reference_cached(), text))
+def test_random_and_mutated_programs_parse_as_lark_parses_them():
+    tally = Tally()
+
+    @settings(max_examples=300, deadline=None, derandomize=True)
+    @given(st.one_of(fuzz_program(), mutation()))
+    def case(text):
+        tally.note(_agree(*_both_parse(_lark_reference_cached(), text)))
+
+    case()
+    tally.require(parsed_alike=90, refused_alike=45)  # of 300; the replayed (derandomized) run: 197 and 103
 
 
 _lark_reference_cached = functools.cache(_lark_reference)

@@ -19,7 +19,10 @@ The default run is short (a few hundred cases); the long run, split over two pro
     GRADCLI_FUZZ_EXAMPLES=50000 GRADCLI_FUZZ_SEED=2 pytest -m fuzz tests/robustness/test_hostile_fuzz.py
 
 It does not stop at the first finding: each finding is recorded (one line of JSON each, in
-$GRADCLI_FUZZ_FINDINGS if set) and the test fails at the end if there was any.
+$GRADCLI_FUZZ_FINDINGS if set) and the test fails at the end if there was any. It also fails
+when the cases stopped reaching what the oracle judges: answers, user errors and --lines streams
+each came up fewer times than their floor (a renamed option would make every case click's usage
+error, judged in a line).
 """
 import gc
 import json
@@ -35,7 +38,7 @@ import warnings
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, seed, settings
+from hypothesis import given, seed, settings
 from hypothesis import strategies as st
 
 import typer.main
@@ -46,6 +49,7 @@ from gradcli.errors import GradcliError
 from gradcli.limits import parse_size
 
 import test_values  # the hostile data-file generator (tests/io/test_values.py)
+from test_fuzz import Tally  # how a property test's cases ended (tests/robustness/test_fuzz.py)
 
 LONG = int(os.environ.get("GRADCLI_FUZZ_EXAMPLES", "0"))
 SEED = int(os.environ.get("GRADCLI_FUZZ_SEED", "0"))
@@ -487,6 +491,7 @@ class Record:
 
     def __init__(self):
         self.cases = self.processes = 0
+        self.outcomes = Tally()
         self.findings: dict[str, dict] = {}
         self.previous = None
         self.started = time.monotonic()
@@ -507,16 +512,26 @@ class Record:
                 f"{time.monotonic() - self.started:.0f} s, {len(self.findings)} findings")
 
 
+def outcome(argv, info) -> str:
+    """What the oracle judged in a case: click's usage error, gradcli's user error, an answer
+    (exit 0 or 1), or a --lines stream (any other exit is a finding of its own)."""
+    if "Usage:" in info["stderr"]:
+        return "usage error"
+    if "--lines" in argv:
+        return "lines"
+    return {0: "answered", 1: "answered", 2: "refused"}.get(info["code"], f"exit {info['code']}")
+
+
 def fuzz(examples: int, every_process: int, derandomize: bool):
     record = Record()
 
-    @settings(max_examples=examples, deadline=None, derandomize=derandomize, database=None,
-              suppress_health_check=list(HealthCheck))
+    @settings(max_examples=examples, deadline=None, derandomize=derandomize, database=None)
     @given(case())
     def one(c):
         argv, stdin, files, max_memory = c
         record.cases += 1
         problems, info = run_in_process(argv, stdin, files, max_memory)
+        record.outcomes.note(outcome(argv, info))
         if problems:  # state left behind by the case before could be the cause: say which it was
             info["previous"] = record.previous
         record.previous = [a[:300] for a in argv], stdin[:300].decode("utf-8", "backslashreplace")
@@ -545,6 +560,8 @@ def fuzz(examples: int, every_process: int, derandomize: bool):
 def test_hostile_fuzz_short():
     record = fuzz(250, every_process=0, derandomize=True)
     assert not record.findings, list(record.findings.values())
+    # of 250; the replayed (derandomized) run: 2 answered, 180 refused, 8 --lines streams (60 usage errors)
+    record.outcomes.require(answered=1, refused=90, lines=4)
 
 
 @pytest.mark.parametrize("argv,stdin", [
@@ -569,3 +586,4 @@ def test_hostile_processes_and_signals(argv, stdin, signum):
 def test_hostile_fuzz_long():
     record = fuzz(LONG, every_process=500, derandomize=False)
     assert not record.findings, f"{record.summary()}: {list(record.findings.values())}"
+    record.outcomes.require(answered=LONG // 1000, refused=LONG // 4, lines=LONG // 100)  # about 1%, 70%, 3%
