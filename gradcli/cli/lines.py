@@ -27,7 +27,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from gradcli.language import lower as graph_module
+from gradcli.language.lower import interpret as graph_module
 
 # The grammar's NUMBER token, whole: not touching a name or a dot on either side (`x1`, `1.e`,
 # `a.1`, `2else`), so that what is taken out is always exactly one NUMBER token of the line.
