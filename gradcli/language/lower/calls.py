@@ -11,28 +11,16 @@ import numpy as np
 from gradcli.errors import OptionError, Pos, ShapeError
 from gradcli.language import syntax as ast
 from gradcli.language.lower.values import NONE, AtIndexed, AtRef, Closure, Literal, Scope, Text, TupleValue
-from gradcli.ops import CALLABLE, OPS, REQUIRED, Op, ReadingError, fmt_shape
-from gradcli.ops.core import CONSTANTS, FIRST_ARGUMENT_KEYWORDS, KEYWORD_ALIASES, split_spelling, strip_prefixes
+from gradcli.language import dialects
+from gradcli.language.dialects import (
+    ABSENT, ATTRIBUTES, CONSTANT_FUNCTIONS, CONSTANTS, FIRST_ARGUMENT_KEYWORDS, FLOAT_DTYPES, KEYWORD_ALIASES,
+    OTHER_DTYPES, SEQUENCE_KEYWORDS, SPECIAL_CALLS, ReadingError, Spelling, meaning, split_spelling, strip_prefixes)
+from gradcli.ops import OPS, REQUIRED, Op, fmt_shape
 from gradcli.ops.shapes import nested_ints
-from gradcli.ops.table import Spelling
 from gradcli.ir import ValueId
 
 MAX_CONSTANT_ELEMENTS = 100_000_000      # an array a constructor (`zeros`, `eye`) makes while lowering
 
-# dtype names in pasted code (`tf.float32`, `np.float64`, 'float32'): floating types are what
-# gradcli computes in; the others would change the numbers
-FLOAT_DTYPES = {"float16", "float32", "float64", "double", "single", "half", "float", "bfloat16", "float_"}
-OTHER_DTYPES = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool", "bool_",
-                "int", "complex64", "complex128", "complex", "long"}
-# Functions of pasted code that are numbers: Keras' fuzz factor
-CONSTANT_FUNCTIONS = {"epsilon": 1e-7}
-# the names call_special may read as something other than their op
-_SPECIAL_CALLS = frozenset(CONSTANT_FUNCTIONS) | {"len", "cast", "astype"} | FLOAT_DTYPES | OTHER_DTYPES
-# NumPy array attributes read as the functions they are
-ATTRIBUTES = {"T": "transpose", "mT": "matrix_transpose"}
-
-# The keywords by which libraries name a sequence of arrays (`tf.concat(values=...)`, `torch.cat(tensors=...)`)
-SEQUENCE_KEYWORDS = ("values", "tensors", "arrays", "tup", "seq", "condlist", "choicelist")
 # Static parameters that are integers or (nested) lists of integers: constant indices, widths
 INTEGER_ARRAY_PARAMS = {"indices", "index", "repeats", "reps", "pad_width", "paddings", "pad", "shift", "shifts",
                         "start_indices", "limit_indices", "strides", "slice_sizes", "indices_or_sections",
@@ -66,7 +54,7 @@ class Resolution:
             return False
         known = self.sequence_ops.get(node.func)
         if known is None:
-            op = CALLABLE.get(split_spelling(self.spelled(node.func))[1])
+            op = meaning(split_spelling(self.spelled(node.func))[1])
             known = self.sequence_ops[node.func] = op is not None and op.sequence > 0
         return known
 
@@ -87,7 +75,7 @@ class Resolution:
         if name == "dtype":  # what gradcli computes in: a floating type (--dtype says which)
             return Text("float", pos)
         if name in ATTRIBUTES:
-            op = CALLABLE.get(ATTRIBUTES[name])
+            op = meaning(ATTRIBUTES[name])
             if op is not None:
                 call = ast.Call(ATTRIBUTES[name], [ast.Name("", pos)], pos, method=True)
                 return self.call_builtin(op, call, [target], scope)
@@ -124,12 +112,12 @@ class Resolution:
         special = self.call_special(bare, node, values)
         if special is not None:
             return special
-        op = CALLABLE.get(bare)
+        op = meaning(bare)
         if op is None:
             if bare == "print":
                 raise OptionError("print() is not needed: gradcli prints the last statement's value; name more "
                                   "values with {option} NAME", "prints", node.pos, self.source)
-            known = list(CALLABLE) + [n for n, v in self.globals.items() if isinstance(v, ast.FuncDef)]
+            known = dialects.callable_names() + [n for n, v in self.globals.items() if isinstance(v, ast.FuncDef)]
             import difflib
 
             close = difflib.get_close_matches(bare, known, n=3)
@@ -138,27 +126,23 @@ class Resolution:
             raise self.error(f"unknown {what} '{'.' if node.method else ''}{name}'{hint}", node.pos)
         # a call is remembered only where its spelling alone decides its reading: never where the
         # reading looks at what the arguments are (a constant, an input, an array) or rewrites them
-        remember = bare not in _SPECIAL_CALLS  # (call_special reads the values)
-        if library == "torch" and len(node.args) > 1 and not op.args and not op.variadic and op.slots[0] == "shape" \
-                and all(slot == "dtype" for slot in op.slots[1:]):
-            remember = False
-            # PyTorch's constructors take the sizes as separate numbers: torch.ones(3, 4)
+        remember = bare not in SPECIAL_CALLS  # (call_special reads the values)
+        if dialects.sizes_written_apart(library, op, len(node.args)):
+            remember = False  # (`torch.ones(3, 4)`: the sizes as one shape)
             count = len(node.args)
             values = [TupleValue(values[:count], node.pos)] + values[count:]
             node = ast.Call(node.func, node.args[:1], node.pos, node.keywords, node.symbol, node.method)
         preset: dict = {}
-        if op.reading is not None and node.symbol is None:
+        if node.symbol is None and dialects.reads(op):
             remember = False
             spelling = Spelling(library, bare, len(node.args), tuple(k.name for k in node.keywords),
                                          bool(node.args) and isinstance(node.args[0], ast.Array),
                                          node.method, name if node.method else self.spelled(name),
                                          tuple(self.written_kind(v, a) for v, a in zip(values, node.args)))
             try:
-                chosen = op.reading(spelling)
+                op, preset = dialects.resolve(spelling)
             except ReadingError as exc:
                 raise self.error(str(exc), node.pos) from None
-            if chosen is not None:
-                op, preset = OPS[chosen[0]], chosen[1]
         if remember:
             self.readings[key] = (op, preset, node.symbol or strip_prefixes(name))
         return self.call_builtin(op, node, values, scope, preset)
@@ -169,7 +153,7 @@ class Resolution:
         a computed value, a constant of more than one number, or one written as an array,
         `torch.tensor(0.0)`)."""
         if isinstance(value, Literal):
-            called = CALLABLE.get(strip_prefixes(self.spelled(node.func))) \
+            called = meaning(strip_prefixes(self.spelled(node.func))) \
                 if isinstance(node, ast.Call) and not node.method else None
             return "array" if value.value.ndim or called is OPS["identity"] else "constant"
         if type(value) is not int:
@@ -264,7 +248,7 @@ class Binding:
         if node.symbol is not None and op.symbol_reads_truth:
             self.check_truth_values(node, values, op)
         if not node.keywords and len(values) == len(op.args) and not op.required and not op.variadic and (
-                op.literal is None) and not op.absent:
+                op.literal is None) and op.name not in ABSENT:
             # the common call, `exp(x)` or `a * b`: every argument given, every parameter default
             ids = tuple([v if type(v) is int else self.materialize(v, scope, node.pos) for v in values])
             params = dict(op.defaults, **preset) if preset else dict(op.defaults)
@@ -284,9 +268,10 @@ class Binding:
             # NumPy's methods take a shape as separate numbers: x.reshape(2, 3), x.transpose(1, 0)
             positional = [positional[0], TupleValue(positional[1:], node.pos)]
         given, where = self.bind_arguments(op, node, positional, keywords, keyword_values, label)
+        absent = ABSENT.get(op.name, {})
         for a in op.args:
-            if given.get(a, NONE) is NONE and a in op.absent:
-                given[a] = Literal(np.float64(op.absent[a]), where.get(a, node.pos))
+            if given.get(a, NONE) is NONE and a in absent:
+                given[a] = Literal(np.float64(absent[a]), where.get(a, node.pos))
             elif given.get(a) is NONE:
                 raise self.error(f"{label}(): {a} is None, which is not a number", where.get(a, node.pos))
         missing = [a for a in op.args if a not in given]
@@ -321,9 +306,9 @@ class Binding:
         """A reduction over an empty list of axes: NumPy, JAX and TensorFlow reduce none,
         PyTorch reads `dim=()` as every dim (or fails): the same text, other numbers."""
         library = self.method_library if node.method else split_spelling(self.spelled(node.func))[0]
-        if library == "torch":
-            raise self.error(f"{label}() with an empty dim: PyTorch reads dim=() or dim=[] as every dim (NumPy "
-                             f"as none); leave dim out to reduce every dim", node.pos)
+        refusal = dialects.empty_axes_refusal(library, label)
+        if refusal is not None:
+            raise self.error(refusal, node.pos)
 
     def bind_arguments(self, op: Op, node: ast.Call, positional: list, keywords: list, keyword_values: list,
                        label: str) -> tuple[dict, dict]:

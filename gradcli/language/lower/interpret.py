@@ -3,41 +3,19 @@ expanded where they are called, inputs, and the explicit work stack that walks a
 (no recursion over the nesting depth; recursion of user functions is detected and refused)."""
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from gradcli.errors import GradcliError, OptionError, Pos, Source
 from gradcli.language import syntax as ast
-from gradcli.language.lower.calls import SEQUENCE_KEYWORDS, FLOAT_DTYPES, OTHER_DTYPES
+from gradcli.language import dialects
+from gradcli.language.dialects import (
+    CONSTANTS, FLOAT_DTYPES, OTHER_DTYPES, SEQUENCE_KEYWORDS, meaning, numpy as numpy_dialect, split_spelling)
 from gradcli.language.lower.values import (
     NONE, AtIndexed, AtRef, Closure, IndexTrick, Literal, Scope, Text, TupleValue)
-from gradcli.ops import CALLABLE, OPS
-from gradcli.ops.core import CONSTANTS, split_spelling
+from gradcli.ops import OPS
 from gradcli.ir import Equation, Graph
 
 _EVAL, _APPLY, _BIND, _DISCARD, _UNPACK, _DEFINE, _CHOOSE = range(7)
-
-
-_TORCH_SPELLED = re.compile(r"(?<![\w.])(?:torch|F)\.")
-_OTHER_ARRAY_LIBRARIES = ("np", "numpy", "jnp", "onp", "anp", "tf", "tensorflow", "jax", "keras", "K")
-_OTHER_ARRAY_LIBRARY_SPELLED = re.compile(rf"(?<![\w.])(?:{'|'.join(_OTHER_ARRAY_LIBRARIES)})\.")
-
-
-def _libraries(module: ast.Module, text: str) -> tuple[bool, bool]:
-    """(whether the program spells PyTorch: imports it, or calls torch./F.; whether it spells
-    NumPy, JAX, TensorFlow, Keras or autograd). Whose methods `x.std()`, `x.max(1)` and subscripts
-    `x[0, :, [1, 2]]` are follows from them: PyTorch's where the program spells only PyTorch,
-    else NumPy's. They differ: torch's x.std() divides by n - 1, its x.max(1) gives (values,
-    indices), its integer subscripts select before its lists index."""
-    imported = {module_name.partition(".")[0] for stmt in module.statements if isinstance(stmt, ast.Import)
-                for module_name, _ in stmt.bindings}
-    # (a substring test first: the searches' lookbehind is slow over a long generated program)
-    torch = "torch" in imported or (("torch." in text or "F." in text) and _TORCH_SPELLED.search(text) is not None)
-    other = bool(imported & {"numpy", "jax", "tensorflow", "keras", "autograd"}) \
-        or (any(f"{prefix}." in text for prefix in _OTHER_ARRAY_LIBRARIES)
-            and _OTHER_ARRAY_LIBRARY_SPELLED.search(text) is not None)
-    return torch, other
 
 
 class Interpreter:
@@ -62,11 +40,10 @@ class Interpreter:
                 self.assigned_at.setdefault(name, stmt.pos)
         self.module = module
         self.call_text = call
-        torch, other = _libraries(module, source.text)
-        self.method_library = "torch" if torch and not other else "numpy"
-        # a program spelling PyTorch beside another library: a subscript its two readings of
-        # integer-and-list indexing would tell apart is refused (see index)
-        self.torch_beside_others = torch and other
+        # whose methods and subscripts the program's are; a program spelling PyTorch beside another
+        # library: a subscript its two readings of integer-and-list indexing would tell apart is
+        # refused (see index)
+        self.method_library, self.torch_beside_others = dialects.spelled_libraries(module, source.text)
         # how a call spelled so (name, operator symbol, method or not, arguments and keywords
         # given, a list first) reads, once found: (op, preset); an import renames, and forgets them
         self.readings: dict[tuple, tuple] = {}
@@ -359,17 +336,17 @@ class Interpreter:
             return Literal(np.float64(CONSTANTS[bare]), node.pos)
         if "." in name and bare in FLOAT_DTYPES | OTHER_DTYPES:
             return Text(bare, node.pos)
-        if "." in name and library == "numpy" and bare == "newaxis":  # NumPy's name for None in a subscript
+        if "." in name and library == "numpy" and bare == numpy_dialect.NEW_AXIS:  # None in a subscript
             return NONE
         if "." not in name and name in self.assigned_at:
             where = self.assigned_at[name]
             raise self.error(f"'{name}' is used before it is assigned (at line {where.line})", node.pos)
         # a bare name that is also a function (`beta`, `gamma` of a layer norm) is an input;
         # a library's function spelled as a value (`np.sin * 2`) is a slip
-        if bare in CALLABLE and "." in name:
+        if "." in name and meaning(bare) is not None:
             raise self.error(f"'{name}' is a function: call it, as in {name}(x)", node.pos)
-        if "." in name and library == "numpy" and bare in ("c_", "r_"):
-            return IndexTrick(OPS[bare], name, node.pos)
+        if "." in name and library == "numpy" and bare in numpy_dialect.INDEX_TRICKS:
+            return IndexTrick(OPS[numpy_dialect.INDEX_TRICKS[bare]], name, node.pos)
         if "." in name:
             raise self.error(f"unknown name '{name}'", node.pos)
         return self.input(name, node.pos)
@@ -387,7 +364,7 @@ class Interpreter:
 
         close = [c for n in names for c in difflib.get_close_matches(n, known, n=1)]
         maybe = f" (did you mean {', '.join(close)}?)" if close and len(names) == 1 else ""
-        functions = [n for n in names if n in CALLABLE]
+        functions = [n for n in names if meaning(n) is not None]
         if functions and not maybe and len(names) == 1:
             maybe = f" (or call the function: {functions[0]}(x))"
         return OptionError(f"missing input{'s' if len(names) > 1 else ''} {listed}{maybe}: "

@@ -7,6 +7,7 @@ import numpy as np
 
 from gradcli.errors import Pos, ShapeError
 from gradcli.language import syntax as ast
+from gradcli.language.dialects import ReadingError, torch as torch_dialect
 from gradcli.language.lower.values import NONE, AtIndexed, AtRef, IndexTrick, Literal, Scope, Text, TupleValue
 from gradcli.ops import OPS
 from gradcli.ops import index as ops_index
@@ -57,18 +58,15 @@ class Subscripts:
             return target.items[k]
         value = self.materialize(target, scope)
         if self.method_library == "torch":
-            if any(isinstance(item, tuple) and item[2] is not None and item[2] < 0 for item in index):
-                raise self.error("PyTorch takes no negative slice step (x[::-1] is a ValueError there): "
-                                 "flip the axis with torch.flip(x, dims)", node.pos)
-            selects, rest = _torch_index_steps(index)
+            try:
+                selects, rest = torch_dialect.subscript_steps(index)
+            except ReadingError as exc:
+                raise self.error(str(exc), node.pos) from None
             if selects is not None:
                 value = self.emit(OPS["index"], (value,), {"index": selects}, node.pos, "[]", scope)
                 index = rest
-        elif self.torch_beside_others and _integers_part_a_separated_advanced_index(index):
-            raise self.error("this subscript mixes integers and lists apart from each other, which NumPy and "
-                             "PyTorch read differently (NumPy moves the indexed axes to the front, PyTorch "
-                             "selects the integers first), and the program uses both: write it in steps, "
-                             "such as x[0][:, [1, 2]]", node.pos)
+        elif self.torch_beside_others and torch_dialect.reads_apart_from_numpy(index):
+            raise self.error(torch_dialect.MIXED_SUBSCRIPT, node.pos)
         return self.emit(OPS["index"], (value,), {"index": tuple(index)}, node.pos, "[]", scope)
 
     def index_trick(self, trick: IndexTrick, node: ast.Index, items: list, scope: Scope):
@@ -161,40 +159,3 @@ class Subscripts:
     @staticmethod
     def node_pos(node, default: Pos) -> Pos:
         return getattr(node, "pos", None) or default
-
-
-_ALL = (None, None, None)  # the slice `:` as an index holds it
-
-
-def _mixes_integers_and_lists(index) -> bool:
-    return ops_index.is_advanced(index) and any(type(item) is int for item in index)
-
-
-def _torch_index_steps(index) -> tuple:
-    """PyTorch's reading of a subscript that mixes integers with lists (or masks): the integers
-    select first, with the slices, None and ... in place and the lists' axes kept whole; then
-    the lists index what is left, by NumPy's rules there. (selects, the rest), or (None, None)
-    where the subscript has no such mix and reads as in NumPy."""
-    if not _mixes_integers_and_lists(index):
-        return None, None
-    selects, rest = [], []
-    for item in index:
-        if type(item) is int:
-            selects.append(item)  # (its axis is gone from what the rest indexes)
-        elif isinstance(item, ops_index.IndexArray):
-            axes = item.array.ndim if item.array.dtype == np.bool_ else 1  # a mask spans its own axes
-            selects.extend([_ALL] * axes)
-            rest.append(item)
-        else:  # a slice, None (its new axis then taken whole), or ...
-            selects.append(item)
-            rest.append(item if item is Ellipsis else _ALL)
-    return tuple(selects), tuple(rest)
-
-
-def _integers_part_a_separated_advanced_index(index) -> bool:
-    """Whether integers and lists (or masks) index together with a slice, None or ... between
-    them: where NumPy moves the indexed axes to the front and PyTorch does not."""
-    if not _mixes_integers_and_lists(index):
-        return False
-    places = [k for k, item in enumerate(index) if type(item) is int or isinstance(item, ops_index.IndexArray)]
-    return places[-1] - places[0] + 1 != len(places)
