@@ -9,13 +9,19 @@ lowering holds before a value is in the graph).
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
+
 from gradcli.errors import Source
 from gradcli.language import syntax as ast
 from gradcli.language.lower.calls import Binding, Resolution
 from gradcli.language.lower.fold import Constants
 from gradcli.language.lower.interpret import Interpreter
 from gradcli.language.lower.subscripts import Subscripts
+from gradcli.language.lower.values import NumberPolicy
 from gradcli.ir import Graph
+
+__all__ = ["lower", "NumberPolicy", "numbers_read_by", "MAX_LOWERING_STEPS", "LOWERING_STEPS_PER_CHARACTER"]
 
 MAX_LOWERING_STEPS = 1_000_000           # expansion steps of a short program (seconds of work)
 LOWERING_STEPS_PER_CHARACTER = 8         # ... and more for a longer text (a 50 MB program)
@@ -25,13 +31,33 @@ class _Lowering(Interpreter, Resolution, Binding, Subscripts, Constants):
     """One program's lowering: its parts' methods on one object, which holds the graph being built."""
 
     def __init__(self, module: ast.Module, source: Source, feeds: dict, call: ast.Node | None = None,
-                 symbols: bool = False):
-        super().__init__(module, source, feeds, call, symbols, MAX_LOWERING_STEPS, LOWERING_STEPS_PER_CHARACTER)
+                 symbols: bool = False, numbers: NumberPolicy | None = None):
+        super().__init__(module, source, feeds, call, symbols, MAX_LOWERING_STEPS, LOWERING_STEPS_PER_CHARACTER,
+                         numbers)
+
+
+# the policy of the programs lowered inside `numbers_read_by` (None: the plain reading)
+_NUMBERS: contextvars.ContextVar = contextvars.ContextVar("numbers", default=None)
+
+
+@contextlib.contextmanager
+def numbers_read_by(numbers: NumberPolicy):
+    """Every program lowered inside the block (without a `numbers` of its own) reads its numbers
+    through `numbers`: for a caller whose programs are lowered by the library API (gradcli.api)."""
+    token = _NUMBERS.set(numbers)
+    try:
+        yield numbers
+    finally:
+        _NUMBERS.reset(token)
 
 
 def lower(module: ast.Module, source: Source, feeds: dict | None = None, call: ast.Node | None = None,
-          symbols: bool = False) -> Graph:
+          symbols: bool = False, numbers: NumberPolicy | None = None) -> Graph:
     """The program as a graph, with `feeds` (name -> array) as its input values; `call` (an
     assignment or expression statement) is run after the program, e.g. `f(a, b)`. With
-    `symbols`, an input that has no value is a scalar without one (nothing is evaluated)."""
-    return _Lowering(module, source, dict(feeds or {}), call, symbols).run()
+    `symbols`, an input that has no value is a scalar without one (nothing is evaluated).
+    `numbers` says how its number literals become values and is told of its constants as the
+    graph is built and differentiated (None: as `numbers_read_by` says, else the plain reading)."""
+    if numbers is None:
+        numbers = _NUMBERS.get()
+    return _Lowering(module, source, dict(feeds or {}), call, symbols, numbers).run()

@@ -11,7 +11,7 @@ from gradcli.language import dialects
 from gradcli.language.dialects import (
     CONSTANTS, FLOAT_DTYPES, OTHER_DTYPES, SEQUENCE_KEYWORDS, meaning, numpy as numpy_dialect, split_spelling)
 from gradcli.language.lower.values import (
-    NONE, AtIndexed, AtRef, Closure, IndexTrick, Literal, Scope, Text, TupleValue)
+    NONE, AtIndexed, AtRef, Closure, IndexTrick, Literal, NumberPolicy, Scope, Text, TupleValue)
 from gradcli.ops import OPS
 from gradcli.ir import Equation, Graph
 
@@ -22,8 +22,11 @@ class Interpreter:
     """Part of the lowering (gradcli.language.lower): the program's statements and expressions."""
 
     def __init__(self, module: ast.Module, source: Source, feeds: dict, call: ast.Node | None, symbols: bool,
-                 max_steps: int, steps_per_character: int):
+                 max_steps: int, steps_per_character: int, numbers: NumberPolicy | None = None):
         self.graph = Graph(source)
+        # how numbers written in the program become values (and who is told of them)
+        self.number_value = number_value if numbers is None else numbers.number_value
+        self.graph.numbers = numbers
         # the expansion's work is bounded, not only the operations it adds: a call tree that
         # adds none (`pick(f(a), f(a))` forty deep) must end too
         self.max_steps = max_steps
@@ -55,6 +58,7 @@ class Interpreter:
     def run(self) -> Graph:
         graph = self.graph
         top = Scope(None)
+        number_value = self.number_value
         statements = list(self.module.statements)
         if self.call_text is not None:
             call = self.call_text
@@ -196,6 +200,7 @@ class Interpreter:
         push, pop = work.append, work.pop
         Name, Number, Call, Closure_ = ast.Name, ast.Number, ast.Call, Closure
         globals_ = self.globals
+        number_value = self.number_value
         steps = self.steps_left  # (a local, counted once per work item; an error ends the lowering)
         while work:
             kind, node, scope = pop()
@@ -415,8 +420,7 @@ class Interpreter:
 
 
 def number_value(node: ast.Number):
-    """The value of a number written in the program (gradcli.cli.lines replaces this while it
-    learns which numbers lowering only turns into constants)."""
+    """The value of a number written in the program (NumberPolicy's, without a policy)."""
     return np.float64(node.value)
 
 

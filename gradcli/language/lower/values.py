@@ -1,6 +1,7 @@
 """The values of the lowering, as it holds them before (or instead of) a graph id: a constant not
 yet placed (`Literal`), a tuple, a string, None, JAX's `x.at[...]` and NumPy's `np.c_` waiting
-for what follows, a closure, and the scope of a user function being expanded."""
+for what follows, a closure, and the scope of a user function being expanded; and the policy by
+which the numbers written in a program become values (`NumberPolicy`)."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,6 +9,26 @@ import numpy as np
 from gradcli.errors import Pos
 from gradcli.language import syntax as ast
 from gradcli.records import ValueRecord
+
+
+class NumberPolicy:
+    """How the numbers written in a program become values, and what is told of them as the program
+    is built (lowered and differentiated). This one reads each as a float64 and is told nothing;
+    gradcli.cli.lines passes its own to learn which numbers are only ever the values of constants.
+    The graph (gradcli.ir.Graph.numbers) tells it of constants made and read."""
+
+    def number_value(self, node: ast.Number):
+        """The value of a number literal as the lowering meets it."""
+        return np.float64(node.value)
+
+    def made(self, graph, id_: int) -> None:
+        """A constant's or an input's equation `id_` was just made (its parameters may be wrapped)."""
+
+    def constant_read(self, eq) -> float | None:
+        """The number a constant equation holds, read while the program is built (by a gradient
+        rule or a simplification), or None where it is not one number."""
+        value = dict.__getitem__(eq.params, "value")
+        return float(value) if value.ndim == 0 else None
 
 
 class Literal(ValueRecord):
