@@ -194,6 +194,8 @@ class Graph(ValueRecord):
         memo["indexed"] = id_ + 1
         return Sym(self, id_)
 
+    emit = derived  # the graph as the trace a gradient rule's `G.` ops go to (gradcli.ops.trace)
+
     def _index_equations(self) -> None:
         """Let gradient equations reuse identical equations of the program itself
         (`w * y` computed forward is not computed again backward)."""
@@ -269,10 +271,3 @@ def _hashable(params: dict):
         return ()
     return tuple(sorted((k, v.tobytes() if isinstance(v, np.ndarray) else v) for k, v in params.items()))
 
-
-# --------------------------------------------------------------------------- lowering
-
-class ValueId(int):
-    """A value of the graph, as a composite's expansion holds it: never the number it equals
-    (`label_smoothing=1.0` is the number 1, not value 1)."""
-    __slots__ = ()

@@ -3,8 +3,9 @@
 (`torch.addmm`, `torch.lerp`, `torch.cdist` ...), with PyTorch's semantics and defaults
 (`reduction='mean'`).
 
-Each is one record whose `expand` builds the call out of ops of the table at the call's place
-(`E("add", a, b)` emits an equation and returns its id; numbers and arrays become constants):
+Each is one record whose `expand` builds the call out of ops of the table at the call's place,
+written over the tracer's symbolic values (gradcli.ops.trace: `f.add(a, b)` and `a + b` emit an
+equation through the call's expansion; numbers and arrays become constants):
 the gradients and second derivatives are those ops' own rules, so nothing here has a
 hand-written derivative to get wrong. The value computed is PyTorch's formula as documented,
 including its clamps (`binary_cross_entropy`'s log at -100, `gaussian_nll_loss`'s variance
@@ -17,54 +18,11 @@ import math
 import numpy as np
 
 from gradcli.errors import ShapeError
-from gradcli.ops.trace import G as G_
+from gradcli.ops.trace import G as G_, Functions, Sym
 from gradcli.ops.table import REQUIRED, UNBOUNDED, DataError, Op, register
 from gradcli.ops.shapes import broadcast_shapes, fmt_shape, normalize_axes
 from gradcli.ops.index import IndexArray
 
-
-
-class V:
-    """A value being built by an expansion: arithmetic on it emits equations."""
-
-    __slots__ = ("e", "id")
-
-    def __init__(self, e, id_: int):
-        self.e = e
-        self.id = id_
-
-    @property
-    def shape(self) -> tuple:
-        return tuple(self.e.shape(self.id))
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    def __add__(self, o): return call(self.e, "add", self, o)
-    def __radd__(self, o): return call(self.e, "add", o, self)
-    def __sub__(self, o): return call(self.e, "subtract", self, o)
-    def __rsub__(self, o): return call(self.e, "subtract", o, self)
-    def __mul__(self, o): return call(self.e, "multiply", self, o)
-    def __rmul__(self, o): return call(self.e, "multiply", o, self)
-    def __truediv__(self, o): return call(self.e, "divide", self, o)
-    def __rtruediv__(self, o): return call(self.e, "divide", o, self)
-    def __pow__(self, o): return call(self.e, "power", self, o)
-    def __neg__(self): return call(self.e, "negative", self)
-
-
-def call(e, name: str, *args, **params) -> V:
-    return V(e, e(name, *(a.id if isinstance(a, V) else a for a in args), **params))
-
-
-class _Functions:
-    """`f.exp(x)`, `f.sum(x, axis=1)`: the table's ops inside an expansion."""
-
-    def __init__(self, e):
-        self.e = e
-
-    def __getattr__(self, name):
-        return lambda *args, **params: call(self.e, name, *args, **params)
 
 
 def _unused(*_, **__):
@@ -72,16 +30,18 @@ def _unused(*_, **__):
 
 
 def composite(name: str, args: tuple, params: dict, doc: str, tensors=(), public=True, loose=()):
-    """Register `fn(f, *args, **params) -> V` as the op `name`."""
+    """Register `fn(f, *args, **params) -> Sym` as the op `name`: `expand(trace, *ids, **params)`
+    calls it with its arguments (and the parameters in `tensors`) as symbolic values of `trace`,
+    and `f` the table's functions emitting through it."""
     def wrap(fn):
-        def expand(e, *ids, **given):
+        def expand(trace, *ids, **given):
             _check_kinds({k: v for k, v in params.items() if k not in loose}, given)
-            f = _Functions(e)
-            values = [V(e, i) for i in ids]
+            values = [Sym(trace, i) for i in ids]
             for k in tensors:
-                if given.get(k) is not None:
-                    given[k] = V(e, given[k])
-            return fn(f, *values, **given).id
+                value = given.get(k)
+                if value is not None and type(value) is not Sym:
+                    given[k] = Sym(trace, value)
+            return fn(Functions(trace), *values, **given)
         register(Op(name, _unused, _unused, None, args=args, params=params, doc=doc,
                     expand=expand, tensors=tuple(tensors), public=public))
         return fn
@@ -105,7 +65,7 @@ def _check_kinds(defaults: dict, given: dict) -> None:
             raise ShapeError(f"'{name}' must be a string such as {default!r}, not {value!r}")
 
 
-def reduce(f, loss: V, reduction) -> V:
+def reduce(f, loss: Sym, reduction) -> Sym:
     if reduction == "mean":
         return f.mean(loss)
     if reduction == "sum":
@@ -115,17 +75,17 @@ def reduce(f, loss: V, reduction) -> V:
     raise ShapeError(f"reduction must be 'mean', 'sum' or 'none', not {reduction!r}")
 
 
-def clamp_min(f, x: V, low) -> V:
+def clamp_min(f, x: Sym, low) -> Sym:
     """PyTorch's clamp_min: low where x < low, else x (NaN stays); the gradient passes where
     x >= low, and to a tensor low where x < low."""
     return f.where(f.less(x, low), low, x)
 
 
-def clamp_max(f, x: V, high) -> V:
+def clamp_max(f, x: Sym, high) -> Sym:
     return f.where(f.greater(x, high), high, x)
 
 
-def no_grad_clamp_min(f, x: V, low: float) -> V:
+def no_grad_clamp_min(f, x: Sym, low: float) -> Sym:
     """max(x, low) in value, with the gradient of x itself: PyTorch's `x.clamp_(min=low)`
     under no_grad."""
     return x + f.stop_gradient(f.maximum(x, low) - x)
@@ -188,7 +148,7 @@ def _gaussian_nll(f, x, t, var, reduction, full, eps):
         elif not (xs[:-1] == vs[:-1] and vs and vs[-1] == 1):
             raise ShapeError(f"var of shape {fmt_shape(vs)} does not fit input of shape {fmt_shape(xs)} "
                              "(the same shape, one dimension fewer, or a last dimension of 1)")
-    known = f.e.known(var.id)
+    known = var.graph.known(var.id)
     if known is not None and np.any(np.asarray(known) < 0):
         raise ShapeError("var has a negative entry (PyTorch refuses it)")
     var = f.checked_range(var, lo=0.0, rule="var has a negative entry (PyTorch refuses it)")
@@ -285,9 +245,8 @@ def _bce_logits(f, x, t, reduction, weight, pos_weight):
 def _class_targets(f, x, t, cdim, ignore_index, label):
     """One-hot rows of class-index targets (0 where the target is ignore_index), and the mask
     of the targets that count; the targets' values are checked against the classes."""
-    e = f.e
     n_classes = x.shape[cdim]
-    known = e.known(t.id)
+    known = t.graph.known(t.id)
     if known is None:
         raise ShapeError(f"class-index targets must be written in the program or given as an input (gradcli "
                          f"checks each against the {n_classes} classes)")
@@ -1021,7 +980,7 @@ def _keras_kld(f, t, p):
 
 def _hinge_labels(f, t, name):
     """Keras turns labels that are all 0 or 1 into -1 and 1 (a decision on the data)."""
-    known = f.e.known(t.id)
+    known = t.graph.known(t.id)
     if known is None:
         raise ShapeError(f"{name}: Keras reads labels that are all 0 or 1 as -1 and 1, so the labels must be "
                          "written in the program or given as an input")

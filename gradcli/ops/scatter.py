@@ -310,7 +310,7 @@ register(Op("as_read", _as_read, lambda x, values, mask=None, largest=None: x, (
 
 
 def _known(f, v, what):
-    known = f.e.known(v.id)
+    known = v.graph.known(v.id)
     if known is None:
         raise ShapeError(f"{what} must be written in the program or given as an input (its values decide the "
                          "result's shape)")

@@ -15,9 +15,8 @@ from gradcli.language import dialects
 from gradcli.language.dialects import (
     ABSENT, ATTRIBUTES, CONSTANT_FUNCTIONS, CONSTANTS, FIRST_ARGUMENT_KEYWORDS, FLOAT_DTYPES, KEYWORD_ALIASES,
     OTHER_DTYPES, SEQUENCE_KEYWORDS, SPECIAL_CALLS, ReadingError, Spelling, meaning, split_spelling, strip_prefixes)
-from gradcli.ops import OPS, REQUIRED, Op, fmt_shape
+from gradcli.ops import OPS, REQUIRED, Op, Sym, fmt_shape
 from gradcli.ops.shapes import nested_ints
-from gradcli.ir import ValueId
 
 MAX_CONSTANT_ELEMENTS = 100_000_000      # an array a constructor (`zeros`, `eye`) makes while lowering
 
@@ -354,14 +353,13 @@ class Binding:
                 raise self.error(f"{label}() needs the argument '{pname}'", node.pos)
             else:
                 params[pname] = default
-        ids = tuple(ValueId(self.materialize(given[a], scope)) for a in op.args)
-        params = {k: ValueId(v) if k in op.tensors and v is not None else v for k, v in params.items()}
+        ids = tuple(self.materialize(given[a], scope) for a in op.args)
         expansion = _Expansion(self, node.pos, label, scope)
         if any(self.graph.shapes[i] is None for i in ids + tuple(v for k, v in params.items() if k in op.tensors
                                                                   and v is not None)):
             return ids[0]  # a missing input: lowering goes on to list them all
         try:
-            return op.expand(expansion, *ids, **params)
+            return op.expand(expansion, *ids, **params).id
         except (TypeError, ValueError, IndexError) as exc:  # a parameter of a kind the op does not take
             raise self.error(f"{label}(): an argument is not of a kind {label}() takes ({exc})", node.pos) from None
         except ShapeError as exc:
@@ -537,24 +535,26 @@ class Binding:
 
 
 class _Expansion:
-    """What a composite op's expansion builds with: `E(name, *args, **params)` emits the op
-    `name` at the call's place (numbers and arrays become constants) and returns its id."""
+    """The trace a composite's expansion emits through (gradcli.ops.trace): each op bound as a call
+    at the composite's call's place, a composite in it expanded in turn; numbers and arrays
+    become constants there."""
 
     def __init__(self, lowering: Binding, pos: Pos, label: str, scope: Scope):
         self.lowering, self.pos, self.label, self.scope = lowering, pos, label, scope
+        self.shapes = lowering.graph.shapes
 
-    def __call__(self, name: str, *args, **params) -> int:
-        graph = self.lowering.graph
-        ids = tuple(a if isinstance(a, ValueId) else ValueId(graph.add_constant(
-            np.asarray(a, dtype=np.float64), self.pos, self.scope.stack)) for a in args)
-        op = OPS[name]
+    def emit(self, op: Op, ids: tuple, params: dict) -> Sym:
         params = dict(op.defaults, **params)
         if op.expand is not None:
-            return ValueId(op.expand(self, *ids, **params))
-        return ValueId(self.lowering.emit_call(op, ids, params, self.pos, self.label, self.scope))
+            return op.expand(self, *ids, **params)
+        id_ = self.lowering.emit_call(op, ids, params, self.pos, self.label, self.scope)
+        if type(id_) is not int:  # (a tuple of results is no value of an expansion)
+            raise TypeError(f"{op.name} gives a tuple")
+        return Sym(self, id_)
 
-    def shape(self, id_: int) -> tuple:
-        return self.lowering.graph.shapes[id_]
+    def constant(self, value) -> Sym:
+        return Sym(self, self.lowering.graph.add_constant(np.asarray(value, dtype=np.float64), self.pos,
+                                                          self.scope.stack))
 
     def known(self, id_: int):
         """The value of a constant or an input (as given for this run), else None."""
