@@ -250,11 +250,12 @@ def _op_gradient(op) -> str:
 
 def ops_reference() -> str:
     """docs/ops.md: every operation a program may call, by family, from the op records (name,
-    arguments, parameters with their defaults, other names, what it computes: the record's
+    arguments, parameters with their defaults, the libraries' other names for it, what it computes: the record's
     `doc`, and where its gradient goes).
 
         python -m gradcli.docs --ops > docs/ops.md
     """
+    from .language import dialects
     from .ops import OPS
 
     public = [op for op in OPS.values() if op.public]
@@ -274,7 +275,7 @@ def ops_reference() -> str:
                   "|---|---|---|---|---|---|"]
         for op in members:
             also = [f"`{_op_operator(op)}`"] if getattr(op, "symbol", None) else []
-            also += [f"`{name}`" for name in getattr(op, "aliases", ())]
+            also += [f"`{name}`" for name in dialects.names_of(op.name)]
             doc = op.doc or ("elementwise" if op.elementwise else "")
             parts.append(f"| `{op.name}` | {_cell(_op_arrays(op))} | {_cell(_op_parameters(op))} | "
                          f"{', '.join(also)} | {_cell(doc)} | {_cell(_op_gradient(op))} |")

@@ -49,6 +49,10 @@ _MAX_ELEMENTS = 2**63 - 1  # NumPy's intp
 
 
 class Graph(ValueRecord):
+    """The equations, their shapes and names. `numbers` (a gradcli.language.lower.NumberPolicy, set
+    by the lowering) is told of each constant or input made, and reads each constant's number
+    that building the program looks at; None: nobody is told."""
+
     _fields = ("source", "equations", "shapes", "names", "inputs", "value_names", "result", "warnings", "context",
                "differentiated", "_memo")
     source: Source
@@ -63,6 +67,7 @@ class Graph(ValueRecord):
     context: int | None = None
     differentiated: set
     _memo: dict
+    numbers = None  # (not a field: how the program's numbers are watched, not what it computes)
 
     def __init__(self, source, equations=NEW, shapes=NEW, names=NEW, inputs=NEW, value_names=NEW, result=None,
                  warnings=NEW, context=None, differentiated=NEW, _memo=NEW):
@@ -124,11 +129,17 @@ class Graph(ValueRecord):
 
     def add_input(self, name: str, value, pos: Pos | None = None, label: str | None = None) -> int:
         """An input equation: a named source whose value can be given anew at each run."""
-        return self.add(OPS["input"], (), {"name": name, "value": np.asarray(value)}, pos, label or name)
+        id_ = self.add(OPS["input"], (), {"name": name, "value": np.asarray(value)}, pos, label or name)
+        if self.numbers is not None:
+            self.numbers.made(self, id_)
+        return id_
 
     def add_constant(self, value, pos: Pos | None = None, stack: tuple = (), backward: int | None = None) -> int:
         value = np.asarray(value, dtype=np.float64)
-        return self.add(OPS["const"], (), {"value": value}, pos, "constant", stack, backward)
+        id_ = self.add(OPS["const"], (), {"value": value}, pos, "constant", stack, backward)
+        if self.numbers is not None:
+            self.numbers.made(self, id_)
+        return id_
 
     # ----------------------------------------------------------------- gradient building
     def constant(self, value) -> Sym:
@@ -145,8 +156,11 @@ class Graph(ValueRecord):
         eq = self.equations[id_]
         while eq.op.repeats:
             eq = self.equations[eq.inputs[0]]
-        if eq.op.name == "const" and eq.params["value"].ndim == 0:
-            return float(eq.params["value"])
+        if eq.op.name == "const":
+            if self.numbers is not None:
+                return self.numbers.constant_read(eq)
+            value = eq.params["value"]
+            return float(value) if value.ndim == 0 else None
         return None
 
     def derived(self, op: Op, inputs: tuple, params: dict) -> Sym:
@@ -179,6 +193,8 @@ class Graph(ValueRecord):
         memo[key] = id_
         memo["indexed"] = id_ + 1
         return Sym(self, id_)
+
+    emit = derived  # the graph as the trace a gradient rule's `G.` ops go to (gradcli.ops.trace)
 
     def _index_equations(self) -> None:
         """Let gradient equations reuse identical equations of the program itself
@@ -255,10 +271,3 @@ def _hashable(params: dict):
         return ()
     return tuple(sorted((k, v.tobytes() if isinstance(v, np.ndarray) else v) for k, v in params.items()))
 
-
-# --------------------------------------------------------------------------- lowering
-
-class ValueId(int):
-    """A value of the graph, as a composite's expansion holds it: never the number it equals
-    (`label_smoothing=1.0` is the number 1, not value 1)."""
-    __slots__ = ()

@@ -27,7 +27,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from gradcli.language import lower as graph_module
+from gradcli.language.lower import NumberPolicy, numbers_read_by
 
 # The grammar's NUMBER token, whole: not touching a name or a dot on either side (`x1`, `1.e`,
 # `a.1`, `2else`), so that what is taken out is always exactly one NUMBER token of the line.
@@ -43,9 +43,11 @@ _SHAPE_ATTRIBUTES = frozenset({"shape", "ndim", "size", "dtype", "nbytes", "__cl
                                "__array_finalize__", "__array_priority__"})
 
 
-class _Watch:
+class _Watch(NumberPolicy):
     """What one watched compilation saw: the free numbers it was given (slot -> stand-in)
-    and those read."""
+    and those read. It is the compilation's number policy (gradcli.language.lower): a number
+    literal's value is its stand-in, watched; a constant made of it has watched parameters; a
+    simplification reading a constant gets it as a _WatchedFloat."""
 
     def __init__(self, offsets: dict[int, int], standins: dict[int, float], literals: list[str]):
         self.offsets = offsets      # character offset of a number -> its slot
@@ -56,7 +58,33 @@ class _Watch:
         self.by_bits = _by_bits(standins)
         self.compared: set[int] = set()  # slots whose value a simplification looked at
         self.constraints: set[tuple[int, int, float]] = set()  # (slot, sign, a number it was compared with)
-        self.quiet = 0  # > 0 while Graph.scalar_constant reads a value (watched as a _WatchedFloat)
+
+    def number_value(self, node):
+        if _current is self and not node.boolean and node.pos is not None:
+            slot = self.offsets.get(node.pos.start)
+            if slot is not None and node.value == float(self.literals[slot]):
+                self.met[slot] = self.met.get(slot, 0) + 1
+                if slot in self.standins:
+                    value = np.array(self.standins[slot], dtype=np.float64).view(Watched)
+                    value.__dict__["slot"] = slot
+                    return value
+        return np.float64(node.value)
+
+    def made(self, graph, id_: int) -> None:
+        eq = graph.equations[id_]
+        value = eq.params.get("value")
+        if _current is self and isinstance(value, np.ndarray) and value.dtype == np.float64 and value.ndim == 0:
+            found = self.by_bits.get(value.tobytes())
+            if found is not None:
+                eq.params = _WatchedParams(eq.params, found[0])
+
+    def constant_read(self, eq):
+        value = NumberPolicy.constant_read(self, eq)  # (read as it is: not a use of the number)
+        found = None if value is None or _current is not self else self.by_bits.get(np.float64(value).tobytes())
+        if found is None:
+            return value
+        self.compared.add(found[0])
+        return _WatchedFloat(value, *found)
 
 
 _current: _Watch | None = None
@@ -121,7 +149,7 @@ class _WatchedParams(dict):
         self.slot = slot
 
     def _mark(self):
-        if _current is not None and not _current.quiet:
+        if _current is not None:
             _current.read.add(self.slot)
 
     def __getitem__(self, key):
@@ -213,51 +241,6 @@ for _name in ("__hash__", "__float__", "__int__", "__bool__", "__lt__", "__le__"
               "__repr__", "__str__", "__format__", "__mod__", "__rmod__", "__floordiv__", "__rfloordiv__",
               "__divmod__", "__rdivmod__", "__reduce__", "__reduce_ex__", "__getnewargs__"):
     setattr(_WatchedFloat, _name, _float_marking(_name))
-
-
-def _watched_scalar_constant(original):
-    def scalar_constant(self, id_):
-        watch = _current
-        if watch is None:
-            return original(self, id_)
-        watch.quiet += 1
-        try:
-            value = original(self, id_)
-        finally:
-            watch.quiet -= 1
-        found = None if value is None else watch.by_bits.get(np.float64(value).tobytes())
-        if found is None:
-            return value
-        watch.compared.add(found[0])
-        return _WatchedFloat(value, *found)
-    return scalar_constant
-
-
-def _number_value(node):
-    watch = _current
-    if watch is not None and not node.boolean and node.pos is not None:
-        slot = watch.offsets.get(node.pos.start)
-        if slot is not None and node.value == float(watch.literals[slot]):
-            watch.met[slot] = watch.met.get(slot, 0) + 1
-            if slot in watch.standins:
-                value = np.array(watch.standins[slot], dtype=np.float64).view(Watched)
-                value.__dict__["slot"] = slot
-                return value
-    return np.float64(node.value)
-
-
-def _watched_add(add):
-    def watched(self, op, inputs, params, *args, **kwargs):
-        id_ = add(self, op, inputs, params, *args, **kwargs)
-        watch = _current
-        if watch is not None and op.name in ("const", "input"):
-            value = self.equations[id_].params.get("value")
-            if isinstance(value, np.ndarray) and value.dtype == np.float64 and value.ndim == 0:
-                found = watch.by_bits.get(value.tobytes())
-                if found is not None:
-                    self.equations[id_].params = _WatchedParams(self.equations[id_].params, found[0])
-        return id_
-    return watched
 
 
 class _Template:
@@ -392,20 +375,16 @@ class LineCache:
         global _current
         standins = self._standins(free, literals, round_)
         watch = _Watch(offsets, standins, literals)
-        saved = graph_module.number_value, graph_module.Graph.add, graph_module.Graph.scalar_constant
-        graph_module.number_value = _number_value
-        graph_module.Graph.add = _watched_add(saved[1])
-        graph_module.Graph.scalar_constant = _watched_scalar_constant(saved[2])
         _current = watch
         try:
-            prepared = self.prepare(text, name)
+            with numbers_read_by(watch):
+                prepared = self.prepare(text, name)
         except Exception:
             if watch.read:
                 return None, watch.read, set(), set(), set()
             return None
         finally:
             _current = None
-            graph_module.number_value, graph_module.Graph.add, graph_module.Graph.scalar_constant = saved
         made = _slot_equations(prepared.graph, standins, count=True)
         unmade = {i for i in free if made.get(i) != 1 or watch.met.get(i) != 1}
         for slot, (id_, _) in _slot_equations(prepared.graph, standins).items():

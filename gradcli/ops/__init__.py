@@ -19,11 +19,10 @@ engine reads instead of op names. tests/ops/test_op_records.py walks the table f
 """
 
 from gradcli.ops.table import (  # the public face of the table
-    CALLABLE, FAMILIES, NO_GRADIENT, NOT_DIFFERENTIABLE, OPS, REQUIRED, UNBOUNDED, DataError, Op, ReadingError,
-    register)
+    CALLABLE, FAMILIES, NO_GRADIENT, NOT_DIFFERENTIABLE, OPS, REQUIRED, UNBOUNDED, DataError, Op, register)
 from gradcli.ops.trace import G, Sym
 from gradcli.ops.shapes import broadcast_shapes, fmt_shape
 from gradcli.ops import core  # the core's records, registered as the package is imported
 
 __all__ = ["CALLABLE", "FAMILIES", "NO_GRADIENT", "NOT_DIFFERENTIABLE", "OPS", "REQUIRED", "UNBOUNDED", "DataError",
-           "Op", "ReadingError", "register", "G", "Sym", "broadcast_shapes", "fmt_shape", "core"]
+           "Op", "register", "G", "Sym", "broadcast_shapes", "fmt_shape", "core"]

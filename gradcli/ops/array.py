@@ -14,8 +14,8 @@ rules are `G.` equations, so second derivatives come from differentiating them a
   (the lowering evaluates them where they are written).
 
 Where libraries spell one name with different meanings (`np.split(x, 2)` makes 2 parts,
-`torch.split(x, 2)` parts of size 2), the op's `reading` chooses by the library prefix, and
-refuses a spelling that does not say which (a bare `split`).
+`torch.split(x, 2)` parts of size 2), each meaning is an op of its own (`split`, `split_size`);
+which one a spelling means is its library's dialect's (gradcli/language/dialects).
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ import math
 import numpy as np
 
 from gradcli.ops.trace import G
-from gradcli.ops.table import NO_GRADIENT, NOT_DIFFERENTIABLE, REQUIRED, DataError, Op, ReadingError, register
+from gradcli.ops.table import NO_GRADIENT, NOT_DIFFERENTIABLE, REQUIRED, DataError, Op, register
 from gradcli.ops.core import _index_shape, _basic_index, _index_tuple
 from gradcli.ops.shapes import broadcast_shapes, fmt_shape, nested_ints, normalize_axes
 from gradcli.errors import ShapeError
@@ -173,10 +173,10 @@ def _join_rules(plan):
     return shape, forward, rule
 
 
-def _join_op(name, plan, params=None, aliases=(), doc="", reading=None, **fields):
+def _join_op(name, plan, params=None, doc="", **fields):
     shape, forward, rule = _join_rules(plan)
     register(Op(name, forward, shape, (rule,), args=(), variadic=True, sequence=1, params=params or {},
-                aliases=aliases, doc=doc, reading=reading, **fields))
+                doc=doc, **fields))
 
 
 # NumPy's index tricks (`np.c_[a, b]`, `np.r_[a, b]`, as jnp's): a subscript, not a call, so
@@ -191,29 +191,17 @@ def _plan_r_(shapes):
     return [tuple(s) if s else (1,) for s in shapes], 0
 
 
-def _concat_reading(call):
-    # tf.concat(values, axis) has no default axis; keras.backend.concatenate's is -1
-    given = call.positional >= 2 or "axis" in call.keywords or "dim" in call.keywords
-    if call.library == "tensorflow" and not given:
-        raise ReadingError("tf.concat(values, axis) needs its axis (TensorFlow has no default)")
-    if call.library == "keras" and not given:
-        raise ReadingError(f"{call.name}() without an axis: keras.ops.concatenate joins on axis 0, "
-                           "keras.backend.concatenate on axis -1; write axis=...")
-    return None
-
-
-_join_op("concatenate", _plan_concatenate, {"axis": 0}, ("concat", "cat"),
-         "concatenate([a, b, ...], axis=0): the arrays joined along axis (axis=None: flattened first)",
-         _concat_reading)
-_join_op("stack_arrays", _plan_stack, {"axis": 0}, ("stack",),
+_join_op("concatenate", _plan_concatenate, {"axis": 0},
+         "concatenate([a, b, ...], axis=0): the arrays joined along axis (axis=None: flattened first)")
+_join_op("stack_arrays", _plan_stack, {"axis": 0},
          "stack([a, b, ...], axis=0): arrays of one shape joined along a new axis")
-_join_op("vstack", _plan_vstack, {}, ("row_stack",), "the arrays (as rows, at least 2-D) joined along axis 0")
-_join_op("hstack", _plan_hstack, {}, (), "the arrays joined along axis 1 (axis 0 for vectors)")
-_join_op("dstack", _plan_dstack, {}, (), "the arrays (at least 3-D) joined along axis 2")
-_join_op("column_stack", _plan_column_stack, {}, (), "vectors as columns (matrices as they are) joined along axis 1")
-_join_op("c_", _plan_c_, {}, (), "np.c_[a, b, ...]: vectors as columns, numbers as 1x1, joined along the last axis",
+_join_op("vstack", _plan_vstack, {}, "the arrays (as rows, at least 2-D) joined along axis 0")
+_join_op("hstack", _plan_hstack, {}, "the arrays joined along axis 1 (axis 0 for vectors)")
+_join_op("dstack", _plan_dstack, {}, "the arrays (at least 3-D) joined along axis 2")
+_join_op("column_stack", _plan_column_stack, {}, "vectors as columns (matrices as they are) joined along axis 1")
+_join_op("c_", _plan_c_, {}, "np.c_[a, b, ...]: vectors as columns, numbers as 1x1, joined along the last axis",
          public=False, prints_as=lambda *xs: f"np.c_[{', '.join(xs)}]")
-_join_op("r_", _plan_r_, {}, (), "np.r_[a, b, ...]: numbers as 1-element vectors, joined along the first axis",
+_join_op("r_", _plan_r_, {}, "np.r_[a, b, ...]: numbers as 1-element vectors, joined along the first axis",
          public=False, prints_as=lambda *xs: f"np.r_[{', '.join(xs)}]")
 
 _append_shape, _append_forward, _append_rule = _join_rules(_plan_append)
@@ -326,46 +314,23 @@ def _unbind_parts(shape, axis=0):
     return [("index", {"index": _along(axis, k)}) for k in range(n)]
 
 
-def _split_reading(call):
-    """np.split(x, 2) makes 2 parts, torch.split(x, 2) parts of size 2, tf.split(x, [2, 3])
-    parts of sizes 2 and 3 (np.split(x, [2, 3]) cuts at 2 and 3)."""
-    if call.library == "torch" or call.method:  # a NumPy array has no .split method
-        return "torch_split", {}
-    if call.library == "tensorflow":
-        return "tf_split", {}
-    if call.library == "python":
-        raise ReadingError("split() without a library: np.split(x, n) makes n parts (a list cuts at those "
-                           "indices), torch.split(x, n) makes parts of size n, tf.split(x, [sizes]) parts of those "
-                           "sizes; write np.split, torch.split or tf.split")
-    return ("split", {"ordered": True}) if _jax_numpy(call) else None
-
-
-def _jax_numpy(call):
-    """jnp.f: NumPy's prefix as gradcli reads it, where JAX's own function is stricter."""
-    return call.library == "jax" or call.spelled.startswith(("jnp.", "jax.numpy."))
-
-
 register(Op("split", None, None, None, params={"indices_or_sections": REQUIRED, "axis": 0, "ordered": False},
             parts=_split_parts,
-            reading=_split_reading, doc="a, b = split(x, 2): NumPy's: n equal parts, or cut at a list of indices"))
+            doc="a, b = split(x, 2): NumPy's: n equal parts, or cut at a list of indices"))
 register(Op("array_split", None, None, None, params={"indices_or_sections": REQUIRED, "axis": 0, "ordered": False},
-            parts=_array_split_parts, aliases=("tensor_split",),
-            reading=lambda call: ("array_split", {"ordered": True}) if _jax_numpy(call) else None,
+            parts=_array_split_parts,
             doc="NumPy's array_split (torch.tensor_split): n parts of sizes differing by at most 1"))
 register(Op("hsplit", None, None, None, params={"indices_or_sections": REQUIRED, "ordered": False},
-            reading=lambda call: ("hsplit", {"ordered": True}) if _jax_numpy(call) else None,
             parts=_fixed_axis_split("hsplit", lambda s: 1 if len(s) > 1 else 0, 1),
             doc="split along axis 1 (0 of a vector)"))
 register(Op("vsplit", None, None, None, params={"indices_or_sections": REQUIRED, "ordered": False},
-            reading=lambda call: ("vsplit", {"ordered": True}) if _jax_numpy(call) else None,
             parts=_fixed_axis_split("vsplit", lambda s: 0, 2), doc="split along axis 0 of an array of rank >= 2"))
 register(Op("dsplit", None, None, None, params={"indices_or_sections": REQUIRED, "ordered": False},
-            reading=lambda call: ("dsplit", {"ordered": True}) if _jax_numpy(call) else None,
             parts=_fixed_axis_split("dsplit", lambda s: 2, 3), doc="split along axis 2 of an array of rank >= 3"))
-register(Op("tf_split", None, None, None, params={"num_or_size_splits": REQUIRED, "axis": 0, "num": None},
+register(Op("split_parts", None, None, None, params={"num_or_size_splits": REQUIRED, "axis": 0, "num": None},
             parts=_tf_split_parts, public=False,
             doc="tf.split(x, num_or_size_splits, axis=0): n equal parts, or parts of the listed sizes (one may be -1)"))
-register(Op("torch_split", None, None, None, params={"split_size_or_sections": REQUIRED, "axis": 0},
+register(Op("split_size", None, None, None, params={"split_size_or_sections": REQUIRED, "axis": 0},
             parts=_torch_split_parts, public=False,
             doc="torch.split(x, size, dim=0): parts of that size (the last smaller), or of the listed sizes"))
 register(Op("chunk", None, None, None, params={"chunks": REQUIRED, "axis": 0}, parts=_chunk_parts,
@@ -415,18 +380,14 @@ def _back(g, ans, x, **_):
     return G.reshape(g, shape=x.shape)
 
 
-def _squeeze_reading(call):
-    return ("squeeze_loose", {}) if call.library == "torch" else None
-
-
 register(Op("squeeze", lambda xp, x, axis=None: xp.reshape(x, _squeeze_shape(x.shape, axis)), _squeeze_shape, (_back,),
-            params={"axis": None}, reading=_squeeze_reading, view=True, memory="view", finite_closed=True,
+            params={"axis": None}, view=True, memory="view", finite_closed=True,
             doc="x without its axes of length 1 (those named by axis, each of which must be 1)"))
 register(Op("squeeze_loose", lambda xp, x, axis=None: xp.reshape(x, _squeeze_loose_shape(x.shape, axis)),
             _squeeze_loose_shape, (_back,), params={"axis": None}, public=True, view=True, memory="view",
             finite_closed=True, doc="torch.squeeze(x, dim): a dim of length other than 1 is kept"))
 register(Op("expand_dims", lambda xp, x, axis: xp.reshape(x, _expand_dims_shape(x.shape, axis)), _expand_dims_shape,
-            (_back,), params={"axis": REQUIRED}, aliases=("unsqueeze",), view=True, memory="view", finite_closed=True,
+            (_back,), params={"axis": REQUIRED}, view=True, memory="view", finite_closed=True,
             doc="x with new axes of length 1 at the positions axis (of the result)"))
 
 
@@ -445,15 +406,8 @@ def _flatten_dims_shape(shape, start_dim=0, end_dim=-1):
     return shape[:start] + (math.prod(shape[start:end + 1]),) + shape[end + 1:]
 
 
-def _ravel_reading(call):
-    torch_args = any(k in call.keywords for k in ("start_dim", "end_dim"))
-    if call.library == "torch" or torch_args or (call.method and call.name == "flatten" and call.positional > 1):
-        return "flatten_dims", {}
-    return None
-
-
 register(Op("ravel", lambda xp, x, order="C": xp.reshape(x, (-1,)), _ravel_shape, (_back,), params={"order": "C"},
-            aliases=("flatten",), reading=_ravel_reading, view=True, memory="reshape", finite_closed=True,
+            view=True, memory="reshape", finite_closed=True,
             doc="the elements in one axis, row-major (x.flatten(), np.ravel)"))
 register(Op("flatten_dims",
             lambda xp, x, start_dim=0, end_dim=-1: xp.reshape(x, _flatten_dims_shape(x.shape, start_dim, end_dim)),
@@ -506,18 +460,18 @@ def _inverse(perm):
     return tuple(sorted(range(len(perm)), key=perm.__getitem__))
 
 
-def _permuting(name, perm_of, aliases=(), params=None, doc=""):
+def _permuting(name, perm_of, params=None, doc=""):
     register(Op(name, lambda xp, x, **p: xp.permute_dims(x, perm_of(x.ndim, **p)),
                 lambda shape, **p: tuple(shape[a] for a in perm_of(len(shape), **p)),
                 (lambda g, ans, x, **p: G.transpose(g, axes=_inverse(perm_of(x.ndim, **p))),),
-                params=params, aliases=aliases, view=True, memory="view", finite_closed=True, doc=doc))
+                params=params, view=True, memory="view", finite_closed=True, doc=doc))
 
 
-_permuting("swapaxes", _swap_perm, ("swapdims",), {"axis1": REQUIRED, "axis2": REQUIRED},
+_permuting("swapaxes", _swap_perm, {"axis1": REQUIRED, "axis2": REQUIRED},
            "x with two axes exchanged (torch.transpose(x, d0, d1) is this)")
-_permuting("moveaxis", _move_perm, ("movedim",), {"source": REQUIRED, "destination": REQUIRED},
+_permuting("moveaxis", _move_perm, {"source": REQUIRED, "destination": REQUIRED},
            "x with the axes source moved to the positions destination, the others in order")
-_permuting("rollaxis", _roll_axis_perm, (), {"axis": REQUIRED, "start": 0},
+_permuting("rollaxis", _roll_axis_perm, {"axis": REQUIRED, "start": 0},
            "x with axis moved to before position start (NumPy's rollaxis)")
 
 
@@ -530,14 +484,6 @@ def _flip(xp, x, axis=None):
     return x[tuple(slice(None, None, -1) if k in axes else slice(None) for k in range(x.ndim))]
 
 
-def _flip_reading(call):
-    if call.name == "fliplr":
-        return "flip", {"axis": 1}
-    if call.name == "flipud":
-        return "flip", {"axis": 0}
-    return None
-
-
 def _flip_shape(shape, axis=None):
     _flip_axes(shape, axis)
     return tuple(shape)
@@ -545,7 +491,7 @@ def _flip_shape(shape, axis=None):
 
 register(Op("flip", _flip, _flip_shape,
             (lambda g, ans, x, axis=None: G.flip(g, axis=axis),), params={"axis": None},
-            aliases=("fliplr", "flipud", "reverse"), reading=_flip_reading, view=True, memory="view",
+            view=True, memory="view",
             finite_closed=True, doc="x in reverse order along axis (every axis where None); fliplr: axis 1, flipud: 0"))
 
 
@@ -588,7 +534,6 @@ register(Op("roll", lambda xp, x, shift, axis=None, broadcast=True: xp.roll(x, s
             _roll_shape,
             (lambda g, ans, x, shift, axis=None, broadcast=True: G.roll(g, shift=_negated(shift), axis=axis),),
             params={"shift": REQUIRED, "axis": None, "broadcast": True}, finite_closed=True,
-            reading=lambda call: ("roll", {"broadcast": False}) if call.library in ("torch", "tensorflow") else None,
             doc="x shifted cyclically by shift along axis (the flattened array where None)"))
 
 
@@ -728,24 +673,11 @@ def _gather_shape(shape, indices, validate_indices=None, axis=None, batch_dims=0
     return _take_shape(shape, indices, 0 if axis is None else axis)
 
 
-def _gather_reading(call):
-    """tf.gather(x, indices, axis=0) takes slices; torch.gather(x, dim, index) takes elements
-    (np.take_along_axis)."""
-    if call.library == "torch" or call.method:
-        return "torch_gather", {}
-    if call.library in ("tensorflow", "keras") or call.name != "gather":
-        return None
-    raise ReadingError("gather() without its library: tf.gather(x, indices, axis=0) takes whole slices "
-                       "(np.take), torch.gather(x, dim, index) single elements (np.take_along_axis); write "
-                       "tf.gather or torch.gather")
-
-
-register(Op("tf_gather", lambda xp, x, indices, validate_indices=None, axis=None, batch_dims=0:
+register(Op("take_batched", lambda xp, x, indices, validate_indices=None, axis=None, batch_dims=0:
             _take(xp, x, indices, 0 if axis is None else axis), _gather_shape,
             (lambda g, ans, x, indices, validate_indices=None, axis=None, batch_dims=0:
              _take_vjp(g, ans, x, indices, 0 if axis is None else axis),),
             params={"indices": REQUIRED, "validate_indices": None, "axis": None, "batch_dims": 0},
-            aliases=("gather",), reading=_gather_reading,
             doc="tf.gather(x, indices, axis=0): np.take along axis 0 by default"))
 register(Op("index_select", lambda xp, x, axis, index: _take(xp, x, _vector_index(index), axis),
             lambda shape, axis, index: _take_shape(shape, _vector_index(index), axis),
@@ -804,17 +736,8 @@ def _repeat_vjp(g, ans, x, repeats, axis=None):
     return _take_vjp(g, ans, x, indices, axis)
 
 
-def _repeat_reading(call):
-    # x.repeat(2, 3) is NumPy's repeat with axis=3, but PyTorch's tile by (2, 3)
-    if call.method and "axis" not in call.keywords:
-        raise ReadingError("x.repeat(...) reads two ways: NumPy's repeats each element (np.repeat(x, n, axis)), "
-                           "PyTorch's tiles the whole array (np.tile(x, reps)); write np.repeat(x, n, axis=...) "
-                           "or np.tile(x, reps)")
-    return None
-
-
 register(Op("repeat", _repeat, _repeat_shape, (_repeat_vjp,), params={"repeats": REQUIRED, "axis": None},
-            aliases=("repeat_interleave",), reading=_repeat_reading, finite_closed=True,
+            finite_closed=True,
             doc="each element repeated (an int, or a count per element) along axis (flattened where None)"))
 
 
@@ -925,19 +848,12 @@ def _torch_pad_rules(shape, pad, mode, pairs):
                              "around at most once")
 
 
-def _pad_reading(call):
-    if call.library == "jax":
-        raise ReadingError("lax.pad(x, padding_value, padding_config) pads with interior (dilation) and negative "
-                           "widths, which gradcli does not have: write jnp.pad(x, pad_width, constant_values=...)")
-    return ("torch_pad", {}) if call.library == "torch" else None
-
-
 register(Op("pad", _pad, _pad_shape, (_pad_vjp,),
             params={"pad_width": REQUIRED, "mode": "constant", "constant_values": 0, "reflect_type": "even"},
-            reading=_pad_reading, finite_closed=True,
+            finite_closed=True,
             doc="np.pad / tf.pad: modes constant, edge, reflect, symmetric, wrap (the gradient gathers back)",
             nonstandard="NumPy's pad"))
-register(Op("torch_pad", lambda xp, x, pad, mode="constant", value=0:
+register(Op("pad_last_first", lambda xp, x, pad, mode="constant", value=0:
             _pad(xp, x, _torch_pad_widths(x.shape, pad, mode), mode, 0 if value is None else value),
             lambda shape, pad, mode="constant", value=0: _pad_shape(shape, _torch_pad_widths(shape, pad, mode), mode,
                                                                   0 if value is None else value),
@@ -969,7 +885,7 @@ def _nth_rule(i):
 
 register(Op("broadcast_arrays", None, None, None, args=(), variadic=True,
             parts=lambda *shapes: [("broadcast_part", {"k": k}) for k in range(len(shapes))],
-            aliases=("broadcast_tensors",), doc="a, b = broadcast_arrays(a, b): each broadcast to the common shape"))
+            doc="a, b = broadcast_arrays(a, b): each broadcast to the common shape"))
 register(Op("broadcast_part", lambda xp, *xs, k=0: xp.broadcast_to(xs[k], broadcast_shapes(*(x.shape for x in xs))),
             _broadcast_part_shape, (_nth_rule,), args=(), variadic=True,
             params={"k": 0}, public=True, view=True, memory="view", finite_closed=True,
@@ -1009,17 +925,10 @@ def _embed_diagonal_shape(v_shape, shape, offset=0, axis1=0, axis2=1):
 _DIAGONAL = {"offset": 0, "axis1": 0, "axis2": 1}
 
 
-def _diagonal_reading(call):
-    # np.linalg.diagonal, torch.linalg.diagonal and tf.linalg.diag_part take the last two axes
-    if "linalg." in call.spelled or call.name == "diag_part" or call.name == "matrix_diag_part":
-        return "diagonal", {"axis1": -2, "axis2": -1}
-    return None
-
-
 register(Op("diagonal", lambda xp, x, offset=0, axis1=0, axis2=1: xp.diagonal(x, offset, axis1, axis2),
             lambda shape, **p: _diagonal_plan(shape, **p)[2],
             (lambda g, ans, x, **p: G.embed_diagonal(g, shape=x.shape, **p),), params=dict(_DIAGONAL),
-            aliases=("diag_part", "matrix_diag_part"), reading=_diagonal_reading, view=True, memory="view",
+            view=True, memory="view",
             finite_closed=True, doc="the offset diagonal of axes axis1, axis2, as the last axis"))
 register(Op("embed_diagonal", _embed_diagonal, _embed_diagonal_shape,
             (lambda g, ans, v, shape, **p: G.diagonal(g, **p),), params={"shape": REQUIRED, **_DIAGONAL},
@@ -1042,7 +951,7 @@ def _diag_embed_shape(shape, offset=0, axis1=-2, axis2=-1):
 register(Op("diag_embed", lambda xp, v, offset=0, axis1=-2, axis2=-1:
             _embed_diagonal(xp, v, _diag_embed_shape(v.shape, offset, axis1, axis2), offset, axis1, axis2),
             _diag_embed_shape, (lambda g, ans, v, **p: G.diagonal(g, **p),),
-            params={"offset": 0, "axis1": -2, "axis2": -1}, aliases=("matrix_diag",), finite_closed=True,
+            params={"offset": 0, "axis1": -2, "axis2": -1}, finite_closed=True,
             doc="matrices with the vectors' values on their offset diagonal (torch.diag_embed, tf.linalg.diag)",
             nonstandard="NumPy's writes through a view, by index arrays"))
 
@@ -1063,14 +972,8 @@ def _diag_vjp(g, ans, x, k=0):
     return G.embed_diagonal(g, shape=x.shape, offset=k)
 
 
-def _diag_reading(call):
-    if call.library == "tensorflow":  # tf.linalg.diag / tf.diag: batched vectors to matrices
-        return "diag_embed", {}
-    return None
-
-
 register(Op("diag", lambda xp, x, k=0: xp.diag(x, k), _diag_shape, (_diag_vjp,), params={"k": 0},
-            reading=_diag_reading, view=True, finite_closed=True,
+            view=True, finite_closed=True,
             doc="diag(v, k): a vector on the k-th diagonal of a matrix; diag(m, k): a matrix's k-th diagonal",
             nonstandard="NumPy's diag"))
 register(Op("diagflat", lambda xp, x, k=0: xp.diagflat(x, k),
@@ -1152,7 +1055,7 @@ def _checked_indices_shape(shape, size):
 
 register(Op("checked_indices", _checked_indices, _checked_indices_shape,
             NOT_DIFFERENTIABLE,
-            params={"size": REQUIRED}, public=True, fails_on_data=True,
+            params={"size": REQUIRED}, public=True,
             doc="integer indices checked to be in range for an axis of length size, made non-negative"))
 
 
@@ -1195,15 +1098,8 @@ def _take_along_vjp(g, ans, x, indices, axis=-1):
     return G.scatter_along(g, idx, axis=axis_, size=x.shape[axis_])
 
 
-def _take_along_reading(call):
-    # torch.take_along_dim(x, indices) without a dim reads x flattened; NumPy's default axis is -1
-    given = call.positional >= 3 or "dim" in call.keywords or "axis" in call.keywords
-    return ("take_along_axis", {"axis": None}) if call.library == "torch" and not given else None
-
-
 register(Op("take_along_axis", _take_along, lambda x, i, axis=-1: _take_along_plan(x, i, axis)[1],
-            (_take_along_vjp, NO_GRADIENT), args=("arr", "indices"), params={"axis": -1}, fails_on_data=True,
-            aliases=("take_along_dim",), reading=_take_along_reading,
+            (_take_along_vjp, NO_GRADIENT), args=("arr", "indices"), params={"axis": -1},
             doc="take_along_axis(x, indices, axis): x's elements at integer indices along axis (the indices "
                 "may be an input); the gradient adds up at repeated indices"))
 
@@ -1237,7 +1133,7 @@ def _gather_flat_add(xp, g, flat, shape):
     return xp.astype(xp.reshape(out, shape), g.dtype)
 
 
-register(Op("torch_gather", lambda xp, x, axis, index, sparse_grad=False:
+register(Op("gather_elements", lambda xp, x, axis, index, sparse_grad=False:
             _gather_flat(xp, x, _torch_gather_plan(x.shape, axis, index)),
             lambda shape, axis, index, sparse_grad=False: _torch_gather_plan(shape, axis, index).shape,
             (lambda g, ans, x, axis, index, sparse_grad=False: G.gather_flat_add(
@@ -1309,21 +1205,11 @@ def _select_rule(i):
     return vjp
 
 
-def _select_reading(call):
-    """np.select(conditions, choices) picks per element; lax.select(c, a, b) is where(c, a, b);
-    torch.select(x, dim, index) is the slice x[index] along dim."""
-    if call.library == "jax":
-        return "where", {}
-    if call.library == "torch" or call.method:
-        return "torch_select", {}
-    return None
-
-
 register(Op("select", _select, _select_shape, (_select_rule,), args=(), variadic=True, sequence=2,
-            params={"default": 0, "counts": REQUIRED}, finite_closed=True, reading=_select_reading,
+            params={"default": 0, "counts": REQUIRED}, finite_closed=True,
             doc="np.select(conditions, choices, default=0): per element, the choice of the first true condition",
             nonstandard="NumPy's select"))
-register(Op("torch_select", lambda xp, x, axis, index: x[_basic_index(_select_index(x.shape, axis, index), x.ndim)],
+register(Op("take_slice", lambda xp, x, axis, index: x[_basic_index(_select_index(x.shape, axis, index), x.ndim)],
             lambda shape, axis, index: _index_shape(shape, _select_index(shape, axis, index)),
             (lambda g, ans, x, axis, index: G.scatter(g, shape=x.shape, index=_select_index(x.shape, axis, index)),),
             params={"axis": REQUIRED, "index": REQUIRED}, view=True, memory="view", finite_closed=True,
@@ -1344,15 +1230,6 @@ def _static_slice_index(shape, starts, limits, strides=None, what="slice"):
 
 def _index_shape_of(shape, index):
     return tuple(-(-(b - a) // s) for a, b, s in index)
-
-
-def _slice_reading(call):
-    if call.library == "jax" or call.name != "slice":
-        return None
-    if call.library == "tensorflow":
-        return "tf_slice", {}
-    raise ReadingError("slice(...) reads as lax.slice(x, start_indices, limit_indices) or tf.slice(x, begin, size) "
-                       "(and Python's slice is an index object): write lax.slice or tf.slice")
 
 
 def _sliced(params_to_index):
@@ -1403,18 +1280,18 @@ def _narrow_index(shape, axis, start, length):
     return tuple((start, start + length, 1) if k == axis else (0, d, 1) for k, d in enumerate(shape))
 
 
-for _name, _plan, _params, _public, _reading, _doc in (
-        ("lax_slice", _lax_slice_index, {"start_indices": REQUIRED, "limit_indices": REQUIRED, "strides": None}, True,
-         _slice_reading, "lax.slice(x, start_indices, limit_indices, strides=None)"),
-        ("tf_slice", _tf_slice_index, {"begin": REQUIRED, "size": REQUIRED}, True, None,
+for _name, _plan, _params, _public, _doc in (
+        ("slice_start_limit", _lax_slice_index, {"start_indices": REQUIRED, "limit_indices": REQUIRED, "strides": None},
+         True, "lax.slice(x, start_indices, limit_indices, strides=None)"),
+        ("slice_begin_size", _tf_slice_index, {"begin": REQUIRED, "size": REQUIRED}, True,
          "tf.slice(x, begin, size): size -1 runs to the end"),
-        ("dynamic_slice", _dynamic_index, {"start_indices": REQUIRED, "slice_sizes": REQUIRED}, True, None,
+        ("dynamic_slice", _dynamic_index, {"start_indices": REQUIRED, "slice_sizes": REQUIRED}, True,
          "lax.dynamic_slice(x, start_indices, slice_sizes) with constant starts (clamped into the array)"),
-        ("narrow", _narrow_index, {"axis": REQUIRED, "start": REQUIRED, "length": REQUIRED}, True, None,
+        ("narrow", _narrow_index, {"axis": REQUIRED, "start": REQUIRED, "length": REQUIRED}, True,
          "torch.narrow(x, dim, start, length)")):
     _f, _s, _v = _sliced(_plan)
     register(Op(_name, _f, _s, (_v,), params=_params, public=_public, view=True, memory="view", finite_closed=True,
-                reading=_reading, aliases=("slice",) if _reading else (), doc=_doc))
+                doc=_doc))
 
 
 def _update_index(shape, u_shape, start_indices):
@@ -1477,17 +1354,17 @@ def _filled_shape(shape, fill_value=0.0, dtype=None):
     return _shape_param(shape)
 
 
-def _constructor(name, fill, params, aliases=(), doc=""):
+def _constructor(name, fill, params, doc=""):
     """zeros / ones / full: an array of `shape` holding one number (a constant)."""
     register(Op(name, lambda xp, shape, fill_value=fill, dtype=None:
                 xp.full(_shape_param(shape), _fill_value(fill_value)),
                 lambda shape, fill_value=fill, dtype=None: _filled_shape(shape, fill_value, dtype), (), args=(),
-                params=params, aliases=aliases, doc=doc))
+                params=params, doc=doc))
 
 
 _constructor("zeros", 0.0, {"shape": REQUIRED, "dtype": None}, doc="an array of zeros (a constant)")
 _constructor("ones", 1.0, {"shape": REQUIRED, "dtype": None}, doc="an array of ones (a constant)")
-_constructor("full", None, {"shape": REQUIRED, "fill_value": REQUIRED, "dtype": None}, ("fill",),
+_constructor("full", None, {"shape": REQUIRED, "fill_value": REQUIRED, "dtype": None},
              doc="an array of one value (a constant; tf.fill(dims, value))")
 
 
@@ -1523,26 +1400,14 @@ def _arange_values(start, stop=None, step=None, dtype=None):
     return np.arange(start, stop, step, dtype=np.float64) if count else np.zeros(0)
 
 
-def _range_reading(call):
-    if call.name == "range" and call.library == "python":
-        raise ReadingError("range(...) is Python's sequence of integers (for loops, which gradcli does not "
-                           "have): write np.arange(...) or tf.range(...) for the array")
-    return None
-
-
 register(Op("arange", lambda xp, **p: xp.asarray(_arange_values(**p)), lambda **p: _arange_values(**p).shape, (),
-            args=(), params={"start": REQUIRED, "stop": None, "step": None, "dtype": None}, aliases=("range",),
-            reading=_range_reading, doc="evenly spaced numbers in [start, stop) (a constant, in floating point; "
+            args=(), params={"start": REQUIRED, "stop": None, "step": None, "dtype": None},
+            doc="evenly spaced numbers in [start, stop) (a constant, in floating point; "
                                         "tf.range)"))
 
 
-def _empty_reading(call):
-    raise ReadingError(f"{call.name}() gives uninitialized memory, whose numbers are whatever was there: write "
-                       f"{call.name.replace('empty', 'zeros')}(...) (or full) for the values you mean")
-
-
 register(Op("empty", lambda xp, *a, **p: None, lambda *a, **p: (), (), args=(), params={"shape": REQUIRED},
-            aliases=("empty_like",), reading=_empty_reading, doc="refused: uninitialized memory"))
+            doc="refused: uninitialized memory"))
 
 def _like_shape(shape, fill_value=0.0, dtype=None):
     _dtype_check(dtype)
@@ -1629,18 +1494,9 @@ def _meshgrid_rule(i):
     return vjp
 
 
-def _meshgrid_reading(call):
-    if call.library == "torch" and "indexing" not in call.keywords:
-        return "meshgrid", {"indexing": "ij", "flatten": False}  # PyTorch's default
-    if call.library == "torch" or _jax_numpy(call):
-        return "meshgrid", {"flatten": False}
-    return None
-
-
 register(Op("meshgrid", None, None, None, args=(), variadic=True,
             params={"indexing": "xy", "sparse": False, "copy": True, "flatten": True},
             parts=lambda *shapes, **p: [("meshgrid_part", {"k": k, **p}) for k in range(len(shapes))],
-            reading=_meshgrid_reading,
             doc="X, Y = meshgrid(x, y, indexing='xy'): coordinate grids (torch.meshgrid: 'ij')"))
 register(Op("meshgrid_part", _meshgrid_part, _meshgrid_shape, (_meshgrid_rule,), args=(), variadic=True,
             params={"k": 0, "indexing": "xy", "sparse": False, "copy": True, "flatten": True}, public=True,
@@ -1674,7 +1530,7 @@ def _ldexp(xp, x, e):
 
 
 register(Op("ldexp", _ldexp, lambda a, b: broadcast_shapes(a, b), (lambda g, ans, x, e: g * G.exp2(e), NO_GRADIENT),
-            args=("x", "e"), elementwise=True, fails_on_data=True, grows=True, underflows="rounds", doc="x * 2**e for integer e",
+            args=("x", "e"), elementwise=True, grows=True, underflows="rounds", doc="x * 2**e for integer e",
             nonstandard="NumPy's ldexp"))
 
 
@@ -1916,16 +1772,8 @@ def _unfold_vjp(g, ans, x, dimension, size, step):
     return G.gather_axis_add(moved, indices=windows, axis=axis, size=x.shape[axis])
 
 
-def _unfold_reading(call):
-    if "functional." in call.spelled or call.spelled.startswith("F."):
-        raise ReadingError("torch.nn.functional.unfold extracts image patches (im2col), which gradcli does not "
-                           "have; Tensor.unfold(dimension, size, step) (sliding windows along one axis) it has")
-    return None
-
-
 register(Op("unfold", _unfold, _unfold_shape, (_unfold_vjp,),
             params={"dimension": REQUIRED, "size": REQUIRED, "step": REQUIRED}, finite_closed=True,
-            reading=_unfold_reading,
             doc="torch's x.unfold(dimension, size, step): the windows along dimension, as a new last axis"))
 
 
@@ -1938,11 +1786,7 @@ def _one_hot_shape(shape, num_classes):
     return tuple(shape) + (num_classes,)
 
 
-def _one_hot_reading(call):
-    return ("torch_one_hot", {}) if call.library == "torch" else None
-
-
 register(Op("one_hot", lambda xp, x, num_classes: (x[..., None] == xp.arange(num_classes)).astype(x.dtype),
-            _one_hot_shape, NOT_DIFFERENTIABLE, params={"num_classes": REQUIRED}, reading=_one_hot_reading,
+            _one_hot_shape, NOT_DIFFERENTIABLE, params={"num_classes": REQUIRED},
             boolean=True, finite_closed=True,
             doc="one_hot(x, num_classes): 1 where x equals the class along a new last axis, else 0 (no gradient)"))

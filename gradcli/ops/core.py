@@ -2,7 +2,6 @@
 programs use most (every other family is imported when one of its names is first used)."""
 from __future__ import annotations
 
-import functools
 import math
 
 from gradcli.errors import ShapeError
@@ -10,8 +9,7 @@ from gradcli.ops.shapes import (
     _broadcast, _count, _keep, _nonempty_reduction_shape, _reduction_shape, _same, _spread, broadcast_shapes,
     fmt_shape, normalize_axes, reduced_shape)
 from gradcli.ops.table import (
-    CALLABLE, NO_GRADIENT, NOT_DIFFERENTIABLE, OPS, REQUIRED, UNBOUNDED, DataError, Op, ReadingError, Spelling,
-    Written, core_registered, register)
+    NO_GRADIENT, NOT_DIFFERENTIABLE, OPS, REQUIRED, UNBOUNDED, DataError, Op, Written, core_registered, register)
 from gradcli.ops.trace import G, Sym
 
 
@@ -350,35 +348,31 @@ def _ufunc(name):
     return lambda xp, *args: getattr(xp, name)(*args)
 
 
-def _unary(name, forward, vjp, aliases=(), doc="", **hints):
+def _unary(name, forward, vjp, doc="", **hints):
     if isinstance(forward, str):
         hints["ufunc"], forward = forward, _ufunc(forward)
     register(Op(name, forward, _same, vjp if vjp is None or isinstance(vjp, tuple) else (vjp,),
-                aliases=aliases, elementwise=True, doc=doc, **hints))
+                elementwise=True, doc=doc, **hints))
 
 
-def _binary(name, forward, vjp, aliases=(), doc="", **hints):
+def _binary(name, forward, vjp, doc="", **hints):
     if isinstance(forward, str):
         hints["ufunc"], forward = forward, _ufunc(forward)
-    register(Op(name, forward, _broadcast, vjp, args=("x", "y"), aliases=aliases, elementwise=True,
+    register(Op(name, forward, _broadcast, vjp, args=("x", "y"), elementwise=True,
                 doc=doc, **hints))
 
 
-def _reduction(name, forward, vjp, aliases=(), shape=_reduction_shape, doc="", **hints):
+def _reduction(name, forward, vjp, shape=_reduction_shape, doc="", **hints):
     register(Op(name, forward, shape, (vjp,), params={"axis": None, "keepdims": False},
-                aliases=aliases, doc=doc, **hints))
+                doc=doc, **hints))
 
 
 
-_unary("negative", "negative", lambda g, ans, x: -g, ("neg",), finite_closed=True, involution=True,
+_unary("negative", "negative", lambda g, ans, x: -g, finite_closed=True, involution=True,
        symbol="-", precedence=4, literal=lambda value: -value)
-# tf.constant([...]), np.array([...]), tf.Variable([...]) in pasted code: the value itself
-# np.identity(n) is the n x n identity matrix (the constructor `eye`), tf.identity(x) the value x
 _unary("identity", lambda xp, x: x, lambda g, ans, x: g,
-       ("constant", "array", "asarray", "convert_to_tensor", "Variable", "tensor", "as_tensor", "contiguous", "clone"),
        view=True, memory="same",
-       finite_closed=True, literal=lambda value: value,
-       reading=lambda call: ("eye", {}) if call.name == "identity" and call.library == "numpy" else None)
+       finite_closed=True, literal=lambda value: value)
 _unary("positive", "positive", lambda g, ans, x: g, finite_closed=True, symbol="+", precedence=4,
        literal=lambda value: value)
 _unary("exp", "exp", lambda g, ans, x: g * ans, grows=True, underflows="rounds",
@@ -397,14 +391,14 @@ _unary("sqrt", "sqrt", lambda g, ans, x: g / (2.0 * ans), bound=UNBOUNDED, domai
               "nonfinite_gradient": "d sqrt(u)/du = 1 / (2 sqrt(u)) is infinite at u = 0: keep the argument away "
                                     "from 0, or choose the value of the gradient there with a where"})
 _unary("square", "square", lambda g, ans, x: g * (2.0 * x), grows=True, bound=_bound_of_square, underflows="rounds")
-_unary("abs", lambda xp, x: xp.abs(x), lambda g, ans, x: g * G.sign(x), ("absolute",), finite_closed=True, kink="zero",
+_unary("abs", lambda xp, x: xp.abs(x), lambda g, ans, x: g * G.sign(x), finite_closed=True, kink="zero",
        ufunc="absolute")
 _unary("sign", "sign", NOT_DIFFERENTIABLE, finite_closed=True, bound=(-1, 1))
 _unary("sin", "sin", lambda g, ans, x: g * G.cos(x), finite_closed=True, bound=(-1, 1))
 _unary("cos", "cos", lambda g, ans, x: -(g * G.sin(x)), finite_closed=True, bound=(-1, 1))
 _unary("tan", "tan", lambda g, ans, x: g * (1.0 + ans * ans), bound=UNBOUNDED)
 _unary("tanh", "tanh", lambda g, ans, x: _slope_times(g, x, "tanh"), finite_closed=True, bound=(-1, 1))
-_unary("sigmoid", _sigmoid, lambda g, ans, x: _slope_times(g, x, "sigmoid"), ("expit",), finite_closed=True, bound=(0, 1),
+_unary("sigmoid", _sigmoid, lambda g, ans, x: _slope_times(g, x, "sigmoid"), finite_closed=True, bound=(0, 1),
        underflows="rounds")
 
 
@@ -456,12 +450,10 @@ register(Op("sigmoid_grad", lambda xp, g, x: g * _sigmoid_slope(xp, x), _broadca
             prints_as=lambda g, x: (f"{g} * sigmoid({x}) * sigmoid(-{x})", 3)))
 
 _unary("softplus", lambda xp, x: xp.astype(xp.logaddexp(0, x), x.dtype), lambda g, ans, x: g * G.sigmoid(x),
-       finite_closed=True,
-       reading=lambda call: ("torch_softplus", {}) if call.library == "torch" and (
-           call.positional > 1 or {"beta", "threshold"} & set(call.keywords)) else None)
+       finite_closed=True)
 # log(sigmoid(x)) without its underflow: -softplus(-x)
 _unary("log_sigmoid", lambda xp, x: -xp.astype(xp.logaddexp(0, -x), x.dtype),
-       lambda g, ans, x: g * G.sigmoid(-x), ("logsigmoid",), bound=UNBOUNDED)
+       lambda g, ans, x: g * G.sigmoid(-x), bound=UNBOUNDED)
 _unary("relu", lambda xp, x: xp.maximum(x, 0), lambda g, ans, x: g * G.greater(x, 0.0), finite_closed=True,
        kink="zero")
 _unary("floor", "floor", NOT_DIFFERENTIABLE, finite_closed=True)
@@ -476,26 +468,25 @@ def _round_shape(shape, decimals=0):
 register(Op("round", lambda xp, x, decimals=0: xp.round(x, decimals), _round_shape, NOT_DIFFERENTIABLE,
             elementwise=True, finite_closed=True, params={"decimals": 0}))
 # stop_gradient: the value passes, the gradient does not
-_unary("stop_gradient", lambda xp, x: x, NOT_DIFFERENTIABLE, ("detach",), view=True, memory="same",
+_unary("stop_gradient", lambda xp, x: x, NOT_DIFFERENTIABLE, view=True, memory="same",
        finite_closed=True, stops_gradient=True)
 
 _binary("add", "add", (lambda g, ans, x, y: g, lambda g, ans, x, y: g), identities=(0.0, 0.0),
         symbol="+", precedence=2, opposite="subtract", bound=_bound_of_sum)
-_binary("subtract", "subtract", (lambda g, ans, x, y: g, lambda g, ans, x, y: -g), ("sub",),
+_binary("subtract", "subtract", (lambda g, ans, x, y: g, lambda g, ans, x, y: -g),
         identities=(None, 0.0), symbol="-", precedence=2, opposite="add", bound=_bound_of_sum)
-_binary("multiply", "multiply", (lambda g, ans, x, y: g * y, lambda g, ans, x, y: g * x), ("mul",),
+_binary("multiply", "multiply", (lambda g, ans, x, y: g * y, lambda g, ans, x, y: g * x),
         identities=(1.0, 1.0), symbol="*", precedence=3, bound=_bound_of_product, grows=True, underflows="rounds")
 _binary("divide", "divide",
-        (lambda g, ans, x, y: g / y, lambda g, ans, x, y: -_reduced_to(g * ans, y) / y), ("div", "truediv", "true_divide"),
+        (lambda g, ans, x, y: g / y, lambda g, ans, x, y: -_reduced_to(g * ans, y) / y),
         identities=(None, 1.0), symbol="/", precedence=3, bound=_bound_of_quotient, grows=True, underflows="rounds",
-        reading=lambda call: ("torch_div_rounded", {}) if "rounding_mode" in call.keywords else None,
         pole=(1, "the denominator is 0"), invalid_reason="0 / 0", where_trap=1, pole_fix=_guarded_division,
         hints={"divide_by_zero": "the denominator reaches 0: guard it with a where, or add a small epsilon",
                "invalid": "the denominator reaches 0: guard it with a where, or add a small epsilon",
                "nonfinite_gradient": "the gradient divides by a value that reaches 0: keep it away from 0 with an "
                                      "epsilon"})
 _binary("power", lambda xp, x, y: xp.pow(x, y), (_power_vjp_base, lambda g, ans, x, y: g * (ans * _safe_log_base(x))),
-        ("pow", "float_power"), ufunc="power", identities=(None, 1.0), symbol="**", precedence=5, grows=True,
+        ufunc="power", identities=(None, 1.0), symbol="**", precedence=5, grows=True,
         underflows="rounds",
         pole=(0, "its argument is 0"), where_trap=0)
 _binary("maximum", "maximum",
@@ -518,10 +509,10 @@ _unary("logical_not", lambda xp, x: xp.astype(x == 0, x.dtype), NOT_DIFFERENTIAB
        symbol="not", symbol_reads_truth=True)
 # Python's `//` and `%` (NumPy's floor_divide and mod: the remainder takes the divisor's sign); `derive`
 # writes them as calls
-_binary("floor_divide", "floor_divide", NOT_DIFFERENTIABLE * 2, ("floordiv",), symbol="//", bound=UNBOUNDED)
+_binary("floor_divide", "floor_divide", NOT_DIFFERENTIABLE * 2, symbol="//", bound=UNBOUNDED)
 _binary("mod", lambda xp, x, y: xp.remainder(x, y),
         (lambda g, ans, x, y: g, lambda g, ans, x, y: -(g * G.floor_divide(x, y))),
-        ("remainder", "floormod", "floor_mod"), ufunc="mod", symbol="%", bound=UNBOUNDED)
+        ufunc="mod", symbol="%", bound=UNBOUNDED)
 
 register(Op("where", lambda xp, c, x, y: xp.where(c != 0, x, y), _broadcast,
             (NO_GRADIENT, lambda g, ans, c, x, y: G.where(c, g, 0.0), lambda g, ans, c, x, y: G.where(c, 0.0, g)),
@@ -542,86 +533,31 @@ register(Op("clip", _clip, _broadcast,
             (lambda g, ans, x, lo, hi, ordered=False: g * (G.greater_equal(x, lo) * G.less_equal(x, hi)),
              lambda g, ans, x, lo, hi, ordered=False: g * (G.less(x, lo) * G.less_equal(lo, hi)),
              lambda g, ans, x, lo, hi, ordered=False: g * G.greater(G.maximum(x, lo), hi)),
-            args=("x", "lo", "hi"), aliases=("clip_by_value",), elementwise=True, finite_closed=True,
-            params={"ordered": False}, fails_on_data=True, absent={"lo": -math.inf, "hi": math.inf},
-            reading=lambda call: ("clip", {"ordered": True}) if call.library in ("tensorflow", "keras") else None))
-
-def _python_pairwise(elementwise: str):
-    """Python's built-in `max(a, b)` / `min(a, b)` compares its arguments (elementwise here);
-    NumPy's and TensorFlow's `max(x, 0)` reduce over axis 0; PyTorch's `torch.max(x, 1)` and
-    `x.max(dim=1)` give the tuple (values, indices)."""
-    def reading(call: Spelling):
-        if call.name in ("amax", "amin", "reduce_max", "reduce_min"):
-            return None  # torch.amax(x, dim) gives the values alone
-        if call.library == "torch" and call.positional == 2 and not call.keywords:
-            if call.kinds[1] == "array":
-                return elementwise, {}  # torch.max(input, other) of two tensors compares them
-            if call.kinds[1] == "number input":
-                raise ReadingError(
-                    f"torch.{call.name}(x, y) with y an input number: PyTorch compares two tensors elementwise, "
-                    f"but reads an int as the dim; write torch.{elementwise}(x, y), or torch.{call.name}(x, dim=...)")
-        if (call.library == "torch" and call.positional >= 2) or "dim" in call.keywords:
-            return f"{elementwise[:3]}_values_indices", {}
-        if call.library == "python" and call.name in ("max", "min") and call.positional >= 2:
-            if call.positional > 2 or call.keywords:
-                raise ReadingError(
-                    f"{call.name}() with {call.positional} arguments: Python's built-in {call.name}(a, b) "
-                    f"compares two values (gradcli: {elementwise}(a, b)), NumPy's np.{call.name}(x, axis) "
-                    f"reduces; write {elementwise}(a, b) or {call.name}(x, axis=...)")
-            return elementwise, {}
-        return None
-    return reading
-
-
-def _python_sum_of_list(call: Spelling):
-    """Python's built-in `sum([a, b])` adds the list's items (a + b, elementwise); NumPy's
-    `np.sum([a, b])` adds every element of the stacked array. Python's `sum(x, 1)` reads 1 as
-    the start value, NumPy's `np.sum(x, 1)` as the axis: a bare `sum` with two arguments is
-    refused, naming both."""
-    if call.library != "python" or call.name != "sum":
-        return None
-    if call.positional >= 2:
-        raise ReadingError(
-            "sum() with 2 arguments: Python's built-in sum(x, start) adds start to the sum, "
-            "NumPy's np.sum(x, axis) sums along that axis; write sum(x, axis=...) or sum(x) + start")
-    if call.list_argument and call.positional == 1 and not call.keywords:
-        return "sum", {"axis": 0}
-    return None
-
+            args=("x", "lo", "hi"), elementwise=True, finite_closed=True,
+            params={"ordered": False}))
 
 _reduction("sum", lambda xp, x, axis=None, keepdims=False: xp.sum(x, axis=axis, keepdims=keepdims),
-           lambda g, ans, x, axis=None, keepdims=False: _spread(g, x, axis, keepdims), ("reduce_sum",),
-           reading=_python_sum_of_list, bound=_bound_of_reduced_sum, grows=True, underflows="terms",
+           lambda g, ans, x, axis=None, keepdims=False: _spread(g, x, axis, keepdims),
+           bound=_bound_of_reduced_sum, grows=True, underflows="terms",
            reduce_ufunc="add")
 _reduction("mean", lambda xp, x, axis=None, keepdims=False: xp.mean(x, axis=axis, keepdims=keepdims),
            lambda g, ans, x, axis=None, keepdims=False: _spread(g, x, axis, keepdims) / float(_count(x.shape, axis)),
-           ("reduce_mean",), _nonempty_reduction_shape, bound=_bound_of_reduced_sum, underflows="terms")
+           _nonempty_reduction_shape, bound=_bound_of_reduced_sum, underflows="terms")
 _reduction("prod", lambda xp, x, axis=None, keepdims=False: xp.prod(x, axis=axis, keepdims=keepdims),
            lambda g, ans, x, axis=None, keepdims=False: _keep(g, x.shape, axis, keepdims) * G.prod_others(x, axis=axis),
-           ("reduce_prod",), grows=True, underflows="rounds")
+           grows=True, underflows="rounds")
 _reduction("max", lambda xp, x, axis=None, keepdims=False: xp.max(x, axis=axis, keepdims=keepdims),
-           _extreme_vjp, ("reduce_max", "amax"), _nonempty_reduction_shape, finite_closed=True,
-           reading=_python_pairwise("maximum"), kink="extremes")
+           _extreme_vjp, _nonempty_reduction_shape, finite_closed=True,
+           kink="extremes")
 _reduction("min", lambda xp, x, axis=None, keepdims=False: xp.min(x, axis=axis, keepdims=keepdims),
-           _extreme_vjp, ("reduce_min", "amin"), _nonempty_reduction_shape, finite_closed=True,
-           reading=_python_pairwise("minimum"), kink="extremes")
+           _extreme_vjp, _nonempty_reduction_shape, finite_closed=True,
+           kink="extremes")
 # d logsumexp(x) = softmax(x): computed shifted by the maximum, not as exp(x - ans), which
 # cancels catastrophically for large |x| (found by fuzzing: 1e-3 off at x ~ 1e13)
-def _logsumexp_weights(call: Spelling):
-    """SciPy's logsumexp(a, axis, b): with weights b it is log(sum(b exp(a))), an op of its own
-    (gradcli.ops.nn); TensorFlow's third argument is keepdims."""
-    if "b" in call.keywords or (call.library == "scipy" and call.positional >= 3):
-        return "weighted_logsumexp", {}
-    if call.library == "torch" and call.positional < 2 and not {"dim", "axis"} & set(call.keywords):
-        raise ReadingError("torch.logsumexp(x, dim) needs its dim (PyTorch has no default); "
-                           "write torch.logsumexp(x, dim=...)")
-    return None
-
-
 _reduction("logsumexp", _logsumexp,
            lambda g, ans, x, axis=None, keepdims=False:
                _keep(g, x.shape, axis, keepdims) * G.softmax(x, axis=normalize_axes(axis, x.ndim)),
-           ("reduce_logsumexp",), _nonempty_reduction_shape, reading=_logsumexp_weights)
+           _nonempty_reduction_shape)
 def _same_checking_axis(shape, axis=-1):
     normalize_axes(axis, len(shape))
     return shape
@@ -648,45 +584,26 @@ for _name, _fn in (("argmax", "argmax"), ("argmin", "argmin")):
                        [(fn[3:], {"axis": axis, "keepdims": keepdims}), (fn, {"axis": axis, "keepdims": keepdims})])(_fn),
                 public=False, doc="PyTorch's max/min along dim: (values, indices); tied values share the gradient"))
 
-def _softmax_reading(call: Spelling):
-    """The axis a softmax takes when none is written: -1 in TensorFlow, JAX and Keras; every
-    element in SciPy (`scipy.special.softmax(x)`, axis=None); PyTorch's deprecated implicit
-    dim depends on the rank (0 for 1-D and 3-D, else 1), so it is refused."""
-    if call.positional >= 2 or "axis" in call.keywords or "dim" in call.keywords:
-        return None
-    if call.library == "scipy":
-        return call.name, {"axis": None}
-    if call.library == "torch":
-        raise ReadingError(f"torch's {call.name} without dim picks the axis from the rank (deprecated in "
-                           f"PyTorch: 0 for 1-D and 3-D inputs, else 1); write dim=... as PyTorch asks")
-    return None
-
-
 register(Op("softmax", _softmax, _same_checking_axis,
             (lambda g, ans, x, axis=-1: ans * (g - G.sum(g * ans, axis=axis, keepdims=True)),),
-            params={"axis": -1}, finite_closed=True, bound=(0, 1), underflows="rounds", reading=_softmax_reading))
+            params={"axis": -1}, finite_closed=True, bound=(0, 1), underflows="rounds"))
 register(Op("log_softmax", _log_softmax, _same_checking_axis,
             (lambda g, ans, x, axis=-1: g - G.exp(ans) * G.sum(g, axis=axis, keepdims=True),),
-            params={"axis": -1}, reading=_softmax_reading))
+            params={"axis": -1}))
 
 register(Op("matmul", lambda xp, a, b: xp.matmul(a, b), _matmul_shape, (_matmul_vjp_a, _matmul_vjp_b),
-            args=("a", "b"), aliases=("mm", "bmm"), symbol="@", precedence=3, bound=_bound_of_matmul, grows=True,
-            underflows="rounds",
-            reading=lambda call: ("matmul_transposed", {}) if {"transpose_a", "transpose_b", "adjoint_a", "adjoint_b"}
-            & set(call.keywords) else None))
-# torch.transpose(x, dim0, dim1) swaps two axes (NumPy's swapaxes); torch.permute(x, dims) and
-# np.permute_dims(x, axes) are NumPy's transpose
+            args=("a", "b"), symbol="@", precedence=3, bound=_bound_of_matmul, grows=True,
+            underflows="rounds"))
 register(Op("transpose",
             lambda xp, x, axes=None: xp.permute_dims(x, tuple(range(x.ndim))[::-1] if axes is None else axes),
             _transpose_shape,
-            (_transpose_vjp,), params={"axes": None}, aliases=("permute", "permute_dims", "t"), view=True, memory="view",
-            finite_closed=True,
-            reading=lambda call: ("swapaxes", {}) if call.library == "torch" and call.name == "transpose" else None))
+            (_transpose_vjp,), params={"axes": None}, view=True, memory="view",
+            finite_closed=True))
 register(Op("reshape", lambda xp, x, shape: xp.reshape(x, shape), _reshape_shape,
             (lambda g, ans, x, shape: G.reshape(g, shape=x.shape),), params={"shape": REQUIRED},
-            aliases=("view",), view=True, memory="reshape", finite_closed=True, repeats="reshape"))
+            view=True, memory="reshape", finite_closed=True, repeats="reshape"))
 register(Op("broadcast_to", lambda xp, x, shape: xp.broadcast_to(x, shape), _broadcast_to_shape,
-            (lambda g, ans, x, shape: G.sum_to(g, shape=x.shape),), params={"shape": REQUIRED}, aliases=("expand",),
+            (lambda g, ans, x, shape: G.sum_to(g, shape=x.shape),), params={"shape": REQUIRED},
             view=True, memory="view", finite_closed=True, repeats="broadcast"))
 register(Op("sum_to", _sum_to, _sum_to_shape,
             (lambda g, ans, x, shape: G.broadcast_to(g, shape=x.shape),), params={"shape": REQUIRED}, view=True,
@@ -706,60 +623,6 @@ register(Op("scatter", _scatter, lambda x_shape, shape, index: tuple(shape),
 register(Op("stack", lambda xp, *xs: xp.stack(xs), _stack_shape,
             (lambda i: lambda g, ans, *xs: G.index(g, index=(i,)),), args=(), variadic=True, public=False,
             doc="[a, b, ...] of computed values"))
-
-
-# The language's prefixes for pasted TensorFlow / NumPy / JAX code, stripped repeatedly; the
-# first one stripped names the library whose meaning the spelling carries.
-PREFIXES = {
-    "tf.": "tensorflow", "tensorflow.": "tensorflow", "math_ops.": "tensorflow", "nn_ops.": "tensorflow",
-    "np.": "numpy", "numpy.": "numpy", "jnp.": "numpy", "jax.numpy.": "numpy", "anp.": "numpy",
-    "autograd.numpy.": "numpy", "linalg.": "numpy",
-    "jax.nn.": "jax", "jax.lax.": "jax", "lax.": "jax", "jax.": "jax",
-    "jax.scipy.special.": "scipy", "jax.scipy.": "scipy", "scipy.special.": "scipy", "scipy.": "scipy", "integrate.": "scipy",
-    "jax.scipy.stats.": "scipy", "scipy.stats.": "scipy", "stats.": "scipy",
-    "special.": "scipy",
-    "torch.nn.functional.": "torch", "nn.functional.": "torch", "torch.special.": "torch", "torch.linalg.": "torch", "torch.": "torch",
-    "F.": "torch", "optax.": "optax", "optax.losses.": "optax",
-    "keras.ops.": "keras", "keras.backend.": "keras", "keras.activations.": "keras", "keras.": "keras",
-    "keras.losses.": "keras", "K.": "keras", "ops.": "keras", "activations.": "keras", "losses.": "keras",
-    "math.": "python",
-    # `nn.` is TensorFlow's tf.nn, JAX's (and Flax's) nn or PyTorch's torch.nn: where
-    # their meanings differ (gelu, leaky_relu) the op's reading refuses to choose
-    "nn.": "nn",
-}
-# longest first, so that `jax.numpy.` is read before `jax.`
-_PREFIX_ORDER = tuple(sorted(PREFIXES.items(), key=lambda item: -len(item[0])))
-CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
-
-# Keyword spellings of TensorFlow and NumPy, mapped to the table's parameter names.
-KEYWORD_ALIASES = {
-    "keep_dims": "keepdims", "keepdim": "keepdims", "dim": "axis", "perm": "axes", "newshape": "shape",
-    "clip_value_min": "lo", "clip_value_max": "hi", "a_min": "lo", "a_max": "hi", "min": "lo", "max": "hi",
-    "negative_slope": "alpha", "correction": "ddof", "interpolation": "method",
-    "shifts": "shift", "paddings": "pad_width", "multiples": "reps", "dim1": "axis1", "dim2": "axis2",
-    "reduction_indices": "axis", "depth": "num_classes", "diagonal": "k",
-}
-FIRST_ARGUMENT_KEYWORDS = ("input_tensor", "input", "a", "x", "t", "tensor", "logits", "features")
-
-
-@functools.lru_cache(maxsize=4096)  # a program calls the same few names over and over
-def split_spelling(name: str) -> tuple[str, str]:
-    """(library, bare name): `np.max` -> ("numpy", "max"); a bare `max` is Python's."""
-    library = None
-    changed = True
-    while changed:
-        changed = False
-        for prefix, owner in _PREFIX_ORDER:
-            if name.startswith(prefix):
-                name = name[len(prefix):]
-                library = library or owner
-                changed = True
-                break  # longest first again: `tensorflow.keras.backend.` is one prefix after another
-    return library or "python", name
-
-
-def strip_prefixes(name: str) -> str:
-    return split_spelling(name)[1]
 
 
 # Sources: a constant written in the program, and an input (`--set`, or a literal default).

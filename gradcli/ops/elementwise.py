@@ -18,7 +18,7 @@ import math
 
 from gradcli.errors import ShapeError
 from gradcli.ops.trace import G
-from gradcli.ops.table import NO_GRADIENT, NOT_DIFFERENTIABLE, REQUIRED, UNBOUNDED, Op, ReadingError, register
+from gradcli.ops.table import NO_GRADIENT, NOT_DIFFERENTIABLE, REQUIRED, UNBOUNDED, Op, register
 from gradcli.ops.core import _binary, _log_softmax, _maximum_weight, _minimum_weight, _sigmoid, _unary
 from gradcli.ops.shapes import _broadcast, _same, broadcast_shapes, on_host, reduced_shape
 
@@ -55,16 +55,16 @@ def _needs_scipy(shape_rule):
     return rule
 
 
-def _scipy_unary(name, scipy_name, vjp, aliases=(), doc="", **hints):
+def _scipy_unary(name, scipy_name, vjp, doc="", **hints):
     hints.setdefault("nonstandard", f"scipy.special's {scipy_name}")
     register(Op(name, lambda xp, x: _special(xp, scipy_name)(x), _needs_scipy(_same),
-                vjp if isinstance(vjp, tuple) else (vjp,), aliases=aliases, elementwise=True, doc=doc, **hints))
+                vjp if isinstance(vjp, tuple) else (vjp,), elementwise=True, doc=doc, **hints))
 
 
-def _scipy_binary(name, scipy_name, vjp, args=("x", "y"), aliases=(), doc="", **hints):
+def _scipy_binary(name, scipy_name, vjp, args=("x", "y"), doc="", **hints):
     hints.setdefault("nonstandard", f"scipy.special's {scipy_name}")
     register(Op(name, lambda xp, a, b: _special(xp, scipy_name)(a, b), _needs_scipy(_broadcast), vjp,
-                args=args, aliases=aliases, elementwise=True, doc=doc, **hints))
+                args=args, elementwise=True, doc=doc, **hints))
 
 
 def _on_host(xp, name: str, *arrays):
@@ -101,35 +101,35 @@ def _inv_sqrt_one_minus_square(x):  # 1 / sqrt(1 - x^2), accurate near |x| = 1
     return 1.0 / G.sqrt((1.0 - x) * (1.0 + x))
 
 
-_unary("arcsin", lambda xp, x: xp.asin(x), lambda g, ans, x: g * _inv_sqrt_one_minus_square(x), ("asin",),
+_unary("arcsin", lambda xp, x: xp.asin(x), lambda g, ans, x: g * _inv_sqrt_one_minus_square(x),
        ufunc="arcsin",
        bound=UNBOUNDED, where_trap=0)
-_unary("arccos", lambda xp, x: xp.acos(x), lambda g, ans, x: -(g * _inv_sqrt_one_minus_square(x)), ("acos",),
+_unary("arccos", lambda xp, x: xp.acos(x), lambda g, ans, x: -(g * _inv_sqrt_one_minus_square(x)),
        ufunc="arccos",
        bound=UNBOUNDED, where_trap=0)
-_unary("arctan", lambda xp, x: xp.atan(x), lambda g, ans, x: g / (1.0 + x * x), ("atan",),
+_unary("arctan", lambda xp, x: xp.atan(x), lambda g, ans, x: g / (1.0 + x * x),
        ufunc="arctan", finite_closed=True)
 _unary("sinh", "sinh", lambda g, ans, x: g * G.cosh(x), bound=UNBOUNDED, grows=True,
        overflows_above=lambda largest: math.log(largest) + math.log(2))
 _unary("cosh", "cosh", lambda g, ans, x: g * G.sinh(x), bound=UNBOUNDED, grows=True,
        overflows_above=lambda largest: math.log(largest) + math.log(2))
 # 1 / sqrt(x^2 + 1) as 1 / hypot(x, 1): no overflow of x^2 for |x| > 1e154
-_unary("arcsinh", lambda xp, x: xp.asinh(x), lambda g, ans, x: g / G.hypot(x, 1.0), ("asinh",),
+_unary("arcsinh", lambda xp, x: xp.asinh(x), lambda g, ans, x: g / G.hypot(x, 1.0),
        ufunc="arcsinh", finite_closed=True)
-_unary("arccosh", lambda xp, x: xp.acosh(x), lambda g, ans, x: g / (G.sqrt(x - 1.0) * G.sqrt(x + 1.0)), ("acosh",),
+_unary("arccosh", lambda xp, x: xp.acosh(x), lambda g, ans, x: g / (G.sqrt(x - 1.0) * G.sqrt(x + 1.0)),
        ufunc="arccosh", bound=UNBOUNDED,
        domain=1.0)
-_unary("arctanh", lambda xp, x: xp.atanh(x), lambda g, ans, x: g / ((1.0 - x) * (1.0 + x)), ("atanh",),
+_unary("arctanh", lambda xp, x: xp.atanh(x), lambda g, ans, x: g / ((1.0 - x) * (1.0 + x)),
        ufunc="arctanh", bound=UNBOUNDED)
 _binary("arctan2", lambda xp, x, y: xp.atan2(x, y),
         (lambda g, ans, x, y: g * (y / G.hypot(x, y)) / G.hypot(x, y),
          lambda g, ans, x, y: -(g * (x / G.hypot(x, y)) / G.hypot(x, y))),
-        ("atan2",), ufunc="arctan2", doc="arctan2(x1, x2): the angle of the point (x2, x1)", bound=UNBOUNDED)
+        ufunc="arctan2", doc="arctan2(x1, x2): the angle of the point (x2, x1)", bound=UNBOUNDED)
 _binary("hypot", "hypot", (lambda g, ans, x, y: g * x / ans, lambda g, ans, x, y: g * y / ans),
         doc="sqrt(x^2 + y^2) without overflow; its gradient is NaN at (0, 0), where it has none", bound=UNBOUNDED)
-_unary("deg2rad", "deg2rad", lambda g, ans, x: g * (math.pi / 180.0), ("radians",), finite_closed=True,
+_unary("deg2rad", "deg2rad", lambda g, ans, x: g * (math.pi / 180.0), finite_closed=True,
        nonstandard="NumPy's deg2rad")
-_unary("rad2deg", "rad2deg", lambda g, ans, x: g * (180.0 / math.pi), ("degrees",), bound=UNBOUNDED,
+_unary("rad2deg", "rad2deg", lambda g, ans, x: g * (180.0 / math.pi), bound=UNBOUNDED,
        nonstandard="NumPy's rad2deg")
 
 
@@ -192,8 +192,8 @@ _binary("squared_difference", lambda xp, x, y: xp.square(x - y),
 # --------------------------------------------------------------------------- rounding, signs, selections
 
 _unary("fabs", "fabs", lambda g, ans, x: g * G.sign(x), finite_closed=True, nonstandard="NumPy's fabs")
-_unary("trunc", "trunc", NOT_DIFFERENTIABLE, ("fix",), finite_closed=True)
-_binary("fmod", "fmod", (lambda g, ans, x, y: g, lambda g, ans, x, y: -(g * G.trunc(x / y))), ("rem",),
+_unary("trunc", "trunc", NOT_DIFFERENTIABLE, finite_closed=True)
+_binary("fmod", "fmod", (lambda g, ans, x, y: g, lambda g, ans, x, y: -(g * G.trunc(x / y))),
         doc="C's remainder: the sign of x (mod and remainder take y's); lax.rem", bound=UNBOUNDED,
         nonstandard="NumPy's fmod")
 _binary("copysign", "copysign", (lambda g, ans, x, y: g * (G.sign(x) * G.copysign(1.0, y)), NO_GRADIENT),
@@ -223,7 +223,7 @@ for _name in ("isnan", "isinf", "isfinite", "signbit"):
 _unary("spacing", lambda xp, x: _on_host(xp, "spacing", x), NOT_DIFFERENTIABLE,
        doc="the distance to the next representable number", bound=UNBOUNDED, nonstandard="NumPy's spacing")
 # real values: the real part and the conjugate are the value, the imaginary part is 0
-_unary("real", lambda xp, x: x, lambda g, ans, x: g, ("conj", "conjugate", "real_if_close"), view=True, memory="same",
+_unary("real", lambda xp, x: x, lambda g, ans, x: g, view=True, memory="same",
        finite_closed=True, doc="the real part: the value itself (values are real)")
 _unary("imag", lambda xp, x: xp.zeros_like(x), NOT_DIFFERENTIABLE, finite_closed=True,
        doc="the imaginary part: 0 (values are real)")
@@ -266,9 +266,9 @@ _scipy_unary("ndtri", "ndtri", lambda g, ans, x: g * (SQRT_2PI * G.exp(0.5 * (an
              doc="the inverse of the standard normal CDF", bound=UNBOUNDED)
 _scipy_unary("logit", "logit", lambda g, ans, x: g / (x * (1.0 - x)), doc="log(x / (1 - x))", bound=UNBOUNDED)
 _scipy_unary("entr", "entr", lambda g, ans, x: -(g * (G.log(x) + 1.0)), doc="-x log(x)", bound=UNBOUNDED)
-_scipy_unary("gammaln", "gammaln", lambda g, ans, x: g * G.digamma(x), ("lgamma",), doc="log |gamma(x)|",
+_scipy_unary("gammaln", "gammaln", lambda g, ans, x: g * G.digamma(x), doc="log |gamma(x)|",
              bound=UNBOUNDED)
-_scipy_unary("digamma", "digamma", lambda g, ans, x: g * G.polygamma(1.0, x), ("psi",), bound=UNBOUNDED)
+_scipy_unary("digamma", "digamma", lambda g, ans, x: g * G.polygamma(1.0, x), bound=UNBOUNDED)
 _scipy_unary("gamma", "gamma", lambda g, ans, x: g * ans * G.digamma(x), bound=UNBOUNDED)
 _scipy_unary("rgamma", "rgamma", lambda g, ans, x: -(g * ans * G.digamma(x)), doc="1 / gamma(x)", bound=UNBOUNDED)
 _scipy_unary("gammasgn", "gammasgn", NOT_DIFFERENTIABLE, doc="the sign of gamma(x)", bound=UNBOUNDED)
@@ -325,38 +325,25 @@ _scipy_binary("iv", "iv", (None, lambda g, ans, v, x: g * (0.5 * (G.iv(v - 1.0, 
 _scipy_binary("ive", "ive", (None, lambda g, ans, v, x: g * (0.5 * (G.ive(v - 1.0, x) + G.ive(v + 1.0, x))
                                                               - G.sign(x) * ans)),
               args=("v", "x"), doc="ive(v, x) = iv(v, x) exp(-|x|) (no gradient in v)", bound=UNBOUNDED)
-_scipy_unary("i0", "i0", lambda g, ans, x: g * G.i1(x), ("bessel_i0",), bound=UNBOUNDED)
-_scipy_unary("i1", "i1", lambda g, ans, x: g * (0.5 * (G.i0(x) + G.iv(2.0, x))), ("bessel_i1",), bound=UNBOUNDED)
-_scipy_unary("i0e", "i0e", lambda g, ans, x: g * (G.i1e(x) - G.sign(x) * ans), ("bessel_i0e",), bound=UNBOUNDED)
+_scipy_unary("i0", "i0", lambda g, ans, x: g * G.i1(x), bound=UNBOUNDED)
+_scipy_unary("i1", "i1", lambda g, ans, x: g * (0.5 * (G.i0(x) + G.iv(2.0, x))), bound=UNBOUNDED)
+_scipy_unary("i0e", "i0e", lambda g, ans, x: g * (G.i1e(x) - G.sign(x) * ans), bound=UNBOUNDED)
 _scipy_unary("i1e", "i1e", lambda g, ans, x: g * (0.5 * (G.i0e(x) + G.ive(2.0, x)) - G.sign(x) * ans),
-             ("bessel_i1e",), bound=UNBOUNDED)
+             bound=UNBOUNDED)
 # Bessel functions: d jv(v, x) = (jv(v-1, x) - jv(v+1, x)) / 2, and the same for yv
 _scipy_binary("jv", "jv", (None, lambda g, ans, v, x: g * (0.5 * (G.jv(v - 1.0, x) - G.jv(v + 1.0, x)))),
-              args=("v", "x"), aliases=("jn",), bound=UNBOUNDED,
+              args=("v", "x"), bound=UNBOUNDED,
               doc="jv(v, x): the Bessel function of the first kind (no gradient in v)")
 _scipy_binary("yv", "yv", (None, lambda g, ans, v, x: g * (0.5 * (G.yv(v - 1.0, x) - G.yv(v + 1.0, x)))),
-              args=("v", "x"), aliases=("yn",), bound=UNBOUNDED,
+              args=("v", "x"), bound=UNBOUNDED,
               doc="yv(v, x): the Bessel function of the second kind (no gradient in v)")
-_scipy_unary("j0", "j0", lambda g, ans, x: -(g * G.j1(x)), ("bessel_j0",), bound=UNBOUNDED)
-_scipy_unary("j1", "j1", lambda g, ans, x: g * (0.5 * (G.j0(x) - G.jv(2.0, x))), ("bessel_j1",), bound=UNBOUNDED)
-_scipy_unary("y0", "y0", lambda g, ans, x: -(g * G.y1(x)), ("bessel_y0",), bound=UNBOUNDED)
-_scipy_unary("y1", "y1", lambda g, ans, x: g * (0.5 * (G.y0(x) - G.yv(2.0, x))), ("bessel_y1",), bound=UNBOUNDED)
+_scipy_unary("j0", "j0", lambda g, ans, x: -(g * G.j1(x)), bound=UNBOUNDED)
+_scipy_unary("j1", "j1", lambda g, ans, x: g * (0.5 * (G.j0(x) - G.jv(2.0, x))), bound=UNBOUNDED)
+_scipy_unary("y0", "y0", lambda g, ans, x: -(g * G.y1(x)), bound=UNBOUNDED)
+_scipy_unary("y1", "y1", lambda g, ans, x: g * (0.5 * (G.y0(x) - G.yv(2.0, x))), bound=UNBOUNDED)
 
 
 # --------------------------------------------------------------------------- neural-network activations
-
-def _library_default(op_name: str, param: str, values: dict, message: str, keywords=()):
-    given = (lambda call: call.positional >= 2 or param in call.keywords
-             or any(k in call.keywords for k in keywords))
-
-    def reading(call):
-        if given(call):
-            return None
-        if call.library in values:
-            return op_name, {param: values[call.library]}
-        raise ReadingError(message.format(name=call.name))
-    return reading
-
 
 def _relu6_gate(x):
     return G.greater(x, 0.0) * G.less(x, 6.0)
@@ -399,10 +386,6 @@ def _leaky_relu(xp, x, alpha):
 register(Op("leaky_relu", _leaky_relu, _SAME,
             (lambda g, ans, x, alpha: G.where(G.greater(x, 0.0), g, g * alpha),),
             params={"alpha": REQUIRED}, elementwise=True,
-            reading=_library_default(
-                "leaky_relu", "alpha", {"tensorflow": 0.2, "keras": 0.2, "jax": 0.01, "torch": 0.01},
-                "{name}(x) without a slope: TensorFlow and Keras default to 0.2, JAX and PyTorch to 0.01; "
-                "write {name}(x, alpha=...)", keywords=("negative_slope",)),
             doc="x above 0, alpha x below (gradient alpha at 0, as TensorFlow)", bound=UNBOUNDED))
 
 _GELU_C = math.sqrt(2.0 / math.pi)
@@ -439,10 +422,6 @@ def _gelu_shape(shape, approximate):
 
 register(Op("gelu", _gelu, _scalar_params(_gelu_shape), (_gelu_vjp,), params={"approximate": REQUIRED}, elementwise=True,
             finite_closed=True,
-            reading=_library_default(
-                "gelu", "approximate", {"tensorflow": False, "keras": False, "torch": False, "jax": True},
-                "{name}(x) without approximate=: TensorFlow, Keras and PyTorch default to the exact x Phi(x), "
-                "JAX (and Flax) to the tanh approximation; write {name}(x, approximate=False) or True"),
             doc="x Phi(x), or with approximate=True its tanh approximation"))
 
 
@@ -455,10 +434,10 @@ def _silu_vjp(g, ans, x, beta=1.0):
     return g * (s * (1.0 + beta * x * (1.0 - s)))
 
 
-register(Op("silu", _silu, _SAME, (_silu_vjp,), params={"beta": 1.0}, aliases=("swish",), elementwise=True,
+register(Op("silu", _silu, _SAME, (_silu_vjp,), params={"beta": 1.0}, elementwise=True,
             finite_closed=True, doc="x sigmoid(beta x)"))
 _unary("softsign", lambda xp, x: x / (1.0 + xp.abs(x)), lambda g, ans, x: g / G.square(1.0 + G.abs(x)),
-       ("soft_sign",), finite_closed=True, doc="x / (1 + |x|)")
+       finite_closed=True, doc="x / (1 + |x|)")
 
 
 def _mish(xp, x):
@@ -477,19 +456,11 @@ def _hard_sigmoid(xp, x):
     return xp.minimum(xp.maximum(x + 3.0, 0), 6) / 6.0
 
 
-def _hard_sigmoid_reading(call):
-    if call.name == "hardsigmoid" or call.library in ("jax", "torch"):
-        return None
-    raise ReadingError(f"{call.name}: Keras 2 (tf.keras before TensorFlow 2.16) defines it as "
-                       "clip(0.2 * x + 0.5, 0, 1), JAX, PyTorch and Keras 3 as relu6(x + 3) / 6; "
-                       "write the one you mean, or jax.nn.hard_sigmoid(x)")
-
-
-_unary("hard_sigmoid", _hard_sigmoid, lambda g, ans, x: g * (_relu6_gate(x + 3.0) / 6.0), ("hardsigmoid",),
-       reading=_hard_sigmoid_reading, doc="relu6(x + 3) / 6 (JAX, PyTorch)", bound=UNBOUNDED,
+_unary("hard_sigmoid", _hard_sigmoid, lambda g, ans, x: g * (_relu6_gate(x + 3.0) / 6.0),
+       doc="relu6(x + 3) / 6 (JAX, PyTorch)", bound=UNBOUNDED,
        prints_as=lambda x: f"jax.nn.hard_sigmoid({x})")  # the bare name has two readings
 _unary("hard_silu", lambda xp, x: x * _hard_sigmoid(xp, x),
-       lambda g, ans, x: g * (G.hard_sigmoid(x) + x * (_relu6_gate(x + 3.0) / 6.0)), ("hard_swish", "hardswish"),
+       lambda g, ans, x: g * (G.hard_sigmoid(x) + x * (_relu6_gate(x + 3.0) / 6.0)),
        finite_closed=True, doc="x relu6(x + 3) / 6")
 def _hard_tanh_shape(shape, min_val=-1.0, max_val=1.0):
     if not isinstance(min_val, tuple) and not isinstance(max_val, tuple) and min_val > max_val:
@@ -499,7 +470,7 @@ def _hard_tanh_shape(shape, min_val=-1.0, max_val=1.0):
 
 register(Op("hard_tanh", lambda xp, x, min_val=-1.0, max_val=1.0: xp.minimum(xp.maximum(x, min_val), max_val),
             _hard_tanh_shape, (lambda g, ans, x, min_val=-1.0, max_val=1.0: g * (G.greater(x, min_val) * G.less(x, max_val)),),
-            params={"min_val": -1.0, "max_val": 1.0}, aliases=("hardtanh",), elementwise=True,
+            params={"min_val": -1.0, "max_val": 1.0}, elementwise=True,
             doc="clip(x, -1, 1)", bound=UNBOUNDED))
 
 
@@ -536,18 +507,8 @@ def _log_cosh(xp, x):
     return xp.astype(xp.where(near, xp.log1p(2.0 * s * s), a - LN2 + xp.log1p(xp.exp(-2.0 * a))), x.dtype)
 
 
-def _log_cosh_reading(call):
-    """Optax's log_cosh(predictions, targets) and Keras' loss log_cosh(y_true, y_pred) are
-    losses of a difference (gradcli.ops.nn); keras.ops.log_cosh(x) would not take two."""
-    if call.library == "optax":
-        return "optax_log_cosh", {}
-    if call.library in ("keras", "tensorflow") and call.positional + len(call.keywords) >= 2:
-        return "keras_log_cosh", {}
-    return None
-
-
-_unary("log_cosh", _log_cosh, lambda g, ans, x: g * G.tanh(x), ("logcosh",), doc="log(cosh(x))",
-       reading=_log_cosh_reading, bound=UNBOUNDED)
+_unary("log_cosh", _log_cosh, lambda g, ans, x: g * G.tanh(x), doc="log(cosh(x))",
+       bound=UNBOUNDED)
 
 
 def _huber(xp, r, delta=1.0):
@@ -555,25 +516,13 @@ def _huber(xp, r, delta=1.0):
     return xp.astype(xp.where(a <= delta, 0.5 * r * r, delta * (a - 0.5 * delta)), r.dtype)
 
 
-def _huber_reading(call):
-    if call.library == "torch" and call.name == "huber_loss":  # F.huber_loss: with its reduction
-        return "torch_huber_loss", {}
-    if call.library in ("torch", "tensorflow", "keras", "nn"):
-        raise ReadingError(f"{call.name}: PyTorch's, TensorFlow's and Keras's huber losses average over "
-                           f"elements (reduction); gradcli's {call.name} is elementwise (Optax's): "
-                           f"write mean({call.name}(a, b))")
-    return None
-
-
 register(Op("huber", _huber, _SAME, (lambda g, ans, r, delta=1.0: g * G.clip(r, -delta, delta),),
             args=("r",), params={"delta": 1.0}, elementwise=True,
-            # keras.losses.huber(y_true, y_pred, delta): a loss per sample (gradcli.ops.nn)
-            reading=lambda call: ("keras_huber", {}) if call.library in ("keras", "tensorflow") else None,
             doc="huber(r, delta): r^2 / 2 for |r| <= delta, delta (|r| - delta / 2) beyond", bound=UNBOUNDED))
 register(Op("huber_loss", lambda xp, p, t, delta=1.0: _huber(xp, p - t, delta), _BROADCAST,
             (lambda g, ans, p, t, delta=1.0: g * G.clip(p - t, -delta, delta),
              lambda g, ans, p, t, delta=1.0: -(g * G.clip(p - t, -delta, delta))),
-            args=("predictions", "targets"), params={"delta": 1.0}, elementwise=True, reading=_huber_reading,
+            args=("predictions", "targets"), params={"delta": 1.0}, elementwise=True,
             doc="huber(predictions - targets, delta), elementwise (Optax)", bound=UNBOUNDED))
 
 # --------------------------------------------------------------------------- neural-network losses and layers
@@ -610,7 +559,7 @@ register(Op("softmax_cross_entropy_with_logits", _softmax_ce, _softmax_ce_shape,
             args=("labels", "logits"), params={"axis": -1},
             doc="-sum(labels * log_softmax(logits), axis)"))
 register(Op("l2_loss", lambda xp, t: xp.sum(t * t) / 2, lambda shape: (), (lambda g, ans, t: g * t,),
-            args=("t",), reading=lambda call: ("optax_l2_loss", {}) if call.library == "optax" else None, doc="sum(t^2) / 2"))
+            args=("t",), doc="sum(t^2) / 2"))
 
 
 def _bias_add_axis(value, data_format):

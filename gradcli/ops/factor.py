@@ -18,7 +18,7 @@ import numpy as np
 
 from gradcli.errors import ShapeError
 from gradcli.ops.trace import G
-from gradcli.ops.table import NO_GRADIENT, NOT_DIFFERENTIABLE, REQUIRED, DataError, Op, ReadingError, register
+from gradcli.ops.table import NO_GRADIENT, NOT_DIFFERENTIABLE, REQUIRED, DataError, Op, register
 from gradcli.ops.core import _mT
 from gradcli.ops.shapes import fmt_shape, to_host
 from gradcli.ops.nn import composite
@@ -222,15 +222,6 @@ register(Op("lu_upper", lambda xp, a: xp.triu(_lu_packed(xp, a)), _lu_shape,
             (lambda g, ans, a: _lu_vjp(a, g_upper=g),), public=False, nonstandard="SciPy's LU on the host", doc="U of a = P L U"))
 
 
-def _lu_factor_reading(call):
-    if call.library == "torch":
-        return None
-    if call.library == "scipy":
-        return "lu_factor", {"one_based": False}
-    raise ReadingError("lu_factor() without its library: torch.linalg.lu_factor numbers the pivots from 1, "
-                       "scipy.linalg.lu_factor from 0; write torch.linalg.lu_factor or scipy.linalg.lu_factor")
-
-
 def _lu_parts(a, pivot=True, one_based=True, overwrite_a=False, check_finite=True):
     _square(a, "lu_factor")
     if not pivot:
@@ -240,7 +231,7 @@ def _lu_parts(a, pivot=True, one_based=True, overwrite_a=False, check_finite=Tru
 
 register(Op("lu_factor", None, None, None,
             params={"pivot": True, "one_based": True, "overwrite_a": False, "check_finite": True},
-            parts=_lu_parts, reading=_lu_factor_reading,
+            parts=_lu_parts,
             doc="LU, pivots = torch.linalg.lu_factor(a): L and U of a = P L U packed in one matrix, and the pivots "
                 "(from 1; scipy.linalg.lu_factor's from 0); square matrices"))
 
@@ -267,21 +258,13 @@ def _pivot_permutation(xp, pivots, n):
 
 
 register(Op("pivot_permutation", _pivot_permutation, lambda shape, n: tuple(shape) + (n,), NOT_DIFFERENTIABLE,
-            params={"n": REQUIRED}, public=False, fails_on_data=True, nonstandard="checks the pivots on the host",
+            params={"n": REQUIRED}, public=False, nonstandard="checks the pivots on the host",
             doc="the permutation matrix P of 1-based LU pivots (A = P L U)"))
-
-
-def _lu_solve_reading(call):
-    if call.library == "scipy" or call.positional == 2:
-        raise ReadingError("scipy.linalg.lu_solve((lu, piv), b) is not supported: write "
-                           "torch.linalg.lu_solve(LU, pivots, B), with the pivots of torch.linalg.lu_factor")
-    return None
 
 
 @composite("lu_solve", ("LU", "pivots", "B"), {"left": True, "adjoint": False},
            "torch.linalg.lu_solve(LU, pivots, B, left=True, adjoint=False): X with A X = B (left=False: X A = B; "
-           "adjoint: A^T), A = P L U given as lu_factor's LU and 1-based pivots; the pivots get no gradient",
-           reading=_lu_solve_reading)
+           "adjoint: A^T), A = P L U given as lu_factor's LU and 1-based pivots; the pivots get no gradient")
 def _lu_solve(f, lu, pivots, b, left, adjoint):
     _square(lu.shape, "lu_solve")
     n = lu.shape[-1]
@@ -311,7 +294,7 @@ def _lu_solve(f, lu, pivots, b, left, adjoint):
 
 @composite("householder_product", ("A", "tau"), {},
            "torch.linalg.householder_product(A, tau): the first n columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^T, "
-           "v_i the i-th column of A below the diagonal with 1 on it (LAPACK's orgqr)", aliases=("orgqr",))
+           "v_i the i-th column of A below the diagonal with 1 on it (LAPACK's orgqr)")
 def _householder_product(f, a, tau):
     if a.ndim < 2 or a.shape[-2] < a.shape[-1]:
         raise ShapeError(f"A must be matrices (..., m, n) with m >= n, got {fmt_shape(a.shape)}")
@@ -335,15 +318,6 @@ def _householder_product(f, a, tau):
 
 # --------------------------------------------------------------------------- vander
 
-def _vander_reading(call):
-    if call.library == "torch":
-        return "torch_vander", {}
-    if call.library == "numpy" or "increasing" in call.keywords:
-        return None
-    raise ReadingError("vander() without its library: np.vander's powers decrease along a row (increasing=False), "
-                       "torch.linalg.vander's increase; write np.vander, torch.linalg.vander, or increasing=")
-
-
 def _powers(f, x, count, increasing):
     """The columns 1, x, x^2, ... (reversed unless increasing) along a new last axis, as products,
     not powers: the gradient of x^0 at 0 is 0, never 0 * inf."""
@@ -365,14 +339,14 @@ def _count(N, n, least):
 
 @composite("vander", ("x",), {"N": None, "increasing": False},
            "np.vander(x, N=None, increasing=False): the columns x^(N-1), ..., x, 1 of a vector x "
-           "(increasing: 1, x, ..., x^(N-1))", reading=_vander_reading)
+           "(increasing: 1, x, ..., x^(N-1))")
 def _vander(f, x, N, increasing):
     if x.ndim != 1:
         raise ShapeError(f"x must be a vector, got {fmt_shape(x.shape)}")
     return _powers(f, x, _count(N, x.shape[0], 1), bool(increasing))
 
 
-@composite("torch_vander", ("x",), {"N": None},
+@composite("vander_ascending", ("x",), {"N": None},
            "torch.linalg.vander(x, N=None): 1, x, ..., x^(N-1) along a new last axis (x: a vector or a batch of "
            "them; N at least 2)", public=False)
 def _torch_vander(f, x, N):
@@ -427,18 +401,11 @@ def _sylvester_sum_shape(x, c):
 
 register(Op("sylvester_sum", _sylvester_sum, _sylvester_sum_shape,
             (_sylvester_sum_vjp_x, lambda g, ans, x, c: G.sylvester_sum(x, g)), args=("x", "c"), public=False,
-            fails_on_data=True, doc="g with x g + g x = c, x symmetric positive definite (matrix_sqrth's gradient)"))
+            doc="g with x g + g x = c, x symmetric positive definite (matrix_sqrth's gradient)"))
 register(Op("matrix_sqrth", _matrix_sqrth, lambda a: _square(a, "matrix_sqrth"),
-            (lambda g, ans, a: (lambda h: (h + _mT(h)) * 0.5)(G.sylvester_sum(ans, g)),), fails_on_data=True,
+            (lambda g, ans, a: (lambda h: (h + _mT(h)) * 0.5)(G.sylvester_sum(ans, g)),),
             doc="torch.linalg.matrix_sqrth(a): the principal square root of a symmetric positive definite matrix "
                 "(its symmetric part, as eigh reads it); the gradient solves x g + g x = the cotangent"))
-
-
-def _polar_reading(call):
-    if call.library == "torch" and "linalg" not in call.spelled:
-        raise ReadingError("torch.polar(abs, angle) makes complex numbers, and gradcli's values are real; "
-                           "torch.linalg.polar (scipy.linalg.polar) is the polar decomposition")
-    return None
 
 
 def _polar_parts(a, side="right"):
@@ -472,27 +439,21 @@ def _polar_unitary_vjp(g, ans, a):
 
 
 register(Op("polar_positive", _polar_positive, lambda a: a[:-2] + (a[-1], a[-1]), (_polar_positive_vjp,),
-            public=False, fails_on_data=True, doc="p of the polar decomposition a = u p"))
+            public=False, doc="p of the polar decomposition a = u p"))
 register(Op("polar_unitary", _polar_unitary, lambda a: tuple(a), (_polar_unitary_vjp,), public=False,
-            fails_on_data=True, doc="u of the polar decomposition a = u p (orthonormal columns)"))
-register(Op("polar", None, None, None, params={"side": "right"}, parts=_polar_parts, reading=_polar_reading,
+            doc="u of the polar decomposition a = u p (orthonormal columns)"))
+register(Op("polar", None, None, None, params={"side": "right"}, parts=_polar_parts,
             doc="u, p = torch.linalg.polar(a) (scipy.linalg.polar): a = u p, u with orthonormal columns, p "
                 "symmetric positive definite, for a of full column rank (m >= n); torch.polar (complex) is refused"))
 
 
 # --------------------------------------------------------------------------- the general eigenproblem: refused
 
-def _complex_refusal(call):
-    raise ReadingError(f"{call.name}: the eigenvalues of a general matrix are complex numbers (with complex "
-                       "eigenvectors), and gradcli's values are real; for a symmetric matrix write "
-                       f"{'eigvalsh' if call.name == 'eigvals' else 'eigh'}, whose results are real")
-
-
 def _refused(xp, *_, **__):
     raise ShapeError("refused when read")
 
 
 for _name, _what in (("eig", "eigenvalues and eigenvectors"), ("eigvals", "eigenvalues")):
-    register(Op(_name, _refused, _refused, None, reading=_complex_refusal,
+    register(Op(_name, _refused, _refused, None,
                 doc=f"the {_what} of a general matrix: refused (complex results; no gradient); eigh / eigvalsh "
                     "for symmetric matrices"))

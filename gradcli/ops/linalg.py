@@ -26,7 +26,7 @@ _LETTERS = _LOWER + _UPPER
 from gradcli.errors import GradcliError, ShapeError
 from gradcli.ops.trace import G
 from gradcli.ops.table import (
-    NO_GRADIENT, NOT_DIFFERENTIABLE, REQUIRED, DataError, Op, ReadingError, Spelling, register)
+    NO_GRADIENT, NOT_DIFFERENTIABLE, REQUIRED, DataError, Op, register)
 from gradcli.ops.shapes import _keep, broadcast_shapes, fmt_shape, normalize_axes, to_host
 from gradcli.ops.core import _mT, _prod_others
 
@@ -297,9 +297,8 @@ def _outer_shape(a, b, flatten=True):
 
 register(Op("outer", lambda xp, a, b, flatten=True: xp.outer(a, b), _outer_shape,
             (lambda g, ans, a, b, flatten=True: _outer_vjp_a(g, ans, a, b),
-             lambda g, ans, a, b, flatten=True: _outer_vjp_b(g, ans, a, b)), args=("a", "b"), aliases=("ger",),
+             lambda g, ans, a, b, flatten=True: _outer_vjp_b(g, ans, a, b)), args=("a", "b"),
             params={"flatten": True},
-            reading=lambda call: ("outer", {"flatten": False}) if call.library == "torch" else None,
             doc="outer(a, b)[i, j] = a[i] * b[j] of a and b flattened (torch.outer: of two vectors)",
             nonstandard="NumPy's outer"))
 
@@ -522,8 +521,8 @@ def _inv_vjp(g, ans, a):
     return -G.matmul(G.matmul(t, g), t)
 
 
-register(Op("inv", _inv, lambda a: _square(a), (_inv_vjp,), aliases=("inverse", "matrix_inverse"),
-            fails_on_data=True, doc="the inverse of a square matrix; a singular one is an error"))
+register(Op("inv", _inv, lambda a: _square(a), (_inv_vjp,),
+            doc="the inverse of a square matrix; a singular one is an error"))
 
 
 def _vector_rhs(a, b, vector):
@@ -565,12 +564,7 @@ def _solve_vjp_a(g, ans, a, b, vector=None):
     return -G.matmul(gb, _mT(ans))
 
 
-def _torch_vectors(call: Spelling):
-    return ("solve", {"vector": True}) if call.library == "torch" and "vector" not in call.keywords else None
-
-
 register(Op("solve", _solve, _solve_shape, (_solve_vjp_a, _solve_vjp_b), args=("a", "b"), params={"vector": None},
-            reading=_torch_vectors, fails_on_data=True,
             doc="solve(a, b): x with a @ x = b; b is a vector (n,) or matrices (..., n, k)"))
 
 
@@ -626,17 +620,8 @@ def _solve_triangular_vjp_a(g, ans, a, b, **flags):
     return G.triangle_part(gt, lower=lower, k=(-1 if lower else 1) if unit else 0)
 
 
-def _triangular_reading(call: Spelling):
-    if call.library == "tensorflow" and "lower" not in call.keywords:
-        return "solve_triangular", {"lower": True}  # tf.linalg.triangular_solve: lower by default
-    if call.library == "torch" and "upper" not in call.keywords:
-        raise ReadingError("torch.linalg.solve_triangular needs upper=True or upper=False")
-    return None
-
-
 register(Op("solve_triangular", _solve_triangular, _solve_triangular_shape,
             (_solve_triangular_vjp_a, _solve_triangular_vjp_b), args=("a", "b"), params=dict(_TRIANGULAR_PARAMS),
-            aliases=("triangular_solve",), reading=_triangular_reading, fails_on_data=True,
             doc="solve_triangular(a, b, lower=False): solve with the lower or upper triangle of a (SciPy's "
                 "default: upper; TensorFlow's: lower)"))
 
@@ -670,7 +655,7 @@ def _matrix_of(g):  # (...) -> (..., 1, 1), to scale a stack of matrices
 
 
 register(Op("det", _det, lambda a: _square(a)[:-2], (lambda g, ans, a: _matrix_of(g) * G.cofactor(a),),
-            aliases=("matrix_determinant",), doc="the determinant"))
+            doc="the determinant"))
 
 
 def _slogdet_parts(a):
@@ -687,7 +672,7 @@ register(Op("slogdet", None, None, None, parts=_slogdet_parts,
 register(Op("slogdet_sign", lambda xp, a: xp.linalg.slogdet(a)[0], lambda a: _square(a)[:-2], NOT_DIFFERENTIABLE,
             public=False, doc="the sign of the determinant"))
 register(Op("slogdet_logabs", lambda xp, a: xp.linalg.slogdet(a)[1], lambda a: _square(a)[:-2], (_logabs_vjp,),
-            public=False, fails_on_data=True, doc="log |det(a)|"))
+            public=False, doc="log |det(a)|"))
 
 
 def _logdet(xp, a):
@@ -695,7 +680,7 @@ def _logdet(xp, a):
     return xp.astype(xp.where(sign > 0, logabs, xp.where(sign == 0, -xp.inf, xp.full_like(logabs, xp.nan))), a.dtype)
 
 
-register(Op("logdet", _logdet, lambda a: _square(a)[:-2], (_logabs_vjp,), fails_on_data=True,
+register(Op("logdet", _logdet, lambda a: _square(a)[:-2], (_logabs_vjp,),
             doc="log det(a): NaN where the determinant is negative"))
 
 
@@ -731,7 +716,7 @@ def _matrix_power_vjp(g, ans, a, n):
 
 
 register(Op("matrix_power", _matrix_power, _matrix_power_shape, (_matrix_power_vjp,), params={"n": REQUIRED},
-            fails_on_data=True, doc="matrix_power(a, n): a @ a @ ... (n times); a negative n inverts"))
+            doc="matrix_power(a, n): a @ a @ ... (n times); a negative n inverts"))
 
 
 # --------------------------------------------------------------------------- factorizations
@@ -766,14 +751,7 @@ def _cholesky_vjp(g, ans, a, upper=False, lower=None):
     return _sym(both)
 
 
-def _cholesky_reading(call: Spelling):
-    if call.library == "scipy" and "lower" not in call.keywords:
-        return "cholesky", {"lower": False}  # scipy.linalg.cholesky: upper by default
-    return None
-
-
 register(Op("cholesky", _cholesky, lambda a, **_: _square(a), (_cholesky_vjp,), params={"upper": False, "lower": None},
-            reading=_cholesky_reading, fails_on_data=True,
             doc="the Cholesky factor L (a = L L^T) of a symmetric positive definite matrix; upper=True "
                 "gives L^T (SciPy's default)"))
 
@@ -817,13 +795,12 @@ def _b_first(rule):
 
 
 register(Op("cholesky_solve", _cholesky_solve, _cholesky_solve_shape, (_cholesky_solve_vjp_chol, _cholesky_solve_vjp_b),
-            args=("chol", "b"), params={"upper": False}, fails_on_data=True,
-            reading=lambda call: ("cholesky_solve_b_first", {}) if call.library == "torch" else None,
+            args=("chol", "b"), params={"upper": False},
             doc="cholesky_solve(L, b): x with (L L^T) x = b (TensorFlow's order; torch.cholesky_solve(b, L))"))
 register(Op("cholesky_solve_b_first", lambda xp, b, chol, upper=False: _cholesky_solve(xp, chol, b, upper),
             lambda b, chol, upper=False: _cholesky_solve_shape(chol, b, upper),
             (_b_first(_cholesky_solve_vjp_b), _b_first(_cholesky_solve_vjp_chol)), args=("b", "chol"),
-            params={"upper": False}, public=False, fails_on_data=True,
+            params={"upper": False}, public=False,
             doc="torch.cholesky_solve(b, L)"))
 
 
@@ -875,14 +852,7 @@ def _qr_vjp(part):
     return vjp
 
 
-def _qr_reading(call: Spelling):
-    if call.library == "scipy" and "mode" not in call.keywords:
-        return "qr", {"mode": "full"}  # scipy.linalg.qr: the complete Q by default
-    return None
-
-
 register(Op("qr", None, None, None, params={"mode": "reduced", "full_matrices": None}, parts=_qr_parts,
-            reading=_qr_reading,
             doc="q, r = qr(a): the reduced QR factorization (mode='complete' for the square q)"))
 register(Op("qr_q", lambda xp, a, complete=False: xp.linalg.qr(a, mode="complete" if complete else "reduced")[0],
             _qr_q_shape, (_qr_vjp("q"),), params={"complete": False}, public=False, doc="the Q of qr"))
@@ -916,13 +886,13 @@ def _eigh_vectors_vjp(g, ans, a):
     return _sym(G.matmul(G.matmul(ans, inner), _mT(ans)))
 
 
-register(Op("eigh", None, None, None, params={"UPLO": None, "lower": None}, parts=_eigh_parts, fails_on_data=True,
+register(Op("eigh", None, None, None, params={"UPLO": None, "lower": None}, parts=_eigh_parts,
             doc="w, v = eigh(a): eigenvalues (ascending) and eigenvectors of a symmetric matrix"))
 register(Op("eigvalsh", lambda xp, a, **_: _symmetric_eigh(xp, a)[0], lambda a, **_: _square(a)[:-1],
-            (_eigvalsh_vjp,), params={"UPLO": None, "lower": None}, fails_on_data=True,
+            (_eigvalsh_vjp,), params={"UPLO": None, "lower": None},
             doc="the eigenvalues of a symmetric matrix, ascending"))
 register(Op("eigh_vectors", lambda xp, a: _symmetric_eigh(xp, a)[1], lambda a: _square(a), (_eigh_vectors_vjp,),
-            public=False, fails_on_data=True, doc="the eigenvectors of eigh (columns)"))
+            public=False, doc="the eigenvectors of eigh (columns)"))
 
 
 # singular value decomposition
@@ -938,24 +908,6 @@ def _svd_parts(a, full_matrices=True, compute_uv=True, hermitian=False, some=Non
     if layout == "usv":  # torch.svd: u, s, v
         return [("svd_u", {"full": full}), ("svdvals", {}), ("svd_v", {"full": full})]
     return [("svd_u", {"full": full}), ("svdvals", {}), ("svd_vh", {"full": full})]
-
-
-def _svd_reading(call: Spelling):
-    if "compute_uv" in call.keywords:  # svd(a, compute_uv=False): the singular values alone, one array
-        return "svd_values_only", {}
-    if call.library == "tensorflow":
-        preset = {"layout": "suv"}
-        if "full_matrices" not in call.keywords and call.positional < 2:
-            preset["full_matrices"] = False  # tf.linalg.svd: reduced by default
-        return "svd", preset
-    if call.library == "torch":
-        if "some" in call.keywords:
-            return "svd", {"layout": "usv"}
-        if "full_matrices" not in call.keywords:
-            raise ReadingError("torch.svd(a) returns V and full matrices only with some=False; torch.linalg.svd(a) "
-                               "returns Vh and full matrices by default: gradcli cannot tell which is meant here; "
-                               "write some=... (torch.svd) or full_matrices=... (torch.linalg.svd)")
-    return None
 
 
 def _svd_u_shape(a, full=False):
@@ -1018,7 +970,7 @@ def _svd_forward(xp, a, index, full):
     return xp.linalg.svd(a, full_matrices=full)[index]
 
 
-register(Op("svd", None, None, None, parts=_svd_parts, reading=_svd_reading,
+register(Op("svd", None, None, None, parts=_svd_parts,
             params={"full_matrices": True, "compute_uv": True, "hermitian": False, "some": None, "layout": "usvh"},
             doc="u, s, vh = svd(a): NumPy's order and full matrices by default; tf.linalg.svd gives s, u, v"))
 def _svdvals(xp, a, **_):
@@ -1096,7 +1048,7 @@ def _pinv(xp, a, rcond=None, hermitian=False, rtol=None):
 
 
 register(Op("pinv", _pinv, lambda a, **_: _matrix(a)[:-2] + a[:-3:-1], (_pinv_vjp,),
-            params={"rcond": None, "hermitian": False, "rtol": None}, aliases=("pinverse",),
+            params={"rcond": None, "hermitian": False, "rtol": None},
             doc="the Moore-Penrose pseudo-inverse; its gradient assumes the rank does not change nearby"))
 
 
@@ -1160,14 +1112,13 @@ def _lstsq_parts(a, b, rcond=None):
 
 
 register(Op("lstsq", None, None, None, args=("a", "b"), params={"rcond": None}, parts=_lstsq_parts,
-            reading=lambda call: ("lstsq_solution", {}) if call.library == "tensorflow" else None,
             doc="x, residuals, rank, s = lstsq(a, b): least squares (tf.linalg.lstsq gives x alone)"))
 register(Op("lstsq_solution", _lstsq, _lstsq_shape,
             (_lstsq_solution_vjp_a, _lstsq_solution_vjp_b), args=("a", "b"), params={"rcond": None}, public=False,
             doc="the least-squares solution", nonstandard="NumPy's linalg.lstsq"))
 register(Op("lstsq_residuals", _lstsq_residuals, _lstsq_residuals_shape,
             (_lstsq_residuals_vjp_a, _lstsq_residuals_vjp_b), args=("a", "b"), params={"rcond": None},
-            public=False, fails_on_data=True, doc="the sums of squared residuals of lstsq",
+            public=False, doc="the sums of squared residuals of lstsq",
             nonstandard="NumPy's linalg.lstsq"))
 register(Op("lstsq_rank", lambda xp, a, b, rcond=None: xp.asarray(xp.linalg.lstsq(a, b, rcond=rcond)[2], dtype=a.dtype),
             lambda a, b, rcond=None: (), NOT_DIFFERENTIABLE * 2, args=("a", "b"), params={"rcond": None},
@@ -1202,7 +1153,7 @@ def _expm_frechet(xp, a, e):
 
 
 register(Op("matrix_exp", _expm, lambda a: _square(a), (lambda g, ans, a: G.expm_frechet(_mT(a), g),),
-            aliases=("expm",), doc="the matrix exponential; its gradient by the block-matrix rule",
+            doc="the matrix exponential; its gradient by the block-matrix rule",
             nonstandard="scipy.linalg's expm"))
 register(Op("expm_frechet", _expm_frechet, lambda a, e: _batch(_square(a)[:-2], _square(e)[:-2]) + a[-2:],
             (None, lambda g, ans, a, e: G.expm_frechet(_mT(a), g)), args=("a", "e"), public=False,

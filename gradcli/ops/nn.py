@@ -3,8 +3,9 @@
 (`torch.addmm`, `torch.lerp`, `torch.cdist` ...), with PyTorch's semantics and defaults
 (`reduction='mean'`).
 
-Each is one record whose `expand` builds the call out of ops of the table at the call's place
-(`E("add", a, b)` emits an equation and returns its id; numbers and arrays become constants):
+Each is one record whose `expand` builds the call out of ops of the table at the call's place,
+written over the tracer's symbolic values (gradcli.ops.trace: `f.add(a, b)` and `a + b` emit an
+equation through the call's expansion; numbers and arrays become constants):
 the gradients and second derivatives are those ops' own rules, so nothing here has a
 hand-written derivative to get wrong. The value computed is PyTorch's formula as documented,
 including its clamps (`binary_cross_entropy`'s log at -100, `gaussian_nll_loss`'s variance
@@ -17,91 +18,34 @@ import math
 import numpy as np
 
 from gradcli.errors import ShapeError
-from gradcli.ops.trace import G as G_
-from gradcli.ops.table import REQUIRED, UNBOUNDED, DataError, Op, ReadingError, register
+from gradcli.ops.trace import G as G_, Functions, Sym
+from gradcli.ops.table import REQUIRED, UNBOUNDED, DataError, Op, register
 from gradcli.ops.shapes import broadcast_shapes, fmt_shape, normalize_axes
 from gradcli.ops.index import IndexArray
 
-
-
-class V:
-    """A value being built by an expansion: arithmetic on it emits equations."""
-
-    __slots__ = ("e", "id")
-
-    def __init__(self, e, id_: int):
-        self.e = e
-        self.id = id_
-
-    @property
-    def shape(self) -> tuple:
-        return tuple(self.e.shape(self.id))
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    def __add__(self, o): return call(self.e, "add", self, o)
-    def __radd__(self, o): return call(self.e, "add", o, self)
-    def __sub__(self, o): return call(self.e, "subtract", self, o)
-    def __rsub__(self, o): return call(self.e, "subtract", o, self)
-    def __mul__(self, o): return call(self.e, "multiply", self, o)
-    def __rmul__(self, o): return call(self.e, "multiply", o, self)
-    def __truediv__(self, o): return call(self.e, "divide", self, o)
-    def __rtruediv__(self, o): return call(self.e, "divide", o, self)
-    def __pow__(self, o): return call(self.e, "power", self, o)
-    def __neg__(self): return call(self.e, "negative", self)
-
-
-def call(e, name: str, *args, **params) -> V:
-    return V(e, e(name, *(a.id if isinstance(a, V) else a for a in args), **params))
-
-
-class _Functions:
-    """`f.exp(x)`, `f.sum(x, axis=1)`: the table's ops inside an expansion."""
-
-    def __init__(self, e):
-        self.e = e
-
-    def __getattr__(self, name):
-        return lambda *args, **params: call(self.e, name, *args, **params)
 
 
 def _unused(*_, **__):
     raise AssertionError("a composite op is expanded where it is called")
 
 
-def composite(name: str, args: tuple, params: dict, doc: str, aliases=(), tensors=(), reading=None, public=True,
-              loose=()):
-    """Register `fn(f, *args, **params) -> V` as the op `name`."""
-    if "reduction" in params:  # a PyTorch loss: its options by keyword only
-        reading = _options_by_keyword(name, len(args), reading)
-
+def composite(name: str, args: tuple, params: dict, doc: str, tensors=(), public=True, loose=()):
+    """Register `fn(f, *args, **params) -> Sym` as the op `name`: `expand(trace, *ids, **params)`
+    calls it with its arguments (and the parameters in `tensors`) as symbolic values of `trace`,
+    and `f` the table's functions emitting through it."""
     def wrap(fn):
-        def expand(e, *ids, **given):
+        def expand(trace, *ids, **given):
             _check_kinds({k: v for k, v in params.items() if k not in loose}, given)
-            f = _Functions(e)
-            values = [V(e, i) for i in ids]
+            values = [Sym(trace, i) for i in ids]
             for k in tensors:
-                if given.get(k) is not None:
-                    given[k] = V(e, given[k])
-            return fn(f, *values, **given).id
-        register(Op(name, _unused, _unused, None, args=args, params=params, aliases=aliases, doc=doc,
-                    expand=expand, tensors=tuple(tensors), reading=reading, public=public))
+                value = given.get(k)
+                if value is not None and type(value) is not Sym:
+                    given[k] = Sym(trace, value)
+            return fn(Functions(trace), *values, **given)
+        register(Op(name, _unused, _unused, None, args=args, params=params, doc=doc,
+                    expand=expand, tensors=tuple(tensors), public=public))
         return fn
     return wrap
-
-
-def _options_by_keyword(name: str, arity: int, reading):
-    """PyTorch's losses take their options after the tensors in an order that includes the
-    deprecated size_average and reduce (`F.mse_loss(x, t, 'sum')` passes 'sum' as size_average,
-    and PyTorch then takes the mean): an option written by position is refused."""
-    def read(call):
-        if call.positional > arity:
-            raise ReadingError(f"{name}() takes its options by keyword (reduction=..., ...): PyTorch's argument "
-                               f"{arity + 1} is not what it looks like (the deprecated size_average, or weight)")
-        return reading(call) if reading is not None else None
-    return read
 
 
 def _check_kinds(defaults: dict, given: dict) -> None:
@@ -121,7 +65,7 @@ def _check_kinds(defaults: dict, given: dict) -> None:
             raise ShapeError(f"'{name}' must be a string such as {default!r}, not {value!r}")
 
 
-def reduce(f, loss: V, reduction) -> V:
+def reduce(f, loss: Sym, reduction) -> Sym:
     if reduction == "mean":
         return f.mean(loss)
     if reduction == "sum":
@@ -131,30 +75,20 @@ def reduce(f, loss: V, reduction) -> V:
     raise ShapeError(f"reduction must be 'mean', 'sum' or 'none', not {reduction!r}")
 
 
-def clamp_min(f, x: V, low) -> V:
+def clamp_min(f, x: Sym, low) -> Sym:
     """PyTorch's clamp_min: low where x < low, else x (NaN stays); the gradient passes where
     x >= low, and to a tensor low where x < low."""
     return f.where(f.less(x, low), low, x)
 
 
-def clamp_max(f, x: V, high) -> V:
+def clamp_max(f, x: Sym, high) -> Sym:
     return f.where(f.greater(x, high), high, x)
 
 
-def no_grad_clamp_min(f, x: V, low: float) -> V:
+def no_grad_clamp_min(f, x: Sym, low: float) -> Sym:
     """max(x, low) in value, with the gradient of x itself: PyTorch's `x.clamp_(min=low)`
     under no_grad."""
     return x + f.stop_gradient(f.maximum(x, low) - x)
-
-
-def torch_only(meaning: str, others: dict):
-    """A spelling whose meaning is PyTorch's; libraries in `others` mean something else."""
-    def reading(spelling):
-        if spelling.library in others:
-            raise ReadingError(f"{spelling.name}: {others[spelling.library]}; gradcli's {spelling.name} is "
-                               f"PyTorch's ({meaning}): write F.{spelling.name}(...)")
-        return None
-    return reading
 
 
 def _axis(axis, ndim) -> int:
@@ -194,7 +128,7 @@ def _smooth_l1(f, x, t, reduction, beta):
     return reduce(f, f.where(small, 0.5 * f.square(d) / float(beta), a - 0.5 * beta), reduction)
 
 
-@composite("torch_huber_loss", ("input", "target"), dict(R, delta=1.0),
+@composite("huber_loss_reduced", ("input", "target"), dict(R, delta=1.0),
            "PyTorch's huber_loss: 0.5 d^2 where |d| <= delta, else delta (|d| - 0.5 delta), then reduction",
            public=False)
 def _torch_huber(f, x, t, reduction, delta):
@@ -214,7 +148,7 @@ def _gaussian_nll(f, x, t, var, reduction, full, eps):
         elif not (xs[:-1] == vs[:-1] and vs and vs[-1] == 1):
             raise ShapeError(f"var of shape {fmt_shape(vs)} does not fit input of shape {fmt_shape(xs)} "
                              "(the same shape, one dimension fewer, or a last dimension of 1)")
-    known = f.e.known(var.id)
+    known = var.graph.known(var.id)
     if known is not None and np.any(np.asarray(known) < 0):
         raise ShapeError("var has a negative entry (PyTorch refuses it)")
     var = f.checked_range(var, lo=0.0, rule="var has a negative entry (PyTorch refuses it)")
@@ -263,7 +197,7 @@ def _checked_range(xp, x, lo, hi=None, rule=""):
 # variance): the value passed on unchanged, or that refusal, at the call's place
 register(Op("checked_range", _checked_range, lambda shape, lo, hi=None, rule="": tuple(shape),
             (lambda g, ans, x, lo, hi=None, rule="": g,), params={"lo": REQUIRED, "hi": None, "rule": REQUIRED},
-            public=True, fails_on_data=True, finite_closed=True,
+            public=True, finite_closed=True,
             doc="x unchanged when every element is in [lo, hi] (hi None: no upper end), else the error `rule`"))
 
 
@@ -311,9 +245,8 @@ def _bce_logits(f, x, t, reduction, weight, pos_weight):
 def _class_targets(f, x, t, cdim, ignore_index, label):
     """One-hot rows of class-index targets (0 where the target is ignore_index), and the mask
     of the targets that count; the targets' values are checked against the classes."""
-    e = f.e
     n_classes = x.shape[cdim]
-    known = e.known(t.id)
+    known = t.graph.known(t.id)
     if known is None:
         raise ShapeError(f"class-index targets must be written in the program or given as an input (gradcli "
                          f"checks each against the {n_classes} classes)")
@@ -382,10 +315,7 @@ def _nll(f, logp, t, weight, ignore_index, reduction, label, label_smoothing=0.0
 @composite("cross_entropy", ("input", "target"), dict(R, weight=None, ignore_index=-100, label_smoothing=0.0),
            "PyTorch's: -log_softmax(input)[target] over the class dimension (1, or 0 unbatched), targets "
            "as class indices (mean weighted by the targets' class weights) or as probabilities",
-           tensors=("weight",),
-           reading=torch_only("log_softmax over dim 1, then the target's entry", {
-               "keras": "Keras' categorical cross-entropy takes (y_true, y_pred) probabilities over the last axis",
-               "tensorflow": "TensorFlow's losses take (labels, logits) over the last axis"}))
+           tensors=("weight",))
 def _cross_entropy(f, x, t, reduction, weight, ignore_index, label_smoothing):
     if not 0.0 <= label_smoothing <= 1.0:
         raise ShapeError("label_smoothing must be between 0 and 1")
@@ -425,23 +355,8 @@ def _margin_ranking(f, a, b, t, reduction, margin):
 
 # --------------------------------------------------------------------------- distances and normalization
 
-def _cosine_reading(spelling):
-    """PyTorch's F.cosine_similarity (dim=1), Keras' loss (negative, last axis), Optax's (last
-    axis); a bare name is refused."""
-    if spelling.library == "keras" or (spelling.library == "tensorflow" and "losses" in spelling.spelled):
-        return "keras_cosine_similarity", {}
-    if spelling.library == "optax":
-        return "optax_cosine_similarity", {}
-    if spelling.library in ("python", "tensorflow", "nn"):
-        raise ReadingError(f"{spelling.name}: PyTorch's F.cosine_similarity reduces dim=1, Keras' loss is the "
-                           "negative similarity over the last axis, Optax's the similarity over the last axis; "
-                           "write F., keras.losses. or optax.")
-    return None
-
-
 @composite("cosine_similarity", ("x1", "x2"), {"axis": 1, "eps": 1e-8},
-           "sum(x1 / max(|x1|, eps) * x2 / max(|x2|, eps), dim) (PyTorch: dim=1, the clamps pass no gradient)",
-           reading=lambda spelling: _cosine_reading(spelling))
+           "sum(x1 / max(|x1|, eps) * x2 / max(|x2|, eps), dim) (PyTorch: dim=1, the clamps pass no gradient)")
 def _cosine_similarity(f, a, b, axis, eps):
     if eps < 0:
         raise ShapeError(f"eps must be non-negative, got {eps:g} (PyTorch refuses it)")
@@ -466,11 +381,7 @@ def _pairwise_distance(f, a, b, p, eps, keepdims):
 
 
 @composite("normalize", ("input",), {"p": 2.0, "axis": 1, "eps": 1e-12},
-           "input / max(|input|_p, eps) along dim (PyTorch: p=2, dim=1)",
-           reading=torch_only("p=2, dim=1, eps=1e-12", {
-               "jax": "jax.nn.normalize standardizes (subtracts the mean, divides by the deviation)",
-               "keras": "keras.utils.normalize divides by the norm over the last axis, with no eps",
-               "tensorflow": "tf.linalg.normalize returns the normalized tensor and the norm"}))
+           "input / max(|input|_p, eps) along dim (PyTorch: p=2, dim=1)")
 def _normalize(f, x, p, axis, eps):
     if x.ndim == 0:
         raise ShapeError("normalize needs an array of rank 1 or more")
@@ -912,20 +823,10 @@ def _tf_conv(f, x, w, strides, padding, data_format, dilations, label):
     return f.transpose(y, axes=(0, 3, 1, 2)) if data_format == "NCHW" else y
 
 
-def _conv2d_reading(spelling):
-    if spelling.library == "torch":
-        return "torch_conv2d", {}
-    if spelling.library in ("tensorflow", "keras"):
-        return None
-    raise ReadingError(f"{spelling.name}: TensorFlow's tf.nn.conv2d(input, filters, strides, padding) takes NHWC "
-                       "input and (KH, KW, in, out) filters, PyTorch's F.conv2d(input, weight) NCHW input and "
-                       "(out, in, KH, KW) weights; write tf.nn.conv2d or F.conv2d")
-
-
 @composite("conv2d", ("input", "filters"), {"strides": REQUIRED, "padding": REQUIRED, "data_format": "NHWC",
                                             "dilations": None, "name": None},
            "TensorFlow's tf.nn.conv2d: NHWC input, (KH, KW, in, out) filters, strides, padding 'SAME' or "
-           "'VALID', dilations", reading=_conv2d_reading)
+           "'VALID', dilations")
 def _tf_conv2d(f, x, w, strides, padding, data_format, dilations, name):
     return _tf_conv(f, x, w, strides, padding, data_format, dilations, "conv2d")
 
@@ -996,7 +897,7 @@ def _torch_conv(f, x, w, bias, stride, padding, dilation, groups, label, spatial
 TORCH_CONV = {"bias": None, "stride": 1, "padding": 0, "dilation": 1, "groups": 1}
 
 
-@composite("torch_conv2d", ("input", "weight"), dict(TORCH_CONV),
+@composite("conv2d_nchw", ("input", "weight"), dict(TORCH_CONV),
            "PyTorch's F.conv2d: NCHW input, (out, in, KH, KW) weight, bias, stride, padding, dilation",
            tensors=("bias",), public=False, loose=("stride", "padding", "dilation"))
 def _torch_conv2d(f, x, w, bias, stride, padding, dilation, groups):
@@ -1005,9 +906,7 @@ def _torch_conv2d(f, x, w, bias, stride, padding, dilation, groups):
 
 @composite("conv1d", ("input", "weight"), dict(TORCH_CONV),
            "PyTorch's F.conv1d: (N, C, L) input, (out, in, K) weight, bias, stride, padding, dilation",
-           tensors=("bias",), loose=("stride", "padding", "dilation"),
-           reading=torch_only("(N, C, L) input, (out, in, K) weight", {
-               "tensorflow": "tf.nn.conv1d takes (N, W, C) input and (K, in, out) filters, with strides and padding"}))
+           tensors=("bias",), loose=("stride", "padding", "dilation"))
 def _conv1d(f, x, w, bias, stride, padding, dilation, groups):
     return _torch_conv(f, x, w, bias, stride, padding, dilation, groups, "conv1d", 1)
 
@@ -1019,21 +918,6 @@ def _conv1d(f, x, w, bias, stride, padding, dilation, groups):
 # average over every element.
 
 EPS = 1e-7
-
-
-def _keras_reading(name, optax=None):
-    def reading(spelling):
-        if spelling.library in ("keras", "tensorflow"):
-            return None
-        if spelling.library == "optax" and optax:
-            return optax, {}
-        if spelling.library != "python":
-            raise ReadingError(f"{spelling.name}: gradcli's {spelling.name} is Keras' loss (y_true, y_pred), not "
-                               f"{spelling.library}'s; write keras.losses.{spelling.name}(y_true, y_pred)")
-        raise ReadingError(f"{spelling.name}: Keras' {name} gives one loss per sample (averaged over the last "
-                           f"axis), scikit-learn's metric averages every element; write keras.losses."
-                           f"{spelling.name}(y_true, y_pred), or the mean you mean")
-    return reading
 
 
 def _same_rank(t, p):
@@ -1052,9 +936,8 @@ def keras_pair(fn):
     return checked
 
 
-def _keras(name, doc, aliases=(), params=None, optax=None):
-    register_it = composite(name, ("y_true", "y_pred"), dict(params or {}), "Keras: " + doc, aliases=aliases,
-                            reading=_keras_reading(name, optax))
+def _keras(name, doc, params=None):
+    register_it = composite(name, ("y_true", "y_pred"), dict(params or {}), "Keras: " + doc)
     return lambda fn: register_it(keras_pair(fn))
 
 
@@ -1062,24 +945,23 @@ def _last_mean(f, loss):
     return f.mean(loss, axis=-1) if loss.ndim else loss
 
 
-@_keras("mean_squared_error", "mean((y_pred - y_true)^2, axis=-1)", ("mse", "MSE"))
+@_keras("mean_squared_error", "mean((y_pred - y_true)^2, axis=-1)")
 def _keras_mse(f, t, p):
     return _last_mean(f, f.square(p - t))
 
 
-@_keras("mean_absolute_error", "mean(|y_pred - y_true|, axis=-1)", ("mae", "MAE"))
+@_keras("mean_absolute_error", "mean(|y_pred - y_true|, axis=-1)")
 def _keras_mae(f, t, p):
     return _last_mean(f, f.abs(p - t))
 
 
-@_keras("mean_absolute_percentage_error", "100 mean(|(y_true - y_pred) / max(|y_true|, 1e-7)|, axis=-1)",
-        ("mape", "MAPE"))
+@_keras("mean_absolute_percentage_error", "100 mean(|(y_true - y_pred) / max(|y_true|, 1e-7)|, axis=-1)")
 def _keras_mape(f, t, p):
     return 100.0 * _last_mean(f, f.abs((t - p) / f.maximum(f.abs(t), EPS)))
 
 
 @_keras("mean_squared_logarithmic_error",
-        "mean((log(max(y_pred, 1e-7) + 1) - log(max(y_true, 1e-7) + 1))^2, axis=-1)", ("msle", "MSLE"))
+        "mean((log(max(y_pred, 1e-7) + 1) - log(max(y_true, 1e-7) + 1))^2, axis=-1)")
 def _keras_msle(f, t, p):
     return _last_mean(f, f.square(f.log(f.maximum(p, EPS) + 1.0) - f.log(f.maximum(t, EPS) + 1.0)))
 
@@ -1089,8 +971,7 @@ def _keras_poisson(f, t, p):
     return _last_mean(f, p - t * f.log(p + EPS))
 
 
-@_keras("kl_divergence", "sum(y_true log(y_true / y_pred), axis=-1), both clipped to [1e-7, 1]", ("kld", "KLD"),
-        optax="optax_kl_divergence")
+@_keras("kl_divergence", "sum(y_true log(y_true / y_pred), axis=-1), both clipped to [1e-7, 1]")
 def _keras_kld(f, t, p):
     t = f.clip(t, EPS, 1.0)
     p = f.clip(p, EPS, 1.0)
@@ -1099,7 +980,7 @@ def _keras_kld(f, t, p):
 
 def _hinge_labels(f, t, name):
     """Keras turns labels that are all 0 or 1 into -1 and 1 (a decision on the data)."""
-    known = f.e.known(t.id)
+    known = t.graph.known(t.id)
     if known is None:
         raise ShapeError(f"{name}: Keras reads labels that are all 0 or 1 as -1 and 1, so the labels must be "
                          "written in the program or given as an input")
@@ -1123,21 +1004,21 @@ def _keras_categorical_hinge(f, t, p):
     return f.maximum(neg - pos + 1.0, 0.0)
 
 
-@composite("keras_huber", ("y_true", "y_pred"), {"delta": 1.0},
+@composite("huber_last_mean", ("y_true", "y_pred"), {"delta": 1.0},
            "Keras' huber: mean(huber(y_pred - y_true, delta), axis=-1)", public=False)
 @keras_pair
 def _keras_huber(f, t, p, delta):
     return _last_mean(f, f.huber(p - t, delta=delta))
 
 
-@composite("keras_log_cosh", ("y_true", "y_pred"), {}, "Keras' log_cosh: mean(log(cosh(y_pred - y_true)), axis=-1)",
+@composite("log_cosh_last_mean", ("y_true", "y_pred"), {}, "Keras' log_cosh: mean(log(cosh(y_pred - y_true)), axis=-1)",
            public=False)
 @keras_pair
 def _keras_log_cosh(f, t, p):
     return _last_mean(f, f.log_cosh(p - t))
 
 
-@composite("keras_cosine_similarity", ("y_true", "y_pred"), {"axis": -1},
+@composite("negative_cosine_similarity", ("y_true", "y_pred"), {"axis": -1},
            "Keras' loss: -sum(l2_normalize(y_true) l2_normalize(y_pred), axis)", public=False)
 @keras_pair
 def _keras_cosine(f, t, p, axis):
@@ -1149,7 +1030,7 @@ def _keras_cosine(f, t, p, axis):
 @composite("categorical_crossentropy", ("y_true", "y_pred"), {"from_logits": False, "label_smoothing": 0.0,
                                                               "axis": -1},
            "Keras: -sum(y_true log(p), axis), p = y_pred / sum(y_pred) clipped to [1e-7, 1 - 1e-7], or "
-           "log_softmax(y_pred) with from_logits=True", reading=_keras_reading("categorical_crossentropy"))
+           "log_softmax(y_pred) with from_logits=True")
 @keras_pair
 def _keras_cce(f, t, p, from_logits, label_smoothing, axis):
     if label_smoothing:
@@ -1163,8 +1044,7 @@ def _keras_cce(f, t, p, from_logits, label_smoothing, axis):
 
 
 @composite("sparse_categorical_crossentropy", ("y_true", "y_pred"), {"from_logits": False, "axis": -1},
-           "Keras: -log_softmax(y_pred)[y_true] (from_logits=True; probabilities are refused)",
-           reading=_keras_reading("sparse_categorical_crossentropy"))
+           "Keras: -log_softmax(y_pred)[y_true] (from_logits=True; probabilities are refused)")
 def _keras_scce(f, t, p, from_logits, axis):
     if not from_logits:
         raise ShapeError("from probabilities Keras 2 and Keras 3 clip differently; write from_logits=True with "
@@ -1179,8 +1059,7 @@ def _keras_scce(f, t, p, from_logits, axis):
 
 
 @composite("binary_crossentropy", ("y_true", "y_pred"), {"from_logits": False, "label_smoothing": 0.0, "axis": -1},
-           "Keras: mean(sigmoid cross-entropy, axis) with from_logits=True (probabilities are refused)",
-           reading=_keras_reading("binary_crossentropy"))
+           "Keras: mean(sigmoid cross-entropy, axis) with from_logits=True (probabilities are refused)")
 @keras_pair
 def _keras_bce(f, t, p, from_logits, label_smoothing, axis):
     if not from_logits:
@@ -1196,13 +1075,13 @@ def _keras_bce(f, t, p, from_logits, label_smoothing, axis):
 #
 # optax.NAME(predictions, targets): elementwise (or over the last axis), no reduction.
 
-@composite("optax_l2_loss", ("predictions", "targets"), {}, "Optax's l2_loss: 0.5 (predictions - targets)^2",
+@composite("half_squared_error", ("predictions", "targets"), {}, "Optax's l2_loss: 0.5 (predictions - targets)^2",
            public=False)
 def _optax_l2(f, p, t):
     return 0.5 * _squared_error(f, p, t)
 
 
-@composite("optax_log_cosh", ("predictions", "targets"), {}, "Optax's log_cosh: log(cosh(predictions - targets))",
+@composite("log_cosh_error", ("predictions", "targets"), {}, "Optax's log_cosh: log(cosh(predictions - targets))",
            public=False)
 def _optax_log_cosh(f, p, t):
     return f.log_cosh(p - t)
@@ -1249,7 +1128,7 @@ def _optax_cosine(f, p, t, epsilon):
     return f.sum(unit(p) * unit(t), axis=-1)
 
 
-@composite("optax_cosine_similarity", ("predictions", "targets"), {"epsilon": 0.0},
+@composite("cosine_similarity_last", ("predictions", "targets"), {"epsilon": 0.0},
            "Optax's cosine_similarity: sum(p t, axis=-1) / (sqrt(max(|p|^2, eps)) sqrt(max(|t|^2, eps)))", public=False)
 def _optax_cos(f, p, t, epsilon):
     return _optax_cosine(f, p, t, epsilon)
@@ -1261,7 +1140,7 @@ def _optax_cos_distance(f, p, t, epsilon):
     return 1.0 - _optax_cosine(f, p, t, epsilon)
 
 
-@composite("optax_kl_divergence", ("log_predictions", "targets"), {},
+@composite("kl_divergence_from_log", ("log_predictions", "targets"), {},
            "Optax's kl_divergence: sum(targets (log(targets) - log_predictions), axis=-1), 0 where targets is 0",
            public=False)
 def _optax_kld(f, logp, t):
@@ -1385,7 +1264,7 @@ def _matmul_transposed(f, a, b, transpose_a, transpose_b, adjoint_a, adjoint_b):
 
 # --------------------------------------------------------------------------- PyTorch's softplus options
 
-@composite("torch_softplus", ("input",), {"beta": 1.0, "threshold": 20.0},
+@composite("softplus_beta", ("input",), {"beta": 1.0, "threshold": 20.0},
            "F.softplus(input, beta=1, threshold=20): log(1 + exp(beta input)) / beta, and input itself where "
            "beta input > threshold (PyTorch's switch to the line, whose slope is then exactly 1)", public=False)
 def _torch_softplus(f, x, beta, threshold):
@@ -1395,7 +1274,7 @@ def _torch_softplus(f, x, beta, threshold):
 
 # --------------------------------------------------------------------------- PyTorch's rounded division
 
-@composite("torch_div_rounded", ("input", "other"), {"rounding_mode": None},
+@composite("divide_rounded", ("input", "other"), {"rounding_mode": None},
            "torch.div(input, other, rounding_mode=): the quotient, 'floor' rounded down (NumPy's floor_divide), "
            "'trunc' rounded toward zero; no gradient where rounded, as PyTorch's", public=False)
 def _torch_div_rounded(f, a, b, rounding_mode):
@@ -1420,39 +1299,39 @@ _NORM = {"loc": None, "scale": None}
 
 
 @composite("norm_logpdf", ("x",), dict(_NORM), "the normal log density: -z^2/2 - log(scale) - log(2 pi)/2, "
-           "z = (x - loc) / scale", aliases=("norm.logpdf",), tensors=("loc", "scale"))
+           "z = (x - loc) / scale", tensors=("loc", "scale"))
 def _norm_logpdf(f, x, loc, scale):
     z = _standardized(f, x, loc, scale)
     out = -0.5 * (z * z) - 0.5 * math.log(2 * math.pi)
     return out if scale is None else out - f.log(scale)
 
 
-@composite("norm_pdf", ("x",), dict(_NORM), "the normal density: exp(norm.logpdf)", aliases=("norm.pdf",),
+@composite("norm_pdf", ("x",), dict(_NORM), "the normal density: exp(norm.logpdf)",
            tensors=("loc", "scale"))
 def _norm_pdf(f, x, loc, scale):
     return f.exp(_norm_logpdf(f, x, loc, scale))
 
 
 @composite("norm_cdf", ("x",), dict(_NORM), "the normal distribution function: ndtr((x - loc) / scale)",
-           aliases=("norm.cdf",), tensors=("loc", "scale"))
+           tensors=("loc", "scale"))
 def _norm_cdf(f, x, loc, scale):
     return f.ndtr(_standardized(f, x, loc, scale))
 
 
 @composite("norm_logcdf", ("x",), dict(_NORM), "log of the normal distribution function: log_ndtr((x - loc) / scale)",
-           aliases=("norm.logcdf",), tensors=("loc", "scale"))
+           tensors=("loc", "scale"))
 def _norm_logcdf(f, x, loc, scale):
     return f.log_ndtr(_standardized(f, x, loc, scale))
 
 
 @composite("norm_sf", ("x",), dict(_NORM), "the normal survival function: ndtr(-(x - loc) / scale)",
-           aliases=("norm.sf",), tensors=("loc", "scale"))
+           tensors=("loc", "scale"))
 def _norm_sf(f, x, loc, scale):
     return f.ndtr(-_standardized(f, x, loc, scale))
 
 
 @composite("norm_ppf", ("q",), dict(_NORM), "the normal quantile function: loc + scale ndtri(q)",
-           aliases=("norm.ppf",), tensors=("loc", "scale"))
+           tensors=("loc", "scale"))
 def _norm_ppf(f, q, loc, scale):
     z = f.ndtri(q)
     z = z if scale is None else z * scale

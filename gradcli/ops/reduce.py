@@ -12,7 +12,7 @@ import math
 
 from gradcli.errors import ShapeError
 from gradcli.ops.trace import G
-from gradcli.ops.table import NO_GRADIENT, NOT_DIFFERENTIABLE, REQUIRED, DataError, Op, ReadingError, register
+from gradcli.ops.table import NO_GRADIENT, NOT_DIFFERENTIABLE, REQUIRED, DataError, Op, register
 from gradcli.ops.core import _extreme_vjp, _reduction
 from gradcli.ops.shapes import _keep, _nonempty_reduction_shape, _spread, normalize_axes, on_host, reduced_shape
 from gradcli.ops.table import OPS
@@ -123,18 +123,6 @@ def _scan_vjp(rule):
     return vjp
 
 
-def _tensorflow_axis_zero(name):
-    """TensorFlow's cumsum/cumprod scan axis 0 by default; NumPy's flatten the array."""
-    def reading(call):
-        if call.library == "tensorflow" and call.positional < 2 and "axis" not in call.keywords:
-            return name, {"axis": 0}
-        if call.library == "torch" and call.positional < 2 and not {"axis", "dim"} & set(call.keywords):
-            raise ReadingError(f"torch.{name}(x, dim) needs its dim (PyTorch has no default; NumPy's flattens "
-                               f"the array); write torch.{name}(x, dim=...)")
-        return None
-    return reading
-
-
 def _cumsum_rule(g, ans, x, axis, exclusive=False, reverse=False):
     return G.cumsum(g, axis=axis, exclusive=exclusive, reverse=not reverse)
 
@@ -151,11 +139,11 @@ def _cumprod_rule(g, ans, x, axis, exclusive=False, reverse=False):
 _SCAN_PARAMS = {"axis": None, "exclusive": False, "reverse": False}
 register(Op("cumsum", lambda xp, x, axis=None, exclusive=False, reverse=False:
             _scan(xp, x, axis, reverse, exclusive, lambda v, ax: xp.cumulative_sum(v, axis=ax), 0),
-            _scan_shape, (_scan_vjp(_cumsum_rule),), params=dict(_SCAN_PARAMS), reading=_tensorflow_axis_zero("cumsum"), grows=True,
+            _scan_shape, (_scan_vjp(_cumsum_rule),), params=dict(_SCAN_PARAMS), grows=True,
             doc="cumulative sum along axis (the flattened array by default; TensorFlow's spelling: axis 0)"))
 register(Op("cumprod", lambda xp, x, axis=None, exclusive=False, reverse=False:
             _scan(xp, x, axis, reverse, exclusive, lambda v, ax: xp.cumulative_prod(v, axis=ax), 1),
-            _scan_shape, (_scan_vjp(_cumprod_rule),), params=dict(_SCAN_PARAMS), reading=_tensorflow_axis_zero("cumprod"), grows=True,
+            _scan_shape, (_scan_vjp(_cumprod_rule),), params=dict(_SCAN_PARAMS), grows=True,
             doc="cumulative product along axis; its gradient is exact where x holds zeros"))
 
 
@@ -175,17 +163,9 @@ def _logaddexp_accumulate(x, axis):
     return numpy.logaddexp.accumulate(x, axis=axis)
 
 
-def _torch_tuple(call):
-    if call.library == "torch":
-        raise ReadingError(f"torch.{call.name} returns (values, indices); gradcli's {call.name} is the values: "
-                           f"write {call.name}(x, axis=...) without the torch. prefix")
-    return None
-
-
 register(Op("cumlogsumexp", lambda xp, x, axis=0, reverse=False:
             _scan(xp, x, axis, reverse, False, lambda v, ax: on_host(xp, lambda u: _logaddexp_accumulate(u, ax), v), 0),
             _scan_shape, (_scan_vjp(_cumlogsumexp_rule),), params={"axis": 0, "reverse": False},
-            aliases=("cumulative_logsumexp", "logcumsumexp"),
             doc="log(cumsum(exp(x))) along axis (0 by default, as lax and TensorFlow), without overflow",
             nonstandard="NumPy's logaddexp.accumulate"))
 
@@ -227,7 +207,7 @@ def _cumulative_extreme_rule(kind):
 for _kind in ("max", "min"):
     register(Op(f"cum{_kind}", (lambda k: lambda xp, x, axis=0, reverse=False: _cumulative_extreme(xp, x, axis, reverse, k))(_kind),
                 _scan_shape, (_scan_vjp(_cumulative_extreme_rule(_kind)),), params={"axis": 0, "reverse": False},
-                reading=_torch_tuple, finite_closed=True,
+                finite_closed=True,
                 doc=f"the running {_kind}imum along axis (0 by default, as lax); on ties the gradient goes to the "
                     "first element the scan reaches", nonstandard="NumPy's ufunc.accumulate"))
     register(Op(f"cumarg{_kind}", (lambda k: lambda xp, x, axis=0, reverse=False: _cumulative_arg(xp, x, axis, reverse, k))(_kind),
@@ -306,7 +286,7 @@ def _sort_vjp(g, ans, x, axis=-1, kind=None):
 
 register(Op("sort", lambda xp, x, axis=-1, kind=None: xp.sort(xp.reshape(x, (-1,)) if axis is None else x,
                                                               axis=0 if axis is None else axis),
-            _sort_shape, (_sort_vjp,), params={"axis": -1, "kind": None}, reading=_torch_tuple, finite_closed=True,
+            _sort_shape, (_sort_vjp,), params={"axis": -1, "kind": None}, finite_closed=True,
             doc="x sorted along axis; the gradient follows the permutation (stable: tied elements "
                 "take the gradients of their sorted positions in their original order)"))
 
@@ -337,24 +317,6 @@ register(Op("partition", lambda xp, x, kth, axis=-1: _gather_along(xp, x, _argpa
 
 
 # --------------------------------------------------------------------------- moments: var, std, average
-
-def _moments_reading(name):
-    """np.var(x, axis, dtype, out, ddof): past the axis, arguments are read only by name; PyTorch's
-    var and std default to the unbiased estimate (ddof=1), NumPy's, TensorFlow's and JAX's to 0."""
-    return lambda call: _moments_read(name, call)
-
-
-def _moments_read(name, call):
-    if call.positional > 2:
-        raise ReadingError(f"{call.name}() with {call.positional} arguments: NumPy's third argument is dtype, "
-                           f"PyTorch's unbiased, TensorFlow's keepdims; write ddof= and keepdims= by name")
-    if call.library == "torch" and not {"correction", "ddof", "unbiased"} & set(call.keywords):
-        return name, {"ddof": 1}
-    if call.library == "tensorflow" and {"correction", "ddof", "unbiased"} & set(call.keywords):
-        raise ReadingError(f"tf.math.reduce_{'variance' if name == 'var' else 'std'} has no ddof: TensorFlow's "
-                           "divides by n; write np.{name}(x, ddof=...) for another divisor".replace("{name}", name))
-    return None
-
 
 def _count(shape, axis) -> int:
     return math.prod(shape[a] for a in normalize_axes(axis, len(shape)))
@@ -411,11 +373,10 @@ def _moment_shape(shape, axis=None, ddof=None, keepdims=False, unbiased=None, de
 
 
 _MOMENT_PARAMS = {"axis": None, "ddof": None, "keepdims": False, "unbiased": None}
-register(Op("var", _var_forward, _moment_shape, (_var_vjp,), params=dict(_MOMENT_PARAMS), aliases=("reduce_variance",),
-            reading=_moments_reading("var"),
+register(Op("var", _var_forward, _moment_shape, (_var_vjp,), params=dict(_MOMENT_PARAMS),
             doc="the variance, sum((x - mean)^2) / (n - ddof); ddof=0 by default (torch.var: 1)"))
 register(Op("std", lambda xp, *a, **p: xp.sqrt(_var_forward(xp, *a, **p)), _moment_shape, (_std_vjp,),
-            params=dict(_MOMENT_PARAMS), aliases=("reduce_std",), reading=_moments_reading("std"),
+            params=dict(_MOMENT_PARAMS),
             doc="the standard deviation, sqrt(var); its gradient is 0 where it is 0 (all values equal)"))
 
 
@@ -432,17 +393,9 @@ for _name in ("std", "var"):
                 doc=f"PyTorch's {_name}_mean: the tuple ({_name}, mean), ddof=1 unless correction= says otherwise"))
 
 
-def _average_reading(call):
-    if call.positional > 2:
-        raise ReadingError("average() with more than 2 arguments: write weights= and keepdims= by name")
-    if "weights" in call.keywords:
-        return "weighted_average", {}
-    return None
-
-
 _reduction("average", lambda xp, x, axis=None, keepdims=False: xp.mean(x, axis=axis, keepdims=keepdims),
            lambda g, ans, x, axis=None, keepdims=False: _spread(g, x, axis, keepdims) / float(_count(x.shape, axis)),
-           shape=_nonempty_reduction_shape, reading=_average_reading,
+           shape=_nonempty_reduction_shape,
            doc="the mean, or with weights= the weighted mean")
 
 
@@ -484,7 +437,7 @@ register(Op("weighted_average", _weighted_average,
             (lambda g, ans, x, w, axis=None, keepdims=False: (lambda p: p[2] * p[0] / p[1])(
                 _weighted_average_parts(x, w, axis, keepdims, g, ans)),
              _weighted_average_vjp_w),
-            args=("x", "weights"), params={"axis": None, "keepdims": False}, fails_on_data=True,
+            args=("x", "weights"), params={"axis": None, "keepdims": False},
             doc="sum(x * weights) / sum(weights) over axis (what average(x, weights=w) reads as)"))
 
 
@@ -625,35 +578,19 @@ def _percent(q):
     return tuple(v / 100 for v in q) if isinstance(q, tuple) else q / 100 if isinstance(q, (int, float)) else q
 
 
-def _median_reading(call):
-    if call.library == "torch":
-        raise ReadingError("torch.median gives the lower of the two middle values (and with dim, a tuple); "
-                           "NumPy's median averages them: write median(x) for NumPy's, "
-                           "quantile(x, 0.5, method='lower') for PyTorch's")
-    return None
-
-
-def _interpolation_reading(call):
-    # PyTorch's keyword; NumPy renamed it method= and NumPy 2.4 and JAX refuse the old name
-    if call.library == "numpy" and "interpolation" in call.keywords:
-        raise ReadingError(f"np.{call.name}() has no argument 'interpolation' (NumPy 2.4 and JAX refuse it): "
-                           "write method=...")
-    return None
-
-
 _QUANTILE_PARAMS = {"q": REQUIRED, "axis": None, "method": "linear", "keepdims": False}
 register(Op("quantile", _quantile_forward, _quantile_shape, (_quantile_vjp,), params=dict(_QUANTILE_PARAMS),
-            finite_closed=True, reading=_interpolation_reading,
+            finite_closed=True,
             doc="quantile(x, q, axis, method): NumPy's methods linear (default), lower, higher, nearest, "
                 "midpoint; the gradient goes to the (one or two) sorted elements it reads"))
 register(Op("percentile", lambda xp, x, q, **p: _quantile_forward(xp, x, _percent(q), **p),
             lambda shape, q, **p: _quantile_shape(shape, _percent(q), **p),
             (lambda g, ans, x, q, **p: _quantile_vjp(g, ans, x, _percent(q), **p),), params=dict(_QUANTILE_PARAMS),
-            finite_closed=True, reading=_interpolation_reading, doc="quantile with q in percent"))
+            finite_closed=True, doc="quantile with q in percent"))
 register(Op("median", lambda xp, x, axis=None, keepdims=False: _quantile_forward(xp, x, 0.5, axis, "median", keepdims),
             lambda shape, axis=None, keepdims=False: _quantile_shape(shape, 0.5, axis, "median", keepdims),
             (lambda g, ans, x, axis=None, keepdims=False: _quantile_vjp(g, ans, x, 0.5, axis, "median", keepdims),),
-            params={"axis": None, "keepdims": False}, reading=_median_reading, finite_closed=True,
+            params={"axis": None, "keepdims": False}, finite_closed=True,
             doc="the middle value, or the mean of the two middle values; the gradient is split between them"))
 
 
@@ -729,7 +666,7 @@ register(Op("nanpercentile", lambda xp, x, q, **p: _nanquantile_forward(xp, x, _
 register(Op("nanmedian", lambda xp, x, axis=None, keepdims=False: _nanquantile_forward(xp, x, 0.5, axis, "linear", keepdims),
             lambda shape, axis=None, keepdims=False: _quantile_shape(shape, 0.5, axis, "linear", keepdims),
             (lambda g, ans, x, axis=None, keepdims=False: _nanquantile_vjp(g, ans, x, 0.5, axis, "linear", keepdims),),
-            params={"axis": None, "keepdims": False}, reading=_median_reading, finite_closed=True,
+            params={"axis": None, "keepdims": False}, finite_closed=True,
             doc="the median of the values that are not NaN"))
 
 
@@ -849,19 +786,7 @@ def _norm_shape(kind):
     return shape_rule
 
 
-def _norm_reading(call):
-    """tf.norm treats the array as one vector unless axis is a pair (NumPy's ord of a matrix is a
-    matrix norm); torch.norm(x, p) likewise: with ord they are refused, without they are vector_norm."""
-    if call.library in ("tensorflow", "torch"):
-        if call.positional > 1 or "ord" in call.keywords:
-            raise ReadingError(f"{call.library}'s norm with ord: TensorFlow's and torch.norm's ord applies to "
-                               "the flattened array unless axis is a pair, NumPy's to a matrix as a matrix norm; "
-                               "write vector_norm(x, ord=...) or matrix_norm(x, ord=...)")
-        return "vector_norm", {}
-    return None
-
-
-def _register_norm(name, kind, params, doc, aliases=(), reading=None):
+def _register_norm(name, kind, params, doc):
     ord0, axis0 = params.get("ord", 2), params["axis"]  # defaults: None ones are not passed
 
     def forward(xp, x, ord=ord0, axis=axis0, keepdims=False):
@@ -873,18 +798,18 @@ def _register_norm(name, kind, params, doc, aliases=(), reading=None):
     def vjp(g, ans, x, ord=ord0, axis=axis0, keepdims=False):
         return _norm_vjp(g, ans, x, ord, axis, keepdims, kind)
 
-    register(Op(name, forward, shape, (vjp,), params=params, aliases=aliases, reading=reading, doc=doc))
+    register(Op(name, forward, shape, (vjp,), params=params, doc=doc))
 
 
 _register_norm("norm", "norm", {"ord": None, "axis": None, "keepdims": False},
                "NumPy's linalg.norm: ord (None, a number, inf, fro) over axis (one axis: a vector norm; two: a "
-               "matrix norm); the gradient at 0, where the norm has none, is 0", reading=_norm_reading)
+               "matrix norm); the gradient at 0, where the norm has none, is 0")
 _register_norm("vector_norm", "vector", {"ord": 2, "axis": None, "keepdims": False},
                "the ord-norm of the elements over axis (all by default), taken as one vector")
 _register_norm("matrix_norm", "matrix", {"ord": "fro", "axis": (-2, -1), "keepdims": False},
                "a matrix norm (fro, nuc, 1, -1, 2, -2, inf, -inf) over two axes (the last two by default)")
 _register_norm("euclidean_norm", "vector", {"axis": None, "keepdims": False},
-               "sqrt(sum(x^2)) over axis (TensorFlow's reduce_euclidean_norm)", aliases=("reduce_euclidean_norm",))
+               "sqrt(sum(x^2)) over axis (TensorFlow's reduce_euclidean_norm)")
 
 
 # --------------------------------------------------------------------------- differences and integrals
@@ -991,12 +916,6 @@ register(Op("gradient",
             doc="NumPy's gradient with one spacing: central differences inside, one-sided at the ends"))
 
 
-def _trapezoid_reading(call):
-    if call.positional > 1 or "x" in call.keywords:
-        raise ReadingError("trapezoid with sample points x is not supported: give the spacing as dx=")
-    return None
-
-
 def _trapezoid_shape(shape, dx=1.0, axis=-1):
     axis = _one_axis(shape, axis)
     if not isinstance(dx, (int, float)):
@@ -1010,7 +929,7 @@ register(Op("trapezoid",
             (lambda g, ans, y, dx=1.0, axis=-1: _transpose_stencil(
                 G.broadcast_to(G.reshape(g, shape=reduced_shape(y.shape, axis, True)),
                                shape=_diff_shape(y.shape, 1, axis)), y.shape, axis % y.ndim, "trapezoid", dx=dx),),
-            args=("y",), params={"dx": 1.0, "axis": -1}, aliases=("trapz",), reading=_trapezoid_reading,
+            args=("y",), params={"dx": 1.0, "axis": -1},
             doc="the trapezoidal rule along axis with spacing dx"))
 
 
@@ -1106,16 +1025,6 @@ def _place_diagonal_shape(g_shape, shape, **params):
 _TRACE_PARAMS = {"offset": 0, "axis1": 0, "axis2": 1}
 
 
-def _trace_reading(call):
-    """np.trace traces axes 0 and 1; np.linalg.trace, jnp.linalg.trace and tf.linalg.trace (tf.trace)
-    the last two, a stack of matrices."""
-    if "linalg." in call.spelled or call.library == "tensorflow":
-        return "trace", {"axis1": -2, "axis2": -1}
-    if call.library == "torch":
-        return "trace", {"matrix": True}  # torch.trace: of a matrix only
-    return None
-
-
 def _trace_shape(shape, matrix=False, **p):
     if matrix and len(shape) != 2:
         raise ShapeError(f"torch.trace takes a matrix, got shape {tuple(shape)} (NumPy's traces axes 0 and 1 "
@@ -1127,7 +1036,6 @@ register(Op("trace", lambda xp, x, offset=0, axis1=0, axis2=1, matrix=False: xp.
             _trace_shape,
             (lambda g, ans, x, matrix=False, **p: G.place_diagonal(g, shape=x.shape, **p),),
             params=dict(_TRACE_PARAMS, matrix=False),
-            reading=_trace_reading,
             doc="the sum of the offset diagonal over axes axis1, axis2 (NumPy's trace)", nonstandard="NumPy's trace"))
 register(Op("place_diagonal", _place_diagonal,
             _place_diagonal_shape,
@@ -1163,7 +1071,6 @@ def _cumulative_trapezoid_vjp(g, ans, y, dx=1.0, axis=-1, initial=None):
 
 register(Op("cumulative_trapezoid", _cumulative_trapezoid, _cumulative_trapezoid_shape,
             (_cumulative_trapezoid_vjp,), args=("y",), params={"dx": 1.0, "axis": -1, "initial": None},
-            aliases=("cumtrapz",), reading=_trapezoid_reading,
             doc="SciPy's cumulative_trapezoid: the running trapezoidal integral (initial=0 prepends 0)"))
 
 
@@ -1220,21 +1127,13 @@ def _corrcoef_vjp(g, ans, x, rowvar=True):
     return _from_rows((dz - z * G.sum(dz * z, axis=1, keepdims=True)) / length, x, rowvar)
 
 
-def _one_array_reading(call):
-    if call.positional > 1 or "y" in call.keywords:
-        raise ReadingError(f"{call.name}(x, y): give the variables as the rows of one array, "
-                           f"{call.name}([x, y]) (NumPy stacks them so)")
-    return None
-
-
 register(Op("cov", lambda xp, x, rowvar=True, bias=False, ddof=None: xp.cov(x, rowvar=rowvar, bias=bias, ddof=ddof),
             lambda shape, **p: _cov_plan(shape, **p)[3], (_cov_vjp,),
-            params={"rowvar": True, "bias": False, "ddof": None}, reading=_one_array_reading,
+            params={"rowvar": True, "bias": False, "ddof": None},
             doc="NumPy's cov: rows are variables (rowvar), divided by n - 1 (bias=True: n; or n - ddof)",
             nonstandard="NumPy's cov"))
 register(Op("corrcoef", lambda xp, x, rowvar=True: xp.corrcoef(x, rowvar=rowvar),
             lambda shape, **p: _cov_plan(shape, **p)[3], (_corrcoef_vjp,), params={"rowvar": True},
-            reading=_one_array_reading,
             doc="NumPy's corrcoef: Pearson correlations of the rows (NaN for a constant row)",
             nonstandard="NumPy's corrcoef"))
 
@@ -1367,7 +1266,7 @@ register(Op("top_k_values", lambda xp, x, **p: _gather_along(xp, x, _top_k_indic
             params=dict(_TOP_K_PARAMS), finite_closed=True,
             public=False, doc="the k largest values along axis (largest=False: smallest), in order; the gradient goes to "
                 "the elements picked (the lower index first on ties)"))
-register(Op("top_k", None, None, None, params=dict(_TOP_K_PARAMS), aliases=("topk",),
+register(Op("top_k", None, None, None, params=dict(_TOP_K_PARAMS),
             parts=lambda shape, **p: [("top_k_values", p), ("top_k_indices", p)],
             doc="lax.top_k, tf.math.top_k, torch.topk: the tuple (values, indices) along the last axis"))
 

@@ -56,9 +56,9 @@ def _checked_index(xp, index, size, axis=0, negative=False, unique=False):
     return xp.mod(index, max(size, 1)).astype(index.dtype) if negative else index
 
 
-register(Op("checked_torch_index", _checked_index, lambda shape, size, axis=0, negative=False, unique=False: shape,
+register(Op("checked_index", _checked_index, lambda shape, size, axis=0, negative=False, unique=False: shape,
             NOT_DIFFERENTIABLE, params={"size": REQUIRED, "axis": 0, "negative": False, "unique": False},
-            public=False, fails_on_data=True,
+            public=False,
             doc="an index's values checked as PyTorch checks them (integers in range; no gradient)"))
 
 
@@ -154,7 +154,7 @@ def _scatter_plan(f, x, axis, index, src, label, unique=False):
                          f"off dim {axis}")
     if src.shape != index.shape:
         src = f.index(src, index=tuple((0, k, None) for k in index.shape))
-    checked = f.checked_torch_index(index, size=x.shape[axis], axis=axis, unique=unique)
+    checked = f.checked_index(index, size=x.shape[axis], axis=axis, unique=unique)
     return _Targets(f, x, axis, checked), src
 
 
@@ -174,7 +174,7 @@ def _index_plan(f, x, axis, index, source, label, negative=False):
         if source.shape != want:
             raise ShapeError(f"source of shape {fmt_shape(source.shape)} must have shape {fmt_shape(want)} "
                              f"(the input's, with the index's length {k} along dim {axis})")
-    checked = f.checked_torch_index(index, size=x.shape[axis], axis=axis, negative=negative)
+    checked = f.checked_index(index, size=x.shape[axis], axis=axis, negative=negative)
     spread = f.reshape(checked, shape=(1,) * axis + (k,) + (1,) * (x.ndim - axis - 1))
     full = f.broadcast_to(spread, shape=want)
     return _Targets(f, x, axis, full), source
@@ -212,12 +212,12 @@ def _reduced(f, x, targets, src, reduce, include_self, label):
 
 # --------------------------------------------------------------------------- scatter
 
-@composite("torch_scatter", ("input",), {"axis": REQUIRED, "index": REQUIRED, "src": None, "value": None,
+@composite("scatter_elements", ("input",), {"axis": REQUIRED, "index": REQUIRED, "src": None, "value": None,
                                          "reduce": None},
            "torch.scatter(input, dim, index, src): input with src's values written at the index along dim "
            "(a number for src, or value=, writes that number); two entries writing one position are refused "
            "(PyTorch leaves which lands unspecified); reduce='add' adds them up",
-           aliases=("scatter",), tensors=("index", "src", "value"))
+           tensors=("index", "src", "value"))
 def _torch_scatter(f, x, axis, index, src, value, reduce):
     if (src is None) == (value is None):
         raise ShapeError("give the values to write as src (a tensor) or value (a number), one of them")
@@ -304,21 +304,21 @@ def _as_read(xp, x, values, mask=None, largest=None):
 
 register(Op("as_read", _as_read, lambda x, values, mask=None, largest=None: x, (lambda g, ans, x, values, **_: g,
                                                                                  NO_GRADIENT),
-            args=("x", "values"), params={"mask": None, "largest": None}, public=False, fails_on_data=True,
+            args=("x", "values"), params={"mask": None, "largest": None}, public=False,
             view=True, memory="same",
             doc="x, checked that the values deciding a result's shape are those the program was read with"))
 
 
 def _known(f, v, what):
-    known = f.e.known(v.id)
+    known = v.graph.known(v.id)
     if known is None:
         raise ShapeError(f"{what} must be written in the program or given as an input (its values decide the "
                          "result's shape)")
     return np.asarray(known)
 
 
-# reached from one_hot's reading (gradcli/ops/array.py) where PyTorch spells it
-@composite("torch_one_hot", ("input",), {"num_classes": -1},
+# reached from one_hot where PyTorch spells it (its dialect's reading: gradcli/language/dialects/torch.py)
+@composite("one_hot_inferred", ("input",), {"num_classes": -1},
            "torch's F.one_hot(tensor, num_classes=-1): 1 at each class index along a new last axis, else 0 "
            "(num_classes -1: the largest index + 1); no gradient (PyTorch's is an integer tensor)", public=False)
 def _one_hot(f, t, num_classes):
@@ -337,7 +337,7 @@ def _one_hot(f, t, num_classes):
         largest = top
     else:
         largest = None
-    checked = f.checked_torch_index(t, size=num_classes)
+    checked = f.checked_index(t, size=num_classes)
     if largest is not None:
         checked = f.as_read(checked, t, largest=largest)
     classes = np.arange(num_classes, dtype=np.float64)

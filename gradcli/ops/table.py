@@ -18,7 +18,6 @@ class Op:
     vjp: tuple | None
     args: tuple[str, ...] = ("x",)           # tensor arguments, in call order
     params: dict[str, Any] = field(default_factory=dict)  # static parameters and defaults
-    aliases: tuple[str, ...] = ()             # more names it is called by in programs
     variadic: bool = False                    # takes any number of tensor arguments
     # `sequence` (of a variadic op): its leading arguments are sequences of arrays, as in
     # `concatenate([a, b], axis=0)`: a list or tuple written there gives its items (of any
@@ -42,11 +41,6 @@ class Op:
     # transpose copies). `view` above says whether the result may share an input's memory.
     memory: str = "new"
     finite_closed: bool = False
-    # How a pasted spelling of this op reads where libraries disagree on its meaning
-    # (Python's `max(a, b)` is elementwise, NumPy's `max(x, 0)` reduces over axis 0):
-    # `reading(call: Spelling) -> (op name, preset parameters) | None`, None keeping this op;
-    # it raises ReadingError naming both readings where the spelling does not decide.
-    reading: Callable | None = None
     # `boolean`: every result is 0 or 1 (comparisons, logical ops), what Python's `and`,
     # `or` and `not` may combine without changing the numbers
     boolean: bool = False
@@ -60,9 +54,6 @@ class Op:
     # are ops of their own, `parts(*shapes, **params) -> [(op name, params), ...]`, called with
     # the same arguments; the record's own forward and shape rule are then unused.
     parts: Callable | None = None
-    # Failure on the user's data (a singular matrix): the forward raises DataError and the
-    # evaluator reports it at the call's place, as a user error.
-    fails_on_data: bool = False
     # Why its forward needs more than the array API standard's operations, in words ("NumPy's
     # einsum", "scipy.special's erf"), or `(**params) -> words | None` where that depends on the
     # parameters (an index array); None: standard operations only, which tests/engine/test_backends.py
@@ -79,9 +70,6 @@ class Op:
     # named in `tensors` take arrays (computed values, or None where left out).
     expand: Callable | None = None
     tensors: tuple[str, ...] = ()
-    # Array arguments that may be left out or written as None, and the value that stands for
-    # them (clip's open bound: `np.clip(x, 0, None)`, `jnp.clip(x, min=0)`)
-    absent: dict = field(default_factory=dict)
 
     # ---- printing and lowering (read by gradcli/language/parser.py, gradcli/insight/printer.py, gradcli/language/lower/__init__.py)
     symbol: str | None = None          # the operator that writes it in programs (`+`; `-` for negative; `not`)
@@ -135,21 +123,6 @@ class Op:
         return self.vjp[i]
 
 
-@dataclass(frozen=True, slots=True)
-class Spelling:
-    """What the lowering knows of a call when an op chooses its reading."""
-    library: str          # "python" for a bare name, else "numpy", "tensorflow", "jax", "scipy", "nn"
-    name: str             # the name without its library prefix (`max`, `reduce_max`)
-    positional: int       # positional arguments given
-    keywords: tuple       # keyword names given
-    list_argument: bool   # the first argument is written as a list literal, `[a, b]`
-    method: bool = False  # written as a method of a value, `x.split(2)`
-    spelled: str = ""     # the name as written, prefixes included (`np.linalg.diagonal`)
-    # per positional argument, what was written: "constant" (`1`, `x.ndim - 1`), "number input"
-    # (an input of shape (): given with --set, or a top-level `dim = 1`), or "array" (any other value)
-    kinds: tuple = ()
-
-
 # A record's `bound`, declared: no bound on |result| from the inputs' is claimed (it may exceed
 # them, or not be finite), so the diagnostics check the result itself
 UNBOUNDED = "unbounded"
@@ -167,10 +140,6 @@ class Written:
 class DataError(Exception):
     """An op cannot compute on these values (`solve` of a singular matrix, `cholesky` of one
     that is not positive definite): a user error, reported at the call's place."""
-
-
-class ReadingError(Exception):
-    """A spelling whose meaning differs between Python and the array libraries."""
 
 
 FAMILIES = ("elementwise", "reduce", "array", "linalg", "index", "nn", "scatter", "factor", "losses")  # in table order
@@ -240,7 +209,7 @@ class _Table(dict):
 
 
 OPS: dict[str, Op] = _Table()      # canonical name -> Op
-CALLABLE: dict[str, Op] = _Table()  # every name a program may call -> Op
+CALLABLE: dict[str, Op] = _Table()  # a public op's name -> Op (a library's names for it: gradcli/language/dialects)
 _core_registered = False  # set once the core's records are in (core_registered)
 _families_loaded = False
 _index = None  # gradcli.ops._names, once a name was missing
@@ -299,14 +268,10 @@ def register(op: Op, *, replace: bool = False) -> Op:
         _import_families_before(op.name)
     if op.name in OPS and not replace:  # (a name of a family not imported yet imports it: refused too)
         raise ValueError(f"operation {op.name!r} is already registered")
-    old = dict.get(OPS, op.name)
-    if old is not None:
-        for name in (old.name,) + old.aliases:
-            CALLABLE.pop(name, None)
+    CALLABLE.pop(op.name, None)
     OPS[op.name] = op
     if op.public:
-        for name in (op.name,) + op.aliases:
-            CALLABLE[name] = op
+        CALLABLE[op.name] = op
     return op
 
 

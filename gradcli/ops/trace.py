@@ -1,12 +1,20 @@
-"""Symbolic values: gradient rules and composites are written over `Sym`, and `G.name(...)` emits
-an equation of the op `name` into the value's graph."""
+"""The tracer: gradient rules and composites are written over symbolic values (`Sym`), and
+`G.name(...)` (or a composite's `f.name(...)`) emits an equation of the op `name`.
+
+A `Sym` belongs to a trace, which is where its equations go: anything with `shapes` (a value id
+-> its shape), `emit(op, ids, params) -> Sym` and `constant(value) -> Sym`. Two provide it: the
+graph itself while a gradient is built (gradcli.ir.Graph: each equation attributed to the one
+being differentiated, shared and simplified), and a composite's expansion at its call's place
+(gradcli.language.lower.calls: each op bound as a call of the program, a composite expanded in
+turn)."""
 from __future__ import annotations
 
 from gradcli.ops.table import OPS
 
 
 class Sym:
-    """A value of the program being built; arithmetic on it emits equations."""
+    """A value of the program being built; arithmetic on it emits equations through its trace
+    (`graph`: the Graph while a gradient is built, else the trace it was made in)."""
 
     __slots__ = ("graph", "id")
 
@@ -34,25 +42,32 @@ class Sym:
     def __neg__(self): return G.negative(self)
 
 
-class _GraphFunctions:
-    """`G.exp(x)`, `G.sum(g, axis=0)`: emit an equation of the table's op into x's graph.
-    Python numbers become constants."""
+class Functions:
+    """`G.exp(x)`, `G.sum(g, axis=0)`: emit an equation of the table's op through the trace of the
+    first symbolic argument. `Functions(trace)` emits through `trace` itself (a composite's
+    `f.zeros(...)` may have no symbolic argument). Python numbers and arrays become constants."""
+
+    def __init__(self, trace=None):
+        self._trace = trace  # (an op's name never starts with _)
 
     def __getattr__(self, name: str):
         OPS[name]  # (an unknown name is a KeyError here, not at the call)
+        trace = self._trace
 
         def emit(*args, **params):
             op = OPS[name]  # looked up at each call: register() may replace the record
-            graph = None
-            for a in args:
-                if type(a) is Sym:
-                    graph = a.graph
-                    break
-            ids = tuple([a.id if type(a) is Sym else graph.constant(a).id for a in args])
-            return graph.derived(op, ids, params)
+            into = trace
+            if into is None:
+                for a in args:
+                    if type(a) is Sym:
+                        into = a.graph
+                        break
+            ids = tuple([a.id if type(a) is Sym else into.constant(a).id for a in args])
+            return into.emit(op, ids, params)
 
-        setattr(self, name, emit)  # made once per name
+        if trace is None:
+            setattr(self, name, emit)  # made once per name
         return emit
 
 
-G = _GraphFunctions()
+G = Functions()

@@ -28,11 +28,13 @@ def _op_table_rows():
 def _covering(rows):
     """The rows, fewest first, that together call every op the whole table calls (each op is
     tried in the program it is tested by; a second row of the same op adds little on Dask)."""
-    from gradcli.ops import CALLABLE
+    from gradcli.language.dialects import callable_ops
     from gradcli.language.parser import BINARY_OPS
 
+    callable = callable_ops()
+
     def ops_of(program):
-        found = {op.name for name, op in CALLABLE.items() if f"{name}(" in program}
+        found = {op.name for name, op in callable.items() if f"{name}(" in program}
         return found | {name for symbol, name in BINARY_OPS.items() if f" {symbol} " in program}
 
     chosen, seen = [], set()

@@ -5,7 +5,6 @@ import contextlib
 import re
 import subprocess
 import sys
-import types
 
 import numpy as np
 import pytest
@@ -23,26 +22,6 @@ REPEATS = {None, "broadcast", "reshape"}
 HINT_KINDS = {"overflow", "divide_by_zero", "invalid", "nonfinite_gradient"}
 # `doc` words that say an argument (or the whole op) has no gradient rule on purpose
 NO_GRADIENT_WORDS = re.compile(r"no gradient|gradient in \w+ only")
-
-
-def _may_raise_data_error(fn, seen) -> bool:
-    """Whether a forward, or a gradcli function it names (globals, closures), raises DataError."""
-    code = getattr(fn, "__code__", None)
-    if code is None or code in seen or not (getattr(fn, "__module__", None) or "").startswith("gradcli"):
-        return False
-    seen.add(code)
-    names, pending = set(), [code]
-    while pending:
-        c = pending.pop()
-        names |= set(c.co_names)
-        pending += [k for k in c.co_consts if isinstance(k, types.CodeType)]
-    if "DataError" in names:
-        return True
-    callees = [fn.__globals__.get(n) for n in names]
-    for cell in fn.__closure__ or ():
-        with contextlib.suppress(ValueError):
-            callees.append(cell.cell_contents)
-    return any(_may_raise_data_error(f, seen) for f in callees if isinstance(f, types.FunctionType))
 
 
 def _problems(op: Op, covered: set[str]) -> list[str]:
@@ -75,9 +54,6 @@ def _problems(op: Op, covered: set[str]) -> list[str]:
         out.append(f"bound {bound!r} is not a rule, a range (lo, hi) or UNBOUNDED")
     if op.elementwise and not (op.finite_closed or bound is not None or op.grows):
         out.append("elementwise, with no declared bound (finite_closed, bound=..., grows=True or bound=UNBOUNDED)")
-    # failing on the user's data is declared, so it is reported as the user's error
-    if op.forward is not None and _may_raise_data_error(op.forward, set()) and not op.fails_on_data:
-        out.append("its forward raises DataError, and fails_on_data is not set")
     # printing: a public op is written as a call of its name, an operator with its symbol
     if op.public and CALLABLE.get(op.name) is not op:
         out.append("public, but its name does not call it")

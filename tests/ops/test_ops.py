@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from gradcli import api
-from gradcli.ops import CALLABLE, OPS
+from gradcli.language.dialects import callable_ops
+from gradcli.ops import OPS
 
 from gradcheck import check_program
 
@@ -120,7 +121,7 @@ def covered_operations() -> set[str]:
     covered = {"negative", "positive", "broadcast_to", "sum_to", "index", "stack", "stop_gradient", "identity"}
     programs = _all_op_test_programs()
     for program in programs:
-        for name, op in CALLABLE.items():
+        for name, op in callable_ops().items():
             if f"{name}(" in program:
                 covered.add(op.name)
     from gradcli.language.parser import BINARY_OPS

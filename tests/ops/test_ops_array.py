@@ -446,8 +446,9 @@ def test_no_argument_makes_an_array_function_crash():
     every position: each evaluates or is a GradcliError (a user error), never an exception."""
     import random
 
-    from gradcli import ops
-    names = sorted(n for n, o in ops.CALLABLE.items()
+    from gradcli.language.dialects import callable_ops
+    callable = callable_ops()
+    names = sorted(n for n, o in callable.items()
                    if getattr(o.forward, "__module__", None) == "gradcli.ops.array"
                    or getattr(o.parts, "__module__", None) == "gradcli.ops.array")
     arrays = ["s", "v", "m", "t", "e", "[m, m]", "(v, v)", "[v, m]", "[]", "m > 1"]
@@ -458,7 +459,7 @@ def test_no_argument_makes_an_array_function_crash():
     rng = random.Random(7)
     for _ in range(600):
         name = rng.choice(names)
-        op = ops.CALLABLE[name]
+        op = callable[name]
         count = rng.randint(0, 3) if op.variadic or rng.random() < 0.2 else len(op.args)
         args = [rng.choice(arrays) for _ in range(count)]
         args += [f"{p}={rng.choice(values)}" for p in op.params if p != "counts" and rng.random() < 0.5]

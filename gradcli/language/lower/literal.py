@@ -9,7 +9,8 @@ import numpy as np
 from gradcli.errors import GradcliError, Source
 from gradcli.io.files import load_file, max_dims, too_large
 from gradcli.language import syntax as ast
-from gradcli.language.lower import Literal, _Lowering, _Scope
+from gradcli.language.lower import _Lowering
+from gradcli.language.lower.values import Literal, Scope
 from gradcli.language.parser import normalise, parse_value as parse
 from gradcli.limits import default_memory_limit
 
@@ -52,7 +53,7 @@ def literal(text: str, label: str, max_bytes: int) -> np.ndarray:
                 raise GradcliError(f"lists nested deeper than {deepest} levels (NumPy's limit on dimensions)",
                                    item.pos, source)
         work.extend((kid, depth) for kid in reversed(ast.children(item)))
-    value = _Lowering(ast.Module([]), source, {}).lower(node, _Scope(None))
+    value = _Lowering(ast.Module([]), source, {}).lower(node, Scope(None))
     if not isinstance(value, Literal):
         raise GradcliError(f"{label}: the value must be a literal, such as 3, [1, 2] or [[1, 0], [0, 1]] "
                            "(or @file.npy)")

@@ -1,0 +1,44 @@
+"""JAX's spellings beyond `jnp.` (which reads as NumPy's): `jax.nn.`, `lax.` and Optax's losses.
+`jnp.split` and its kin refuse what NumPy allows (unordered cut points), `lax.select` is
+`where`, `lax.slice` takes start and limit indices, Optax's `l2_loss` halves the square."""
+from __future__ import annotations
+
+from gradcli.language.dialects import ReadingError
+from gradcli.language.dialects.numpy import jax_numpy as _jax_numpy
+
+
+def _select_reading(call):
+    """np.select(conditions, choices) picks per element; lax.select(c, a, b) is where(c, a, b);
+    torch.select(x, dim, index) is the slice x[index] along dim."""
+    if call.library == "jax":
+        return "where", {}
+    if call.library == "torch" or call.method:
+        return "take_slice", {}
+    return None
+
+
+def _slice_reading(call):
+    if call.library == "jax" or call.name != "slice":
+        return None
+    if call.library == "tensorflow":
+        return "slice_begin_size", {}
+    raise ReadingError("slice(...) reads as lax.slice(x, start_indices, limit_indices) or tf.slice(x, begin, size) "
+                       "(and Python's slice is an index object): write lax.slice or tf.slice")
+
+
+NAMES = {
+    "rem": "fmod", "soft_sign": "softsign", "hard_swish": "hard_silu",
+    "slice": "slice_start_limit", "lax_slice": "slice_start_limit",
+}
+
+READINGS = {
+    "array_split": lambda call: ("array_split", {"ordered": True}) if _jax_numpy(call) else None,
+    "hsplit": lambda call: ("hsplit", {"ordered": True}) if _jax_numpy(call) else None,
+    "vsplit": lambda call: ("vsplit", {"ordered": True}) if _jax_numpy(call) else None,
+    "dsplit": lambda call: ("dsplit", {"ordered": True}) if _jax_numpy(call) else None,
+    "select": _select_reading,
+    "slice_start_limit": _slice_reading,
+    "l2_loss": lambda call: ("half_squared_error", {}) if call.library == "optax" else None,
+}
+
+ABSENT: dict = {}

@@ -1,0 +1,148 @@
+"""NumPy's spellings (and the array API's, JAX's `jnp.` and autograd's `anp.`, which read as
+NumPy's): the names of the language's ops are mostly NumPy's own, so this module holds NumPy's
+other names, the readings where NumPy's meaning is the one chosen or refused, its index tricks
+(`np.c_`, `np.r_`, `np.newaxis`) and the array arguments its functions let be left out."""
+from __future__ import annotations
+
+import math
+
+from gradcli.language.dialects import ReadingError
+
+
+def _average_reading(call):
+    if call.positional > 2:
+        raise ReadingError("average() with more than 2 arguments: write weights= and keepdims= by name")
+    if "weights" in call.keywords:
+        return "weighted_average", {}
+    return None
+
+
+def _interpolation_reading(call):
+    # PyTorch's keyword; NumPy renamed it method= and NumPy 2.4 and JAX refuse the old name
+    if call.library == "numpy" and "interpolation" in call.keywords:
+        raise ReadingError(f"np.{call.name}() has no argument 'interpolation' (NumPy 2.4 and JAX refuse it): "
+                           "write method=...")
+    return None
+
+
+def _trapezoid_reading(call):
+    if call.positional > 1 or "x" in call.keywords:
+        raise ReadingError("trapezoid with sample points x is not supported: give the spacing as dx=")
+    return None
+
+
+def _trace_reading(call):
+    """np.trace traces axes 0 and 1; np.linalg.trace, jnp.linalg.trace and tf.linalg.trace (tf.trace)
+    the last two, a stack of matrices."""
+    if "linalg." in call.spelled or call.library == "tensorflow":
+        return "trace", {"axis1": -2, "axis2": -1}
+    if call.library == "torch":
+        return "trace", {"matrix": True}  # torch.trace: of a matrix only
+    return None
+
+
+def _one_array_reading(call):
+    if call.positional > 1 or "y" in call.keywords:
+        raise ReadingError(f"{call.name}(x, y): give the variables as the rows of one array, "
+                           f"{call.name}([x, y]) (NumPy stacks them so)")
+    return None
+
+
+def _split_reading(call):
+    """np.split(x, 2) makes 2 parts, torch.split(x, 2) parts of size 2, tf.split(x, [2, 3])
+    parts of sizes 2 and 3 (np.split(x, [2, 3]) cuts at 2 and 3)."""
+    if call.library == "torch" or call.method:  # a NumPy array has no .split method
+        return "split_size", {}
+    if call.library == "tensorflow":
+        return "split_parts", {}
+    if call.library == "python":
+        raise ReadingError("split() without a library: np.split(x, n) makes n parts (a list cuts at those "
+                           "indices), torch.split(x, n) makes parts of size n, tf.split(x, [sizes]) parts of those "
+                           "sizes; write np.split, torch.split or tf.split")
+    return ("split", {"ordered": True}) if jax_numpy(call) else None
+
+
+def jax_numpy(call):
+    """jnp.f: NumPy's prefix as gradcli reads it, where JAX's own function is stricter."""
+    return call.library == "jax" or call.spelled.startswith(("jnp.", "jax.numpy."))
+
+
+def _flip_reading(call):
+    if call.name == "fliplr":
+        return "flip", {"axis": 1}
+    if call.name == "flipud":
+        return "flip", {"axis": 0}
+    return None
+
+
+def _repeat_reading(call):
+    # x.repeat(2, 3) is NumPy's repeat with axis=3, but PyTorch's tile by (2, 3)
+    if call.method and "axis" not in call.keywords:
+        raise ReadingError("x.repeat(...) reads two ways: NumPy's repeats each element (np.repeat(x, n, axis)), "
+                           "PyTorch's tiles the whole array (np.tile(x, reps)); write np.repeat(x, n, axis=...) "
+                           "or np.tile(x, reps)")
+    return None
+
+
+def _diagonal_reading(call):
+    # np.linalg.diagonal, torch.linalg.diagonal and tf.linalg.diag_part take the last two axes
+    if "linalg." in call.spelled or call.name == "diag_part" or call.name == "matrix_diag_part":
+        return "diagonal", {"axis1": -2, "axis2": -1}
+    return None
+
+
+def _empty_reading(call):
+    raise ReadingError(f"{call.name}() gives uninitialized memory, whose numbers are whatever was there: write "
+                       f"{call.name.replace('empty', 'zeros')}(...) (or full) for the values you mean")
+
+
+def _complex_refusal(call):
+    raise ReadingError(f"{call.name}: the eigenvalues of a general matrix are complex numbers (with complex "
+                       "eigenvectors), and gradcli's values are real; for a symmetric matrix write "
+                       f"{'eigvalsh' if call.name == 'eigvals' else 'eigh'}, whose results are real")
+
+
+NAMES = {
+    # np.array([...]): the value itself
+    "array": "identity", "asarray": "identity",
+    "absolute": "abs", "true_divide": "divide", "float_power": "power", "remainder": "mod",
+    "amax": "max", "amin": "min", "permute_dims": "transpose",
+    # the array API's (NumPy 2's) names of the inverse trigonometric functions
+    "asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh", "acosh": "arccosh",
+    "atanh": "arctanh", "atan2": "arctan2",
+    "radians": "deg2rad", "degrees": "rad2deg", "fix": "trunc",
+    "conj": "real", "conjugate": "real", "real_if_close": "real",
+    "trapz": "trapezoid", "stack": "stack_arrays", "row_stack": "vstack", "flatten": "ravel",
+    "fliplr": "flip", "flipud": "flip", "empty_like": "empty",
+}
+
+READINGS = {
+    # np.identity(n) is the n x n identity matrix (the constructor `eye`), tf.identity(x) the value x
+    "identity": lambda call: ("eye", {}) if call.name == "identity" and call.library == "numpy" else None,
+    "average": _average_reading,
+    "quantile": _interpolation_reading,
+    "percentile": _interpolation_reading,
+    "trapezoid": _trapezoid_reading,
+    "cumulative_trapezoid": _trapezoid_reading,
+    "trace": _trace_reading,
+    "cov": _one_array_reading,
+    "corrcoef": _one_array_reading,
+    "split": _split_reading,
+    "flip": _flip_reading,
+    "repeat": _repeat_reading,
+    "diagonal": _diagonal_reading,
+    "empty": _empty_reading,
+    "eig": _complex_refusal,
+    "eigvals": _complex_refusal,
+}
+
+# Array arguments that may be left out or written as None, and the value that stands for
+# them (clip's open bound: `np.clip(x, 0, None)`, `jnp.clip(x, min=0)`)
+ABSENT = {
+    "clip": {"lo": -math.inf, "hi": math.inf},
+}
+
+# NumPy's index tricks, `np.c_[a, b]` and `np.r_[a, b]`: the op joining what the subscript holds
+INDEX_TRICKS = {"c_": "c_", "r_": "r_"}
+# NumPy's name for None in a subscript
+NEW_AXIS = "newaxis"

@@ -1,0 +1,70 @@
+"""Python's built-ins where they differ from NumPy's functions of the same names: `max(a, b)`
+compares two values, `sum([a, b])` adds a list's items, `range(n)` is a sequence of integers
+(a bare name is Python's; `math.` is Python's prefix)."""
+from __future__ import annotations
+
+from gradcli.language.dialects import ReadingError, Spelling
+
+
+def _python_pairwise(elementwise: str):
+    """Python's built-in `max(a, b)` / `min(a, b)` compares its arguments (elementwise here);
+    NumPy's and TensorFlow's `max(x, 0)` reduce over axis 0; PyTorch's `torch.max(x, 1)` and
+    `x.max(dim=1)` give the tuple (values, indices)."""
+    def reading(call: Spelling):
+        if call.name in ("amax", "amin", "reduce_max", "reduce_min"):
+            return None  # torch.amax(x, dim) gives the values alone
+        if call.library == "torch" and call.positional == 2 and not call.keywords:
+            if call.kinds[1] == "array":
+                return elementwise, {}  # torch.max(input, other) of two tensors compares them
+            if call.kinds[1] == "number input":
+                raise ReadingError(
+                    f"torch.{call.name}(x, y) with y an input number: PyTorch compares two tensors elementwise, "
+                    f"but reads an int as the dim; write torch.{elementwise}(x, y), or torch.{call.name}(x, dim=...)")
+        if (call.library == "torch" and call.positional >= 2) or "dim" in call.keywords:
+            return f"{elementwise[:3]}_values_indices", {}
+        if call.library == "python" and call.name in ("max", "min") and call.positional >= 2:
+            if call.positional > 2 or call.keywords:
+                raise ReadingError(
+                    f"{call.name}() with {call.positional} arguments: Python's built-in {call.name}(a, b) "
+                    f"compares two values (gradcli: {elementwise}(a, b)), NumPy's np.{call.name}(x, axis) "
+                    f"reduces; write {elementwise}(a, b) or {call.name}(x, axis=...)")
+            return elementwise, {}
+        return None
+    return reading
+
+
+def _python_sum_of_list(call: Spelling):
+    """Python's built-in `sum([a, b])` adds the list's items (a + b, elementwise); NumPy's
+    `np.sum([a, b])` adds every element of the stacked array. Python's `sum(x, 1)` reads 1 as
+    the start value, NumPy's `np.sum(x, 1)` as the axis: a bare `sum` with two arguments is
+    refused, naming both."""
+    if call.library != "python" or call.name != "sum":
+        return None
+    if call.positional >= 2:
+        raise ReadingError(
+            "sum() with 2 arguments: Python's built-in sum(x, start) adds start to the sum, "
+            "NumPy's np.sum(x, axis) sums along that axis; write sum(x, axis=...) or sum(x) + start")
+    if call.list_argument and call.positional == 1 and not call.keywords:
+        return "sum", {"axis": 0}
+    return None
+
+
+def _range_reading(call):
+    if call.name == "range" and call.library == "python":
+        raise ReadingError("range(...) is Python's sequence of integers (for loops, which gradcli does not "
+                           "have): write np.arange(...) or tf.range(...) for the array")
+    return None
+
+
+NAMES = {
+    "pow": "power",
+}
+
+READINGS = {
+    "sum": _python_sum_of_list,
+    "max": _python_pairwise("maximum"),
+    "min": _python_pairwise("minimum"),
+    "arange": _range_reading,
+}
+
+ABSENT: dict = {}

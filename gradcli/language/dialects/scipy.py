@@ -1,0 +1,80 @@
+"""SciPy's spellings (`scipy.special.`, `scipy.stats.`, `scipy.linalg.`, `integrate.`, and JAX's
+`jax.scipy.`): its other names for the table's functions and the readings where SciPy's defaults
+differ (a softmax over every element, an upper Cholesky factor, the complete Q of a QR)."""
+from __future__ import annotations
+
+from gradcli.language.dialects import ReadingError, Spelling
+
+
+def _logsumexp_weights(call: Spelling):
+    """SciPy's logsumexp(a, axis, b): with weights b it is log(sum(b exp(a))), an op of its own
+    (gradcli.ops.nn); TensorFlow's third argument is keepdims."""
+    if "b" in call.keywords or (call.library == "scipy" and call.positional >= 3):
+        return "weighted_logsumexp", {}
+    if call.library == "torch" and call.positional < 2 and not {"dim", "axis"} & set(call.keywords):
+        raise ReadingError("torch.logsumexp(x, dim) needs its dim (PyTorch has no default); "
+                           "write torch.logsumexp(x, dim=...)")
+    return None
+
+
+def _softmax_reading(call: Spelling):
+    """The axis a softmax takes when none is written: -1 in TensorFlow, JAX and Keras; every
+    element in SciPy (`scipy.special.softmax(x)`, axis=None); PyTorch's deprecated implicit
+    dim depends on the rank (0 for 1-D and 3-D, else 1), so it is refused."""
+    if call.positional >= 2 or "axis" in call.keywords or "dim" in call.keywords:
+        return None
+    if call.library == "scipy":
+        return call.name, {"axis": None}
+    if call.library == "torch":
+        raise ReadingError(f"torch's {call.name} without dim picks the axis from the rank (deprecated in "
+                           f"PyTorch: 0 for 1-D and 3-D inputs, else 1); write dim=... as PyTorch asks")
+    return None
+
+
+def _cholesky_reading(call: Spelling):
+    if call.library == "scipy" and "lower" not in call.keywords:
+        return "cholesky", {"lower": False}  # scipy.linalg.cholesky: upper by default
+    return None
+
+
+def _qr_reading(call: Spelling):
+    if call.library == "scipy" and "mode" not in call.keywords:
+        return "qr", {"mode": "full"}  # scipy.linalg.qr: the complete Q by default
+    return None
+
+
+def _lu_factor_reading(call):
+    if call.library == "torch":
+        return None
+    if call.library == "scipy":
+        return "lu_factor", {"one_based": False}
+    raise ReadingError("lu_factor() without its library: torch.linalg.lu_factor numbers the pivots from 1, "
+                       "scipy.linalg.lu_factor from 0; write torch.linalg.lu_factor or scipy.linalg.lu_factor")
+
+
+def _lu_solve_reading(call):
+    if call.library == "scipy" or call.positional == 2:
+        raise ReadingError("scipy.linalg.lu_solve((lu, piv), b) is not supported: write "
+                           "torch.linalg.lu_solve(LU, pivots, B), with the pivots of torch.linalg.lu_factor")
+    return None
+
+
+NAMES = {
+    "expit": "sigmoid", "psi": "digamma", "jn": "jv", "yn": "yv",
+    "cumtrapz": "cumulative_trapezoid", "expm": "matrix_exp",
+    # scipy.stats.norm's methods
+    "norm.logpdf": "norm_logpdf", "norm.pdf": "norm_pdf", "norm.cdf": "norm_cdf", "norm.logcdf": "norm_logcdf",
+    "norm.sf": "norm_sf", "norm.ppf": "norm_ppf",
+}
+
+READINGS = {
+    "logsumexp": _logsumexp_weights,
+    "softmax": _softmax_reading,
+    "log_softmax": _softmax_reading,
+    "cholesky": _cholesky_reading,
+    "qr": _qr_reading,
+    "lu_factor": _lu_factor_reading,
+    "lu_solve": _lu_solve_reading,
+}
+
+ABSENT: dict = {}

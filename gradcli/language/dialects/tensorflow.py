@@ -1,0 +1,221 @@
+"""TensorFlow's spellings (`tf.`, `tf.math.`, `tf.nn.`, `tf.linalg.`) and Keras' (`keras.ops.`,
+`keras.losses.`, `K.`): their names for the table's functions (`reduce_max`, `concat`,
+`clip_by_value`), and the readings where their defaults or arguments differ (TensorFlow's cumsum
+scans axis 0, its svd is reduced and ordered (s, u, v), Keras' losses average each sample)."""
+from __future__ import annotations
+
+from gradcli.language.dialects import ReadingError, Spelling
+
+
+def _library_default(op_name: str, param: str, values: dict, message: str, keywords=()):
+    given = (lambda call: call.positional >= 2 or param in call.keywords
+             or any(k in call.keywords for k in keywords))
+
+    def reading(call):
+        if given(call):
+            return None
+        if call.library in values:
+            return op_name, {param: values[call.library]}
+        raise ReadingError(message.format(name=call.name))
+    return reading
+
+
+def _tensorflow_axis_zero(name):
+    """TensorFlow's cumsum/cumprod scan axis 0 by default; NumPy's flatten the array."""
+    def reading(call):
+        if call.library == "tensorflow" and call.positional < 2 and "axis" not in call.keywords:
+            return name, {"axis": 0}
+        if call.library == "torch" and call.positional < 2 and not {"axis", "dim"} & set(call.keywords):
+            raise ReadingError(f"torch.{name}(x, dim) needs its dim (PyTorch has no default; NumPy's flattens "
+                               f"the array); write torch.{name}(x, dim=...)")
+        return None
+    return reading
+
+
+def _norm_reading(call):
+    """tf.norm treats the array as one vector unless axis is a pair (NumPy's ord of a matrix is a
+    matrix norm); torch.norm(x, p) likewise: with ord they are refused, without they are vector_norm."""
+    if call.library in ("tensorflow", "torch"):
+        if call.positional > 1 or "ord" in call.keywords:
+            raise ReadingError(f"{call.library}'s norm with ord: TensorFlow's and torch.norm's ord applies to "
+                               "the flattened array unless axis is a pair, NumPy's to a matrix as a matrix norm; "
+                               "write vector_norm(x, ord=...) or matrix_norm(x, ord=...)")
+        return "vector_norm", {}
+    return None
+
+
+def _concat_reading(call):
+    # tf.concat(values, axis) has no default axis; keras.backend.concatenate's is -1
+    given = call.positional >= 2 or "axis" in call.keywords or "dim" in call.keywords
+    if call.library == "tensorflow" and not given:
+        raise ReadingError("tf.concat(values, axis) needs its axis (TensorFlow has no default)")
+    if call.library == "keras" and not given:
+        raise ReadingError(f"{call.name}() without an axis: keras.ops.concatenate joins on axis 0, "
+                           "keras.backend.concatenate on axis -1; write axis=...")
+    return None
+
+
+def _diag_reading(call):
+    if call.library == "tensorflow":  # tf.linalg.diag / tf.diag: batched vectors to matrices
+        return "diag_embed", {}
+    return None
+
+
+def _gather_reading(call):
+    """tf.gather(x, indices, axis=0) takes slices; torch.gather(x, dim, index) takes elements
+    (np.take_along_axis)."""
+    if call.library == "torch" or call.method:
+        return "gather_elements", {}
+    if call.library in ("tensorflow", "keras") or call.name != "gather":
+        return None
+    raise ReadingError("gather() without its library: tf.gather(x, indices, axis=0) takes whole slices "
+                       "(np.take), torch.gather(x, dim, index) single elements (np.take_along_axis); write "
+                       "tf.gather or torch.gather")
+
+
+def _triangular_reading(call: Spelling):
+    if call.library == "tensorflow" and "lower" not in call.keywords:
+        return "solve_triangular", {"lower": True}  # tf.linalg.triangular_solve: lower by default
+    if call.library == "torch" and "upper" not in call.keywords:
+        raise ReadingError("torch.linalg.solve_triangular needs upper=True or upper=False")
+    return None
+
+
+def _svd_reading(call: Spelling):
+    if "compute_uv" in call.keywords:  # svd(a, compute_uv=False): the singular values alone, one array
+        return "svd_values_only", {}
+    if call.library == "tensorflow":
+        preset = {"layout": "suv"}
+        if "full_matrices" not in call.keywords and call.positional < 2:
+            preset["full_matrices"] = False  # tf.linalg.svd: reduced by default
+        return "svd", preset
+    if call.library == "torch":
+        if "some" in call.keywords:
+            return "svd", {"layout": "usv"}
+        if "full_matrices" not in call.keywords:
+            raise ReadingError("torch.svd(a) returns V and full matrices only with some=False; torch.linalg.svd(a) "
+                               "returns Vh and full matrices by default: gradcli cannot tell which is meant here; "
+                               "write some=... (torch.svd) or full_matrices=... (torch.linalg.svd)")
+    return None
+
+
+def _hard_sigmoid_reading(call):
+    if call.name == "hardsigmoid" or call.library in ("jax", "torch"):
+        return None
+    raise ReadingError(f"{call.name}: Keras 2 (tf.keras before TensorFlow 2.16) defines it as "
+                       "clip(0.2 * x + 0.5, 0, 1), JAX, PyTorch and Keras 3 as relu6(x + 3) / 6; "
+                       "write the one you mean, or jax.nn.hard_sigmoid(x)")
+
+
+def _log_cosh_reading(call):
+    """Optax's log_cosh(predictions, targets) and Keras' loss log_cosh(y_true, y_pred) are
+    losses of a difference (gradcli.ops.nn); keras.ops.log_cosh(x) would not take two."""
+    if call.library == "optax":
+        return "log_cosh_error", {}
+    if call.library in ("keras", "tensorflow") and call.positional + len(call.keywords) >= 2:
+        return "log_cosh_last_mean", {}
+    return None
+
+
+def _cosine_reading(spelling):
+    """PyTorch's F.cosine_similarity (dim=1), Keras' loss (negative, last axis), Optax's (last
+    axis); a bare name is refused."""
+    if spelling.library == "keras" or (spelling.library == "tensorflow" and "losses" in spelling.spelled):
+        return "negative_cosine_similarity", {}
+    if spelling.library == "optax":
+        return "cosine_similarity_last", {}
+    if spelling.library in ("python", "tensorflow", "nn"):
+        raise ReadingError(f"{spelling.name}: PyTorch's F.cosine_similarity reduces dim=1, Keras' loss is the "
+                           "negative similarity over the last axis, Optax's the similarity over the last axis; "
+                           "write F., keras.losses. or optax.")
+    return None
+
+
+def _conv2d_reading(spelling):
+    if spelling.library == "torch":
+        return "conv2d_nchw", {}
+    if spelling.library in ("tensorflow", "keras"):
+        return None
+    raise ReadingError(f"{spelling.name}: TensorFlow's tf.nn.conv2d(input, filters, strides, padding) takes NHWC "
+                       "input and (KH, KW, in, out) filters, PyTorch's F.conv2d(input, weight) NCHW input and "
+                       "(out, in, KH, KW) weights; write tf.nn.conv2d or F.conv2d")
+
+
+# keras.losses.NAME(y_true, y_pred): one loss per sample, averaged over the last axis. The bare
+# names are refused: scikit-learn's metrics of the same names average over every element.
+def _keras_reading(name, optax=None):
+    def reading(spelling):
+        if spelling.library in ("keras", "tensorflow"):
+            return None
+        if spelling.library == "optax" and optax:
+            return optax, {}
+        if spelling.library != "python":
+            raise ReadingError(f"{spelling.name}: gradcli's {spelling.name} is Keras' loss (y_true, y_pred), not "
+                               f"{spelling.library}'s; write keras.losses.{spelling.name}(y_true, y_pred)")
+        raise ReadingError(f"{spelling.name}: Keras' {name} gives one loss per sample (averaged over the last "
+                           f"axis), scikit-learn's metric averages every element; write keras.losses."
+                           f"{spelling.name}(y_true, y_pred), or the mean you mean")
+    return reading
+
+
+_KERAS_LOSSES = ("mean_squared_error", "mean_absolute_error", "mean_absolute_percentage_error",
+                 "mean_squared_logarithmic_error", "poisson", "hinge", "squared_hinge", "categorical_hinge",
+                 "categorical_crossentropy", "sparse_categorical_crossentropy", "binary_crossentropy")
+
+NAMES = {
+    # tf.constant([...]), tf.Variable([...]) in pasted code: the value itself
+    "constant": "identity", "convert_to_tensor": "identity", "Variable": "identity",
+    "truediv": "divide", "floordiv": "floor_divide", "floormod": "mod", "floor_mod": "mod",
+    "clip_by_value": "clip",
+    "reduce_sum": "sum", "reduce_mean": "mean", "reduce_prod": "prod", "reduce_max": "max", "reduce_min": "min",
+    "reduce_logsumexp": "logsumexp", "reduce_variance": "var", "reduce_std": "std",
+    "reduce_euclidean_norm": "euclidean_norm", "cumulative_logsumexp": "cumlogsumexp",
+    "lgamma": "gammaln",
+    "bessel_i0": "i0", "bessel_i1": "i1", "bessel_i0e": "i0e", "bessel_i1e": "i1e",
+    "bessel_j0": "j0", "bessel_j1": "j1", "bessel_y0": "y0", "bessel_y1": "y1",
+    "swish": "silu", "logcosh": "log_cosh",
+    "concat": "concatenate", "reverse": "flip",
+    "gather": "take_batched", "tf_gather": "take_batched",
+    "tf_slice": "slice_begin_size",
+    "diag_part": "diagonal", "matrix_diag_part": "diagonal", "matrix_diag": "diag_embed",
+    "fill": "full", "range": "arange",
+    "matrix_inverse": "inv", "triangular_solve": "solve_triangular", "matrix_determinant": "det",
+    # Keras' short names of its losses
+    "mse": "mean_squared_error", "MSE": "mean_squared_error", "mae": "mean_absolute_error",
+    "MAE": "mean_absolute_error", "mape": "mean_absolute_percentage_error", "MAPE": "mean_absolute_percentage_error",
+    "msle": "mean_squared_logarithmic_error", "MSLE": "mean_squared_logarithmic_error",
+    "kld": "kl_divergence", "KLD": "kl_divergence",
+}
+
+READINGS = {
+    "clip": lambda call: ("clip", {"ordered": True}) if call.library in ("tensorflow", "keras") else None,
+    "matmul": lambda call: ("matmul_transposed", {}) if {"transpose_a", "transpose_b", "adjoint_a", "adjoint_b"}
+    & set(call.keywords) else None,
+    "cumsum": _tensorflow_axis_zero("cumsum"),
+    "cumprod": _tensorflow_axis_zero("cumprod"),
+    "norm": _norm_reading,
+    "concatenate": _concat_reading,
+    "diag": _diag_reading,
+    "take_batched": _gather_reading,
+    "solve_triangular": _triangular_reading,
+    "svd": _svd_reading,
+    "lstsq": lambda call: ("lstsq_solution", {}) if call.library == "tensorflow" else None,
+    "leaky_relu": _library_default(
+        "leaky_relu", "alpha", {"tensorflow": 0.2, "keras": 0.2, "jax": 0.01, "torch": 0.01},
+        "{name}(x) without a slope: TensorFlow and Keras default to 0.2, JAX and PyTorch to 0.01; "
+        "write {name}(x, alpha=...)", keywords=("negative_slope",)),
+    "gelu": _library_default(
+        "gelu", "approximate", {"tensorflow": False, "keras": False, "torch": False, "jax": True},
+        "{name}(x) without approximate=: TensorFlow, Keras and PyTorch default to the exact x Phi(x), "
+        "JAX (and Flax) to the tanh approximation; write {name}(x, approximate=False) or True"),
+    "hard_sigmoid": _hard_sigmoid_reading,
+    "log_cosh": _log_cosh_reading,
+    # keras.losses.huber(y_true, y_pred, delta): a loss per sample (gradcli.ops.nn)
+    "huber": lambda call: ("huber_last_mean", {}) if call.library in ("keras", "tensorflow") else None,
+    "cosine_similarity": _cosine_reading,
+    "conv2d": _conv2d_reading,
+    **{name: _keras_reading(name) for name in _KERAS_LOSSES},
+    "kl_divergence": _keras_reading("kl_divergence", "kl_divergence_from_log"),
+}
+
+ABSENT: dict = {}

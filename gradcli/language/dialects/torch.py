@@ -1,0 +1,285 @@
+"""PyTorch's spellings (`torch.`, `torch.nn.functional.` / `F.`, `torch.linalg.`, and a tensor's
+methods in a program that spells only PyTorch): its names for the table's functions, the readings
+where its defaults differ (var and std divide by n - 1, `torch.max(x, 1)` gives (values, indices),
+`torch.split(x, 2)` makes parts of size 2), the losses' options by keyword, and what the lowering
+asks of it: whose methods and subscripts a program's are, its subscripts' reading (integers select
+before lists index), its constructors' separate sizes (`torch.ones(3, 4)`) and its empty dims."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from gradcli.language import syntax as ast
+from gradcli.language.dialects import ReadingError
+from gradcli.language.dialects.numpy import jax_numpy as _jax_numpy
+from gradcli.ops import index as ops_index
+
+
+def options_by_keyword(op, call) -> None:
+    """PyTorch's losses take their options after the tensors in an order that includes the
+    deprecated size_average and reduce (`F.mse_loss(x, t, 'sum')` passes 'sum' as size_average,
+    and PyTorch then takes the mean): an option written by position is refused."""
+    arity = len(op.args)
+    if call.positional > arity:
+        raise ReadingError(f"{op.name}() takes its options by keyword (reduction=..., ...): PyTorch's argument "
+                           f"{arity + 1} is not what it looks like (the deprecated size_average, or weight)")
+
+
+def torch_only(meaning: str, others: dict):
+    """A spelling whose meaning is PyTorch's; libraries in `others` mean something else."""
+    def reading(spelling):
+        if spelling.library in others:
+            raise ReadingError(f"{spelling.name}: {others[spelling.library]}; gradcli's {spelling.name} is "
+                               f"PyTorch's ({meaning}): write F.{spelling.name}(...)")
+        return None
+    return reading
+
+
+def _torch_tuple(call):
+    if call.library == "torch":
+        raise ReadingError(f"torch.{call.name} returns (values, indices); gradcli's {call.name} is the values: "
+                           f"write {call.name}(x, axis=...) without the torch. prefix")
+    return None
+
+
+def _moments_reading(name):
+    """np.var(x, axis, dtype, out, ddof): past the axis, arguments are read only by name; PyTorch's
+    var and std default to the unbiased estimate (ddof=1), NumPy's, TensorFlow's and JAX's to 0."""
+    return lambda call: _moments_read(name, call)
+
+
+def _moments_read(name, call):
+    if call.positional > 2:
+        raise ReadingError(f"{call.name}() with {call.positional} arguments: NumPy's third argument is dtype, "
+                           f"PyTorch's unbiased, TensorFlow's keepdims; write ddof= and keepdims= by name")
+    if call.library == "torch" and not {"correction", "ddof", "unbiased"} & set(call.keywords):
+        return name, {"ddof": 1}
+    if call.library == "tensorflow" and {"correction", "ddof", "unbiased"} & set(call.keywords):
+        raise ReadingError(f"tf.math.reduce_{'variance' if name == 'var' else 'std'} has no ddof: TensorFlow's "
+                           "divides by n; write np.{name}(x, ddof=...) for another divisor".replace("{name}", name))
+    return None
+
+
+def _median_reading(call):
+    if call.library == "torch":
+        raise ReadingError("torch.median gives the lower of the two middle values (and with dim, a tuple); "
+                           "NumPy's median averages them: write median(x) for NumPy's, "
+                           "quantile(x, 0.5, method='lower') for PyTorch's")
+    return None
+
+
+def _squeeze_reading(call):
+    return ("squeeze_loose", {}) if call.library == "torch" else None
+
+
+def _ravel_reading(call):
+    torch_args = any(k in call.keywords for k in ("start_dim", "end_dim"))
+    if call.library == "torch" or torch_args or (call.method and call.name == "flatten" and call.positional > 1):
+        return "flatten_dims", {}
+    return None
+
+
+def _pad_reading(call):
+    if call.library == "jax":
+        raise ReadingError("lax.pad(x, padding_value, padding_config) pads with interior (dilation) and negative "
+                           "widths, which gradcli does not have: write jnp.pad(x, pad_width, constant_values=...)")
+    return ("pad_last_first", {}) if call.library == "torch" else None
+
+
+def _take_along_reading(call):
+    # torch.take_along_dim(x, indices) without a dim reads x flattened; NumPy's default axis is -1
+    given = call.positional >= 3 or "dim" in call.keywords or "axis" in call.keywords
+    return ("take_along_axis", {"axis": None}) if call.library == "torch" and not given else None
+
+
+def _meshgrid_reading(call):
+    if call.library == "torch" and "indexing" not in call.keywords:
+        return "meshgrid", {"indexing": "ij", "flatten": False}  # PyTorch's default
+    if call.library == "torch" or _jax_numpy(call):
+        return "meshgrid", {"flatten": False}
+    return None
+
+
+def _unfold_reading(call):
+    if "functional." in call.spelled or call.spelled.startswith("F."):
+        raise ReadingError("torch.nn.functional.unfold extracts image patches (im2col), which gradcli does not "
+                           "have; Tensor.unfold(dimension, size, step) (sliding windows along one axis) it has")
+    return None
+
+
+def _one_hot_reading(call):
+    return ("one_hot_inferred", {}) if call.library == "torch" else None
+
+
+def _torch_vectors(call):
+    return ("solve", {"vector": True}) if call.library == "torch" and "vector" not in call.keywords else None
+
+
+def _vander_reading(call):
+    if call.library == "torch":
+        return "vander_ascending", {}
+    if call.library == "numpy" or "increasing" in call.keywords:
+        return None
+    raise ReadingError("vander() without its library: np.vander's powers decrease along a row (increasing=False), "
+                       "torch.linalg.vander's increase; write np.vander, torch.linalg.vander, or increasing=")
+
+
+def _polar_reading(call):
+    if call.library == "torch" and "linalg" not in call.spelled:
+        raise ReadingError("torch.polar(abs, angle) makes complex numbers, and gradcli's values are real; "
+                           "torch.linalg.polar (scipy.linalg.polar) is the polar decomposition")
+    return None
+
+
+def _huber_reading(call):
+    if call.library == "torch" and call.name == "huber_loss":  # F.huber_loss: with its reduction
+        return "huber_loss_reduced", {}
+    if call.library in ("torch", "tensorflow", "keras", "nn"):
+        raise ReadingError(f"{call.name}: PyTorch's, TensorFlow's and Keras's huber losses average over "
+                           f"elements (reduction); gradcli's {call.name} is elementwise (Optax's): "
+                           f"write mean({call.name}(a, b))")
+    return None
+
+
+NAMES = {
+    # torch.tensor([...]) and its kin in pasted code: the value itself
+    "tensor": "identity", "as_tensor": "identity", "contiguous": "identity", "clone": "identity",
+    "neg": "negative", "sub": "subtract", "mul": "multiply", "div": "divide",
+    "logsigmoid": "log_sigmoid", "detach": "stop_gradient",
+    "mm": "matmul", "bmm": "matmul", "permute": "transpose", "t": "transpose",
+    "view": "reshape", "expand": "broadcast_to",
+    "hardsigmoid": "hard_sigmoid", "hardswish": "hard_silu", "hardtanh": "hard_tanh",
+    "logcumsumexp": "cumlogsumexp", "topk": "top_k", "cat": "concatenate", "tensor_split": "array_split",
+    "unsqueeze": "expand_dims", "swapdims": "swapaxes", "movedim": "moveaxis",
+    "repeat_interleave": "repeat", "broadcast_tensors": "broadcast_arrays", "take_along_dim": "take_along_axis",
+    "ger": "outer", "inverse": "inv", "pinverse": "pinv",
+    "scatter": "scatter_elements", "orgqr": "householder_product",
+    # the table's ops that are PyTorch's functions, by the names they had
+    "torch_pad": "pad_last_first", "torch_gather": "gather_elements", "torch_select": "take_slice",
+    "torch_scatter": "scatter_elements",
+}
+
+READINGS = {
+    "softplus": lambda call: ("softplus_beta", {}) if call.library == "torch" and (
+        call.positional > 1 or {"beta", "threshold"} & set(call.keywords)) else None,
+    "divide": lambda call: ("divide_rounded", {}) if "rounding_mode" in call.keywords else None,
+    # torch.transpose(x, dim0, dim1) swaps two axes (NumPy's swapaxes); torch.permute(x, dims) and
+    # np.permute_dims(x, axes) are NumPy's transpose
+    "transpose": lambda call: ("swapaxes", {}) if call.library == "torch" and call.name == "transpose" else None,
+    "cummax": _torch_tuple,
+    "cummin": _torch_tuple,
+    "sort": _torch_tuple,
+    "var": _moments_reading("var"),
+    "std": _moments_reading("std"),
+    "median": _median_reading,
+    "nanmedian": _median_reading,
+    "squeeze": _squeeze_reading,
+    "ravel": _ravel_reading,
+    "roll": lambda call: ("roll", {"broadcast": False}) if call.library in ("torch", "tensorflow") else None,
+    "pad": _pad_reading,
+    "take_along_axis": _take_along_reading,
+    "meshgrid": _meshgrid_reading,
+    "unfold": _unfold_reading,
+    "one_hot": _one_hot_reading,
+    "outer": lambda call: ("outer", {"flatten": False}) if call.library == "torch" else None,
+    "solve": _torch_vectors,
+    "cholesky_solve": lambda call: ("cholesky_solve_b_first", {}) if call.library == "torch" else None,
+    "vander": _vander_reading,
+    "polar": _polar_reading,
+    "huber_loss": _huber_reading,
+    "cross_entropy": torch_only("log_softmax over dim 1, then the target's entry", {
+        "keras": "Keras' categorical cross-entropy takes (y_true, y_pred) probabilities over the last axis",
+        "tensorflow": "TensorFlow's losses take (labels, logits) over the last axis"}),
+    "normalize": torch_only("p=2, dim=1, eps=1e-12", {
+        "jax": "jax.nn.normalize standardizes (subtracts the mean, divides by the deviation)",
+        "keras": "keras.utils.normalize divides by the norm over the last axis, with no eps",
+        "tensorflow": "tf.linalg.normalize returns the normalized tensor and the norm"}),
+    "conv1d": torch_only("(N, C, L) input, (out, in, K) weight", {
+        "tensorflow": "tf.nn.conv1d takes (N, W, C) input and (K, in, out) filters, with strides and padding"}),
+}
+
+ABSENT: dict = {}
+
+
+# --------------------------------------------------------------------------- what the lowering asks
+
+_TORCH_SPELLED = re.compile(r"(?<![\w.])(?:torch|F)\.")
+_OTHER_ARRAY_LIBRARIES = ("np", "numpy", "jnp", "onp", "anp", "tf", "tensorflow", "jax", "keras", "K")
+_OTHER_ARRAY_LIBRARY_SPELLED = re.compile(rf"(?<![\w.])(?:{'|'.join(_OTHER_ARRAY_LIBRARIES)})\.")
+
+
+def spelled(module: ast.Module, text: str) -> tuple[bool, bool]:
+    """(whether the program spells PyTorch: imports it, or calls torch./F.; whether it spells
+    NumPy, JAX, TensorFlow, Keras or autograd). Whose methods `x.std()`, `x.max(1)` and subscripts
+    `x[0, :, [1, 2]]` are follows from them: PyTorch's where the program spells only PyTorch,
+    else NumPy's. They differ: torch's x.std() divides by n - 1, its x.max(1) gives (values,
+    indices), its integer subscripts select before its lists index."""
+    imported = {module_name.partition(".")[0] for stmt in module.statements if isinstance(stmt, ast.Import)
+                for module_name, _ in stmt.bindings}
+    # (a substring test first: the searches' lookbehind is slow over a long generated program)
+    torch = "torch" in imported or (("torch." in text or "F." in text) and _TORCH_SPELLED.search(text) is not None)
+    other = bool(imported & {"numpy", "jax", "tensorflow", "keras", "autograd"}) \
+        or (any(f"{prefix}." in text for prefix in _OTHER_ARRAY_LIBRARIES)
+            and _OTHER_ARRAY_LIBRARY_SPELLED.search(text) is not None)
+    return torch, other
+
+
+def sizes_written_apart(op, count: int) -> bool:
+    """PyTorch's constructors take the sizes as separate numbers: torch.ones(3, 4)."""
+    return count > 1 and not op.args and not op.variadic and op.slots[0] == "shape" \
+        and all(slot == "dtype" for slot in op.slots[1:])
+
+
+def empty_dims_refusal(label: str) -> str:
+    """A reduction over an empty list of axes: NumPy, JAX and TensorFlow reduce none,
+    PyTorch reads `dim=()` as every dim (or fails): the same text, other numbers."""
+    return (f"{label}() with an empty dim: PyTorch reads dim=() or dim=[] as every dim (NumPy "
+            f"as none); leave dim out to reduce every dim")
+
+
+_ALL = (None, None, None)  # the slice `:` as an index holds it
+
+
+def _mixes_integers_and_lists(index) -> bool:
+    return ops_index.is_advanced(index) and any(type(item) is int for item in index)
+
+
+def subscript_steps(index) -> tuple:
+    """PyTorch's reading of a subscript that mixes integers with lists (or masks): the integers
+    select first, with the slices, None and ... in place and the lists' axes kept whole; then
+    the lists index what is left, by NumPy's rules there. (selects, the rest), or (None, None)
+    where the subscript has no such mix and reads as in NumPy. A negative step is refused."""
+    if any(isinstance(item, tuple) and item[2] is not None and item[2] < 0 for item in index):
+        raise ReadingError("PyTorch takes no negative slice step (x[::-1] is a ValueError there): "
+                           "flip the axis with torch.flip(x, dims)")
+    if not _mixes_integers_and_lists(index):
+        return None, None
+    selects, rest = [], []
+    for item in index:
+        if type(item) is int:
+            selects.append(item)  # (its axis is gone from what the rest indexes)
+        elif isinstance(item, ops_index.IndexArray):
+            axes = item.array.ndim if item.array.dtype == np.bool_ else 1  # a mask spans its own axes
+            selects.extend([_ALL] * axes)
+            rest.append(item)
+        else:  # a slice, None (its new axis then taken whole), or ...
+            selects.append(item)
+            rest.append(item if item is Ellipsis else _ALL)
+    return tuple(selects), tuple(rest)
+
+
+def reads_apart_from_numpy(index) -> bool:
+    """Whether integers and lists (or masks) index together with a slice, None or ... between
+    them: where NumPy moves the indexed axes to the front and PyTorch does not."""
+    if not _mixes_integers_and_lists(index):
+        return False
+    places = [k for k, item in enumerate(index) if type(item) is int or isinstance(item, ops_index.IndexArray)]
+    return places[-1] - places[0] + 1 != len(places)
+
+
+# The message where a program spelling PyTorch beside another library writes such a subscript
+MIXED_SUBSCRIPT = ("this subscript mixes integers and lists apart from each other, which NumPy and "
+                   "PyTorch read differently (NumPy moves the indexed axes to the front, PyTorch "
+                   "selects the integers first), and the program uses both: write it in steps, "
+                   "such as x[0][:, [1, 2]]")

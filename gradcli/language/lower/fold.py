@@ -1,0 +1,107 @@
+"""Constants while lowering: a value computed from constants alone (`5 * 4`, `x.shape[0] * 2`) read
+as a number where the program must write one (a shape, an axis, an index), array and tuple
+literals, and shapes. The one place the lowering runs the engine (`constant_value`)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from gradcli.errors import Pos
+from gradcli.engine.evaluate import needed_equations, run
+from gradcli.language import syntax as ast
+from gradcli.language.lower.values import NONE, Literal, Scope, Text, TupleValue
+from gradcli.ops import OPS, fmt_shape
+
+
+class Constants:
+    """Part of the lowering (gradcli.language.lower): reads `self.graph`; uses `self.error`,
+    `self.emit`, `self.materialize`, `self.missing_inputs_error`."""
+
+    def constant_value(self, value):
+        """A value computed from constants alone (`5 * 4`, `x.shape[0] * 2`), as a Literal, for
+        places that need a number written in the program (shapes, axes, indices)."""
+        if isinstance(value, TupleValue):
+            items = [self.constant_value(v) for v in value.items]
+            if all(isinstance(v, Literal) and v.value.ndim == 0 for v in items):
+                return Literal(np.array([float(v.value) for v in items]), value.pos)
+            return value
+        if type(value) is not int:
+            return value
+
+        order = needed_equations(self.graph, [value])
+        if any(self.graph.equations[i].op.name == "input" for i in order) or len(order) > 10_000:
+            return value
+        # a shape, an axis or an index is a few numbers: anything larger is not one, and is not
+        # computed here, outside --max-memory (axis=exp(broadcast_to(1.0, [1e9])))
+        if sum(math.prod(self.graph.shapes[i]) for i in order) > 1 << 16:
+            return value
+        with np.errstate(all="ignore"):
+            result = run(self.graph, [value])[value]
+        eq = self.graph.equations[value]
+        return Literal(np.array(result, dtype=np.float64), eq.pos, eq.op.boolean)
+
+    def constant_truth(self, value) -> bool | None:
+        """Python's truth of a value known while lowering (a constant, None), else None."""
+        if value is NONE:
+            return False
+        value = self.constant_value(value)
+        if isinstance(value, Literal) and value.value.size == 1:
+            return bool(value.value.reshape(()))
+        if isinstance(value, Literal):
+            raise self.error("the truth value of an array with more than one element is ambiguous (as in "
+                             "NumPy): write where(condition, a, b)", value.pos)
+        return None
+
+    def static_int(self, value, what: str, pos: Pos | None = None) -> int:
+        value = self.constant_value(value)
+        if not isinstance(value, Literal) or value.value.ndim != 0:
+            where = value.pos if isinstance(value, (Literal, Text, TupleValue)) else pos
+            raise self.error(f"{what} must be a constant integer, written in the program", where)
+        number = float(value.value)
+        if not number.is_integer():
+            raise self.error(f"{what} must be an integer, not {number:g}", value.pos)
+        return int(number)
+
+    def shape_of(self, value) -> tuple:
+        if isinstance(value, Literal):
+            return value.value.shape
+        if isinstance(value, TupleValue):
+            return (len(value.items),)
+        if isinstance(value, Text):
+            raise self.error("a string has no shape", value.pos)
+        shape = self.graph.shapes[value]
+        if shape is None:  # it depends on a missing input (x.shape, len(x)): that is the error
+            raise self.missing_inputs_error()
+        return shape
+
+    def tuple(self, node: ast.Tuple, items: list):
+        if items and all(isinstance(v, Literal) for v in items) and len({v.value.shape for v in items}) == 1 \
+                and len({v.boolean for v in items}) == 1:
+            value = self.array(node, items, None)
+            value.from_tuple = True
+            return value
+        return TupleValue(list(items), node.pos)
+
+    def array(self, node, items: list, scope: Scope | None, as_value: bool = False):
+        items = [self.flatten_tuple(v) for v in items]
+        if all(isinstance(v, Literal) for v in items):
+            shapes = {v.value.shape for v in items}
+            if len(shapes) > 1:
+                raise self.error("ragged array literal: its items have shapes "
+                                 + ", ".join(fmt_shape(s) for s in sorted(shapes)), node.pos)
+            if items and items[0].value.ndim == 0:
+                value = np.array([float(v.value) for v in items])
+            else:
+                value = np.array([v.value for v in items]).reshape((len(items),) + (shapes.pop() if items else ()))
+            if as_value:
+                return self.graph.add_constant(value, node.pos, scope.stack if scope else ())
+            return Literal(value, node.pos, bool(items) and all(v.boolean for v in items))
+        ids = tuple(self.materialize(v, scope) for v in items)
+        return self.emit(OPS["stack"], ids, {}, node.pos, "[...]", scope)
+
+    def flatten_tuple(self, value):
+        """A tuple inside an array literal, `[(1, 2), (3, 4)]`, is one of its rows."""
+        if isinstance(value, TupleValue) and all(isinstance(v, Literal) for v in value.items):
+            return self.array(ast.Array([], value.pos), value.items, None)
+        return value

@@ -1,0 +1,432 @@
+"""The interpreter of the language's Python subset: statements, scopes, closures, user functions
+expanded where they are called, inputs, and the explicit work stack that walks an expression
+(no recursion over the nesting depth; recursion of user functions is detected and refused)."""
+from __future__ import annotations
+
+import numpy as np
+
+from gradcli.errors import GradcliError, OptionError, Pos, Source
+from gradcli.language import syntax as ast
+from gradcli.language import dialects
+from gradcli.language.dialects import (
+    CONSTANTS, FLOAT_DTYPES, OTHER_DTYPES, SEQUENCE_KEYWORDS, meaning, numpy as numpy_dialect, split_spelling)
+from gradcli.language.lower.values import (
+    NONE, AtIndexed, AtRef, Closure, IndexTrick, Literal, NumberPolicy, Scope, Text, TupleValue)
+from gradcli.ops import OPS
+from gradcli.ir import Equation, Graph
+
+_EVAL, _APPLY, _BIND, _DISCARD, _UNPACK, _DEFINE, _CHOOSE = range(7)
+
+
+class Interpreter:
+    """Part of the lowering (gradcli.language.lower): the program's statements and expressions."""
+
+    def __init__(self, module: ast.Module, source: Source, feeds: dict, call: ast.Node | None, symbols: bool,
+                 max_steps: int, steps_per_character: int, numbers: NumberPolicy | None = None):
+        self.graph = Graph(source)
+        # how numbers written in the program become values (and who is told of them)
+        self.number_value = number_value if numbers is None else numbers.number_value
+        self.graph.numbers = numbers
+        # the expansion's work is bounded, not only the operations it adds: a call tree that
+        # adds none (`pick(f(a), f(a))` forty deep) must end too
+        self.max_steps = max_steps
+        self.steps_left = max_steps + steps_per_character * len(source.text)
+        self.symbols = symbols  # an input with no value is a scalar symbol (derive)
+        self.source = source
+        self.feeds = feeds
+        self.globals: dict = {}  # name -> value id | ast.FuncDef
+        self.aliases: dict[str, str] = {}  # `import numpy as onp`: onp -> numpy
+        self.missing: dict[str, Pos] = {}
+        self.assigned_at: dict[str, Pos] = {}
+        for stmt in module.statements:
+            for name in _bound_names(stmt):
+                self.assigned_at.setdefault(name, stmt.pos)
+        self.module = module
+        self.call_text = call
+        # whose methods and subscripts the program's are; a program spelling PyTorch beside another
+        # library: a subscript its two readings of integer-and-list indexing would tell apart is
+        # refused (see index)
+        self.method_library, self.torch_beside_others = dialects.spelled_libraries(module, source.text)
+        # how a call spelled so (name, operator symbol, method or not, arguments and keywords
+        # given, a list first) reads, once found: (op, preset); an import renames, and forgets them
+        self.readings: dict[tuple, tuple] = {}
+        self.sequence_ops: dict[str, bool] = {}  # a function's name -> whether takes_sequences
+
+    def error(self, message: str, pos: Pos | None) -> GradcliError:
+        return GradcliError(message, pos, self.source)
+
+    def run(self) -> Graph:
+        graph = self.graph
+        top = Scope(None)
+        number_value = self.number_value
+        statements = list(self.module.statements)
+        if self.call_text is not None:
+            call = self.call_text
+            defined = {stmt.name for stmt in statements if isinstance(stmt, ast.FuncDef)}
+            if isinstance(call, ast.ExprStmt) and isinstance(call.value, ast.Call) and call.value.func in defined:
+                call = ast.Assign(call.value.func, call.value, call.pos)  # named after the function
+            statements.append(call)
+        else:
+            # the last statement that computes or defines (an `import` after a pasted def is no call)
+            last = next((stmt for stmt in reversed(statements) if not isinstance(stmt, ast.Import)), None)
+            if isinstance(last, ast.FuncDef):
+                statements.append(self.implicit_call(last))
+        for stmt in statements:
+            if isinstance(stmt, ast.FuncDef):
+                self.globals[stmt.name] = stmt
+                continue
+            if isinstance(stmt, ast.Import):
+                self.imports(stmt)
+                continue
+            if isinstance(stmt, ast.ExprStmt) and isinstance(stmt.value, ast.Str):
+                continue  # a docstring
+            node = stmt.value
+            if type(node) is ast.Number:  # `x0 = 0.5`: often most of a generated program's lines
+                self.steps_left -= 1
+                value = Literal(number_value(node), node.pos, node.boolean)
+            else:
+                value = self.lower(node, top)
+            if isinstance(stmt, ast.Unpack):
+                for (name, pos), item in zip(stmt.names, self.unpack(value, len(stmt.names), stmt.pos, top)):
+                    self.bind_global(name, item, pos, top)
+            elif isinstance(stmt, ast.Assign):
+                self.bind_global(stmt.name, value, stmt.pos, top)
+            else:
+                value = self.materialize(value, top)
+                graph.names["_"] = value
+                graph.result = ("_", value)
+        if self.missing:
+            raise self.missing_inputs_error()
+        if graph.result is None:
+            raise self.error("the program defines functions but computes nothing", None)
+        for name in self.feeds:
+            if name not in graph.inputs:
+                where = self.assigned_at.get(name)
+                why = (f"'{name}' is computed by the program (line {where.line}), so it is not an input"
+                       if where else f"the program does not use '{name}'")
+                graph.warnings.append((f"the value given for {name} is ignored: {why}", None))
+        return graph
+
+    def bind_global(self, name: str, value, pos: Pos, scope: Scope) -> None:
+        graph = self.graph
+        if isinstance(value, Literal) and name not in self.globals:
+            value = self.input(name, pos, default=value)
+        else:
+            value = self.materialize(value, scope)
+        self.globals[name] = value
+        graph.names[name] = value
+        graph.value_names.setdefault(value, name)
+        graph.result = (name, value)
+
+    def implicit_call(self, fn: ast.FuncDef) -> ast.Assign:
+        """A pasted function with no call: call it with its parameters bound to the inputs
+        of the same names (a parameter with a default keeps it unless --set gives it); the
+        result is named after the function."""
+        args = [ast.Name(p, pos) for p, pos in fn.params if p not in fn.defaults]
+        given = [ast.Keyword(p, ast.Name(p, pos), pos) for p, pos in fn.params if p in fn.defaults and p in self.feeds]
+        return ast.Assign(fn.name, ast.Call(fn.name, args, fn.pos, given), fn.pos)
+
+    def unpack(self, value, count: int, pos: Pos, scope: Scope) -> list:
+        """The `count` items of a tuple, or the rows of an array, for `a, b = value`."""
+        if isinstance(value, TupleValue):
+            items = value.items
+        elif isinstance(value, Literal) and value.value.ndim:
+            items = [Literal(row, value.pos) for row in value.value]
+        elif type(value) is int and self.graph.shapes[value]:
+            n = self.graph.shapes[value][0]
+            items = [self.emit(OPS["index"], (value,), {"index": (k,)}, pos, "[]", scope) for k in range(min(n, count))]
+            items += [None] * (n - len(items))
+        else:
+            raise self.error(f"cannot unpack a single number into {count} names", pos)
+        if len(items) != count:
+            raise self.error(f"cannot unpack {len(items)} values into {count} names", pos)
+        return items
+
+    def input(self, name: str, pos: Pos, default: Literal | None = None) -> int:
+        graph = self.graph
+        if name in graph.inputs:
+            return graph.inputs[name]
+        if name in self.feeds:
+            value = self.feeds[name]
+        elif default is not None:
+            value = default.value
+        elif self.symbols:  # a scalar with no value: what `derive` prints as a free name
+            graph.equations.append(Equation(OPS["input"], (), {"name": name, "value": None}, pos, name))
+            graph.shapes.append(())
+            value = graph.inputs[name] = len(graph.equations) - 1
+            graph.names.setdefault(name, value)
+            graph.value_names.setdefault(value, name)
+            return value
+        else:
+            self.missing.setdefault(name, pos)
+            value = None
+        op = OPS["input"]
+        if value is None:  # unknown shape: lowering goes on to find every missing input
+            graph.equations.append(Equation(op, (), {"name": name, "value": None}, pos, name))
+            graph.shapes.append(None)
+            id_ = len(graph.equations) - 1
+        else:
+            id_ = graph.add_input(name, value, pos)
+        graph.inputs[name] = id_
+        graph.names.setdefault(name, id_)
+        graph.value_names.setdefault(id_, name)
+        return id_
+
+    def materialize(self, value, scope: Scope, pos: Pos | None = None) -> int:
+        if isinstance(value, Literal):
+            return self.graph.add_constant(value.value, value.pos, scope.stack)
+        if isinstance(value, TupleValue):  # read as one array, as np.asarray reads a tuple
+            return self.array(ast.Array([], value.pos), value.items, scope, as_value=True)
+        if isinstance(value, Text):
+            raise self.error(f"the string '{value.value}' is not a number", value.pos)
+        if value is NONE:
+            raise self.error("None is not a number (an argument left out is used as one)", pos)
+        if isinstance(value, IndexTrick):
+            raise self.error(f"{value.spelled} is not a value: it joins the arrays in its brackets, as in "
+                             f"{value.spelled}[a, b]", value.pos)
+        if isinstance(value, (AtRef, AtIndexed)):
+            raise self.error("x.at[index] is not a value: JAX's update syntax needs its method, as in "
+                             "x.at[index].set(v), .add(v), .multiply(v), .divide(v), .power(v), .min(v), "
+                             ".max(v) or .get()", value.pos)
+        return value
+
+    def lower(self, root: ast.Node, scope: Scope):
+        """The value of an expression: a graph id, a Literal, a TupleValue or a Text.
+        Iterative post-order walk; a user function call pushes its body onto the same work
+        stack. One function on purpose: the hot loop of the benchmarks 'deep' and 'terms'
+        (benchmarks/README.md), whose fast paths are inlined here."""
+        work = [(_EVAL, root, scope)]
+        values: list = []
+        push, pop = work.append, work.pop
+        Name, Number, Call, Closure_ = ast.Name, ast.Number, ast.Call, Closure
+        globals_ = self.globals
+        number_value = self.number_value
+        steps = self.steps_left  # (a local, counted once per work item; an error ends the lowering)
+        while work:
+            kind, node, scope = pop()
+            steps -= 1
+            if steps < 0:
+                self.steps_left = steps
+                raise self.error(f"the program expands to more than {self.max_steps:,} steps of lowering: user "
+                                 "functions are expanded where they are called, and calls that call a function "
+                                 "more than once multiply (f calling g twice, g calling h twice, ...)",
+                                 getattr(node, "pos", None) or getattr(root, "pos", None))
+            if kind == _EVAL:
+                node_type = type(node)
+                if node_type is Name and scope.locals is None:
+                    # the commonest node, a name at the top level: a global, as resolve() finds it
+                    found = globals_.get(node.id)
+                    if found is not None and not isinstance(found, (ast.FuncDef, Closure_)):
+                        values.append(found)
+                        continue
+                if node_type is Call and not node.keywords and node.symbol != "if" and (
+                        node.method or "." not in node.func) and not self.takes_sequences(node, scope):
+                    # an operator (`a * b`) or a plain call (`sin(x)`): its arguments, then itself
+                    if scope.locals is None:
+                        # every argument a name of the top level (`sin(x0)`): applied at once,
+                        # the steps counted as if each argument had been a work item
+                        args = []
+                        for kid in node.args:
+                            found = globals_.get(kid.id) if type(kid) is Name else None
+                            if found is None or isinstance(found, (ast.FuncDef, Closure_)):
+                                break
+                            args.append(found)
+                        else:
+                            steps -= len(args)
+                            result = self.call(node, args, scope, work)
+                            if result is not None:
+                                values.append(result)
+                            continue
+                    push((_APPLY, node, scope))
+                    for kid in reversed(node.args):
+                        push((_EVAL, kid, scope))
+                elif node_type is Number:
+                    values.append(Literal(number_value(node), node.pos, node.boolean))
+                elif node_type is Name:
+                    values.append(self.resolve(node, scope))
+                elif isinstance(node, ast.Str):
+                    values.append(Text(node.value, node.pos))
+                elif isinstance(node, ast.NoneLiteral):
+                    values.append(NONE)
+                elif isinstance(node, ast.Call) and node.symbol == "if":
+                    # the condition first: a constant one picks its side, as Python does
+                    work.append((_CHOOSE, node, scope))
+                    work.append((_EVAL, node.args[0], scope))
+                else:
+                    if isinstance(node, ast.Call) and not node.method and "." in node.func:
+                        node = self.as_method(node, scope)
+                    kids = ast.children(node)
+                    if isinstance(node, ast.Call) and self.takes_sequences(node, scope):
+                        # `concatenate([a, b])`: the list is the sequence of arrays, not one array
+                        names = [None] * len(node.args) + [kw.name for kw in node.keywords]
+                        kids = [ast.Tuple(kid.items, kid.pos) if isinstance(kid, ast.Array) and (
+                                    k < len(node.args) or names[k] in SEQUENCE_KEYWORDS) else kid
+                                for k, kid in enumerate(kids)]
+                    push((_APPLY, node, scope))
+                    for kid in reversed(kids):
+                        push((_EVAL, kid, scope))
+            elif kind == _APPLY:
+                n = (len(node.args) + len(node.keywords) if type(node) is Call
+                     else len(ast.children(node)))
+                args = values[len(values) - n:]
+                del values[len(values) - n:]
+                if type(node) is Call:
+                    result = self.call(node, args, scope, work)
+                    if result is not None:
+                        values.append(result)
+                elif isinstance(node, ast.Array):
+                    values.append(self.array(node, args, scope))
+                elif isinstance(node, ast.Tuple):
+                    values.append(self.tuple(node, args))
+                elif isinstance(node, ast.Attribute):
+                    values.append(self.attribute(args[0], node.name, node.pos, scope))
+                else:
+                    values.append(self.index(node, args, scope))
+            elif kind == _BIND:
+                scope.locals[node] = values.pop()
+            elif kind == _UNPACK:
+                for (name, _), item in zip(node.names, self.unpack(values.pop(), len(node.names), node.pos, scope)):
+                    scope.locals[name] = item
+            elif kind == _DEFINE:
+                scope.locals[node.name] = Closure(node, scope)
+            elif kind == _CHOOSE:
+                condition, then, otherwise = values.pop(), node.args[1], node.args[2]
+                truth = self.constant_truth(condition)
+                if truth is not None:
+                    work.append((_EVAL, then if truth else otherwise, scope))
+                else:  # a computed condition: both sides, then where(c, a, b)
+                    values.append(condition)
+                    work.append((_APPLY, ast.Call("where", node.args, node.pos, symbol="if"), scope))
+                    work.append((_EVAL, otherwise, scope))
+                    work.append((_EVAL, then, scope))
+            else:
+                values.pop()
+        self.steps_left = steps
+        return values.pop()
+
+    def is_value_name(self, name: str, scope: Scope) -> bool:
+        """Whether `name` stands for a value of the program (not a module such as `np`)."""
+        return (scope.lookup(name) is not None or name in self.globals or name in self.feeds
+                or name in self.assigned_at or name in self.graph.inputs)
+
+    def as_method(self, node: ast.Call, scope: Scope) -> ast.Call:
+        """`x.sum(axis=0)` where x is a value: the method call `sum(x, axis=0)`; `x.T.sum()`
+        calls it on the attribute `x.T`."""
+        base, _, method = node.func.rpartition(".")
+        first = base.partition(".")[0]
+        if not self.is_value_name(first, scope) or first in self.aliases:
+            return node
+        receiver = ast.Name(base, Pos(node.pos.line, node.pos.column, node.pos.start,
+                                      node.pos.start + len(base) if node.pos.start >= 0 else -1))
+        return ast.Call(method, [receiver] + node.args, node.pos, node.keywords, method=True)
+
+    def resolve(self, node: ast.Name, scope: Scope):
+        name = node.id
+        found = scope.lookup(name)
+        if found is None and name in self.globals:
+            found = self.globals[name]
+        if found is not None:
+            if isinstance(found, (ast.FuncDef, Closure)):
+                raise self.error(f"'{name}' is a function: call it, as in {name}(x)", node.pos)
+            return found
+        if "." in name:
+            base, _, attribute = name.partition(".")
+            if self.is_value_name(base, scope) and base not in self.aliases:
+                target = self.resolve(ast.Name(base, node.pos), scope)
+                for part in attribute.split("."):
+                    target = self.attribute(target, part, node.pos, scope)
+                return target
+        library, bare = split_spelling(self.spelled(name))
+        if bare in CONSTANTS and (bare == name or library != "python" or "." in name):
+            return Literal(np.float64(CONSTANTS[bare]), node.pos)
+        if "." in name and bare in FLOAT_DTYPES | OTHER_DTYPES:
+            return Text(bare, node.pos)
+        if "." in name and library == "numpy" and bare == numpy_dialect.NEW_AXIS:  # None in a subscript
+            return NONE
+        if "." not in name and name in self.assigned_at:
+            where = self.assigned_at[name]
+            raise self.error(f"'{name}' is used before it is assigned (at line {where.line})", node.pos)
+        # a bare name that is also a function (`beta`, `gamma` of a layer norm) is an input;
+        # a library's function spelled as a value (`np.sin * 2`) is a slip
+        if "." in name and meaning(bare) is not None:
+            raise self.error(f"'{name}' is a function: call it, as in {name}(x)", node.pos)
+        if "." in name and library == "numpy" and bare in numpy_dialect.INDEX_TRICKS:
+            return IndexTrick(OPS[numpy_dialect.INDEX_TRICKS[bare]], name, node.pos)
+        if "." in name:
+            raise self.error(f"unknown name '{name}'", node.pos)
+        return self.input(name, node.pos)
+
+    def missing_inputs_error(self) -> GradcliError:
+        """The error naming every missing input found so far (at the first one's use)."""
+        graph = self.graph
+        names = list(self.missing)
+        first = self.missing[names[0]]
+        shown = names[:8]
+        listed = ", ".join(f"'{n}'" for n in shown) + (f" and {len(names) - 8:,} more" if len(names) > 8 else "")
+        hint = " ".join(f"{{option}} {n}=VALUE" for n in shown) + (" ..." if len(names) > 8 else "")
+        known = [n for n in graph.names if n not in self.missing]
+        import difflib
+
+        close = [c for n in names for c in difflib.get_close_matches(n, known, n=1)]
+        maybe = f" (did you mean {', '.join(close)}?)" if close and len(names) == 1 else ""
+        functions = [n for n in names if meaning(n) is not None]
+        if functions and not maybe and len(names) == 1:
+            maybe = f" (or call the function: {functions[0]}(x))"
+        return OptionError(f"missing input{'s' if len(names) > 1 else ''} {listed}{maybe}: "
+                           f"give {'them' if len(names) > 1 else 'it'} with {hint}", "feeds", first, self.source)
+
+    def call_user(self, fn: ast.FuncDef, node: ast.Call, values: list, scope: Scope, work: list,
+                  defined_in: Scope | None):
+        if fn.name in scope.active:
+            chain = " -> ".join(scope.active[scope.active.index(fn.name):] + (fn.name,))
+            raise self.error(f"recursion is not supported: '{fn.name}' calls itself ({chain}); "
+                             "functions are expanded where they are called", node.pos)
+        params = [p for p, _ in fn.params]
+        args = dict(zip(params, values[:len(node.args)]))
+        if len(node.args) > len(params):
+            raise self.error(f"{fn.name}() takes {len(params)} argument{'s' * (len(params) != 1)} "
+                             f"({', '.join(params)}), got {len(node.args)}", node.pos)
+        for kw, value in zip(node.keywords, values[len(node.args):]):
+            if kw.name not in params:
+                raise self.error(f"{fn.name}() has no parameter '{kw.name}'", kw.pos)
+            if kw.name in args:
+                raise self.error(f"{fn.name}() got argument '{kw.name}' twice", kw.pos)
+            args[kw.name] = value
+        missing = [p for p in params if p not in args and p not in fn.defaults]
+        if missing:
+            raise self.error(f"{fn.name}() takes {len(params)} argument{'s' * (len(params) != 1)} "
+                             f"({', '.join(params)}); missing {', '.join(missing)}", node.pos)
+        inner = Scope(args, scope.stack + (node.pos,), scope.active + (fn.name,), defined_in)
+        *body, ret = fn.body
+        work.append((_EVAL, ret.value, inner))
+        for stmt in reversed(body):
+            if isinstance(stmt, ast.Assign):
+                work.append((_BIND, stmt.name, inner))
+            elif isinstance(stmt, ast.Unpack):
+                work.append((_UNPACK, stmt, inner))
+            elif isinstance(stmt, ast.FuncDef):
+                work.append((_DEFINE, stmt, inner))
+                continue
+            elif isinstance(stmt, ast.Import) or (isinstance(stmt, ast.ExprStmt) and isinstance(stmt.value, ast.Str)):
+                continue
+            else:
+                work.append((_DISCARD, None, inner))
+            work.append((_EVAL, stmt.value, inner))
+        # parameters left out take their defaults, computed where the function was defined
+        for p in reversed([p for p in params if p not in args]):
+            work.append((_BIND, p, inner))
+            work.append((_EVAL, fn.defaults[p], defined_in or Scope(None, scope.stack, scope.active)))
+        return None
+
+
+def number_value(node: ast.Number):
+    """The value of a number written in the program (NumberPolicy's, without a policy)."""
+    return np.float64(node.value)
+
+
+def _bound_names(stmt) -> list[str]:
+    if isinstance(stmt, ast.Assign):
+        return [stmt.name]
+    if isinstance(stmt, ast.Unpack):
+        return [name for name, _ in stmt.names]
+    return []
