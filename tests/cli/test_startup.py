@@ -127,22 +127,6 @@ def test_a_library_user_keeps_the_collector_and_python_s_help():
     assert run(["-c", code, "--help"]).stdout == "True False\n"
 
 
-_IMPORTED_AS_THE_COMMAND = """
-import gc, signal, sys
-sys.argv = ["gradcli", "--help"]
-import gradcli
-print(gc.isenabled(), signal.getsignal(signal.SIGINT) is signal.default_int_handler,
-      sorted(m for m in sys.modules if m.startswith("gradcli")))
-"""
-
-
-def test_importing_gradcli_does_nothing_but_import_it():
-    """Even in a process that looks like the command (argv[0] gradcli, --help): the command's
-    start-up (the collector paused, Ctrl-C taken, the kept help) is gradcli.cli's, not the package's."""
-    p = run(["-c", _IMPORTED_AS_THE_COMMAND])
-    assert (p.returncode, p.stdout, p.stderr) == (0, "True True ['gradcli']\n", "")
-
-
 def test_the_ops_index_is_the_one_made_from_the_families():
     """Regenerate it with: python tools/gen.py --ops-index > gradcli/ops/_names.py"""
     assert (ROOT / "gradcli" / "ops" / "_names.py").read_text() == generated("--ops-index")
@@ -192,32 +176,3 @@ def test_the_command_s_quick_end_delivers_the_whole_answer_and_its_exit_code():
     p = run(["-m", "gradcli", "eval", "-e", "y = exp(", "--format", "plain"])
     assert p.returncode == 2 and p.stdout == "" and p.stderr.startswith("<expr>:1:")
 
-
-def _imports_inside_functions(path: Path) -> set[str]:
-    """The gradcli modules that a module's functions import (`from gradcli.cli import spec`
-    names the module gradcli.cli.spec)."""
-    import ast
-
-    found = set()
-    for function in ast.walk(ast.parse(path.read_text())):
-        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        for node in ast.walk(function):
-            if isinstance(node, ast.Import):
-                found |= {alias.name for alias in node.names if alias.name.split(".")[0] == "gradcli"}
-            elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "gradcli":
-                for alias in node.names:
-                    submodule = f"{node.module}.{alias.name}"
-                    is_module = (ROOT / (submodule.replace(".", "/") + ".py")).exists() or \
-                        (ROOT / submodule.replace(".", "/") / "__init__.py").exists()
-                    found.add(submodule if is_module else node.module)
-    return found
-
-
-def test_every_late_import_of_the_command_line_is_listed_once_with_its_reason():
-    from gradcli.cli import LAZY_IMPORTS
-
-    late = set().union(*(_imports_inside_functions(path) for path in (ROOT / "gradcli" / "cli").glob("*.py")))
-    listed = [module for module, reason in LAZY_IMPORTS]
-    assert len(listed) == len(set(listed)) and all(reason for _, reason in LAZY_IMPORTS)
-    assert sorted(late) == sorted(listed)
