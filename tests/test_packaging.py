@@ -1,5 +1,6 @@
-"""The wheel is complete on its own: it ships the grammar, declares every runtime dependency,
-and runs a sample from a fresh virtual environment that sees nothing of this one."""
+"""The wheel is complete on its own: it ships the grammar and the kept `--help` text (and not the
+maintainers' generator, tools/gen.py), declares every runtime dependency, and runs a sample and
+answers `--help` from a fresh virtual environment that sees nothing of this one."""
 import os
 import subprocess
 import sys
@@ -21,7 +22,9 @@ def test_wheel_installs_what_it_declares_and_runs_a_sample(tmp_path):
     assert built.returncode == 0, built.stderr
     (wheel,) = (tmp_path / "dist").glob("gradcli-*.whl")
     archive = zipfile.ZipFile(wheel)
-    assert "gradcli/language/grammar/gradcli.lark" in archive.namelist()
+    names = archive.namelist()
+    assert {"gradcli/language/grammar/gradcli.lark", "gradcli/cli/help.txt"} <= set(names)
+    assert not [n for n in names if n.startswith("tools/") or n.endswith(("/gen.py", "gradcli/docs.py"))], names
     (metadata,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
     declared = {line.split(":", 1)[1].split(";")[0].strip().split(">")[0].split("<")[0].split("=")[0].strip().lower()
                 for line in archive.read(metadata).decode().splitlines() if line.startswith("Requires-Dist:")
@@ -54,6 +57,12 @@ def test_wheel_installs_what_it_declares_and_runs_a_sample(tmp_path):
     name, numbers = sample.stdout.strip().split("\t")
     assert name == "x"
     np.testing.assert_allclose([float(v) for v in numbers.split()], expected, rtol=1e-12)
+
+    # the installed command answers --help from its kept text, the file of this checkout
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    helped = _run(gradcli, "--help", cwd=tmp_path, env=env)
+    with open(os.path.join(ROOT, "gradcli", "cli", "help.txt"), encoding="utf-8") as kept:
+        assert (helped.returncode, helped.stdout, helped.stderr) == (0, kept.read(), "")
 
 
 def test_no_file_keeps_an_unresolved_merge():

@@ -1,6 +1,6 @@
 """Which module registers each name of gradcli.ops's tables: "ops" (the core) or a family
 module, imported when one of its names is first looked up. Made by
-`python -m gradcli.docs --ops-index > gradcli/ops/_names.py`; a test fails when it is out of
+`python tools/gen.py --ops-index > gradcli/ops/_names.py`; a test fails when it is out of
 date."""
 OPS = {
     'negative': 'ops',

@@ -1,53 +1,101 @@
-"""A well-formed command line is read without Typer (gradcli.cli._without_typer, from the table
-gradcli/cli/_table.py made from the Typer app): it must call the command function with exactly
-the keyword arguments that the Typer app would pass, and leave everything else (help, errors,
-completion, anything unusual) to the Typer app, so that every message stays Typer's own."""
-import functools
+"""A well-formed command line is read without Typer (gradcli.cli._without_typer, from the
+declaration gradcli/cli/spec.py that the Typer app is built from): it must call the command
+function with exactly the keyword arguments that the Typer app would pass, and leave everything
+else (help, errors, completion, anything unusual) to the Typer app, so that every message stays
+Typer's own."""
+import inspect
 import os
 import subprocess
 import sys
+from enum import Enum
 from pathlib import Path
 
 import pytest
 import typer.main
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from typer._click import types
+from typer._types import TyperChoice
+from typer.core import TyperArgument
 
-from gradcli import cli, docs
-from gradcli.cli._table import COMMANDS
+from gradcli import cli
+from gradcli.cli import commands, spec
 from test_fuzz import Tally  # (tests/robustness/test_fuzz.py: how a property test's cases ended)
 
 ROOT = Path(__file__).resolve().parents[2]
+COMMANDS = spec.COMMANDS
 
 
-def test_the_table_is_the_one_made_from_the_typer_app():
-    """Regenerate it with: python -m gradcli.docs --cli-table > gradcli/cli/_table.py"""
-    assert (ROOT / "gradcli" / "cli" / "_table.py").read_text() == docs.cli_table()
-    assert list(COMMANDS) == [name for name, _, _ in cli._COMMANDS]
+def click_reading(param):
+    """A parameter of the Typer app's click command as the reader without Typer must read it:
+    (keyword, option names (none: an argument), kind, default, multiple, required). A parameter
+    the reader could not express fails here (extend the reader)."""
+    where = param.name
+    assert param.callback is None and param.envvar is None and param.nargs == 1, where
+    assert param.expose_value and not param.is_eager and not param.secondary_opts, where
+    names = () if isinstance(param, TyperArgument) else tuple(param.opts)
+    if names:
+        assert param.prompt is None and not param.count and all(n[:2] == "--" or len(n) == 2 for n in names), where
+    default = param.default
+    if getattr(param, "is_flag", False):
+        assert param.is_bool_flag and getattr(param, "_depr_flag_value", True) is True, where
+        assert default is False and not param.multiple, where
+        kind = bool
+    elif isinstance(param.type, TyperChoice):
+        assert isinstance(default, Enum), where
+        kind = type(default)
+        assert [c.value if isinstance(c, Enum) else c for c in param.type.choices] == [m.value for m in kind], where
+        assert param.type.case_sensitive, where
+    else:
+        kind = {types.STRING: str, types.INT: int, types.FLOAT: float}[param.type]
+    assert kind is str or not param.multiple, where
+    if param.required:
+        default = None
+    return param.name, names, kind, default, param.multiple, param.required
+
+
+def declared_reading(param):
+    """The same, as the reader without Typer reads it from the declaration."""
+    return (param.keyword, param.names, param.kind, None if param.required else param.default, param.multiple,
+            param.required)
+
+
+def test_the_reader_without_typer_and_the_typer_app_read_one_declaration_alike():
+    """Every parameter of every command: as click reads it from the Typer app built from
+    gradcli/cli/spec.py, and as the reader without Typer reads it from the same declaration;
+    and each command's function takes exactly its declared keywords."""
+    group = typer.main.get_command(cli.app)
+    ctx = group.context_class(group, info_name="gradcli", **group.context_settings)
+    assert group.list_commands(ctx) == [command.name for command in COMMANDS]
+    for command in COMMANDS:
+        built = group.get_command(ctx, command.name)
+        assert built.context_settings == {} and not built.no_args_is_help, command.name
+        extra = [o for p in built.get_params(ctx) if p not in built.params for o in p.opts]
+        assert sorted(extra) == ["--help", "-h"], (command.name, extra)
+        assert [click_reading(p) for p in built.params] == [declared_reading(p) for p in command.params]
+        function = getattr(commands, command.function)
+        assert list(inspect.signature(function).parameters) == [p.keyword for p in command.params]
 
 
 @pytest.fixture(scope="module")
 def typer_reading():
     """argv -> (command function's name, the keyword arguments the Typer app passes it), or
-    None where the Typer path does not call it (an error, help, --version): the app made from
-    recorders with the command functions' own signatures, behind main()'s own check of
-    repeated options."""
+    None where the Typer path does not call it (an error, help, --version): the app built from
+    the declaration with recorders for functions, behind main()'s own check of repeated options."""
     seen = []
 
-    def recorder(function):
-        @functools.wraps(function)
+    def recorder(name):
         def record(**kwargs):
-            seen.append((function.__name__, kwargs))
+            seen.append((name, kwargs))
         return record
 
-    group = typer.main.get_command(cli._typer_app([(n, recorder(f), e) for n, f, e in cli._COMMANDS]))
+    group = typer.main.get_command(spec.typer_app({c.name: recorder(c.function) for c in COMMANDS}))
 
     def read(argv):
         seen.clear()
         try:
-            chosen = cli._named_command(argv)
-            if chosen is not cli._app():
-                cli._refuse_repeated_options(chosen, argv)
+            if spec.named_command(argv) is not spec.app() and spec.repeated_option(argv) is not None:
+                return None
             group.main(args=list(argv), prog_name="gradcli", standalone_mode=False)
         except SystemExit:
             return None
@@ -69,19 +117,20 @@ def typed(reading):
 
 
 def valid_values(kind):
-    return {"str": ["x", "", "-", "--help", "y = sum(x * x)", "a=[1, 2]", "-5:5", "--"],
-            "int": ["2", "-1", " 3", "1_0"], "float": ["1e-4", "-0.5", "nan", "inf", "2"],
-            "flag": [None]}.get(kind) or [m.value for m in getattr(cli, kind)]
+    return {str: ["x", "", "-", "--help", "y = sum(x * x)", "a=[1, 2]", "-5:5", "--"],
+            int: ["2", "-1", " 3", "1_0"], float: ["1e-4", "-0.5", "nan", "inf", "2"],
+            bool: [None]}.get(kind) or [m.value for m in kind]
 
 
 def full_command_lines():
     """For each command: one command line with every option, in each of its spellings, and
     every value of each choice."""
-    for name, (_, params) in COMMANDS.items():
+    for command in COMMANDS:
         for spelling in range(2):
             for pick in range(4):
-                argv = [name]
-                for keyword, names, kind, _, multiple, _ in params:
+                argv = [command.name]
+                for param in command.params:
+                    keyword, names, kind, multiple = param.keyword, param.names, param.kind, param.multiple
                     if keyword == "debug":
                         continue
                     values = valid_values(kind)
@@ -160,7 +209,7 @@ def test_completion_and_typer_settings_in_the_environment_are_left_to_the_typer_
             assert fast_reading(argv) is None
 
 
-TOKENS = st.sampled_from(sorted({name for _, params in COMMANDS.values() for p in params for name in p[1]}
+TOKENS = st.sampled_from(sorted({name for command in COMMANDS for p in command.params for name in p.names}
                                 | {"-", "--", "-h", "--help", "--nope", "-x", "-ex", "-e=1", "--format=json",
                                    "--strict=", "--set=a=1", "x", "file", "1", "2.5", "nan", "json", "auto", "tree",
                                    "float32", "dask", "zero", "", "--version", "-5:5"}))
@@ -170,7 +219,7 @@ def test_any_command_line_is_read_as_the_typer_app_reads_it_or_left_to_it(typer_
     tally = Tally()
 
     @settings(max_examples=400, deadline=None)
-    @given(st.sampled_from(sorted(COMMANDS)), st.lists(TOKENS, max_size=8))
+    @given(st.sampled_from(sorted(spec.BY_NAME)), st.lists(TOKENS, max_size=8))
     def case(command, tokens):
         argv = [command, *tokens]
         fast = fast_reading(argv)

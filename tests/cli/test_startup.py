@@ -5,10 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gradcli.cli import _help
-from gradcli import docs
-
 ROOT = Path(__file__).resolve().parents[2]
+KEPT_HELP = (ROOT / "gradcli" / "cli" / "help.txt").read_text(encoding="utf-8")
 
 # The command's main() in a process that did not start as the command (argv[0] is -c): gradcli
 # does not answer --help before Typer is imported, so the Typer app answers it itself.
@@ -28,32 +26,41 @@ def imported(stderr: str) -> set[str]:
     return {line.rpartition("|")[2].strip() for line in stderr.splitlines() if line.startswith("import time:")}
 
 
-def test_the_kept_help_is_the_module_made_from_the_typer_app():
-    """Regenerate it with: python -m gradcli.docs --help-module > gradcli/cli/_help.py"""
-    assert (ROOT / "gradcli" / "cli" / "_help.py").read_text() == docs.help_module()
+def generated(*args: str) -> str:
+    """What the maintainers' generator, tools/gen.py, prints (it reads this checkout's gradcli)."""
+    p = subprocess.run([sys.executable, str(ROOT / "tools" / "gen.py"), *args], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+def test_the_kept_help_is_the_text_made_from_the_typer_app():
+    """Regenerate it with: python tools/gen.py --help-text > gradcli/cli/help.txt"""
+    assert KEPT_HELP == generated("--help-text")
 
 
 def test_the_kept_help_is_what_typer_prints_on_any_terminal_of_80_columns_or_more():
-    """Regenerate it with: python -m gradcli.docs --help-module > gradcli/cli/_help.py"""
+    """Regenerate it with: python tools/gen.py --help-text > gradcli/cli/help.txt"""
     for columns in (80, 200, None):  # None: not a terminal, no COLUMNS
         p = run(["-c", THROUGH_TYPER, "--help"], columns)
         assert (p.returncode, p.stderr) == (0, "")
-        assert p.stdout == _help.TEXT
+        assert p.stdout == KEPT_HELP
 
 
 def test_help_is_answered_without_importing_typer_or_numpy():
     for option in ("--help", "-h"):
         p = run(["-m", "gradcli", option], python_args=("-X", "importtime"))
-        assert (p.returncode, p.stdout) == (0, _help.TEXT)
+        assert (p.returncode, p.stdout) == (0, KEPT_HELP)
         modules = imported(p.stderr)
-        assert "gradcli" in modules and "gradcli.cli._help" in modules
-        assert not {m for m in modules if m.split(".")[0] in ("typer", "numpy", "rich", "gradcli.cli")}
+        assert {"gradcli", "gradcli.cli", "gradcli.cli.streams"} <= modules
+        assert not {m for m in modules if m.split(".")[0] in ("typer", "numpy", "rich")}
+        assert not {m for m in modules if m.startswith("gradcli.") and m not in ("gradcli.cli", "gradcli.cli.streams")}
 
 
 def test_a_narrow_terminal_gets_typer_s_own_help():
     p = run(["-m", "gradcli", "--help"], 60, python_args=("-X", "importtime"))
     assert "typer" in imported(p.stderr)
-    assert p.stdout == run(["-c", THROUGH_TYPER, "--help"], 60).stdout != _help.TEXT
+    assert p.stdout == run(["-c", THROUGH_TYPER, "--help"], 60).stdout != KEPT_HELP
     assert max(map(len, p.stdout.splitlines())) <= 58
 
 
@@ -80,14 +87,14 @@ def test_a_small_eval_imports_only_what_it_needs():
     assert {"numpy", "gradcli.api", "gradcli.cli.render"} <= modules  # (the check sees them)
     unneeded = {m for m in modules if m.split(".")[0] in ("scipy", "rich", "lark", "matplotlib", "plotext", "typer")}
     unneeded |= modules & {"gradcli.numerics.fixes", "gradcli.insight.jacobians", "gradcli.insight.printer",
-                           "gradcli.cli._help", "gradcli.docs", "gradcli.ops._names", "gradcli.ops.elementwise",
+                           "gradcli.cli.lines", "gradcli.io.outputs", "gradcli.ops._names", "gradcli.ops.elementwise",
                            "gradcli.ops.reduce", "gradcli.ops.array", "gradcli.ops.linalg", "gradcli.ops.nn"}
     assert not unneeded
 
 
 _COLLECTOR_SEEN = """
 import sys; sys.argv = ['gradcli', 'eval', *sys.argv[1:]]
-import gc, gradcli
+import gc, gradcli.cli
 paused = not gc.isenabled()
 from gradcli import api, cli
 from gradcli.cli import streams
@@ -116,13 +123,13 @@ def test_a_command_of_many_lines_collects_as_the_lines_go_by():
 
 
 def test_a_library_user_keeps_the_collector_and_python_s_help():
-    code = "import gc, gradcli; print(gc.isenabled(), gradcli._collector_paused)"
+    code = "import gc, gradcli.cli; print(gc.isenabled(), gradcli.cli.collector_paused)"
     assert run(["-c", code, "--help"]).stdout == "True False\n"
 
 
 def test_the_ops_index_is_the_one_made_from_the_families():
-    """Regenerate it with: python -m gradcli.docs --ops-index > gradcli/ops/_names.py"""
-    assert (ROOT / "gradcli" / "ops" / "_names.py").read_text() == docs.ops_index()
+    """Regenerate it with: python tools/gen.py --ops-index > gradcli/ops/_names.py"""
+    assert (ROOT / "gradcli" / "ops" / "_names.py").read_text() == generated("--ops-index")
 
 
 # The tables in a process that imports every family first, and in one whose first lookups
@@ -168,3 +175,4 @@ def test_the_command_s_quick_end_delivers_the_whole_answer_and_its_exit_code():
     assert [float(v) for v in numbers.split()] == [k * 0.5 for k in range(300000)]
     p = run(["-m", "gradcli", "eval", "-e", "y = exp(", "--format", "plain"])
     assert p.returncode == 2 and p.stdout == "" and p.stderr.startswith("<expr>:1:")
+

@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gradcli import api, cli
-from gradcli.cli import render, streams
+from gradcli.cli import render, run as command_run, streams
 from gradcli.errors import GradcliError, Pos, Source, caret_lines, format_error
 
 BIG = "y = broadcast_to(1.5, shape=[100000])"  # about 500 KB of JSON
@@ -202,9 +202,9 @@ def test_the_default_program_cap(monkeypatch, tmp_path):
     path = tmp_path / "long.expr"
     path.write_text("y = 1\n" + "#" * 2000 + "\n")
     with pytest.raises(GradcliError, match="the program is longer than the 1,024 bytes allowed"):
-        cli._read_program(str(path), None)
+        command_run.read_program(str(path), None)
     path.write_text("y = 1\n" + "#" * 1000 + "\n")
-    assert cli._read_program(str(path), None)[0].startswith("y = 1")
+    assert command_run.read_program(str(path), None)[0].startswith("y = 1")
 
 
 # --------------------------------------------------------------------------- --lines answers every line
@@ -213,7 +213,7 @@ def answers(stdin: bytes, *args, **opts):
     """Run `eval --lines` in-process on `stdin`; (exit code, the answers)."""
     from gradcli.cli import render
     out = io.StringIO()
-    run = cli.Run(None, None, [], "json", lines=True)
+    run = command_run.Run(None, None, [], "json", lines=True)
     stdout = sys.stdout
     sys.stdout = out
     try:

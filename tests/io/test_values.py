@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import gradcli.engine.evaluate  # noqa: F401 (imported before memory is measured: error messages use it)
-from gradcli.cli import _in_cli_terms
+from gradcli.cli.run import in_cli_terms
 from gradcli.errors import GradcliError, format_error
 from gradcli.io.files import load_file
 from gradcli.language.lower.literal import parse_value
@@ -59,7 +59,7 @@ def refusal(tmp_path, name, data, spec=None, max_bytes=64 * MiB) -> str:
     with pytest.raises(GradcliError) as info:
         read(tmp_path, name, data, spec, max_bytes)
     # as the command line says it: the library names its argument max_memory, the CLI --max-memory
-    return format_error(_in_cli_terms(info.value)).splitlines()[0].replace(f"{tmp_path}{os.sep}", "")
+    return format_error(in_cli_terms(info.value)).splitlines()[0].replace(f"{tmp_path}{os.sep}", "")
 
 
 def gradcli(*args, cwd=None):

@@ -1,15 +1,24 @@
-"""The command reference, docs/commands.md, made from each command's --help, and the op
-reference, docs/ops.md, made from the op records.
+"""The files made from the code, for maintainers (not part of the package): the command
+reference docs/commands.md, from each command's --help; the kept `gradcli --help`,
+gradcli/cli/help.txt; the op reference docs/ops.md and the op tables' index
+gradcli/ops/_names.py, from the op records.
 
-    python -m gradcli.docs > docs/commands.md
-    python -m gradcli.docs --ops > docs/ops.md
+    python tools/gen.py > docs/commands.md
+    python tools/gen.py --help-text > gradcli/cli/help.txt
+    python tools/gen.py --ops > docs/ops.md
+    python tools/gen.py --ops-index > gradcli/ops/_names.py
 
-A test fails when a file in the repository is not what this prints (as cog keeps
-sqlite-utils' documentation true), so the references never drift from the code.
+It reads the gradcli of the checkout it lives in. A test fails when a file in the repository is
+not what this prints (as cog keeps sqlite-utils' documentation true), so nothing made from the
+code drifts from it.
 """
 from __future__ import annotations
 
 import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]  # the checkout, whose gradcli this reads
+sys.path.insert(0, str(ROOT))
 
 WIDTH = 100  # help is wrapped at this width whatever the terminal, so the file is the same everywhere
 
@@ -29,7 +38,7 @@ def command_reference() -> str:
     group = typer.main.get_command(app)
     text, ctx = _help(group, "gradcli")
     parts = ["# gradcli command reference", "",
-             "Made by `python -m gradcli.docs > docs/commands.md` from each command's `--help`; a test fails",
+             "Made by `python tools/gen.py > docs/commands.md` from each command's `--help`; a test fails",
              "when it is out of date. The contract behind these commands (language, JSON schema, exit codes)",
              "is in [contract.md](contract.md), the JSON schema in [gradcli.schema.json](gradcli.schema.json).",
              "", "## gradcli", "", "```", text.rstrip(), "```"]
@@ -43,87 +52,18 @@ def command_reference() -> str:
 HELP_WIDTH = 78  # what click wraps `gradcli --help` at on any terminal of 80 columns or more
 
 
-def help_module() -> str:
-    """gradcli/cli/_help.py: what `gradcli --help` prints, so that it is answered without importing
-    Typer (gradcli/__init__.py); a test fails when it is not what the Typer app prints.
+def help_text() -> str:
+    """gradcli/cli/help.txt: what `gradcli --help` prints, so that the command answers it without
+    importing Typer (gradcli.cli); a test fails when it is not what the Typer app prints.
 
-        python -m gradcli.docs --help-module > gradcli/cli/_help.py
+        python tools/gen.py --help-text > gradcli/cli/help.txt
     """
     import typer.main
 
     from gradcli.cli import app
 
     text, _ = _help(typer.main.get_command(app), "gradcli", width=HELP_WIDTH)
-    return ('"""What `gradcli --help` prints on a terminal of 80 columns or more (or not a terminal).\n\n'
-            "Made from the Typer app by `python -m gradcli.docs --help-module > gradcli/cli/_help.py`; a test\n"
-            'fails when it is out of date."""\n'
-            "TEXT = (\n" + "".join(f"    {line!r}\n" for line in (text + "\n").splitlines(keepends=True)) + ")\n")
-
-
-def cli_table() -> str:
-    """gradcli/cli/_table.py: each command's parameters as click reads them from the Typer app,
-    for gradcli.cli's reading of a well-formed command line without Typer; a test fails when it
-    is out of date. A parameter the table cannot express is refused here (extend the reader).
-
-        python -m gradcli.docs --cli-table > gradcli/cli/_table.py
-    """
-    import inspect
-    from enum import Enum
-
-    import typer.main
-    from typer._click import types
-    from typer._types import TyperChoice
-    from typer.core import TyperArgument
-
-    from gradcli import cli
-
-    group = typer.main.get_command(cli.app)
-    ctx = group.context_class(group, info_name="gradcli", **group.context_settings)
-    functions = {name: function for name, function, _ in cli._COMMANDS}
-    lines = []
-    for name in group.list_commands(ctx):
-        command = group.get_command(ctx, name)
-        function = functions[name]
-        assert command.context_settings == {} and not command.no_args_is_help, name
-        extra = [o for p in command.get_params(ctx) if p not in command.params for o in p.opts]
-        assert sorted(extra) == ["--help", "-h"], (name, extra)
-        defaults = inspect.signature(function).parameters
-        lines.append(f"    {name!r}: ({function.__name__!r}, (")
-        for param in command.params:
-            where = f"{name} {param.name}"
-            assert param.callback is None and param.envvar is None and param.nargs == 1, where
-            assert param.expose_value and not param.is_eager and not param.secondary_opts, where
-            default = defaults[param.name].default
-            if isinstance(param, TyperArgument):
-                names = ()
-            else:
-                names = tuple(param.opts)
-                assert param.prompt is None and not param.count and all(n[:2] == "--" or len(n) == 2 for n in names), where
-            if getattr(param, "is_flag", False):
-                assert param.is_bool_flag and getattr(param, "_depr_flag_value", True) is True, where
-                assert default is False and not param.multiple, where
-                kind = "flag"
-            elif isinstance(param.type, TyperChoice):
-                assert isinstance(default, Enum) and getattr(cli, type(default).__name__) is type(default), where
-                assert [c.value if isinstance(c, Enum) else c for c in param.type.choices] == [
-                    m.value for m in type(default)], where
-                assert param.type.case_sensitive, where
-                kind, default = type(default).__name__, default.value
-            else:
-                kind = {types.STRING: "str", types.INT: "int", types.FLOAT: "float"}[param.type]
-            assert kind == "str" or not param.multiple, where
-            if param.required:
-                default = None
-            assert default is None or isinstance(default, (bool, int, float, str)), where
-            lines.append(f"        ({param.name!r}, {names!r}, {kind!r}, {default!r}, {param.multiple!r}, "
-                         f"{param.required!r}),")
-        lines.append("    )),")
-    return ('"""Each command\'s parameters as click reads them: (keyword, option names (none: an argument),\n'
-            'kind (str, int, float, flag, or the Enum of gradcli.cli whose values are the choices), default,\n'
-            'multiple, required). gradcli.cli reads a well-formed command line with it, without importing\n'
-            'Typer. Made from the Typer app by `python -m gradcli.docs --cli-table > gradcli/cli/_table.py`;\n'
-            'a test fails when it is out of date."""\n'
-            "COMMANDS = {\n" + "\n".join(lines) + "\n}\n")
+    return text + "\n"
 
 
 _OWNERS = """
@@ -156,17 +96,17 @@ def ops_index() -> str:
     imports a family when one of its names is first looked up); a test fails when it is out of
     date. Found in a fresh process, importing the families one by one.
 
-        python -m gradcli.docs --ops-index > gradcli/ops/_names.py
+        python tools/gen.py --ops-index > gradcli/ops/_names.py
     """
     import json
     import subprocess
 
-    done = subprocess.run([sys.executable, "-c", _OWNERS], capture_output=True, text=True, check=False)
+    done = subprocess.run([sys.executable, "-c", _OWNERS], capture_output=True, text=True, check=False, cwd=ROOT)
     if done.returncode:
         raise SystemExit(done.stderr)
     parts = ['"""Which module registers each name of gradcli.ops\'s tables: "ops" (the core) or a family\n'
              "module, imported when one of its names is first looked up. Made by\n"
-             "`python -m gradcli.docs --ops-index > gradcli/ops/_names.py`; a test fails when it is out of\n"
+             "`python tools/gen.py --ops-index > gradcli/ops/_names.py`; a test fails when it is out of\n"
              'date."""']
     for table, owners in json.loads(done.stdout):
         parts.append(f"{table} = {{")
@@ -215,14 +155,14 @@ def _op_operator(op) -> str:
 
 
 def _op_parameters(op) -> str:
-    from .ops import REQUIRED
+    from gradcli.ops import REQUIRED
 
     return ", ".join(name if default is REQUIRED else f"{name}={default!r}" for name, default in op.params.items())
 
 
 def _op_gradient(op) -> str:
     """Which array arguments the op's gradient reaches, as its record says."""
-    from .ops import NO_GRADIENT
+    from gradcli.ops import NO_GRADIENT
 
     if op.expand is not None:
         return "its expansion's"
@@ -253,14 +193,14 @@ def ops_reference() -> str:
     arguments, parameters with their defaults, the libraries' other names for it, what it computes: the record's
     `doc`, and where its gradient goes).
 
-        python -m gradcli.docs --ops > docs/ops.md
+        python tools/gen.py --ops > docs/ops.md
     """
-    from .language import dialects
-    from .ops import OPS
+    from gradcli.language import dialects
+    from gradcli.ops import OPS
 
     public = [op for op in OPS.values() if op.public]
     parts = ["# gradcli operations", "",
-             "Made by `python -m gradcli.docs --ops > docs/ops.md` from the op records; a test fails when it",
+             "Made by `python tools/gen.py --ops > docs/ops.md` from the op records; a test fails when it",
              "is out of date. Every operation a program may call, by family: its array arguments, its",
              "parameters (constants written in the program; a name without a default must be given), the",
              "other names it is called by, what it computes (the record's `doc`), and which arguments its",
@@ -287,7 +227,7 @@ def ops_reference() -> str:
 
 
 def main() -> None:
-    made = {"--help-module": help_module, "--cli-table": cli_table, "--ops-index": ops_index, "--ops": ops_reference}
+    made = {"--help-text": help_text, "--ops-index": ops_index, "--ops": ops_reference}
     sys.stdout.write(made[sys.argv[1]]() if sys.argv[1:2] and sys.argv[1] in made else command_reference())
 
 

@@ -1,0 +1,133 @@
+"""The commands: each hands its library call (gradcli.api) and its view (gradcli.cli.render) to
+`Run`, which reads the program and the --set values, answers and exits.
+
+Each function takes exactly the keywords that gradcli/cli/spec.py declares for its command, with
+the values converted (a choice as its Enum member); the declaration holds the defaults, the help
+and the option names. This module is imported only when a command runs (it imports the library).
+"""
+from __future__ import annotations
+
+import sys
+
+from gradcli import api
+from gradcli.cli import render, streams
+from gradcli.cli.run import Run, assignments, chunk_size
+from gradcli.cli.spec import GraphFormat
+from gradcli.errors import GradcliError
+
+
+def _shared_by_lines(lines: bool, library_call, prepare, options):
+    """The command's `compute(text, name, feeds, limit)`: `library_call(text, **options(name, feeds,
+    limit))`; with --lines, lines that differ only in numbers share one program compiled by
+    `prepare` with the same options (gradcli.cli.lines)."""
+    def compute(text, name, feeds, limit):
+        return library_call(text, **options(name, feeds, limit))
+
+    if not lines:
+        return compute
+    from gradcli.cli.lines import cached  # (listed in gradcli.cli.LAZY_IMPORTS)
+    return cached(compute, lambda text, name, feeds, limit: prepare(text, **options(name, feeds, limit)))
+
+
+def eval_command(*, file, expr, set_, call, print_, format, dtype, device, strict, lines, max_memory, out, force,
+                 chunks, scheduler, debug) -> None:
+    def options(name, feeds, limit):
+        return dict(name=name, feeds=feeds, call=call, prints=print_ or [], dtype=dtype.value,
+                    device=device.value, max_memory=limit, printed=out is None, chunks=chunk_size(chunks),
+                    scheduler=scheduler, store=run.store)
+
+    run = Run(file, expr, set_, format.value, lines, strict, max_memory, debug, device.value).saving(out, force)
+    run.answer(render.EVAL, _shared_by_lines(lines, api.evaluate, api.prepare_evaluate, options))
+
+
+def grad_command(*, file, expr, wrt, of, grad_ys, unconnected, set_, call, format, dtype, device, strict, lines,
+                 max_memory, out, force, chunks, scheduler, debug) -> None:
+    def options(name, feeds, limit):
+        return dict(name=name, feeds=feeds, call=call, wrt=wrt or [], of=of or None,
+                    grad_ys=assignments(grad_ys or [], "--grad-ys", limit), unconnected=unconnected.value,
+                    dtype=dtype.value, device=device.value, max_memory=limit, printed=out is None,
+                    chunks=chunk_size(chunks), scheduler=scheduler, store=run.store)
+
+    run = Run(file, expr, set_, format.value, lines, strict, max_memory, debug, device.value).saving(out, force)
+    run.answer(render.GRAD, _shared_by_lines(lines, api.grad, api.prepare_grad, options))
+
+
+def check_command(*, file, expr, wrt, of, set_, call, eps, rtol, atol, format, lines, max_memory, debug) -> None:
+    Run(file, expr, set_, format.value, lines, False, max_memory, debug).answer(
+        render.CHECK, lambda text, name, feeds, limit: api.check(
+            text, name=name, feeds=feeds, call=call, wrt=wrt or [], of=of or None, eps=eps, rtol=rtol, atol=atol,
+            max_memory=limit))
+
+
+def jacobian_command(*, file, expr, of, wrt, set_, call, unconnected, format, lines, max_memory, out, force,
+                     debug) -> None:
+    Run(file, expr, set_, format.value, lines, False, max_memory, debug).saving(out, force).answer(
+        render.JACOBIAN, lambda text, name, feeds, limit: api.jacobian(
+            text, name=name, feeds=feeds, call=call, of=of, wrt=wrt or [], unconnected=unconnected.value,
+            max_memory=limit, printed=out is None))
+
+
+def hessian_command(*, file, expr, of, wrt, set_, call, unconnected, format, lines, max_memory, out, force,
+                    debug) -> None:
+    Run(file, expr, set_, format.value, lines, False, max_memory, debug).saving(out, force).answer(
+        render.HESSIAN, lambda text, name, feeds, limit: api.hessian(
+            text, name=name, feeds=feeds, call=call, of=of, wrt=wrt or [], unconnected=unconnected.value,
+            max_memory=limit, printed=out is None))
+
+
+def derive_command(*, file, expr, wrt, of, set_, call, format, lines, max_memory, debug) -> None:
+    def derive(text, name, feeds, limit):
+        if wrt is None:  # the library's wrt is not optional
+            raise GradcliError("derive takes one --wrt NAME")
+        return api.derivation(text, name=name, feeds=feeds, call=call, wrt=wrt, of=of or None, max_memory=limit)
+
+    Run(file, expr, set_, format.value, lines, False, max_memory, debug).answer(render.DERIVE, derive)
+
+
+def fix_command(*, file, expr, set_, call, wrt, of, diff, dtype, format, max_memory, debug) -> None:
+    Run(file, expr, set_, format.value, False, False, max_memory, debug).answer(
+        render.fix_view(diff), lambda text, name, feeds, limit: api.fix(
+            text, name=name, feeds=feeds, call=call, wrt=wrt or [], of=of or None, dtype=dtype.value,
+            max_memory=limit))
+
+
+def graph_command(*, file, expr, wrt, of, set_, call, format, max_memory, debug) -> None:
+    fmt = "table" if format is GraphFormat.tree else format.value
+    Run(file, expr, set_, fmt, False, False, max_memory, debug).answer(
+        render.GRAPH, lambda text, name, feeds, limit: api.graph_view(
+            text, name=name, feeds=feeds, call=call, of=of, wrt=wrt or [], max_memory=limit))
+
+
+def _range(text: str) -> tuple[float, float]:
+    low, sep, high = text.partition(":")
+    try:
+        return float(low), float(high)
+    except ValueError:
+        raise GradcliError(f"--range: expected LOW:HIGH such as -5:5, not '{text}'") from None
+
+
+def plot_command(*, file, expr, wrt, range_, of, set_, call, order, points, png, svg, max_memory, debug) -> None:
+    def present(curve, name):
+        for diag in curve.diagnostics:
+            streams.say(render.diagnostic_text(diag, curve.graph.source))
+        files = [path for path in (png, svg) if path]
+        if not files:
+            terminal = sys.stdout is not None and sys.stdout.isatty()
+            width = render.terminal_width()
+            return [render.plot_terminal(curve, width, max(12 * (1 + len(curve.derivatives)), 24), terminal)], 0
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise GradcliError("--png and --svg need Matplotlib: pip install 'gradcli[plot]'") from None
+        for path in files:
+            try:
+                render.plot_file(curve, path)
+            except OSError as exc:
+                raise GradcliError(f"cannot write '{path}': {exc.strerror or exc}") from None
+            streams.say(f"gradcli: wrote {path}")
+        return [], 0
+
+    Run(file, expr, set_, "plain", False, False, max_memory, debug).answer(
+        None, lambda text, name, feeds, limit: api.curve(
+            text, name=name, feeds=feeds, call=call, wrt=wrt, low=_range(range_)[0], high=_range(range_)[1],
+            points=points, of=of, order=order, max_memory=limit), present)
