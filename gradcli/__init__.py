@@ -48,7 +48,7 @@ def _resume_collector() -> None:
         gc.enable()
 
 
-_API = ("evaluate", "grad", "compile_program", "Result")
+_API = ("evaluate", "grad", "compile_program", "Result", "compile", "Program", "RunOptions")
 
 
 def __getattr__(name):  # the API needs NumPy: load it only when used, so `--help` starts fast
