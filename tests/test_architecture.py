@@ -79,6 +79,7 @@ LAZY_IMPORTS = {
     ("gradcli/__init__.py", "gradcli.api"): "the lazy API names (gradcli.evaluate, ...): NumPy loads when one is used",
     ("gradcli/__init__.py", "gradcli.cli._help"): "the start-up --help answer (leaves with the hooks for cli/)",
     ("gradcli/__init__.py", "gradcli.cli.streams"): "the start-up --help answer (leaves with the hooks for cli/)",
+    ("gradcli/api.py", "gradcli.insight.curve"): "start-up: a small eval does not load it",
     ("gradcli/api.py", "gradcli.insight.jacobians"): "start-up: a small eval does not load it",
     ("gradcli/api.py", "gradcli.insight.printer"): "start-up: a small eval does not load it",
     ("gradcli/api.py", "gradcli.io.outputs"): "start-up: a small eval does not load it",
