@@ -7,7 +7,7 @@ Importing gradcli does nothing else: the command's start-up lives in gradcli.cli
 """
 __version__ = "0.1.0"
 
-_API = ("evaluate", "grad", "compile_program", "Result")
+_API = ("evaluate", "grad", "compile_program", "Result", "compile", "Program", "RunOptions")
 
 
 def __getattr__(name):  # the API needs NumPy: load it only when used

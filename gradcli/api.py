@@ -1,8 +1,9 @@
-"""The library: parse -> graph -> evaluate -> differentiate, usable without the CLI.
+"""The library: a program compiled once into a `Program`, then asked what the commands answer,
+how it runs given once as `RunOptions`.
 
     >>> import gradcli
-    >>> r = gradcli.grad("y = sum(x * x)", wrt=["x"], feeds={"x": [1.0, 2.0]})
-    >>> r.gradients["x"]
+    >>> program = gradcli.compile("y = sum(x * x)", feeds={"x": [1.0, 2.0]})
+    >>> program.grad(["x"]).gradients["x"]
     array([2., 4.])
 """
 from __future__ import annotations
@@ -12,22 +13,19 @@ import gc
 
 import numpy as np
 
-from gradcli.autodiff import blocked_at, gradients
-from gradcli.numerics.diagnostics import Diagnostic, NumericsChecker
+from gradcli.autodiff import blocked_at, depends_on, gradients
+from gradcli.numerics.diagnostics import NONFINITE_KINDS, Diagnostic, NumericsChecker
 from gradcli.errors import GradcliError, OptionError, Source
-from gradcli.engine.evaluate import DTYPES, run
+from gradcli.engine.evaluate import DTYPES, needed_equations, run
 from gradcli.engine.memory import check_memory
 from gradcli.limits import default_memory_limit
 from gradcli.ir import Graph
 from gradcli.language.lower import lower
 from gradcli.ops import fmt_shape
 from gradcli.language.parser import normalise, parse_program
-from gradcli.records import NEW, ValueRecord
+from gradcli.records import ValueRecord
 from gradcli.language import syntax as ast
-from gradcli.autodiff import depends_on
-from gradcli.engine.backends import Backend, FileRef, backend as backend_named
-from gradcli.engine.evaluate import needed_equations
-from gradcli.numerics.diagnostics import NONFINITE_KINDS
+from gradcli.engine.backends import BACKENDS, Backend, FileRef, backend as backend_named
 
 
 def _value_id(graph: Graph, name: str, option: str) -> int:
@@ -38,28 +36,27 @@ def _value_id(graph: Graph, name: str, option: str) -> int:
         raise OptionError(err.message, option, err.pos, err.source, err.note) from None
 
 
-class Result(ValueRecord):
-    _fields = ("outputs", "gradients", "diagnostics", "dtype", "graph", "jacobians", "hessians", "mixed_hessians")
-    outputs: dict[str, np.ndarray]
-    gradients: dict[str, np.ndarray | None]
-    diagnostics: list[Diagnostic]
-    dtype: str = "float64"
-    graph: Graph | None = None
-    jacobians: dict[str, np.ndarray | None]
-    hessians: dict[str, np.ndarray | None]
-    # d²Y/dX dZ of `hessian` with several inputs: {X: {Z: block shaped X.shape + Z.shape}}
-    mixed_hessians: dict[str, dict[str, np.ndarray | None]]
+class _Answer(ValueRecord):
+    """A command's answer: made from its `_fields` in order, positionally or by keyword; a field
+    not given takes its default in `_defaults` (an empty dict or list is made anew each time)."""
+    _defaults: dict = {}
 
-    def __init__(self, outputs, gradients=NEW, diagnostics=NEW, dtype="float64", graph=None, jacobians=NEW,
-                 hessians=NEW, mixed_hessians=NEW):
-        self.outputs = outputs
-        self.gradients = {} if gradients is NEW else gradients
-        self.diagnostics = [] if diagnostics is NEW else diagnostics
-        self.dtype = dtype
-        self.graph = graph
-        self.jacobians = {} if jacobians is NEW else jacobians
-        self.hessians = {} if hessians is NEW else hessians
-        self.mixed_hessians = {} if mixed_hessians is NEW else mixed_hessians
+    def __init__(self, *args, **kwargs):
+        given = dict(zip(self._fields, args), **kwargs)
+        if len(args) > len(self._fields) or not given.keys() <= set(self._fields):
+            raise TypeError(f"{type(self).__name__} takes {', '.join(self._fields)}")
+        for field in self._fields:
+            value = given[field] if field in given else self._defaults[field]
+            setattr(self, field, type(value)() if field not in given and type(value) in (dict, list) else value)
+
+
+class Result(_Answer):
+    """`outputs` (name -> array), `gradients` (name -> array, None where unconnected),
+    `diagnostics`, `dtype`, `graph`, `jacobians`, `hessians` and `mixed_hessians` (d²Y/dX dZ of
+    `hessian` with several inputs: {X: {Z: block shaped X.shape + Z.shape}})."""
+    _fields = ("outputs", "gradients", "diagnostics", "dtype", "graph", "jacobians", "hessians", "mixed_hessians")
+    _defaults = {"gradients": {}, "diagnostics": [], "dtype": "float64", "graph": None, "jacobians": {},
+                 "hessians": {}, "mixed_hessians": {}}
 
     def nonfinite(self) -> list[str]:
         """Names of outputs and gradients holding a NaN or an infinity (what --strict fails on)."""
@@ -73,6 +70,40 @@ def _all_finite(value) -> bool:
     (gradcli.io.outputs.Stored) carries the answer, found in the same pass."""
     finite = getattr(value, "finite", None)
     return bool(finite) if finite is not None else bool(np.isfinite(value).all())
+
+
+class Fixed(_Answer):
+    """`gradcli fix`: the program with every proven fix applied (`text`), the fixes applied
+    (each a (diagnostic, Fix) pair), the diagnostics of the fixed program that are left, and
+    what is still not finite once fixed."""
+    _fields = ("text", "original", "applied", "remaining", "graph", "nonfinite")
+    _defaults = {"graph": None, "nonfinite": []}
+    outputs = property(lambda self: {}, doc="fix reports a program, not values")
+    diagnostics = property(lambda self: self.remaining)
+
+
+class Derivation(_Answer):
+    """`derive`'s answer: the `program` that computes d(sum of `of`)/d(`wrt`), the `name` it
+    gives the gradient, what it is of; it evaluates nothing."""
+    _fields = ("program", "of", "wrt", "name", "graph", "outputs", "diagnostics", "dtype")
+    _defaults = {"outputs": {}, "diagnostics": [], "dtype": "float64"}
+
+
+class GraphView(_Answer):
+    """The evaluated program, for `gradcli graph`: the `nodes` the output (`root`) needs, their
+    `values`, and (with wrt) each node's gradient d(output)/d(node); which are `nonfinite`."""
+    _fields = ("graph", "root", "nodes", "values", "gradients", "nonfinite", "diagnostics")
+
+
+class Curve(_Answer):
+    """`plot`'s numbers: the value of `of` and its derivatives (first, and second with order 2)
+    with respect to `wrt` (an input, or one element `x[i]` of one) at each of `xs`, the others
+    held at their given values. `marked[k]` says why point k is marked ("not finite", "tie",
+    "kink"); `diagnostics` are those that explain the marks, each saying at which points;
+    `vectorised`: all points in one pass (the program is elementwise in `wrt`)."""
+    _fields = ("of", "wrt", "xs", "values", "derivatives", "marked", "diagnostics", "vectorised", "graph", "dtype")
+    _defaults = {"dtype": "float64"}
+    outputs = property(lambda self: {self.of: self.values})
 
 
 def _collector_paused(fn):
@@ -116,11 +147,64 @@ def _as_real(value) -> np.ndarray:
     return arr if arr.dtype.kind == "f" and arr.dtype.itemsize >= 4 else arr.astype(np.float64)
 
 
-def _check_options(dtype: str, unconnected: str = "none") -> None:
-    if dtype not in DTYPES:
-        raise GradcliError(f"unknown dtype '{dtype}': use float64 or float32")
+class RunOptions(ValueRecord):
+    """How a program runs: `dtype` float64 or float32; `device` cpu, cuda or dask; `max_memory`
+    in bytes (None: gradcli's default); `chunks` (bytes a chunk) and `scheduler` (an address of
+    dask.distributed, "local" for one started here) for dask only; `store`: where values are
+    written as they are computed (see `_run`); `printed`: the values will be rendered as text,
+    which `max_memory` must hold too (False: saved to a file). Checked when made, fixed once made."""
+    __slots__ = _fields = ("dtype", "device", "max_memory", "chunks", "scheduler", "store", "printed")
+
+    def __init__(self, dtype: str = "float64", device: str = "cpu", max_memory: int | None = None,
+                 chunks: int | None = None, scheduler: str | None = None, store=None, printed: bool = True):
+        if dtype not in DTYPES:
+            raise GradcliError(f"unknown dtype '{dtype}': use float64 or float32")
+        for option, given in (("chunks", chunks), ("scheduler", scheduler)):
+            if given is not None and device != "dask":
+                raise OptionError(f"{{option}} applies to --device dask only (this is --device {device})", option)
+        if device not in BACKENDS:
+            raise GradcliError(f"unknown device '{device}': use {', '.join(BACKENDS)}")
+        for field, value in zip(self._fields, (dtype, device, max_memory, chunks, scheduler, store, printed)):
+            object.__setattr__(self, field, value)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"RunOptions are fixed once made: use .replace({name}=...)")
+
+    def replace(self, **changes) -> RunOptions:
+        return RunOptions(**{**{field: getattr(self, field) for field in self._fields}, **changes})
+
+
+def _backend(options: RunOptions):
+    """The backend the options' device names, with the options only a chunked one takes."""
+    if options.device == "dask":
+        return backend_named("dask", chunk_bytes=options.chunks, scheduler=options.scheduler,
+                             max_memory=options.max_memory, progress=True)
+    return backend_named(options.device)
+
+
+def _check_unconnected(unconnected: str) -> None:
     if unconnected not in ("none", "zero"):
         raise OptionError(f"{{option}} must be none or zero, not '{unconnected}'", "unconnected")
+
+
+def _names(given) -> list[str]:
+    """Names given as a list, as one name, or as None."""
+    return [given] if isinstance(given, str) else list(given or [])
+
+
+def _owned(feeds: dict | None) -> dict | None:
+    """Feeds a Program keeps: its own copy of each array (one changed by its owner later would
+    change the numbers, and not what was decided while the program was read)."""
+    return feeds and {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in feeds.items()}
+
+
+def _fork(graph: Graph) -> Graph:
+    """A copy of `graph` for a command to add its equations to (gradients, seeds), leaving the
+    program as compiled: which equations were differentiated decides the tie and kink
+    diagnostics of every later run. The equations, never changed once made, are shared."""
+    return Graph(graph.source, list(graph.equations), list(graph.shapes), dict(graph.names), dict(graph.inputs),
+                 dict(graph.value_names), graph.result, list(graph.warnings), None, set(graph.differentiated),
+                 dict(graph._memo))
 
 
 def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str,
@@ -133,7 +217,6 @@ def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str,
     written chunk by chunk and never gathered; `store.written(key, computed)` is what comes
     back in the value's place; a failed pass calls `store.failed(exc)`. On a backend that is
     not lazy the values come back as usual (to be saved whole)."""
-
     chosen = backend or backend_named(device)
     if store is not None and not chosen.lazy:
         store = None
@@ -169,22 +252,10 @@ def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str,
     return host, diagnostics
 
 
-def _backend(device: str, max_memory: int | None, chunks: int | None, scheduler: str | None):
-    """The backend `device` names, with the options only a chunked one takes."""
-
-    if device == "dask":
-        return backend_named("dask", chunk_bytes=chunks, scheduler=scheduler, max_memory=max_memory, progress=True)
-    for option, given in (("chunks", chunks), ("scheduler", scheduler)):
-        if given is not None:
-            raise OptionError(f"{{option}} applies to --device dask only (this is --device {device})", option)
-    return backend_named(device)
-
-
 def _lazy_feeds(feeds: dict | None, chosen) -> tuple[dict | None, dict]:
     """Feeds for compiling, and the lazy ones apart: a file named for the backend to read
     (`FileRef`) is read by it (lazily on Dask); the graph gets a placeholder of the same shape
     that holds no memory, and the evaluation the real value (as an override of the input)."""
-
     if not feeds:
         return feeds, {}
     out, lazy = {}, {}
@@ -201,7 +272,6 @@ def _lazy_feeds(feeds: dict | None, chosen) -> tuple[dict | None, dict]:
 
 def _host_feeds(feeds: dict | None) -> dict | None:
     """Feeds as host arrays (what a check on the CPU of a lazily evaluated program reads)."""
-
     if not feeds:
         return feeds
     out = {}
@@ -231,7 +301,6 @@ def _prove_fixes(result: Result, call: str | None, rerun, named) -> None:
     """Give each diagnostic that has one a rewrite of the user's text proven on their inputs
     (gradcli.numerics.fixes): `rerun(text)` is the same command on the rewritten program, `named(text)`
     the values of every name the program assigns."""
-
     wanted = [d for d in result.diagnostics if d.kind in NONFINITE_KINDS and d.value_id is not None]
     if not wanted:
         return
@@ -259,228 +328,412 @@ def _prove_fixes(result: Result, call: str | None, rerun, named) -> None:
                 " (verified on these inputs: finite where it was not, the same numbers elsewhere)"
 
 
-class Fixed(ValueRecord):
-    """`gradcli fix`: the program with every proven fix applied, the fixes applied (each a
-    (diagnostic, Fix) pair), and the diagnostics of the fixed program that are left."""
-    _fields = ("text", "original", "applied", "remaining", "graph", "nonfinite")
-    text: str
-    original: str
-    applied: list
-    remaining: list[Diagnostic]
-    graph: Graph | None = None
-    nonfinite: list[str]  # what is still not finite once fixed
+class _Command:
+    """What a prepared Program runs: its graph (as compiled, or a copy holding the gradient),
+    the values it fetches, `finish(host, diagnostics)` -> the answer, the lazy inputs' values,
+    the store; `checked` once its memory was (shapes alone decide it)."""
+    __slots__ = ("graph", "fetch", "finish", "overrides", "store", "checked")
 
-    def __init__(self, text, original, applied, remaining, graph=None, nonfinite=NEW):
-        self.text = text
-        self.original = original
-        self.applied = applied
-        self.remaining = remaining
-        self.graph = graph
-        self.nonfinite = [] if nonfinite is NEW else nonfinite
+    def __init__(self, graph: Graph, fetch: dict[str, int], finish, overrides: dict | None, store):
+        self.graph, self.fetch, self.finish, self.overrides, self.store = graph, fetch, finish, overrides or {}, store
+        self.checked = False
+
+
+class Program:
+    """A program compiled once, with the options it runs with (`compile` makes one); each method
+    answers one command, adding its equations (a gradient, a seed) to a copy: every answer is the
+    one a program compiled for it alone gives. `evaluate` and `grad` keep what they prepared.
+
+    It is also a prepared command: `result(overrides)` runs the command it was prepared for
+    (`prepare_evaluate`, `prepare_grad`; the last statement's value by default), no fixes sought,
+    some source equations given new values ({id: array}, as `engine.evaluate.run` takes them):
+    --lines runs one for lines that differ only in such numbers. `graph`: the equations it runs."""
+
+    def __init__(self, text: str, *, name: str = "<expr>", call: str | None = None, feeds: dict | None = None,
+                 options: RunOptions | None = None, symbols: bool = False):
+        self.text, self.name, self.call, self.feeds, self.symbols = text, name, call, feeds, symbols
+        self.options = RunOptions() if options is None else options
+        self._shared: dict = {}  # what is compiled and prepared, shared with the Programs prepared from this one
+        self._command: _Command | None = None
+
+    def _compiled(self, runnable: bool = False) -> tuple:
+        """(graph, backend, values of the inputs read lazily), compiled the first time; `runnable`:
+        where every input has a value (a symbol of `symbols=True` has none: compiled without
+        symbols, the program says which inputs it lacks)."""
+        found = self._shared.get("compiled")
+        if found is None:
+            chosen = _backend(self.options)
+            feeds, lazy = _lazy_feeds(self.feeds, chosen)
+            graph = compile_program(self.text, self.name, feeds, self.call, self.symbols, self.options.max_memory)
+            lazy = {graph.inputs[n]: v for n, v in lazy.items() if n in graph.inputs}  # {input id: value}
+            found = self._shared["compiled"] = (graph, chosen, lazy)
+        if runnable and self.symbols and any(found[0].equations[i].params["value"] is None
+                                             for i in found[0].inputs.values()):
+            return compile_program(self.text, self.name, self.feeds, self.call, False, self.options.max_memory), \
+                *found[1:]
+        return found
+
+    def _host_graph(self, runnable: bool = True) -> Graph:
+        """The graph for the commands that compute on the CPU: the compiled one, or where inputs
+        are read lazily (Dask: placeholders while compiling), one compiled from their values."""
+        graph, _, lazy = self._compiled(runnable)
+        if lazy and "host" not in self._shared:
+            self._shared["host"] = compile_program(self.text, self.name, _host_feeds(self.feeds), self.call,
+                                                   self.symbols, self.options.max_memory)
+        return self._shared["host"] if lazy else graph
+
+    def with_feeds(self, feeds: dict) -> Program:
+        """This program with some inputs given new values, compiled for them: a few ops read
+        their inputs' values as the program is read (a cross entropy's class targets)."""
+        program = Program(self.text, name=self.name, call=self.call, feeds={**(self.feeds or {}), **_owned(feeds)},
+                          options=self.options, symbols=self.symbols)
+        program._compiled()
+        return program
+
+    # ----------------------------------------------------------------- a prepared command
+    @property
+    def graph(self) -> Graph:
+        return self._command.graph if self._command is not None else self._compiled()[0]
 
     @property
-    def outputs(self) -> dict:
-        return {}  # fix reports a program, not values
+    def fetch(self) -> dict[str, int]:
+        return self._default().fetch
 
-    @property
-    def diagnostics(self) -> list[Diagnostic]:
-        return self.remaining
+    def _default(self) -> _Command:
+        if self._command is None:
+            self._command = self.prepare_evaluate()._command
+        return self._command
 
-
-def fix(text: str, *, call: str | None = None, name: str = "<expr>", feeds: dict | None = None,
-        wrt: list[str] | None = None, of: list[str] | None = None, grad_ys: dict | None = None,
-        dtype: str = "float64", max_memory: int | None = None) -> Fixed:
-    """Apply every verified fix to the program (values, and the gradients in `wrt` when given).
-    The fixes are applied one by one, each kept only if the program with it and the ones
-    before it is still proven against the original numbers."""
-
-    def command(program: str, fixes: bool = True) -> Result:
-        if wrt:
-            return grad(program, wrt=wrt, of=of, name=name, feeds=feeds, grad_ys=grad_ys, dtype=dtype,
-                        max_memory=max_memory, fixes=fixes)
-        return evaluate(program, name=name, feeds=feeds, dtype=dtype, max_memory=max_memory, fixes=fixes)
-
-    def numbers_of(program: str) -> dict:
-        with np.errstate(all="ignore"):
-            return {**_numbers(command(program, fixes=False)), **_named_values(program, name, feeds, dtype, max_memory)}
-
-    first = command(text if call is None else text.rstrip("\n") + "\n" + call)
-    source = first.graph.source.text
-    numbers = numbers_of(source)
-    # a fix of a gradient first: where it and a fix of the value overlap (the where trap),
-    # the one that keeps the value as written is the one wanted
-    offered = sorted(((d, f) for d in first.diagnostics if d.fix is not None for f in [d.fix, *d.more_fixes]),
-                     key=lambda pair: (pair[0].kind != "nonfinite_gradient", pair[1].start))
-    applied, current = [], source
-    for d, f in offered:
-        from gradcli.numerics.fixes import agrees, apply_all  # start-up: a small eval does not load it
-        trial = apply_all(source, [a[1] for a in applied] + [f])
-        if trial == current:
-            continue  # overlaps one already applied
-        try:
-            proven = agrees(numbers, numbers_of(trial))
-        except GradcliError:
-            proven = False
-        if proven:
-            applied.append((d, f))
-            current = trial
-    final = command(current, fixes=False) if applied else first
-    remaining = [d for d in final.diagnostics if d.kind in _nonfinite_kinds()]
-    if call is not None:  # the --call line is not part of the user's file
-        current = current[:len(current) - len(call) - 1]
-        source = source[:len(source) - len(call) - 1]
-    return Fixed(current, source, applied, remaining, first.graph, final.nonfinite())
-
-
-def _nonfinite_kinds():
-    return NONFINITE_KINDS
-
-
-@_collector_paused
-def evaluate(text: str, *, call: str | None = None, name: str = "<expr>", feeds: dict | None = None, prints: list[str] | None = None,
-             dtype: str = "float64", device: str = "cpu", max_memory: int | None = None, fixes: bool = True,
-             printed: bool = True, chunks: int | None = None, scheduler: str | None = None, store=None) -> Result:
-    """The value of the last statement, or of each name in `prints`. With `fixes`, a
-    diagnostic may carry a rewrite proven on these inputs (`Diagnostic.fix`). `printed`: the
-    values will be rendered as text, which `max_memory` must hold too (False: saved to a file).
-    `device="dask"` evaluates chunk by chunk (`chunks` bytes each; on the dask.distributed
-    cluster at `scheduler`, "local" for one started here); `store`: see `_run`."""
-    result = prepare_evaluate(text, call=call, name=name, feeds=feeds, prints=prints, dtype=dtype, device=device,
-                              max_memory=max_memory, printed=printed, chunks=chunks, scheduler=scheduler,
-                              store=store).result()
-    if fixes:
-        _prove_fixes(result, call, lambda rewritten: evaluate(
-            rewritten, name=name, feeds=feeds, prints=prints, dtype=dtype, device=device,
-            max_memory=max_memory, fixes=False, printed=printed, chunks=chunks, scheduler=scheduler),
-            lambda rewritten: _named_values(rewritten, name, feeds, dtype, max_memory))
-    return result
-
-
-class Prepared:
-    """A program compiled (and differentiated) for one command, not yet run: `result()` runs it,
-    `result(overrides)` with some source equations' values given anew ({id: array}), as
-    `evaluate.run` takes them. `--lines` runs one prepared program for many lines that differ
-    only in such numbers (gradcli.cli.lines)."""
-
-    def __init__(self, graph: Graph, fetch: dict[str, int], dtype: str, backend, max_memory: int | None,
-                 finish, printed: bool = True, overrides: dict | None = None, store=None):
-        self.graph, self.fetch, self.dtype, self.backend, self.max_memory = graph, fetch, dtype, backend, max_memory
-        self._finish = finish  # (host, diagnostics) -> Result
-        self._printed, self._overrides, self._store = printed, overrides or {}, store
-        self._memory_checked = False
+    def _prepared(self, key, make) -> Program:
+        """A Program prepared for the command `key`, sharing this one's compiled graph; the command
+        is made by `make()` the first time (a key of None is not kept). (What is shared holds
+        commands, not Programs: no reference cycle keeps a large graph alive past its last use.)"""
+        prepared = self._shared.setdefault("prepared", {})
+        command = prepared.get(key) if key is not None else None
+        if command is None:
+            command = make()
+            if key is not None:
+                prepared[key] = command
+        twin = object.__new__(Program)
+        twin.__dict__.update(self.__dict__, _command=command)
+        return twin
 
     def result(self, overrides: dict | None = None) -> Result:
-        given = {**self._overrides, **overrides} if overrides else (self._overrides or None)
-        host, diagnostics = _run(self.graph, self.fetch, self.dtype, self.backend.name, self.max_memory,
-                                 text=self._printed, backend=self.backend, overrides=given, store=self._store,
-                                 memory_checked=self._memory_checked)
-        self._memory_checked = True  # overrides keep every shape: the check would say the same
-        return self._finish(host, diagnostics)
+        """Run the prepared command; `overrides`: {equation id: value}."""
+        command = self._default()
+        given = {**command.overrides, **overrides} if overrides else (command.overrides or None)
+        options, chosen = self.options, self._compiled()[1]
+        host, diagnostics = _run(command.graph, command.fetch, options.dtype, chosen.name, options.max_memory,
+                                 text=options.printed, backend=chosen, overrides=given, store=command.store,
+                                 memory_checked=command.checked)
+        command.checked = True  # overrides keep every shape: the check would say the same
+        return command.finish(host, diagnostics)
 
+    @_collector_paused
+    def prepare_evaluate(self, prints: list[str] | None = None) -> Program:
+        """This program prepared to answer `evaluate(prints)` on `result()`."""
+        prints = _names(prints)
 
-@_collector_paused
-def prepare_evaluate(text: str, *, call: str | None = None, name: str = "<expr>", feeds: dict | None = None,
-                     prints: list[str] | None = None, dtype: str = "float64", device: str = "cpu",
-                     max_memory: int | None = None, printed: bool = True, chunks: int | None = None,
-                     scheduler: str | None = None, store=None) -> Prepared:
-    """`evaluate` up to running the program."""
-    _check_options(dtype)
-    chosen = _backend(device, max_memory, chunks, scheduler)
-    compiled_feeds, lazy = _lazy_feeds(feeds, chosen)
-    graph = compile_program(text, name, compiled_feeds, call, max_memory=max_memory)
-    if prints:
-        fetch = {p: _value_id(graph, p, "prints") for p in prints}
-    else:
-        fetch = {graph.result[0]: graph.result[1]}
-    return Prepared(graph, fetch, dtype, chosen, max_memory,
-                    lambda host, diagnostics: Result(host, {}, diagnostics, dtype, graph), printed,
-                    _input_overrides(graph, lazy), _saved_as(store, {k: ("output", k) for k in fetch}, list(fetch)))
+        def make() -> _Command:
+            graph, _, lazy = self._compiled(runnable=True)
+            fetch = {p: _value_id(graph, p, "prints") for p in prints} if prints else {graph.result[0]: graph.result[1]}
+            dtype, store = self.options.dtype, self.options.store
+            return _Command(graph, fetch, lambda host, diagnostics: Result(host, {}, diagnostics, dtype, graph), lazy,
+                            None if store is None else _StoredAs(store, {k: ("output", k) for k in fetch}, list(fetch)))
+        return self._prepared(("evaluate", tuple(prints)), make)
 
+    @_collector_paused
+    def prepare_grad(self, wrt: list[str], of: list[str] | None = None, grad_ys: dict | None = None,
+                     unconnected: str = "none") -> Program:
+        """This program prepared to answer `grad(...)` on `result()`: differentiated."""
+        _check_unconnected(unconnected)
+        wrt, of = _names(wrt), _names(of)
+        if not wrt:
+            raise OptionError("grad needs at least one {option} NAME", "wrt")
+        key = None if grad_ys else ("grad", tuple(wrt), tuple(of), unconnected)  # (a seed's values: not kept)
+        return self._prepared(key, lambda: self._grad_command(wrt, of, grad_ys, unconnected))
 
-@_collector_paused
-def grad(text: str, *, call: str | None = None, wrt: list[str], of: list[str] | None = None, name: str = "<expr>",
-         feeds: dict | None = None, grad_ys: dict | None = None, unconnected: str = "none",
-         dtype: str = "float64", device: str = "cpu", max_memory: int | None = None, fixes: bool = True,
-         printed: bool = True, chunks: int | None = None, scheduler: str | None = None, store=None) -> Result:
-    """d(sum of the `of` values)/d(each `wrt` name), as `tf.gradients(ys, xs, grad_ys)`. With
-    `fixes`, a diagnostic may carry a rewrite proven on these inputs (`Diagnostic.fix`);
-    `printed` as for `evaluate`. `device`, `chunks`, `scheduler`, `store`: as `evaluate`'s
-    (each array written under the name gradcli.io.outputs.result_arrays gives it)."""
-    result = prepare_grad(text, call=call, wrt=wrt, of=of, name=name, feeds=feeds, grad_ys=grad_ys,
-                          unconnected=unconnected, dtype=dtype, device=device, max_memory=max_memory,
-                          printed=printed, chunks=chunks, scheduler=scheduler, store=store).result()
-    if fixes:
-        _prove_fixes(result, call, lambda rewritten: grad(
-            rewritten, wrt=wrt, of=of, name=name, feeds=feeds, grad_ys=grad_ys, unconnected=unconnected,
-            dtype=dtype, device=device, max_memory=max_memory, fixes=False, printed=printed, chunks=chunks,
-            scheduler=scheduler),
-            lambda rewritten: _named_values(rewritten, name, feeds, dtype, max_memory))
-    return result
-
-
-@_collector_paused
-def prepare_grad(text: str, *, call: str | None = None, wrt: list[str], of: list[str] | None = None,
-                 name: str = "<expr>", feeds: dict | None = None, grad_ys: dict | None = None,
-                 unconnected: str = "none", dtype: str = "float64", device: str = "cpu",
-                 max_memory: int | None = None, printed: bool = True, chunks: int | None = None,
-                 scheduler: str | None = None, store=None) -> Prepared:
-    """`grad` up to running the program: compiled and differentiated."""
-    _check_options(dtype, unconnected)
-    if not wrt:
-        raise OptionError("grad needs at least one {option} NAME", "wrt")
-    chosen = _backend(device, max_memory, chunks, scheduler)
-    compiled_feeds, lazy = _lazy_feeds(feeds, chosen)
-    graph = compile_program(text, name, compiled_feeds, call, max_memory=max_memory)
-    ys = of or [graph.result[0]]
-    y_ids = [_value_id(graph, y, "of") for y in ys]
-    x_ids = [_value_id(graph, x, "wrt") for x in wrt]
-    seeds = []
-    for y, y_id in zip(ys, y_ids):
-        if grad_ys and y in grad_ys:
-            value = np.asarray(grad_ys[y], dtype=np.float64)
-            if value.shape != graph.shapes[y_id]:
-                raise OptionError(f"{{option}} {y}: has shape {fmt_shape(value.shape)}, but {y} has shape "
-                                  f"{fmt_shape(graph.shapes[y_id])}; the upstream gradient must match it exactly",
-                                  "grad_ys")
-            seeds.append(graph.add_input(f"grad_ys:{y}", value, label=f"grad_ys {y}"))
-        else:
-            seeds.append(None)
-    for y in grad_ys or {}:
-        if y not in ys:
-            raise OptionError(f"{{option}} {y}: '{y}' is not a differentiated output (those are {', '.join(ys)})",
-                              "grad_ys")
-    names = {v: k for k, v in graph.names.items()}
-    grad_ids = gradients(graph, y_ids, x_ids, seeds, names)
-    fetch = dict(zip(ys, y_ids))
-    grad_fetch = {f"\0{x}": g for x, g in zip(wrt, grad_ids) if g is not None}
-
-    def finish(host, diagnostics):
-        outputs = {k: host.get(k) for k in fetch}  # (nothing comes back where `store` wrote it)
-        result_grads: dict[str, np.ndarray | None] = {}
-        for x, x_id, g in zip(wrt, x_ids, grad_ids):
-            if g is not None:
-                result_grads[x] = host.get(f"\0{x}")
-            elif unconnected == "zero":
-                result_grads[x] = np.zeros(graph.shapes[x_id], dtype=dtype)
+    def _grad_command(self, wrt: list[str], of: list[str], grad_ys: dict | None, unconnected: str) -> _Command:
+        compiled, _, lazy = self._compiled(runnable=True)
+        graph, dtype = _fork(compiled), self.options.dtype
+        ys = of or [graph.result[0]]
+        y_ids = [_value_id(graph, y, "of") for y in ys]
+        x_ids = [_value_id(graph, x, "wrt") for x in wrt]
+        seeds = []  # each output's upstream gradient, an input of the graph (None: ones)
+        for y, y_id in zip(ys, y_ids):
+            if grad_ys and y in grad_ys:
+                value = np.asarray(grad_ys[y], dtype=np.float64)
+                if value.shape != graph.shapes[y_id]:
+                    raise OptionError(f"{{option}} {y}: has shape {fmt_shape(value.shape)}, but {y} has shape "
+                                      f"{fmt_shape(graph.shapes[y_id])}; the upstream gradient must match it "
+                                      "exactly", "grad_ys")
+                seeds.append(graph.add_input(f"grad_ys:{y}", value, label=f"grad_ys {y}"))
             else:
-                result_grads[x] = None
-        for d in diagnostics:
-            d.reaches = [r.replace("\0", "d/d") for r in d.reaches]
-        for x, x_id, g in zip(wrt, x_ids, grad_ids):
-            if g is None:
-                diagnostics.append(_unconnected(graph, y_ids, ys, x, x_id))
-        return Result(outputs, result_grads, diagnostics, dtype, graph)
+                seeds.append(None)
+        for y in grad_ys or {}:
+            if y not in ys:
+                raise OptionError(f"{{option}} {y}: '{y}' is not a differentiated output (those are "
+                                  f"{', '.join(ys)})", "grad_ys")
+        grad_ids = gradients(graph, y_ids, x_ids, seeds, {v: k for k, v in graph.names.items()})
+        fetch = dict(zip(ys, y_ids))
 
-    saved_as = {**{y: ("output", y) for y in fetch}, **{f"\0{x}": ("gradient", x) for x in wrt}}
-    return Prepared(graph, {**fetch, **grad_fetch}, dtype, chosen, max_memory, finish, printed,
-                    _input_overrides(graph, lazy), _saved_as(store, saved_as, ys, wrt))
+        def finish(host, diagnostics):
+            outputs = {k: host.get(k) for k in fetch}  # (nothing comes back where `store` wrote it)
+            result_grads: dict[str, np.ndarray | None] = {}
+            for x, x_id, g in zip(wrt, x_ids, grad_ids):
+                if g is not None:
+                    result_grads[x] = host.get(f"\0{x}")
+                elif unconnected == "zero":
+                    result_grads[x] = np.zeros(graph.shapes[x_id], dtype=dtype)
+                else:
+                    result_grads[x] = None
+            for d in diagnostics:
+                d.reaches = [r.replace("\0", "d/d") for r in d.reaches]
+            for x, x_id, g in zip(wrt, x_ids, grad_ids):
+                if g is None:
+                    diagnostics.append(_unconnected(graph, y_ids, ys, x, x_id))
+            return Result(outputs, result_grads, diagnostics, dtype, graph)
+
+        saved_as = {**{y: ("output", y) for y in fetch}, **{f"\0{x}": ("gradient", x) for x in wrt}}
+        grad_fetch = {f"\0{x}": g for x, g in zip(wrt, grad_ids) if g is not None}
+        store = None if self.options.store is None else _StoredAs(self.options.store, saved_as, ys, wrt)
+        return _Command(graph, {**fetch, **grad_fetch}, finish, lazy, store)
+
+    # ----------------------------------------------------------------- the commands
+    @_collector_paused
+    def evaluate(self, prints: list[str] | None = None, *, feeds: dict | None = None, fixes: bool = True) -> Result:
+        """The value of the last statement, or of each name in `prints`; `feeds`: new values for some
+        inputs (`with_feeds`); `fixes`: a diagnostic may carry a rewrite proven on these inputs."""
+        if feeds:
+            return self.with_feeds(feeds).evaluate(prints, fixes=fixes)
+        result = self.prepare_evaluate(prints).result()
+        if fixes:
+            self._prove_fixes(result, lambda program: program.evaluate(prints, fixes=False))
+        return result
+
+    @_collector_paused
+    def grad(self, wrt: list[str], of: list[str] | None = None, grad_ys: dict | None = None, *,
+             unconnected: str = "none", feeds: dict | None = None, fixes: bool = True) -> Result:
+        """d(sum of the `of` values)/d(each `wrt` name), as `tf.gradients(ys, xs, grad_ys)`;
+        `unconnected="zero"`: zeros where TensorFlow gives None. `feeds`, `fixes`: as `evaluate`'s."""
+        if feeds:
+            return self.with_feeds(feeds).grad(wrt, of, grad_ys, unconnected=unconnected, fixes=fixes)
+        result = self.prepare_grad(wrt, of, grad_ys, unconnected).result()
+        if fixes:
+            self._prove_fixes(result, lambda program: program.grad(wrt, of, grad_ys, unconnected=unconnected,
+                                                                   fixes=False))
+        return result
+
+    def _prove_fixes(self, result: Result, ask) -> None:
+        """`_prove_fixes`, each rewrite asked `ask(program)` with this one's options (no store)."""
+        options = self.options.replace(store=None)
+        _prove_fixes(result, self.call,
+                     lambda text: ask(Program(text, name=self.name, feeds=self.feeds, options=options)),
+                     lambda text: _named_values(text, self.name, self.feeds, options.dtype, options.max_memory))
+
+    def _second_order(self, wrt, of, unconnected) -> tuple:
+        """`jacobian`'s and `hessian`'s start: a graph to add to, Y, the Xs, Y's value and diagnostics."""
+        _check_unconnected(unconnected)
+        graph = _fork(self._host_graph())
+        ys, (y,), x_ids = _targets(graph, [of] if of else None, _names(wrt))
+        return (graph, y, x_ids, *_run(graph, {ys[0]: y}, "float64", "cpu", self.options.max_memory,
+                                       text=self.options.printed))
+
+    @_collector_paused
+    def jacobian(self, wrt: list[str], of: str | None = None, *, unconnected: str = "none") -> Result:
+        """The full Jacobian dY/dX of each X, shaped Y.shape + X.shape (float64); Y defaults
+        to the last statement."""
+        graph, y, x_ids, host, diagnostics = self._second_order(wrt, of, unconnected)
+        from gradcli.insight.jacobians import jacobian as jacobian_blocks  # start-up: a small eval does not load it
+        blocks = jacobian_blocks(graph, y, x_ids, self.options.max_memory, text=self.options.printed)
+        jac = _fill_unconnected(_names(wrt), x_ids, blocks, unconnected, lambda x: graph.shapes[y] + graph.shapes[x])
+        return Result(host, {}, diagnostics, "float64", graph, jacobians=jac)
+
+    @_collector_paused
+    def hessian(self, wrt: list[str], of: str | None = None, *, unconnected: str = "none") -> Result:
+        """The Hessian block d²Y/dX² of each X (Y a scalar), shaped X.shape + X.shape (float64),
+        and with several inputs the mixed blocks d²Y/dX dZ."""
+        graph, y, x_ids, host, diagnostics = self._second_order(wrt, of, unconnected)
+        from gradcli.insight.jacobians import hessian as hessian_blocks  # start-up: a small eval does not load it
+        blocks, mixed_blocks = hessian_blocks(graph, y, x_ids, self.options.max_memory, text=self.options.printed)
+        wrt = _names(wrt)
+        hes = _fill_unconnected(wrt, x_ids, blocks, unconnected, lambda x: graph.shapes[x] * 2)
+        mixed = {}
+        for i, (a, xa) in enumerate(zip(wrt, x_ids)):
+            others = [(j, b, xb) for j, (b, xb) in enumerate(zip(wrt, x_ids)) if j != i]
+            if others:
+                mixed[a] = _fill_unconnected([b for _, b, _ in others], [xb for _, _, xb in others],
+                                             [mixed_blocks[i, j] for j, _, _ in others], unconnected,
+                                             lambda xb: graph.shapes[xa] + graph.shapes[xb])
+        return Result(host, {}, diagnostics, "float64", graph, hessians=hes, mixed_hessians=mixed)
+
+    @_collector_paused
+    def check(self, wrt: list[str], of: list[str] | None = None, *, eps: float = 1e-6, rtol: float = 1e-5,
+              atol: float = 1e-8):
+        """Reverse-mode gradients against float64 central finite differences, with blame."""
+        if not eps > 0:
+            raise OptionError(f"{{option}} must be positive, not {eps:g}", "eps")
+        for option, tolerance in (("rtol", rtol), ("atol", atol)):
+            if not tolerance >= 0:
+                raise OptionError(f"{{option}} must not be negative, not {tolerance:g}", option)
+        graph, max_memory, wrt = _fork(self._host_graph()), self.options.max_memory, _names(wrt)
+        ys, y_ids, x_ids = _targets(graph, _names(of) or None, wrt)
+        # the forward program (run twice per difference) and the gradients, before anything runs;
+        # the gradient equations built here are the ones the check reuses
+        grads = [g for g in gradients(graph, y_ids, x_ids) if g is not None]
+        check_memory(graph, y_ids + grads, "float64", max_memory, text=False)
+        from gradcli.insight.jacobians import check as check_gradients  # start-up: a small eval does not load it
+        result = check_gradients(graph, y_ids, dict(zip(wrt, x_ids)), eps=eps, rtol=rtol, atol=atol)
+        fetch = dict(zip(ys, y_ids))
+        if any(r.reason for r in result.reports.values()):
+            # where a gradient is not finite, the numerical diagnostics say where it first was not
+            fetch |= {f"d/d{n}": g for n, g in result.gradient_ids.items()}
+        host, found = _run(graph, fetch, "float64", "cpu", max_memory)
+        if any(r.reason for r in result.reports.values()):
+            result.diagnostics[:0] = found
+        result.graph = graph
+        result.outputs = {y: host[y] for y in ys}  # the values checked, as every command reports them
+        result.dtype = "float64"
+        return result
+
+    @_collector_paused
+    def derive(self, wrt: str, of: list[str] | None = None) -> Derivation:
+        """The gradient d(sum of `of`)/d(`wrt`) as a program in gradcli's own language, which
+        evaluates (with the same inputs) to the gradient; an input without a value (compiled
+        with `symbols=True`) is a free name in it."""
+        graph = _fork(self._host_graph(runnable=False))
+        ys, y_ids, (x,) = _targets(graph, _names(of) or None, [wrt])
+        (g,) = gradients(graph, y_ids, [x])
+        target = "+".join(ys)
+        root = f"d{'_'.join(ys)}_d{wrt}" if len(ys) < 4 else f"grad_{wrt}"
+        header = f"d({target})/d{wrt} of {self.name}, as a gradcli program (evaluate it with the same inputs)"
+        if g is not None and all(graph.shapes[i] is not None for i in range(len(graph.shapes))):
+            check_memory(graph, [g], "float64", self.options.max_memory, text=False)  # folding evaluates constant parts
+        from gradcli.insight.printer import Printer  # start-up: a small eval does not load it
+        printer = Printer(graph, set(graph.names) | {root})
+        if g is None:
+            g = graph.add_constant(np.zeros(graph.shapes[x]))
+            header += f"; {target} does not depend on {wrt}"
+        return Derivation(printer.program({root: g}, header), list(ys), wrt, root, graph)
+
+    @_collector_paused
+    def graph_view(self, of: str | None = None, wrt: list[str] | None = None) -> GraphView:
+        """What `gradcli graph` shows: the equations `of` (default: the last statement) needs,
+        their values, and with `wrt` each one's gradient d(of)/d(it)."""
+        graph = _fork(self._host_graph())
+        y = _value_id(graph, of, "of") if of else graph.result[1]
+        x_ids = [_value_id(graph, x, "wrt") for x in _names(wrt)]
+        nodes = needed_equations(graph, [y])
+        cotangents: dict[int, int] = {}
+        if x_ids:
+            reach = depends_on(graph, x_ids, y)
+            on_path = [i for i in nodes if reach[i]]
+            for i, g in zip(on_path, gradients(graph, [y], on_path)):
+                if g is not None:
+                    cotangents[i] = g
+        fetch = {f"v{i}": i for i in nodes} | {f"g{i}": g for i, g in cotangents.items()}
+        host, diagnostics = _run(graph, fetch, "float64", "cpu", self.options.max_memory)
+        values = {i: host[f"v{i}"] for i in nodes}
+        grads = {i: host[f"g{i}"] for i in cotangents}
+        # what a diagnostic reaches, in the user's words: the names the program gave its values
+        # (and their gradients), not the keys the values were fetched by
+        y_name = graph.value_names.get(y, "y")
+        shown = {f"v{i}": graph.value_names[i] for i in nodes if i in graph.value_names}
+        shown |= {f"g{i}": f"d{y_name}/d{graph.value_names[i]}" for i in cotangents if i in graph.value_names}
+        for d in diagnostics:
+            d.reaches = list(dict.fromkeys(shown[r] for r in d.reaches if r in shown))
+        nonfinite = {i for i, v in values.items() if not np.isfinite(v).all()}
+        return GraphView(graph, y, nodes, values, grads, nonfinite, diagnostics)
+
+    @_collector_paused
+    def curve(self, wrt: str, low: float, high: float, points: int = 200, of: str | None = None,
+              order: int = 1) -> Curve:
+        """The value of the scalar `of` and its derivatives with respect to `wrt` (an input, or
+        one element `x[2]` of one) at `points` evenly spaced points from `low` to `high`
+        (gradcli.insight.curve). A scalar input the program gives no value is given one."""
+        from gradcli.insight import curve as plot  # start-up: a small eval does not load it
+        base, index = plot.checked_options(wrt, low, high, points, order)
+        program = self
+        try:
+            graph = _fork(self._host_graph())
+        except GradcliError:
+            if index is not None or base in (self.feeds or {}):
+                raise
+            program = self.with_feeds({base: float(low)})  # (any error is then the program's)
+            graph = _fork(program._host_graph())
+        (of_name,), (y,), (x,) = _targets(graph, [of] if of else None, [base])
+        plot.check_target(graph, of_name, y, x, base, index, wrt)
+        xs, max_memory = np.linspace(low, high, points), self.options.max_memory
+        reach = depends_on(graph, [x], y)
+        found = None
+        if index is None and all(graph.equations[i].op.elementwise or not reach[i] or i == x
+                                 for i in needed_equations(graph, [y])):
+            found = plot.at_once(program.with_feeds({base: xs})._host_graph(), base, of_name, xs, order,
+                                 lambda graph, fetch: _run(graph, fetch, "float64", "cpu", max_memory))
+        vectorised = found is not None
+        if found is None:
+            found = plot.by_point(graph, y, x, index, xs, order, max_memory)
+        values, derivatives, marked, diagnostics = found
+        return Curve(of_name, wrt.strip(), xs, values, derivatives, marked, diagnostics, vectorised, graph)
+
+    @_collector_paused
+    def fix(self, wrt: list[str] | None = None, of: list[str] | None = None, grad_ys: dict | None = None) -> Fixed:
+        """Apply every verified fix to the program (values, and the gradients in `wrt` when given).
+        The fixes are applied one by one, each kept only if the program with it and the ones
+        before it is still proven against the original numbers."""
+        options = RunOptions(self.options.dtype, max_memory=self.options.max_memory)
+        call, name, feeds = self.call, self.name, self.feeds
+        # the --call line is part of the program fixed (and cut off the answer)
+        first_program = self if call is None and self.options == options else Program(
+            self.text if call is None else self.text.rstrip("\n") + "\n" + call, name=name, feeds=feeds,
+            options=options)
+
+        def command(text: str, fixes: bool = False) -> Result:
+            program = first_program if text is None else Program(text, name=name, feeds=feeds, options=options)
+            return program.grad(wrt, of, grad_ys, fixes=fixes) if wrt else program.evaluate(fixes=fixes)
+
+        def numbers_of(text: str) -> dict:
+            with np.errstate(all="ignore"):
+                return {**_numbers(command(None if text == source else text)),
+                        **_named_values(text, name, feeds, options.dtype, options.max_memory)}
+
+        first = command(None, fixes=True)
+        source = first.graph.source.text
+        numbers = numbers_of(source)
+        # a fix of a gradient first: where it and a fix of the value overlap (the where trap),
+        # the one that keeps the value as written is the one wanted
+        offered = sorted(((d, f) for d in first.diagnostics if d.fix is not None for f in [d.fix, *d.more_fixes]),
+                         key=lambda pair: (pair[0].kind != "nonfinite_gradient", pair[1].start))
+        applied, current = [], source
+        for d, f in offered:
+            from gradcli.numerics.fixes import agrees, apply_all  # start-up: a small eval does not load it
+            trial = apply_all(source, [a[1] for a in applied] + [f])
+            if trial == current:
+                continue  # overlaps one already applied
+            try:
+                proven = agrees(numbers, numbers_of(trial))
+            except GradcliError:
+                proven = False
+            if proven:
+                applied.append((d, f))
+                current = trial
+        final = command(current) if applied else first
+        remaining = [d for d in final.diagnostics if d.kind in NONFINITE_KINDS]
+        if call is not None:  # the --call line is not part of the user's file
+            current = current[:len(current) - len(call) - 1]
+            source = source[:len(source) - len(call) - 1]
+        return Fixed(current, source, applied, remaining, first.graph, final.nonfinite())
 
 
 class _StoredAs:
-    """A store (see `_run`) given each value under the name it is saved under."""
+    """A store (see `_run`) keyed by the fetched values' keys, each array under the name
+    `result_arrays` gives it in the finished result (`kinds`: fetch key -> what it is, as
+    `array_names` has it)."""
 
-    def __init__(self, store, names: dict[str, str]):
-        self.store, self.names = store, names
+    def __init__(self, store, kinds: dict[str, tuple], outputs: list[str], gradients: list[str] = ()):
+        from gradcli.io.outputs import array_names  # start-up: a small eval does not load it
+        names = array_names(outputs, gradients)
+        self.store, self.names = store, {k: names[kind] for k, kind in kinds.items()}
 
     def write(self, key, value):
         return self.store.write(self.names[key], value)
@@ -490,22 +743,6 @@ class _StoredAs:
 
     def failed(self, exc):
         self.store.failed(exc)
-
-
-def _saved_as(store, kinds: dict[str, tuple], outputs: list[str], gradients: list[str] = ()):
-    """`store` keyed by the fetched values' keys, each array under the name `result_arrays`
-    gives it in the finished result (`kinds`: fetch key -> what it is, as `array_names` has it)."""
-    if store is None:
-        return None
-
-    from gradcli.io.outputs import array_names  # start-up: a small eval does not load it
-    names = array_names(outputs, gradients)
-    return _StoredAs(store, {k: names[kind] for k, kind in kinds.items()})
-
-
-def _input_overrides(graph: Graph, lazy: dict) -> dict | None:
-    """The lazy feeds as the values of the graph's inputs they stand for."""
-    return {graph.inputs[n]: v for n, v in lazy.items() if n in graph.inputs} or None
 
 
 def _unconnected(graph: Graph, y_ids: list[int], ys: list[str], x: str, x_id: int) -> Diagnostic:
@@ -530,370 +767,123 @@ def _targets(graph: Graph, of: list[str] | None, wrt: list[str]) -> tuple[list[s
     return ys, [_value_id(graph, y, "of") for y in ys], [_value_id(graph, x, "wrt") for x in wrt]
 
 
-def _fill_unconnected(graph, wrt, x_ids, blocks, unconnected, shape_of):
-    out = {}
-    for x, x_id, block in zip(wrt, x_ids, blocks):
-        if block is None and unconnected == "zero":
-            block = np.zeros(shape_of(x_id))
-        out[x] = block
-    return out
+def _fill_unconnected(wrt, x_ids, blocks, unconnected, shape_of) -> dict:
+    return {x: np.zeros(shape_of(x_id)) if block is None and unconnected == "zero" else block
+            for x, x_id, block in zip(wrt, x_ids, blocks)}
 
 
-@_collector_paused
+# --------------------------------------------------------------------------- one call, one command
+# The functions of one call (the command line calls them): each compiles a Program and asks it once.
+
+def _compile(text: str, *, name: str = "<expr>", call: str | None = None, feeds: dict | None = None,
+             options: RunOptions | None = None, symbols: bool = False) -> Program:
+    """`text` compiled into a Program (an error in it is raised here): `name` is how messages
+    name it, `call` one more statement run after it (`f(a, b)`), `feeds` the inputs' values
+    (name -> number, nested list or array); `symbols`: an input given no value is a free scalar
+    (what `derive` prints; such a program cannot be evaluated)."""
+    program = Program(text, name=name, call=call, feeds=_owned(feeds), options=options, symbols=symbols)
+    program._compiled()
+    return program
+
+
+# gradcli.compile, spelled so that gradcli's source never calls Python's builtin of that name
+# (a test looks for such a call: no user text is ever compiled as Python)
+compile = _compile
+_compile.__name__ = _compile.__qualname__ = "compile"
+
+
+def evaluate(text: str, *, call: str | None = None, name: str = "<expr>", feeds: dict | None = None,
+             prints: list[str] | None = None, dtype: str = "float64", device: str = "cpu", max_memory: int | None = None,
+             fixes: bool = True, printed: bool = True, chunks: int | None = None, scheduler: str | None = None,
+             store=None) -> Result:
+    """`Program.evaluate`, the options as `RunOptions` takes them."""
+    options = RunOptions(dtype, device, max_memory, chunks, scheduler, store, printed)
+    return Program(text, name=name, call=call, feeds=feeds, options=options).evaluate(prints, fixes=fixes)
+
+
+def prepare_evaluate(text: str, *, call: str | None = None, name: str = "<expr>", feeds: dict | None = None,
+                     prints: list[str] | None = None, dtype: str = "float64", device: str = "cpu",
+                     max_memory: int | None = None, printed: bool = True, chunks: int | None = None,
+                     scheduler: str | None = None, store=None) -> Program:
+    """`Program.prepare_evaluate`: `evaluate` up to running (`result()` runs it)."""
+    options = RunOptions(dtype, device, max_memory, chunks, scheduler, store, printed)
+    return Program(text, name=name, call=call, feeds=feeds, options=options).prepare_evaluate(prints)
+
+
+def grad(text: str, *, call: str | None = None, wrt: list[str], of: list[str] | None = None, name: str = "<expr>",
+         feeds: dict | None = None, grad_ys: dict | None = None, unconnected: str = "none", dtype: str = "float64",
+         device: str = "cpu", max_memory: int | None = None, fixes: bool = True, printed: bool = True,
+         chunks: int | None = None, scheduler: str | None = None, store=None) -> Result:
+    """`Program.grad`, the options as `RunOptions` takes them."""
+    options = RunOptions(dtype, device, max_memory, chunks, scheduler, store, printed)
+    return Program(text, name=name, call=call, feeds=feeds, options=options).grad(
+        wrt, of, grad_ys, unconnected=unconnected, fixes=fixes)
+
+
+def prepare_grad(text: str, *, call: str | None = None, wrt: list[str], of: list[str] | None = None,
+                 name: str = "<expr>", feeds: dict | None = None, grad_ys: dict | None = None,
+                 unconnected: str = "none", dtype: str = "float64", device: str = "cpu",
+                 max_memory: int | None = None, printed: bool = True, chunks: int | None = None,
+                 scheduler: str | None = None, store=None) -> Program:
+    """`Program.prepare_grad`: `grad` up to running (`result()` runs it)."""
+    options = RunOptions(dtype, device, max_memory, chunks, scheduler, store, printed)
+    return Program(text, name=name, call=call, feeds=feeds, options=options).prepare_grad(wrt, of, grad_ys, unconnected)
+
+
 def jacobian(text: str, *, call: str | None = None, of: str | None = None, wrt: list[str], name: str = "<expr>",
              feeds: dict | None = None, unconnected: str = "none", max_memory: int | None = None,
              printed: bool = True) -> Result:
-    """The full Jacobian dY/dX of each X, shaped Y.shape + X.shape (float64); Y defaults
-    to the last statement. `printed` as for `evaluate`."""
-
-    _check_options("float64", unconnected)
-    graph = compile_program(text, name, feeds, call, max_memory=max_memory)
-    ys, (y,), x_ids = _targets(graph, [of] if of else None, wrt)
-    host, diagnostics = _run(graph, {ys[0]: y}, "float64", "cpu", max_memory, text=printed)
-    from gradcli.insight.jacobians import jacobian as jacobian_blocks  # start-up: a small eval does not load it
-    blocks = jacobian_blocks(graph, y, x_ids, max_memory, text=printed)
-    jac = _fill_unconnected(graph, wrt, x_ids, blocks, unconnected, lambda x: graph.shapes[y] + graph.shapes[x])
-    return Result(host, {}, diagnostics, "float64", graph, jacobians=jac)
+    """`Program.jacobian`."""
+    options = RunOptions(max_memory=max_memory, printed=printed)
+    return Program(text, name=name, call=call, feeds=feeds, options=options).jacobian(wrt, of, unconnected=unconnected)
 
 
-@_collector_paused
 def hessian(text: str, *, call: str | None = None, of: str | None = None, wrt: list[str], name: str = "<expr>",
             feeds: dict | None = None, unconnected: str = "none", max_memory: int | None = None,
             printed: bool = True) -> Result:
-    """The Hessian block d²Y/dX² of each X (Y a scalar), shaped X.shape + X.shape (float64).
-    `printed` as for `evaluate`."""
-
-    _check_options("float64", unconnected)
-    graph = compile_program(text, name, feeds, call, max_memory=max_memory)
-    ys, (y,), x_ids = _targets(graph, [of] if of else None, wrt)
-    host, diagnostics = _run(graph, {ys[0]: y}, "float64", "cpu", max_memory, text=printed)
-    from gradcli.insight.jacobians import hessian as hessian_blocks  # start-up: a small eval does not load it
-    blocks, mixed_blocks = hessian_blocks(graph, y, x_ids, max_memory, text=printed)
-    hes = _fill_unconnected(graph, wrt, x_ids, blocks, unconnected, lambda x: graph.shapes[x] * 2)
-    mixed = {}
-    for i, (a, xa) in enumerate(zip(wrt, x_ids)):
-        others = [(j, b, xb) for j, (b, xb) in enumerate(zip(wrt, x_ids)) if j != i]
-        if others:
-            row = _fill_unconnected(graph, [b for _, b, _ in others], [xb for _, _, xb in others],
-                                    [mixed_blocks[i, j] for j, _, _ in others], unconnected,
-                                    lambda xb: graph.shapes[xa] + graph.shapes[xb])
-            mixed[a] = row
-    return Result(host, {}, diagnostics, "float64", graph, hessians=hes, mixed_hessians=mixed)
+    """`Program.hessian`."""
+    options = RunOptions(max_memory=max_memory, printed=printed)
+    return Program(text, name=name, call=call, feeds=feeds, options=options).hessian(wrt, of, unconnected=unconnected)
 
 
-@_collector_paused
 def check(text: str, *, call: str | None = None, wrt: list[str], of: list[str] | None = None, name: str = "<expr>",
           feeds: dict | None = None, eps: float = 1e-6, rtol: float = 1e-5, atol: float = 1e-8,
           max_memory: int | None = None):
-    """Reverse-mode gradients against float64 central finite differences, with blame."""
-
-    if not eps > 0:
-        raise OptionError(f"{{option}} must be positive, not {eps:g}", "eps")
-    for option, tolerance in (("rtol", rtol), ("atol", atol)):
-        if not tolerance >= 0:
-            raise OptionError(f"{{option}} must not be negative, not {tolerance:g}", option)
-    graph = compile_program(text, name, feeds, call, max_memory=max_memory)
-    ys, y_ids, x_ids = _targets(graph, of, wrt)
-    # the forward program (run twice per difference) and the gradients, before anything runs;
-    # the gradient equations built here are the ones the check reuses
-    grads = [g for g in gradients(graph, y_ids, x_ids) if g is not None]
-    check_memory(graph, y_ids + grads, "float64", max_memory, text=False)
-    from gradcli.insight.jacobians import check as check_gradients  # start-up: a small eval does not load it
-    result = check_gradients(graph, y_ids, dict(zip(wrt, x_ids)), eps=eps, rtol=rtol, atol=atol)
-    fetch = dict(zip(ys, y_ids))
-    if any(r.reason for r in result.reports.values()):
-        # where a gradient is not finite, the numerical diagnostics say where it first was not
-        fetch |= {f"d/d{n}": g for n, g in result.gradient_ids.items()}
-    host, found = _run(graph, fetch, "float64", "cpu", max_memory)
-    if any(r.reason for r in result.reports.values()):
-        result.diagnostics[:0] = found
-    result.graph = graph
-    result.outputs = {y: host[y] for y in ys}  # the values checked, as every command reports them
-    result.dtype = "float64"
-    return result
-
-
-class Derivation(ValueRecord):
-    """`derive`'s answer: the program that computes d(sum of `of`)/d(`wrt`), and what it is of."""
-    _fields = ("program", "of", "wrt", "name", "graph", "outputs", "diagnostics", "dtype")
-    program: str
-    of: list[str]
-    wrt: str
-    name: str  # the name the program gives the gradient
-    graph: Graph
-    outputs: dict  # derive evaluates nothing
-    diagnostics: list[Diagnostic]
-    dtype: str = "float64"
-
-    def __init__(self, program, of, wrt, name, graph, outputs=NEW, diagnostics=NEW, dtype="float64"):
-        self.program = program
-        self.of = of
-        self.wrt = wrt
-        self.name = name
-        self.graph = graph
-        self.outputs = {} if outputs is NEW else outputs
-        self.diagnostics = [] if diagnostics is NEW else diagnostics
-        self.dtype = dtype
+    """`Program.check`."""
+    return Program(text, name=name, call=call, feeds=feeds, options=RunOptions(max_memory=max_memory)).check(
+        wrt, of, eps=eps, rtol=rtol, atol=atol)
 
 
 def derive(text: str, **kwargs) -> str:
-    """The gradient d(sum of `of`)/d(`wrt`) as a program in gradcli's own language, which
-    evaluates (with the same inputs) to the gradient (`derivation` with the program alone)."""
+    """`derivation`'s program alone."""
     return derivation(text, **kwargs).program
 
 
-@_collector_paused
 def derivation(text: str, *, call: str | None = None, wrt: str, of: list[str] | None = None, name: str = "<expr>",
                feeds: dict | None = None, max_memory: int | None = None) -> Derivation:
-    """The gradient d(sum of `of`)/d(`wrt`) as a program in gradcli's own language, with what
-    it is of."""
-
-    graph = compile_program(text, name, feeds, call, symbols=True, max_memory=max_memory)
-    ys, y_ids, (x,) = _targets(graph, of, [wrt])
-    (g,) = gradients(graph, y_ids, [x])
-    target = "+".join(ys)
-    root = f"d{'_'.join(ys)}_d{wrt}" if len(ys) < 4 else f"grad_{wrt}"
-    header = f"d({target})/d{wrt} of {name}, as a gradcli program (evaluate it with the same inputs)"
-    if g is not None and all(graph.shapes[i] is not None for i in range(len(graph.shapes))):
-        check_memory(graph, [g], "float64", max_memory, text=False)  # folding evaluates constant parts
-    from gradcli.insight.printer import Printer  # start-up: a small eval does not load it
-    printer = Printer(graph, set(graph.names) | {root})
-    if g is None:
-        g = graph.add_constant(np.zeros(graph.shapes[x]))
-        header += f"; {target} does not depend on {wrt}"
-    return Derivation(printer.program({root: g}, header), list(ys), wrt, root, graph)
+    """`Program.derive`, an input without a value a free name in it (`symbols=True`)."""
+    return Program(text, name=name, call=call, feeds=feeds, options=RunOptions(max_memory=max_memory),
+                   symbols=True).derive(wrt, of)
 
 
-class GraphView(ValueRecord):
-    """The evaluated program, for `gradcli graph`: nodes the output needs, their values,
-    and (with wrt) each node's gradient d(output)/d(node)."""
-    _fields = ("graph", "root", "nodes", "values", "gradients", "nonfinite", "diagnostics")
-    graph: Graph
-    root: int
-    nodes: list[int]
-    values: dict[int, np.ndarray]
-    gradients: dict[int, np.ndarray]
-    nonfinite: set[int]
-    diagnostics: list[Diagnostic]
-
-    def __init__(self, graph, root, nodes, values, gradients, nonfinite, diagnostics):
-        self.graph = graph
-        self.root = root
-        self.nodes = nodes
-        self.values = values
-        self.gradients = gradients
-        self.nonfinite = nonfinite
-        self.diagnostics = diagnostics
+def graph_view(text: str, *, call: str | None = None, of: str | None = None, wrt: list[str] | None = None,
+               name: str = "<expr>", feeds: dict | None = None, max_memory: int | None = None) -> GraphView:
+    """`Program.graph_view`."""
+    return Program(text, name=name, call=call, feeds=feeds, options=RunOptions(max_memory=max_memory)).graph_view(
+        of, wrt)
 
 
-@_collector_paused
-def graph_view(text: str, *, call: str | None = None, of: str | None = None, wrt: list[str] | None = None, name: str = "<expr>",
-               feeds: dict | None = None, max_memory: int | None = None) -> GraphView:
-
-    graph = compile_program(text, name, feeds, call, max_memory=max_memory)
-    y = _value_id(graph, of, "of") if of else graph.result[1]
-    x_ids = [_value_id(graph, x, "wrt") for x in wrt or []]
-    nodes = needed_equations(graph, [y])
-    cotangents: dict[int, int] = {}
-    if x_ids:
-        reach = depends_on(graph, x_ids, y)
-        on_path = [i for i in nodes if reach[i]]
-        for i, g in zip(on_path, gradients(graph, [y], on_path)):
-            if g is not None:
-                cotangents[i] = g
-    fetch = {f"v{i}": i for i in nodes} | {f"g{i}": g for i, g in cotangents.items()}
-    host, diagnostics = _run(graph, fetch, "float64", "cpu", max_memory)
-    values = {i: host[f"v{i}"] for i in nodes}
-    grads = {i: host[f"g{i}"] for i in cotangents}
-    # what a diagnostic reaches, in the user's words: the names the program gave its values
-    # (and their gradients), not the keys the values were fetched by
-    y_name = graph.value_names.get(y, "y")
-    shown = {f"v{i}": graph.value_names[i] for i in nodes if i in graph.value_names}
-    shown |= {f"g{i}": f"d{y_name}/d{graph.value_names[i]}" for i in cotangents if i in graph.value_names}
-    for d in diagnostics:
-        d.reaches = list(dict.fromkeys(shown[r] for r in d.reaches if r in shown))
-    nonfinite = {i for i, v in values.items() if not np.isfinite(v).all()}
-    return GraphView(graph, y, nodes, values, grads, nonfinite, diagnostics)
-
-
-# --------------------------------------------------------------------------- plot
-
-class Curve(ValueRecord):
-    """`plot`'s numbers: the value of `of` and its derivatives (first, and second with order 2)
-    with respect to `wrt` (an input, or one element `x[i]` of one) at each of `xs`, the others
-    held at their given values. `marked[k]` says why point k is marked ("not finite", "tie",
-    "kink"); `diagnostics` are those that explain the marks, each saying at which points."""
-    _fields = ("of", "wrt", "xs", "values", "derivatives", "marked", "diagnostics", "vectorised", "graph", "dtype")
-    of: str
-    wrt: str
-    xs: np.ndarray
-    values: np.ndarray
-    derivatives: list[np.ndarray]
-    marked: dict[int, list[str]]
-    diagnostics: list[Diagnostic]
-    vectorised: bool  # all points in one pass (the program is elementwise in `wrt`)
-    graph: Graph
-    dtype: str = "float64"
-
-    def __init__(self, of, wrt, xs, values, derivatives, marked, diagnostics, vectorised, graph, dtype="float64"):
-        self.of = of
-        self.wrt = wrt
-        self.xs = xs
-        self.values = values
-        self.derivatives = derivatives
-        self.marked = marked
-        self.diagnostics = diagnostics
-        self.vectorised = vectorised
-        self.graph = graph
-        self.dtype = dtype
-
-    @property
-    def outputs(self) -> dict:
-        return {self.of: self.values}
-
-
-_MARKING = ("tie", "kink")
-
-
-def _element(wrt: str) -> tuple[str, tuple[int, ...] | None]:
-    """`x` or `x[2]` / `x[1, 0]`: the input's name and the element's index."""
-    import re
-
-    m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*(?:\[\s*(-?\d+(?:\s*,\s*-?\d+)*)\s*,?\s*\])?\s*", wrt)
-    if m is None:
-        raise OptionError(f"{{option}} '{wrt}' is not a name or an element such as x[2]", "wrt")
-    return m.group(1), None if m.group(2) is None else tuple(int(k) for k in m.group(2).split(","))
-
-
-@_collector_paused
 def curve(text: str, *, wrt: str, low: float, high: float, points: int = 200, of: str | None = None,
           order: int = 1, call: str | None = None, name: str = "<expr>", feeds: dict | None = None,
           max_memory: int | None = None) -> Curve:
-    """The value of the scalar `of` and its derivatives with respect to `wrt` at `points` evenly
-    spaced points from `low` to `high`: in one vectorised pass where every operation between
-    `wrt` and `of` is elementwise and `wrt` a scalar, else one run per point."""
-
-    if order not in (1, 2):
-        raise OptionError(f"{{option}} must be 1 or 2, not {order}", "order")
-    if not 2 <= points <= 100_000:
-        raise OptionError(f"{{option}} must be from 2 to 100000, not {points}", "points")
-    if not (np.isfinite(low) and np.isfinite(high) and low < high):
-        raise OptionError(f"{{option}} must go from a finite low to a higher finite high, not {low:g}:{high:g}",
-                          "range")
-    base, index = _element(wrt)
-    try:
-        graph = compile_program(text, name, feeds, call)
-    except GradcliError:
-        if index is not None or base in (feeds or {}):
-            raise
-        # a scalar input needs no value: it is given one at every point (any error is the program's)
-        feeds = {**(feeds or {}), base: float(low)}
-        graph = compile_program(text, name, feeds, call)
-    (of_name,), (y,), (x,) = _targets(graph, [of] if of else None, [base])
-    if graph.shapes[y] != ():
-        raise OptionError(f"{{option}} {of_name} has shape {fmt_shape(graph.shapes[y])}: plot draws a scalar "
-                          f"(sum it, or pick an element)", "of")
-    if graph.equations[x].op.name != "input":
-        raise OptionError(f"{{option}} {base} is computed by the program: plot varies an input", "wrt")
-    shape = graph.shapes[x]
-    if index is None and shape != ():
-        raise OptionError(f"{{option}} {base} has shape {fmt_shape(shape)}: name one element, such as {base}[0]",
-                          "wrt")
-    if index is not None and (len(index) != len(shape) or not all(-n <= k < n for k, n in zip(index, shape))):
-        raise OptionError(f"{{option}} {wrt.strip()}: no such element of {base}, shaped {fmt_shape(shape)}", "wrt")
-    xs = np.linspace(low, high, points)
-    reach = depends_on(graph, [x], y)
-    elementwise = index is None and all(graph.equations[i].op.elementwise or not reach[i] or i == x
-                                        for i in needed_equations(graph, [y]))
-    found = None
-    if elementwise:
-        found = _curve_at_once(text, name, feeds, call, base, of_name, xs, order, max_memory)
-    vectorised = found is not None
-    if found is None:
-        found = _curve_by_point(graph, y, x, index, xs, order, max_memory)
-    values, derivatives, marked, diagnostics = found
-    return Curve(of_name, wrt.strip(), xs, values, derivatives, marked, diagnostics, vectorised, graph)
+    """`Program.curve`."""
+    return Program(text, name=name, call=call, feeds=feeds, options=RunOptions(max_memory=max_memory)).curve(
+        wrt, low, high, points, of, order)
 
 
-def _curve_at_once(text, name, feeds, call, base, of_name, xs, order, max_memory):
-    """All points in one run, `base` fed as the vector of points (None where a tie or a kink
-    must be placed at its point, which one run cannot say)."""
-    graph = compile_program(text, name, {**(feeds or {}), base: xs}, call)
-    y, x = graph.names[of_name], graph.names[base]
-    ids = [y]
-    for _ in range(order):
-        (g,) = gradients(graph, [ids[-1]], [x])
-        if g is None:
-            g = graph.add_constant(np.zeros(len(xs)))
-        ids.append(g)
-    host, diagnostics = _run(graph, {f"\0{k}": i for k, i in enumerate(ids)}, "float64", "cpu", max_memory)
-    if any(d.kind in _MARKING for d in diagnostics):
-        return None
-    arrays = [np.broadcast_to(host[f"\0{k}"], xs.shape).astype(np.float64) for k in range(len(ids))]
-    marked = {k: ["not finite"] for k in range(len(xs)) if not all(np.isfinite(a[k]) for a in arrays)}
-    for d in diagnostics:
-        d.reaches = [_curve_name(r, of_name, base) for r in d.reaches]
-        _say_where(d, base, [xs[k] for k in marked], "the marked points are at")
-    return arrays[0], arrays[1:], marked, diagnostics
-
-
-def _curve_by_point(graph, y, x, index, xs, order, max_memory):
-    """One run per point on the program as compiled; the derivatives by reverse mode (the second
-    as the gradient of the first along the element's direction)."""
-
-    shape = graph.shapes[x]
-    base_value = np.array(graph.equations[x].params["value"], dtype=np.float64)
-    direction = None
-    if index is not None:
-        onehot = np.zeros(shape)
-        onehot[index] = 1.0
-        direction = graph.add_input("plot:direction", onehot)
-    ids = [y]
-    for k in range(order):
-        seeds = [direction] if (k > 0 and direction is not None) else None
-        (g,) = gradients(graph, [ids[-1]], [x], seeds)
-        if g is None:
-            g = graph.add_constant(np.zeros(shape))
-        ids.append(g)
-    check_memory(graph, ids, "float64", max_memory)
-    columns = [np.empty(len(xs)) for _ in ids]
-    marked: dict[int, list[str]] = {}
-    explained: dict[tuple, tuple[Diagnostic, list[float]]] = {}
-    names = {f"\0{k}": i for k, i in enumerate(ids)}
-    for k, point in enumerate(xs):
-        value = base_value.copy()
-        value[index if index is not None else ()] = point
-        checker = NumericsChecker(graph, np, "float64")
-        with np.errstate(all="ignore"):
-            out = run(graph, ids, overrides={x: value}, check=checker)
-        for c, i in enumerate(ids):
-            v = np.asarray(out[i], dtype=np.float64)
-            columns[c][k] = v[index] if (c > 0 and index is not None) else v
-        why = [] if all(np.isfinite(col[k]) for col in columns) else ["not finite"]
-        for d in checker.finish(names):
-            if d.kind in _MARKING and d.kind not in why:
-                why.append(d.kind)
-            key = (d.kind, d.op, d.pos.line if d.pos else None, d.pos.column if d.pos else None)
-            at = explained.setdefault(key, (d, []))[1]
-            if not at or at[-1] != point:  # a diagnostic is found once per point
-                at.append(point)
-        if why:
-            marked[k] = why
-    base_name = graph.equations[x].params["name"]
-    diagnostics = []
-    for d, at in explained.values():
-        d.reaches = [_curve_name(r, graph.value_names.get(y, "y"), base_name) for r in d.reaches]
-        _say_where(d, base_name, at)
-        diagnostics.append(d)
-    return columns[0], columns[1:], marked, diagnostics
-
-
-def _curve_name(key: str, of: str, wrt: str) -> str:
-    k = int(key[1:])
-    return of if k == 0 else f"d{'²' if k == 2 else ''}{of}/d{wrt}{'²' if k == 2 else ''}"
-
-
-def _say_where(d: Diagnostic, wrt: str, at: list[float], where: str = "at") -> None:
-    if at:
-        shown = ", ".join(f"{v:g}" for v in at[:5]) + (f" and {len(at) - 5} more" if len(at) > 5 else "")
-        d.message += f" (plot: {where} {wrt} = {shown})"
+def fix(text: str, *, call: str | None = None, name: str = "<expr>", feeds: dict | None = None,
+        wrt: list[str] | None = None, of: list[str] | None = None, grad_ys: dict | None = None,
+        dtype: str = "float64", max_memory: int | None = None) -> Fixed:
+    """`Program.fix`."""
+    return Program(text, name=name, call=call, feeds=feeds, options=RunOptions(dtype, max_memory=max_memory)).fix(
+        wrt, of, grad_ys)

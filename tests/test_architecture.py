@@ -76,6 +76,7 @@ def _command_line_s_lazy_imports() -> dict[tuple[str, str], str]:
 LAZY_IMPORTS = {
     **_command_line_s_lazy_imports(),
     ("gradcli/__init__.py", "gradcli.api"): "the lazy API names (gradcli.evaluate, ...): NumPy loads when one is used",
+    ("gradcli/api.py", "gradcli.insight.curve"): "start-up: a small eval does not load it",
     ("gradcli/api.py", "gradcli.insight.jacobians"): "start-up: a small eval does not load it",
     ("gradcli/api.py", "gradcli.insight.printer"): "start-up: a small eval does not load it",
     ("gradcli/api.py", "gradcli.io.outputs"): "start-up: a small eval does not load it",
