@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 
 from gradcli.errors import GradcliError, OptionError
 from gradcli.io.files import load_file
@@ -26,6 +27,14 @@ class Backend:
     memory = "whole"
     # Values are descriptions of work, computed together at the end (`compute`), not arrays.
     lazy = False
+    # The namespace is NumPy itself: values are host ndarrays, and NumPy's own functions (ufuncs
+    # with `out=`, einsum, stable sorts, SciPy) apply to them directly (the fused chains).
+    numpy = True
+    # Numbers (0-d values) may be held as NumPy scalars of the dtype, computed by the scalars'
+    # own arithmetic where that is the ufunc's (the evaluator's scalar path).
+    scalars = True
+    # The modules whose namespace this backend evaluates over (`backend_for`), by import name.
+    modules = ("numpy",)
 
     def namespace(self):
         import numpy
@@ -80,6 +89,8 @@ class CupyBackend(Backend):
 
     name = "cuda"
     memory = "device"
+    numpy = scalars = False
+    modules = ("cupy", "array_api_compat.cupy")
 
     def namespace(self):
         try:
@@ -113,7 +124,8 @@ class StandardBackend(Backend):
     """Any namespace of the array API standard (array-api-strict in the tests): only standard
     operations, no in-place writes, no NumPy attributes. What keeps the engine honest."""
 
-    in_place = False
+    in_place = numpy = scalars = False
+    modules = ()
 
     def __init__(self, module, name: str = "standard"):
         self.module = module
@@ -159,9 +171,10 @@ class DaskBackend(Backend):
     from `.npy` files are read a chunk at a time; Zarr arrays are read lazily."""
 
     name = "dask"
-    in_place = False
+    in_place = numpy = scalars = False
     memory = "chunks"
     lazy = True
+    modules = ("dask.array", "array_api_compat.dask.array")
 
     def __init__(self, chunk_bytes: int | None = None, scheduler: str | None = None,
                  max_memory: int | None = None, progress: bool = False):
@@ -539,6 +552,26 @@ def backend(device: str = "cpu", **options) -> Backend:
     chosen = cls(**options) if options and cls is DaskBackend else cls()
     chosen.namespace()
     return chosen
+
+
+def backend_for(xp=None) -> Backend:
+    """The backend that evaluates over the array namespace `xp` (`run(graph, fetch, xp=np)`):
+    the one place a namespace is mapped to its backend, so everything else asks the backend's
+    flags. A backend is itself; None is NumPy's; a namespace is the backend's whose `modules`
+    it is, as already imported (nothing is imported here), or Dask's with the standard's names
+    (`_dask_namespace`); any other is taken as the array API standard's."""
+    if xp is None:
+        return Backend()
+    # NumPy's first, in loops, not any(): this runs for every `run(..., xp=np)`
+    for cls in (Backend, CupyBackend, DaskBackend):
+        for name in cls.modules:
+            if sys.modules.get(name) is xp:
+                return cls()
+    if isinstance(xp, Backend):
+        return xp
+    if xp in _DASK_NAMESPACE:
+        return DaskBackend()
+    return StandardBackend(xp)
 
 
 class FileRef:

@@ -1,7 +1,8 @@
 """Evaluation: a loop over the equations that the requested values need.
 
 Values are freed as soon as their last use is past, so peak memory follows the live set, not
-the program's length. Works over any NumPy-like namespace `xp` (NumPy, CuPy).
+the program's length. Works over any backend (gradcli/engine/backends.py: NumPy, CuPy, Dask, a
+namespace of the array API standard), reading what each allows from its flags.
 """
 from __future__ import annotations
 
@@ -14,29 +15,10 @@ from gradcli.errors import GradcliError, OptionError
 from gradcli.ir import Graph
 from gradcli.limits import describe_size
 from gradcli.ops import DataError
-from gradcli.engine import backends, fusion
-from gradcli.engine.backends import Backend, backend
+from gradcli.engine import fusion
+from gradcli.engine.backends import backend_for
 
 DTYPES = ("float64", "float32")
-
-
-def array_namespace(device: str):
-    """The array namespace of the backend `device` names (gradcli/engine/backends.py), with a clear
-    error when it cannot be used."""
-    return backend(device).xp
-
-
-def backend_of(xp):
-    """The backend for an array namespace given to `run` (NumPy, CuPy, or a standard one)."""
-    name = getattr(xp, "__name__", "")
-    if name == "numpy":
-        return backends.Backend()
-    if name in ("cupy", "array_api_compat.cupy"):
-        return backends.CupyBackend()
-    if name.startswith(("dask", "array_api_compat.dask")):
-        return backends.DaskBackend()
-    return backends.StandardBackend(xp)
-
 
 
 def needed_equations(graph: Graph, fetch: list[int], given=(), last_use: dict | None = None) -> list[int]:
@@ -78,14 +60,20 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
 
     Ownership: values are written once. Every returned array belongs to the caller: none is
     (or views) an override or a constant of the graph, and none is a buffer this run recycles,
-    so a caller may reuse its override buffers between runs (Jacobian rows, checks, --lines)."""
+    so a caller may reuse its override buffers between runs (Jacobian rows, checks, --lines).
+
+    `backend` (gradcli/engine/backends.py) is asked what it allows (`in_place`, `lazy`,
+    `scalars`, `numpy`); `xp`, a namespace, stands for its backend (`backend_for`).
+
+    One function, longer than the size rule's 80 lines, on purpose: it is the loop every
+    equation goes through, kept whole (no call per equation, locals not attributes) for
+    benchmarks/run.py's `deep` and `terms` workloads (100,000 equations of numbers each, where
+    the loop's own cost per equation is what is measured) and `arrays` (value and gradient at
+    n = 1e7, float64 and float32)."""
     if dtype not in DTYPES:
         raise GradcliError(f"unknown dtype '{dtype}': use float64 or float32")
     if backend is None:
-        if xp is None:
-            backend = Backend()
-        else:
-            backend = backend_of(xp)
+        backend = backend_for(xp)
     xp = backend.xp
     in_place = backend.in_place
     lazy = backend.lazy
@@ -108,12 +96,12 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
     # Numbers (0-d values) on NumPy are held as NumPy scalars: +, -, *, / and negation of two
     # scalars of the dtype are the same IEEE operations as the ufuncs' (rounded in the same
     # dtype), without a ufunc call's cost (tests/engine/test_scalar_path.py compares them bit for bit).
-    scalar = dtype.type if not lazy and getattr(xp, "__name__", None) == "numpy" else None
+    scalar = dtype.type if backend.scalars else None
     scalar_operators = SCALAR_OPERATORS if scalar is not None else {}
     chains, inlined = {}, ()
     # a chain writes its chunks into buffers it owns, and needs arrays (a program of numbers has none)
     if len(order) > 1 and in_place and any(map(shapes.__getitem__, order)):
-        chains, inlined = fusion.plan(graph, order, last_use, keep, overrides, xp)
+        chains, inlined = fusion.plan(graph, order, last_use, keep, overrides, backend)
     for f in keep:  # (after the plan, which reads them) a fetched value is never freed nor written over
         last_use.pop(f, None)
     asarray = backend.asarray
@@ -249,5 +237,4 @@ def _lazy_forward(backend, graph: Graph, i: int, args, dtype):
 
 
 def _has_unknown_chunks(value) -> bool:
-    import math as _math
-    return any(_math.isnan(c) for cs in getattr(value, "chunks", ()) for c in cs)
+    return any(math.isnan(c) for cs in getattr(value, "chunks", ()) for c in cs)

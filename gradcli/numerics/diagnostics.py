@@ -21,7 +21,8 @@ from gradcli.errors import Pos
 from gradcli.ir import Graph
 from gradcli.ops.shapes import normalize_axes
 from gradcli.records import NEW, ValueRecord
-from gradcli.engine.evaluate import backend_of, run
+from gradcli.engine.backends import backend_for
+from gradcli.engine.evaluate import run
 
 NONFINITE_KINDS = ("overflow", "divide_by_zero", "invalid", "nonfinite_gradient")
 
@@ -120,7 +121,7 @@ class NumericsChecker:
     def __init__(self, graph: Graph, xp, dtype: str):
         import numpy
 
-        self.backend = xp if hasattr(xp, "square_sum") else backend_of(xp)
+        self.backend = backend_for(xp)
         self.lazy = self.backend.lazy
         self.xp = numpy if self.lazy else self.backend.xp  # a lazy backend's closer look is on host arrays
         xp = self.xp

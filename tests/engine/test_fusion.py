@@ -11,6 +11,7 @@ import pytest
 
 from gradcli import api
 from gradcli.engine import fusion
+from gradcli.engine.backends import Backend
 from gradcli.autodiff import gradients
 from gradcli.numerics.diagnostics import NumericsChecker
 from gradcli.engine.evaluate import needed_equations, run
@@ -47,7 +48,7 @@ def evaluate(program, feeds, dtype, fused, wrt=("a",)):
 def chains_of(graph, fetch):
     last_use: dict = {}
     order = needed_equations(graph, fetch, last_use=last_use)
-    chains, _ = fusion.plan(graph, order, last_use, set(fetch), {}, np)
+    chains, _ = fusion.plan(graph, order, last_use, set(fetch), {}, Backend())
     return chains
 
 
