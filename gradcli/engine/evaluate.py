@@ -67,9 +67,8 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
 
     One function, longer than the size rule's 80 lines, on purpose: it is the loop every
     equation goes through, kept whole (no call per equation, locals not attributes) for
-    benchmarks/run.py's `deep` and `terms` workloads (100,000 equations of numbers each, where
-    the loop's own cost per equation is what is measured) and `arrays` (value and gradient at
-    n = 1e7, float64 and float32)."""
+    `benchmarks/run.py --only deep` (100,000 equations of numbers, where the loop's own cost
+    per equation is what is measured; `--only terms` likewise), and `--only arrays`."""
     if dtype not in DTYPES:
         raise GradcliError(f"unknown dtype '{dtype}': use float64 or float32")
     if backend is None:

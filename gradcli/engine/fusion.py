@@ -140,7 +140,7 @@ def evaluate(chain: Chain, graph, env: dict, dtype, out, check, overrides, rerun
     the engine's loop calls fusion, never the other way).
 
     One function, longer than the size rule's 80 lines, on purpose: the chunk loop and the
-    schedule it runs are built together, kept whole for benchmarks/run.py's `arrays` workload
+    schedule it runs are built together, kept whole for `benchmarks/run.py --only arrays`
     (value and gradient of sum(w * softmax(x)) at n = 1e7, float64 and float32, against the
     hand-written NumPy VJP)."""
     import numpy as np
