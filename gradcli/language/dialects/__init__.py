@@ -26,30 +26,9 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
 
+from gradcli.language.dialects.spelling import ReadingError, Spelling  # noqa: F401 (callers catch ReadingError here)
 
-@dataclass(frozen=True, slots=True)
-class Spelling:
-    """What the lowering knows of a call when an op chooses its reading."""
-    library: str          # "python" for a bare name, else "numpy", "tensorflow", "jax", "scipy", "nn"
-    name: str             # the name without its library prefix (`max`, `reduce_max`)
-    positional: int       # positional arguments given
-    keywords: tuple       # keyword names given
-    list_argument: bool   # the first argument is written as a list literal, `[a, b]`
-    method: bool = False  # written as a method of a value, `x.split(2)`
-    spelled: str = ""     # the name as written, prefixes included (`np.linalg.diagonal`)
-    # per positional argument, what was written: "constant" (`1`, `x.ndim - 1`), "number input"
-    # (an input of shape (): given with --set, or a top-level `dim = 1`), or "array" (any other value)
-    kinds: tuple = ()
-
-
-class ReadingError(Exception):
-    """A spelling whose meaning differs between Python and the array libraries."""
-
-
-# The language's prefixes for pasted TensorFlow / NumPy / JAX code, stripped repeatedly; the
-# first one stripped names the library whose meaning the spelling carries.
 PREFIXES = {
     "tf.": "tensorflow", "tensorflow.": "tensorflow", "math_ops.": "tensorflow", "nn_ops.": "tensorflow",
     "np.": "numpy", "numpy.": "numpy", "jnp.": "numpy", "jax.numpy.": "numpy", "anp.": "numpy",

@@ -3,7 +3,7 @@
 `where`, `lax.slice` takes start and limit indices, Optax's `l2_loss` halves the square."""
 from __future__ import annotations
 
-from gradcli.language.dialects import ReadingError
+from gradcli.language.dialects.spelling import ReadingError
 from gradcli.language.dialects.numpy import jax_numpy as _jax_numpy
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from gradcli.language.dialects import ReadingError
+from gradcli.language.dialects.spelling import ReadingError
 
 
 def _average_reading(call):

@@ -3,7 +3,7 @@ compares two values, `sum([a, b])` adds a list's items, `range(n)` is a sequence
 (a bare name is Python's; `math.` is Python's prefix)."""
 from __future__ import annotations
 
-from gradcli.language.dialects import ReadingError, Spelling
+from gradcli.language.dialects.spelling import ReadingError, Spelling
 
 
 def _python_pairwise(elementwise: str):

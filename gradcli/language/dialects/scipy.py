@@ -3,7 +3,7 @@
 differ (a softmax over every element, an upper Cholesky factor, the complete Q of a QR)."""
 from __future__ import annotations
 
-from gradcli.language.dialects import ReadingError, Spelling
+from gradcli.language.dialects.spelling import ReadingError, Spelling
 
 
 def _logsumexp_weights(call: Spelling):

@@ -4,7 +4,7 @@
 scans axis 0, its svd is reduced and ordered (s, u, v), Keras' losses average each sample)."""
 from __future__ import annotations
 
-from gradcli.language.dialects import ReadingError, Spelling
+from gradcli.language.dialects.spelling import ReadingError, Spelling
 
 
 def _library_default(op_name: str, param: str, values: dict, message: str, keywords=()):

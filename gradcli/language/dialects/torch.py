@@ -11,7 +11,7 @@ import re
 import numpy as np
 
 from gradcli.language import syntax as ast
-from gradcli.language.dialects import ReadingError
+from gradcli.language.dialects.spelling import ReadingError
 from gradcli.language.dialects.numpy import jax_numpy as _jax_numpy
 from gradcli.ops import index as ops_index
 

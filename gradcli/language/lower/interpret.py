@@ -194,7 +194,7 @@ class Interpreter:
         """The value of an expression: a graph id, a Literal, a TupleValue or a Text.
         Iterative post-order walk; a user function call pushes its body onto the same work
         stack. One function on purpose: the hot loop of the benchmarks 'deep' and 'terms'
-        (benchmarks/README.md), whose fast paths are inlined here."""
+        (`benchmarks/run.py --only terms`, `--only deep`), whose fast paths are inlined here."""
         work = [(_EVAL, root, scope)]
         values: list = []
         push, pop = work.append, work.pop
