@@ -27,6 +27,7 @@ LAZY_IMPORTS = (
     ("gradcli.cli.commands", "the command functions import the library (NumPy): imported when a command runs, "
                              "never for help or a usage error"),
     ("gradcli.cli.lines", "the sharing of one program among lines: only with --lines"),
+    ("gradcli.language.lower.literal", "the reader of NAME=VALUE literals: only with --set or --grad-ys"),
     ("gradcli.io.outputs", "the writers of array files: only with --out"),
 )
 

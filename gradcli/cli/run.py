@@ -11,7 +11,6 @@ import gradcli.cli
 from gradcli.cli import render, streams
 from gradcli.engine.backends import FileRef
 from gradcli.errors import GradcliError, OptionError, Pos, Source, format_error
-from gradcli.language.lower.literal import parse_value, split_assignment
 from gradcli.limits import TEXT_COPIES, default_memory_limit, parse_size
 
 
@@ -87,6 +86,10 @@ def _unnamed(name: str):
 def assignments(items: list[str], option: str, max_memory: int | None, device: str = "cpu") -> dict:
     """NAME=VALUE items as {name: array}; with --device dask a file (`@PATH`) is left for the
     backend to read a chunk at a time."""
+    if not items:
+        return {}  # the literal reader is not imported for nothing
+    from gradcli.language.lower.literal import parse_value, split_assignment  # (gradcli.cli.LAZY_IMPORTS)
+
     out = {}
     for item in items:
         name, value = split_assignment(item, option)

@@ -87,7 +87,8 @@ def test_a_small_eval_imports_only_what_it_needs():
     assert {"numpy", "gradcli.api", "gradcli.cli.render"} <= modules  # (the check sees them)
     unneeded = {m for m in modules if m.split(".")[0] in ("scipy", "rich", "lark", "matplotlib", "plotext", "typer")}
     unneeded |= modules & {"gradcli.numerics.fixes", "gradcli.insight.jacobians", "gradcli.insight.printer",
-                           "gradcli.cli.lines", "gradcli.io.outputs", "gradcli.ops._names", "gradcli.ops.elementwise",
+                           "gradcli.cli.lines", "gradcli.io.outputs", "gradcli.language.lower.literal",
+                           "gradcli.ops._names", "gradcli.ops.elementwise",
                            "gradcli.ops.reduce", "gradcli.ops.array", "gradcli.ops.linalg", "gradcli.ops.nn"}
     assert not unneeded
 
