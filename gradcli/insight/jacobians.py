@@ -16,21 +16,69 @@ from gradcli.autodiff import gradients
 from gradcli.numerics.diagnostics import Diagnostic
 from gradcli.errors import GradcliError, OptionError
 from gradcli.engine.evaluate import needed_equations, run
+from gradcli.forward import jvp
 from gradcli.ir import Graph
 from gradcli.ops import fmt_shape
 from gradcli.limits import default_memory_limit, describe_size, output_render_bytes, output_text_bytes
+
+# How a Jacobian or a Hessian is computed: one evaluation of a derivative program per basis
+# vector, of the output (reverse) or of the inputs (forward).
+FORWARD, REVERSE = "forward", "reverse"
+FORWARD_OVER_REVERSE, REVERSE_OVER_REVERSE = "forward-over-reverse", "reverse-over-reverse"
+
+
+class Jacobians(list):
+    """dY/dX for each X (None where Y does not depend on X), and `mode`: how they were
+    computed, "forward" (one pass per element of the Xs) or "reverse" (one per element of Y)."""
+
+    __slots__ = ("mode",)
+
+    def __init__(self, blocks, mode: str):
+        super().__init__(blocks)
+        self.mode = mode
+
+
+class HessianBlocks(tuple):
+    """(own blocks, mixed blocks), as `own, mixed = hessian(...)` unpacks them, and `mode`:
+    "forward-over-reverse" (Hessian-vector products as the derivative of the gradient along
+    each basis vector) or "reverse-over-reverse" (the gradient of each gradient element)."""
+
+    def __new__(cls, own: list, mixed: dict, mode: str):
+        self = super().__new__(cls, (own, mixed))
+        self.mode = mode
+        return self
+
+
+def jacobian_mode(n_inputs: int, n_outputs: int) -> str:
+    """JAX's rule (jacfwd for tall Jacobians, jacrev for wide ones): forward mode takes one pass
+    per input element, reverse mode one per output element; forward where inputs are fewer."""
+    return FORWARD if n_inputs < n_outputs else REVERSE
+
+
+def hessian_mode(n_inputs: int) -> str:
+    """The Hessian is the Jacobian of the gradient map R^n -> R^n: inputs are never fewer
+    than outputs, so reverse over reverse (see `hessian`)."""
+    return FORWARD_OVER_REVERSE if jacobian_mode(n_inputs, n_inputs) == FORWARD else REVERSE_OVER_REVERSE
+
 
 def _seed(graph: Graph, shape, name: str) -> int:
     return graph.add_input(name, np.zeros(shape))
 
 
-def _forward_values(graph: Graph, first_derived: int, ids: list[int]) -> dict[int, np.ndarray]:
-    """Values of the forward equations the given gradient equations read, computed once."""
-    reads = {j for i in needed_equations(graph, ids) if i >= first_derived
-             for j in graph.equations[i].inputs if j < first_derived}
-    reads = [j for j in reads if graph.equations[j].inputs]  # sources are cheap to recreate
+def _held_values(graph: Graph, seed: int, outputs: list[int]) -> dict[int, np.ndarray]:
+    """The values the passes read that the seed does not change, computed once: every needed
+    equation that does not depend on the seed and is read by one that does (the program's
+    values, and the parts of the derivative program that are the same for every seed)."""
+    varies = {seed}
+    reads = set()
+    equations = graph.equations
+    for i in needed_equations(graph, outputs):
+        if i > seed and any(j in varies for j in equations[i].inputs):
+            varies.add(i)
+            reads.update(j for j in equations[i].inputs if j not in varies)
+    reads = [j for j in reads if equations[j].inputs]  # sources are cheap to recreate
     with np.errstate(all="ignore"):
-        return run(graph, reads) if reads else {}
+        return run(graph, sorted(reads)) if reads else {}
 
 
 def _rows(graph: Graph, seed: int, seed_shape, outputs: list[int], held: dict) -> list[np.ndarray]:
@@ -47,6 +95,26 @@ def _rows(graph: Graph, seed: int, seed_shape, outputs: list[int], held: dict) -
         for r, o in zip(results, outputs):
             r[k] = values[o]
     return [r.reshape(tuple(seed_shape) + graph.shapes[o]) for r, o in zip(results, outputs)]
+
+
+def _columns(graph: Graph, ys: list[int], x: int, tag: str) -> list[np.ndarray | None]:
+    """dY/dX for each Y by forward mode, one Jacobian-vector product per element of X, each
+    block shaped Y.shape + X.shape (None where Y does not depend on X)."""
+    direction = _seed(graph, graph.shapes[x], tag)
+    products = jvp(graph, ys, [x], [direction])
+    live = [p for p in products if p is not None]
+    if not live:
+        return [None] * len(ys)
+    found = iter(_rows(graph, direction, graph.shapes[x], live, _held_values(graph, direction, live)))
+    blocks = []
+    n_x = len(graph.shapes[x])
+    for y, p in zip(ys, products):
+        if p is None:
+            blocks.append(None)
+            continue
+        n_y = len(graph.shapes[y])
+        blocks.append(np.moveaxis(next(found), list(range(n_x)), list(range(n_y, n_y + n_x))))  # X+Y -> Y+X
+    return blocks
 
 
 # Work one derivative command may start, in (passes x equations evaluated): about a minute
@@ -74,84 +142,85 @@ def _guard_blocks(graph: Graph, what: str, passes: int, block_elements: int, lim
 
 
 def jacobian(graph: Graph, y: int, xs: list[int], max_memory: int | None = None,
-             text: bool = True) -> list[np.ndarray | None]:
-    """dY/dX for each X, shaped Y.shape + X.shape (None where Y does not depend on X).
+             text: bool = True, mode: str | None = None) -> Jacobians:
+    """dY/dX for each X, shaped Y.shape + X.shape (None where Y does not depend on X), with
+    the mode that computed them (`mode` forces one; the default follows `jacobian_mode`).
 
-    Reverse mode evaluates the gradient program once per element of Y; where X has fewer
-    elements than Y, forward mode, once per element of X: J v is the derivative of the
-    (linear) reverse pass u -> J^T u along v, so it is built by differentiating the gradient
-    program again. The cost and the result's size are checked before anything runs."""
+    Reverse mode evaluates the gradient program once per element of Y, for every X at once;
+    forward mode evaluates a Jacobian-vector product once per element of each X
+    (gradcli.forward). The cost and the result's size are checked before anything runs."""
+    if mode not in (None, FORWARD, REVERSE):
+        raise ValueError(f"unknown Jacobian mode {mode!r}: {FORWARD!r} or {REVERSE!r}")
     n_y = math.prod(graph.shapes[y])
+    sizes = [math.prod(graph.shapes[x]) for x in xs]
+    mode = mode or jacobian_mode(sum(sizes), n_y)
+    for n_x in sizes:
+        _guard_blocks(graph, "Jacobian", n_x if mode == FORWARD else n_y, n_x * n_y, max_memory, y, text)
+    if mode == FORWARD:
+        return Jacobians([_columns(graph, [y], x, "jacobian direction")[0] for x in xs], mode)
     out: list[np.ndarray | None] = [None] * len(xs)
-    reverse = [k for k, x in enumerate(xs) if math.prod(graph.shapes[x]) >= n_y]
-    forward = [k for k in range(len(xs)) if k not in reverse]
-    for k in range(len(xs)):
-        n_x = math.prod(graph.shapes[xs[k]])
-        _guard_blocks(graph, "Jacobian", min(n_x, n_y), n_x * n_y, max_memory, y, text)
-    if reverse:
-        first = len(graph.equations)
-        seed = _seed(graph, graph.shapes[y], "jacobian seed")
-        grads = gradients(graph, [y], [xs[k] for k in reverse], [seed])
-        live = [g for g in grads if g is not None]
-        if live:
-            held = _forward_values(graph, first, live)
-            rows = iter(_rows(graph, seed, graph.shapes[y], live, held))
-            for k, g in zip(reverse, grads):
-                out[k] = next(rows) if g is not None else None
-    for k in forward:
-        x = xs[k]
-        first = len(graph.equations)
-        u = _seed(graph, graph.shapes[y], "jacobian seed")
-        (g,) = gradients(graph, [y], [x], [u])
-        if g is None:
-            continue
-        v = _seed(graph, graph.shapes[x], "jacobian direction")
-        (column,) = gradients(graph, [g], [u], [v])
-        if column is None:  # J^T u does not depend on u: J is 0
-            out[k] = np.zeros(graph.shapes[y] + graph.shapes[x])
-            continue
-        held = _forward_values(graph, first, [column])
-        columns = _rows(graph, v, graph.shapes[x], [column], held)[0]  # shaped X + Y
-        n_x = len(graph.shapes[x])
-        out[k] = np.moveaxis(columns.reshape(graph.shapes[x] + graph.shapes[y]),
-                             list(range(n_x)), list(range(len(graph.shapes[y]), len(graph.shapes[y]) + n_x)))
-    return out
+    seed = _seed(graph, graph.shapes[y], "jacobian seed")
+    grads = gradients(graph, [y], xs, [seed])
+    live = [g for g in grads if g is not None]
+    if live:
+        rows = iter(_rows(graph, seed, graph.shapes[y], live, _held_values(graph, seed, live)))
+        out = [next(rows) if g is not None else None for g in grads]
+    return Jacobians(out, mode)
 
 
-def hessian(graph: Graph, y: int, xs: list[int], max_memory: int | None = None, text: bool = True
-            ) -> tuple[list[np.ndarray | None], dict[tuple[int, int], np.ndarray | None]]:
-    """d²Y/dXi dXj (Y a scalar): reverse over reverse. Returns each X's own block, shaped
-    X.shape + X.shape, and the mixed blocks {(i, j): shaped Xi.shape + Xj.shape} for i != j
-    (Himmelblau's d²f/dx dy); None where Y does not depend on Xi. One pass per element of Xi
-    gives row block i against every Xj at once."""
+def hessian(graph: Graph, y: int, xs: list[int], max_memory: int | None = None, text: bool = True,
+            mode: str | None = None) -> HessianBlocks:
+    """d²Y/dXi dXj (Y a scalar). Returns each X's own block, shaped X.shape + X.shape, and the
+    mixed blocks {(i, j): shaped Xi.shape + Xj.shape} for i != j (Himmelblau's d²f/dx dy);
+    None where Y does not depend on Xi; and the mode that computed them.
+
+    The Hessian is the Jacobian of the gradient map, which is square (as many outputs as
+    inputs): `jacobian_mode`'s rule gives reverse over reverse, row block i (against every Xj)
+    from the gradient of each element of dY/dXi. JAX's `hessian` takes forward over reverse
+    instead, where a forward pass is cheaper than a reverse one; here a forward pass is the
+    transpose of a reverse one (gradcli.forward), the same work, so nothing is gained by it
+    (`mode` asks for it: column block j from the derivative of every gradient along each
+    basis vector of Xj). Either takes one pass per element of the Xs."""
+    if mode not in (None, FORWARD_OVER_REVERSE, REVERSE_OVER_REVERSE):
+        raise ValueError(f"unknown Hessian mode {mode!r}: {FORWARD_OVER_REVERSE!r} or {REVERSE_OVER_REVERSE!r}")
     if graph.shapes[y] != ():
         raise GradcliError(f"a Hessian needs a scalar output; this one has shape {fmt_shape(graph.shapes[y])} "
                            "(sum it, or pick an element)", graph.equations[y].pos, graph.source)
     sizes = [math.prod(graph.shapes[x]) for x in xs]
     for n_x in sizes:
         _guard_blocks(graph, "Hessian", n_x, n_x * sum(sizes), max_memory, y, text)
-    own: list[np.ndarray | None] = []
-    mixed: dict[tuple[int, int], np.ndarray | None] = {}
-    for i, x in enumerate(xs):
-        (g,) = gradients(graph, [y], [x])
-        if g is None:
-            own.append(None)
-            mixed.update({(i, j): None for j in range(len(xs)) if j != i})
+    mode = mode or hessian_mode(sum(sizes))
+    grads = [gradients(graph, [y], [x])[0] for x in xs]
+    blocks: dict[tuple[int, int], np.ndarray | None] = {}
+    for i, g in enumerate(grads):
+        if g is None:  # Y does not depend on Xi
+            blocks.update({(i, j): None for j in range(len(xs))})
+    live = [i for i, g in enumerate(grads) if g is not None]
+    for k, x in enumerate(xs):
+        if mode == FORWARD_OVER_REVERSE:
+            found = _columns(graph, [grads[i] for i in live], x, "hessian direction")
+            pairs = [((i, k), block) for i, block in zip(live, found)]  # d grad_i / d x_k
+        elif k in live:
+            pairs = list(zip([(k, j) for j in range(len(xs))], _gradient_rows(graph, grads[k], x, xs)))
+        else:
             continue
-        first = len(graph.equations)
-        seed = _seed(graph, graph.shapes[x], "hessian seed")
-        hs = gradients(graph, [g], xs, [seed])
-        live = [h for h in hs if h is not None]
-        held = _forward_values(graph, first, live)
-        rows = iter(_rows(graph, seed, graph.shapes[x], live, held) if live else [])
-        for j, h in enumerate(hs):
+        for (i, j), block in pairs:
             # a gradient that does not depend on Xj: that block is 0 (Y is linear in it)
-            block = next(rows) if h is not None else np.zeros(graph.shapes[x] + graph.shapes[xs[j]])
-            if j == i:
-                own.append(block)
-            else:
-                mixed[i, j] = block
-    return own, mixed
+            blocks[i, j] = block if block is not None else np.zeros(graph.shapes[xs[i]] + graph.shapes[xs[j]])
+    own = [blocks[i, i] for i in range(len(xs))]
+    mixed = {(i, j): blocks[i, j] for i in range(len(xs)) for j in range(len(xs)) if i != j}
+    return HessianBlocks(own, mixed, mode)
+
+
+def _gradient_rows(graph: Graph, g: int, x: int, xs: list[int]) -> list[np.ndarray | None]:
+    """d g / dXj for each Xj by reverse mode, one pass per element of g (shaped as X)."""
+    seed = _seed(graph, graph.shapes[x], "hessian seed")
+    hs = gradients(graph, [g], xs, [seed])
+    live = [h for h in hs if h is not None]
+    if not live:
+        return [None] * len(xs)
+    rows = iter(_rows(graph, seed, graph.shapes[x], live, _held_values(graph, seed, live)))
+    return [next(rows) if h is not None else None for h in hs]
 
 
 # --------------------------------------------------------------------------- gradient check
