@@ -390,6 +390,8 @@ def prepare_evaluate(text: str, *, call: str | None = None, name: str = "<expr>"
     graph = compile_program(text, name, compiled_feeds, call, max_memory=max_memory)
     if prints:
         fetch = {p: _value_id(graph, p, "prints") for p in prints}
+    elif graph.printed:  # a program that prints: each printed value, in print order
+        fetch = {text: id_ for text, id_ in graph.printed if id_ is not None}
     else:
         fetch = {graph.result[0]: graph.result[1]}
     return Prepared(graph, fetch, dtype, chosen, max_memory,

@@ -33,11 +33,7 @@ UNARY_OPS = {op.symbol: op.name for op in dict.values(OPS) if op.symbol is not N
 AUGMENTED = {op + "=": op for op in ("+", "-", "*", "/", "//", "%", "@", "**")}
 # Python that stays out of the language, each with what to write instead.
 UNSUPPORTED = {
-    "for": "loops are not supported: gradcli programs are straight-line; write the loop out, or use "
-           "array operations (sum, cumsum, matmul) over the axis you would loop over",
-    "while": "loops are not supported: gradcli programs are straight-line; write the steps out",
-    "lambda": "lambda is not supported: define the function with def NAME(args): return EXPR",
-    "with": "'with' blocks are not supported: write the statements inside it at the top level",
+    "while": "while loops are not supported: gradcli unrolls `for NAME in range(N)`; write the loop as one",
     "class": "classes are not supported: write the computation as functions (def) and statements",
     "try": "try/except is not supported: gradcli reports errors itself, with their place",
     "raise": "raise is not supported: gradcli reports errors itself, with their place",
@@ -46,8 +42,6 @@ UNSUPPORTED = {
     "nonlocal": "'nonlocal' is not supported: return the new value instead",
     "del": "'del' is not needed: values are freed after their last use",
     "assert": "assert is not supported: use gradcli check for gradients, --strict for non-finite values",
-    "elif": "if statements are not supported: write where(condition, a, b) or `a if condition else b`",
-    "in": "'in' is not supported: compare with == and combine with or",
     "async": "async code is not supported", "await": "async code is not supported",
     "break": "loops are not supported", "continue": "loops are not supported",
 }
@@ -118,7 +112,7 @@ class _AstBuilder:
 
     # Those that return their children as they are: the loop makes the list with `list` (a
     # call into C, not a method call) where the rule keeps its children unchanged.
-    RETURNING_ITEMS = frozenset({"params", "arguments", "subscripts"})
+    RETURNING_ITEMS = frozenset({"params", "arguments", "subscripts", "lambda_params"})
 
     def start(self, items):
         return ast.Module([s for s in items if s is not None])
@@ -130,6 +124,10 @@ class _AstBuilder:
         target, _, value = items
         if isinstance(target, ast.Name):
             return self._bind(target.id, target.pos, value)
+        if isinstance(target, ast.Attribute):  # `v.grad = None`, `self.w = w`
+            return ast.SetAttribute(target.target, target.name, value, target.pos)
+        if isinstance(target, ast.Array):  # `[dw, db] = tape.gradient(loss, [w, b])`
+            target = ast.Tuple(target.items, target.pos)
         if isinstance(target, ast.Tuple) and target.items and all(isinstance(t, ast.Name) for t in target.items):
             names = [(t.id, t.pos) for t in target.items]
             for name, pos in names:
@@ -221,6 +219,60 @@ class _AstBuilder:
                 raise _syntax(f"parameter '{pname}' without a default follows one with a default", ppos)
         return ast.FuncDef(name, [(p, pos) for p, pos, _ in params or []], body, _pos(name_token), defaults)
 
+    def block(self, items):
+        return [stmt for stmt in items if stmt is not None]
+
+    def decorator(self, items):
+        at, expression = items[0], items[1]
+        if at.value != "@":
+            raise _syntax(f"unexpected '{at.value}' at the start of a line", _pos(at))
+        return expression
+
+    def decorated(self, items):
+        *decorators, fn = items
+        fn.decorators = decorators
+        return fn
+
+    def with_item(self, items):
+        value, _, name = items
+        return (value, name.value if name is not None else None, _pos(name) if name is not None else None)
+
+    def with_stmt(self, items):
+        keyword, *rest = items
+        *with_items, _, body = rest
+        return ast.With(list(with_items), body, _pos(keyword))
+
+    def for_stmt(self, items):
+        keyword, target, _, iterable, _, body = items
+        targets = target.items if isinstance(target, ast.Tuple) else [target]
+        if not all(isinstance(t, ast.Name) and "." not in t.id for t in targets):
+            raise _syntax("a for loop's target must be a name, or names separated by commas", target.pos)
+        return ast.For([(t.id, t.pos) for t in targets], iterable, body, _pos(keyword))
+
+    def elif_clause(self, items):
+        _, condition, _, body = items
+        return (condition, body)
+
+    def if_stmt(self, items):
+        keyword, condition, _, body, *rest = items
+        orelse = rest[-1] if rest and rest[-1] is not None and not isinstance(rest[-1], tuple) else []
+        branches = [(condition, body)] + [r for r in rest if isinstance(r, tuple)]
+        return ast.If(branches, orelse or [], _pos(keyword))
+
+    def lambda_params(self, items):
+        return items
+
+    def lambda_param(self, items):
+        name, _, default = items
+        return (name.value, _pos(name), default)
+
+    def lambda_def(self, items):
+        keyword, params, _, body = items
+        pos = _pos(keyword, keyword.start_pos, body.pos.end)
+        fn = self.funcdef([keyword, Token("NAME", "<lambda>", keyword.start_pos, keyword.end_pos, keyword.line,
+                                          keyword.column), params, None, None, ast.Return(body, body.pos)])
+        return ast.Lambda(fn, pos)
+
     def tuple(self, items):
         if len(items) == 2 and getattr(items[0], "type", None) == "LPAR":
             lpar, rpar = items
@@ -270,8 +322,6 @@ class _AstBuilder:
         receiver = []
         if isinstance(target, ast.Attribute):  # `(a + b).sum(axis=0)`: a method of the value
             receiver, target = [target.target], ast.Name(target.name, target.pos)
-        if not isinstance(target, ast.Name):
-            raise _syntax("only a named function can be called", _pos(lpar))
         args, keywords = [], []
         for arg in arguments or []:
             if isinstance(arg, ast.Keyword):
@@ -280,6 +330,9 @@ class _AstBuilder:
                 raise _syntax("a positional argument follows a keyword argument", arg.pos)
             else:
                 args.append(arg)
+        if not isinstance(target, ast.Name):  # `grad(f)(x)`: a call of a computed function
+            return ast.CallValue(target, args, keywords, Pos(target.pos.line, target.pos.column,
+                                                             target.pos.start, rpar.end_pos))
         call = ast.Call(target.id, receiver + args, Pos(target.pos.line, target.pos.column,
                                                         target.pos.start, rpar.end_pos), keywords)
         call.method = bool(receiver)  # a method: its receiver is the first argument

@@ -12,6 +12,8 @@ from gradcli.language.dialects import (
     CONSTANTS, FLOAT_DTYPES, OTHER_DTYPES, SEQUENCE_KEYWORDS, meaning, numpy as numpy_dialect, split_spelling)
 from gradcli.language.lower.values import (
     NONE, AtIndexed, AtRef, Closure, IndexTrick, Literal, NumberPolicy, Scope, Text, TupleValue)
+from gradcli.language.lower.statements import _FINISH, GRADIENT_CALLS
+from gradcli.language.lower.transforms import FunctionRef, Tape, TapeRecording, Transform
 from gradcli.ops import OPS
 from gradcli.ir import Equation, Graph
 
@@ -51,6 +53,8 @@ class Interpreter:
         # given, a list first) reads, once found: (op, preset); an import renames, and forgets them
         self.readings: dict[tuple, tuple] = {}
         self.sequence_ops: dict[str, bool] = {}  # a function's name -> whether takes_sequences
+        self.active_tapes: list = []  # the tf.GradientTapes recording now
+        self.variables: set = set()  # ids made by tf.Variable (a tape watches them)
 
     def error(self, message: str, pos: Pos | None) -> GradcliError:
         return GradcliError(message, pos, self.source)
@@ -71,7 +75,11 @@ class Interpreter:
             last = next((stmt for stmt in reversed(statements) if not isinstance(stmt, ast.Import)), None)
             if isinstance(last, ast.FuncDef):
                 statements.append(self.implicit_call(last))
-        for stmt in statements:
+        pending = list(reversed(statements))
+        while pending:
+            stmt = pending.pop()
+            if self.expand_statement(stmt, pending, top):
+                continue
             if isinstance(stmt, ast.FuncDef):
                 self.globals[stmt.name] = stmt
                 continue
@@ -91,6 +99,8 @@ class Interpreter:
                     self.bind_global(name, item, pos, top)
             elif isinstance(stmt, ast.Assign):
                 self.bind_global(stmt.name, value, stmt.pos, top)
+            elif value is NONE or isinstance(value, (FunctionRef, Transform, Tape, TapeRecording)):
+                continue  # `tape.watch(x)`: a statement for its effect
             else:
                 value = self.materialize(value, top)
                 graph.names["_"] = value
@@ -111,6 +121,10 @@ class Interpreter:
         graph = self.graph
         if isinstance(value, Literal) and name not in self.globals:
             value = self.input(name, pos, default=value)
+        elif isinstance(value, (FunctionRef, Transform, Tape, TapeRecording)) or value is NONE or (
+                isinstance(value, TupleValue) and not _one_array(value, graph)):
+            self.globals[name] = value  # not an array: a function, a tape, a list of gradients
+            return
         else:
             value = self.materialize(value, scope)
         self.globals[name] = value
@@ -184,6 +198,10 @@ class Interpreter:
         if isinstance(value, IndexTrick):
             raise self.error(f"{value.spelled} is not a value: it joins the arrays in its brackets, as in "
                              f"{value.spelled}[a, b]", value.pos)
+        if isinstance(value, FunctionRef):
+            raise self.error(f"'{value.name}' is a function: call it, as in {value.name}(x)", value.pos)
+        if isinstance(value, (Transform, Tape, TapeRecording)):
+            raise self.error("this is not a number: a gradient transform or a tape", value.pos)
         if isinstance(value, (AtRef, AtIndexed)):
             raise self.error("x.at[index] is not a value: JAX's update syntax needs its method, as in "
                              "x.at[index].set(v), .add(v), .multiply(v), .divide(v), .power(v), .min(v), "
@@ -248,6 +266,9 @@ class Interpreter:
                     values.append(Text(node.value, node.pos))
                 elif isinstance(node, ast.NoneLiteral):
                     values.append(NONE)
+                elif isinstance(node, ast.Lambda):
+                    fn = node.fn if scope.locals is None else Closure(node.fn, scope)
+                    values.append(FunctionRef(fn, "<lambda>", node.pos))
                 elif isinstance(node, ast.Call) and node.symbol == "if":
                     # the condition first: a constant one picks its side, as Python does
                     work.append((_CHOOSE, node, scope))
@@ -256,7 +277,9 @@ class Interpreter:
                     if isinstance(node, ast.Call) and not node.method and "." in node.func:
                         node = self.as_method(node, scope)
                     kids = ast.children(node)
-                    if isinstance(node, ast.Call) and self.takes_sequences(node, scope):
+                    if isinstance(node, ast.Call) and node.func.rpartition(".")[2] in GRADIENT_CALLS:
+                        kids = [ast.Tuple(kid.items, kid.pos) if isinstance(kid, ast.Array) else kid for kid in kids]
+                    elif isinstance(node, ast.Call) and self.takes_sequences(node, scope):
                         # `concatenate([a, b])`: the list is the sequence of arrays, not one array
                         names = [None] * len(node.args) + [kw.name for kw in node.keywords]
                         kids = [ast.Tuple(kid.items, kid.pos) if isinstance(kid, ast.Array) and (
@@ -280,6 +303,10 @@ class Interpreter:
                     values.append(self.tuple(node, args))
                 elif isinstance(node, ast.Attribute):
                     values.append(self.attribute(args[0], node.name, node.pos, scope))
+                elif isinstance(node, ast.CallValue):
+                    result = self.apply_function(args[0], node, args[1:], scope, work)
+                    if result is not None:
+                        values.append(result)
                 else:
                     values.append(self.index(node, args, scope))
             elif kind == _BIND:
@@ -289,6 +316,8 @@ class Interpreter:
                     scope.locals[name] = item
             elif kind == _DEFINE:
                 scope.locals[node.name] = Closure(node, scope)
+            elif kind == _FINISH:
+                values.append(self.finish_transform(node, values.pop(), scope))
             elif kind == _CHOOSE:
                 condition, then, otherwise = values.pop(), node.args[1], node.args[2]
                 truth = self.constant_truth(condition)
@@ -327,7 +356,7 @@ class Interpreter:
             found = self.globals[name]
         if found is not None:
             if isinstance(found, (ast.FuncDef, Closure)):
-                raise self.error(f"'{name}' is a function: call it, as in {name}(x)", node.pos)
+                return FunctionRef(found, name, node.pos)
             return found
         if "." in name:
             base, _, attribute = name.partition(".")
@@ -349,7 +378,7 @@ class Interpreter:
         # a bare name that is also a function (`beta`, `gamma` of a layer norm) is an input;
         # a library's function spelled as a value (`np.sin * 2`) is a slip
         if "." in name and meaning(bare) is not None:
-            raise self.error(f"'{name}' is a function: call it, as in {name}(x)", node.pos)
+            return FunctionRef(name, name, node.pos)
         if "." in name and library == "numpy" and bare in numpy_dialect.INDEX_TRICKS:
             return IndexTrick(OPS[numpy_dialect.INDEX_TRICKS[bare]], name, node.pos)
         if "." in name:
@@ -430,3 +459,17 @@ def _bound_names(stmt) -> list[str]:
     if isinstance(stmt, ast.Unpack):
         return [name for name, _ in stmt.names]
     return []
+
+
+def _one_array(value: TupleValue, graph: Graph) -> bool:
+    """Whether a tuple's items stack into one array (numbers of one shape), as a top-level
+    `t = (a, b)` is kept; a list of gradients of several shapes stays a list."""
+    shapes = set()
+    for item in value.items:
+        if isinstance(item, Literal):
+            shapes.add(item.value.shape)
+        elif type(item) is int:
+            shapes.add(graph.shapes[item])
+        else:
+            return False
+    return len(shapes) <= 1

@@ -1,0 +1,294 @@
+"""The top level's compound statements (`for` unrolled, `if` chosen before evaluation, `with`
+entered and left), `print`, and the library calls that take a gradient inside the program
+(TensorFlow's tapes and tf.gradients, JAX's grad and value_and_grad), over transforms.py's API."""
+from __future__ import annotations
+
+import numpy as np
+
+from gradcli.errors import Pos
+from gradcli.language import syntax as ast
+from gradcli.language.dialects import split_spelling
+from gradcli.language.lower import transforms
+from gradcli.language.lower.transforms import FunctionRef, Tape, TapeRecording, Transform
+from gradcli.language.lower.values import NONE, Closure, Literal, Scope, Text, TupleValue
+
+# a statement the executor pushes after a `with` block's body: leave its contexts
+_LEAVE = object()
+VALUE_PRESERVING_DECORATORS = {"jit", "function", "partial", "checkpoint", "remat"}
+JAX_TRANSFORMS = {"grad", "value_and_grad"}
+# calls whose list arguments are lists of values, not one array
+GRADIENT_CALLS = {"gradient", "gradients", "jacobian", "watch"}
+
+
+class Statements:
+    """Part of the lowering (gradcli.language.lower): compound statements and in-program gradients."""
+
+    def expand_statement(self, stmt, pending: list, top: Scope) -> bool:
+        """Handles a compound statement (pushing what it runs onto `pending`, last first);
+        False where `stmt` is a plain one."""
+        if isinstance(stmt, ast.For):
+            items = self.loop_items(stmt, top)
+            self.steps_left -= len(items)
+            if self.steps_left < 0:
+                raise self.error(f"the program expands to more than {self.max_steps:,} steps of lowering "
+                                 "(a for loop is unrolled)", stmt.pos)
+            for item in reversed(items):
+                pending.extend(reversed(stmt.body))
+                pending.append(("loop", stmt, item))
+            return True
+        if isinstance(stmt, tuple) and stmt[0] == "loop":
+            _, loop, item = stmt
+            if len(loop.names) == 1:
+                self.globals[loop.names[0][0]] = item
+            else:
+                for (name, pos), value in zip(loop.names, self.unpack(item, len(loop.names), loop.pos, top)):
+                    self.globals[name] = value
+            return True
+        if isinstance(stmt, ast.If):
+            for condition, body in stmt.branches:
+                truth = self.constant_truth(self.lower(condition, top))
+                if truth is None:
+                    raise self.error("this if depends on the data, which is not known before evaluation: "
+                                     "compute both sides and choose with where(condition, a, b) "
+                                     "(or `a if condition else b`)", condition.pos)
+                if truth:
+                    pending.extend(reversed(body))
+                    return True
+            pending.extend(reversed(stmt.orelse))
+            return True
+        if isinstance(stmt, ast.With):
+            entered = []
+            for expr, name, pos in stmt.items:
+                context = self.lower(expr, top)
+                entered.append(self.enter(context, expr.pos))
+                if name is not None:
+                    self.globals[name] = entered[-1]
+            pending.append((_LEAVE, entered))
+            pending.extend(reversed(stmt.body))
+            return True
+        if isinstance(stmt, tuple) and stmt[0] is _LEAVE:
+            for context in reversed(stmt[1]):
+                self.leave(context)
+            return True
+        if isinstance(stmt, ast.SetAttribute):
+            raise self.error("assigning an attribute is not supported (classes are not supported)", stmt.pos)
+        if isinstance(stmt, ast.FuncDef):
+            for decorator in stmt.decorators:
+                spelled = decorator.func if isinstance(decorator, ast.Call) else getattr(decorator, "id", "")
+                if split_spelling(self.spelled(spelled))[1] not in VALUE_PRESERVING_DECORATORS:
+                    raise self.error(f"the decorator @{spelled} is not supported (gradcli accepts those that do "
+                                     "not change values: @jax.jit, @tf.function, @partial(jax.jit, ...))",
+                                     decorator.pos)
+            return False
+        if isinstance(stmt, ast.ExprStmt) and isinstance(stmt.value, ast.Call) and stmt.value.func == "print":
+            self.print_call(stmt.value, top)
+            return True
+        return False
+
+    def loop_items(self, stmt: ast.For, top: Scope) -> list:
+        iterable = stmt.iterable
+        if isinstance(iterable, ast.Call) and iterable.func == "range" and not iterable.keywords:
+            bounds = [self.static_int(self.lower(arg, top), "a range() bound", arg.pos) for arg in iterable.args]
+            return [Literal(np.float64(k), stmt.pos) for k in range(*bounds)]
+        value = self.lower(iterable, top)
+        if isinstance(value, TupleValue):
+            return list(value.items)
+        if isinstance(value, Literal) and value.value.ndim:
+            return [Literal(row, stmt.pos) for row in value.value]
+        if type(value) is int and self.graph.shapes[value]:
+            return self.unpack(value, self.graph.shapes[value][0], stmt.pos, top)
+        raise self.error("a for loop runs over range(N), a tuple or a list written in the program, "
+                         "or an array's rows", iterable.pos)
+
+    # ------------------------------------------------------------------ with
+    def enter(self, context, pos: Pos):
+        if isinstance(context, Tape):
+            context.open_at = len(self.graph.equations)
+            self.active_tapes.append(context)
+            return context
+        if isinstance(context, TapeRecording):
+            tape = context.tape
+            if tape.open_at is not None:
+                tape.windows.append((tape.open_at, len(self.graph.equations)))
+                tape.open_at = None
+            return context
+        raise self.error("'with' blocks are supported for tf.GradientTape() and tape.stop_recording(); "
+                         "this is not one of them: write its statements at the top level", pos)
+
+    def leave(self, context) -> None:
+        if isinstance(context, Tape):
+            if context.open_at is not None:
+                context.windows.append((context.open_at, len(self.graph.equations)))
+                context.open_at = None
+            if context in self.active_tapes:
+                self.active_tapes.remove(context)
+        elif isinstance(context, TapeRecording):
+            context.tape.open_at = len(self.graph.equations)
+
+    # ------------------------------------------------------------------ print
+    def print_call(self, node: ast.Call, top: Scope) -> None:
+        graph = self.graph
+        if graph.printed is None:
+            graph.printed = []
+        for arg in node.args:
+            value = self.lower(arg, top)
+            if isinstance(value, Text):
+                continue  # a label
+            text = self.source.text[arg.pos.start:arg.pos.end] if arg.pos.start >= 0 else f"print {len(graph.printed)}"
+            if value is NONE:
+                graph.printed.append((text, None))
+                continue
+            value = self.materialize(value, top, arg.pos)
+            graph.printed.append((text, value))
+            graph.result = (text, value)
+
+    # ------------------------------------------------------------------ library calls
+    def call_gradient_api(self, node: ast.Call, values: list, scope: Scope, work: list):
+        """A call that takes or sets up a gradient, or None where `node` is no such call."""
+        if node.method and values:
+            receiver = values[0]
+            if isinstance(receiver, Tape):
+                return self.tape_method(receiver, node, values[1:], scope)
+            if node.func == "numpy" and not node.args[1:]:
+                return receiver
+            return None
+        library, bare = split_spelling(self.spelled(node.func))
+        keywords = {kw.name: v for kw, v in zip(node.keywords, values[len(node.args):])}
+        args = values[:len(node.args)]
+        if library == "tensorflow" and bare == "GradientTape":
+            persistent = self.constant_truth(keywords.get("persistent", Literal(np.float64(0), node.pos)))
+            accessed = self.constant_truth(keywords.get("watch_accessed_variables", Literal(np.float64(1), node.pos)))
+            return Tape(bool(persistent), bool(accessed), node.pos)
+        if library == "tensorflow" and bare == "Variable" and args:
+            value = self.materialize(args[0], scope, node.pos)
+            variable = transforms.fresh(self, value, node.pos, scope)
+            self.variables.add(variable)
+            return variable
+        if library == "tensorflow" and bare == "gradients":
+            return self.tf_gradients(node, args, keywords, scope)
+        if bare == "jit" and args and isinstance(args[0], (FunctionRef, Transform)):
+            return args[0]  # compiling changes no value
+        if bare in JAX_TRANSFORMS and args and isinstance(args[0], (FunctionRef, Transform)):
+            argnums = keywords.get("argnums", args[1] if len(args) > 1 else Literal(np.float64(0), node.pos))
+            if isinstance(argnums, Literal) and argnums.value.ndim == 1:
+                argnums = tuple(int(k) for k in argnums.value)
+            elif isinstance(argnums, TupleValue):
+                argnums = tuple(self.static_int(v, "argnums", node.pos) for v in argnums.items)
+            else:
+                argnums = self.static_int(argnums, "argnums", node.pos)
+            has_aux = bool(self.constant_truth(keywords.get("has_aux", Literal(np.float64(0), node.pos))))
+            return Transform(bare, args[0], argnums, has_aux, node.pos, self.spelled(node.func))
+        return None
+
+    def sources(self, value, pos: Pos, scope: Scope) -> tuple[list, bool]:
+        """The ids of a source or a list of them; whether it was a list."""
+        if isinstance(value, TupleValue):
+            return [self.materialize(v, scope, pos) for v in value.items], True
+        return [self.materialize(value, scope, pos)], False
+
+    def tape_method(self, tape: Tape, node: ast.Call, args: list, scope: Scope):
+        keywords = {kw.name: v for kw, v in zip(node.keywords, args[len(node.args) - 1:])}
+        args = args[:len(node.args) - 1]
+        if node.func == "watch":
+            ids, _ = self.sources(args[0], node.pos, scope)
+            tape.watched.update(ids)
+            return NONE
+        if node.func == "stop_recording":
+            return TapeRecording(tape)
+        if node.func in ("gradient", "jacobian"):
+            if tape.used and not tape.persistent:
+                raise self.error("A non-persistent GradientTape can only be used to compute one set of "
+                                 "gradients (or jacobians) (TensorFlow: RuntimeError); create it with "
+                                 "tf.GradientTape(persistent=True)", node.pos)
+            tape.used = True
+            targets, _ = self.sources(args[0], node.pos, scope)
+            sources, listed = self.sources(args[1], node.pos, scope)
+            upstream = keywords.get("output_gradients")
+            grad_ys = None if upstream is None or upstream is NONE else self.sources(upstream, node.pos, scope)[0]
+            watched = [s for s in sources if s in tape.watched or (tape.watch_accessed and s in self.variables)]
+            results = dict.fromkeys(sources)
+            if watched:
+                found = transforms.differentiate(self, targets, watched, node.pos, "tape.gradient", grad_ys,
+                                                 tape.recorded)
+                results.update(zip(watched, found))
+            zero = self.unconnected_zero(keywords, node.pos)
+            out = [self.zeros_like(s, scope) if results[s] is None and zero else results[s] for s in sources]
+            out = [NONE if v is None else v for v in out]
+            return TupleValue(out, node.pos) if listed else out[0]
+        raise self.error(f"GradientTape has no method '{node.func}' that gradcli knows", node.pos)
+
+    def unconnected_zero(self, keywords: dict, pos: Pos) -> bool:
+        mode = keywords.get("unconnected_gradients")
+        if mode is None or mode is NONE:
+            return False
+        text = mode.value.lower() if isinstance(mode, Text) else ""
+        if text not in ("none", "zero"):
+            raise self.error("unconnected_gradients must be 'none' or 'zero'", pos)
+        return text == "zero"
+
+    def zeros_like(self, x: int, scope: Scope) -> int:
+        return self.graph.add_constant(np.zeros(self.graph.shapes[x]), None, scope.stack)
+
+    def tf_gradients(self, node: ast.Call, args: list, keywords: dict, scope: Scope):
+        names = ["ys", "xs", "grad_ys"]
+        given = dict(zip(names, args))
+        given.update({k: v for k, v in keywords.items() if k in names})
+        ys, _ = self.sources(given["ys"], node.pos, scope)
+        xs, _ = self.sources(given["xs"], node.pos, scope)
+        upstream = given.get("grad_ys")
+        grad_ys = None if upstream is None or upstream is NONE else self.sources(upstream, node.pos, scope)[0]
+        stops = keywords.get("stop_gradients")
+        recorded = None
+        if stops is not None and stops is not NONE:
+            stopped = set(self.sources(stops, node.pos, scope)[0])
+            recorded = lambda i: i not in stopped  # noqa: E731  (a stopped value passes no gradient)
+        found = transforms.differentiate(self, ys, xs, node.pos, self.spelled(node.func), grad_ys, recorded)
+        zero = self.unconnected_zero(keywords, node.pos)
+        out = [self.zeros_like(x, scope) if g is None and zero else g for x, g in zip(xs, found)]
+        return TupleValue([NONE if v is None else v for v in out], node.pos)
+
+    # ------------------------------------------------------------------ function values
+    def apply_function(self, fn, node, values: list, scope: Scope, work: list):
+        """Call the function value `fn` with `values` (those of node.args, then node.keywords)."""
+        call = ast.Call(getattr(fn, "name", "<function>") or "<function>", node.args, node.pos, node.keywords)
+        if isinstance(fn, FunctionRef):
+            if isinstance(fn.fn, ast.FuncDef):
+                return self.call_user(fn.fn, call, values, scope, work, None)
+            if isinstance(fn.fn, Closure):
+                return self.call_user(fn.fn.fn, call, values, scope, work, fn.fn.scope)
+            return self.call(ast.Call(fn.fn, node.args, node.pos, node.keywords), values, scope, work)
+        if isinstance(fn, Transform):
+            argnums = fn.argnums if isinstance(fn.argnums, tuple) else (fn.argnums,)
+            values = list(values)
+            xs = []
+            for k in argnums:
+                if k >= len(node.args):
+                    raise self.error(f"{fn.by}: argnums {k} is past the {len(node.args)} arguments given", node.pos)
+                x = transforms.fresh(self, self.materialize(values[k], scope, node.pos), node.pos, scope)
+                values[k] = x
+                xs.append(x)
+            work.append((_FINISH, (fn, xs, node), scope))
+            return self.apply_function(fn.fn, node, values, scope, work)
+        raise self.error("this value is not a function", node.pos)
+
+    def finish_transform(self, item, result, scope: Scope):
+        fn, xs, node = item
+        aux = None
+        if fn.has_aux:
+            if not isinstance(result, TupleValue) or len(result.items) != 2:
+                raise self.error(f"{fn.by}(has_aux=True): the function must return (output, aux)", node.pos)
+            result, aux = result.items
+        y = self.materialize(result, scope, node.pos)
+        if self.graph.shapes[y] not in ((), None):
+            raise self.error(f"{fn.by}: the function's output must be a scalar, it has shape "
+                             f"{self.graph.shapes[y]} (JAX: TypeError); use jax.jacrev or jax.vjp", node.pos)
+        found = transforms.differentiate(self, [y], xs, node.pos, fn.by)
+        grads = [self.zeros_like(x, scope) if g is None else g for x, g in zip(xs, found)]
+        gradient = grads[0] if not isinstance(fn.argnums, tuple) else TupleValue(grads, node.pos)
+        if fn.kind == "value_and_grad":
+            value = y if aux is None else TupleValue([y, aux], node.pos)
+            return TupleValue([value, gradient], node.pos)
+        return gradient if aux is None else TupleValue([gradient, aux], node.pos)
+
+
+_FINISH = 7  # the work item after a transformed function's body: its gradient

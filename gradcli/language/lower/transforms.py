@@ -1,0 +1,97 @@
+"""Gradients taken inside a program: more equations of the same graph.
+
+The small API the lowering's library spellings call (TensorFlow's tapes and `tf.gradients`, JAX's
+`grad` family; PyTorch's and autograd's spellings are meant to call the same functions):
+
+- `fresh(lowering, x, pos, scope)`: an identity of value `x`, the variable a function transform
+  differentiates with respect to (values computed from `x` before it are constants to it, as in
+  JAX's tracing).
+- `differentiate(lowering, ys, xs, pos, by, grad_ys=None, recorded=None)`: the ids of
+  d(sum of ys)/d(each x) (None where unconnected), appended to the graph now, so later
+  statements use them and they can be differentiated again. `recorded(i)` (optional) says
+  whether equation i was recorded (a tape's window); gradients flow only through those. Each
+  equation it appends is stamped with `made_by = (by, pos)` ("tf.gradients", the call's Pos) in
+  `graph.made_by` (equation id -> (by, pos)).
+- Function values: `FunctionRef` (a def, a closure, a lambda or a library function passed as a
+  value) and `Transform` (grad(f) and its kin), called by `Interpreter.apply_function`.
+- `Tape`: a `tf.GradientTape` (its recorded windows, watched ids, persistence).
+"""
+from __future__ import annotations
+
+from gradcli.errors import Pos
+from gradcli.records import ValueRecord
+
+
+class FunctionRef(ValueRecord):
+    """A function used as a value: `fn` is an ast.FuncDef, a values.Closure, or the spelled name
+    of a library function (`jnp.tanh`)."""
+
+    __slots__ = _fields = ("fn", "name", "pos")
+
+    def __init__(self, fn, name, pos):
+        self.fn = fn
+        self.name = name
+        self.pos = pos
+
+
+class Transform(ValueRecord):
+    """`jax.grad(f, argnums=0, has_aux=False)` and its kin: `kind` is grad, value_and_grad."""
+
+    __slots__ = _fields = ("kind", "fn", "argnums", "has_aux", "pos", "by")
+
+    def __init__(self, kind, fn, argnums, has_aux, pos, by):
+        self.kind = kind
+        self.fn = fn
+        self.argnums = argnums  # an int or a tuple of ints
+        self.has_aux = has_aux
+        self.pos = pos
+        self.by = by  # as the program spelled it: "jax.grad"
+
+
+class Tape(ValueRecord):
+    """A `tf.GradientTape`: the equation windows recorded while it was active, what it watches."""
+
+    __slots__ = _fields = ("persistent", "watch_accessed", "windows", "watched", "open_at", "used", "pos")
+
+    def __init__(self, persistent, watch_accessed, pos):
+        self.persistent = persistent
+        self.watch_accessed = watch_accessed
+        self.windows = []  # [start, end) equation ids recorded
+        self.watched = set()
+        self.open_at = None  # first equation id of the window being recorded
+        self.used = False
+        self.pos = pos
+
+    def recorded(self, i: int) -> bool:
+        if self.open_at is not None and i >= self.open_at:
+            return True
+        return any(start <= i < end for start, end in self.windows)
+
+
+class TapeRecording(ValueRecord):
+    """`tape.stop_recording()`: a context that closes the tape's window while it is active."""
+
+    __slots__ = _fields = ("tape",)
+
+    def __init__(self, tape):
+        self.tape = tape
+
+
+def fresh(lowering, x: int, pos: Pos, scope) -> int:
+    from gradcli.ops import OPS
+
+    return lowering.graph.add(OPS["identity"], (x,), {}, pos, "identity", scope.stack)
+
+
+def differentiate(lowering, ys: list, xs: list, pos: Pos, by: str, grad_ys=None, recorded=None) -> list:
+    from gradcli import autodiff
+
+    graph = lowering.graph
+    start = len(graph.equations)
+    result = autodiff.gradients(graph, ys, xs, grad_ys, recorded=recorded)
+    if graph.made_by is None:
+        graph.made_by = {}
+    made_by = graph.made_by
+    for i in range(start, len(graph.equations)):
+        made_by[i] = (by, pos)
+    return result
