@@ -378,6 +378,11 @@ class Prepared:
         return self._finish(host, diagnostics)
 
 
+def _in_print_order(graph: Graph, host: dict) -> dict:
+    """What a program printed, in print order: a printed None (an unconnected gradient) is None."""
+    return {text: None if id_ is None else host[text] for text, id_ in graph.printed}
+
+
 @_collector_paused
 def prepare_evaluate(text: str, *, call: str | None = None, name: str = "<expr>", feeds: dict | None = None,
                      prints: list[str] | None = None, dtype: str = "float64", device: str = "cpu",
@@ -395,7 +400,8 @@ def prepare_evaluate(text: str, *, call: str | None = None, name: str = "<expr>"
     else:
         fetch = {graph.result[0]: graph.result[1]}
     return Prepared(graph, fetch, dtype, chosen, max_memory,
-                    lambda host, diagnostics: Result(host, {}, diagnostics, dtype, graph), printed,
+                    lambda host, diagnostics: Result(_in_print_order(graph, host) if graph.printed and not prints
+                                                     else host, {}, diagnostics, dtype, graph), printed,
                     _input_overrides(graph, lazy), _saved_as(store, {k: ("output", k) for k in fetch}, list(fetch)))
 
 

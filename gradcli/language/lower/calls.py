@@ -10,6 +10,7 @@ import numpy as np
 
 from gradcli.errors import OptionError, Pos, ShapeError
 from gradcli.language import syntax as ast
+from gradcli.language.lower.statements import FUNCTION_VALUES, NOT_MINE
 from gradcli.language.lower.transforms import FunctionRef, Transform
 from gradcli.language.lower.values import NONE, AtIndexed, AtRef, Closure, Literal, Scope, Text, TupleValue
 from gradcli.language import dialects
@@ -93,10 +94,10 @@ class Resolution:
             return self.call_user(bound, node, values, scope, work, None)
         if bound is not None and isinstance(bound, Closure):
             return self.call_user(bound.fn, node, values, scope, work, bound.scope)
-        if bound is not None and isinstance(bound, (FunctionRef, Transform)):
+        if bound is not None and isinstance(bound, FUNCTION_VALUES):
             return self.apply_function(bound, node, values, scope, work)
         taken = self.call_gradient_api(node, values, scope, work)
-        if taken is not None:
+        if taken is not NOT_MINE:
             return taken
         if bound is not None or name in CONSTANTS:
             where = self.assigned_at.get(name)

@@ -12,7 +12,7 @@ from gradcli.language.dialects import (
     CONSTANTS, FLOAT_DTYPES, OTHER_DTYPES, SEQUENCE_KEYWORDS, meaning, numpy as numpy_dialect, split_spelling)
 from gradcli.language.lower.values import (
     NONE, AtIndexed, AtRef, Closure, IndexTrick, Literal, NumberPolicy, Scope, Text, TupleValue)
-from gradcli.language.lower.statements import _FINISH, GRADIENT_CALLS
+from gradcli.language.lower.statements import _FINISH, FUNCTION_VALUES, GRADIENT_CALLS
 from gradcli.language.lower.transforms import FunctionRef, Tape, TapeRecording, Transform
 from gradcli.ops import OPS
 from gradcli.ir import Equation, Graph
@@ -99,7 +99,7 @@ class Interpreter:
                     self.bind_global(name, item, pos, top)
             elif isinstance(stmt, ast.Assign):
                 self.bind_global(stmt.name, value, stmt.pos, top)
-            elif value is NONE or isinstance(value, (FunctionRef, Transform, Tape, TapeRecording)):
+            elif value is NONE or isinstance(value, FUNCTION_VALUES + (Tape, TapeRecording)):
                 continue  # `tape.watch(x)`: a statement for its effect
             else:
                 value = self.materialize(value, top)
@@ -121,7 +121,7 @@ class Interpreter:
         graph = self.graph
         if isinstance(value, Literal) and name not in self.globals:
             value = self.input(name, pos, default=value)
-        elif isinstance(value, (FunctionRef, Transform, Tape, TapeRecording)) or value is NONE or (
+        elif isinstance(value, FUNCTION_VALUES + (Tape, TapeRecording)) or value is NONE or (
                 isinstance(value, TupleValue) and not _one_array(value, graph)):
             self.globals[name] = value  # not an array: a function, a tape, a list of gradients
             return
@@ -200,7 +200,7 @@ class Interpreter:
                              f"{value.spelled}[a, b]", value.pos)
         if isinstance(value, FunctionRef):
             raise self.error(f"'{value.name}' is a function: call it, as in {value.name}(x)", value.pos)
-        if isinstance(value, (Transform, Tape, TapeRecording)):
+        if isinstance(value, FUNCTION_VALUES + (Tape, TapeRecording)):
             raise self.error("this is not a number: a gradient transform or a tape", value.pos)
         if isinstance(value, (AtRef, AtIndexed)):
             raise self.error("x.at[index] is not a value: JAX's update syntax needs its method, as in "
@@ -317,7 +317,7 @@ class Interpreter:
             elif kind == _DEFINE:
                 scope.locals[node.name] = Closure(node, scope)
             elif kind == _FINISH:
-                values.append(self.finish_transform(node, values.pop(), scope))
+                self.finish(node, values, scope, work)
             elif kind == _CHOOSE:
                 condition, then, otherwise = values.pop(), node.args[1], node.args[2]
                 truth = self.constant_truth(condition)

@@ -9,13 +9,21 @@ from gradcli.errors import Pos
 from gradcli.language import syntax as ast
 from gradcli.language.dialects import split_spelling
 from gradcli.language.lower import transforms
-from gradcli.language.lower.transforms import FunctionRef, Tape, TapeRecording, Transform
+from gradcli.language.lower.transforms import FunctionRef, Linear, Mapped, Tape, TapeRecording, Transform
 from gradcli.language.lower.values import NONE, Closure, Literal, Scope, Text, TupleValue
 
+def autodiff_reach(graph, roots: list, target: int, recorded) -> bool:
+    from gradcli.autodiff import depends_on
+
+    return depends_on(graph, roots, target, recorded)[target]
+
+
+NOT_MINE = object()  # call_gradient_api: not a call of the gradient API
 # a statement the executor pushes after a `with` block's body: leave its contexts
 _LEAVE = object()
 VALUE_PRESERVING_DECORATORS = {"jit", "function", "partial", "checkpoint", "remat"}
-JAX_TRANSFORMS = {"grad", "value_and_grad"}
+JAX_TRANSFORMS = {"grad", "value_and_grad", "jacfwd", "jacrev", "jacobian", "hessian", "elementwise_grad"}
+FUNCTION_VALUES = (FunctionRef, Transform, Linear, Mapped)
 # calls whose list arguments are lists of values, not one array
 GRADIENT_CALLS = {"gradient", "gradients", "jacobian", "watch"}
 
@@ -144,14 +152,15 @@ class Statements:
 
     # ------------------------------------------------------------------ library calls
     def call_gradient_api(self, node: ast.Call, values: list, scope: Scope, work: list):
-        """A call that takes or sets up a gradient, or None where `node` is no such call."""
+        """A call that takes or sets up a gradient (None: its value comes by the work stack), or
+        NOT_MINE where `node` is no such call."""
         if node.method and values:
             receiver = values[0]
             if isinstance(receiver, Tape):
                 return self.tape_method(receiver, node, values[1:], scope)
             if node.func == "numpy" and not node.args[1:]:
                 return receiver
-            return None
+            return NOT_MINE
         library, bare = split_spelling(self.spelled(node.func))
         keywords = {kw.name: v for kw, v in zip(node.keywords, values[len(node.args):])}
         args = values[:len(node.args)]
@@ -166,9 +175,22 @@ class Statements:
             return variable
         if library == "tensorflow" and bare == "gradients":
             return self.tf_gradients(node, args, keywords, scope)
-        if bare == "jit" and args and isinstance(args[0], (FunctionRef, Transform)):
+        if bare == "jit" and args and isinstance(args[0], FUNCTION_VALUES):
             return args[0]  # compiling changes no value
-        if bare in JAX_TRANSFORMS and args and isinstance(args[0], (FunctionRef, Transform)):
+        if bare == "vmap" and args and isinstance(args[0], FUNCTION_VALUES):
+            in_axes = keywords.get("in_axes", args[1] if len(args) > 1 else None)
+            if in_axes is None or isinstance(in_axes, Literal) and in_axes.value.ndim == 0:
+                if in_axes is not None and self.static_int(in_axes, "in_axes", node.pos) != 0:
+                    raise self.error("vmap: gradcli maps over axis 0 only (in_axes=0 or None per argument)", node.pos)
+                axes = None
+            elif isinstance(in_axes, TupleValue):
+                axes = [None if v is NONE else self.static_int(v, "in_axes", node.pos) for v in in_axes.items]
+            else:
+                raise self.error("vmap: in_axes must be 0 or a tuple of 0 and None", node.pos)
+            return Mapped(args[0], axes, node.pos)
+        if bare in ("vjp", "jvp", "linearize") and args and isinstance(args[0], FUNCTION_VALUES):
+            return self.linearization(bare, args, node, scope, work)
+        if bare in JAX_TRANSFORMS and args and isinstance(args[0], FUNCTION_VALUES):
             argnums = keywords.get("argnums", args[1] if len(args) > 1 else Literal(np.float64(0), node.pos))
             if isinstance(argnums, Literal) and argnums.value.ndim == 1:
                 argnums = tuple(int(k) for k in argnums.value)
@@ -178,7 +200,7 @@ class Statements:
                 argnums = self.static_int(argnums, "argnums", node.pos)
             has_aux = bool(self.constant_truth(keywords.get("has_aux", Literal(np.float64(0), node.pos))))
             return Transform(bare, args[0], argnums, has_aux, node.pos, self.spelled(node.func))
-        return None
+        return NOT_MINE
 
     def sources(self, value, pos: Pos, scope: Scope) -> tuple[list, bool]:
         """The ids of a source or a list of them; whether it was a list."""
@@ -205,9 +227,13 @@ class Statements:
             sources, listed = self.sources(args[1], node.pos, scope)
             upstream = keywords.get("output_gradients")
             grad_ys = None if upstream is None or upstream is NONE else self.sources(upstream, node.pos, scope)[0]
-            watched = [s for s in sources if s in tape.watched or (tape.watch_accessed and s in self.variables)]
+            watched = [s for s in sources if self.traced_by(tape, s)]
             results = dict.fromkeys(sources)
-            if watched:
+            if node.func == "jacobian":
+                for s in watched:
+                    results[s] = transforms.jacobian(self, targets[0], s, node.pos, "tape.jacobian", scope,
+                                                     tape.recorded, zero_if_unconnected=False)
+            elif watched:
                 found = transforms.differentiate(self, targets, watched, node.pos, "tape.gradient", grad_ys,
                                                  tape.recorded)
                 results.update(zip(watched, found))
@@ -215,7 +241,35 @@ class Statements:
             out = [self.zeros_like(s, scope) if results[s] is None and zero else results[s] for s in sources]
             out = [NONE if v is None else v for v in out]
             return TupleValue(out, node.pos) if listed else out[0]
+        if node.func == "batch_jacobian":
+            return self.batch_jacobian(tape, node, args, scope)
         raise self.error(f"GradientTape has no method '{node.func}' that gradcli knows", node.pos)
+
+    def traced_by(self, tape: Tape, source: int) -> bool:
+        """Whether the tape traced `source`: watched, a variable it watches, or computed while it
+        recorded from what it traced (an intermediate value)."""
+        if source in tape.watched or (tape.watch_accessed and source in self.variables):
+            return True
+        if not tape.recorded(source):
+            return False
+        roots = sorted(tape.watched | (self.variables if tape.watch_accessed else set()))
+        return bool(roots) and autodiff_reach(self.graph, roots, source, tape.recorded)
+
+    def batch_jacobian(self, tape: Tape, node: ast.Call, args: list, scope: Scope):
+        """tape.batch_jacobian(y, x): for each example b, d y[b] / d x[b] (rows are independent)."""
+        y, x = (self.materialize(a, scope, node.pos) for a in args[:2])
+        if not self.traced_by(tape, x):
+            return NONE
+        full = transforms.jacobian(self, y, x, node.pos, "tape.batch_jacobian", scope, tape.recorded)
+        y_shape, x_shape = self.graph.shapes[y], self.graph.shapes[x]
+        from gradcli.ops import OPS
+
+        if len(x_shape) != 2 or len(y_shape) != 2:
+            raise self.error("tape.batch_jacobian: gradcli takes a target and a source of two dimensions each",
+                             node.pos)
+        rows = [self.emit(OPS["index"], (full,), {"index": (b, slice(None), b)}, node.pos, "[]", scope)
+                for b in range(y_shape[0])]
+        return transforms.stack(self, rows, node.pos, scope)
 
     def unconnected_zero(self, keywords: dict, pos: Pos) -> bool:
         mode = keywords.get("unconnected_gradients")
@@ -267,9 +321,84 @@ class Statements:
                 x = transforms.fresh(self, self.materialize(values[k], scope, node.pos), node.pos, scope)
                 values[k] = x
                 xs.append(x)
-            work.append((_FINISH, (fn, xs, node), scope))
+            work.append((_FINISH, ("transform", fn, xs, node), scope))
             return self.apply_function(fn.fn, node, values, scope, work)
+        if isinstance(fn, Linear):
+            given = [self.materialize(v, scope, node.pos) for v in values[:len(node.args)]]
+            if fn.kind == "vjp":
+                found = transforms.differentiate(self, fn.ys, fn.xs, node.pos, fn.by, given)
+                grads = [self.zeros_like(x, scope) if g is None else g for x, g in zip(fn.xs, found)]
+                return TupleValue(grads, node.pos)
+            (out,) = transforms.pushforward(self, fn.ys, fn.xs, given, node.pos, fn.by, scope)
+            return out
+        if isinstance(fn, Mapped):
+            return self.map_rows(fn, node, values, scope, work)
         raise self.error("this value is not a function", node.pos)
+
+    def map_rows(self, fn: Mapped, node, values: list, scope: Scope, work: list):
+        """vmap: f of each row, stacked (work items: the calls, then the stack)."""
+        args = [self.materialize(v, scope, node.pos) if not isinstance(v, FUNCTION_VALUES) else v
+                for v in values[:len(node.args)]]
+        axes = fn.in_axes if fn.in_axes is not None else [0] * len(args)
+        mapped = [k for k, a in enumerate(axes) if a == 0]
+        if not mapped:
+            raise self.error("vmap: no argument is mapped", node.pos)
+        count = self.graph.shapes[args[mapped[0]]][0] if self.graph.shapes[args[mapped[0]]] else 0
+        rows = {k: self.unpack(args[k], count, node.pos, scope) for k in mapped}
+        work.append((_FINISH, ("stack", count, node), scope))
+        for i in reversed(range(count)):
+            call_values = [rows[k][i] if k in rows else a for k, a in enumerate(args)]
+            work.append((_FINISH, ("call", fn.fn, node, call_values), scope))
+        return None
+
+    def linearization(self, kind: str, args: list, node: ast.Call, scope: Scope, work: list):
+        """jax.vjp(f, *primals), jax.jvp(f, primals, tangents), jax.linearize(f, *primals)."""
+        f = args[0]
+        if kind == "jvp":
+            if len(args) != 3 or not isinstance(args[1], TupleValue) or not isinstance(args[2], TupleValue):
+                raise self.error("jax.jvp(f, primals, tangents): primals and tangents are tuples", node.pos)
+            primals, tangents = args[1].items, [self.materialize(t, scope, node.pos) for t in args[2].items]
+        else:
+            primals, tangents = args[1:], None
+        xs = [transforms.fresh(self, self.materialize(p, scope, node.pos), node.pos, scope) for p in primals]
+        placeholders = [ast.Name("_", node.pos)] * len(xs)
+        work.append((_FINISH, ("linear", kind, xs, tangents, node), scope))
+        return self.apply_function(f, ast.Call("<function>", placeholders, node.pos), xs, scope, work)
+
+    def finish(self, item, values: list, scope: Scope, work: list) -> None:
+        """A work item after a function's body: what the transform makes of the function's result."""
+        tag = item[0]
+        if tag == "transform":
+            values.append(self.finish_transform(item[1:], values.pop(), scope))
+        elif tag == "call":
+            _, fn, node, call_values = item
+            placeholders = [ast.Name("_", node.pos)] * len(call_values)
+            result = self.apply_function(fn, ast.Call("<function>", placeholders, node.pos), call_values, scope,
+                                         work)
+            if result is not None:
+                values.append(result)
+        elif tag == "stack":
+            _, count, node = item
+            rows = values[len(values) - count:]
+            del values[len(values) - count:]
+            if rows and isinstance(rows[0], TupleValue):
+                columns = zip(*(r.items for r in rows))
+                values.append(TupleValue([transforms.stack(self, [self.materialize(v, scope, node.pos) for v in c],
+                                                           node.pos, scope) for c in columns], node.pos))
+            else:
+                values.append(transforms.stack(self, [self.materialize(r, scope, node.pos) for r in rows],
+                                               node.pos, scope))
+        else:
+            _, kind, xs, tangents, node = item
+            result = values.pop()
+            y = self.materialize(result, scope, node.pos)
+            by = self.spelled(node.func) if isinstance(node, ast.Call) else kind
+            if kind == "jvp":
+                (out,) = transforms.pushforward(self, [y], xs, tangents, node.pos, by, scope)
+                values.append(TupleValue([y, out], node.pos))
+            else:
+                values.append(TupleValue([y, Linear("vjp" if kind == "vjp" else "jvp", [y], xs, node.pos, by)],
+                                         node.pos))
 
     def finish_transform(self, item, result, scope: Scope):
         fn, xs, node = item
@@ -279,6 +408,19 @@ class Statements:
                 raise self.error(f"{fn.by}(has_aux=True): the function must return (output, aux)", node.pos)
             result, aux = result.items
         y = self.materialize(result, scope, node.pos)
+        if fn.kind in ("jacfwd", "jacrev", "jacobian", "hessian"):
+            jacobians = []
+            for x in xs:
+                if fn.kind == "hessian":
+                    (g,) = transforms.differentiate(self, [y], [x], node.pos, fn.by)
+                    g = self.zeros_like(x, scope) if g is None else g
+                    jacobians.append(transforms.jacobian(self, g, x, node.pos, fn.by, scope))
+                else:
+                    jacobians.append(transforms.jacobian(self, y, x, node.pos, fn.by, scope))
+            out = jacobians[0] if not isinstance(fn.argnums, tuple) else TupleValue(jacobians, node.pos)
+            return out if aux is None else TupleValue([out, aux], node.pos)
+        if fn.kind == "elementwise_grad":  # autograd: the gradient of the sum
+            y = self.emit(OPS_SUM(), (y,), {"axis": None, "keepdims": False}, node.pos, "sum", scope)
         if self.graph.shapes[y] not in ((), None):
             raise self.error(f"{fn.by}: the function's output must be a scalar, it has shape "
                              f"{self.graph.shapes[y]} (JAX: TypeError); use jax.jacrev or jax.vjp", node.pos)
@@ -292,3 +434,9 @@ class Statements:
 
 
 _FINISH = 7  # the work item after a transformed function's body: its gradient
+
+
+def OPS_SUM():
+    from gradcli.ops import OPS
+
+    return OPS["sum"]

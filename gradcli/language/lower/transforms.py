@@ -95,3 +95,85 @@ def differentiate(lowering, ys: list, xs: list, pos: Pos, by: str, grad_ys=None,
     for i in range(start, len(graph.equations)):
         made_by[i] = (by, pos)
     return result
+
+
+class Linear(ValueRecord):
+    """The function `vjp` or `linearize` returns: a pullback u -> J^T u (`kind` "vjp") or a
+    pushforward t -> J t (`kind` "jvp"), of outputs `ys` with respect to `xs`."""
+
+    __slots__ = _fields = ("kind", "ys", "xs", "pos", "by")
+
+    def __init__(self, kind, ys, xs, pos, by):
+        self.kind = kind
+        self.ys = ys
+        self.xs = xs
+        self.pos = pos
+        self.by = by
+
+
+class Mapped(ValueRecord):
+    """`jax.vmap(f, in_axes=0)`: f applied to each row of the mapped arguments, results stacked."""
+
+    __slots__ = _fields = ("fn", "in_axes", "pos")
+
+    def __init__(self, fn, in_axes, pos):
+        self.fn = fn
+        self.in_axes = in_axes  # None: every argument mapped over axis 0; else one entry per argument
+        self.pos = pos
+
+
+def stack(lowering, ids: list, pos: Pos, scope) -> int:
+    from gradcli.ops import OPS
+
+    return lowering.graph.add(OPS["stack"], tuple(ids), {}, pos, "stack", scope.stack)
+
+
+def reshape(lowering, x: int, shape: tuple, pos: Pos, scope) -> int:
+    from gradcli.ops import OPS
+
+    if lowering.graph.shapes[x] == shape:
+        return x
+    return lowering.graph.add(OPS["reshape"], (x,), {"shape": shape}, pos, "reshape", scope.stack)
+
+
+def jacobian(lowering, y: int, x: int, pos: Pos, by: str, scope, recorded=None, zero_if_unconnected=True):
+    """d y / d x shaped y.shape + x.shape, one reverse pass per element of y (seeded one-hot);
+    None where y does not depend on x (unless `zero_if_unconnected`)."""
+    import math
+
+    import numpy as np
+
+    graph = lowering.graph
+    y_shape, x_shape = graph.shapes[y], graph.shapes[x]
+    count = math.prod(y_shape)
+    rows = []
+    for k in range(count):
+        seed = np.zeros(count)
+        seed[k] = 1.0
+        seed_id = graph.add_constant(seed.reshape(y_shape), pos, scope.stack)
+        (row,) = differentiate(lowering, [y], [x], pos, by, [seed_id], recorded)
+        if row is None:
+            if not zero_if_unconnected:
+                return None
+            row = graph.add_constant(np.zeros(x_shape), pos, scope.stack)
+        rows.append(row)
+    if not y_shape:
+        return rows[0]
+    return reshape(lowering, stack(lowering, rows, pos, scope), tuple(y_shape) + tuple(x_shape), pos, scope)
+
+
+def pushforward(lowering, ys: list, xs: list, tangents: list, pos: Pos, by: str, scope) -> list:
+    """J t for each y (zeros where unconnected), by gradcli.forward's transpose of reverse mode."""
+    import numpy as np
+
+    from gradcli import forward
+
+    graph = lowering.graph
+    start = len(graph.equations)
+    found = forward.jvp(graph, ys, xs, tangents)
+    if graph.made_by is None:
+        graph.made_by = {}
+    for i in range(start, len(graph.equations)):
+        graph.made_by[i] = (by, pos)
+    return [graph.add_constant(np.zeros(graph.shapes[y]), pos, scope.stack) if t is None else t
+            for y, t in zip(ys, found)]
