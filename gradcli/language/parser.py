@@ -51,11 +51,11 @@ _TOKEN_WORDS = {
     "_NL": "end of line", "$END": "end of input", "_INDENT": "indentation",
     "_DEDENT": "end of indented block", "NAME": "name", "NUMBER": "number",
 }
-_EXPRESSION_STARTS = {"NAME", "NUMBER", "LPAR", "LSQB", "ADD_OP", "TRUE", "FALSE", "NONE", "STRING", "NOT"}
+_EXPRESSION_STARTS = {"NAME", "NUMBER", "LPAR", "LSQB", "LBRACE", "ADD_OP", "TRUE", "FALSE", "NONE", "STRING", "NOT"}
 
 # The indentation scheme (as Python's): these terminal names are the grammar's.
 _NL, _INDENT, _DEDENT, _END = "_NL", "_INDENT", "_DEDENT", "$END"
-_OPENERS, _CLOSERS = {"LPAR", "LSQB"}, {"RPAR": "LPAR", "RSQB": "LSQB"}  # closer: its opener
+_OPENERS, _CLOSERS = {"LPAR", "LSQB", "LBRACE"}, {"RPAR": "LPAR", "RSQB": "LSQB", "RBRACE": "LBRACE"}  # closer: its opener
 # The loop's actions beyond the table's (a state's number, or ~rule for a reduction): a shift
 # that first turns a leaf's node back into its token (+ _RETOKEN, see _Parser._leaf_states),
 # the end, and no action
@@ -297,8 +297,20 @@ class _AstBuilder:
             target = ast.Attribute(target, part, Pos(dot.line, dot.column, target.pos.start, name.end_pos))
         return target
 
+    def dict_item(self, items):
+        key, _, value = items
+        return (key, value)
+
+    def dict_literal(self, items):
+        lbrace, *entries, rbrace = items
+        entries = [e for e in entries if e is not None]
+        return ast.Dict([k for k, _ in entries], [v for _, v in entries], _pos(lbrace, lbrace.start_pos, rbrace.end_pos))
+
     def string(self, items):
         import ast as python_ast  # the literal's escapes read as Python reads them, never evaluated
+
+        if any(t.value[:2].lower() in ("f'", 'f"', "fr", "rf") for t in items):
+            return _fstring(items)
 
         text = "".join(python_ast.literal_eval(t.value) for t in items)
         return ast.Str(text, _pos(items[0], items[0].start_pos, items[-1].end_pos))
@@ -389,6 +401,59 @@ class _AstBuilder:
         return ast.Array([e for e in elements if e is not None], _pos(lsqb, lsqb.start_pos, rsqb.end_pos))
 
 
+
+
+def _fstring(items) -> ast.FString:
+    """An f-string: its text and its fields, each field's expression parsed (never evaluated)
+    and placed where it stands in the program. A field is `{expr}`, `{expr=}` or `{expr:spec}`."""
+    import ast as python_ast
+
+    parts = []
+    for tok in items:
+        raw = tok.value
+        prefix = len(raw) - len(raw.lstrip("fFrRuU"))
+        quote = 3 if raw[prefix:prefix + 3] in ('"""', "\'\'\'") else 1
+        body_start = prefix + quote
+        body = raw[body_start:len(raw) - quote]
+        if "f" not in raw[:prefix].lower():
+            parts.append(python_ast.literal_eval(raw[prefix:]))
+            continue
+        k = 0
+        while k < len(body):
+            if body.startswith("{{", k) or body.startswith("}}", k):
+                parts.append(body[k])
+                k += 2
+                continue
+            if body[k] != "{":
+                parts.append(body[k])
+                k += 1
+                continue
+            end = body.find("}", k)
+            if end < 0:
+                raise _syntax("an f-string field is not closed with '}'", _pos(tok))
+            field = body[k + 1:end]
+            text = field.split(":")[0] if ":" in field and "lambda" not in field else field
+            shown = text.rstrip().endswith("=")
+            text = text.rstrip()[:-1] if shown else text
+            offset = tok.start_pos + body_start + k + 1
+            expression = _parser().parse(text.strip() + "\n", "value")
+            _shift(expression, Pos(tok.line, tok.column + body_start + k + 1, offset, offset + len(text)))
+            parts.append(ast.Field(expression, text.strip(), shown))
+            k = end + 1
+    return ast.FString(parts, _pos(items[0], items[0].start_pos, items[-1].end_pos))
+
+
+def _shift(node, at: Pos) -> None:
+    """Place a field's expression (parsed alone, from 1:1) where the field stands."""
+    work = [node]
+    while work:
+        n = work.pop()
+        p = getattr(n, "pos", None)
+        if isinstance(p, Pos):
+            n.pos = Pos(at.line, at.column + p.column - 1, at.start + max(p.start, 0), at.start + max(p.end, 0))
+        work.extend(k for k in ast.children(n) if isinstance(k, ast.Node))
+        if isinstance(n, ast.Call):
+            work.extend(k.value for k in n.keywords if False)
 
 
 def _syntax(message: str, pos: Pos) -> GradcliError:

@@ -255,6 +255,10 @@ def children(node) -> list:
         return node.items
     if isinstance(node, Attribute):
         return [node.target]
+    if isinstance(node, Dict):
+        return node.keys + node.values
+    if isinstance(node, FString):
+        return [part.value for part in node.parts if isinstance(part, Field)]
     if isinstance(node, CallValue):
         return [node.callee] + node.args + [k.value for k in node.keywords]
     if isinstance(node, Index):
@@ -349,4 +353,36 @@ class SetAttribute(Record):
         self.target = target
         self.name = name
         self.value = value
+        self.pos = pos
+
+
+class Dict(Node):
+    """`{'w': w, 'b': b}`: a mapping of sources for tape.gradient, read by constant keys."""
+
+    __slots__ = _fields = ("keys", "values", "pos")
+
+    def __init__(self, keys, values, pos):
+        self.keys = keys
+        self.values = values
+        self.pos = pos
+
+
+class Field(Record):
+    """`{expr}` or `{expr=}` in an f-string."""
+
+    __slots__ = _fields = ("value", "text", "shown")
+
+    def __init__(self, value, text, shown):
+        self.value = value
+        self.text = text
+        self.shown = shown
+
+
+class FString(Node):
+    """An f-string: text (str parts) and fields; in a print its fields are the printed values."""
+
+    __slots__ = _fields = ("parts", "pos")
+
+    def __init__(self, parts, pos):
+        self.parts = parts
         self.pos = pos

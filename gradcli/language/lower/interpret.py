@@ -13,7 +13,7 @@ from gradcli.language.dialects import (
 from gradcli.language.lower.values import (
     NONE, AtIndexed, AtRef, Closure, IndexTrick, Literal, NumberPolicy, Scope, Text, TupleValue)
 from gradcli.language.lower.statements import _FINISH, FUNCTION_VALUES, GRADIENT_CALLS
-from gradcli.language.lower.transforms import FunctionRef, Tape, TapeRecording, Transform
+from gradcli.language.lower.transforms import DictValue, Formatted, FunctionRef, Tape, TapeRecording, Transform
 from gradcli.ops import OPS
 from gradcli.ir import Equation, Graph
 
@@ -55,6 +55,7 @@ class Interpreter:
         self.sequence_ops: dict[str, bool] = {}  # a function's name -> whether takes_sequences
         self.active_tapes: list = []  # the tf.GradientTapes recording now
         self.variables: set = set()  # ids made by tf.Variable (a tape watches them)
+        self.shown: list = []  # (source text, value id or None, whether printed): print() and bare expressions
 
     def error(self, message: str, pos: Pos | None) -> GradcliError:
         return GradcliError(message, pos, self.source)
@@ -99,12 +100,16 @@ class Interpreter:
                     self.bind_global(name, item, pos, top)
             elif isinstance(stmt, ast.Assign):
                 self.bind_global(stmt.name, value, stmt.pos, top)
-            elif value is NONE or isinstance(value, FUNCTION_VALUES + (Tape, TapeRecording)):
+            elif value is NONE or isinstance(value, FUNCTION_VALUES + (Tape, TapeRecording, DictValue, Text)):
                 continue  # `tape.watch(x)`: a statement for its effect
             else:
                 value = self.materialize(value, top)
+                self.shown.append((self.source.text[node.pos.start:node.pos.end], value, False))
                 graph.names["_"] = value
                 graph.result = ("_", value)
+        if any(printed for _, _, printed in self.shown) or graph.made_by:
+            # a program that prints (or takes its own gradients) outputs what it prints and shows
+            graph.printed = [(text, value) for text, value, _ in self.shown]
         if self.missing:
             raise self.missing_inputs_error()
         if graph.result is None:
@@ -121,7 +126,7 @@ class Interpreter:
         graph = self.graph
         if isinstance(value, Literal) and name not in self.globals:
             value = self.input(name, pos, default=value)
-        elif isinstance(value, FUNCTION_VALUES + (Tape, TapeRecording)) or value is NONE or (
+        elif isinstance(value, FUNCTION_VALUES + (Tape, TapeRecording, DictValue)) or value is NONE or (
                 isinstance(value, TupleValue) and not _one_array(value, graph)):
             self.globals[name] = value  # not an array: a function, a tape, a list of gradients
             return
@@ -200,6 +205,9 @@ class Interpreter:
                              f"{value.spelled}[a, b]", value.pos)
         if isinstance(value, FunctionRef):
             raise self.error(f"'{value.name}' is a function: call it, as in {value.name}(x)", value.pos)
+        if isinstance(value, DictValue):
+            raise self.error("a dict is not a number: gradcli reads a dict only as tape.gradient's sources, "
+                             "indexed with a constant key", value.pos)
         if isinstance(value, FUNCTION_VALUES + (Tape, TapeRecording)):
             raise self.error("this is not a number: a gradient transform or a tape", value.pos)
         if isinstance(value, (AtRef, AtIndexed)):
@@ -303,6 +311,14 @@ class Interpreter:
                     values.append(self.tuple(node, args))
                 elif isinstance(node, ast.Attribute):
                     values.append(self.attribute(args[0], node.name, node.pos, scope))
+                elif isinstance(node, ast.Dict):
+                    keys = [self.dict_key(k, v) for k, v in zip(args[:len(node.keys)], node.keys)]
+                    values.append(DictValue(keys, args[len(node.keys):], node.pos))
+                elif isinstance(node, ast.FString):
+                    fields = [p for p in node.parts if isinstance(p, ast.Field)]
+                    values.append(Formatted([(f.text, v) for f, v in zip(fields, args)], node.pos))
+                elif isinstance(node, ast.Index) and isinstance(args[0], DictValue):
+                    values.append(self.dict_item(args[0], args[1:], node))
                 elif isinstance(node, ast.CallValue):
                     result = self.apply_function(args[0], node, args[1:], scope, work)
                     if result is not None:

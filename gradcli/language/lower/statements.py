@@ -9,7 +9,8 @@ from gradcli.errors import Pos
 from gradcli.language import syntax as ast
 from gradcli.language.dialects import split_spelling
 from gradcli.language.lower import transforms
-from gradcli.language.lower.transforms import FunctionRef, Linear, Mapped, Tape, TapeRecording, Transform
+from gradcli.language.lower.transforms import (
+    DictValue, Formatted, FunctionRef, Linear, Mapped, Tape, TapeRecording, Transform)
 from gradcli.language.lower.values import NONE, Closure, Literal, Scope, Text, TupleValue
 
 def autodiff_reach(graph, roots: list, target: int, recorded) -> bool:
@@ -135,20 +136,30 @@ class Statements:
 
     # ------------------------------------------------------------------ print
     def print_call(self, node: ast.Call, top: Scope) -> None:
-        graph = self.graph
-        if graph.printed is None:
-            graph.printed = []
+        shown = self.shown
         for arg in node.args:
             value = self.lower(arg, top)
             if isinstance(value, Text):
                 continue  # a label
-            text = self.source.text[arg.pos.start:arg.pos.end] if arg.pos.start >= 0 else f"print {len(graph.printed)}"
-            if value is NONE:
-                graph.printed.append((text, None))
-                continue
-            value = self.materialize(value, top, arg.pos)
-            graph.printed.append((text, value))
-            graph.result = (text, value)
+            text = self.source.text[arg.pos.start:arg.pos.end] if arg.pos.start >= 0 else f"print {len(shown)}"
+            fields = value.fields if isinstance(value, Formatted) else [(text, value)]
+            for text, value in fields:
+                if value is NONE:
+                    shown.append((text, None, True))
+                elif not isinstance(value, Text):
+                    value = self.materialize(value, top, arg.pos)
+                    shown.append((text, value, True))
+                    self.graph.result = (text, value)
+
+    def dict_key(self, value, node) -> str:
+        if not isinstance(value, Text):
+            raise self.error("a dict's keys must be strings written in the program", node.pos)
+        return value.value
+
+    def dict_item(self, mapping: DictValue, subscripts: list, node):
+        if len(subscripts) != 1 or not isinstance(subscripts[0], Text) or subscripts[0].value not in mapping.keys:
+            raise self.error(f"this dict's keys are {', '.join(repr(k) for k in mapping.keys)}", node.pos)
+        return mapping.items[mapping.keys.index(subscripts[0].value)]
 
     # ------------------------------------------------------------------ library calls
     def call_gradient_api(self, node: ast.Call, values: list, scope: Scope, work: list):
@@ -204,7 +215,7 @@ class Statements:
 
     def sources(self, value, pos: Pos, scope: Scope) -> tuple[list, bool]:
         """The ids of a source or a list of them; whether it was a list."""
-        if isinstance(value, TupleValue):
+        if isinstance(value, (TupleValue, DictValue)):
             return [self.materialize(v, scope, pos) for v in value.items], True
         return [self.materialize(value, scope, pos)], False
 
@@ -240,6 +251,8 @@ class Statements:
             zero = self.unconnected_zero(keywords, node.pos)
             out = [self.zeros_like(s, scope) if results[s] is None and zero else results[s] for s in sources]
             out = [NONE if v is None else v for v in out]
+            if isinstance(args[1], DictValue):
+                return DictValue(args[1].keys, out, node.pos)
             return TupleValue(out, node.pos) if listed else out[0]
         if node.func == "batch_jacobian":
             return self.batch_jacobian(tape, node, args, scope)

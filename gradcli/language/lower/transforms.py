@@ -177,3 +177,24 @@ def pushforward(lowering, ys: list, xs: list, tangents: list, pos: Pos, by: str,
         graph.made_by[i] = (by, pos)
     return [graph.add_constant(np.zeros(graph.shapes[y]), pos, scope.stack) if t is None else t
             for y, t in zip(ys, found)]
+
+
+class DictValue(ValueRecord):
+    """`{'w': w, 'b': b}`: constant keys to values (tape.gradient's sources, and its result)."""
+
+    __slots__ = _fields = ("keys", "items", "pos")
+
+    def __init__(self, keys, items, pos):
+        self.keys = keys
+        self.items = items
+        self.pos = pos
+
+
+class Formatted(ValueRecord):
+    """An f-string's fields as values, for print: [(text, value)]."""
+
+    __slots__ = _fields = ("fields", "pos")
+
+    def __init__(self, fields, pos):
+        self.fields = fields
+        self.pos = pos
