@@ -104,7 +104,8 @@ class Interpreter:
                 continue  # `tape.watch(x)`: a statement for its effect
             else:
                 value = self.materialize(value, top)
-                self.shown.append((self.source.text[node.pos.start:node.pos.end], value, False))
+                if not (isinstance(node, ast.Call) and node.func.rpartition(".")[2].startswith("assign")):
+                    self.shown.append((self.source.text[node.pos.start:node.pos.end], value, False))
                 graph.names["_"] = value
                 graph.result = ("_", value)
         if any(printed for _, _, printed in self.shown) or graph.made_by:
@@ -397,6 +398,8 @@ class Interpreter:
             return FunctionRef(name, name, node.pos)
         if "." in name and library == "numpy" and bare in numpy_dialect.INDEX_TRICKS:
             return IndexTrick(OPS[numpy_dialect.INDEX_TRICKS[bare]], name, node.pos)
+        if name.endswith(("UnconnectedGradients.ZERO", "UnconnectedGradients.NONE")):
+            return Text(name.rpartition(".")[2].lower(), node.pos)  # tf.UnconnectedGradients.ZERO: the mode's name
         if "." in name:
             raise self.error(f"unknown name '{name}'", node.pos)
         return self.input(name, node.pos)

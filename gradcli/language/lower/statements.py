@@ -55,11 +55,7 @@ class Statements:
             return True
         if isinstance(stmt, ast.If):
             for condition, body in stmt.branches:
-                truth = self.constant_truth(self.lower(condition, top))
-                if truth is None:
-                    raise self.error("this if depends on the data, which is not known before evaluation: "
-                                     "compute both sides and choose with where(condition, a, b) "
-                                     "(or `a if condition else b`)", condition.pos)
+                truth = self.known_truth(self.lower(condition, top), condition.pos)
                 if truth:
                     pending.extend(reversed(body))
                     return True
@@ -93,6 +89,29 @@ class Statements:
             self.print_call(stmt.value, top)
             return True
         return False
+
+    def known_truth(self, value, pos: Pos) -> bool:
+        """The truth of an if's condition, known before evaluation: from constants and the values
+        the program writes for its inputs (`reset = True`, `x = tf.constant(1.0)`); a condition on
+        a value given from outside (--set, a file) is data, refused with the `where` rewrite."""
+        truth = self.constant_truth(value)
+        if truth is not None:
+            return truth
+        if type(value) is int:
+            from gradcli.engine.evaluate import needed_equations, run
+
+            order = needed_equations(self.graph, [value])
+            given = [self.graph.equations[i].params.get("name") for i in order
+                     if self.graph.equations[i].op.name == "input"]
+            if len(order) <= 10_000 and not any(name in self.feeds for name in given) and \
+                    None not in (self.graph.shapes[i] for i in order):
+                with np.errstate(all="ignore"):
+                    result = np.asarray(run(self.graph, [value])[value])
+                if result.size == 1:
+                    return bool(result.reshape(()))
+        raise self.error("this if depends on the data, which is not known before evaluation: "
+                         "compute both sides and choose with where(condition, a, b) "
+                         "(or `a if condition else b`)", pos)
 
     def loop_items(self, stmt: ast.For, top: Scope) -> list:
         iterable = stmt.iterable
@@ -151,6 +170,12 @@ class Statements:
                     shown.append((text, value, True))
                     self.graph.result = (text, value)
 
+    def as_tuple(self, value):
+        """`(0.1,)` written with constants is one Literal: its items, as a tuple of values."""
+        if isinstance(value, Literal) and value.from_tuple and value.value.ndim == 1:
+            return TupleValue([Literal(v, value.pos) for v in value.value], value.pos)
+        return value
+
     def dict_key(self, value, node) -> str:
         if not isinstance(value, Text):
             raise self.error("a dict's keys must be strings written in the program", node.pos)
@@ -171,6 +196,9 @@ class Statements:
                 return self.tape_method(receiver, node, values[1:], scope)
             if node.func == "numpy" and not node.args[1:]:
                 return receiver
+            if node.func in ("assign", "assign_add", "assign_sub") and type(receiver) is int \
+                    and receiver in self.variables:
+                return self.assign_variable(node, values, scope)
             return NOT_MINE
         library, bare = split_spelling(self.spelled(node.func))
         keywords = {kw.name: v for kw, v in zip(node.keywords, values[len(node.args):])}
@@ -213,6 +241,32 @@ class Statements:
             return Transform(bare, args[0], argnums, has_aux, node.pos, self.spelled(node.func))
         return NOT_MINE
 
+    def assign_variable(self, node: ast.Call, values: list, scope: Scope):
+        """`v.assign(value)`, `v.assign_add(d)`, `v.assign_sub(d)` in straight-line code: the name
+        of the variable is bound to a new variable holding the new value. Like TensorFlow's
+        stateful update it passes no gradient to the old value."""
+        from gradcli.ops import OPS
+
+        target = node.args[0]
+        if not isinstance(target, ast.Name) or "." in target.id or len(values) != 2:
+            raise self.error(f".{node.func}() is supported on a variable named in the program, with one value",
+                             node.pos)
+        old, given = values[0], self.materialize(values[1], scope, node.pos)
+        if node.func == "assign":
+            new = given
+        else:
+            op = OPS["add" if node.func == "assign_add" else "subtract"]
+            new = self.emit(op, (old, given), {}, node.pos, node.func, scope)
+        cut = self.emit(OPS["stop_gradient"], (new,), {}, node.pos, node.func, scope)
+        variable = transforms.fresh(self, cut, node.pos, scope)
+        self.variables.add(variable)
+        if scope.locals is not None and target.id in scope.locals:
+            scope.locals[target.id] = variable
+        else:
+            self.globals[target.id] = variable
+            self.graph.names[target.id] = variable
+        return variable
+
     def sources(self, value, pos: Pos, scope: Scope) -> tuple[list, bool]:
         """The ids of a source or a list of them; whether it was a list."""
         if isinstance(value, (TupleValue, DictValue)):
@@ -228,6 +282,12 @@ class Statements:
             return NONE
         if node.func == "stop_recording":
             return TapeRecording(tape)
+        if node.func == "reset":  # forget what was recorded; go on recording if active
+            tape.windows = []
+            tape.used = False
+            if tape.open_at is not None:
+                tape.open_at = len(self.graph.equations)
+            return NONE
         if node.func in ("gradient", "jacobian"):
             if tape.used and not tape.persistent:
                 raise self.error("A non-persistent GradientTape can only be used to compute one set of "
@@ -368,9 +428,12 @@ class Statements:
         """jax.vjp(f, *primals), jax.jvp(f, primals, tangents), jax.linearize(f, *primals)."""
         f = args[0]
         if kind == "jvp":
+            args = [args[0]] + [self.as_tuple(a) for a in args[1:]]
             if len(args) != 3 or not isinstance(args[1], TupleValue) or not isinstance(args[2], TupleValue):
                 raise self.error("jax.jvp(f, primals, tangents): primals and tangents are tuples", node.pos)
             primals, tangents = args[1].items, [self.materialize(t, scope, node.pos) for t in args[2].items]
+            if len(primals) != len(tangents):
+                raise self.error("jax.jvp: primals and tangents must have the same number of items", node.pos)
         else:
             primals, tangents = args[1:], None
         xs = [transforms.fresh(self, self.materialize(p, scope, node.pos), node.pos, scope) for p in primals]
