@@ -56,7 +56,7 @@ def gradients(graph: Graph, ys: list[int], xs: list[int], grad_ys: list[int | No
     stop = min(xs)
     for i in range(upto, stop - 1, -1):
         g = pending(i)
-        if g is None:
+        if g is None or (recorded is not None and not recorded(i)):
             continue
         eq = equations[i]
         inputs = eq.inputs

@@ -238,7 +238,7 @@ class Statements:
             else:
                 argnums = self.static_int(argnums, "argnums", node.pos)
             has_aux = bool(self.constant_truth(keywords.get("has_aux", Literal(np.float64(0), node.pos))))
-            return Transform(bare, args[0], argnums, has_aux, node.pos, self.spelled(node.func))
+            return Transform(bare, args[0], argnums, has_aux, node.pos, node.func)
         return NOT_MINE
 
     def assign_variable(self, node: ast.Call, values: list, scope: Scope):
@@ -305,7 +305,8 @@ class Statements:
                     results[s] = transforms.jacobian(self, targets[0], s, node.pos, "tape.jacobian", scope,
                                                      tape.recorded, zero_if_unconnected=False)
             elif watched:
-                found = transforms.differentiate(self, targets, watched, node.pos, "tape.gradient", grad_ys,
+                by = f"{node.args[0].id if isinstance(node.args[0], ast.Name) else 'tape'}.gradient"
+                found = transforms.differentiate(self, targets, watched, node.pos, by, grad_ys,
                                                  tape.recorded)
                 results.update(zip(watched, found))
             zero = self.unconnected_zero(keywords, node.pos)
@@ -369,7 +370,7 @@ class Statements:
         if stops is not None and stops is not NONE:
             stopped = set(self.sources(stops, node.pos, scope)[0])
             recorded = lambda i: i not in stopped  # noqa: E731  (a stopped value passes no gradient)
-        found = transforms.differentiate(self, ys, xs, node.pos, self.spelled(node.func), grad_ys, recorded)
+        found = transforms.differentiate(self, ys, xs, node.pos, node.func, grad_ys, recorded)
         zero = self.unconnected_zero(keywords, node.pos)
         out = [self.zeros_like(x, scope) if g is None and zero else g for x, g in zip(xs, found)]
         return TupleValue([NONE if v is None else v for v in out], node.pos)
@@ -468,7 +469,7 @@ class Statements:
             _, kind, xs, tangents, node = item
             result = values.pop()
             y = self.materialize(result, scope, node.pos)
-            by = self.spelled(node.func) if isinstance(node, ast.Call) else kind
+            by = node.func if isinstance(node, ast.Call) else kind
             if kind == "jvp":
                 (out,) = transforms.pushforward(self, [y], xs, tangents, node.pos, by, scope)
                 values.append(TupleValue([y, out], node.pos))
