@@ -63,6 +63,9 @@ class Resolution:
         """`x.T`, `x.shape`, `x.ndim`, `x.size` of a value, as the functions and numbers they are."""
         if name == "at" and not isinstance(target, (Text, AtRef, AtIndexed)):
             return AtRef(target, pos)
+        found = self.torch_attribute(target, name, pos, scope)  # .grad, .requires_grad (torch_autograd.py)
+        if found is not None:
+            return found
         if isinstance(target, TupleValue) and len(target.items) == 2 and name in ("values", "indices"):
             # PyTorch's (values, indices) of torch.max(x, dim), torch.sort, torch.topk, by field name
             return target.items[name == "indices"]

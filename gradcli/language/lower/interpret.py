@@ -125,6 +125,7 @@ class Interpreter:
 
     def bind_global(self, name: str, value, pos: Pos, scope: Scope) -> None:
         graph = self.graph
+        written = value if isinstance(value, (TupleValue, Literal)) else None  # (torch_autograd.py)
         if isinstance(value, Literal) and name not in self.globals:
             value = self.input(name, pos, default=value)
         elif isinstance(value, FUNCTION_VALUES + (Tape, TapeRecording, DictValue)) or value is NONE or (
@@ -137,6 +138,8 @@ class Interpreter:
         graph.names[name] = value
         graph.value_names.setdefault(value, name)
         graph.result = (name, value)
+        if written is not None:
+            self.remember_tuple(written, value)
 
     def implicit_call(self, fn: ast.FuncDef) -> ast.Assign:
         """A pasted function with no call: call it with its parameters bound to the inputs
@@ -430,6 +433,7 @@ class Interpreter:
             raise self.error(f"recursion is not supported: '{fn.name}' calls itself ({chain}); "
                              "functions are expanded where they are called", node.pos)
         params = [p for p, _ in fn.params]
+        self.torch_decorated_call(fn, work, scope)  # @torch.no_grad() (torch_autograd.py)
         args = dict(zip(params, values[:len(node.args)]))
         if len(node.args) > len(params):
             raise self.error(f"{fn.name}() takes {len(params)} argument{'s' * (len(params) != 1)} "

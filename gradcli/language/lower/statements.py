@@ -12,6 +12,7 @@ from gradcli.language.lower import transforms
 from gradcli.language.lower.transforms import (
     DictValue, Formatted, FunctionRef, Linear, Mapped, Tape, TapeRecording, Transform)
 from gradcli.language.lower.values import NONE, Closure, Literal, Scope, Text, TupleValue
+from gradcli.language.lower.torch_autograd import GradMode
 
 def autodiff_reach(graph, roots: list, target: int, recorded) -> bool:
     from gradcli.autodiff import depends_on
@@ -22,11 +23,12 @@ def autodiff_reach(graph, roots: list, target: int, recorded) -> bool:
 NOT_MINE = object()  # call_gradient_api: not a call of the gradient API
 # a statement the executor pushes after a `with` block's body: leave its contexts
 _LEAVE = object()
-VALUE_PRESERVING_DECORATORS = {"jit", "function", "partial", "checkpoint", "remat"}
+VALUE_PRESERVING_DECORATORS = {"jit", "function", "partial", "checkpoint", "remat",
+                               "no_grad", "enable_grad"}  # (torch's: torch_autograd.py applies them)
 JAX_TRANSFORMS = {"grad", "value_and_grad", "jacfwd", "jacrev", "jacobian", "hessian", "elementwise_grad"}
 FUNCTION_VALUES = (FunctionRef, Transform, Linear, Mapped)
 # calls whose list arguments are lists of values, not one array
-GRADIENT_CALLS = {"gradient", "gradients", "jacobian", "watch"}
+GRADIENT_CALLS = {"gradient", "gradients", "jacobian", "watch", "grad"}  # (grad: torch.autograd.grad)
 
 
 class Statements:
@@ -130,6 +132,8 @@ class Statements:
 
     # ------------------------------------------------------------------ with
     def enter(self, context, pos: Pos):
+        if isinstance(context, GradMode):  # torch.no_grad() / torch.enable_grad() (torch_autograd.py)
+            return self.torch_enter(context)
         if isinstance(context, Tape):
             context.open_at = len(self.graph.equations)
             self.active_tapes.append(context)
@@ -144,6 +148,8 @@ class Statements:
                          "this is not one of them: write its statements at the top level", pos)
 
     def leave(self, context) -> None:
+        if isinstance(context, GradMode):
+            return self.torch_leave(context)
         if isinstance(context, Tape):
             if context.open_at is not None:
                 context.windows.append((context.open_at, len(self.graph.equations)))
@@ -190,6 +196,9 @@ class Statements:
     def call_gradient_api(self, node: ast.Call, values: list, scope: Scope, work: list):
         """A call that takes or sets up a gradient (None: its value comes by the work stack), or
         NOT_MINE where `node` is no such call."""
+        taken = self.torch_call(node, values, scope, work)  # PyTorch's autograd (torch_autograd.py)
+        if taken is not NOT_MINE:
+            return taken
         if node.method and values:
             receiver = values[0]
             if isinstance(receiver, Tape):
@@ -445,7 +454,9 @@ class Statements:
     def finish(self, item, values: list, scope: Scope, work: list) -> None:
         """A work item after a function's body: what the transform makes of the function's result."""
         tag = item[0]
-        if tag == "transform":
+        if tag in ("torch", "torch_mode"):  # torch.autograd.functional, @torch.no_grad() (torch_autograd.py)
+            self.torch_finish(item, values, scope)
+        elif tag == "transform":
             values.append(self.finish_transform(item[1:], values.pop(), scope))
         elif tag == "call":
             _, fn, node, call_values = item
