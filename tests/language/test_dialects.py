@@ -108,3 +108,16 @@ def test_whose_methods_a_program_uses_follows_the_libraries_it_spells():
     assert libraries("y = torch.exp(x).std()\n") == ("torch", False)
     assert libraries("import torch\ny = np.exp(x)\n") == ("numpy", True)
     assert libraries("y = x.std()\n") == ("numpy", False)
+
+
+def test_a_library_name_may_mean_a_transformation_that_lowers_the_call_itself(monkeypatch):
+    """What `tf.gradients` or `jax.grad` mean is not an op: an entry may name a callable that builds
+    the call's value with the lowering at hand."""
+    def doubled(lowering, node, values, scope):
+        x = lowering.materialize(values[0], scope)
+        two = lowering.graph.add_constant(2.0, node.pos, scope.stack)
+        return lowering.emit(ops.OPS["multiply"], (x, two), {}, node.pos, "doubled", scope)
+
+    monkeypatch.setitem(dialects.NAMES, "doubled", doubled)
+    result = api.grad("y = tf.doubled(x) + x", wrt=["x"], feeds={"x": 1.5})
+    assert float(result.outputs["y"]) == 4.5 and float(result.gradients["x"]) == 3.0

@@ -167,3 +167,22 @@ def test_each_gradient_equation_records_the_call_that_took_it():
                             "<t>", {}, None)
     taken = {(by, pos.line, pos.column) for by, pos in graph.made_by.values()}
     assert taken == {("tf.gradients", 4, 5)}
+
+
+def test_a_loop_and_an_if_inside_a_function_unroll_where_it_is_called():
+    out = outputs("import jax\nimport jax.numpy as jnp\ndef f(x, n=3):\n    for i in range(n):\n"
+                  "        x = x * 2.0\n    if n > 2:\n        x = x + 1.0\n    else:\n        x = x - 1.0\n"
+                  "    return jnp.sum(x)\nprint(jax.grad(f)(jnp.array([1.0, 2.0])))\nprint(f(1.0, 1))\n")
+    np.testing.assert_allclose(out["jax.grad(f)(jnp.array([1.0, 2.0]))"], [8.0, 8.0])
+    assert out["f(1.0, 1)"] == 1.0
+
+
+def test_a_return_inside_a_loop_is_refused_at_its_place():
+    err = refusal("def f(x):\n    for i in range(2):\n        return x\n    return x\ny = f(1.0)\n")
+    assert "'return' inside a for or an if is not supported" in str(err)
+    assert (err.pos.line, err.pos.column) == (3, 9)
+
+
+def test_a_loop_too_long_to_unroll_is_refused():
+    err = refusal("y = 0.0\nfor i in range(10 ** 9):\n    y = y + 1.0\n")
+    assert "a for loop is unrolled" in str(err)

@@ -14,9 +14,10 @@ module holds what is that library's own:
 `resolve(spelling)` is the whole answer for one call: (op, preset parameters).
 
 Adding a spelling is one entry in its library's module; adding an op is one record in gradcli.ops
-and its test row. A name's entry may mean something other than an op (a transformation such as a
-gradient) by mapping it to what the lowering takes for that meaning: `meaning()` gives back
-whatever the entry names, an op being one kind.
+and its test row. A name's entry may map it to a transformation instead of an op's name (what
+`tf.gradients`, `jax.grad` or a tape mean): a callable `(lowering, call node, argument values,
+scope) -> value` that lowers the call itself, with the lowering's graph, binding and errors at
+hand (gradcli.language.lower); `meaning()` gives it back as it gives back an op.
 
 The libraries: numpy.py (and the array API's names), torch.py, tensorflow.py (and Keras),
 jax.py (and lax, Optax), scipy.py, python.py (Python's built-ins where they differ from NumPy's
@@ -142,7 +143,7 @@ ABSENT: dict = _merged("ABSENT")
 
 def meaning(name: str):
     """What a bare name calls: the op named so by a library (`reduce_max`) or by itself (`max`),
-    or None (it names nothing callable)."""
+    a library's transformation, or None (it names nothing callable)."""
     target = NAMES.get(name)
     if target is None:
         return CALLABLE.get(name)

@@ -56,7 +56,7 @@ class Resolution:
         known = self.sequence_ops.get(node.func)
         if known is None:
             op = meaning(split_spelling(self.spelled(node.func))[1])
-            known = self.sequence_ops[node.func] = op is not None and op.sequence > 0
+            known = self.sequence_ops[node.func] = type(op) is Op and op.sequence > 0
         return known
 
     def attribute(self, target, name: str, pos: Pos, scope: Scope):
@@ -133,6 +133,8 @@ class Resolution:
             hint = f"; did you mean {', '.join(close)}?" if close else ""
             what = "method" if node.method else "function"
             raise self.error(f"unknown {what} '{'.' if node.method else ''}{name}'{hint}", node.pos)
+        if type(op) is not Op:  # a dialect's transformation (not an op): it lowers the call itself
+            return op(self, node, values, scope)
         # a call is remembered only where its spelling alone decides its reading: never where the
         # reading looks at what the arguments are (a constant, an input, an array) or rewrites them
         remember = bare not in SPECIAL_CALLS  # (call_special reads the values)
@@ -145,9 +147,9 @@ class Resolution:
         if node.symbol is None and dialects.reads(op):
             remember = False
             spelling = Spelling(library, bare, len(node.args), tuple(k.name for k in node.keywords),
-                                         bool(node.args) and isinstance(node.args[0], ast.Array),
-                                         node.method, name if node.method else self.spelled(name),
-                                         tuple(self.written_kind(v, a) for v, a in zip(values, node.args)))
+                                bool(node.args) and isinstance(node.args[0], ast.Array),
+                                node.method, name if node.method else self.spelled(name),
+                                tuple(self.written_kind(v, a) for v, a in zip(values, node.args)))
             try:
                 op, preset = dialects.resolve(spelling)
             except ReadingError as exc:

@@ -18,6 +18,7 @@ from gradcli.ops import OPS
 from gradcli.ir import Equation, Graph
 
 _EVAL, _APPLY, _BIND, _DISCARD, _UNPACK, _DEFINE, _CHOOSE = range(7)
+_STATEMENT, _SET = 8, 9  # (7 is statements._FINISH)
 
 
 class Interpreter:
@@ -336,6 +337,17 @@ class Interpreter:
                     scope.locals[name] = item
             elif kind == _DEFINE:
                 scope.locals[node.name] = Closure(node, scope)
+            elif kind == _STATEMENT:
+                self.steps_left = steps
+                self.local_statement(node, scope, work)
+                steps = self.steps_left
+            elif kind == _SET:
+                loop, item = node
+                if len(loop.names) == 1:
+                    scope.locals[loop.names[0][0]] = item
+                else:
+                    for (name, _), value in zip(loop.names, self.unpack(item, len(loop.names), loop.pos, scope)):
+                        scope.locals[name] = value
             elif kind == _FINISH:
                 self.finish(node, values, scope, work)
             elif kind == _CHOOSE:
@@ -451,7 +463,19 @@ class Interpreter:
         inner = Scope(args, scope.stack + (node.pos,), scope.active + (fn.name,), defined_in)
         *body, ret = fn.body
         work.append((_EVAL, ret.value, inner))
+        self.push_body(body, inner, work)
+        # parameters left out take their defaults, computed where the function was defined
+        for p in reversed([p for p in params if p not in args]):
+            work.append((_BIND, p, inner))
+            work.append((_EVAL, fn.defaults[p], defined_in or Scope(None, scope.stack, scope.active)))
+        return None
+
+    def push_body(self, body: list, inner: Scope, work: list) -> None:
+        """A function body's statements (or a block of one) onto the work stack, last first."""
         for stmt in reversed(body):
+            if isinstance(stmt, (ast.For, ast.If, ast.With, ast.SetAttribute, ast.Return)):
+                work.append((_STATEMENT, stmt, inner))
+                continue
             if isinstance(stmt, ast.Assign):
                 work.append((_BIND, stmt.name, inner))
             elif isinstance(stmt, ast.Unpack):
@@ -464,11 +488,26 @@ class Interpreter:
             else:
                 work.append((_DISCARD, None, inner))
             work.append((_EVAL, stmt.value, inner))
-        # parameters left out take their defaults, computed where the function was defined
-        for p in reversed([p for p in params if p not in args]):
-            work.append((_BIND, p, inner))
-            work.append((_EVAL, fn.defaults[p], defined_in or Scope(None, scope.stack, scope.active)))
-        return None
+
+    def local_statement(self, stmt, scope: Scope, work: list) -> None:
+        """A compound statement inside a function: a loop unrolled, an if chosen, here."""
+        if isinstance(stmt, ast.For):
+            items = self.loop_items(stmt, scope)
+            for item in reversed(items):
+                self.push_body(stmt.body, scope, work)
+                work.append((_SET, (stmt, item), scope))
+        elif isinstance(stmt, ast.If):
+            for condition, body in stmt.branches:
+                if self.known_truth(self.lower(condition, scope), condition.pos):
+                    self.push_body(body, scope, work)
+                    return
+            self.push_body(stmt.orelse, scope, work)
+        elif isinstance(stmt, ast.Return):
+            raise self.error("'return' inside a for or an if is not supported: return once, at the end of the "
+                             "function (choose the value with where)", stmt.pos)
+        else:
+            raise self.error("'with' blocks and attribute assignments are supported at the top level only",
+                             stmt.pos)
 
 
 def number_value(node: ast.Number):

@@ -116,9 +116,15 @@ class Statements:
                          "(or `a if condition else b`)", pos)
 
     def loop_items(self, stmt: ast.For, top: Scope) -> list:
+        """The items a for loop runs over, known before evaluation."""
         iterable = stmt.iterable
         if isinstance(iterable, ast.Call) and iterable.func == "range" and not iterable.keywords:
             bounds = [self.static_int(self.lower(arg, top), "a range() bound", arg.pos) for arg in iterable.args]
+            if not 1 <= len(bounds) <= 3 or (len(bounds) == 3 and bounds[2] == 0):
+                raise self.error("range() takes 1 to 3 integers, the step not 0", iterable.pos)
+            if len(range(*bounds)) > self.max_steps:
+                raise self.error(f"the program expands to more than {self.max_steps:,} steps of lowering "
+                                 "(a for loop is unrolled)", stmt.pos)
             return [Literal(np.float64(k), stmt.pos) for k in range(*bounds)]
         value = self.lower(iterable, top)
         if isinstance(value, TupleValue):
