@@ -445,7 +445,7 @@ class Interpreter:
             raise self.error(f"recursion is not supported: '{fn.name}' calls itself ({chain}); "
                              "functions are expanded where they are called", node.pos)
         params = [p for p, _ in fn.params]
-        self.torch_decorated_call(fn, work, scope)  # @torch.no_grad() (torch_autograd.py)
+        self.decorated_call(fn, node, values, work, scope)  # @torch.no_grad(), @tf.custom_gradient (torch_autograd.py)
         args = dict(zip(params, values[:len(node.args)]))
         if len(node.args) > len(params):
             raise self.error(f"{fn.name}() takes {len(params)} argument{'s' * (len(params) != 1)} "

@@ -24,7 +24,8 @@ NOT_MINE = object()  # call_gradient_api: not a call of the gradient API
 # a statement the executor pushes after a `with` block's body: leave its contexts
 _LEAVE = object()
 VALUE_PRESERVING_DECORATORS = {"jit", "function", "partial", "checkpoint", "remat",
-                               "no_grad", "enable_grad"}  # (torch's: torch_autograd.py applies them)
+                               "no_grad", "enable_grad",  # (torch's: torch_autograd.py applies them)
+                               "custom_gradient", "custom_vjp", "custom_jvp"}  # (custom_gradients.py)
 JAX_TRANSFORMS = {"grad", "value_and_grad", "jacfwd", "jacrev", "jacobian", "hessian", "elementwise_grad"}
 FUNCTION_VALUES = (FunctionRef, Transform, Linear, Mapped)
 # calls whose list arguments are lists of values, not one array
@@ -81,6 +82,8 @@ class Statements:
             raise self.error("assigning an attribute is not supported (classes are not supported)", stmt.pos)
         if isinstance(stmt, ast.FuncDef):
             for decorator in stmt.decorators:
+                if self.custom_decorator(stmt, decorator):  # @f.defjvp (custom_gradients.py)
+                    continue
                 spelled = decorator.func if isinstance(decorator, ast.Call) else getattr(decorator, "id", "")
                 if split_spelling(self.spelled(spelled))[1] not in VALUE_PRESERVING_DECORATORS:
                     raise self.error(f"the decorator @{spelled} is not supported (gradcli accepts those that do "
@@ -462,6 +465,8 @@ class Statements:
         tag = item[0]
         if tag in ("torch", "torch_mode"):  # torch.autograd.functional, @torch.no_grad() (torch_autograd.py)
             self.torch_finish(item, values, scope)
+        elif tag == "custom":  # a custom gradient's steps (custom_gradients.py)
+            self.custom_finish(item, values, scope, work)
         elif tag == "transform":
             values.append(self.finish_transform(item[1:], values.pop(), scope))
         elif tag == "call":

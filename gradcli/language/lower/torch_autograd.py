@@ -101,6 +101,9 @@ class TorchAutograd:
         keywords = {kw.name: v for kw, v in zip(node.keywords, values[len(node.args):])}
         args = values[:len(node.args)]
         if node.method and values:
+            given = self.custom_rule_given(node, values)  # jax's f.defvjp(fwd, bwd) (custom_gradients.py)
+            if given is not None:
+                return given
             return self.torch_method(node, args, keywords, scope)
         spelled = self.spelled(node.func)
         if "requires_grad" in keywords and split_spelling(spelled)[0] == "torch":
@@ -379,10 +382,14 @@ class TorchAutograd:
         work.append((_FINISH, ("torch", kind, xs, listed, v, create, node), scope))
         return self.apply_function(args[0], ast.Call("<function>", placeholders, node.pos), xs, scope, work)
 
-    def torch_decorated_call(self, fn: ast.FuncDef, work: list, scope: Scope) -> None:
-        """A call of a function decorated @torch.no_grad() or @torch.enable_grad(): its body runs in
-        that mode (entered now, left by a work item after its result)."""
+    def decorated_call(self, fn: ast.FuncDef, node, values: list, work: list, scope: Scope) -> None:
+        """A call of a user function, before its body: @torch.no_grad() or @torch.enable_grad() run
+        the body in that mode (entered now, left by a work item after its result); a custom
+        gradient's decorator makes the call's gradient the user's rule (custom_gradients.py)."""
         from gradcli.language.lower.statements import _FINISH
+
+        if fn.decorators:
+            self.custom_call(fn, node, values, work, scope)
 
         for decorator in fn.decorators:
             spelled = self.spelled(decorator.func if isinstance(decorator, ast.Call) else
