@@ -217,3 +217,19 @@ def test_holomorphic_is_refused_with_a_reason():
     assert err.pos.line == 5 and "complex" in str(err)
     err = refusal("import jax\ndef f(z):\n    return z * z\nprint(jax.grad(f, holomorphic=True)(1.0))\n")
     assert err.pos.line == 4 and "complex" in str(err)
+
+
+def test_a_training_loop_updates_the_leaf_in_place_under_no_grad():
+    # torch 2.13.0 printed tensor(2.1071, requires_grad=True) and tensor(0.0298, grad_fn=<MeanBackward0>)
+    code = ("import torch\nx = torch.tensor([1.0, 2.0, 3.0])\ny = torch.tensor([2.0, 4.0, 6.5])\n"
+            "w = torch.tensor(0.5, requires_grad=True)\nfor step in range(20):\n"
+            "    loss = ((x * w - y) ** 2).mean()\n    loss.backward()\n    with torch.no_grad():\n"
+            "        w -= 0.05 * w.grad\n        w.grad.zero_()\nprint(w)\nprint(loss)\n")
+    out = run(code)
+    assert float(out["w"]) == pytest.approx(2.1071, abs=5e-5)
+    assert float(out["loss"]) == pytest.approx(0.0298, abs=5e-5)
+
+
+def test_an_in_place_update_of_a_leaf_while_recording_is_refused():
+    err = refusal("import torch\nw = torch.tensor(0.5, requires_grad=True)\nw += 1\n")
+    assert err.pos.line == 3 and "in-place operation" in str(err) and "RuntimeError" in str(err)

@@ -100,6 +100,7 @@ class Interpreter:
                 for (name, pos), item in zip(stmt.names, self.unpack(value, len(stmt.names), stmt.pos, top)):
                     self.bind_global(name, item, pos, top)
             elif isinstance(stmt, ast.Assign):
+                value = self.in_place_update(stmt, value, top)  # `w -= ...` of a PyTorch leaf (torch_autograd.py)
                 self.bind_global(stmt.name, value, stmt.pos, top)
             elif value is NONE or isinstance(value, FUNCTION_VALUES + (Tape, TapeRecording, DictValue, Text)):
                 continue  # `tape.watch(x)`: a statement for its effect

@@ -176,6 +176,24 @@ class TorchAutograd:
                              "program; multiply the gradient where it is used", node.pos)
         return NOT_MINE
 
+    def in_place_update(self, stmt: ast.Assign, value, scope: Scope):
+        """`w -= lr * w.grad` where w is a leaf: PyTorch updates the leaf in place, so w stays the
+        leaf (its .grad kept) under torch.no_grad(), and refuses it where gradients are recorded."""
+        state = getattr(self, "_torch_state", None)
+        old = self.globals.get(stmt.name)
+        node = stmt.value
+        if state is None or type(old) is not int or old not in state.leaves or not isinstance(node, ast.Call) \
+                or not node.args or not isinstance(node.args[0], ast.Name) or node.args[0].id != stmt.name \
+                or node.pos.start <= node.args[0].pos.start:  # (an augmented call starts at its operator)
+            return value
+        if not (state.modes and not state.modes[-1][0]):
+            raise self.error("a leaf Variable that requires grad is being used in an in-place operation "
+                             "(PyTorch: RuntimeError): update it inside `with torch.no_grad():`", node.pos)
+        leaf = transforms.fresh(self, self.materialize(value, scope, node.pos), node.pos, scope)
+        state.leaves[leaf] = state.leaves.pop(old)
+        self.rebind_id(old, leaf, scope)
+        return leaf
+
     def rebind_id(self, old: int, new: int, scope: Scope) -> None:
         """An in-place update of the tensor `old` (a .grad): every name bound to it now holds `new`."""
         for table in (self.globals, self.graph.names):
