@@ -211,6 +211,15 @@ def test_autograd_grad_value_and_grad_hessian():
     np.testing.assert_allclose(out["hessian(f)(x)"], np.diag(2 * np.cos(x) - x * np.sin(x)))
 
 
+def test_autograd_argnum_by_keyword_and_by_position():
+    code = ("import autograd.numpy as np\nfrom autograd import grad\ndef f(a, b):\n    return a * b ** 2\n"
+            "print(grad(f, argnum=1)(2.0, 3.0))\nprint(grad(f, 0)(2.0, 3.0))\n")
+    out = run(code)
+    assert float(out["grad(f, argnum=1)(2.0, 3.0)"]) == 12.0 and float(out["grad(f, 0)(2.0, 3.0)"]) == 9.0
+    err = refusal("from autograd import grad\ndef f(a):\n    return a * a\nprint(grad(f, argnums=0)(2.0))\n")
+    assert err.pos.line == 4 and "argnum" in str(err)
+
+
 def test_holomorphic_is_refused_with_a_reason():
     err = refusal("import autograd.numpy as np\nfrom autograd import holomorphic_grad\n"
                   "def f(z):\n    return z * z\nprint(holomorphic_grad(f)(1.0))\n")

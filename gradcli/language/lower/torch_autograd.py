@@ -114,6 +114,8 @@ class TorchAutograd:
             raise self.error(f"{node.func}: holomorphic differentiation is of complex functions, and gradcli "
                              "computes in real numbers only; differentiate the real and imaginary parts as "
                              "real functions", node.pos)
+        if spelled.startswith("autograd.") and keywords and args and isinstance(args[0], FUNCTION_VALUES):
+            return self.autograd_transform(spelled.rpartition(".")[2], node, args, keywords)
         if not spelled.startswith("torch."):
             return NOT_MINE
         bare = spelled.rpartition(".")[2]
@@ -127,6 +129,20 @@ class TorchAutograd:
                 and isinstance(args[0], FUNCTION_VALUES):
             return self.functional(bare, node, args, keywords, scope, work)
         return NOT_MINE
+
+    def autograd_transform(self, bare: str, node: ast.Call, args: list, keywords: dict):
+        """HIPS autograd's `grad(fun, argnum=0)` and its kin, with their keyword spelled `argnum`."""
+        from gradcli.language.lower.statements import JAX_TRANSFORMS
+        from gradcli.language.lower.transforms import Transform
+
+        unknown = set(keywords) - {"argnum"}
+        if bare not in JAX_TRANSFORMS or unknown:
+            raise self.error(f"autograd.{bare}: gradcli knows no keyword {', '.join(sorted(unknown))} here "
+                             "(autograd's transforms take argnum)", node.pos)
+        if len(args) > 1:
+            raise self.error(f"autograd.{bare}: give argnum once", node.pos)
+        return Transform(bare, args[0], self.static_int(keywords["argnum"], "argnum", node.pos), False, node.pos,
+                         node.func)
 
     def torch_leaf_constructor(self, node, values, keywords, scope, work):
         """`torch.tensor(..., requires_grad=True)`: the tensor, made a leaf when the flag is true."""
