@@ -34,7 +34,6 @@ AUGMENTED = {op + "=": op for op in ("+", "-", "*", "/", "//", "%", "@", "**")}
 # Python that stays out of the language, each with what to write instead.
 UNSUPPORTED = {
     "while": "while loops are not supported: gradcli unrolls `for NAME in range(N)`; write the loop as one",
-    "class": "classes are not supported: write the computation as functions (def) and statements",
     "try": "try/except is not supported: gradcli reports errors itself, with their place",
     "raise": "raise is not supported: gradcli reports errors itself, with their place",
     "yield": "generators are not supported: return the values (return a, b)",
@@ -122,6 +121,9 @@ class _AstBuilder:
 
     def assign(self, items):
         target, _, value = items
+        if isinstance(target, ast.Name) and "." in target.id:  # `self.w = w` (a dotted name is one token)
+            base, _, attribute = target.id.rpartition(".")
+            return ast.SetAttribute(ast.Name(base, target.pos), attribute, value, target.pos)
         if isinstance(target, ast.Name):
             return self._bind(target.id, target.pos, value)
         if isinstance(target, ast.Attribute):  # `v.grad = None`, `self.w = w`
@@ -203,6 +205,9 @@ class _AstBuilder:
         if body and isinstance(body[0], ast.ExprStmt) and isinstance(body[0].value, ast.Str) and len(body) > 1:
             body = body[1:]  # the docstring
         returns = [i for i, stmt in enumerate(body) if isinstance(stmt, ast.Return)]
+        if not returns and name == "__init__" and body:  # a constructor returns the object it sets up
+            body.append(ast.Return(ast.NoneLiteral(body[-1].pos), body[-1].pos))
+            returns = [len(body) - 1]
         if not returns:
             raise _syntax(f"the body of '{name}' must end with 'return EXPR'", body[-1].pos if body else _pos(name_token))
         if returns[0] != len(body) - 1:
@@ -218,6 +223,14 @@ class _AstBuilder:
             elif defaults:
                 raise _syntax(f"parameter '{pname}' without a default follows one with a default", ppos)
         return ast.FuncDef(name, [(p, pos) for p, pos, _ in params or []], body, _pos(name_token), defaults)
+
+    def classdef(self, items):
+        keyword, name, _, bases, _, _, body = items
+        for stmt in body:
+            if not isinstance(stmt, (ast.FuncDef, ast.Assign)) and not (
+                    isinstance(stmt, ast.ExprStmt) and isinstance(stmt.value, ast.Str)):
+                raise _syntax("a class body holds methods (def) and constants (NAME = value)", stmt.pos)
+        return ast.ClassDef(name.value, list(bases or []), body, _pos(name))
 
     def block(self, items):
         return [stmt for stmt in items if stmt is not None]
@@ -436,8 +449,15 @@ def _fstring(items) -> ast.FString:
             shown = text.rstrip().endswith("=")
             text = text.rstrip()[:-1] if shown else text
             offset = tok.start_pos + body_start + k + 1
-            expression = _parser().parse(text.strip() + "\n", "value")
-            _shift(expression, Pos(tok.line, tok.column + body_start + k + 1, offset, offset + len(text)))
+            at = Pos(tok.line, tok.column + body_start + k + 1, offset, offset + len(text))
+            try:
+                expression = _parser().parse(text.strip() + "\n", "value") if text.strip() else None
+            except GradcliError:
+                expression = None
+            if expression is None:
+                raise _syntax("an f-string field holds an expression gradcli reads: {name}, {expr=} or "
+                              "{expr:.3f}", at)
+            _shift(expression, at)
             parts.append(ast.Field(expression, text.strip(), shown))
             k = end + 1
     return ast.FString(parts, _pos(items[0], items[0].start_pos, items[-1].end_pos))

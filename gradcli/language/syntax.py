@@ -386,3 +386,15 @@ class FString(Node):
     def __init__(self, parts, pos):
         self.parts = parts
         self.pos = pos
+
+
+class ClassDef(Record):
+    """`class Model(nn.Module):` with methods (`__init__` sets `self.w`) and class constants."""
+
+    __slots__ = _fields = ("name", "bases", "body", "pos")
+
+    def __init__(self, name, bases, body, pos):
+        self.name = name
+        self.bases = bases
+        self.body = body
+        self.pos = pos

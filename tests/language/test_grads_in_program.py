@@ -186,3 +186,20 @@ def test_a_return_inside_a_loop_is_refused_at_its_place():
 def test_a_loop_too_long_to_unroll_is_refused():
     err = refusal("y = 0.0\nfor i in range(10 ** 9):\n    y = y + 1.0\n")
     assert "a for loop is unrolled" in str(err)
+
+
+def test_a_small_class_holds_parameters_and_its_method_uses_them():
+    # JAX 0.10.2 printed 14.0, 3.0, 112.0 and 12.0 for the same program
+    out = outputs("import jax\nclass Linear:\n    scale = 2.0\n    def __init__(self, w, b):\n        self.w = w\n"
+                  "        self.b = b\n    def __call__(self, x):\n        return self.scale * (self.w * x + self.b)\n"
+                  "model = Linear(3.0, 1.0)\nprint(model(2.0))\nprint(model.w)\n"
+                  "def loss(w):\n    m = Linear(w, 1.0)\n    return m(2.0) ** 2\nprint(jax.grad(loss)(3.0))\n"
+                  "model.w = 5.0\nprint(model(1.0))\n")
+    assert list(out.values()) == [14.0, 3.0, 112.0, 12.0]
+
+
+def test_a_module_subclass_with_forward_is_called_as_pytorch_calls_it():
+    out = outputs("import torch\nclass Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                  "        self.w = torch.tensor([1.0, 2.0])\n    def forward(self, x):\n"
+                  "        return torch.sum(self.w * x)\nm = Model()\nprint(m(torch.tensor([3.0, 4.0])))\n")
+    assert list(out.values()) == [11.0]

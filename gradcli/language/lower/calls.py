@@ -10,8 +10,7 @@ import numpy as np
 
 from gradcli.errors import OptionError, Pos, ShapeError
 from gradcli.language import syntax as ast
-from gradcli.language.lower.statements import FUNCTION_VALUES, NOT_MINE
-from gradcli.language.lower.transforms import FunctionRef, Transform
+from gradcli.language.lower.transforms import FUNCTION_VALUES, NOT_MINE, ObjectValue
 from gradcli.language.lower.values import NONE, AtIndexed, AtRef, Closure, Literal, Scope, Text, TupleValue
 from gradcli.language import dialects
 from gradcli.language.dialects import (
@@ -61,6 +60,8 @@ class Resolution:
 
     def attribute(self, target, name: str, pos: Pos, scope: Scope):
         """`x.T`, `x.shape`, `x.ndim`, `x.size` of a value, as the functions and numbers they are."""
+        if isinstance(target, ObjectValue):
+            return self.object_attribute(target, name, pos)
         if name == "at" and not isinstance(target, (Text, AtRef, AtIndexed)):
             return AtRef(target, pos)
         found = self.torch_attribute(target, name, pos, scope)  # .grad, .requires_grad (torch_autograd.py)

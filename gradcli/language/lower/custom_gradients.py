@@ -81,7 +81,7 @@ class CustomGradients:
     def custom_call(self, fn: ast.FuncDef, node, values: list, work: list, scope: Scope) -> None:
         """A call of a function with a custom gradient: its arguments become the ids the rule is
         for; a work item after its body builds the custom equation."""
-        from gradcli.language.lower.statements import _FINISH
+        from gradcli.language.lower.transforms import _FINISH
 
         kind = self.custom_kind(fn)
         if kind is None:
@@ -184,7 +184,7 @@ class CustomGradients:
 
     def custom_after_body(self, item, values: list, scope: Scope, work: list) -> None:
         """f's body gave its value y: lower the rule (fwd then bwd, or the jvp) for this call."""
-        from gradcli.language.lower.statements import _FINISH
+        from gradcli.language.lower.transforms import _FINISH
 
         _, _, rules, xs, node = item
         y = self.materialize(values.pop(), scope, node.pos)
@@ -206,7 +206,7 @@ class CustomGradients:
     def custom_backward(self, y: int, xs: list, grad_fn, leading: list, node, scope: Scope, work: list):
         """Lower grad_fn(*leading, u) for a placeholder u, then build the custom equation (the
         gradient function's result, where it came at once, else None: it comes by the work stack)."""
-        from gradcli.language.lower.statements import _FINISH
+        from gradcli.language.lower.transforms import _FINISH
 
         graph = self.graph
         zeros = graph.add_constant(np.zeros(graph.shapes[y]), node.pos, scope.stack)

@@ -12,8 +12,8 @@ from gradcli.language.dialects import (
     CONSTANTS, FLOAT_DTYPES, OTHER_DTYPES, SEQUENCE_KEYWORDS, meaning, numpy as numpy_dialect, split_spelling)
 from gradcli.language.lower.values import (
     NONE, AtIndexed, AtRef, Closure, IndexTrick, Literal, NumberPolicy, Scope, Text, TupleValue)
-from gradcli.language.lower.statements import _FINISH, FUNCTION_VALUES, GRADIENT_CALLS
-from gradcli.language.lower.transforms import DictValue, Formatted, FunctionRef, Tape, TapeRecording, Transform
+from gradcli.language.lower.transforms import (
+    _FINISH, FUNCTION_VALUES, GRADIENT_CALLS, DictValue, FunctionRef, Tape, TapeRecording)
 from gradcli.ops import OPS
 from gradcli.ir import Equation, Graph
 
@@ -115,7 +115,7 @@ class Interpreter:
             graph.printed = [(text, value) for text, value, _ in self.shown]
         if self.missing:
             raise self.missing_inputs_error()
-        if graph.result is None:
+        if graph.result is None and not self.shown:
             raise self.error("the program defines functions but computes nothing", None)
         for name in self.feeds:
             if name not in graph.inputs:
@@ -142,30 +142,6 @@ class Interpreter:
         graph.result = (name, value)
         if written is not None:
             self.remember_tuple(written, value)
-
-    def implicit_call(self, fn: ast.FuncDef) -> ast.Assign:
-        """A pasted function with no call: call it with its parameters bound to the inputs
-        of the same names (a parameter with a default keeps it unless --set gives it); the
-        result is named after the function."""
-        args = [ast.Name(p, pos) for p, pos in fn.params if p not in fn.defaults]
-        given = [ast.Keyword(p, ast.Name(p, pos), pos) for p, pos in fn.params if p in fn.defaults and p in self.feeds]
-        return ast.Assign(fn.name, ast.Call(fn.name, args, fn.pos, given), fn.pos)
-
-    def unpack(self, value, count: int, pos: Pos, scope: Scope) -> list:
-        """The `count` items of a tuple, or the rows of an array, for `a, b = value`."""
-        if isinstance(value, TupleValue):
-            items = value.items
-        elif isinstance(value, Literal) and value.value.ndim:
-            items = [Literal(row, value.pos) for row in value.value]
-        elif type(value) is int and self.graph.shapes[value]:
-            n = self.graph.shapes[value][0]
-            items = [self.emit(OPS["index"], (value,), {"index": (k,)}, pos, "[]", scope) for k in range(min(n, count))]
-            items += [None] * (n - len(items))
-        else:
-            raise self.error(f"cannot unpack a single number into {count} names", pos)
-        if len(items) != count:
-            raise self.error(f"cannot unpack {len(items)} values into {count} names", pos)
-        return items
 
     def input(self, name: str, pos: Pos, default: Literal | None = None) -> int:
         graph = self.graph
@@ -209,13 +185,8 @@ class Interpreter:
         if isinstance(value, IndexTrick):
             raise self.error(f"{value.spelled} is not a value: it joins the arrays in its brackets, as in "
                              f"{value.spelled}[a, b]", value.pos)
-        if isinstance(value, FunctionRef):
-            raise self.error(f"'{value.name}' is a function: call it, as in {value.name}(x)", value.pos)
-        if isinstance(value, DictValue):
-            raise self.error("a dict is not a number: gradcli reads a dict only as tape.gradient's sources, "
-                             "indexed with a constant key", value.pos)
-        if isinstance(value, FUNCTION_VALUES + (Tape, TapeRecording)):
-            raise self.error("this is not a number: a gradient transform or a tape", value.pos)
+        if isinstance(value, FUNCTION_VALUES + (Tape, TapeRecording, DictValue)):
+            self.refuse_as_number(value)
         if isinstance(value, (AtRef, AtIndexed)):
             raise self.error("x.at[index] is not a value: JAX's update syntax needs its method, as in "
                              "x.at[index].set(v), .add(v), .multiply(v), .divide(v), .power(v), .min(v), "
@@ -317,14 +288,9 @@ class Interpreter:
                     values.append(self.tuple(node, args))
                 elif isinstance(node, ast.Attribute):
                     values.append(self.attribute(args[0], node.name, node.pos, scope))
-                elif isinstance(node, ast.Dict):
-                    keys = [self.dict_key(k, v) for k, v in zip(args[:len(node.keys)], node.keys)]
-                    values.append(DictValue(keys, args[len(node.keys):], node.pos))
-                elif isinstance(node, ast.FString):
-                    fields = [p for p in node.parts if isinstance(p, ast.Field)]
-                    values.append(Formatted([(f.text, v) for f, v in zip(fields, args)], node.pos))
-                elif isinstance(node, ast.Index) and isinstance(args[0], DictValue):
-                    values.append(self.dict_item(args[0], args[1:], node))
+                elif isinstance(node, (ast.Dict, ast.FString)) or (
+                        isinstance(node, ast.Index) and isinstance(args[0], DictValue)):
+                    values.append(self.mapping_or_text(node, args))
                 elif isinstance(node, ast.CallValue):
                     result = self.apply_function(args[0], node, args[1:], scope, work)
                     if result is not None:
@@ -421,23 +387,7 @@ class Interpreter:
         return self.input(name, node.pos)
 
     def missing_inputs_error(self) -> GradcliError:
-        """The error naming every missing input found so far (at the first one's use)."""
-        graph = self.graph
-        names = list(self.missing)
-        first = self.missing[names[0]]
-        shown = names[:8]
-        listed = ", ".join(f"'{n}'" for n in shown) + (f" and {len(names) - 8:,} more" if len(names) > 8 else "")
-        hint = " ".join(f"{{option}} {n}=VALUE" for n in shown) + (" ..." if len(names) > 8 else "")
-        known = [n for n in graph.names if n not in self.missing]
-        import difflib
-
-        close = [c for n in names for c in difflib.get_close_matches(n, known, n=1)]
-        maybe = f" (did you mean {', '.join(close)}?)" if close and len(names) == 1 else ""
-        functions = [n for n in names if meaning(n) is not None]
-        if functions and not maybe and len(names) == 1:
-            maybe = f" (or call the function: {functions[0]}(x))"
-        return OptionError(f"missing input{'s' if len(names) > 1 else ''} {listed}{maybe}: "
-                           f"give {'them' if len(names) > 1 else 'it'} with {hint}", "feeds", first, self.source)
+        return missing_inputs_error(self)
 
     def call_user(self, fn: ast.FuncDef, node: ast.Call, values: list, scope: Scope, work: list,
                   defined_in: Scope | None):
@@ -471,44 +421,7 @@ class Interpreter:
             work.append((_EVAL, fn.defaults[p], defined_in or Scope(None, scope.stack, scope.active)))
         return None
 
-    def push_body(self, body: list, inner: Scope, work: list) -> None:
-        """A function body's statements (or a block of one) onto the work stack, last first."""
-        for stmt in reversed(body):
-            if isinstance(stmt, (ast.For, ast.If, ast.With, ast.SetAttribute, ast.Return)):
-                work.append((_STATEMENT, stmt, inner))
-                continue
-            if isinstance(stmt, ast.Assign):
-                work.append((_BIND, stmt.name, inner))
-            elif isinstance(stmt, ast.Unpack):
-                work.append((_UNPACK, stmt, inner))
-            elif isinstance(stmt, ast.FuncDef):
-                work.append((_DEFINE, stmt, inner))
-                continue
-            elif isinstance(stmt, ast.Import) or (isinstance(stmt, ast.ExprStmt) and isinstance(stmt.value, ast.Str)):
-                continue
-            else:
-                work.append((_DISCARD, None, inner))
-            work.append((_EVAL, stmt.value, inner))
 
-    def local_statement(self, stmt, scope: Scope, work: list) -> None:
-        """A compound statement inside a function: a loop unrolled, an if chosen, here."""
-        if isinstance(stmt, ast.For):
-            items = self.loop_items(stmt, scope)
-            for item in reversed(items):
-                self.push_body(stmt.body, scope, work)
-                work.append((_SET, (stmt, item), scope))
-        elif isinstance(stmt, ast.If):
-            for condition, body in stmt.branches:
-                if self.known_truth(self.lower(condition, scope), condition.pos):
-                    self.push_body(body, scope, work)
-                    return
-            self.push_body(stmt.orelse, scope, work)
-        elif isinstance(stmt, ast.Return):
-            raise self.error("'return' inside a for or an if is not supported: return once, at the end of the "
-                             "function (choose the value with where)", stmt.pos)
-        else:
-            raise self.error("'with' blocks and attribute assignments are supported at the top level only",
-                             stmt.pos)
 
 
 def number_value(node: ast.Number):
@@ -536,3 +449,23 @@ def _one_array(value: TupleValue, graph: Graph) -> bool:
         else:
             return False
     return len(shapes) <= 1
+
+
+def missing_inputs_error(lowering) -> GradcliError:
+    """The error naming every missing input found so far (at the first one's use)."""
+    graph = lowering.graph
+    names = list(lowering.missing)
+    first = lowering.missing[names[0]]
+    shown = names[:8]
+    listed = ", ".join(f"'{n}'" for n in shown) + (f" and {len(names) - 8:,} more" if len(names) > 8 else "")
+    hint = " ".join(f"{{option}} {n}=VALUE" for n in shown) + (" ..." if len(names) > 8 else "")
+    known = [n for n in graph.names if n not in lowering.missing]
+    import difflib
+
+    close = [c for n in names for c in difflib.get_close_matches(n, known, n=1)]
+    maybe = f" (did you mean {', '.join(close)}?)" if close and len(names) == 1 else ""
+    functions = [n for n in names if meaning(n) is not None]
+    if functions and not maybe and len(names) == 1:
+        maybe = f" (or call the function: {functions[0]}(x))"
+    return OptionError(f"missing input{'s' if len(names) > 1 else ''} {listed}{maybe}: "
+                       f"give {'them' if len(names) > 1 else 'it'} with {hint}", "feeds", first, lowering.source)

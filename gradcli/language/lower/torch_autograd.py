@@ -96,7 +96,7 @@ class TorchAutograd:
     # ------------------------------------------------------------------ calls
     def torch_call(self, node: ast.Call, values: list, scope: Scope, work: list):
         """A call of PyTorch's autograd, or NOT_MINE."""
-        from gradcli.language.lower.statements import FUNCTION_VALUES, NOT_MINE
+        from gradcli.language.lower.transforms import FUNCTION_VALUES, NOT_MINE
 
         keywords = {kw.name: v for kw, v in zip(node.keywords, values[len(node.args):])}
         args = values[:len(node.args)]
@@ -132,7 +132,7 @@ class TorchAutograd:
 
     def autograd_transform(self, bare: str, node: ast.Call, args: list, keywords: dict):
         """HIPS autograd's `grad(fun, argnum=0)` and its kin, with their keyword spelled `argnum`."""
-        from gradcli.language.lower.statements import JAX_TRANSFORMS
+        from gradcli.language.lower.transforms import JAX_TRANSFORMS
         from gradcli.language.lower.transforms import Transform
 
         unknown = set(keywords) - {"argnum"}
@@ -158,7 +158,7 @@ class TorchAutograd:
         return leaf
 
     def torch_method(self, node: ast.Call, args: list, keywords: dict, scope: Scope):
-        from gradcli.language.lower.statements import NOT_MINE
+        from gradcli.language.lower.transforms import NOT_MINE
 
         receiver = args[0]
         if node.func == "backward" and type(receiver) is int:
@@ -395,7 +395,7 @@ class TorchAutograd:
         """jacobian(f, inputs), hessian(f, inputs), vjp(f, inputs, v), jvp(f, inputs, v),
         hvp(f, inputs, v), vhp(f, inputs, v): f applied to fresh copies of the inputs, the
         derivative taken when its body is done (torch_finish)."""
-        from gradcli.language.lower.statements import _FINISH
+        from gradcli.language.lower.transforms import _FINISH
 
         inputs = _written_tuple(self, self.as_tuple(keywords.get("inputs", args[1] if len(args) > 1 else None)))
         if inputs is None:
@@ -420,7 +420,7 @@ class TorchAutograd:
         """A call of a user function, before its body: @torch.no_grad() or @torch.enable_grad() run
         the body in that mode (entered now, left by a work item after its result); a custom
         gradient's decorator makes the call's gradient the user's rule (custom_gradients.py)."""
-        from gradcli.language.lower.statements import _FINISH
+        from gradcli.language.lower.transforms import _FINISH
 
         if fn.decorators:
             self.custom_call(fn, node, values, work, scope)

@@ -198,3 +198,54 @@ class Formatted(ValueRecord):
     def __init__(self, fields, pos):
         self.fields = fields
         self.pos = pos
+
+
+FUNCTION_VALUES = (FunctionRef, Transform, Linear, Mapped)
+JAX_TRANSFORMS = {"grad", "value_and_grad", "jacfwd", "jacrev", "jacobian", "hessian", "elementwise_grad"}
+# calls whose list arguments are lists of values (sources, targets), not one array
+GRADIENT_CALLS = {"gradient", "gradients", "jacobian", "watch", "grad"}  # (grad: torch.autograd.grad)
+NOT_MINE = object()  # GradientCalls.call_gradient_api: not a call of the gradient API
+_FINISH = 7  # the lowering's work item after a transformed function's body: its gradient
+
+
+class ClassValue(ValueRecord):
+    """A class of the program: its methods (FuncDefs) and its constants."""
+
+    __slots__ = _fields = ("name", "methods", "constants", "pos")
+
+    def __init__(self, name, methods, constants, pos):
+        self.name = name
+        self.methods = methods
+        self.constants = constants
+        self.pos = pos
+
+
+class ObjectValue(ValueRecord):
+    """An object of a program's class: the attributes its methods set (`self.w = w`)."""
+
+    __slots__ = _fields = ("cls", "attrs", "pos")
+
+    def __init__(self, cls, attrs, pos):
+        self.cls = cls
+        self.attrs = attrs
+        self.pos = pos
+
+    def __hash__(self):
+        return id(self)
+
+    def __eq__(self, other):
+        return self is other
+
+
+class BoundMethod(ValueRecord):
+    """`m.forward` taken as a value: the method with its object."""
+
+    __slots__ = _fields = ("obj", "fn", "pos")
+
+    def __init__(self, obj, fn, pos):
+        self.obj = obj
+        self.fn = fn
+        self.pos = pos
+
+
+FUNCTION_VALUES = FUNCTION_VALUES + (ClassValue, ObjectValue, BoundMethod)
