@@ -107,3 +107,50 @@ def test_a_gradient_function_with_the_wrong_count_is_refused():
     with pytest.raises(GradcliError) as caught:
         api.evaluate(code, fixes=False)
     assert caught.value.pos.line == 7 and "returned 1 gradient for 2 inputs" in str(caught.value)
+
+
+CUBE = """import torch
+class Cube(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x ** 3
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        x, = ctx.saved_tensors
+        return CubeBackward.apply(grad_out, x)
+
+class CubeBackward(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, grad_out, x):
+        ctx.save_for_backward(x, grad_out)
+        return grad_out * 3 * x ** 2
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        x, sav_grad_out = ctx.saved_tensors
+        return grad_out * 3 * x ** 2, grad_out * sav_grad_out * 6 * x{wrong}
+
+x = torch.tensor(2., requires_grad=True, dtype=torch.double)
+out = Cube.apply(x)
+grad_x, = torch.autograd.grad(out, x, create_graph=True)
+print(grad_x)
+g2, = torch.autograd.grad(grad_x, x)
+print(g2)
+"""
+
+
+def test_a_torch_function_whose_backward_is_a_torch_function_gives_both_orders():
+    # the PyTorch tutorial's Cube / CubeBackward (pytorch_25 in torch_autograd/pending/ for its
+    # gradcheck lines): torch 2.13.0 printed 12.0 and 12.0
+    out = api.evaluate(CUBE.format(wrong=""), fixes=False).outputs
+    assert float(out["grad_x"]) == 12.0 and float(out["g2"]) == 12.0
+
+
+def test_check_names_a_wrong_torch_function_rule():
+    code = CUBE.format(wrong="").replace("return CubeBackward.apply(grad_out, x)", "return grad_out * 2 * x ** 2")
+    result = api.check(code.split("grad_x, =")[0], wrt=["x"], of=["out"])
+    assert not result.reports["x"].passed
+    blamed = [d for d in result.diagnostics if d.kind == "gradient_mismatch"]
+    assert blamed and blamed[0].op == "Cube.apply" and blamed[0].pos.line == 25

@@ -14,6 +14,7 @@ import numpy as np
 from gradcli.errors import Pos
 from gradcli.language import syntax as ast
 from gradcli.language.lower import transforms
+from gradcli.language.lower.transforms import FunctionRef
 from gradcli.language.lower.values import NONE, Scope, TupleValue
 from gradcli.ops import NO_GRADIENT, Sym
 from gradcli.ops.table import Op
@@ -153,6 +154,13 @@ class CustomGradients:
             found = self.custom_backward(self.materialize(y, scope, node.pos), xs, grad_fn, [], node, scope, work)
             if found is not None:
                 values.append(found)
+        elif step == "function_forward":  # torch.autograd.Function: forward done, now its backward
+            _, _, cls, ctx, xs, node = item
+            y = self.materialize(values.pop(), scope, node.pos)
+            backward = FunctionRef(cls.methods["backward"], f"{cls.name}.backward", node.pos)
+            found = self.custom_backward(y, xs, backward, [ctx], node, scope, work)
+            if found is not None:
+                values.append(found)
         elif step == "after_body":
             self.custom_after_body(item, values, scope, work)
         elif step == "vjp_residuals":
@@ -214,7 +222,10 @@ class CustomGradients:
         work.append((_FINISH, ("custom", "rule", y, xs, placeholder, placeholder + 1, node), scope))
         args = leading + [placeholder]
         call = ast.Call("<gradient function>", [ast.Name("_", node.pos)] * len(args), node.pos)
-        return self.apply_function(grad_fn, call, args, scope, work)
+        # a rule is its own expansion, not a call inside the function that called f (a backward may
+        # apply another Function whose backward has the same name): the recursion check starts anew
+        rule_scope = Scope(scope.locals, scope.stack, (), scope.parent)
+        return self.apply_function(grad_fn, call, args, rule_scope, work)
 
     def custom_equation(self, y: int, xs: list, placeholder: int, start: int, grads, node, scope: Scope) -> int:
         items = grads.items if isinstance(grads, TupleValue) else [grads]

@@ -15,7 +15,10 @@ from gradcli.language import syntax as ast
 from gradcli.language.dialects import split_spelling
 from gradcli.language.lower import transforms
 from gradcli.language.lower.values import NONE, Literal, Scope, Text, TupleValue
+from gradcli.language.lower.transforms import ClassValue, FunctionRef, ObjectValue
 from gradcli.records import ValueRecord
+
+CTX = "<ctx of torch.autograd.Function>"
 
 # ops whose PyTorch backward saves no tensor: a second backward through them needs no retain_graph
 SAVES_NOTHING = {"add", "subtract", "negative", "positive", "sum", "mean", "identity", "reshape", "transpose",
@@ -104,7 +107,7 @@ class TorchAutograd:
             given = self.custom_rule_given(node, values)  # jax's f.defvjp(fwd, bwd) (custom_gradients.py)
             if given is not None:
                 return given
-            return self.torch_method(node, args, keywords, scope)
+            return self.torch_method(node, args, keywords, scope, work)
         spelled = self.spelled(node.func)
         if "requires_grad" in keywords and split_spelling(spelled)[0] == "torch":
             return self.torch_leaf_constructor(node, values, keywords, scope, work)
@@ -157,10 +160,16 @@ class TorchAutograd:
         self.torch.leaves[leaf] = None
         return leaf
 
-    def torch_method(self, node: ast.Call, args: list, keywords: dict, scope: Scope):
+    def torch_method(self, node: ast.Call, args: list, keywords: dict, scope: Scope, work: list):
         from gradcli.language.lower.transforms import NOT_MINE
 
         receiver = args[0]
+        if isinstance(receiver, ObjectValue) and receiver.cls.name == CTX and node.func == "save_for_backward":
+            receiver.attrs["saved_tensors"] = TupleValue(list(args[1:]), node.pos)
+            return NONE
+        if isinstance(receiver, ClassValue) and node.func == "apply" and "backward" in receiver.methods \
+                and "forward" in receiver.methods:
+            return self.function_apply(receiver, node, args[1:], scope, work)
         if node.func == "backward" and type(receiver) is int:
             gradient = keywords.get("gradient", args[1] if len(args) > 1 else None)
             retain = keywords.get("retain_graph", args[2] if len(args) > 2 else None)
@@ -209,6 +218,26 @@ class TorchAutograd:
         state.leaves[leaf] = state.leaves.pop(old)
         self.rebind_id(old, leaf, scope)
         return leaf
+
+    def function_apply(self, cls: ClassValue, node: ast.Call, args: list, scope: Scope, work: list):
+        """`Exp.apply(x)` of a torch.autograd.Function subclass: forward(ctx, *args) gives the value,
+        backward(ctx, grad_output) the gradient of the call (custom_gradients.py builds it)."""
+        from gradcli.language.lower.transforms import _FINISH
+
+        if "setup_context" in cls.methods:
+            raise self.error(f"{cls.name}: a forward without ctx and a separate setup_context are not supported "
+                             "yet: write forward(ctx, ...) and save what backward needs there", node.pos)
+        if any(a is NONE for a in args):
+            raise self.error(f"{cls.name}.apply: None as an argument is not supported: leave it out", node.pos)
+        xs = [self.materialize(a, scope, node.pos) for a in args]
+        needs = [Literal(np.float64(self.requires_grad(x)), node.pos, boolean=True) for x in xs]
+        ctx = ObjectValue(ClassValue(CTX, {}, {}, node.pos), {"needs_input_grad": TupleValue(needs, node.pos)},
+                          node.pos)
+        named = ast.Call(f"{cls.name}.apply", node.args, node.pos)  # (how check names a wrong rule)
+        work.append((_FINISH, ("custom", "function_forward", cls, ctx, xs, named), scope))
+        forward = cls.methods["forward"]
+        call = ast.Call(forward.name, [ast.Name("ctx", node.pos)] + list(node.args[1:]), node.pos)
+        return self.call_user(forward, call, [ctx] + xs, scope, work, None)
 
     def rebind_id(self, old: int, new: int, scope: Scope) -> None:
         """An in-place update of the tensor `old` (a .grad): every name bound to it now holds `new`."""
@@ -351,6 +380,9 @@ class TorchAutograd:
     # ------------------------------------------------------------------ attributes and contexts
     def torch_attribute(self, target, name: str, pos: Pos, scope: Scope):
         """`.grad`, `.requires_grad`, `.data`, `.grad_fn`, `.is_leaf` of a value, or None."""
+        if isinstance(target, ClassValue) and name == "apply":
+            raise self.error(f"{target.name}.apply is called, not passed as a value (torch.autograd.gradcheck is "
+                             f"gradcli check): write {target.name}.apply(x)", pos)
         if name not in ATTRIBUTES or type(target) is not int:
             return None
         state = self.torch
