@@ -33,9 +33,15 @@ def as_numbers(value):
 
 def mismatches(record: dict, outputs: dict) -> list[str]:
     """What differs between the library's prints and gradcli's outputs ([] when all match), at
-    float32's tolerance (the libraries computed in float32 unless the snippet says float64)."""
-    problems = []
-    for expr, want in expected_by_expression(record).items():
+    float32's tolerance (the libraries computed in float32 unless the snippet says float64). A
+    printed tuple gradcli outputs item by item (`text[0]`, `text[1]`, ...) is compared so."""
+    problems: list[str] = []
+    pending = list(expected_by_expression(record).items())
+    while pending:
+        expr, want = pending.pop()
+        if expr not in outputs and f"{expr}[0]" in outputs and isinstance(want, list):
+            pending.extend((f"{expr}[{k}]", item) for k, item in enumerate(want))
+            continue
         if expr not in outputs:
             problems.append(f"{expr!r} not among {list(outputs)}")
             continue
