@@ -154,3 +154,45 @@ def test_check_names_a_wrong_torch_function_rule():
     assert not result.reports["x"].passed
     blamed = [d for d in result.diagnostics if d.kind == "gradient_mismatch"]
     assert blamed and blamed[0].op == "Cube.apply" and blamed[0].pos.line == 25
+
+
+LOGSUMEXP = """import autograd.numpy as np
+from autograd.extend import primitive, defvjp
+
+@primitive
+def logsumexp(x):
+    max_x = np.max(x)
+    return max_x + np.log(np.sum(np.exp(x - max_x)))
+
+def logsumexp_vjp(ans, x):
+    x_shape = x.shape
+    return lambda g: {upstream} * np.exp(x - np.full(x_shape, ans)){wrong}
+
+defvjp(logsumexp, logsumexp_vjp)
+
+from autograd import grad
+
+def example_func(y):
+    z = y**2
+    lse = logsumexp(z)
+    return np.sum(lse)
+
+grad_of_example = grad(example_func)
+print("Gradient: ", grad_of_example(np.array([1.5, 6.7, 1e-10])))
+"""
+EXPR = "grad_of_example(np.array([1.5, 6.7, 1e-10]))"
+
+
+def test_an_autograd_primitive_with_defvjp_uses_the_rule():
+    # autograd's tutorial (autograd_06 in pending/): autograd 1.9.1 printed
+    # [9.09503859548648e-19, 13.4, 6.390733435496685e-30]; here `g *` stands for `np.full(x_shape, g) *`
+    out = api.evaluate(LOGSUMEXP.format(upstream="g", wrong=""), fixes=False).outputs
+    np.testing.assert_allclose(out[EXPR], [9.09503859548648e-19, 13.4, 6.390733435496685e-30], rtol=1e-12)
+    doubled = api.evaluate(LOGSUMEXP.format(upstream="g", wrong=" * 2"), fixes=False).outputs
+    np.testing.assert_allclose(doubled[EXPR], 2 * out[EXPR], rtol=1e-12)  # the rule, even a wrong one
+
+
+def test_a_rule_that_needs_the_upstream_gradient_as_a_constant_is_refused_not_zero():
+    with pytest.raises(GradcliError) as caught:
+        api.evaluate(LOGSUMEXP.format(upstream="np.full(x_shape, g)", wrong=""), fixes=False)
+    assert caught.value.pos.line == 11 and "must be a constant" in str(caught.value)

@@ -14,23 +14,25 @@ import numpy as np
 from gradcli.errors import Pos
 from gradcli.language import syntax as ast
 from gradcli.language.lower import transforms
-from gradcli.language.lower.transforms import FunctionRef
+from gradcli.language.lower.transforms import _FINISH, FunctionRef
 from gradcli.language.lower.values import NONE, Scope, TupleValue
 from gradcli.ops import NO_GRADIENT, Sym
 from gradcli.ops.table import Op
 
 CUSTOM_DECORATORS = {"tensorflow.custom_gradient": "tf", "tf.custom_gradient": "tf",
-                     "jax.custom_vjp": "vjp", "jax.custom_jvp": "jvp"}
+                     "jax.custom_vjp": "vjp", "jax.custom_jvp": "jvp",
+                     "autograd.extend.primitive": "primitive", "autograd.primitive": "primitive"}
+DEFVJP = ("autograd.extend.defvjp", "autograd.defvjp")
 
 
 class CustomRule:
     """A function's custom derivative: `kind` "vjp" (with `fwd`, `bwd`) or "jvp" (with `jvp`)."""
 
-    __slots__ = ("kind", "fwd", "bwd", "jvp")
+    __slots__ = ("kind", "fwd", "bwd", "jvp", "makers")
 
     def __init__(self, kind):
         self.kind = kind
-        self.fwd = self.bwd = self.jvp = None
+        self.fwd = self.bwd = self.jvp = self.makers = None
 
 
 def _clone_rule(original, placeholder: int, result: int, forward: tuple):
@@ -94,7 +96,8 @@ class CustomGradients:
             work.append((_FINISH, ("custom", "tf_result", xs, node), scope))
             return
         rules = self.custom_rules.get(fn.name)
-        if rules is None or (rules.fwd is None and rules.jvp is None) or getattr(self, "_custom_depth", 0):
+        if rules is None or (rules.fwd is None and rules.jvp is None and rules.makers is None) \
+                or getattr(self, "_custom_depth", 0):
             return  # no rule given yet (or a call inside a rule): f's own derivative
         work.append((_FINISH, ("custom", "after_body", rules, xs, node), scope))
 
@@ -122,11 +125,22 @@ class CustomGradients:
             rules.jvp = given[0]
         return NONE
 
-    def custom_decorator(self, stmt: ast.FuncDef, decorator) -> bool:
-        """`@f.defjvp` over a def: registers it as f's rule."""
-        from gradcli.language.lower.transforms import FunctionRef
+    def autograd_defvjp(self, node, args: list):
+        """autograd's `defvjp(f, vjp_maker_0, vjp_maker_1, ...)` (None for an argument without one):
+        each maker(ans, *args) returns the function g -> the gradient of that argument."""
+        if not args or not isinstance(args[0], FunctionRef) or not isinstance(args[0].fn, ast.FuncDef) \
+                or self.custom_kind(args[0].fn) != "primitive":
+            raise self.error("defvjp(f, ...): f must be a def decorated with @primitive", node.pos)
+        rules = self.custom_rules.setdefault(args[0].fn.name, CustomRule("primitive"))
+        rules.makers = list(args[1:])
+        return NONE
 
+    def custom_decorator(self, stmt: ast.FuncDef, decorator) -> bool:
+        """`@f.defjvp` over a def: registers it as f's rule; a custom gradient's own decorator is
+        accepted (its calls are taken by custom_call)."""
         name = getattr(decorator, "id", "")
+        if CUSTOM_DECORATORS.get(self.spelled(decorator.func if isinstance(decorator, ast.Call) else name)):
+            return True
         base, _, method = name.rpartition(".")
         if method not in ("defjvp", "defvjp") or not isinstance(self.globals.get(base), ast.FuncDef):
             return False
@@ -178,11 +192,22 @@ class CustomGradients:
                 raise self.error("custom_jvp: the rule must return (primal_out, tangent_out)", node.pos)
             out = self.materialize(pair.items[1], scope, node.pos)
             graph = self.graph
-            zeros = graph.add_constant(np.zeros(graph.shapes[y]), node.pos, scope.stack)
-            placeholder = transforms.fresh(self, zeros, node.pos, scope)
+            placeholder = self.placeholder(graph.shapes[y], node.pos)
             found = transforms.differentiate(self, [out], tangents, node.pos, "custom_jvp", [placeholder])
             grads = TupleValue([NONE if g is None else g for g in found], node.pos)
             values.append(self.custom_equation(y, xs, placeholder, placeholder + 1, grads, node, scope))
+        elif step == "maker_done":  # the maker gave the function of g: apply it to the placeholder
+            _, _, state, k = item
+            fn = values.pop()
+            work.append((_FINISH, ("custom", "grad_done", state, k), scope))
+            call = ast.Call("<vjp>", [ast.Name("_", state["node"].pos)], state["node"].pos)
+            found = self.apply_function(fn, call, [state["u"]], scope, work)
+            if found is not None:
+                values.append(found)
+        elif step == "grad_done":
+            _, _, state, k = item
+            state["grads"].append(values.pop())
+            self.primitive_next(state, k + 1, values, scope, work)
         elif step == "depth_down":
             self._custom_depth -= 1
         elif step == "rule":
@@ -198,16 +223,50 @@ class CustomGradients:
         y = self.materialize(values.pop(), scope, node.pos)
         self._custom_depth = getattr(self, "_custom_depth", 0) + 1  # calls inside the rule: plain
         work.append((_FINISH, ("custom", "depth_down"), scope))
+        if rules.kind == "primitive":
+            graph = self.graph
+            state = {"y": y, "xs": xs, "u": self.placeholder(graph.shapes[y], node.pos), "grads": [],
+                     "makers": rules.makers, "node": node}
+            self.primitive_next(state, 0, values, scope, work)
+            return
         if rules.kind == "vjp":
             work.append((_FINISH, ("custom", "vjp_residuals", y, xs, rules.bwd, node), scope))
             call = ast.Call("<fwd>", [ast.Name("_", node.pos)] * len(xs), node.pos)
             found = self.apply_function(rules.fwd, call, list(xs), scope, work)
         else:
-            tangents = [transforms.fresh(self, self.zeros_like(x, scope), node.pos, scope) for x in xs]
+            tangents = [self.placeholder(self.graph.shapes[x], node.pos) for x in xs]
             work.append((_FINISH, ("custom", "jvp_out", y, xs, tangents, node), scope))
             call = ast.Call("<jvp>", [ast.Name("_", node.pos)] * 2, node.pos)
             found = self.apply_function(rules.jvp, call, [TupleValue(list(xs), node.pos),
                                                           TupleValue(tangents, node.pos)], scope, work)
+        if found is not None:
+            values.append(found)
+
+    def placeholder(self, shape: tuple, pos: Pos) -> int:
+        """What a rule is lowered with for the upstream gradient (or a tangent): a value no
+        constant folding can read (a rule that needs it as a constant, `np.full(shape, g)`, is
+        refused rather than built with a zero), never one of the program's inputs."""
+        from gradcli.ops import OPS
+
+        return self.graph.add(OPS["input"], (), {"name": "<upstream gradient>", "value": np.zeros(shape)}, pos,
+                              "upstream gradient")
+
+    def primitive_next(self, state: dict, k: int, values: list, scope: Scope, work: list) -> None:
+        """autograd's makers, one argument after another; then the custom equation."""
+        from gradcli.language.lower.transforms import _FINISH
+
+        makers, node = state["makers"], state["node"]
+        while k < len(state["xs"]) and (k >= len(makers) or makers[k] is NONE or makers[k] is None):
+            state["grads"].append(NONE)
+            k += 1
+        if k == len(state["xs"]):
+            grads = TupleValue(state["grads"], node.pos)
+            values.append(self.custom_equation(state["y"], state["xs"], state["u"], state["u"] + 1, grads, node,
+                                               scope))
+            return
+        work.append((_FINISH, ("custom", "maker_done", state, k), scope))
+        call = ast.Call("<vjp maker>", [ast.Name("_", node.pos)] * (1 + len(state["xs"])), node.pos)
+        found = self.apply_function(makers[k], call, [state["y"]] + list(state["xs"]), scope, work)
         if found is not None:
             values.append(found)
 
@@ -217,8 +276,7 @@ class CustomGradients:
         from gradcli.language.lower.transforms import _FINISH
 
         graph = self.graph
-        zeros = graph.add_constant(np.zeros(graph.shapes[y]), node.pos, scope.stack)
-        placeholder = transforms.fresh(self, zeros, node.pos, scope)
+        placeholder = self.placeholder(graph.shapes[y], node.pos)
         work.append((_FINISH, ("custom", "rule", y, xs, placeholder, placeholder + 1, node), scope))
         args = leading + [placeholder]
         call = ast.Call("<gradient function>", [ast.Name("_", node.pos)] * len(args), node.pos)

@@ -15,6 +15,7 @@ from gradcli.language import syntax as ast
 from gradcli.language.dialects import split_spelling
 from gradcli.language.lower import transforms
 from gradcli.language.lower.values import NONE, Literal, Scope, Text, TupleValue
+from gradcli.language.lower.custom_gradients import DEFVJP
 from gradcli.language.lower.transforms import ClassValue, FunctionRef, ObjectValue
 from gradcli.records import ValueRecord
 
@@ -117,6 +118,8 @@ class TorchAutograd:
             raise self.error(f"{node.func}: holomorphic differentiation is of complex functions, and gradcli "
                              "computes in real numbers only; differentiate the real and imaginary parts as "
                              "real functions", node.pos)
+        if spelled in DEFVJP:
+            return self.autograd_defvjp(node, args)
         if spelled.startswith("autograd.") and keywords and args and isinstance(args[0], FUNCTION_VALUES):
             return self.autograd_transform(spelled.rpartition(".")[2], node, args, keywords)
         if not spelled.startswith("torch."):
