@@ -242,3 +242,15 @@ def test_a_training_loop_updates_the_leaf_in_place_under_no_grad():
 def test_an_in_place_update_of_a_leaf_while_recording_is_refused():
     err = refusal("import torch\nw = torch.tensor(0.5, requires_grad=True)\nw += 1\n")
     assert err.pos.line == 3 and "in-place operation" in str(err) and "RuntimeError" in str(err)
+
+
+def test_retain_grad_and_parameter():
+    # torch 2.13.0 printed tensor([ 6., 12.]), tensor([18., 36.]), True, tensor([2., 4.])
+    out = run("import torch\nx = torch.tensor([1.0, 2.0], requires_grad=True)\nz = x * 3\nz.retain_grad()\n"
+              "y = (z * z).sum()\ny.backward()\nprint(z.grad)\nprint(x.grad)\nwith torch.no_grad():\n"
+              "    p = torch.nn.Parameter(torch.tensor([1.0, 2.0]))\nprint(p.requires_grad)\nq = (p * p).sum()\n"
+              "q.backward()\nprint(p.grad)\n")
+    np.testing.assert_allclose(out["z.grad"], [6.0, 12.0])
+    np.testing.assert_allclose(out["x.grad"], [18.0, 36.0])
+    assert bool(out["p.requires_grad"])
+    np.testing.assert_allclose(out["p.grad"], [2.0, 4.0])

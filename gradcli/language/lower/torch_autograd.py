@@ -50,6 +50,7 @@ class TorchState:
         self.off_windows: list = []  # [start, end) equation ids made under no_grad
         self.modes: list = []  # (enabled, first equation id) of the contexts entered
         self.freed: set = set()
+        self.retained: dict[int, int | None] = {}  # a non-leaf after .retain_grad() -> its .grad
         self.written_tuples: dict = {}  # id of a top-level tuple kept as one array -> the tuple
 
     def off_at(self, i: int, now: int) -> bool:
@@ -129,6 +130,14 @@ class TorchAutograd:
             return GradMode(bare == "enable_grad", node.pos)
         if bare == "set_grad_enabled" and len(args) == 1:
             return GradMode(bool(self.constant_truth(args[0])), node.pos)
+        if spelled in ("torch.nn.Parameter", "torch.nn.parameter.Parameter") and len(args) == 1:
+            flag = keywords.get("requires_grad")  # a Parameter is a leaf, made so even under no_grad
+            value = self.materialize(args[0], scope, node.pos)
+            if flag is not None and not self.constant_truth(flag):
+                return value
+            leaf = transforms.fresh(self, value, node.pos, scope)
+            self.torch.leaves[leaf] = None
+            return leaf
         if spelled in ("torch.autograd.grad",):
             return self.autograd_grad(node, args, keywords, scope)
         if spelled.startswith("torch.autograd.functional.") and bare in FUNCTIONAL and args \
@@ -199,6 +208,10 @@ class TorchAutograd:
                 self.rebind_id(self.torch.leaves[owner], zeros, scope)  # in place: every name holding it
                 self.torch.leaves[owner] = zeros
                 return zeros
+        if node.func == "retain_grad" and type(receiver) is int:
+            if receiver not in self.torch.leaves:
+                self.torch.retained.setdefault(receiver, None)
+            return NONE
         if node.func == "register_hook":
             raise self.error("Tensor.register_hook is not supported: gradcli's gradients are equations of the "
                              "program; multiply the gradient where it is used", node.pos)
@@ -317,19 +330,20 @@ class TorchAutograd:
         self.check_not_freed(path, node.pos)
         receiver = node.args[0]
         by = f"{receiver.id if isinstance(receiver, ast.Name) else 'tensor'}.backward"
-        found = transforms.differentiate(self, [y], leaves, node.pos, by, grad_ys, recorded)
-        for leaf, g in zip(leaves, found):
+        held = [(state.leaves, leaf) for leaf in leaves] + [(state.retained, i) for i in state.retained if i <= y]
+        found = transforms.differentiate(self, [y], [i for _, i in held], node.pos, by, grad_ys, recorded)
+        for (grads, leaf), g in zip(held, found):
             if g is None:
                 continue
             if not create:
                 g = self.emit(OPS["stop_gradient"], (g,), {}, node.pos, "backward", scope)
-            previous = state.leaves[leaf]
+            previous = grads[leaf]
             if previous is None:
-                state.leaves[leaf] = g
+                grads[leaf] = g
                 continue
-            state.leaves[leaf] = self.emit(OPS["add"], (previous, g), {}, node.pos, "backward", scope)
+            grads[leaf] = self.emit(OPS["add"], (previous, g), {}, node.pos, "backward", scope)
             if not create:  # PyTorch accumulates in place: a name holding the old .grad sees the sum
-                self.rebind_id(previous, state.leaves[leaf], scope)
+                self.rebind_id(previous, grads[leaf], scope)
         if not retain:
             self.free(path)
 
@@ -401,9 +415,9 @@ class TorchAutograd:
             if target in state.leaves or not self.requires_grad(target):
                 return NONE
             return Text(f"<{self.graph.equations[target].label} backward>", pos)
-        if target in state.leaves:
-            grad = state.leaves[target]
-            return NONE if grad is None else grad
+        for grads in (state.leaves, state.retained):
+            if target in grads:
+                return NONE if grads[target] is None else grads[target]
         if self.requires_grad(target):
             self.graph.warnings.append((NON_LEAF_GRAD, pos))
         return NONE
