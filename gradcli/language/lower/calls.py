@@ -125,8 +125,9 @@ class Resolution:
         op = meaning(bare)
         if op is None:
             if bare == "print":
-                raise OptionError("print() is not needed: gradcli prints the last statement's value; name more "
-                                  "values with {option} NAME", "prints", node.pos, self.source)
+                raise OptionError("print() is not needed: print is a statement (print(x) on its own line), and "
+                                  "gradcli prints the last statement's value; name more values with {option} NAME",
+                                  "prints", node.pos, self.source)
             known = dialects.callable_names() + [n for n, v in self.globals.items() if isinstance(v, ast.FuncDef)]
             import difflib
 

@@ -1,20 +1,31 @@
 """Gradients taken inside a program: more equations of the same graph.
 
-The small API the lowering's library spellings call (TensorFlow's tapes and `tf.gradients`, JAX's
-`grad` family; PyTorch's and autograd's spellings are meant to call the same functions):
+The small API the lowering's library spellings call (gradient_calls.py: TensorFlow's tapes and
+`tf.gradients`, JAX's grad family; PyTorch's and autograd's spellings are meant to call the same):
 
 - `fresh(lowering, x, pos, scope)`: an identity of value `x`, the variable a function transform
-  differentiates with respect to (values computed from `x` before it are constants to it, as in
+  differentiates with respect to (what was computed from `x` before is a constant to it, as in
   JAX's tracing).
 - `differentiate(lowering, ys, xs, pos, by, grad_ys=None, recorded=None)`: the ids of
   d(sum of ys)/d(each x) (None where unconnected), appended to the graph now, so later
   statements use them and they can be differentiated again. `recorded(i)` (optional) says
-  whether equation i was recorded (a tape's window); gradients flow only through those. Each
-  equation it appends is stamped with `made_by = (by, pos)` ("tf.gradients", the call's Pos) in
-  `graph.made_by` (equation id -> (by, pos)).
-- Function values: `FunctionRef` (a def, a closure, a lambda or a library function passed as a
-  value) and `Transform` (grad(f) and its kin), called by `Interpreter.apply_function`.
-- `Tape`: a `tf.GradientTape` (its recorded windows, watched ids, persistence).
+  whether equation i carries gradients (a tape's window, `stop_gradients`). Every equation it
+  appends is stamped in `graph.made_by` (equation id -> (the call as written, "tf.gradients",
+  and its Pos)).
+- `jacobian(lowering, y, x, pos, by, scope, recorded=None)`: dy/dx shaped y.shape + x.shape
+  (one reverse pass per element of y); `pushforward(lowering, ys, xs, tangents, pos, by, scope)`:
+  J t by gradcli.forward.
+- `stack`, `reshape`: the two ops the above assemble results with.
+- Values the lowering holds: `FunctionRef` (a def, closure, lambda or library function used as a
+  value), `Transform` (grad(f) and its kin), `Linear` (vjp's pullback, linearize's pushforward),
+  `Mapped` (vmap), `Tape` / `TapeRecording` (a tf.GradientTape and its stop_recording()),
+  `DictValue`, `Formatted` (an f-string's fields), `ClassValue` / `ObjectValue` / `BoundMethod`
+  (a program's small classes). `FUNCTION_VALUES` are those a call may apply
+  (`Interpreter.apply_function`).
+
+A transform that calls a user function pushes a `_FINISH` work item under the function's body
+on the lowering's work stack; when the body's value is ready, `GradientCalls.finish` takes the
+gradient. So `grad(grad(f))` nests on the work stack, never on Python's.
 """
 from __future__ import annotations
 
