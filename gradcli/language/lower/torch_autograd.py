@@ -439,7 +439,12 @@ class TorchAutograd:
         if state.modes:
             state.modes[-1] = (state.modes[-1][0], now)
 
-    # ------------------------------------------------------------------ torch.autograd.functional
+
+
+class TorchFunctional:
+    """Part of the lowering (gradcli.language.lower): torch.autograd.functional, and the work
+    items after a function's body that PyTorch's spellings push."""
+
     def functional(self, kind: str, node: ast.Call, args: list, keywords: dict, scope: Scope, work: list):
         """jacobian(f, inputs), hessian(f, inputs), vjp(f, inputs, v), jvp(f, inputs, v),
         hvp(f, inputs, v), vhp(f, inputs, v): f applied to fresh copies of the inputs, the
