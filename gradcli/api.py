@@ -328,6 +328,11 @@ def _prove_fixes(result: Result, call: str | None, rerun, named) -> None:
                 " (verified on these inputs: finite where it was not, the same numbers elsewhere)"
 
 
+def _in_print_order(graph: Graph, host: dict) -> dict:
+    """What a program printed, in print order: a printed None (an unconnected gradient) is None."""
+    return {text: None if id_ is None else host[text] for text, id_ in graph.printed}
+
+
 class _Command:
     """What a prepared Program runs: its graph (as compiled, or a copy holding the gradient),
     the values it fetches, `finish(host, diagnostics)` -> the answer, the lazy inputs' values,
@@ -436,10 +441,17 @@ class Program:
 
         def make() -> _Command:
             graph, _, lazy = self._compiled(runnable=True)
-            fetch = {p: _value_id(graph, p, "prints") for p in prints} if prints else {graph.result[0]: graph.result[1]}
+            printing = graph.printed and not prints  # a program that prints: each printed value, in print order
+            if prints:
+                fetch = {p: _value_id(graph, p, "prints") for p in prints}
+            elif printing:
+                fetch = {text: id_ for text, id_ in graph.printed if id_ is not None}
+            else:
+                fetch = {graph.result[0]: graph.result[1]}
             dtype, store = self.options.dtype, self.options.store
-            return _Command(graph, fetch, lambda host, diagnostics: Result(host, {}, diagnostics, dtype, graph), lazy,
-                            None if store is None else _StoredAs(store, {k: ("output", k) for k in fetch}, list(fetch)))
+            return _Command(graph, fetch, lambda host, diagnostics: Result(
+                _in_print_order(graph, host) if printing else host, {}, diagnostics, dtype, graph), lazy,
+                None if store is None else _StoredAs(store, {k: ("output", k) for k in fetch}, list(fetch)))
         return self._prepared(("evaluate", tuple(prints)), make)
 
     @_collector_paused

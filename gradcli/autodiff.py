@@ -13,14 +13,15 @@ from gradcli.ir import Graph
 from gradcli.ops import G, NO_GRADIENT, Sym
 
 
-def depends_on(graph: Graph, xs: list[int], upto: int) -> list[bool]:
-    """reach[i]: value i depends on some x through edges that carry a gradient."""
+def depends_on(graph: Graph, xs: list[int], upto: int, recorded=None) -> list[bool]:
+    """reach[i]: value i depends on some x through edges that carry a gradient (and, given
+    `recorded`, through equations i for which recorded(i) holds: a tape's window)."""
     reach = [False] * (upto + 1)
     for x in xs:
         if x <= upto:
             reach[x] = True
     for i in range(min(xs, default=upto + 1), upto + 1):
-        if reach[i]:
+        if reach[i] or (recorded is not None and not recorded(i)):
             continue
         eq = graph.equations[i]
         for k, j in enumerate(eq.inputs):
@@ -31,14 +32,15 @@ def depends_on(graph: Graph, xs: list[int], upto: int) -> list[bool]:
 
 
 def gradients(graph: Graph, ys: list[int], xs: list[int], grad_ys: list[int | None] | None = None,
-              names: dict[int, str] | None = None) -> list[int | None]:
+              names: dict[int, str] | None = None, recorded=None) -> list[int | None]:
     """Ids of d(sum of ys)/dx for each x (None where unconnected), appended to `graph`.
 
     `grad_ys[k]` is the id of Y k's upstream gradient (default: ones). Records the forward
-    equations it differentiated in `graph.differentiated` (for tie and kink diagnostics)."""
+    equations it differentiated in `graph.differentiated` (for tie and kink diagnostics).
+    `recorded(i)`: whether equation i carries gradients (a tape's recorded window; None: all)."""
     names = names or {}
     upto = max(ys)
-    reach = depends_on(graph, xs, upto)
+    reach = depends_on(graph, xs, upto, recorded)
     cotangent: dict[int, int] = {}
     for k, y in enumerate(ys):
         if not reach[y]:
@@ -54,7 +56,7 @@ def gradients(graph: Graph, ys: list[int], xs: list[int], grad_ys: list[int | No
     stop = min(xs)
     for i in range(upto, stop - 1, -1):
         g = pending(i)
-        if g is None:
+        if g is None or (recorded is not None and not recorded(i)):
             continue
         eq = equations[i]
         inputs = eq.inputs

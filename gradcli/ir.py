@@ -68,6 +68,10 @@ class Graph(ValueRecord):
     differentiated: set
     _memo: dict
     numbers = None  # (not a field: how the program's numbers are watched, not what it computes)
+    # (not fields either) a gradient taken inside the program: equation id -> (the call that took
+    # it as spelled, "tf.gradients", and its Pos); what the program prints: [(text, id or None)]
+    made_by = None
+    printed = None
 
     def __init__(self, source, equations=NEW, shapes=NEW, names=NEW, inputs=NEW, value_names=NEW, result=None,
                  warnings=NEW, context=None, differentiated=NEW, _memo=NEW):

@@ -33,12 +33,7 @@ UNARY_OPS = {op.symbol: op.name for op in dict.values(OPS) if op.symbol is not N
 AUGMENTED = {op + "=": op for op in ("+", "-", "*", "/", "//", "%", "@", "**")}
 # Python that stays out of the language, each with what to write instead.
 UNSUPPORTED = {
-    "for": "loops are not supported: gradcli programs are straight-line; write the loop out, or use "
-           "array operations (sum, cumsum, matmul) over the axis you would loop over",
-    "while": "loops are not supported: gradcli programs are straight-line; write the steps out",
-    "lambda": "lambda is not supported: define the function with def NAME(args): return EXPR",
-    "with": "'with' blocks are not supported: write the statements inside it at the top level",
-    "class": "classes are not supported: write the computation as functions (def) and statements",
+    "while": "while loops are not supported: gradcli unrolls `for NAME in range(N)`; write the loop as one",
     "try": "try/except is not supported: gradcli reports errors itself, with their place",
     "raise": "raise is not supported: gradcli reports errors itself, with their place",
     "yield": "generators are not supported: return the values (return a, b)",
@@ -46,8 +41,6 @@ UNSUPPORTED = {
     "nonlocal": "'nonlocal' is not supported: return the new value instead",
     "del": "'del' is not needed: values are freed after their last use",
     "assert": "assert is not supported: use gradcli check for gradients, --strict for non-finite values",
-    "elif": "if statements are not supported: write where(condition, a, b) or `a if condition else b`",
-    "in": "'in' is not supported: compare with == and combine with or",
     "async": "async code is not supported", "await": "async code is not supported",
     "break": "loops are not supported", "continue": "loops are not supported",
 }
@@ -57,11 +50,11 @@ _TOKEN_WORDS = {
     "_NL": "end of line", "$END": "end of input", "_INDENT": "indentation",
     "_DEDENT": "end of indented block", "NAME": "name", "NUMBER": "number",
 }
-_EXPRESSION_STARTS = {"NAME", "NUMBER", "LPAR", "LSQB", "ADD_OP", "TRUE", "FALSE", "NONE", "STRING", "NOT"}
+_EXPRESSION_STARTS = {"NAME", "NUMBER", "LPAR", "LSQB", "LBRACE", "ADD_OP", "TRUE", "FALSE", "NONE", "STRING", "NOT"}
 
 # The indentation scheme (as Python's): these terminal names are the grammar's.
 _NL, _INDENT, _DEDENT, _END = "_NL", "_INDENT", "_DEDENT", "$END"
-_OPENERS, _CLOSERS = {"LPAR", "LSQB"}, {"RPAR": "LPAR", "RSQB": "LSQB"}  # closer: its opener
+_OPENERS, _CLOSERS = {"LPAR", "LSQB", "LBRACE"}, {"RPAR": "LPAR", "RSQB": "LSQB", "RBRACE": "LBRACE"}  # closer: its opener
 # The loop's actions beyond the table's (a state's number, or ~rule for a reduction): a shift
 # that first turns a leaf's node back into its token (+ _RETOKEN, see _Parser._leaf_states),
 # the end, and no action
@@ -118,7 +111,7 @@ class _AstBuilder:
 
     # Those that return their children as they are: the loop makes the list with `list` (a
     # call into C, not a method call) where the rule keeps its children unchanged.
-    RETURNING_ITEMS = frozenset({"params", "arguments", "subscripts"})
+    RETURNING_ITEMS = frozenset({"params", "arguments", "subscripts", "lambda_params"})
 
     def start(self, items):
         return ast.Module([s for s in items if s is not None])
@@ -128,8 +121,15 @@ class _AstBuilder:
 
     def assign(self, items):
         target, _, value = items
+        if isinstance(target, ast.Name) and "." in target.id:  # `self.w = w` (a dotted name is one token)
+            base, _, attribute = target.id.rpartition(".")
+            return ast.SetAttribute(ast.Name(base, target.pos), attribute, value, target.pos)
         if isinstance(target, ast.Name):
             return self._bind(target.id, target.pos, value)
+        if isinstance(target, ast.Attribute):  # `v.grad = None`, `self.w = w`
+            return ast.SetAttribute(target.target, target.name, value, target.pos)
+        if isinstance(target, ast.Array):  # `[dw, db] = tape.gradient(loss, [w, b])`
+            target = ast.Tuple(target.items, target.pos)
         if isinstance(target, ast.Tuple) and target.items and all(isinstance(t, ast.Name) for t in target.items):
             names = [(t.id, t.pos) for t in target.items]
             for name, pos in names:
@@ -205,6 +205,9 @@ class _AstBuilder:
         if body and isinstance(body[0], ast.ExprStmt) and isinstance(body[0].value, ast.Str) and len(body) > 1:
             body = body[1:]  # the docstring
         returns = [i for i, stmt in enumerate(body) if isinstance(stmt, ast.Return)]
+        if not returns and name == "__init__" and body:  # a constructor returns the object it sets up
+            body.append(ast.Return(ast.NoneLiteral(body[-1].pos), body[-1].pos))
+            returns = [len(body) - 1]
         if not returns:
             raise _syntax(f"the body of '{name}' must end with 'return EXPR'", body[-1].pos if body else _pos(name_token))
         if returns[0] != len(body) - 1:
@@ -220,6 +223,68 @@ class _AstBuilder:
             elif defaults:
                 raise _syntax(f"parameter '{pname}' without a default follows one with a default", ppos)
         return ast.FuncDef(name, [(p, pos) for p, pos, _ in params or []], body, _pos(name_token), defaults)
+
+    def classdef(self, items):
+        keyword, name, _, bases, _, _, body = items
+        for stmt in body:
+            if not isinstance(stmt, (ast.FuncDef, ast.Assign)) and not (
+                    isinstance(stmt, ast.ExprStmt) and isinstance(stmt.value, ast.Str)):
+                raise _syntax("a class body holds methods (def) and constants (NAME = value)", stmt.pos)
+        return ast.ClassDef(name.value, list(bases or []), body, _pos(name))
+
+    def block(self, items):
+        return [stmt for stmt in items if stmt is not None]
+
+    def decorator(self, items):
+        at, expression = items[0], items[1]
+        if at.value != "@":
+            raise _syntax(f"unexpected '{at.value}' at the start of a line", _pos(at))
+        return expression
+
+    def decorated(self, items):
+        *decorators, fn = items
+        fn.decorators = decorators
+        return fn
+
+    def with_item(self, items):
+        value, _, name = items
+        return (value, name.value if name is not None else None, _pos(name) if name is not None else None)
+
+    def with_stmt(self, items):
+        keyword, *rest = items
+        *with_items, _, body = rest
+        return ast.With(list(with_items), body, _pos(keyword))
+
+    def for_stmt(self, items):
+        keyword, target, _, iterable, _, body = items
+        targets = target.items if isinstance(target, ast.Tuple) else [target]
+        if not all(isinstance(t, ast.Name) and "." not in t.id for t in targets):
+            raise _syntax("a for loop's target must be a name, or names separated by commas", target.pos)
+        return ast.For([(t.id, t.pos) for t in targets], iterable, body, _pos(keyword))
+
+    def elif_clause(self, items):
+        _, condition, _, body = items
+        return (condition, body)
+
+    def if_stmt(self, items):
+        keyword, condition, _, body, *rest = items
+        orelse = rest[-1] if rest and rest[-1] is not None and not isinstance(rest[-1], tuple) else []
+        branches = [(condition, body)] + [r for r in rest if isinstance(r, tuple)]
+        return ast.If(branches, orelse or [], _pos(keyword))
+
+    def lambda_params(self, items):
+        return items
+
+    def lambda_param(self, items):
+        name, _, default = items
+        return (name.value, _pos(name), default)
+
+    def lambda_def(self, items):
+        keyword, params, _, body = items
+        pos = _pos(keyword, keyword.start_pos, body.pos.end)
+        fn = self.funcdef([keyword, Token("NAME", "<lambda>", keyword.start_pos, keyword.end_pos, keyword.line,
+                                          keyword.column), params, None, None, ast.Return(body, body.pos)])
+        return ast.Lambda(fn, pos)
 
     def tuple(self, items):
         if len(items) == 2 and getattr(items[0], "type", None) == "LPAR":
@@ -245,8 +310,20 @@ class _AstBuilder:
             target = ast.Attribute(target, part, Pos(dot.line, dot.column, target.pos.start, name.end_pos))
         return target
 
+    def dict_item(self, items):
+        key, _, value = items
+        return (key, value)
+
+    def dict_literal(self, items):
+        lbrace, *entries, rbrace = items
+        entries = [e for e in entries if e is not None]
+        return ast.Dict([k for k, _ in entries], [v for _, v in entries], _pos(lbrace, lbrace.start_pos, rbrace.end_pos))
+
     def string(self, items):
         import ast as python_ast  # the literal's escapes read as Python reads them, never evaluated
+
+        if any(t.value[:2].lower() in ("f'", 'f"', "fr", "rf") for t in items):
+            return _fstring(items)
 
         text = "".join(python_ast.literal_eval(t.value) for t in items)
         return ast.Str(text, _pos(items[0], items[0].start_pos, items[-1].end_pos))
@@ -270,8 +347,6 @@ class _AstBuilder:
         receiver = []
         if isinstance(target, ast.Attribute):  # `(a + b).sum(axis=0)`: a method of the value
             receiver, target = [target.target], ast.Name(target.name, target.pos)
-        if not isinstance(target, ast.Name):
-            raise _syntax("only a named function can be called", _pos(lpar))
         args, keywords = [], []
         for arg in arguments or []:
             if isinstance(arg, ast.Keyword):
@@ -280,6 +355,9 @@ class _AstBuilder:
                 raise _syntax("a positional argument follows a keyword argument", arg.pos)
             else:
                 args.append(arg)
+        if not isinstance(target, ast.Name):  # `grad(f)(x)`: a call of a computed function
+            return ast.CallValue(target, args, keywords, Pos(target.pos.line, target.pos.column,
+                                                             target.pos.start, rpar.end_pos))
         call = ast.Call(target.id, receiver + args, Pos(target.pos.line, target.pos.column,
                                                         target.pos.start, rpar.end_pos), keywords)
         call.method = bool(receiver)  # a method: its receiver is the first argument
@@ -336,6 +414,66 @@ class _AstBuilder:
         return ast.Array([e for e in elements if e is not None], _pos(lsqb, lsqb.start_pos, rsqb.end_pos))
 
 
+
+
+def _fstring(items) -> ast.FString:
+    """An f-string: its text and its fields, each field's expression parsed (never evaluated)
+    and placed where it stands in the program. A field is `{expr}`, `{expr=}` or `{expr:spec}`."""
+    import ast as python_ast
+
+    parts = []
+    for tok in items:
+        raw = tok.value
+        prefix = len(raw) - len(raw.lstrip("fFrRuU"))
+        quote = 3 if raw[prefix:prefix + 3] in ('"""', "\'\'\'") else 1
+        body_start = prefix + quote
+        body = raw[body_start:len(raw) - quote]
+        if "f" not in raw[:prefix].lower():
+            parts.append(python_ast.literal_eval(raw[prefix:]))
+            continue
+        k = 0
+        while k < len(body):
+            if body.startswith("{{", k) or body.startswith("}}", k):
+                parts.append(body[k])
+                k += 2
+                continue
+            if body[k] != "{":
+                parts.append(body[k])
+                k += 1
+                continue
+            end = body.find("}", k)
+            if end < 0:
+                raise _syntax("an f-string field is not closed with '}'", _pos(tok))
+            field = body[k + 1:end]
+            text = field.split(":")[0] if ":" in field and "lambda" not in field else field
+            shown = text.rstrip().endswith("=")
+            text = text.rstrip()[:-1] if shown else text
+            offset = tok.start_pos + body_start + k + 1
+            at = Pos(tok.line, tok.column + body_start + k + 1, offset, offset + len(text))
+            try:
+                expression = _parser().parse(text.strip() + "\n", "value") if text.strip() else None
+            except GradcliError:
+                expression = None
+            if expression is None:
+                raise _syntax("an f-string field holds an expression gradcli reads: {name}, {expr=} or "
+                              "{expr:.3f}", at)
+            _shift(expression, at)
+            parts.append(ast.Field(expression, text.strip(), shown))
+            k = end + 1
+    return ast.FString(parts, _pos(items[0], items[0].start_pos, items[-1].end_pos))
+
+
+def _shift(node, at: Pos) -> None:
+    """Place a field's expression (parsed alone, from 1:1) where the field stands."""
+    work = [node]
+    while work:
+        n = work.pop()
+        p = getattr(n, "pos", None)
+        if isinstance(p, Pos):
+            n.pos = Pos(at.line, at.column + p.column - 1, at.start + max(p.start, 0), at.start + max(p.end, 0))
+        work.extend(k for k in ast.children(n) if isinstance(k, ast.Node))
+        if isinstance(n, ast.Call):
+            work.extend(k.value for k in n.keywords if False)
 
 
 def _syntax(message: str, pos: Pos) -> GradcliError:

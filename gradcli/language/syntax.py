@@ -223,19 +223,20 @@ class Return(Record):
 
 
 class FuncDef(Record):
-    __slots__ = _fields = ("name", "params", "body", "pos", "defaults")
+    __slots__ = _fields = ("name", "params", "body", "pos", "defaults", "decorators")
     name: str
     params: list[tuple[str, Pos]]
     body: list  # Assign | Unpack | ExprStmt | FuncDef | Import, ending in a Return
     pos: Pos  # of the function's name
     defaults: dict  # parameter name -> default value (a Node)
 
-    def __init__(self, name, params, body, pos, defaults=NEW):
+    def __init__(self, name, params, body, pos, defaults=NEW, decorators=NEW):
         self.name = name
         self.params = params
         self.body = body
         self.pos = pos
         self.defaults = {} if defaults is NEW else defaults
+        self.decorators = [] if decorators is NEW else decorators  # the `@...` expressions, outermost first
 
 
 class Module(Record):
@@ -254,6 +255,12 @@ def children(node) -> list:
         return node.items
     if isinstance(node, Attribute):
         return [node.target]
+    if isinstance(node, Dict):
+        return node.keys + node.values
+    if isinstance(node, FString):
+        return [part.value for part in node.parts if isinstance(part, Field)]
+    if isinstance(node, CallValue):
+        return [node.callee] + node.args + [k.value for k in node.keywords]
     if isinstance(node, Index):
         out = [node.target]
         for sub in node.subscripts:
@@ -263,3 +270,131 @@ def children(node) -> list:
                 out.append(sub)
         return out
     return []
+
+
+class Lambda(Node):
+    """`lambda a, b=1: EXPR`: a function value, as `def <lambda>(a, b=1): return EXPR`."""
+
+    __slots__ = _fields = ("fn", "pos")
+    fn: FuncDef
+    pos: Pos
+
+    def __init__(self, fn, pos):
+        self.fn = fn
+        self.pos = pos
+
+
+class CallValue(Node):
+    """`grad(f)(x)`, `(lambda v: v)(2.0)`: a call of a computed function value."""
+
+    __slots__ = _fields = ("callee", "args", "keywords", "pos")
+    callee: Node
+    args: list[Node]
+    keywords: list[Keyword]
+    pos: Pos
+
+    def __init__(self, callee, args, keywords, pos):
+        self.callee = callee
+        self.args = args
+        self.keywords = keywords
+        self.pos = pos
+
+
+class With(Record):
+    """`with A as a, B:` then a block: each item entered in order, left in reverse order."""
+
+    __slots__ = _fields = ("items", "body", "pos")
+    items: list  # of (Node, name or None, Pos of the name or None)
+    body: list
+    pos: Pos
+
+    def __init__(self, items, body, pos):
+        self.items = items
+        self.body = body
+        self.pos = pos
+
+
+class For(Record):
+    """`for i in range(3):` (or over a constant tuple or list, or an array's rows): unrolled."""
+
+    __slots__ = _fields = ("names", "iterable", "body", "pos")
+    names: list  # of (name, Pos): one name, or several to unpack each item into
+    iterable: Node
+    body: list
+    pos: Pos
+
+    def __init__(self, names, iterable, body, pos):
+        self.names = names
+        self.iterable = iterable
+        self.body = body
+        self.pos = pos
+
+
+class If(Record):
+    """`if c: ... elif d: ... else: ...`: the branch is chosen before evaluation."""
+
+    __slots__ = _fields = ("branches", "orelse", "pos")
+    branches: list  # of (condition Node, body list)
+    orelse: list
+    pos: Pos
+
+    def __init__(self, branches, orelse, pos):
+        self.branches = branches
+        self.orelse = orelse
+        self.pos = pos
+
+
+class SetAttribute(Record):
+    """`obj.name = value` (a tensor's or an object's attribute)."""
+
+    __slots__ = _fields = ("target", "name", "value", "pos")
+
+    def __init__(self, target, name, value, pos):
+        self.target = target
+        self.name = name
+        self.value = value
+        self.pos = pos
+
+
+class Dict(Node):
+    """`{'w': w, 'b': b}`: a mapping of sources for tape.gradient, read by constant keys."""
+
+    __slots__ = _fields = ("keys", "values", "pos")
+
+    def __init__(self, keys, values, pos):
+        self.keys = keys
+        self.values = values
+        self.pos = pos
+
+
+class Field(Record):
+    """`{expr}` or `{expr=}` in an f-string."""
+
+    __slots__ = _fields = ("value", "text", "shown")
+
+    def __init__(self, value, text, shown):
+        self.value = value
+        self.text = text
+        self.shown = shown
+
+
+class FString(Node):
+    """An f-string: text (str parts) and fields; in a print its fields are the printed values."""
+
+    __slots__ = _fields = ("parts", "pos")
+
+    def __init__(self, parts, pos):
+        self.parts = parts
+        self.pos = pos
+
+
+class ClassDef(Record):
+    """`class Model(nn.Module):` with methods (`__init__` sets `self.w`) and class constants."""
+
+    __slots__ = _fields = ("name", "bases", "body", "pos")
+
+    def __init__(self, name, bases, body, pos):
+        self.name = name
+        self.bases = bases
+        self.body = body
+        self.pos = pos

@@ -146,8 +146,8 @@ def test_a_run_builds_only_the_command_it_names():
 @pytest.mark.parametrize("call,library_words,cli_args,cli_words", [
     (lambda: api.evaluate("y = x + q"), "give them with feeds x=VALUE feeds q=VALUE",
      ["eval", "-e", "y = x + q"], "give them with --set x=VALUE --set q=VALUE"),
-    (lambda: api.evaluate("print(x)", feeds={"x": 1.0}), "name more values with prints NAME",
-     ["eval", "-e", "print(x)", "--set", "x=1"], "name more values with --print NAME"),
+    (lambda: api.evaluate("y = print(x)", feeds={"x": 1.0}), "name more values with prints NAME",
+     ["eval", "-e", "y = print(x)", "--set", "x=1"], "name more values with --print NAME"),
     (lambda: api.evaluate("y = broadcast_to(x, shape=[10000000])", feeds={"x": 1.0}, max_memory=1 << 20),
      "raise the limit with max_memory", ["eval", "-e", "y = broadcast_to(x, shape=[10000000])", "--set", "x=1",
                                           "--max-memory", "1M"], "raise the limit with --max-memory"),

@@ -17,7 +17,11 @@ from gradcli.language import syntax as ast
 from gradcli.language.lower.calls import Binding, Resolution
 from gradcli.language.lower.fold import Constants
 from gradcli.language.lower.interpret import Interpreter
+from gradcli.language.lower.gradient_calls import GradientCalls
+from gradcli.language.lower.statements import Statements
 from gradcli.language.lower.subscripts import Subscripts
+from gradcli.language.lower.torch_autograd import TorchAutograd, TorchFunctional
+from gradcli.language.lower.custom_gradients import CustomGradients
 from gradcli.language.lower.values import NumberPolicy
 from gradcli.ir import Graph
 
@@ -27,7 +31,8 @@ MAX_LOWERING_STEPS = 1_000_000           # expansion steps of a short program (s
 LOWERING_STEPS_PER_CHARACTER = 8         # ... and more for a longer text (a 50 MB program)
 
 
-class _Lowering(Interpreter, Resolution, Binding, Subscripts, Constants):
+class _Lowering(Interpreter, Statements, GradientCalls, TorchAutograd, TorchFunctional, CustomGradients, Resolution,
+                Binding, Subscripts, Constants):
     """One program's lowering: its parts' methods on one object, which holds the graph being built."""
 
     def __init__(self, module: ast.Module, source: Source, feeds: dict, call: ast.Node | None = None,

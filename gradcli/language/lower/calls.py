@@ -10,6 +10,7 @@ import numpy as np
 
 from gradcli.errors import OptionError, Pos, ShapeError
 from gradcli.language import syntax as ast
+from gradcli.language.lower.transforms import FUNCTION_VALUES, NOT_MINE, ObjectValue
 from gradcli.language.lower.values import NONE, AtIndexed, AtRef, Closure, Literal, Scope, Text, TupleValue
 from gradcli.language import dialects
 from gradcli.language.dialects import (
@@ -59,8 +60,13 @@ class Resolution:
 
     def attribute(self, target, name: str, pos: Pos, scope: Scope):
         """`x.T`, `x.shape`, `x.ndim`, `x.size` of a value, as the functions and numbers they are."""
+        if isinstance(target, ObjectValue):
+            return self.object_attribute(target, name, pos)
         if name == "at" and not isinstance(target, (Text, AtRef, AtIndexed)):
             return AtRef(target, pos)
+        found = self.torch_attribute(target, name, pos, scope)  # .grad, .requires_grad (torch_autograd.py)
+        if found is not None:
+            return found
         if isinstance(target, TupleValue) and len(target.items) == 2 and name in ("values", "indices"):
             # PyTorch's (values, indices) of torch.max(x, dim), torch.sort, torch.topk, by field name
             return target.items[name == "indices"]
@@ -92,6 +98,11 @@ class Resolution:
             return self.call_user(bound, node, values, scope, work, None)
         if bound is not None and isinstance(bound, Closure):
             return self.call_user(bound.fn, node, values, scope, work, bound.scope)
+        if bound is not None and isinstance(bound, FUNCTION_VALUES):
+            return self.apply_function(bound, node, values, scope, work)
+        taken = self.call_gradient_api(node, values, scope, work)
+        if taken is not NOT_MINE:
+            return taken
         if bound is not None or name in CONSTANTS:
             where = self.assigned_at.get(name)
             extra = f" (assigned at line {where.line})" if where and scope.locals is None else ""
@@ -114,8 +125,9 @@ class Resolution:
         op = meaning(bare)
         if op is None:
             if bare == "print":
-                raise OptionError("print() is not needed: gradcli prints the last statement's value; name more "
-                                  "values with {option} NAME", "prints", node.pos, self.source)
+                raise OptionError("print() is not needed: print is a statement (print(x) on its own line), and "
+                                  "gradcli prints the last statement's value; name more values with {option} NAME",
+                                  "prints", node.pos, self.source)
             known = dialects.callable_names() + [n for n, v in self.globals.items() if isinstance(v, ast.FuncDef)]
             import difflib
 

@@ -12,10 +12,13 @@ from gradcli.language.dialects import (
     CONSTANTS, FLOAT_DTYPES, OTHER_DTYPES, SEQUENCE_KEYWORDS, meaning, numpy as numpy_dialect, split_spelling)
 from gradcli.language.lower.values import (
     NONE, AtIndexed, AtRef, Closure, IndexTrick, Literal, NumberPolicy, Scope, Text, TupleValue)
+from gradcli.language.lower.transforms import (
+    _FINISH, FUNCTION_VALUES, GRADIENT_CALLS, DictValue, FunctionRef, Tape, TapeRecording)
 from gradcli.ops import OPS
 from gradcli.ir import Equation, Graph
 
 _EVAL, _APPLY, _BIND, _DISCARD, _UNPACK, _DEFINE, _CHOOSE = range(7)
+_STATEMENT, _SET = 8, 9  # (7 is statements._FINISH)
 
 
 class Interpreter:
@@ -51,6 +54,9 @@ class Interpreter:
         # given, a list first) reads, once found: (op, preset); an import renames, and forgets them
         self.readings: dict[tuple, tuple] = {}
         self.sequence_ops: dict[str, bool] = {}  # a function's name -> whether takes_sequences
+        self.active_tapes: list = []  # the tf.GradientTapes recording now
+        self.variables: set = set()  # ids made by tf.Variable (a tape watches them)
+        self.shown: list = []  # (source text, value id or None, whether printed): print() and bare expressions
 
     def error(self, message: str, pos: Pos | None) -> GradcliError:
         return GradcliError(message, pos, self.source)
@@ -71,7 +77,11 @@ class Interpreter:
             last = next((stmt for stmt in reversed(statements) if not isinstance(stmt, ast.Import)), None)
             if isinstance(last, ast.FuncDef):
                 statements.append(self.implicit_call(last))
-        for stmt in statements:
+        pending = list(reversed(statements))
+        while pending:
+            stmt = pending.pop()
+            if self.expand_statement(stmt, pending, top):
+                continue
             if isinstance(stmt, ast.FuncDef):
                 self.globals[stmt.name] = stmt
                 continue
@@ -90,14 +100,22 @@ class Interpreter:
                 for (name, pos), item in zip(stmt.names, self.unpack(value, len(stmt.names), stmt.pos, top)):
                     self.bind_global(name, item, pos, top)
             elif isinstance(stmt, ast.Assign):
+                value = self.in_place_update(stmt, value, top)  # `w -= ...` of a PyTorch leaf (torch_autograd.py)
                 self.bind_global(stmt.name, value, stmt.pos, top)
+            elif value is NONE or isinstance(value, FUNCTION_VALUES + (Tape, TapeRecording, DictValue, Text)):
+                continue  # `tape.watch(x)`: a statement for its effect
             else:
                 value = self.materialize(value, top)
+                if not (isinstance(node, ast.Call) and node.func.rpartition(".")[2].startswith("assign")):
+                    self.shown.append((self.source.text[node.pos.start:node.pos.end], value, False))
                 graph.names["_"] = value
                 graph.result = ("_", value)
+        if any(printed for _, _, printed in self.shown) or graph.made_by:
+            # a program that prints (or takes its own gradients) outputs what it prints and shows
+            graph.printed = [(text, value) for text, value, _ in self.shown]
         if self.missing:
             raise self.missing_inputs_error()
-        if graph.result is None:
+        if graph.result is None and not self.shown:
             raise self.error("the program defines functions but computes nothing", None)
         for name in self.feeds:
             if name not in graph.inputs:
@@ -109,38 +127,21 @@ class Interpreter:
 
     def bind_global(self, name: str, value, pos: Pos, scope: Scope) -> None:
         graph = self.graph
+        written = value if isinstance(value, (TupleValue, Literal)) else None  # (torch_autograd.py)
         if isinstance(value, Literal) and name not in self.globals:
             value = self.input(name, pos, default=value)
+        elif isinstance(value, FUNCTION_VALUES + (Tape, TapeRecording, DictValue)) or value is NONE or (
+                isinstance(value, TupleValue) and not _one_array(value, graph)):
+            self.globals[name] = value  # not an array: a function, a tape, a list of gradients
+            return
         else:
             value = self.materialize(value, scope)
         self.globals[name] = value
         graph.names[name] = value
         graph.value_names.setdefault(value, name)
         graph.result = (name, value)
-
-    def implicit_call(self, fn: ast.FuncDef) -> ast.Assign:
-        """A pasted function with no call: call it with its parameters bound to the inputs
-        of the same names (a parameter with a default keeps it unless --set gives it); the
-        result is named after the function."""
-        args = [ast.Name(p, pos) for p, pos in fn.params if p not in fn.defaults]
-        given = [ast.Keyword(p, ast.Name(p, pos), pos) for p, pos in fn.params if p in fn.defaults and p in self.feeds]
-        return ast.Assign(fn.name, ast.Call(fn.name, args, fn.pos, given), fn.pos)
-
-    def unpack(self, value, count: int, pos: Pos, scope: Scope) -> list:
-        """The `count` items of a tuple, or the rows of an array, for `a, b = value`."""
-        if isinstance(value, TupleValue):
-            items = value.items
-        elif isinstance(value, Literal) and value.value.ndim:
-            items = [Literal(row, value.pos) for row in value.value]
-        elif type(value) is int and self.graph.shapes[value]:
-            n = self.graph.shapes[value][0]
-            items = [self.emit(OPS["index"], (value,), {"index": (k,)}, pos, "[]", scope) for k in range(min(n, count))]
-            items += [None] * (n - len(items))
-        else:
-            raise self.error(f"cannot unpack a single number into {count} names", pos)
-        if len(items) != count:
-            raise self.error(f"cannot unpack {len(items)} values into {count} names", pos)
-        return items
+        if written is not None:
+            self.remember_tuple(written, value)
 
     def input(self, name: str, pos: Pos, default: Literal | None = None) -> int:
         graph = self.graph
@@ -184,6 +185,8 @@ class Interpreter:
         if isinstance(value, IndexTrick):
             raise self.error(f"{value.spelled} is not a value: it joins the arrays in its brackets, as in "
                              f"{value.spelled}[a, b]", value.pos)
+        if isinstance(value, FUNCTION_VALUES + (Tape, TapeRecording, DictValue)):
+            self.refuse_as_number(value)
         if isinstance(value, (AtRef, AtIndexed)):
             raise self.error("x.at[index] is not a value: JAX's update syntax needs its method, as in "
                              "x.at[index].set(v), .add(v), .multiply(v), .divide(v), .power(v), .min(v), "
@@ -248,6 +251,9 @@ class Interpreter:
                     values.append(Text(node.value, node.pos))
                 elif isinstance(node, ast.NoneLiteral):
                     values.append(NONE)
+                elif isinstance(node, ast.Lambda):
+                    fn = node.fn if scope.locals is None else Closure(node.fn, scope)
+                    values.append(FunctionRef(fn, "<lambda>", node.pos))
                 elif isinstance(node, ast.Call) and node.symbol == "if":
                     # the condition first: a constant one picks its side, as Python does
                     work.append((_CHOOSE, node, scope))
@@ -256,7 +262,9 @@ class Interpreter:
                     if isinstance(node, ast.Call) and not node.method and "." in node.func:
                         node = self.as_method(node, scope)
                     kids = ast.children(node)
-                    if isinstance(node, ast.Call) and self.takes_sequences(node, scope):
+                    if isinstance(node, ast.Call) and node.func.rpartition(".")[2] in GRADIENT_CALLS:
+                        kids = [ast.Tuple(kid.items, kid.pos) if isinstance(kid, ast.Array) else kid for kid in kids]
+                    elif isinstance(node, ast.Call) and self.takes_sequences(node, scope):
                         # `concatenate([a, b])`: the list is the sequence of arrays, not one array
                         names = [None] * len(node.args) + [kw.name for kw in node.keywords]
                         kids = [ast.Tuple(kid.items, kid.pos) if isinstance(kid, ast.Array) and (
@@ -280,6 +288,13 @@ class Interpreter:
                     values.append(self.tuple(node, args))
                 elif isinstance(node, ast.Attribute):
                     values.append(self.attribute(args[0], node.name, node.pos, scope))
+                elif isinstance(node, (ast.Dict, ast.FString)) or (
+                        isinstance(node, ast.Index) and isinstance(args[0], DictValue)):
+                    values.append(self.mapping_or_text(node, args))
+                elif isinstance(node, ast.CallValue):
+                    result = self.apply_function(args[0], node, args[1:], scope, work)
+                    if result is not None:
+                        values.append(result)
                 else:
                     values.append(self.index(node, args, scope))
             elif kind == _BIND:
@@ -289,6 +304,19 @@ class Interpreter:
                     scope.locals[name] = item
             elif kind == _DEFINE:
                 scope.locals[node.name] = Closure(node, scope)
+            elif kind == _STATEMENT:
+                self.steps_left = steps
+                self.local_statement(node, scope, work)
+                steps = self.steps_left
+            elif kind == _SET:
+                loop, item = node
+                if len(loop.names) == 1:
+                    scope.locals[loop.names[0][0]] = item
+                else:
+                    for (name, _), value in zip(loop.names, self.unpack(item, len(loop.names), loop.pos, scope)):
+                        scope.locals[name] = value
+            elif kind == _FINISH:
+                self.finish(node, values, scope, work)
             elif kind == _CHOOSE:
                 condition, then, otherwise = values.pop(), node.args[1], node.args[2]
                 truth = self.constant_truth(condition)
@@ -327,7 +355,7 @@ class Interpreter:
             found = self.globals[name]
         if found is not None:
             if isinstance(found, (ast.FuncDef, Closure)):
-                raise self.error(f"'{name}' is a function: call it, as in {name}(x)", node.pos)
+                return FunctionRef(found, name, node.pos)
             return found
         if "." in name:
             base, _, attribute = name.partition(".")
@@ -349,31 +377,17 @@ class Interpreter:
         # a bare name that is also a function (`beta`, `gamma` of a layer norm) is an input;
         # a library's function spelled as a value (`np.sin * 2`) is a slip
         if "." in name and meaning(bare) is not None:
-            raise self.error(f"'{name}' is a function: call it, as in {name}(x)", node.pos)
+            return FunctionRef(name, name, node.pos)
         if "." in name and library == "numpy" and bare in numpy_dialect.INDEX_TRICKS:
             return IndexTrick(OPS[numpy_dialect.INDEX_TRICKS[bare]], name, node.pos)
+        if name.endswith(("UnconnectedGradients.ZERO", "UnconnectedGradients.NONE")):
+            return Text(name.rpartition(".")[2].lower(), node.pos)  # tf.UnconnectedGradients.ZERO: the mode's name
         if "." in name:
             raise self.error(f"unknown name '{name}'", node.pos)
         return self.input(name, node.pos)
 
     def missing_inputs_error(self) -> GradcliError:
-        """The error naming every missing input found so far (at the first one's use)."""
-        graph = self.graph
-        names = list(self.missing)
-        first = self.missing[names[0]]
-        shown = names[:8]
-        listed = ", ".join(f"'{n}'" for n in shown) + (f" and {len(names) - 8:,} more" if len(names) > 8 else "")
-        hint = " ".join(f"{{option}} {n}=VALUE" for n in shown) + (" ..." if len(names) > 8 else "")
-        known = [n for n in graph.names if n not in self.missing]
-        import difflib
-
-        close = [c for n in names for c in difflib.get_close_matches(n, known, n=1)]
-        maybe = f" (did you mean {', '.join(close)}?)" if close and len(names) == 1 else ""
-        functions = [n for n in names if meaning(n) is not None]
-        if functions and not maybe and len(names) == 1:
-            maybe = f" (or call the function: {functions[0]}(x))"
-        return OptionError(f"missing input{'s' if len(names) > 1 else ''} {listed}{maybe}: "
-                           f"give {'them' if len(names) > 1 else 'it'} with {hint}", "feeds", first, self.source)
+        return missing_inputs_error(self)
 
     def call_user(self, fn: ast.FuncDef, node: ast.Call, values: list, scope: Scope, work: list,
                   defined_in: Scope | None):
@@ -382,6 +396,7 @@ class Interpreter:
             raise self.error(f"recursion is not supported: '{fn.name}' calls itself ({chain}); "
                              "functions are expanded where they are called", node.pos)
         params = [p for p, _ in fn.params]
+        self.decorated_call(fn, node, values, work, scope)  # @torch.no_grad(), @tf.custom_gradient (torch_autograd.py)
         args = dict(zip(params, values[:len(node.args)]))
         if len(node.args) > len(params):
             raise self.error(f"{fn.name}() takes {len(params)} argument{'s' * (len(params) != 1)} "
@@ -399,24 +414,14 @@ class Interpreter:
         inner = Scope(args, scope.stack + (node.pos,), scope.active + (fn.name,), defined_in)
         *body, ret = fn.body
         work.append((_EVAL, ret.value, inner))
-        for stmt in reversed(body):
-            if isinstance(stmt, ast.Assign):
-                work.append((_BIND, stmt.name, inner))
-            elif isinstance(stmt, ast.Unpack):
-                work.append((_UNPACK, stmt, inner))
-            elif isinstance(stmt, ast.FuncDef):
-                work.append((_DEFINE, stmt, inner))
-                continue
-            elif isinstance(stmt, ast.Import) or (isinstance(stmt, ast.ExprStmt) and isinstance(stmt.value, ast.Str)):
-                continue
-            else:
-                work.append((_DISCARD, None, inner))
-            work.append((_EVAL, stmt.value, inner))
+        self.push_body(body, inner, work)
         # parameters left out take their defaults, computed where the function was defined
         for p in reversed([p for p in params if p not in args]):
             work.append((_BIND, p, inner))
             work.append((_EVAL, fn.defaults[p], defined_in or Scope(None, scope.stack, scope.active)))
         return None
+
+
 
 
 def number_value(node: ast.Number):
@@ -430,3 +435,37 @@ def _bound_names(stmt) -> list[str]:
     if isinstance(stmt, ast.Unpack):
         return [name for name, _ in stmt.names]
     return []
+
+
+def _one_array(value: TupleValue, graph: Graph) -> bool:
+    """Whether a tuple's items stack into one array (numbers of one shape), as a top-level
+    `t = (a, b)` is kept; a list of gradients of several shapes stays a list."""
+    shapes = set()
+    for item in value.items:
+        if isinstance(item, Literal):
+            shapes.add(item.value.shape)
+        elif type(item) is int:
+            shapes.add(graph.shapes[item])
+        else:
+            return False
+    return len(shapes) <= 1
+
+
+def missing_inputs_error(lowering) -> GradcliError:
+    """The error naming every missing input found so far (at the first one's use)."""
+    graph = lowering.graph
+    names = list(lowering.missing)
+    first = lowering.missing[names[0]]
+    shown = names[:8]
+    listed = ", ".join(f"'{n}'" for n in shown) + (f" and {len(names) - 8:,} more" if len(names) > 8 else "")
+    hint = " ".join(f"{{option}} {n}=VALUE" for n in shown) + (" ..." if len(names) > 8 else "")
+    known = [n for n in graph.names if n not in lowering.missing]
+    import difflib
+
+    close = [c for n in names for c in difflib.get_close_matches(n, known, n=1)]
+    maybe = f" (did you mean {', '.join(close)}?)" if close and len(names) == 1 else ""
+    functions = [n for n in names if meaning(n) is not None]
+    if functions and not maybe and len(names) == 1:
+        maybe = f" (or call the function: {functions[0]}(x))"
+    return OptionError(f"missing input{'s' if len(names) > 1 else ''} {listed}{maybe}: "
+                       f"give {'them' if len(names) > 1 else 'it'} with {hint}", "feeds", first, lowering.source)

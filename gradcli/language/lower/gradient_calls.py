@@ -1,0 +1,401 @@
+"""The library calls that take a gradient inside the program, over transforms.py's API:
+TensorFlow's tapes, `tf.gradients` and variables; JAX's grad family, vjp, jvp, linearize, vmap."""
+from __future__ import annotations
+
+import numpy as np
+
+from gradcli.errors import Pos
+from gradcli.language import syntax as ast
+from gradcli.language.dialects import split_spelling
+from gradcli.language.lower import transforms
+from gradcli.language.lower.transforms import (
+    _FINISH, FUNCTION_VALUES, JAX_TRANSFORMS, NOT_MINE, BoundMethod, ClassValue, DictValue, FunctionRef, Linear,
+    Mapped, ObjectValue, Tape, TapeRecording, Transform)
+from gradcli.language.lower.values import NONE, Closure, Literal, Scope, Text, TupleValue
+
+
+class GradientCalls:
+    """Part of the lowering (gradcli.language.lower): in-program gradients as each library spells them."""
+
+    # ------------------------------------------------------------------ library calls
+    def call_gradient_api(self, node: ast.Call, values: list, scope: Scope, work: list):
+        """A call that takes or sets up a gradient (None: its value comes by the work stack), or
+        NOT_MINE where `node` is no such call."""
+        taken = self.torch_call(node, values, scope, work)  # PyTorch's autograd (torch_autograd.py)
+        if taken is not NOT_MINE:
+            return taken
+        if node.method and values:
+            receiver = values[0]
+            if isinstance(receiver, Tape):
+                return self.tape_method(receiver, node, values[1:], scope)
+            if isinstance(receiver, ObjectValue):
+                return self.call_method(receiver, node, values, scope, work)
+            if receiver is NONE and node.func == "__init__":
+                return NONE  # super().__init__(): nothing to set up
+            if node.func == "numpy" and not node.args[1:]:
+                return receiver
+            if node.func in ("assign", "assign_add", "assign_sub") and type(receiver) is int \
+                    and receiver in self.variables:
+                return self.assign_variable(node, values, scope)
+            return NOT_MINE
+        library, bare = split_spelling(self.spelled(node.func))
+        keywords = {kw.name: v for kw, v in zip(node.keywords, values[len(node.args):])}
+        args = values[:len(node.args)]
+        if bare == "super" and not args:
+            return NONE
+        if library == "tensorflow" and bare == "GradientTape":
+            persistent = self.constant_truth(keywords.get("persistent", Literal(np.float64(0), node.pos)))
+            accessed = self.constant_truth(keywords.get("watch_accessed_variables", Literal(np.float64(1), node.pos)))
+            return Tape(bool(persistent), bool(accessed), node.pos)
+        if library == "tensorflow" and bare == "Variable" and args:
+            value = self.materialize(args[0], scope, node.pos)
+            variable = transforms.fresh(self, value, node.pos, scope)
+            self.variables.add(variable)
+            return variable
+        if library == "tensorflow" and bare == "gradients":
+            return self.tf_gradients(node, args, keywords, scope)
+        if bare == "jit" and args and isinstance(args[0], FUNCTION_VALUES):
+            return args[0]  # compiling changes no value
+        if bare == "vmap" and args and isinstance(args[0], FUNCTION_VALUES):
+            in_axes = keywords.get("in_axes", args[1] if len(args) > 1 else None)
+            if in_axes is None or isinstance(in_axes, Literal) and in_axes.value.ndim == 0:
+                if in_axes is not None and self.static_int(in_axes, "in_axes", node.pos) != 0:
+                    raise self.error("vmap: gradcli maps over axis 0 only (in_axes=0 or None per argument)", node.pos)
+                axes = None
+            elif isinstance(in_axes, TupleValue):
+                axes = [None if v is NONE else self.static_int(v, "in_axes", node.pos) for v in in_axes.items]
+            else:
+                raise self.error("vmap: in_axes must be 0 or a tuple of 0 and None", node.pos)
+            return Mapped(args[0], axes, node.pos)
+        if bare in ("vjp", "jvp", "linearize") and args and isinstance(args[0], FUNCTION_VALUES):
+            return self.linearization(bare, args, node, scope, work)
+        if bare in JAX_TRANSFORMS and args and isinstance(args[0], FUNCTION_VALUES):
+            argnums = keywords.get("argnums", args[1] if len(args) > 1 else Literal(np.float64(0), node.pos))
+            if isinstance(argnums, Literal) and argnums.value.ndim == 1:
+                argnums = tuple(int(k) for k in argnums.value)
+            elif isinstance(argnums, TupleValue):
+                argnums = tuple(self.static_int(v, "argnums", node.pos) for v in argnums.items)
+            else:
+                argnums = self.static_int(argnums, "argnums", node.pos)
+            has_aux = bool(self.constant_truth(keywords.get("has_aux", Literal(np.float64(0), node.pos))))
+            return Transform(bare, args[0], argnums, has_aux, node.pos, node.func)
+        return NOT_MINE
+
+    def assign_variable(self, node: ast.Call, values: list, scope: Scope):
+        """`v.assign(value)`, `v.assign_add(d)`, `v.assign_sub(d)` in straight-line code: the name
+        of the variable is bound to a new variable holding the new value. Like TensorFlow's
+        stateful update it passes no gradient to the old value."""
+        from gradcli.ops import OPS
+
+        target = node.args[0]
+        if not isinstance(target, ast.Name) or "." in target.id or len(values) != 2:
+            raise self.error(f".{node.func}() is supported on a variable named in the program, with one value",
+                             node.pos)
+        old, given = values[0], self.materialize(values[1], scope, node.pos)
+        if node.func == "assign":
+            new = given
+        else:
+            op = OPS["add" if node.func == "assign_add" else "subtract"]
+            new = self.emit(op, (old, given), {}, node.pos, node.func, scope)
+        cut = self.emit(OPS["stop_gradient"], (new,), {}, node.pos, node.func, scope)
+        variable = transforms.fresh(self, cut, node.pos, scope)
+        self.variables.add(variable)
+        if scope.locals is not None and target.id in scope.locals:
+            scope.locals[target.id] = variable
+        else:
+            self.globals[target.id] = variable
+            self.graph.names[target.id] = variable
+        return variable
+
+    def sources(self, value, pos: Pos, scope: Scope) -> tuple[list, bool]:
+        """The ids of a source or a list of them; whether it was a list."""
+        if isinstance(value, (TupleValue, DictValue)):
+            return [self.materialize(v, scope, pos) for v in value.items], True
+        return [self.materialize(value, scope, pos)], False
+
+    def tape_method(self, tape: Tape, node: ast.Call, args: list, scope: Scope):
+        keywords = {kw.name: v for kw, v in zip(node.keywords, args[len(node.args) - 1:])}
+        args = args[:len(node.args) - 1]
+        if node.func == "watch":
+            ids, _ = self.sources(args[0], node.pos, scope)
+            tape.watched.update(ids)
+            return NONE
+        if node.func == "stop_recording":
+            return TapeRecording(tape)
+        if node.func == "reset":  # forget what was recorded; go on recording if active
+            tape.windows = []
+            tape.used = False
+            if tape.open_at is not None:
+                tape.open_at = len(self.graph.equations)
+            return NONE
+        if node.func in ("gradient", "jacobian"):
+            if len(args) < 2:
+                raise self.error(f"tape.{node.func}(target, sources) takes a target and its sources", node.pos)
+            if tape.used and not tape.persistent:
+                raise self.error("A non-persistent GradientTape can only be used to compute one set of "
+                                 "gradients (or jacobians) (TensorFlow: RuntimeError); create it with "
+                                 "tf.GradientTape(persistent=True)", node.pos)
+            tape.used = True
+            targets, _ = self.sources(args[0], node.pos, scope)
+            sources, listed = self.sources(args[1], node.pos, scope)
+            upstream = keywords.get("output_gradients")
+            grad_ys = None if upstream is None or upstream is NONE else self.sources(upstream, node.pos, scope)[0]
+            watched = [s for s in sources if self.traced_by(tape, s)]
+            results = dict.fromkeys(sources)
+            if node.func == "jacobian":
+                for s in watched:
+                    results[s] = transforms.jacobian(self, targets[0], s, node.pos, "tape.jacobian", scope,
+                                                     tape.recorded, zero_if_unconnected=False)
+            elif watched:
+                by = f"{node.args[0].id if isinstance(node.args[0], ast.Name) else 'tape'}.gradient"
+                found = transforms.differentiate(self, targets, watched, node.pos, by, grad_ys,
+                                                 tape.recorded)
+                results.update(zip(watched, found))
+            zero = self.unconnected_zero(keywords, node.pos)
+            out = [self.zeros_like(s, scope) if results[s] is None and zero else results[s] for s in sources]
+            out = [NONE if v is None else v for v in out]
+            if isinstance(args[1], DictValue):
+                return DictValue(args[1].keys, out, node.pos)
+            return TupleValue(out, node.pos) if listed else out[0]
+        if node.func == "batch_jacobian":
+            return self.batch_jacobian(tape, node, args, scope)
+        raise self.error(f"GradientTape has no method '{node.func}' that gradcli knows", node.pos)
+
+    def traced_by(self, tape: Tape, source: int) -> bool:
+        """Whether the tape traced `source`: watched, a variable it watches, or computed while it
+        recorded from what it traced (an intermediate value)."""
+        if source in tape.watched or (tape.watch_accessed and source in self.variables):
+            return True
+        if not tape.recorded(source):
+            return False
+        roots = sorted(tape.watched | (self.variables if tape.watch_accessed else set()))
+        return bool(roots) and autodiff_reach(self.graph, roots, source, tape.recorded)
+
+    def batch_jacobian(self, tape: Tape, node: ast.Call, args: list, scope: Scope):
+        """tape.batch_jacobian(y, x): for each example b, d y[b] / d x[b] (rows are independent)."""
+        y, x = (self.materialize(a, scope, node.pos) for a in args[:2])
+        if not self.traced_by(tape, x):
+            return NONE
+        full = transforms.jacobian(self, y, x, node.pos, "tape.batch_jacobian", scope, tape.recorded)
+        y_shape, x_shape = self.graph.shapes[y], self.graph.shapes[x]
+        from gradcli.ops import OPS
+
+        if len(x_shape) != 2 or len(y_shape) != 2:
+            raise self.error("tape.batch_jacobian: gradcli takes a target and a source of two dimensions each",
+                             node.pos)
+        rows = [self.emit(OPS["index"], (full,), {"index": (b, slice(None), b)}, node.pos, "[]", scope)
+                for b in range(y_shape[0])]
+        return transforms.stack(self, rows, node.pos, scope)
+
+    def unconnected_zero(self, keywords: dict, pos: Pos) -> bool:
+        mode = keywords.get("unconnected_gradients")
+        if mode is None or mode is NONE:
+            return False
+        text = mode.value.lower() if isinstance(mode, Text) else ""
+        if text not in ("none", "zero"):
+            raise self.error("unconnected_gradients must be 'none' or 'zero'", pos)
+        return text == "zero"
+
+    def zeros_like(self, x: int, scope: Scope) -> int:
+        return self.graph.add_constant(np.zeros(self.graph.shapes[x]), None, scope.stack)
+
+    def tf_gradients(self, node: ast.Call, args: list, keywords: dict, scope: Scope):
+        names = ["ys", "xs", "grad_ys"]
+        given = dict(zip(names, args))
+        given.update({k: v for k, v in keywords.items() if k in names})
+        ys, _ = self.sources(given["ys"], node.pos, scope)
+        xs, _ = self.sources(given["xs"], node.pos, scope)
+        upstream = given.get("grad_ys")
+        grad_ys = None if upstream is None or upstream is NONE else self.sources(upstream, node.pos, scope)[0]
+        stops = keywords.get("stop_gradients")
+        recorded = None
+        if stops is not None and stops is not NONE:
+            stopped = set(self.sources(stops, node.pos, scope)[0])
+            recorded = lambda i: i not in stopped  # noqa: E731  (a stopped value passes no gradient)
+        found = transforms.differentiate(self, ys, xs, node.pos, node.func, grad_ys, recorded)
+        zero = self.unconnected_zero(keywords, node.pos)
+        out = [self.zeros_like(x, scope) if g is None and zero else g for x, g in zip(xs, found)]
+        return TupleValue([NONE if v is None else v for v in out], node.pos)
+
+    # ------------------------------------------------------------------ function values
+    def apply_function(self, fn, node, values: list, scope: Scope, work: list):
+        """Call the function value `fn` with `values` (those of node.args, then node.keywords)."""
+        call = ast.Call(getattr(fn, "name", "<function>") or "<function>", node.args, node.pos, node.keywords)
+        if isinstance(fn, FunctionRef):
+            if isinstance(fn.fn, ast.FuncDef):
+                return self.call_user(fn.fn, call, values, scope, work, None)
+            if isinstance(fn.fn, Closure):
+                return self.call_user(fn.fn.fn, call, values, scope, work, fn.fn.scope)
+            return self.call(ast.Call(fn.fn, node.args, node.pos, node.keywords), values, scope, work)
+        if isinstance(fn, Transform):
+            argnums = fn.argnums if isinstance(fn.argnums, tuple) else (fn.argnums,)
+            values = list(values)
+            xs = []
+            for k in argnums:
+                if k >= len(node.args):
+                    raise self.error(f"{fn.by}: argnums {k} is past the {len(node.args)} arguments given", node.pos)
+                x = transforms.fresh(self, self.materialize(values[k], scope, node.pos), node.pos, scope)
+                values[k] = x
+                xs.append(x)
+            work.append((_FINISH, ("transform", fn, xs, node), scope))
+            return self.apply_function(fn.fn, node, values, scope, work)
+        if isinstance(fn, Linear):
+            given = [self.materialize(v, scope, node.pos) for v in values[:len(node.args)]]
+            if fn.kind == "vjp":
+                found = transforms.differentiate(self, fn.ys, fn.xs, node.pos, fn.by, given)
+                grads = [self.zeros_like(x, scope) if g is None else g for x, g in zip(fn.xs, found)]
+                return TupleValue(grads, node.pos)
+            (out,) = transforms.pushforward(self, fn.ys, fn.xs, given, node.pos, fn.by, scope)
+            return out
+        if isinstance(fn, Mapped):
+            return self.map_rows(fn, node, values, scope, work)
+        if isinstance(fn, ClassValue):
+            obj = ObjectValue(fn, {}, node.pos)
+            init = fn.methods.get("__init__")
+            if init is None:
+                return obj
+            work.append((_FINISH, ("object", obj), scope))
+            with_self = ast.Call(fn.name, [ast.Name("self", node.pos)] + list(node.args), node.pos, node.keywords)
+            return self.call_user(init, with_self, [obj] + list(values), scope, work, None)
+        if isinstance(fn, (ObjectValue, BoundMethod)):
+            obj = fn if isinstance(fn, ObjectValue) else fn.obj
+            method = fn.fn if isinstance(fn, BoundMethod) else (
+                obj.cls.methods.get("__call__") or obj.cls.methods.get("forward"))
+            if method is None:
+                raise self.error(f"an object of {obj.cls.name} is not callable: it has no __call__ or forward",
+                                 node.pos)
+            with_self = ast.Call(method.name, [ast.Name("self", node.pos)] + list(node.args), node.pos, node.keywords)
+            return self.call_user(method, with_self, [obj] + list(values), scope, work, None)
+        raise self.error("this value is not a function", node.pos)
+
+    def call_method(self, obj: ObjectValue, node: ast.Call, values: list, scope: Scope, work: list):
+        """`m.forward(x)`: a method of the object's class, or an attribute holding a function."""
+        method = obj.cls.methods.get(node.func)
+        if method is not None:
+            return self.call_user(method, node, values, scope, work, None)
+        held = obj.attrs.get(node.func)
+        if isinstance(held, FUNCTION_VALUES):
+            rest = ast.Call(node.func, node.args[1:], node.pos, node.keywords)
+            return self.apply_function(held, rest, values[1:], scope, work)
+        raise self.error(f"{obj.cls.name} has no method '{node.func}'", node.pos)
+
+    def map_rows(self, fn: Mapped, node, values: list, scope: Scope, work: list):
+        """vmap: f of each row, stacked (work items: the calls, then the stack)."""
+        args = [self.materialize(v, scope, node.pos) if not isinstance(v, FUNCTION_VALUES) else v
+                for v in values[:len(node.args)]]
+        axes = fn.in_axes if fn.in_axes is not None else [0] * len(args)
+        mapped = [k for k, a in enumerate(axes) if a == 0]
+        if not mapped:
+            raise self.error("vmap: no argument is mapped", node.pos)
+        count = self.graph.shapes[args[mapped[0]]][0] if self.graph.shapes[args[mapped[0]]] else 0
+        rows = {k: self.unpack(args[k], count, node.pos, scope) for k in mapped}
+        work.append((_FINISH, ("stack", count, node), scope))
+        for i in reversed(range(count)):
+            call_values = [rows[k][i] if k in rows else a for k, a in enumerate(args)]
+            work.append((_FINISH, ("call", fn.fn, node, call_values), scope))
+        return None
+
+    def linearization(self, kind: str, args: list, node: ast.Call, scope: Scope, work: list):
+        """jax.vjp(f, *primals), jax.jvp(f, primals, tangents), jax.linearize(f, *primals)."""
+        f = args[0]
+        if kind == "jvp":
+            args = [args[0]] + [self.as_tuple(a) for a in args[1:]]
+            if len(args) != 3 or not isinstance(args[1], TupleValue) or not isinstance(args[2], TupleValue):
+                raise self.error("jax.jvp(f, primals, tangents): primals and tangents are tuples", node.pos)
+            primals, tangents = args[1].items, [self.materialize(t, scope, node.pos) for t in args[2].items]
+            if len(primals) != len(tangents):
+                raise self.error("jax.jvp: primals and tangents must have the same number of items", node.pos)
+        else:
+            primals, tangents = args[1:], None
+        xs = [transforms.fresh(self, self.materialize(p, scope, node.pos), node.pos, scope) for p in primals]
+        placeholders = [ast.Name("_", node.pos)] * len(xs)
+        work.append((_FINISH, ("linear", kind, xs, tangents, node), scope))
+        return self.apply_function(f, ast.Call("<function>", placeholders, node.pos), xs, scope, work)
+
+    def finish(self, item, values: list, scope: Scope, work: list) -> None:
+        """A work item after a function's body: what the transform makes of the function's result."""
+        tag = item[0]
+        if tag in ("torch", "torch_mode"):  # torch.autograd.functional, @torch.no_grad() (torch_autograd.py)
+            self.torch_finish(item, values, scope)
+        elif tag == "custom":  # a custom gradient's steps (custom_gradients.py)
+            self.custom_finish(item, values, scope, work)
+        elif tag == "object":  # after __init__: the object it set up
+            values.pop()
+            values.append(item[1])
+        elif tag == "setattr":
+            self.set_attribute(item[1], values.pop(), scope)
+        elif tag == "transform":
+            values.append(self.finish_transform(item[1:], values.pop(), scope))
+        elif tag == "call":
+            _, fn, node, call_values = item
+            placeholders = [ast.Name("_", node.pos)] * len(call_values)
+            result = self.apply_function(fn, ast.Call("<function>", placeholders, node.pos), call_values, scope,
+                                         work)
+            if result is not None:
+                values.append(result)
+        elif tag == "stack":
+            _, count, node = item
+            rows = values[len(values) - count:]
+            del values[len(values) - count:]
+            if rows and isinstance(rows[0], TupleValue):
+                columns = zip(*(r.items for r in rows))
+                values.append(TupleValue([transforms.stack(self, [self.materialize(v, scope, node.pos) for v in c],
+                                                           node.pos, scope) for c in columns], node.pos))
+            else:
+                values.append(transforms.stack(self, [self.materialize(r, scope, node.pos) for r in rows],
+                                               node.pos, scope))
+        else:
+            _, kind, xs, tangents, node = item
+            result = values.pop()
+            y = self.materialize(result, scope, node.pos)
+            by = node.func if isinstance(node, ast.Call) else kind
+            if kind == "jvp":
+                (out,) = transforms.pushforward(self, [y], xs, tangents, node.pos, by, scope)
+                values.append(TupleValue([y, out], node.pos))
+            else:
+                values.append(TupleValue([y, Linear("vjp" if kind == "vjp" else "jvp", [y], xs, node.pos, by)],
+                                         node.pos))
+
+    def finish_transform(self, item, result, scope: Scope):
+        fn, xs, node = item
+        aux = None
+        if fn.has_aux:
+            if not isinstance(result, TupleValue) or len(result.items) != 2:
+                raise self.error(f"{fn.by}(has_aux=True): the function must return (output, aux)", node.pos)
+            result, aux = result.items
+        y = self.materialize(result, scope, node.pos)
+        if fn.kind in ("jacfwd", "jacrev", "jacobian", "hessian"):
+            jacobians = []
+            for x in xs:
+                if fn.kind == "hessian":
+                    (g,) = transforms.differentiate(self, [y], [x], node.pos, fn.by)
+                    g = self.zeros_like(x, scope) if g is None else g
+                    jacobians.append(transforms.jacobian(self, g, x, node.pos, fn.by, scope))
+                else:
+                    jacobians.append(transforms.jacobian(self, y, x, node.pos, fn.by, scope))
+            out = jacobians[0] if not isinstance(fn.argnums, tuple) else TupleValue(jacobians, node.pos)
+            return out if aux is None else TupleValue([out, aux], node.pos)
+        if fn.kind == "elementwise_grad":  # autograd: the gradient of the sum
+            y = self.emit(OPS_SUM(), (y,), {"axis": None, "keepdims": False}, node.pos, "sum", scope)
+        if self.graph.shapes[y] not in ((), None):
+            raise self.error(f"{fn.by}: the function's output must be a scalar, it has shape "
+                             f"{self.graph.shapes[y]} (JAX: TypeError); use jax.jacrev or jax.vjp", node.pos)
+        found = transforms.differentiate(self, [y], xs, node.pos, fn.by)
+        grads = [self.zeros_like(x, scope) if g is None else g for x, g in zip(xs, found)]
+        gradient = grads[0] if not isinstance(fn.argnums, tuple) else TupleValue(grads, node.pos)
+        if fn.kind == "value_and_grad":
+            value = y if aux is None else TupleValue([y, aux], node.pos)
+            return TupleValue([value, gradient], node.pos)
+        return gradient if aux is None else TupleValue([gradient, aux], node.pos)
+
+
+def autodiff_reach(graph, roots: list, target: int, recorded) -> bool:
+    from gradcli.autodiff import depends_on
+
+    return depends_on(graph, roots, target, recorded)[target]
+
+
+def OPS_SUM():
+    from gradcli.ops import OPS
+
+    return OPS["sum"]

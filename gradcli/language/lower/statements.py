@@ -1,0 +1,305 @@
+"""Compound statements (`for` unrolled, `if` chosen before evaluation, `with` entered and
+left), `print` and f-strings, dict literals."""
+from __future__ import annotations
+
+import numpy as np
+
+from gradcli.errors import Pos
+from gradcli.language import syntax as ast
+from gradcli.language.dialects import split_spelling
+from gradcli.language.lower.interpret import _BIND, _DEFINE, _DISCARD, _EVAL, _SET, _STATEMENT, _UNPACK
+from gradcli.language.lower.transforms import _FINISH
+from gradcli.language.lower.transforms import (
+    BoundMethod, ClassValue, DictValue, Formatted, FunctionRef, ObjectValue, Tape, TapeRecording)
+from gradcli.language.lower.values import NONE, Literal, Scope, Text, TupleValue
+from gradcli.language.lower.torch_autograd import GradMode
+from gradcli.ops import OPS
+
+# a statement the executor pushes after a `with` block's body: leave its contexts
+_LEAVE = object()
+VALUE_PRESERVING_DECORATORS = {"jit", "function", "partial", "checkpoint", "remat",
+                               "no_grad", "enable_grad",  # (torch's: torch_autograd.py applies them)
+                               "custom_gradient", "custom_vjp", "custom_jvp"}  # (custom_gradients.py)
+
+
+class Statements:
+    """Part of the lowering (gradcli.language.lower): compound statements and in-program gradients."""
+
+    def expand_statement(self, stmt, pending: list, top: Scope) -> bool:
+        """Handles a compound statement (pushing what it runs onto `pending`, last first);
+        False where `stmt` is a plain one."""
+        if isinstance(stmt, ast.For):
+            items = self.loop_items(stmt, top)
+            self.steps_left -= len(items)
+            if self.steps_left < 0:
+                raise self.error(f"the program expands to more than {self.max_steps:,} steps of lowering "
+                                 "(a for loop is unrolled)", stmt.pos)
+            for item in reversed(items):
+                pending.extend(reversed(stmt.body))
+                pending.append(("loop", stmt, item))
+            return True
+        if isinstance(stmt, tuple) and stmt[0] == "loop":
+            _, loop, item = stmt
+            if len(loop.names) == 1:
+                self.globals[loop.names[0][0]] = item
+            else:
+                for (name, pos), value in zip(loop.names, self.unpack(item, len(loop.names), loop.pos, top)):
+                    self.globals[name] = value
+            return True
+        if isinstance(stmt, ast.If):
+            for condition, body in stmt.branches:
+                truth = self.known_truth(self.lower(condition, top), condition.pos)
+                if truth:
+                    pending.extend(reversed(body))
+                    return True
+            pending.extend(reversed(stmt.orelse))
+            return True
+        if isinstance(stmt, ast.With):
+            entered = []
+            for expr, name, pos in stmt.items:
+                context = self.lower(expr, top)
+                entered.append(self.enter(context, expr.pos))
+                if name is not None:
+                    self.globals[name] = entered[-1]
+            pending.append((_LEAVE, entered))
+            pending.extend(reversed(stmt.body))
+            return True
+        if isinstance(stmt, tuple) and stmt[0] is _LEAVE:
+            for context in reversed(stmt[1]):
+                self.leave(context)
+            return True
+        if isinstance(stmt, ast.SetAttribute):
+            self.set_attribute(stmt, self.lower(stmt.value, top), top)
+            return True
+        if isinstance(stmt, ast.ClassDef):
+            methods = {s.name: s for s in stmt.body if isinstance(s, ast.FuncDef)}
+            constants = {s.name: self.lower(s.value, top) for s in stmt.body if isinstance(s, ast.Assign)}
+            self.globals[stmt.name] = ClassValue(stmt.name, methods, constants, stmt.pos)
+            return True
+        if isinstance(stmt, ast.FuncDef):
+            for decorator in stmt.decorators:
+                if self.custom_decorator(stmt, decorator):  # @f.defjvp (custom_gradients.py)
+                    continue
+                spelled = decorator.func if isinstance(decorator, ast.Call) else getattr(decorator, "id", "")
+                if split_spelling(self.spelled(spelled))[1] not in VALUE_PRESERVING_DECORATORS:
+                    raise self.error(f"the decorator @{spelled} is not supported (gradcli accepts those that do "
+                                     "not change values: @jax.jit, @tf.function, @partial(jax.jit, ...))",
+                                     decorator.pos)
+            return False
+        if isinstance(stmt, ast.ExprStmt) and isinstance(stmt.value, ast.Call) and stmt.value.func == "print":
+            self.print_call(stmt.value, top)
+            return True
+        return False
+
+    def push_body(self, body: list, inner: Scope, work: list) -> None:
+        """A function body's statements (or a block of one) onto the work stack, last first."""
+        for stmt in reversed(body):
+            if isinstance(stmt, ast.SetAttribute):
+                work.append((_FINISH, ("setattr", stmt), inner))
+                work.append((_EVAL, stmt.value, inner))
+                continue
+            if isinstance(stmt, (ast.For, ast.If, ast.With, ast.Return, ast.ClassDef)):
+                work.append((_STATEMENT, stmt, inner))
+                continue
+            if isinstance(stmt, ast.Assign):
+                work.append((_BIND, stmt.name, inner))
+            elif isinstance(stmt, ast.Unpack):
+                work.append((_UNPACK, stmt, inner))
+            elif isinstance(stmt, ast.FuncDef):
+                work.append((_DEFINE, stmt, inner))
+                continue
+            elif isinstance(stmt, ast.Import) or (isinstance(stmt, ast.ExprStmt) and isinstance(stmt.value, ast.Str)):
+                continue
+            else:
+                work.append((_DISCARD, None, inner))
+            work.append((_EVAL, stmt.value, inner))
+
+
+    def local_statement(self, stmt, scope: Scope, work: list) -> None:
+        """A compound statement inside a function: a loop unrolled, an if chosen, here."""
+        if isinstance(stmt, ast.For):
+            items = self.loop_items(stmt, scope)
+            for item in reversed(items):
+                self.push_body(stmt.body, scope, work)
+                work.append((_SET, (stmt, item), scope))
+        elif isinstance(stmt, ast.If):
+            for condition, body in stmt.branches:
+                if self.known_truth(self.lower(condition, scope), condition.pos):
+                    self.push_body(body, scope, work)
+                    return
+            self.push_body(stmt.orelse, scope, work)
+        elif isinstance(stmt, ast.Return):
+            raise self.error("'return' inside a for or an if is not supported: return once, at the end of the "
+                             "function (choose the value with where)", stmt.pos)
+        else:
+            raise self.error("'with' blocks and classes are supported at the top level only", stmt.pos)
+
+    def unpack(self, value, count: int, pos: Pos, scope: Scope) -> list:
+        """The `count` items of a tuple, or the rows of an array, for `a, b = value`."""
+        if isinstance(value, TupleValue):
+            items = value.items
+        elif isinstance(value, Literal) and value.value.ndim:
+            items = [Literal(row, value.pos) for row in value.value]
+        elif type(value) is int and self.graph.shapes[value]:
+            n = self.graph.shapes[value][0]
+            items = [self.emit(OPS["index"], (value,), {"index": (k,)}, pos, "[]", scope) for k in range(min(n, count))]
+            items += [None] * (n - len(items))
+        else:
+            raise self.error(f"cannot unpack a single number into {count} names", pos)
+        if len(items) != count:
+            raise self.error(f"cannot unpack {len(items)} values into {count} names", pos)
+        return items
+
+    def implicit_call(self, fn: ast.FuncDef) -> ast.Assign:
+        """A pasted function with no call: call it with its parameters bound to the inputs
+        of the same names (a parameter with a default keeps it unless --set gives it); the
+        result is named after the function."""
+        args = [ast.Name(p, pos) for p, pos in fn.params if p not in fn.defaults]
+        given = [ast.Keyword(p, ast.Name(p, pos), pos) for p, pos in fn.params if p in fn.defaults and p in self.feeds]
+        return ast.Assign(fn.name, ast.Call(fn.name, args, fn.pos, given), fn.pos)
+
+    def known_truth(self, value, pos: Pos) -> bool:
+        """The truth of an if's condition, known before evaluation: from constants and the values
+        the program writes for its inputs (`reset = True`, `x = tf.constant(1.0)`); a condition on
+        a value given from outside (--set, a file) is data, refused with the `where` rewrite."""
+        truth = self.constant_truth(value)
+        if truth is not None:
+            return truth
+        if type(value) is int:
+            from gradcli.engine.evaluate import needed_equations, run
+
+            order = needed_equations(self.graph, [value])
+            given = [self.graph.equations[i].params.get("name") for i in order
+                     if self.graph.equations[i].op.name == "input"]
+            if len(order) <= 10_000 and not any(name in self.feeds for name in given) and \
+                    None not in (self.graph.shapes[i] for i in order):
+                with np.errstate(all="ignore"):
+                    result = np.asarray(run(self.graph, [value])[value])
+                if result.size == 1:
+                    return bool(result.reshape(()))
+        raise self.error("this if depends on the data, which is not known before evaluation: "
+                         "compute both sides and choose with where(condition, a, b) "
+                         "(or `a if condition else b`)", pos)
+
+    def loop_items(self, stmt: ast.For, top: Scope) -> list:
+        """The items a for loop runs over, known before evaluation."""
+        iterable = stmt.iterable
+        if isinstance(iterable, ast.Call) and iterable.func == "range" and not iterable.keywords:
+            bounds = [self.static_int(self.lower(arg, top), "a range() bound", arg.pos) for arg in iterable.args]
+            if not 1 <= len(bounds) <= 3 or (len(bounds) == 3 and bounds[2] == 0):
+                raise self.error("range() takes 1 to 3 integers, the step not 0", iterable.pos)
+            if len(range(*bounds)) > self.max_steps:
+                raise self.error(f"the program expands to more than {self.max_steps:,} steps of lowering "
+                                 "(a for loop is unrolled)", stmt.pos)
+            return [Literal(np.float64(k), stmt.pos) for k in range(*bounds)]
+        value = self.lower(iterable, top)
+        if isinstance(value, TupleValue):
+            return list(value.items)
+        if isinstance(value, Literal) and value.value.ndim:
+            return [Literal(row, stmt.pos) for row in value.value]
+        if type(value) is int and self.graph.shapes[value]:
+            return self.unpack(value, self.graph.shapes[value][0], stmt.pos, top)
+        raise self.error("a for loop runs over range(N), a tuple or a list written in the program, "
+                         "or an array's rows", iterable.pos)
+
+    # ------------------------------------------------------------------ with
+    def enter(self, context, pos: Pos):
+        if isinstance(context, GradMode):  # torch.no_grad() / torch.enable_grad() (torch_autograd.py)
+            return self.torch_enter(context)
+        if isinstance(context, Tape):
+            context.open_at = len(self.graph.equations)
+            self.active_tapes.append(context)
+            return context
+        if isinstance(context, TapeRecording):
+            tape = context.tape
+            if tape.open_at is not None:
+                tape.windows.append((tape.open_at, len(self.graph.equations)))
+                tape.open_at = None
+            return context
+        raise self.error("'with' blocks are supported for tf.GradientTape() and tape.stop_recording(); "
+                         "this is not one of them: write its statements at the top level", pos)
+
+    def leave(self, context) -> None:
+        if isinstance(context, GradMode):
+            return self.torch_leave(context)
+        if isinstance(context, Tape):
+            if context.open_at is not None:
+                context.windows.append((context.open_at, len(self.graph.equations)))
+                context.open_at = None
+            if context in self.active_tapes:
+                self.active_tapes.remove(context)
+        elif isinstance(context, TapeRecording):
+            context.tape.open_at = len(self.graph.equations)
+
+    # ------------------------------------------------------------------ print
+    def print_call(self, node: ast.Call, top: Scope) -> None:
+        shown = self.shown
+        for arg in node.args:
+            value = self.lower(arg, top)
+            if isinstance(value, Text):
+                continue  # a label
+            text = self.source.text[arg.pos.start:arg.pos.end] if arg.pos.start >= 0 else f"print {len(shown)}"
+            fields = value.fields if isinstance(value, Formatted) else [(text, value)]
+            if isinstance(value, TupleValue) and any(item is NONE for item in value.items):
+                fields = [(f"{text}[{k}]", item) for k, item in enumerate(value.items)]  # a list holding None
+            for text, value in fields:
+                if value is NONE:
+                    shown.append((text, None, True))
+                elif not isinstance(value, Text):
+                    value = self.materialize(value, top, arg.pos)
+                    shown.append((text, value, True))
+                    self.graph.result = (text, value)
+
+    def as_tuple(self, value):
+        """`(0.1,)` written with constants is one Literal: its items, as a tuple of values."""
+        if isinstance(value, Literal) and value.from_tuple and value.value.ndim == 1:
+            return TupleValue([Literal(v, value.pos) for v in value.value], value.pos)
+        return value
+
+    def set_attribute(self, stmt, value, scope: Scope) -> None:
+        target = self.resolve(stmt.target, scope) if isinstance(stmt.target, ast.Name) else None
+        if not isinstance(target, ObjectValue):
+            raise self.error("an attribute can be set on an object of a class of the program (self.w = ...)",
+                             stmt.pos)
+        target.attrs[stmt.name] = value
+
+    def object_attribute(self, obj, name: str, pos: Pos):
+        """`m.w`: what __init__ set, a class constant, or a method (bound to the object)."""
+        if name in obj.attrs:
+            return obj.attrs[name]
+        if name in obj.cls.constants:
+            return obj.cls.constants[name]
+        if name in obj.cls.methods:
+            return BoundMethod(obj, obj.cls.methods[name], pos)
+        raise self.error(f"{obj.cls.name} has no attribute '{name}'", pos)
+
+    def mapping_or_text(self, node, args: list):
+        """A dict literal's value, a dict's item, or an f-string's fields."""
+        if isinstance(node, ast.Dict):
+            keys = [self.dict_key(k, v) for k, v in zip(args[:len(node.keys)], node.keys)]
+            return DictValue(keys, args[len(node.keys):], node.pos)
+        if isinstance(node, ast.FString):
+            fields = [p for p in node.parts if isinstance(p, ast.Field)]
+            return Formatted([(f.text, v) for f, v in zip(fields, args)], node.pos)
+        return self.dict_item(args[0], args[1:], node)
+
+    def refuse_as_number(self, value):
+        if isinstance(value, DictValue):
+            raise self.error("a dict is not a number: gradcli reads a dict only as tape.gradient's sources, "
+                             "indexed with a constant key", value.pos)
+        if isinstance(value, FunctionRef):
+            raise self.error(f"'{value.name}' is a function: call it, as in {value.name}(x)", value.pos)
+        if isinstance(value, ObjectValue):
+            raise self.error(f"an object of class {value.cls.name} is not a number: use its attributes "
+                             "(m.w) or call it", value.pos)
+        raise self.error("this is not a number: a gradient transform or a tape", value.pos)
+
+    def dict_key(self, value, node) -> str:
+        if not isinstance(value, Text):
+            raise self.error("a dict's keys must be strings written in the program", node.pos)
+        return value.value
+
+    def dict_item(self, mapping: DictValue, subscripts: list, node):
+        if len(subscripts) != 1 or not isinstance(subscripts[0], Text) or subscripts[0].value not in mapping.keys:
+            raise self.error(f"this dict's keys are {', '.join(repr(k) for k in mapping.keys)}", node.pos)
+        return mapping.items[mapping.keys.index(subscripts[0].value)]
