@@ -7,6 +7,7 @@
 """
 from __future__ import annotations
 
+import copy
 import functools
 import gc
 
@@ -216,65 +217,58 @@ def _numbers(result: Result) -> dict:
             **{f"gradient {k}": v for k, v in result.gradients.items()}}
 
 
-def _named_values(text: str, name: str, feeds: dict | None, dtype: str, max_memory: int | None) -> dict:
-    """Every value the program names (not only its last): a rewrite must keep them all."""
+def _named_values(text: str, name: str, feeds: dict | None, dtype: str, max_memory: int | None,
+                  reach: dict | None = None, known=()) -> dict:
+    """Every value the program computes under a name (not only its last; not its inputs and
+    constants, which no rewrite changes, nor the names in `known`, compared already): a rewrite
+    must keep them all. `reach`, where given, is filled with the names each non-finite origin
+    reaches ({value id: {"named k", ...}})."""
     graph = compile_program(text, name, _host_feeds(feeds), max_memory=max_memory)
-    fetch = {f"named {k}": v for k, v in graph.names.items() if not k.startswith("_")}
-    host, _ = _run(graph, fetch, dtype, "cpu", max_memory, text=False)  # compared, not printed
+    fetch = {f"named {k}": v for k, v in graph.names.items()
+             if not k.startswith("_") and graph.equations[v].inputs and k not in known}
+    host, diagnostics = _run(graph, fetch, dtype, "cpu", max_memory, text=False)  # compared, not printed
+    for d in diagnostics if reach is not None else ():
+        reach.setdefault(d.value_id, set()).update(d.reaches)
     return host
 
 
-def _prove_fixes(result: Result, call: str | None, rerun, named) -> None:
-    """Give each diagnostic that has one a rewrite of the user's text proven on their inputs
-    (gradcli.fixes): `rerun(text)` is the same command on the rewritten program, `named(text)`
-    the values of every name the program assigns."""
-    from .diagnostics import NONFINITE_KINDS
+def _prove_fixes(result: Result, call: str | None, rerun, prepare, name: str, feeds, dtype: str,
+                 max_memory: int | None, grad_ys: dict | None = None, alternatives: bool = True) -> None:
+    """Each diagnostic given a fix proven on these inputs, or why there is none (gradcli.fixes):
+    `rerun(text, budget)` is the same command on a rewritten program, `prepare(text)` the
+    command compiled on the CPU. What the command holds already (its answer) is not there for
+    the proof."""
+    from .fixes import prove_diagnostics
 
-    wanted = [d for d in result.diagnostics if d.kind in NONFINITE_KINDS and d.value_id is not None]
-    if not wanted:
-        return
-    from .fixes import find_fixes
-    graph = result.graph
-    text = graph.source.text
-    limit = len(text) - len(call) - 1 if call is not None else None
-
-    def numbers_of(rewritten: str):
-        try:
-            with np.errstate(all="ignore"):
-                return {**_numbers(rerun(rewritten)), **named(rewritten)}
-        except (GradcliError, MemoryError):
-            return None
-
-    proven = find_fixes(graph, [(d.value_id, d.kind) for d in wanted], lambda: numbers_of(text), numbers_of, limit)
-    for d, fixes in zip(wanted, proven):
-        if fixes:
-            d.fix, d.more_fixes = fixes[0], fixes[1:]
-            d.fix_json = d.fix.to_json(text)
-            d.more_fixes_json = [f.to_json(text) for f in d.more_fixes]
-            d.suggestion = "; ".join(f"replace {text[f.start:f.end]!r} at {':'.join(map(str, f.to_json(text)['start']))} "
-                                     f"with {f.replacement!r}"
-                                     + "".join(f" (or {a!r})" for a in f.alternatives) for f in fixes) + \
-                " (verified on these inputs: finite where it was not, the same numbers elsewhere)"
+    limit = (max_memory or default_memory_limit()) - sum(getattr(v, "nbytes", 0) for v in _numbers(result).values())
+    prove_diagnostics(result, call, lambda text, budget: _numbers(rerun(text, budget)), prepare,
+                      lambda text, budget, reach: _named_values(text, name, feeds, dtype, budget, reach,
+                                                                result.outputs),
+                      dtype, limit, grad_ys, alternatives)
 
 
 class Fixed(ValueRecord):
     """`gradcli fix`: the program with every proven fix applied, the fixes applied (each a
     (diagnostic, Fix) pair), and the diagnostics of the fixed program that are left."""
-    _fields = ("text", "original", "applied", "remaining", "graph", "nonfinite")
+    _fields = ("text", "original", "applied", "remaining", "graph", "nonfinite", "not_fixed", "raw")
     text: str
     original: str
     applied: list
     remaining: list[Diagnostic]
     graph: Graph | None = None
     nonfinite: list[str]  # what is still not finite once fixed
+    not_fixed: list  # (diagnostic, why no fix is proven for it)
+    raw: str | None = None  # the program as given (its line ends, its last line), which a patch must fit
 
-    def __init__(self, text, original, applied, remaining, graph=None, nonfinite=NEW):
+    def __init__(self, text, original, applied, remaining, graph=None, nonfinite=NEW, not_fixed=NEW, raw=None):
         self.text = text
         self.original = original
         self.applied = applied
         self.remaining = remaining
         self.graph = graph
         self.nonfinite = [] if nonfinite is NEW else nonfinite
+        self.not_fixed = [] if not_fixed is NEW else not_fixed
+        self.raw = raw
 
     @property
     def outputs(self) -> dict:
@@ -288,46 +282,43 @@ class Fixed(ValueRecord):
 def fix(text: str, *, call: str | None = None, name: str = "<expr>", feeds: dict | None = None,
         wrt: list[str] | None = None, of: list[str] | None = None, grad_ys: dict | None = None,
         dtype: str = "float64", max_memory: int | None = None) -> Fixed:
-    """Apply every verified fix to the program (values, and the gradients in `wrt` when given).
-    The fixes are applied one by one, each kept only if the program with it and the ones
-    before it is still proven against the original numbers."""
-    from .fixes import agrees, apply_all
+    """Apply every fix proven on these inputs (values, and the gradients in `wrt` when given),
+    proven together: the program with all of them is run and judged as one, so the answer is
+    the proof. The diagnostics left without a fix say why (`Fixed.not_fixed`)."""
+    from .fixes import apply_all
 
-    def command(program: str, fixes: bool = True) -> Result:
+    def prepare(program: str, budget: int | None = max_memory, on_host: bool = False) -> Prepared:
+        given = _host_feeds(feeds) if on_host else feeds
         if wrt:
-            return grad(program, wrt=wrt, of=of, name=name, feeds=feeds, grad_ys=grad_ys, dtype=dtype,
-                        max_memory=max_memory, fixes=fixes)
-        return evaluate(program, name=name, feeds=feeds, dtype=dtype, max_memory=max_memory, fixes=fixes)
+            return prepare_grad(program, wrt=wrt, of=of, name=name, feeds=given, grad_ys=grad_ys, dtype=dtype,
+                                max_memory=budget, printed=False)
+        return prepare_evaluate(program, name=name, feeds=given, dtype=dtype, max_memory=budget, printed=False)
 
-    def numbers_of(program: str) -> dict:
-        with np.errstate(all="ignore"):
-            return {**_numbers(command(program, fixes=False)), **_named_values(program, name, feeds, dtype, max_memory)}
-
-    first = command(text if call is None else text.rstrip("\n") + "\n" + call)
+    first = prepare(text if call is None else text.rstrip("\n") + "\n" + call).result()
     source = first.graph.source.text
-    numbers = numbers_of(source)
-    # a fix of a gradient first: where it and a fix of the value overlap (the where trap),
-    # the one that keeps the value as written is the one wanted
-    offered = sorted(((d, f) for d in first.diagnostics if d.fix is not None for f in [d.fix, *d.more_fixes]),
-                     key=lambda pair: (pair[0].kind != "nonfinite_gradient", pair[1].start))
-    applied, current = [], source
-    for d, f in offered:
-        trial = apply_all(source, [a[1] for a in applied] + [f])
-        if trial == current:
-            continue  # overlaps one already applied
-        try:
-            proven = agrees(numbers, numbers_of(trial))
-        except GradcliError:
-            proven = False
-        if proven:
-            applied.append((d, f))
-            current = trial
-    final = command(current, fixes=False) if applied else first
+    hints = [d.suggestion for d in first.diagnostics]
+    _prove_fixes(first, call, lambda program, budget: prepare(program, budget).result(),
+                 lambda program: prepare(program, on_host=True), name, feeds, dtype, max_memory, grad_ys,
+                 alternatives=False)
+    applied, spans = [], set()
+    for d in first.diagnostics:
+        for f in [d.fix, *d.more_fixes] if d.fix is not None else []:
+            if (f.start, f.end) not in spans:
+                spans.add((f.start, f.end))
+                applied.append((d, f))
+    not_fixed = [(copy.copy(d), d.not_fixed) for d in first.diagnostics if d.not_fixed]
+    current = apply_all(source, [f for _, f in applied])
+    if applied:
+        final = prepare(current).result()
+    else:  # the program as it was: its diagnostics as they were, the reasons said once (not_fixed)
+        final = first
+        for d, hint in zip(first.diagnostics, hints):
+            d.suggestion, d.not_fixed, d.guards_json = hint, None, []
     remaining = [d for d in final.diagnostics if d.kind in _nonfinite_kinds()]
     if call is not None:  # the --call line is not part of the user's file
         current = current[:len(current) - len(call) - 1]
         source = source[:len(source) - len(call) - 1]
-    return Fixed(current, source, applied, remaining, first.graph, final.nonfinite())
+    return Fixed(current, source, applied, remaining, first.graph, final.nonfinite(), not_fixed, text)
 
 
 def _nonfinite_kinds():
@@ -348,10 +339,12 @@ def evaluate(text: str, *, call: str | None = None, name: str = "<expr>", feeds:
                               max_memory=max_memory, printed=printed, chunks=chunks, scheduler=scheduler,
                               store=store).result()
     if fixes:
-        _prove_fixes(result, call, lambda rewritten: evaluate(
+        _prove_fixes(result, call, lambda rewritten, budget: evaluate(
             rewritten, name=name, feeds=feeds, prints=prints, dtype=dtype, device=device,
-            max_memory=max_memory, fixes=False, printed=printed, chunks=chunks, scheduler=scheduler),
-            lambda rewritten: _named_values(rewritten, name, feeds, dtype, max_memory))
+            max_memory=budget, fixes=False, printed=False, chunks=chunks, scheduler=scheduler),
+            lambda rewritten: prepare_evaluate(rewritten, name=name, feeds=_host_feeds(feeds), prints=prints,
+                                               dtype=dtype, max_memory=max_memory, printed=False),
+            name, feeds, dtype, max_memory)
     return result
 
 
@@ -409,11 +402,14 @@ def grad(text: str, *, call: str | None = None, wrt: list[str], of: list[str] | 
                           unconnected=unconnected, dtype=dtype, device=device, max_memory=max_memory,
                           printed=printed, chunks=chunks, scheduler=scheduler, store=store).result()
     if fixes:
-        _prove_fixes(result, call, lambda rewritten: grad(
+        _prove_fixes(result, call, lambda rewritten, budget: grad(
             rewritten, wrt=wrt, of=of, name=name, feeds=feeds, grad_ys=grad_ys, unconnected=unconnected,
-            dtype=dtype, device=device, max_memory=max_memory, fixes=False, printed=printed, chunks=chunks,
+            dtype=dtype, device=device, max_memory=budget, fixes=False, printed=False, chunks=chunks,
             scheduler=scheduler),
-            lambda rewritten: _named_values(rewritten, name, feeds, dtype, max_memory))
+            lambda rewritten: prepare_grad(rewritten, wrt=wrt, of=of, name=name, feeds=_host_feeds(feeds),
+                                           grad_ys=grad_ys, unconnected=unconnected, dtype=dtype,
+                                           max_memory=max_memory, printed=False),
+            name, feeds, dtype, max_memory, grad_ys)
     return result
 
 
