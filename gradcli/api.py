@@ -7,7 +7,6 @@
 """
 from __future__ import annotations
 
-import copy
 import functools
 import gc
 
@@ -219,10 +218,9 @@ def _numbers(result: Result) -> dict:
 
 def _named_values(text: str, name: str, feeds: dict | None, dtype: str, max_memory: int | None,
                   reach: dict | None = None, known=()) -> dict:
-    """Every value the program computes under a name (not only its last; not its inputs and
-    constants, which no rewrite changes, nor the names in `known`, compared already): a rewrite
-    must keep them all. `reach`, where given, is filled with the names each non-finite origin
-    reaches ({value id: {"named k", ...}})."""
+    """Every value the program computes under a name (not its inputs and constants, which no
+    rewrite changes, nor the names in `known`): a rewrite must keep them all. `reach`, where
+    given, gets the names each non-finite origin reaches ({value id: {"named k", ...}})."""
     graph = compile_program(text, name, _host_feeds(feeds), max_memory=max_memory)
     fetch = {f"named {k}": v for k, v in graph.names.items()
              if not k.startswith("_") and graph.equations[v].inputs and k not in known}
@@ -235,11 +233,14 @@ def _named_values(text: str, name: str, feeds: dict | None, dtype: str, max_memo
 def _prove_fixes(result: Result, call: str | None, rerun, prepare, name: str, feeds, dtype: str,
                  max_memory: int | None, grad_ys: dict | None = None, alternatives: bool = True) -> None:
     """Each diagnostic given a fix proven on these inputs, or why there is none (gradcli.fixes):
-    `rerun(text, budget)` is the same command on a rewritten program, `prepare(text)` the
-    command compiled on the CPU. What the command holds already (its answer) is not there for
-    the proof."""
+    `rerun(text, budget)`, the command on a rewritten program; `prepare(text)`, it compiled."""
+    from .diagnostics import NONFINITE_KINDS
+
+    if not any(d.kind in NONFINITE_KINDS and d.value_id is not None for d in result.diagnostics):
+        return  # (nothing to prove: the proving machinery is not even imported)
     from .fixes import prove_diagnostics
 
+    # what the command holds already (its answer) is not there for the proof
     limit = (max_memory or default_memory_limit()) - sum(getattr(v, "nbytes", 0) for v in _numbers(result).values())
     prove_diagnostics(result, call, lambda text, budget: _numbers(rerun(text, budget)), prepare,
                       lambda text, budget, reach: _named_values(text, name, feeds, dtype, budget, reach,
@@ -306,14 +307,14 @@ def fix(text: str, *, call: str | None = None, name: str = "<expr>", feeds: dict
             if (f.start, f.end) not in spans:
                 spans.add((f.start, f.end))
                 applied.append((d, f))
-    not_fixed = [(copy.copy(d), d.not_fixed) for d in first.diagnostics if d.not_fixed]
+    not_fixed = [(d, d.not_fixed) for d in first.diagnostics if d.not_fixed]
     current = apply_all(source, [f for _, f in applied])
     if applied:
         final = prepare(current).result()
-    else:  # the program as it was: its diagnostics as they were, the reasons said once (not_fixed)
+    else:  # the program as it was: its hints as they were, the reasons said once (not_fixed)
         final = first
         for d, hint in zip(first.diagnostics, hints):
-            d.suggestion, d.not_fixed, d.guards_json = hint, None, []
+            d.suggestion = hint
     remaining = [d for d in final.diagnostics if d.kind in _nonfinite_kinds()]
     if call is not None:  # the --call line is not part of the user's file
         current = current[:len(current) - len(call) - 1]

@@ -581,7 +581,7 @@ def prove(graph: Graph, origins: list[tuple[int, str]], reaches: Callable[[], li
     text = graph.source.text
     end = len(text) if limit is None else limit
     offered = [[c for c in finder.candidates(i, kind) if c.end <= end] for i, kind in origins]
-    outcomes = [Outcome([], None if o else "no rewrite is known for it") for o in offered]
+    outcomes = [Outcome([], None if o else NONE_KNOWN) for o in offered]
     if not any(offered):
         return outcomes
     prover = Prover(text, numbers_of, setting())
@@ -596,6 +596,9 @@ def prove(graph: Graph, origins: list[tuple[int, str]], reaches: Callable[[], li
     finally:
         prover.progress.done()
     return outcomes
+
+
+NONE_KNOWN = "no rewrite is known for it"
 
 
 def _sites(offered: list[list[Candidate]]):
@@ -810,6 +813,8 @@ def annotate(d, outcome: Outcome, text: str) -> None:
     d.not_fixed = outcome.reason
     d.guards_json = [{**Fix(c.start, c.end, c.replacement, verified=False).to_json(text), "guard": c.guard,
                       "reason": why} for c, why in outcome.guards]
+    if outcome.reason == NONE_KNOWN:
+        return  # the hint in words says all there is (and not_fixed, why)
     said = [d.suggestion] if d.suggestion else []
     said.append(f"no fix is proven: {outcome.reason}")
     said += [f"{c.replacement!r} would be {c.guard}, not a fix: {why}" for c, why in outcome.guards]
