@@ -163,6 +163,62 @@ def _axis_words(params: dict, ndim: int, default_last: bool) -> str | None:
     return f", axis={axis}"
 
 
+# ----------------------------------------------------------------------------- the program's library
+# A fix is written in the library the program spells at that place (pasted back into the real
+# script it must run there): `{m}` is the module as the program names it, `{a}` the argument,
+# `{k}` the axis, `{kd}` keepdims. Forms needing a module the program does not bind are absent.
+_NUMPY_MAX = "{m}.max({a}, axis={k}, keepdims=True)"
+_NUMPY_SHIFTED = f"{{m}}.exp({{o}} - {_NUMPY_MAX})"
+LIBRARY_FORMS = {
+    "torch": {"softmax": "torch.softmax({a}, dim={k})", "log_softmax": "torch.log_softmax({a}, dim={k})",
+              "logsumexp": "torch.logsumexp({a}, dim={k}{kd})", "softplus": "torch.nn.functional.softplus({a})",
+              "log_sigmoid": "torch.nn.functional.logsigmoid({a})", "ones": "torch.ones_like({a})"},
+    "tf": {"softmax": "{m}.nn.softmax({a}, axis={k})", "log_softmax": "{m}.nn.log_softmax({a}, axis={k})",
+           "logsumexp": "{m}.math.reduce_logsumexp({a}, axis={k}{kd})", "softplus": "{m}.nn.softplus({a})",
+           "log_sigmoid": "{m}.math.log_sigmoid({a})", "ones": "{m}.ones_like({a})"},
+    "jax": {"softmax": "jax.nn.softmax({a}, axis={k})", "log_softmax": "jax.nn.log_softmax({a}, axis={k})",
+            "logsumexp": "jax.nn.logsumexp({a}, axis={k}{kd})", "softplus": "jax.nn.softplus({a})",
+            "log_sigmoid": "jax.nn.log_sigmoid({a})", "ones": "1.0"},
+    "numpy": {"softmax": f"{_NUMPY_SHIFTED} / {{m}}.sum({_NUMPY_SHIFTED}, axis={{k}}, keepdims=True)",
+              "log_softmax": f"({{o}} - {_NUMPY_MAX} - {{m}}.log({{m}}.sum({_NUMPY_SHIFTED}, axis={{k}}, "
+                             f"keepdims=True)))",
+              "logsumexp": f"({{m}}.log({{m}}.sum({_NUMPY_SHIFTED}, axis={{k}}{{kd}})) + "
+                           f"{{m}}.max({{a}}, axis={{k}}{{kd}}))",
+              "softplus": "{m}.logaddexp(0, {a})", "log_sigmoid": "-{m}.logaddexp(0, -{o})", "ones": "1.0"},
+}
+_ALIASES = {"torch": "torch", "F": "torch", "tf": "tf", "tensorflow": "tf", "jax": "jax", "jnp": "jax",
+            "np": "numpy", "numpy": "numpy", "scipy": "numpy"}
+
+
+def _bound(text: str, module: str) -> str | None:
+    """The name `import MODULE [as NAME]` binds in the program, if it does."""
+    import re
+
+    found = re.search(rf"^[ \t]*import[ \t]+{re.escape(module)}(?:[ \t]+as[ \t]+(\w+))?[ \t]*(?:#.*)?$", text,
+                      re.MULTILINE)
+    return None if found is None else (found.group(1) or module)
+
+
+def _library_of(text: str, spelled: str | None) -> tuple[str, str] | None:
+    """(library, the name its module goes by) of a call spelled `np.log`, `torch.log`, ...;
+    None for gradcli's own names, or where the forms would need a name the program lacks."""
+    first = (spelled or "").split(".")[0]
+    library = _ALIASES.get(first) if spelled and "." in spelled else None
+    if library == "torch":
+        return ("torch", "torch") if _bound(text, "torch") else None
+    if library == "tf":
+        return ("tf", first) if first != "tf" or _bound(text, "tensorflow") == "tf" else None
+    if library == "jax":
+        if _bound(text, "jax") == "jax":
+            return "jax", _bound(text, "jax.numpy") or "jax.numpy"
+        module = _bound(text, "jax.numpy")
+        return ("numpy", module) if module else None
+    if library == "numpy":
+        module = first if first != "scipy" else _bound(text, "numpy")
+        return ("numpy", module) if module else None
+    return None
+
+
 # ----------------------------------------------------------------------------- candidates
 # What is known of one op (the argument to guard in a where branch, a fix at its pole or where
 # its slope is infinite, the stable function of it and its argument) is a field of its record
@@ -232,6 +288,22 @@ class _Finder:
             found += self._pole_fix(i, kind)
         return found
 
+    def _spelled(self, site: int, form: str, a: str, axis=-1, keepdims: bool = False, ndim: int = 1) -> str | None:
+        """`form` ("softplus", "logsumexp", ...) of `a` in the library the call at `site` spells."""
+        node = self.syntax.node(self.graph, site)
+        spelled = node.func if isinstance(node, ast.Call) and not node.method else None
+        if isinstance(node, ast.Call) and node.method and _bound(self.syntax.text, "torch"):
+            spelled = "torch.method"  # `p.log()` in a PyTorch program
+        library = _library_of(self.syntax.text, spelled)
+        if isinstance(axis, tuple):
+            axis = axis[0] if len(axis) == 1 else "many"
+        if library is None or axis == "many" or (axis is None and ndim > 1):
+            return None
+        k = -1 if axis is None else axis
+        template = LIBRARY_FORMS[library[0]][form]
+        kd = (", keepdim=True" if library[0] == "torch" else ", keepdims=True") if keepdims else ""
+        return template.format(m=library[1], a=a, o=_operand(a), k=k, kd=kd)
+
     def _make(self, i: int, replacement: str | None, guard: str | None = None) -> list[Candidate]:
         span = self.span(i)
         if span is None or replacement is None:
@@ -257,10 +329,10 @@ class _Finder:
                 if suffix is None:
                     continue
                 inner = self.graph.equations[inner].inputs[0]
-            stable = self._log_softmax_text(inner)
-            if stable is not None:
-                out += self._make(lg, f"{stable}{suffix}" if not suffix or stable.endswith(")") else
-                                  f"({stable}){suffix}")
+            for stable in (self._log_softmax_text(inner, lg), self._log_softmax_text(inner)):
+                if stable is not None:
+                    out += self._make(lg, f"{stable}{suffix}" if not suffix or stable.endswith(")") else
+                                      f"({stable}){suffix}")
         return out
 
     def _subscript_text(self, lg: int) -> str | None:
@@ -276,13 +348,16 @@ class _Finder:
         suffix = self.syntax.text[end:index.pos.end].strip()
         return suffix if suffix.startswith("[") and suffix.endswith("]") else None
 
-    def _log_softmax_text(self, s: int) -> str | None:
-        """log of value s, s a softmax (called, or written out), as a stable call."""
+    def _log_softmax_text(self, s: int, site: int | None = None) -> str | None:
+        """log of value s, s a softmax (called, or written out), as a stable call (with `site`,
+        in the library the call there spells)."""
         g = self.graph
         if self.op(s) == "softmax":
             a = self.syntax.argument(g, s)
             axis = g.equations[s].params.get("axis", -1)
-            return None if a is None else f"log_softmax({a}{'' if axis in (-1, None) else f', axis={axis}'})"
+            if a is None or site is not None:
+                return None if a is None else self._spelled(site, "log_softmax", a, axis, ndim=len(g.shapes[s]))
+            return f"log_softmax({a}{'' if axis in (-1, None) else f', axis={axis}'})"
         if self.op(s) != "divide":
             return None
         top, bottom = g.equations[s].inputs
@@ -293,6 +368,8 @@ class _Finder:
         if a is None or not (params.get("keepdims") or len(g.shapes[top]) <= 1 or params.get("axis") is None):
             return None
         axis = params.get("axis")
+        if site is not None:
+            return self._spelled(site, "log_softmax", a, axis, ndim=len(g.shapes[top]))
         if axis is None and len(g.shapes[top]) > 1:  # a softmax over every element
             return f"({_operand(a)} - logsumexp({a}))"
         if isinstance(axis, tuple):
@@ -320,6 +397,8 @@ class _Finder:
             shifted = f"exp({_operand(a)} - stop_gradient(max({a}{shift_axis})))"
             keep = ", keepdims=True" if params.get("keepdims") else ""
             sum_axis = "" if params.get("axis") is None else f", axis={params['axis']}"
+            if params.get("keepdims") or ndim <= 1:
+                out += self._make(d, self._spelled(top, "softmax", a, params.get("axis"), ndim=ndim))
             out += self._make(d, f"{shifted} / sum({shifted}{sum_axis}{keep})")
             if axis is not None and (params.get("keepdims") or ndim <= 1 or params.get("axis") is None):
                 out += self._make(d, f"softmax({a}{axis})")
@@ -339,6 +418,8 @@ class _Finder:
             extra = "" if params.get("axis") is None else f", axis={params['axis']}"
             extra += ", keepdims=True" if params.get("keepdims") else ""
             for lg in self.used_by(s, "log"):
+                out += self._make(lg, self._spelled(lg, "logsumexp", a, params.get("axis"), bool(params.get("keepdims")),
+                                                    len(self.graph.shapes[inner])))
                 out += self._make(lg, f"logsumexp({a}{extra})")
         if self.op(i) == "log":
             inner = self.graph.equations[i].inputs[0]
@@ -360,13 +441,13 @@ class _Finder:
             a = self.syntax.argument(g, e)
             if a is None:
                 continue
-            for lp in self.used_by(e, "log1p"):
-                out += self._make(lp, f"softplus({a})")
+            sites = self.used_by(e, "log1p")
             for add in self.used_by(e, "add"):
                 other = [j for j in g.equations[add].inputs if j != e]
                 if len(other) == 1 and g.scalar_constant(other[0]) == 1.0:
-                    for lg in self.used_by(add, "log"):
-                        out += self._make(lg, f"softplus({a})")
+                    sites += self.used_by(add, "log")
+            for lg in sites:
+                out += self._make(lg, self._spelled(lg, "softplus", a)) + self._make(lg, f"softplus({a})")
         return out
 
     # --- a record's stable_forms: log(sigmoid(a)) -> log_sigmoid(a), log(softmax(a)) -> log_softmax(a)
@@ -390,6 +471,8 @@ class _Finder:
                 continue
             axis = g.equations[inner].params.get("axis", -1)
             extra = "" if axis in (-1, None) else f", axis={axis}"
+            if better in LIBRARY_FORMS["numpy"]:
+                out += self._make(lg, self._spelled(lg, better, a, axis, ndim=len(g.shapes[inner])))
             out += self._make(lg, f"{better}({a}{extra})")
         return out
 
@@ -427,8 +510,12 @@ class _Finder:
             if condition is not None and arg.pos is not None and arg.pos.start >= 0:
                 start, end = _balanced(self.syntax.text, arg.pos.start, arg.pos.end)
                 text = self.syntax.text[start:end]
-                safe = f"where({condition}, {text}, 1.0)" if branch == 1 else f"where({condition}, 1.0, {text})"
-                out.append(Candidate(start, end, safe))
+                for spelled in (self._where_spelled(where), ("where", "1.0")):
+                    if spelled is not None:
+                        name, one = spelled[0], spelled[1].format(a=text)
+                        safe = f"{name}({condition}, {text}, {one})" if branch == 1 else \
+                            f"{name}({condition}, {one}, {text})"
+                        out.append(Candidate(start, end, safe))
         if forward.op.slope_fix is not None:
             call = self._written(f)
             if call is not None:
@@ -436,6 +523,15 @@ class _Finder:
                          f"changes the gradient there")
                 out += self._make(f, forward.op.slope_fix(call), guard)
         return out
+
+    def _where_spelled(self, where: int) -> tuple[str, str] | None:
+        """(the where function, the safe value's form) as the program's `where` call spells them."""
+        node = self.syntax.node(self.graph, where)
+        library = _library_of(self.syntax.text, node.func if isinstance(node, ast.Call) else None)
+        if library is None:
+            return None
+        name = "torch" if library[0] == "torch" else library[1]
+        return f"{name}.where", LIBRARY_FORMS[library[0]]["ones"].replace("{m}", library[1])
 
     def _reaches_where(self, f: int, depth: int = 8) -> tuple[int | None, int]:
         """The where that value f flows into through elementwise ops, and which branch."""
@@ -463,31 +559,26 @@ class _Progress:
     def __init__(self):
         import sys
         import time
-        self.stream = sys.stderr
-        self.clock = time.monotonic
+        self.stream, self.clock, self.shown = sys.stderr, time.monotonic, False
         self.start = self.clock()
-        self.shown = False
+        isatty = getattr(self.stream, "isatty", None)
+        self.tty = bool(isatty and not getattr(self.stream, "closed", False) and isatty())
+
+    def _say(self, text: str) -> None:
         try:
-            self.tty = self.stream is not None and self.stream.isatty()
-        except (AttributeError, ValueError):
+            self.stream.write(text)
+            self.stream.flush()
+        except (OSError, ValueError):  # a terminal gone: the work goes on without it
             self.tty = False
 
     def step(self, what: str) -> None:
         if self.tty and self.clock() - self.start >= self.AFTER:
-            try:
-                self.stream.write(f"\r\033[Kgradcli: proving fixes: {what} ({self.clock() - self.start:.0f} s)")
-                self.stream.flush()
-                self.shown = True
-            except (OSError, ValueError):
-                self.tty = False
+            self.shown = True
+            self._say(f"\r\033[Kgradcli: proving fixes: {what} ({self.clock() - self.start:.0f} s)")
 
     def done(self) -> None:
-        if self.shown:
-            try:
-                self.stream.write("\r\033[K")
-                self.stream.flush()
-            except (OSError, ValueError):
-                pass
+        if self.shown and self.tty:
+            self._say("\r\033[K")
 
 
 @dataclass
@@ -784,64 +875,10 @@ def prove_diagnostics(result, call: str | None, rerun: Callable, prepare: Callab
     end = len(text) - len(call) - 1 if call is not None else None
     outcomes = prove(result.graph, [(d.value_id, d.kind) for d in wanted], reaches, numbers_of, setting, end,
                      alternatives)
+    from .render import annotate  # (the words of a fix, or of why there is none)
+
     for d, outcome in zip(wanted, outcomes):
         annotate(d, outcome, text)
-
-
-def annotate(d, outcome: Outcome, text: str) -> None:
-    """Write an outcome into its diagnostic: the fixes in code, or why there is none (with the
-    guards known, as what they are)."""
-    if outcome.fixes:
-        d.fix, d.more_fixes = outcome.fixes[0], outcome.fixes[1:]
-        d.fix_json = d.fix.to_json(text)
-        d.more_fixes_json = [f.to_json(text) for f in d.more_fixes]
-        proof = ("verified on these inputs: finite where it was not and there equal to an extended-precision "
-                 "evaluation of the program, the same numbers elsewhere")
-        if outcome.corrected:
-            proof += "; it also corrects numbers that were finite but wrong: " + "; ".join(
-                f"{example}" + (f" (and {count - 1} more)" if count > 1 else "") for _, count, example in outcome.corrected)
-        if outcome.beyond:
-            proof += (f"; at {outcome.beyond} element{'s' * (outcome.beyond != 1)} past even the extended range the "
-                      f"rewrite stands by its identity alone")
-        if outcome.together:
-            proof += f"; proven together with the {outcome.together} other fix{'es' * (outcome.together != 1)}"
-        d.suggestion = "; ".join(
-            f"replace {text[f.start:f.end]!r} at {':'.join(map(str, _line_column(text, f.start)))} with "
-            f"{f.replacement!r}" + "".join(f" (or {a!r})" for a in f.alternatives) for f in outcome.fixes) + \
-            f" ({proof})"
-        return
-    d.not_fixed = outcome.reason
-    d.guards_json = [{**Fix(c.start, c.end, c.replacement, verified=False).to_json(text), "guard": c.guard,
-                      "reason": why} for c, why in outcome.guards]
-    if outcome.reason == NONE_KNOWN:
-        return  # the hint in words says all there is (and not_fixed, why)
-    said = [d.suggestion] if d.suggestion else []
-    said.append(f"no fix is proven: {outcome.reason}")
-    said += [f"{c.replacement!r} would be {c.guard}, not a fix: {why}" for c, why in outcome.guards]
-    d.suggestion = "; ".join(said)
-
-
-def on_raw(raw: str, normal: str, fixes: list) -> str:
-    """The fixes (placed in `normal`, the program as gradcli.parser.normalise made it: no BOM,
-    `\\n` line ends, one final newline) applied to `raw`, the text as given: its line ends and
-    its last line kept, so that a diff of the two is a patch of the file itself."""
-    if "\r" not in raw and not raw.startswith("\ufeff"):
-        return apply_all(raw, fixes)  # the same offsets: normalise only trimmed the end
-    wanted = sorted({at for f in fixes for at in (f.start, f.end)})
-    where: dict[int, int] = {}
-    i = 1 if raw.startswith("\ufeff") else 0
-    j, k = 0, 0
-    while k < len(wanted) and j < len(normal) and i < len(raw):
-        if wanted[k] == j:
-            where[j] = i
-            k += 1
-            continue
-        i += 2 if raw.startswith("\r\n", i) else 1
-        j += 1
-    for at in wanted[k:]:
-        where[at] = i if at == j else len(raw)
-    moved = [Fix(where[f.start], where[f.end], f.replacement) for f in fixes]
-    return apply_all(raw, moved)
 
 
 def apply_all(text: str, fixes: list) -> str:

@@ -492,11 +492,70 @@ def fix_view(diff: bool) -> View:
                 + [not_fixed_text(p, r.graph.source) for p in r.not_fixed])
 
 
+def annotate(d, outcome, text: str) -> None:
+    """Write a proof's outcome (gradcli.fixes.Outcome) into its diagnostic: the fixes in code,
+    or why there is none (with the guards known, as what they are)."""
+    from .fixes import NONE_KNOWN, Fix, _line_column
+
+    if outcome.fixes:
+        d.fix, d.more_fixes = outcome.fixes[0], outcome.fixes[1:]
+        d.fix_json = d.fix.to_json(text)
+        d.more_fixes_json = [f.to_json(text) for f in d.more_fixes]
+        proof = ("verified on these inputs: finite where it was not and there equal to an extended-precision "
+                 "evaluation of the program, the same numbers elsewhere")
+        if outcome.corrected:
+            proof += "; it also corrects numbers that were finite but wrong: " + "; ".join(
+                f"{example}" + (f" (and {count - 1} more)" if count > 1 else "") for _, count, example in outcome.corrected)
+        if outcome.beyond:
+            proof += (f"; at {outcome.beyond} element{'s' * (outcome.beyond != 1)} past even the extended range the "
+                      f"rewrite stands by its identity alone")
+        if outcome.together:
+            proof += f"; proven together with the {outcome.together} other fix{'es' * (outcome.together != 1)}"
+        d.suggestion = "; ".join(
+            f"replace {text[f.start:f.end]!r} at {':'.join(map(str, _line_column(text, f.start)))} with "
+            f"{f.replacement!r}" + "".join(f" (or {a!r})" for a in f.alternatives) for f in outcome.fixes) + \
+            f" ({proof})"
+        return
+    d.not_fixed = outcome.reason
+    d.guards_json = [{**Fix(c.start, c.end, c.replacement, verified=False).to_json(text), "guard": c.guard,
+                      "reason": why} for c, why in outcome.guards]
+    if outcome.reason == NONE_KNOWN:
+        return  # the hint in words says all there is (and not_fixed, why)
+    said = [d.suggestion] if d.suggestion else []
+    said.append(f"no fix is proven: {outcome.reason}")
+    said += [f"{c.replacement!r} would be {c.guard}, not a fix: {why}" for c, why in outcome.guards]
+    d.suggestion = "; ".join(said)
+
+
+def on_raw(raw: str, normal: str, fixes: list) -> str:
+    """The fixes (placed in `normal`, the program as gradcli.parser.normalise made it: no BOM,
+    `\\n` line ends, one final newline) applied to `raw`, the text as given: its line ends and
+    its last line kept, so that a diff of the two is a patch of the file itself."""
+    if "\r" not in raw and not raw.startswith("\ufeff"):
+        from .fixes import apply_all
+        return apply_all(raw, fixes)  # the same offsets: normalise only trimmed the end
+    wanted = sorted({at for f in fixes for at in (f.start, f.end)})
+    where: dict[int, int] = {}
+    i = 1 if raw.startswith("\ufeff") else 0
+    j, k = 0, 0
+    while k < len(wanted) and j < len(normal) and i < len(raw):
+        if wanted[k] == j:
+            where[j] = i
+            k += 1
+            continue
+        i += 2 if raw.startswith("\r\n", i) else 1
+        j += 1
+    for at in wanted[k:]:
+        where[at] = i if at == j else len(raw)
+    from .fixes import Fix, apply_all
+
+    moved = [Fix(where[f.start], where[f.end], f.replacement) for f in fixes]
+    return apply_all(raw, moved)
+
+
 def fixed_program(fixed, name: str, diff: bool) -> str:
     """The fixed program as given (its line ends, and no last newline where it had none), or
     with `diff` a unified diff of the file that `patch` applies."""
-    from .fixes import on_raw
-
     if fixed.raw is None:
         before, after = fixed.original, fixed.text
     else:

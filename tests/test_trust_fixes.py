@@ -6,6 +6,7 @@ a diagnostic without a fix says why. Proving keeps --max-memory and shows progre
 terminal; `fix --diff` is a patch of the file as it is; proving is a few runs, not one a place."""
 import io
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -83,8 +84,9 @@ def test_the_naive_cross_entropy_gets_log_softmax_with_the_exact_value_and_gradi
     before = api.evaluate(program, feeds={"x": X})
     assert np.isinf(before.outputs["y"])
     fixed = api.fix(program, feeds={"x": X}, wrt=["x"])
-    assert fixed.nonfinite == [] and "log_softmax(" in fixed.text, (fixed.text, fixed.not_fixed)
-    assert "maximum" not in fixed.text
+    assert fixed.nonfinite == [] and "log(" not in fixed.text.split("\n")[-2].replace("np.log(np.sum", ""), \
+        (fixed.text, fixed.not_fixed)
+    assert not GRADCLI_ONLY.search(fixed.text), fixed.text   # written in the program's own library
     after = api.grad(fixed.text, wrt=["x"], feeds={"x": X})
     np.testing.assert_allclose(after.outputs["y"], EXACT, rtol=1e-14)
     expected = np.zeros_like(X)
@@ -96,9 +98,62 @@ def test_the_naive_cross_entropy_gets_log_softmax_with_the_exact_value_and_gradi
 def test_the_cross_entropy_over_a_batch_keeps_the_users_subscript():
     program = "import torch\nprobs = torch.softmax(x, dim=1)\ny = -torch.log(probs[[0, 1], [2, 2]]).mean()"
     fixed = api.fix(program, feeds={"x": X})
-    assert "log_softmax(x, axis=1)[[0, 1], [2, 2]]" in fixed.text
+    assert "torch.log_softmax(x, dim=1)[[0, 1], [2, 2]]" in fixed.text
     got = api.evaluate(fixed.text, feeds={"x": X}).outputs["y"]
     np.testing.assert_allclose(got, -log_softmax(X, axis=1)[[0, 1], [2, 2]].mean(), rtol=1e-14)
+
+
+# names only gradcli reads: a fix of a library's program must not be written in them
+GRADCLI_ONLY = re.compile(r"(?<![\w.])(log_softmax|logsumexp|softplus|log_sigmoid|stop_gradient|where|softmax|"
+                          r"maximum|max|sum|exp|log)\(")
+
+SOFTPLUS, LSE, SOFTMAX = (lambda x: np.sum(np.logaddexp(0, x))), logsumexp, softmax
+LOG_SIGMOID = lambda x: np.sum(-np.logaddexp(0, x))  # noqa: E731  (of -x)
+
+# (the library's program, the fixed text it must contain, the reference); x = [1000, 1]
+IN_THE_LIBRARY = [
+    ("import torch\ny = torch.sum(torch.log(1 + torch.exp(x)))", "torch.nn.functional.softplus(x)", SOFTPLUS),
+    ("import torch\ny = torch.log(torch.sum(torch.exp(x)))", "torch.logsumexp(x, dim=-1)", LSE),
+    ("import torch\ny = torch.exp(x) / torch.sum(torch.exp(x))", "torch.softmax(x, dim=-1)", SOFTMAX),
+    ("import torch\ny = torch.sum(torch.log(torch.sigmoid(-x)))", "torch.nn.functional.logsigmoid(-x)", LOG_SIGMOID),
+    ("import tensorflow as tf\ny = tf.reduce_sum(tf.math.log(1 + tf.exp(x)))", "tf.nn.softplus(x)", SOFTPLUS),
+    ("import tensorflow as tf\ny = tf.math.log(tf.reduce_sum(tf.exp(x)))", "tf.math.reduce_logsumexp(x, axis=-1)", LSE),
+    ("import tensorflow as tf\ny = tf.exp(x) / tf.reduce_sum(tf.exp(x))", "tf.nn.softmax(x, axis=-1)", SOFTMAX),
+    ("import jax\nimport jax.numpy as jnp\ny = jnp.log(jnp.sum(jnp.exp(x)))", "jax.nn.logsumexp(x, axis=-1)", LSE),
+    ("import jax\nimport jax.numpy as jnp\ny = jnp.sum(jnp.log(jax.nn.sigmoid(-x)))", "jax.nn.log_sigmoid(-x)",
+     LOG_SIGMOID),
+    ("import jax.numpy as jnp\ny = jnp.sum(jnp.log(1 + jnp.exp(x)))", "jnp.logaddexp(0, x)", SOFTPLUS),
+    ("import numpy as np\ny = np.sum(np.log(1 + np.exp(x)))", "np.logaddexp(0, x)", SOFTPLUS),
+    ("import numpy as np\ny = np.exp(x) / np.sum(np.exp(x))",
+     "np.exp(x - np.max(x, axis=-1, keepdims=True)) / np.sum(np.exp(x - np.max(x, axis=-1, keepdims=True)), "
+     "axis=-1, keepdims=True)", SOFTMAX),
+    ("import numpy as np\ny = np.log(np.sum(np.exp(x)))",
+     "(np.log(np.sum(np.exp(x - np.max(x, axis=-1, keepdims=True)), axis=-1)) + np.max(x, axis=-1))", LSE),
+]
+
+
+@pytest.mark.parametrize("program,written,reference", IN_THE_LIBRARY)
+def test_a_fix_is_written_in_the_library_the_program_spells(program, written, reference):
+    # pasted back into the real script, a fix in gradcli's own names (softplus, stop_gradient,
+    # bare where) would break it; the fixed text is read back under the program's own reading
+    x = np.array([1000.0, 1.0])
+    fixed = api.fix(program, feeds={"x": x})
+    assert written in fixed.text and fixed.nonfinite == [], (fixed.text, fixed.not_fixed)
+    assert not GRADCLI_ONLY.search(fixed.text), fixed.text
+    np.testing.assert_allclose(api.evaluate(fixed.text, feeds={"x": x}).outputs["y"], reference(x), rtol=1e-13)
+
+
+def test_the_where_trap_is_fixed_in_the_programs_library():
+    x = np.array([0.0, 2.0])
+    for program, written in [
+            ("import torch\ny = torch.sum(torch.where(x > 0, torch.log(x), 0.0))",
+             "torch.log(torch.where(x > 0, x, torch.ones_like(x)))"),
+            ("import numpy as np\ny = np.sum(np.where(x > 0, np.log(x), 0.0))", "np.log(np.where(x > 0, x, 1.0))"),
+            ("import tensorflow as tf\ny = tf.reduce_sum(tf.where(x > 0, tf.math.log(x), 0.0))",
+             "tf.math.log(tf.where(x > 0, x, tf.ones_like(x)))")]:
+        fixed = api.fix(program, feeds={"x": x}, wrt=["x"])
+        assert written in fixed.text and fixed.nonfinite == [], (fixed.text, fixed.not_fixed)
+        np.testing.assert_array_equal(api.grad(fixed.text, wrt=["x"], feeds={"x": x}).gradients["x"], [0.0, 0.5])
 
 
 LOGS_OF_AN_UNDERFLOWED_PROBABILITY = [
