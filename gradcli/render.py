@@ -556,7 +556,7 @@ def on_raw(raw: str, normal: str, fixes: list) -> str:
 def fixed_program(fixed, name: str, diff: bool) -> str:
     """The fixed program as given (its line ends, and no last newline where it had none), or
     with `diff` a unified diff of the file that `patch` applies."""
-    if fixed.raw is None:
+    if fixed.raw is None or name == "<expr>":  # (-e PROGRAM is no file to patch: its text as read)
         before, after = fixed.original, fixed.text
     else:
         before = fixed.raw
