@@ -28,6 +28,7 @@ LAZY_IMPORTS = (
                              "never for help or a usage error"),
     ("gradcli.cli.lines", "the sharing of one program among lines: only with --lines"),
     ("gradcli.io.outputs", "the writers of array files: only with --out"),
+    ("gradcli.numerics.fixes", "the fixes applied to the text as given: only `gradcli fix`"),
 )
 
 
