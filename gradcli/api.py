@@ -74,10 +74,11 @@ def _all_finite(value) -> bool:
 
 class Fixed(_Answer):
     """`gradcli fix`: the program with every proven fix applied (`text`), the fixes applied
-    (each a (diagnostic, Fix) pair), the diagnostics of the fixed program that are left, and
-    what is still not finite once fixed."""
-    _fields = ("text", "original", "applied", "remaining", "graph", "nonfinite")
-    _defaults = {"graph": None, "nonfinite": []}
+    (each a (diagnostic, Fix) pair), the diagnostics of the fixed program that are left, what
+    is still not finite once fixed, `not_fixed` ((diagnostic, why no fix is proven for it)
+    pairs) and `raw`, the program as given (its line ends, its last line: what a patch fits)."""
+    _fields = ("text", "original", "applied", "remaining", "graph", "nonfinite", "not_fixed", "raw")
+    _defaults = {"graph": None, "nonfinite": [], "not_fixed": [], "raw": None}
     outputs = property(lambda self: {}, doc="fix reports a program, not values")
     diagnostics = property(lambda self: self.remaining)
 
@@ -289,43 +290,35 @@ def _numbers(result: Result) -> dict:
             **{f"gradient {k}": v for k, v in result.gradients.items()}}
 
 
-def _named_values(text: str, name: str, feeds: dict | None, dtype: str, max_memory: int | None) -> dict:
-    """Every value the program names (not only its last): a rewrite must keep them all."""
+def _named_values(text: str, name: str, feeds: dict | None, dtype: str, max_memory: int | None,
+                  reach: dict | None = None, known=()) -> dict:
+    """Every value the program computes under a name (not its inputs and constants, which no
+    rewrite changes, nor the names in `known`): a rewrite must keep them all. `reach`, where
+    given, gets the names each non-finite origin reaches ({value id: {"named k", ...}})."""
     graph = compile_program(text, name, _host_feeds(feeds), max_memory=max_memory)
-    fetch = {f"named {k}": v for k, v in graph.names.items() if not k.startswith("_")}
-    host, _ = _run(graph, fetch, dtype, "cpu", max_memory, text=False)  # compared, not printed
+    fetch = {f"named {k}": v for k, v in graph.names.items()
+             if not k.startswith("_") and graph.equations[v].inputs and k not in known}
+    host, diagnostics = _run(graph, fetch, dtype, "cpu", max_memory, text=False)  # compared, not printed
+    for d in diagnostics if reach is not None else ():
+        reach.setdefault(d.value_id, set()).update(d.reaches)
     return host
 
 
-def _prove_fixes(result: Result, call: str | None, rerun, named) -> None:
-    """Give each diagnostic that has one a rewrite of the user's text proven on their inputs
-    (gradcli.numerics.fixes): `rerun(text)` is the same command on the rewritten program, `named(text)`
-    the values of every name the program assigns."""
-    wanted = [d for d in result.diagnostics if d.kind in NONFINITE_KINDS and d.value_id is not None]
-    if not wanted:
-        return
-    graph = result.graph
-    text = graph.source.text
-    limit = len(text) - len(call) - 1 if call is not None else None
+def _prove_fixes(result: Result, call: str | None, rerun, prepare, name: str, feeds, dtype: str,
+                 max_memory: int | None, grad_ys: dict | None = None, alternatives: bool = True) -> None:
+    """Each diagnostic given a fix proven on these inputs, or why there is none
+    (gradcli.numerics.fixes): `rerun(text, budget)`, the command on a rewritten program within
+    `budget` bytes; `prepare(text)`, it compiled on the CPU (a prepared Program)."""
+    if not any(d.kind in NONFINITE_KINDS and d.value_id is not None for d in result.diagnostics):
+        return  # (nothing to prove: the proving machinery is not even imported)
+    from gradcli.numerics.fixes import prove_diagnostics  # start-up: a small eval does not load it
 
-    def numbers_of(rewritten: str):
-        try:
-            with np.errstate(all="ignore"):
-                return {**_numbers(rerun(rewritten)), **named(rewritten)}
-        except (GradcliError, MemoryError):
-            return None
-
-    from gradcli.numerics.fixes import find_fixes  # start-up: a small eval does not load it
-    proven = find_fixes(graph, [(d.value_id, d.kind) for d in wanted], lambda: numbers_of(text), numbers_of, limit)
-    for d, fixes in zip(wanted, proven):
-        if fixes:
-            d.fix, d.more_fixes = fixes[0], fixes[1:]
-            d.fix_json = d.fix.to_json(text)
-            d.more_fixes_json = [f.to_json(text) for f in d.more_fixes]
-            d.suggestion = "; ".join(f"replace {text[f.start:f.end]!r} at {':'.join(map(str, f.to_json(text)['start']))} "
-                                     f"with {f.replacement!r}"
-                                     + "".join(f" (or {a!r})" for a in f.alternatives) for f in fixes) + \
-                " (verified on these inputs: finite where it was not, the same numbers elsewhere)"
+    # what the command holds already (its answer) is not there for the proof
+    limit = (max_memory or default_memory_limit()) - sum(getattr(v, "nbytes", 0) for v in _numbers(result).values())
+    prove_diagnostics(result, call, lambda text, budget: _numbers(rerun(text, budget)), prepare,
+                      lambda text, budget, reach: _named_values(text, name, feeds, dtype, budget, reach,
+                                                                result.outputs),
+                      dtype, limit, grad_ys, alternatives)
 
 
 def _in_print_order(graph: Graph, host: dict) -> dict:
@@ -520,7 +513,8 @@ class Program:
             return self.with_feeds(feeds).evaluate(prints, fixes=fixes)
         result = self.prepare_evaluate(prints).result()
         if fixes:
-            self._prove_fixes(result, lambda program: program.evaluate(prints, fixes=False))
+            self._prove_fixes(result, lambda program: program.evaluate(prints, fixes=False),
+                              lambda program: program.prepare_evaluate(prints))
         return result
 
     @_collector_paused
@@ -533,15 +527,20 @@ class Program:
         result = self.prepare_grad(wrt, of, grad_ys, unconnected).result()
         if fixes:
             self._prove_fixes(result, lambda program: program.grad(wrt, of, grad_ys, unconnected=unconnected,
-                                                                   fixes=False))
+                                                                   fixes=False),
+                              lambda program: program.prepare_grad(wrt, of, grad_ys, unconnected), grad_ys)
         return result
 
-    def _prove_fixes(self, result: Result, ask) -> None:
-        """`_prove_fixes`, each rewrite asked `ask(program)` with this one's options (no store)."""
-        options = self.options.replace(store=None)
+    def _prove_fixes(self, result: Result, ask, prepared, grad_ys: dict | None = None) -> None:
+        """`_prove_fixes`, each rewrite asked `ask(program)` with this one's options (no store, not
+        printed, within the budget the proof leaves it) and compiled on the CPU by `prepared(program)`."""
+        options = self.options.replace(store=None, printed=False)
+        host = RunOptions(options.dtype, max_memory=options.max_memory, printed=False)
         _prove_fixes(result, self.call,
-                     lambda text: ask(Program(text, name=self.name, feeds=self.feeds, options=options)),
-                     lambda text: _named_values(text, self.name, self.feeds, options.dtype, options.max_memory))
+                     lambda text, budget: ask(Program(text, name=self.name, feeds=self.feeds,
+                                                      options=options.replace(max_memory=budget))),
+                     lambda text: prepared(Program(text, name=self.name, feeds=_host_feeds(self.feeds), options=host)),
+                     self.name, self.feeds, options.dtype, options.max_memory, grad_ys)
 
     def _second_order(self, wrt, of, unconnected) -> tuple:
         """`jacobian`'s and `hessian`'s start: a graph to add to, Y, the Xs, Y's value and diagnostics."""
@@ -690,51 +689,53 @@ class Program:
 
     @_collector_paused
     def fix(self, wrt: list[str] | None = None, of: list[str] | None = None, grad_ys: dict | None = None) -> Fixed:
-        """Apply every verified fix to the program (values, and the gradients in `wrt` when given).
-        The fixes are applied one by one, each kept only if the program with it and the ones
-        before it is still proven against the original numbers."""
-        options = RunOptions(self.options.dtype, max_memory=self.options.max_memory)
-        call, name, feeds = self.call, self.name, self.feeds
-        # the --call line is part of the program fixed (and cut off the answer)
-        first_program = self if call is None and self.options == options else Program(
-            self.text if call is None else self.text.rstrip("\n") + "\n" + call, name=name, feeds=feeds,
-            options=options)
+        """Apply every fix proven on these inputs (values, and the gradients in `wrt` when given),
+        proven together: the program with all of them is run and judged as one, so the answer is
+        the proof. The diagnostics left without a fix say why (`Fixed.not_fixed`)."""
+        return _fix(self, wrt, of, grad_ys)
 
-        def command(text: str, fixes: bool = False) -> Result:
-            program = first_program if text is None else Program(text, name=name, feeds=feeds, options=options)
-            return program.grad(wrt, of, grad_ys, fixes=fixes) if wrt else program.evaluate(fixes=fixes)
 
-        def numbers_of(text: str) -> dict:
-            with np.errstate(all="ignore"):
-                return {**_numbers(command(None if text == source else text)),
-                        **_named_values(text, name, feeds, options.dtype, options.max_memory)}
+def _fix(program: Program, wrt: list[str] | None, of: list[str] | None, grad_ys: dict | None) -> Fixed:
+    """`Program.fix`."""
+    options = RunOptions(program.options.dtype, max_memory=program.options.max_memory, printed=False)
+    call, name, feeds = program.call, program.name, program.feeds
+    # the --call line is part of the program fixed (and cut off the answer)
+    whole = program.text if call is None else program.text.rstrip("\n") + "\n" + call
 
-        first = command(None, fixes=True)
-        source = first.graph.source.text
-        numbers = numbers_of(source)
-        # a fix of a gradient first: where it and a fix of the value overlap (the where trap),
-        # the one that keeps the value as written is the one wanted
-        offered = sorted(((d, f) for d in first.diagnostics if d.fix is not None for f in [d.fix, *d.more_fixes]),
-                         key=lambda pair: (pair[0].kind != "nonfinite_gradient", pair[1].start))
-        applied, current = [], source
-        for d, f in offered:
-            from gradcli.numerics.fixes import agrees, apply_all  # start-up: a small eval does not load it
-            trial = apply_all(source, [a[1] for a in applied] + [f])
-            if trial == current:
-                continue  # overlaps one already applied
-            try:
-                proven = agrees(numbers, numbers_of(trial))
-            except GradcliError:
-                proven = False
-            if proven:
+    def prepare(text: str, budget: int | None = options.max_memory, on_host: bool = False) -> Program:
+        if text is None and call is None and program.options == options:
+            rewritten = program
+        else:
+            rewritten = Program(whole if text is None else text, name=name,
+                                feeds=_host_feeds(feeds) if on_host else feeds, options=options.replace(max_memory=budget))
+        return rewritten.prepare_grad(wrt, of, grad_ys) if wrt else rewritten.prepare_evaluate()
+
+    first = prepare(None).result()
+    source = first.graph.source.text
+    hints = [d.suggestion for d in first.diagnostics]
+    _prove_fixes(first, call, lambda text, budget: prepare(text, budget).result(),
+                 lambda text: prepare(text, on_host=True), name, feeds, options.dtype, options.max_memory, grad_ys,
+                 alternatives=False)
+    applied, spans = [], set()
+    for d in first.diagnostics:
+        for f in [d.fix, *d.more_fixes] if d.fix is not None else []:
+            if (f.start, f.end) not in spans:
+                spans.add((f.start, f.end))
                 applied.append((d, f))
-                current = trial
-        final = command(current) if applied else first
-        remaining = [d for d in final.diagnostics if d.kind in NONFINITE_KINDS]
-        if call is not None:  # the --call line is not part of the user's file
-            current = current[:len(current) - len(call) - 1]
-            source = source[:len(source) - len(call) - 1]
-        return Fixed(current, source, applied, remaining, first.graph, final.nonfinite())
+    not_fixed = [(d, d.not_fixed) for d in first.diagnostics if d.not_fixed]
+    if applied:
+        from gradcli.numerics.fixes import apply_all  # start-up: a small eval does not load it
+        current = apply_all(source, [f for _, f in applied])
+        final = prepare(current).result()
+    else:  # the program as it was: its hints as they were, the reasons said once (not_fixed)
+        current, final = source, first
+        for d, hint in zip(first.diagnostics, hints):
+            d.suggestion = hint
+    remaining = [d for d in final.diagnostics if d.kind in NONFINITE_KINDS]
+    if call is not None:  # the --call line is not part of the user's file
+        current = current[:len(current) - len(call) - 1]
+        source = source[:len(source) - len(call) - 1]
+    return Fixed(current, source, applied, remaining, first.graph, final.nonfinite(), not_fixed, program.text)
 
 
 class _StoredAs:

@@ -29,6 +29,7 @@ LAZY_IMPORTS = (
     ("gradcli.cli.lines", "the sharing of one program among lines: only with --lines"),
     ("gradcli.language.lower.literal", "the reader of NAME=VALUE literals: only with --set or --grad-ys"),
     ("gradcli.io.outputs", "the writers of array files: only with --out"),
+    ("gradcli.numerics.fixes", "the fixes applied to the text as given: only `gradcli fix`"),
 )
 
 

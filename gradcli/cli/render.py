@@ -460,12 +460,24 @@ def applied_fix_text(applied, source) -> str:
             f"{source.text[fix.start:fix.end]!r} with {fix.replacement!r} ({diag.message})")
 
 
+def not_fixed_text(pair, source) -> str:
+    """`FILE:L:C: not fixed [kind]: why` (a diagnostic `gradcli fix` found no proven fix for)."""
+    diag, why = pair
+    where = f"{diag.pos.line}:{diag.pos.column}: " if diag.pos else " "
+    guards = "".join(f"; {g['replacement']!r} would be {g['guard']}, not a fix: {g['reason']}" for g in diag.guards_json)
+    return f"{source.name}:{where}not fixed [{diag.kind}]: {why}{guards} ({diag.message})"
+
+
 def fix_json(fixed) -> dict:
-    """The fixed program, each fix applied (where, what, and the diagnostic it answers), and
-    what is still not finite; the diagnostics are those of the fixed program."""
+    """The fixed program, each fix applied (where, what, and the diagnostic it answers), what
+    is still not finite, and why each diagnostic left unfixed is; the diagnostics are those of
+    the fixed program."""
     text = fixed.graph.source.text
     applied = [{**fix.to_json(text), "kind": diag.kind, "message": diag.message} for diag, fix in fixed.applied]
-    return {"fixed": {"program": fixed.text, "applied": applied, "not_finite": fixed.nonfinite}}
+    not_fixed = [{"line": d.pos.line if d.pos else None, "column": d.pos.column if d.pos else None, "kind": d.kind,
+                  "message": d.message, "reason": why, "guards": d.guards_json} for d, why in fixed.not_fixed]
+    return {"fixed": {"program": fixed.text, "applied": applied, "not_finite": fixed.nonfinite,
+                      "not_fixed": not_fixed}}
 
 
 def fix_view(diff: bool) -> View:
@@ -476,16 +488,61 @@ def fix_view(diff: bool) -> View:
     return View("fix", fix_json, lambda r: shown(r).rstrip("\n").split("\n") if shown(r) else [],
                 lambda r: _program_text(shown(r)),
                 passed=lambda r: not r.nonfinite, multiline=True,
-                notes=lambda r: [applied_fix_text(a, r.graph.source) for a in r.applied])
+                notes=lambda r: [applied_fix_text(a, r.graph.source) for a in r.applied]
+                + [not_fixed_text(p, r.graph.source) for p in r.not_fixed])
+
+
+def on_raw(raw: str, normal: str, fixes: list) -> str:
+    """The fixes (placed in `normal`, the program as gradcli.language.parser.normalise made it:
+    no BOM, `\\n` line ends, one final newline) applied to `raw`, the text as given: its line
+    ends and its last line kept, so that a diff of the two is a patch of the file itself."""
+    from gradcli.numerics.fixes import Fix, apply_all  # only `gradcli fix` writes a program
+
+    if "\r" not in raw and not raw.startswith("\ufeff"):
+        return apply_all(raw, fixes)  # the same offsets: normalise only trimmed the end
+    wanted = sorted({at for f in fixes for at in (f.start, f.end)})
+    where: dict[int, int] = {}
+    i = 1 if raw.startswith("\ufeff") else 0
+    j, k = 0, 0
+    while k < len(wanted) and j < len(normal) and i < len(raw):
+        if wanted[k] == j:
+            where[j] = i
+            k += 1
+            continue
+        i += 2 if raw.startswith("\r\n", i) else 1
+        j += 1
+    for at in wanted[k:]:
+        where[at] = i if at == j else len(raw)
+    moved = [Fix(where[f.start], where[f.end], f.replacement) for f in fixes]
+    return apply_all(raw, moved)
 
 
 def fixed_program(fixed, name: str, diff: bool) -> str:
+    """The fixed program as given (its line ends, and no last newline where it had none), or
+    with `diff` a unified diff of the file that `patch` applies."""
+    if fixed.raw is None or name == "<expr>":  # (-e PROGRAM is no file to patch: its text as read)
+        before, after = fixed.original, fixed.text
+    else:
+        before = fixed.raw
+        after = on_raw(before, fixed.original, [f for _, f in fixed.applied])
     if not diff:
-        return fixed.text
+        return after
+    return patch_text(before, after, name)
+
+
+def patch_text(before: str, after: str, name: str) -> str:
+    """A unified diff of two texts, line ends as they are (a CRLF file gets CRLF lines) and a
+    last line without a newline marked as `patch` wants it."""
     import difflib
 
-    return "".join(difflib.unified_diff(fixed.original.splitlines(keepends=True), fixed.text.splitlines(keepends=True),
-                                        fromfile=name, tofile=f"{name} (fixed)"))
+    def lines(text: str) -> list[str]:
+        parts = text.split("\n")
+        return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+    out = []
+    for line in difflib.unified_diff(lines(before), lines(after), fromfile=name, tofile=f"{name} (fixed)"):
+        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    return "".join(out)
 
 
 # --------------------------------------------------------------------------- one view per command

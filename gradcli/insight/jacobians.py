@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gradcli.autodiff import gradients
-from gradcli.numerics.diagnostics import Diagnostic
+from gradcli.numerics.diagnostics import Diagnostic, NumericsChecker
 from gradcli.errors import GradcliError, OptionError
 from gradcli.engine.evaluate import needed_equations, run
 from gradcli.forward import jvp
@@ -233,12 +233,17 @@ class CheckReport:
     passed: bool
     method: str  # "all elements" or "N random directions"
     reason: str | None = None  # why it failed where the errors are not numbers (inf, NaN)
+    # comparisons made at a kink or a tie: {"element": [i, j] or "direction": k, "left_slope",
+    # "right_slope", "gradient"}
+    kinks: list = field(default_factory=list)
 
     def to_json(self) -> dict:
         out = {"max_abs_error": self.max_abs_error, "max_rel_error": self.max_rel_error,
                "passed": self.passed, "method": self.method}
         if self.reason:
             out["reason"] = self.reason
+        if self.kinks:
+            out["kinks"] = self.kinks
         return out
 
 
@@ -271,10 +276,35 @@ def _objective(graph: Graph, ys: list[int]):
     return value
 
 
-def _differences(f, x: int, point: np.ndarray, grad: np.ndarray, eps: float, rng):
-    """(reverse-mode, finite-difference, noise) per element or along random directions.
-    Outputs are differenced element by element before they are summed (no cancellation
-    between large and small elements); `noise` is what rounding alone can make of it."""
+@dataclass
+class _Differences:
+    """A gradient against finite differences: per element (or random direction) the gradient's
+    slope, the central difference, the one-sided ones, and what rounding alone can make of them."""
+    ours: np.ndarray
+    central: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    noise: float
+    method: str
+    step: float
+    directions: np.ndarray
+
+    def where(self, k: int, shape) -> str:
+        if self.method != "all elements":
+            return f"random direction {k}"
+        return f"element {list(map(int, np.unravel_index(k, shape)))}" if shape else "this point"
+
+    def kink(self, k: int, shape) -> dict:
+        at = {"direction": k} if self.method != "all elements" else {
+            "element": list(map(int, np.unravel_index(k, shape))) if shape else []}
+        return {**at, "left_slope": float(self.left[k]), "right_slope": float(self.right[k]),
+                "gradient": float(self.ours[k])}
+
+
+def _differences(f, x: int, point: np.ndarray, grad: np.ndarray, eps: float, rng) -> _Differences:
+    """Reverse mode against central and one-sided differences, per element or along random
+    directions. Outputs are differenced element by element before they are summed (no
+    cancellation between large and small elements)."""
     step = eps * max(1.0, float(np.max(np.abs(point)))) if point.size else eps
     if point.size <= ALL_ELEMENTS_UP_TO:
         directions = np.eye(point.size)
@@ -284,68 +314,146 @@ def _differences(f, x: int, point: np.ndarray, grad: np.ndarray, eps: float, rng
     # element by element, the gradient itself (a product with the identity would make
     # 0 * inf = NaN of one infinite element in every row)
     ours = grad.reshape(-1).copy() if point.size <= ALL_ELEMENTS_UP_TO else directions @ grad.reshape(-1)
-    fd = np.empty(len(directions))
+    central, left, right = (np.empty(len(directions)) for _ in range(3))
     with np.errstate(all="ignore"):  # inf - inf at an overflowing point is reported, not warned
-        scale = float(np.sum(np.abs(f({}))))
+        base = f({})
+        scale = float(np.sum(np.abs(base)))
         for k, d in enumerate(directions):
-            delta = f({x: point + step * d.reshape(point.shape)}) - f({x: point - step * d.reshape(point.shape)})
-            fd[k] = np.sum(delta) / (2 * step)
+            up = f({x: point + step * d.reshape(point.shape)})
+            down = f({x: point - step * d.reshape(point.shape)})
+            central[k] = np.sum(up - down) / (2 * step)
+            right[k] = np.sum(up - base) / step
+            left[k] = np.sum(base - down) / step
         noise = 8 * np.finfo(np.float64).eps * scale / step
     method = "all elements" if point.size <= ALL_ELEMENTS_UP_TO else f"{DIRECTIONS} random directions"
-    return ours, fd, noise, method
+    return _Differences(ours, central, left, right, noise, method, step, directions)
+
+
+def _judge(f, x: int, point: np.ndarray, diffs: _Differences, atol: float, rtol: float
+           ) -> tuple[np.ndarray, list[int]]:
+    """Which comparisons hold, and which of them hold only as at a kink or a tie. Where the
+    gradient and the central difference disagree, the point may sit at a kink (abs or relu at
+    0, a tie of max or maximum, a bound of clip, equal elements of sort): there the central
+    difference averages two slopes and is no reference. A kink is told from curvature by
+    halving the step (the one-sided slopes stay apart at a kink, and close in on each other
+    where the function is smooth), and the gradient must then lie between the two slopes."""
+    ours, central = diffs.ours, diffs.central
+    with np.errstate(all="ignore"):
+        holds = np.abs(ours - central) <= atol + diffs.noise + rtol * np.abs(central)
+    kinks: list[int] = []
+    for k in np.flatnonzero(~holds & np.isfinite(ours) & np.isfinite(diffs.left) & np.isfinite(diffs.right)):
+        left, right = diffs.left[k], diffs.right[k]
+        side_noise = 2 * diffs.noise
+        tolerance = atol + side_noise + rtol * max(abs(left), abs(right))
+        if abs(right - left) <= tolerance:
+            continue  # the slopes agree: no kink, a wrong gradient
+        d = diffs.directions[k].reshape(point.shape)
+        half = diffs.step / 2
+        with np.errstate(all="ignore"):
+            base = f({})
+            right2 = float(np.sum(f({x: point + half * d}) - base)) / half
+            left2 = float(np.sum(base - f({x: point - half * d}))) / half
+        if not (np.isfinite(left2) and np.isfinite(right2)):
+            continue
+        if abs(right2 - left2) < 0.75 * abs(right - left) - 2 * side_noise:
+            continue  # the gap closes with the step: curvature, not a kink
+        low, high = min(left, right, left2, right2), max(left, right, left2, right2)
+        if low - tolerance <= ours[k] <= high + tolerance:
+            holds[k] = True
+            kinks.append(int(k))
+    return holds, kinks
 
 
 def check(graph: Graph, ys: list[int], xs: dict[str, int], *, eps: float = 1e-6, rtol: float = 1e-5,
           atol: float = 1e-8, seed: int = 0) -> CheckResult:
-    """Reverse-mode gradients of sum(ys) against float64 central finite differences; where
-    they disagree, blame the equation whose own gradient rule disagrees at this point."""
+    """Reverse-mode gradients of sum(ys) against float64 central finite differences (one-sided
+    ones at a kink or a tie); where they disagree, blame the equation whose own gradient rule
+    disagrees at this point."""
     rng = np.random.default_rng(seed)
     names = list(xs)
     grads = gradients(graph, ys, [xs[n] for n in names])
     live = [g for g in grads if g is not None]
+    # the kinks and ties gradcli finds at this point (abs at 0, a tie of max), named in the report
+    checker = NumericsChecker(graph, np, "float64")
     with np.errstate(all="ignore"):
-        values = run(graph, live + [xs[n] for n in names])
+        values = run(graph, live + [xs[n] for n in names] + list(ys), check=checker)
+    known = [d for d in checker.finish({}) if d.kind in ("tie", "kink")]
     f = _objective(graph, ys)
     reports = {}
     for name, g in zip(names, grads):
         x = xs[name]
         point = np.asarray(values[x], dtype=np.float64)
         grad = np.zeros(graph.shapes[x]) if g is None else np.asarray(values[g], dtype=np.float64)
-        ours, fd, noise, method = _differences(f, x, point, grad, eps, rng)
-        with np.errstate(all="ignore"):
-            abs_err = np.abs(ours - fd)
-            rel_err = np.where(abs_err == 0, 0.0, abs_err / np.maximum(np.abs(fd), np.abs(ours)))
-        passed = bool(np.all(abs_err <= atol + noise + rtol * np.abs(fd)))
-        reason = _nonfinite_reason(ours, fd, point.shape, method)
+        diffs = _differences(f, x, point, grad, eps, rng)
+        reason = _nonfinite_reason(diffs, point.shape)
         if reason:  # an inf or NaN on either side is no agreement, and no error size either
-            reports[name] = CheckReport(name, math.nan, math.nan, False, method, reason)
-        else:
-            reports[name] = CheckReport(name, float(np.max(abs_err, initial=0.0)),
-                                        float(np.max(rel_err, initial=0.0)), passed, method)
+            reports[name] = CheckReport(name, math.nan, math.nan, False, diffs.method, reason)
+            continue
+        holds, kinks = _judge(f, x, point, diffs, atol, rtol)
+        compared = np.ones(len(holds), dtype=bool)
+        compared[kinks] = False  # a kink's element has no one error: its slopes are reported
+        with np.errstate(all="ignore"):
+            abs_err = np.abs(diffs.ours - diffs.central)[compared]
+            scale = np.maximum(np.abs(diffs.central), np.abs(diffs.ours))[compared]
+            rel_err = np.where(abs_err == 0, 0.0, abs_err / scale)
+        reports[name] = CheckReport(name, float(np.max(abs_err, initial=0.0)), float(np.max(rel_err, initial=0.0)),
+                                    bool(np.all(holds)), diffs.method, kinks=[diffs.kink(k, point.shape) for k in kinks])
     result = CheckResult(reports, gradient_ids={n: g for n, g in zip(names, grads) if g is not None})
+    result.diagnostics.extend(_kink_notes(graph, reports, known))
     if not result.passed:
         result.diagnostics.extend(blame(graph, eps=eps, rtol=rtol, atol=atol, rng=rng))
     return result
 
 
-def _nonfinite_reason(ours: np.ndarray, fd: np.ndarray, shape, method: str) -> str | None:
+def _kink_notes(graph: Graph, reports: dict[str, CheckReport], known: list[Diagnostic]) -> list[Diagnostic]:
+    """One note per input compared at a kink: where, the slopes on either side, and the kinks
+    and ties gradcli found at this point (the operations that make them)."""
+    notes = []
+    found = "; ".join(dict.fromkeys(f"{d.op} at {d.pos}" if d.pos else d.op for d in known))
+    for name, report in reports.items():
+        if not report.kinks:
+            continue
+        shown = "; ".join(f"at {_place(k)} the slope is {_number(k['left_slope'])} from the left and "
+                          f"{_number(k['right_slope'])} from the right, the gradient {_number(k['gradient'])}"
+                          for k in report.kinks[:5])
+        more = f" (and {len(report.kinks) - 5} more)" if len(report.kinks) > 5 else ""
+        count = len(report.kinks)
+        notes.append(Diagnostic(
+            "info", "kink", known[0].op if known else "check",
+            f"d/d{name}: {count} comparison{'s' * (count != 1)} at a kink or a tie"
+            f"{f' ({found})' if found else ''}, where the function has no derivative and the gradient takes a "
+            f"value between the one-sided slopes; compared with the one-sided differences there, not counted "
+            f"as a failure: {shown}{more}", None, known[0].pos if known else None,
+            known[0].stack if known else ()))
+    return notes
+
+
+def _place(kink: dict) -> str:
+    if "direction" in kink:
+        return f"random direction {kink['direction']}"
+    return f"element {kink['element']}" if kink["element"] else "this point"
+
+
+def _number(v: float) -> str:
+    return f"{v:.6g}"
+
+
+def _nonfinite_reason(diffs: _Differences, shape) -> str | None:
+    ours, fd = diffs.ours, diffs.central
     bad = ~(np.isfinite(ours) & np.isfinite(fd))
     if not bad.any():
         return None
     k = int(np.argmax(bad))
-    if method != "all elements":
-        where = f"random direction {k}"
-    else:
-        where = f"element {list(map(int, np.unravel_index(k, shape)))}" if shape else "this point"
     count = int(bad.sum())
     more = f" (and {count - 1} more)" if count > 1 else ""
-    return (f"not finite at {where}{more}: the gradient gives {float(ours[k])!r}, finite differences "
+    return (f"not finite at {diffs.where(k, shape)}{more}: the gradient gives {float(ours[k])!r}, finite differences "
             f"{float(fd[k])!r}; the function is not differentiable there, or overflows")
 
 
 def blame(graph: Graph, *, eps: float, rtol: float, atol: float, rng) -> list[Diagnostic]:
     """Each differentiated equation's gradient rule, checked alone at this point against
-    finite differences of its own forward rule: the ones that disagree."""
+    finite differences of its own forward rule (one-sided ones at its kinks): the ones that
+    disagree."""
     found = []
     forward = sorted(i for i in graph.differentiated if graph.equations[i].backward is None)
     with np.errstate(all="ignore"):
@@ -373,13 +481,17 @@ def blame(graph: Graph, *, eps: float, rtol: float, atol: float, rng) -> list[Di
         for p, g in zip(wanted, grads):
             point = np.asarray(local.equations[p].params["value"])
             grad = np.zeros(point.shape) if g is None else np.asarray(got[g], dtype=np.float64)
-            ours, fd, noise, _ = _differences(f, p, point, grad, eps, rng)
-            if np.all(np.isfinite(fd)) and not np.all(np.abs(ours - fd) <= atol + noise + rtol * np.abs(fd)):
-                err = float(np.max(np.abs(ours - fd)))
+            diffs = _differences(f, p, point, grad, eps, rng)
+            if not np.all(np.isfinite(diffs.central)):
+                continue
+            holds, _ = _judge(f, p, point, diffs, atol, rtol)
+            if not np.all(holds):
+                err = float(np.max(np.abs(diffs.ours - diffs.central)[~holds]))
                 found.append(Diagnostic(
                     "error", "gradient_mismatch", eq.label,
                     f"the gradient rule of {eq.label} disagrees with finite differences of {eq.label} itself "
-                    f"at this point (max abs error {err:.3g} over {fd.size} comparisons)",
-                    f"check the vjp of '{eq.op.name}' in the op table", eq.pos, eq.stack, value_id=i))
+                    f"at this point (max abs error {err:.3g} over {int((~holds).sum())} of {holds.size} "
+                    f"comparisons)", f"check the vjp of '{eq.op.name}' in the op table", eq.pos, eq.stack,
+                    value_id=i))
                 break
     return found

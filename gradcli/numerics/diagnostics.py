@@ -39,7 +39,7 @@ FLOAT32_MAX = 3.4028234663852886e38
 
 class Diagnostic(ValueRecord):
     _fields = ("severity", "kind", "op", "message", "suggestion", "pos", "stack", "count", "reaches", "value_id",
-               "also", "fix", "fix_json", "more_fixes", "more_fixes_json")
+               "also", "fix", "fix_json", "more_fixes", "more_fixes_json", "not_fixed", "guards_json")
     severity: str          # "warning" or "info"
     kind: str              # overflow, divide_by_zero, invalid, nonfinite_gradient, tie, kink, ...
     op: str                # the operation as the user spelled it
@@ -55,9 +55,12 @@ class Diagnostic(ValueRecord):
     fix_json: dict | None = None
     more_fixes: list  # where the same origin is written elsewhere too
     more_fixes_json: list
+    not_fixed: str | None = None  # where gradcli looked for a fix and proved none: why
+    guards_json: list  # guards known for it (never fixes: they change the numbers), and what they change
 
     def __init__(self, severity, kind, op, message, suggestion=None, pos=None, stack=(), count=None, reaches=NEW,
-                 value_id=None, also=NEW, fix=None, fix_json=None, more_fixes=NEW, more_fixes_json=NEW):
+                 value_id=None, also=NEW, fix=None, fix_json=None, more_fixes=NEW, more_fixes_json=NEW,
+                 not_fixed=None, guards_json=NEW):
         self.severity = severity
         self.kind = kind
         self.op = op
@@ -73,6 +76,8 @@ class Diagnostic(ValueRecord):
         self.fix_json = fix_json
         self.more_fixes = [] if more_fixes is NEW else more_fixes
         self.more_fixes_json = [] if more_fixes_json is NEW else more_fixes_json
+        self.not_fixed = not_fixed
+        self.guards_json = [] if guards_json is NEW else guards_json
 
     def to_json(self) -> dict:
         out = {"severity": self.severity, "kind": self.kind, "op": self.op,
@@ -91,6 +96,10 @@ class Diagnostic(ValueRecord):
             out["fix"] = self.fix_json
         if self.more_fixes_json:
             out["more_fixes"] = self.more_fixes_json
+        if self.not_fixed:
+            out["not_fixed"] = self.not_fixed
+        if self.guards_json:
+            out["guards"] = self.guards_json
         return out
 
 
