@@ -321,8 +321,7 @@ def _prove_fixes(result: Result, call: str | None, rerun, prepare, name: str, fe
                       dtype, limit, grad_ys, alternatives)
 
 
-def _in_print_order(graph: Graph, host: dict) -> dict:
-    """What a program printed, in print order: a printed None (an unconnected gradient) is None."""
+def _in_print_order(graph: Graph, host: dict) -> dict:  # a printed None (an unconnected gradient) stays None
     return {text: None if id_ is None else host[text] for text, id_ in graph.printed}
 
 
@@ -435,12 +434,9 @@ class Program:
         def make() -> _Command:
             graph, _, lazy = self._compiled(runnable=True)
             printing = graph.printed and not prints  # a program that prints: each printed value, in print order
-            if prints:
-                fetch = {p: _value_id(graph, p, "prints") for p in prints}
-            elif printing:
-                fetch = {text: id_ for text, id_ in graph.printed if id_ is not None}
-            else:
-                fetch = {graph.result[0]: graph.result[1]}
+            fetch = {p: _value_id(graph, p, "prints") for p in prints} if prints else \
+                {text: id_ for text, id_ in graph.printed if id_ is not None} if printing else \
+                {graph.result[0]: graph.result[1]}
             dtype, store = self.options.dtype, self.options.store
             return _Command(graph, fetch, lambda host, diagnostics: Result(
                 _in_print_order(graph, host) if printing else host, {}, diagnostics, dtype, graph), lazy,

@@ -44,7 +44,7 @@ LAYER_RANKS = {
     "api": 9,
     "insight": 8,                # (insight reports numerics' Diagnostic records: one floor above it)
     "numerics": 7,
-    "language": 6, "forward": 6, "autodiff": 5.5,  # (forward mode transposes reverse mode)
+    "language": 6, "forward": 5.7, "autodiff": 5.5,  # (forward mode transposes reverse mode)
     "engine": 5,
     "ir": 4,
     "ops": 3,

@@ -18,6 +18,7 @@ from gradcli.language.lower.transforms import _FINISH, FunctionRef
 from gradcli.language.lower.values import NONE, Scope, TupleValue
 from gradcli.ops import NO_GRADIENT, Sym
 from gradcli.ops.table import Op
+from gradcli.ops import OPS
 
 CUSTOM_DECORATORS = {"tensorflow.custom_gradient": "tf", "tf.custom_gradient": "tf",
                      "jax.custom_vjp": "vjp", "jax.custom_jvp": "jvp",
@@ -84,7 +85,6 @@ class CustomGradients:
     def custom_call(self, fn: ast.FuncDef, node, values: list, work: list, scope: Scope) -> None:
         """A call of a function with a custom gradient: its arguments become the ids the rule is
         for; a work item after its body builds the custom equation."""
-        from gradcli.language.lower.transforms import _FINISH
 
         kind = self.custom_kind(fn)
         if kind is None:
@@ -104,7 +104,6 @@ class CustomGradients:
     def custom_rule_given(self, node, values: list):
         """`f.defvjp(fwd, bwd)`, `f.defjvp(jvp)` (also as the decorator `@f.defjvp`); None where
         `node` is not one."""
-        from gradcli.language.lower.transforms import FunctionRef
 
         if not (node.method and node.func in ("defvjp", "defjvp") and values and isinstance(values[0], FunctionRef)
                 and isinstance(values[0].fn, ast.FuncDef)):
@@ -217,7 +216,6 @@ class CustomGradients:
 
     def custom_after_body(self, item, values: list, scope: Scope, work: list) -> None:
         """f's body gave its value y: lower the rule (fwd then bwd, or the jvp) for this call."""
-        from gradcli.language.lower.transforms import _FINISH
 
         _, _, rules, xs, node = item
         y = self.materialize(values.pop(), scope, node.pos)
@@ -246,14 +244,12 @@ class CustomGradients:
         """What a rule is lowered with for the upstream gradient (or a tangent): a value no
         constant folding can read (a rule that needs it as a constant, `np.full(shape, g)`, is
         refused rather than built with a zero), never one of the program's inputs."""
-        from gradcli.ops import OPS
 
         return self.graph.add(OPS["input"], (), {"name": "<upstream gradient>", "value": np.zeros(shape)}, pos,
                               "upstream gradient")
 
     def primitive_next(self, state: dict, k: int, values: list, scope: Scope, work: list) -> None:
         """autograd's makers, one argument after another; then the custom equation."""
-        from gradcli.language.lower.transforms import _FINISH
 
         makers, node = state["makers"], state["node"]
         while k < len(state["xs"]) and (k >= len(makers) or makers[k] is NONE or makers[k] is None):
@@ -273,7 +269,6 @@ class CustomGradients:
     def custom_backward(self, y: int, xs: list, grad_fn, leading: list, node, scope: Scope, work: list):
         """Lower grad_fn(*leading, u) for a placeholder u, then build the custom equation (the
         gradient function's result, where it came at once, else None: it comes by the work stack)."""
-        from gradcli.language.lower.transforms import _FINISH
 
         graph = self.graph
         placeholder = self.placeholder(graph.shapes[y], node.pos)
@@ -305,7 +300,6 @@ class CustomGradients:
         return self.graph.add(op, (y, *xs), {}, node.pos, getattr(node, "func", "custom gradient"), scope.stack)
 
     def emit_sum_to(self, g: int, x: int, pos: Pos, scope: Scope) -> int:
-        from gradcli.ops import OPS
 
         shape = self.graph.shapes[x]
         if self.graph.shapes[g] == () and shape != ():

@@ -12,6 +12,8 @@ from gradcli.language.lower.transforms import (
     _FINISH, FUNCTION_VALUES, JAX_TRANSFORMS, NOT_MINE, BoundMethod, ClassValue, DictValue, FunctionRef, Linear,
     Mapped, ObjectValue, Tape, TapeRecording, Transform)
 from gradcli.language.lower.values import NONE, Closure, Literal, Scope, Text, TupleValue
+from gradcli.autodiff import depends_on
+from gradcli.ops import OPS
 
 
 class GradientCalls:
@@ -85,7 +87,6 @@ class GradientCalls:
         """`v.assign(value)`, `v.assign_add(d)`, `v.assign_sub(d)` in straight-line code: the name
         of the variable is bound to a new variable holding the new value. Like TensorFlow's
         stateful update it passes no gradient to the old value."""
-        from gradcli.ops import OPS
 
         target = node.args[0]
         if not isinstance(target, ast.Name) or "." in target.id or len(values) != 2:
@@ -178,7 +179,6 @@ class GradientCalls:
             return NONE
         full = transforms.jacobian(self, y, x, node.pos, "tape.batch_jacobian", scope, tape.recorded)
         y_shape, x_shape = self.graph.shapes[y], self.graph.shapes[x]
-        from gradcli.ops import OPS
 
         if len(x_shape) != 2 or len(y_shape) != 2:
             raise self.error("tape.batch_jacobian: gradcli takes a target and a source of two dimensions each",
@@ -390,12 +390,10 @@ class GradientCalls:
 
 
 def autodiff_reach(graph, roots: list, target: int, recorded) -> bool:
-    from gradcli.autodiff import depends_on
 
     return depends_on(graph, roots, target, recorded)[target]
 
 
 def OPS_SUM():
-    from gradcli.ops import OPS
 
     return OPS["sum"]

@@ -14,6 +14,7 @@ from gradcli.language.lower.transforms import (
 from gradcli.language.lower.values import NONE, Literal, Scope, Text, TupleValue
 from gradcli.language.lower.torch_autograd import GradMode
 from gradcli.ops import OPS
+from gradcli.engine.evaluate import needed_equations, run
 
 # a statement the executor pushes after a `with` block's body: leave its contexts
 _LEAVE = object()
@@ -166,7 +167,6 @@ class Statements:
         if truth is not None:
             return truth
         if type(value) is int:
-            from gradcli.engine.evaluate import needed_equations, run
 
             order = needed_equations(self.graph, [value])
             given = [self.graph.equations[i].params.get("name") for i in order

@@ -18,6 +18,9 @@ from gradcli.language.lower.values import NONE, Literal, Scope, Text, TupleValue
 from gradcli.language.lower.custom_gradients import DEFVJP
 from gradcli.language.lower.transforms import ClassValue, FunctionRef, ObjectValue
 from gradcli.records import ValueRecord
+from gradcli.autodiff import depends_on
+from gradcli.language.lower.transforms import FUNCTION_VALUES, JAX_TRANSFORMS, NOT_MINE, Transform, _FINISH
+from gradcli.ops import OPS
 
 CTX = "<ctx of torch.autograd.Function>"
 
@@ -94,14 +97,12 @@ class TorchAutograd:
         recorded = self.torch_recorded()
         if recorded is not None and not recorded(x):
             return False
-        from gradcli.autodiff import depends_on
 
         return depends_on(self.graph, sorted(state.leaves), x, recorded)[x]
 
     # ------------------------------------------------------------------ calls
     def torch_call(self, node: ast.Call, values: list, scope: Scope, work: list):
         """A call of PyTorch's autograd, or NOT_MINE."""
-        from gradcli.language.lower.transforms import FUNCTION_VALUES, NOT_MINE
 
         keywords = {kw.name: v for kw, v in zip(node.keywords, values[len(node.args):])}
         args = values[:len(node.args)]
@@ -147,8 +148,6 @@ class TorchAutograd:
 
     def autograd_transform(self, bare: str, node: ast.Call, args: list, keywords: dict):
         """HIPS autograd's `grad(fun, argnum=0)` and its kin, with their keyword spelled `argnum`."""
-        from gradcli.language.lower.transforms import JAX_TRANSFORMS
-        from gradcli.language.lower.transforms import Transform
 
         unknown = set(keywords) - {"argnum"}
         if bare not in JAX_TRANSFORMS or unknown:
@@ -173,7 +172,6 @@ class TorchAutograd:
         return leaf
 
     def torch_method(self, node: ast.Call, args: list, keywords: dict, scope: Scope, work: list):
-        from gradcli.language.lower.transforms import NOT_MINE
 
         receiver = args[0]
         if isinstance(receiver, ObjectValue) and receiver.cls.name == CTX and node.func == "save_for_backward":
@@ -238,7 +236,6 @@ class TorchAutograd:
     def function_apply(self, cls: ClassValue, node: ast.Call, args: list, scope: Scope, work: list):
         """`Exp.apply(x)` of a torch.autograd.Function subclass: forward(ctx, *args) gives the value,
         backward(ctx, grad_output) the gradient of the call (custom_gradients.py builds it)."""
-        from gradcli.language.lower.transforms import _FINISH
 
         if "setup_context" in cls.methods:
             raise self.error(f"{cls.name}: a forward without ctx and a separate setup_context are not supported "
@@ -279,7 +276,6 @@ class TorchAutograd:
     # ------------------------------------------------------------------ backward
     def backward_path(self, ys: list, leaves: list, recorded) -> list:
         """The equations a backward from `ys` to `leaves` runs through."""
-        from gradcli.autodiff import depends_on
 
         upto = max(ys)
         reach = depends_on(self.graph, leaves, upto, recorded)
@@ -307,7 +303,6 @@ class TorchAutograd:
         self.torch.freed.update(i for i in path if equations[i].op.name not in SAVES_NOTHING)
 
     def backward(self, y: int, gradient, retain: bool, create: bool, node: ast.Call, scope: Scope) -> None:
-        from gradcli.ops import OPS
 
         state = self.torch
         if not self.requires_grad(y):
@@ -350,7 +345,6 @@ class TorchAutograd:
     def autograd_grad(self, node: ast.Call, args: list, keywords: dict, scope: Scope):
         """torch.autograd.grad(outputs, inputs, grad_outputs=None, retain_graph=None,
         create_graph=False, allow_unused=None): a tuple, one gradient per input."""
-        from gradcli.ops import OPS
 
         names = ["outputs", "inputs", "grad_outputs", "retain_graph", "create_graph"]
         given = dict(zip(names, args))
@@ -408,7 +402,6 @@ class TorchAutograd:
         if name == "is_leaf":
             return Literal(np.float64(target in state.leaves or not self.requires_grad(target)), pos, boolean=True)
         if name == "data":
-            from gradcli.ops import OPS
 
             return self.emit(OPS["stop_gradient"], (target,), {}, pos, "data", scope)
         if name == "grad_fn":
@@ -449,7 +442,6 @@ class TorchFunctional:
         """jacobian(f, inputs), hessian(f, inputs), vjp(f, inputs, v), jvp(f, inputs, v),
         hvp(f, inputs, v), vhp(f, inputs, v): f applied to fresh copies of the inputs, the
         derivative taken when its body is done (torch_finish)."""
-        from gradcli.language.lower.transforms import _FINISH
 
         inputs = _written_tuple(self, self.as_tuple(keywords.get("inputs", args[1] if len(args) > 1 else None)))
         if inputs is None:
@@ -474,7 +466,6 @@ class TorchFunctional:
         """A call of a user function, before its body: @torch.no_grad() or @torch.enable_grad() run
         the body in that mode (entered now, left by a work item after its result); a custom
         gradient's decorator makes the call's gradient the user's rule (custom_gradients.py)."""
-        from gradcli.language.lower.transforms import _FINISH
 
         if fn.decorators:
             self.custom_call(fn, node, values, work, scope)
@@ -516,7 +507,6 @@ class TorchFunctional:
             # the Hessian is symmetric: H v = v^T H, one reverse pass over the gradient
             seeds = v if v is not None else [self.graph.add_constant(np.ones(()), pos, scope.stack)]
             dot = None
-            from gradcli.ops import OPS
 
             for g, t in zip(grads, seeds):
                 term = self.emit(OPS["sum"], (self.emit(OPS["multiply"], (g, t), {}, pos, "*", scope),),

@@ -31,6 +31,8 @@ from __future__ import annotations
 
 from gradcli.errors import Pos
 from gradcli.records import ValueRecord
+from gradcli import autodiff, forward
+from gradcli.ops import OPS
 
 
 class FunctionRef(ValueRecord):
@@ -89,13 +91,11 @@ class TapeRecording(ValueRecord):
 
 
 def fresh(lowering, x: int, pos: Pos, scope) -> int:
-    from gradcli.ops import OPS
 
     return lowering.graph.add(OPS["identity"], (x,), {}, pos, "identity", scope.stack)
 
 
 def differentiate(lowering, ys: list, xs: list, pos: Pos, by: str, grad_ys=None, recorded=None) -> list:
-    from gradcli import autodiff
 
     graph = lowering.graph
     start = len(graph.equations)
@@ -134,13 +134,11 @@ class Mapped(ValueRecord):
 
 
 def stack(lowering, ids: list, pos: Pos, scope) -> int:
-    from gradcli.ops import OPS
 
     return lowering.graph.add(OPS["stack"], tuple(ids), {}, pos, "stack", scope.stack)
 
 
 def reshape(lowering, x: int, shape: tuple, pos: Pos, scope) -> int:
-    from gradcli.ops import OPS
 
     if lowering.graph.shapes[x] == shape:
         return x
@@ -177,7 +175,6 @@ def pushforward(lowering, ys: list, xs: list, tangents: list, pos: Pos, by: str,
     """J t for each y (zeros where unconnected), by gradcli.forward's transpose of reverse mode."""
     import numpy as np
 
-    from gradcli import forward
 
     graph = lowering.graph
     start = len(graph.equations)

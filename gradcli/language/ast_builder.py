@@ -1,0 +1,425 @@
+"""The AST builder: the callbacks the parser's LALR loop applies at each reduction of the
+grammar's rules (gradcli/language/parser.py drives them), with the checks of what the grammar
+accepts but the language refuses."""
+from __future__ import annotations
+
+from gradcli.errors import GradcliError, Pos
+from gradcli.language import syntax as ast
+from gradcli.ops import OPS
+
+# What each operator means is its op record's `symbol` (gradcli/ops/__init__.py): `a + b` calls "add".
+# Operators are ops of the core (a test of gradcli/ops/_names.py checks that no family's op has a
+# symbol): read from the core's records, without importing the families.
+BINARY_OPS = {op.symbol: op.name for op in dict.values(OPS) if op.symbol is not None and op.arity == 2}
+UNARY_OPS = {op.symbol: op.name for op in dict.values(OPS) if op.symbol is not None and op.arity == 1}
+# `x op= v` rebinds x to `x op v`
+AUGMENTED = {op + "=": op for op in ("+", "-", "*", "/", "//", "%", "@", "**")}
+
+
+def _pos(tok, start=None, end=None) -> Pos:
+    return Pos(tok.line, tok.column, tok.start_pos if start is None else start,
+               tok.end_pos if end is None else end)
+
+
+class _TrailingComma(list):
+    """Subscripts written with a trailing comma: `x[(0, 1),]` indexes axis 0 with an array,
+    where `x[(0, 1)]` is `x[0, 1]`."""
+
+
+class Token:
+    """A terminal as the lexer found it (the attributes are Lark's, so `_AstBuilder` also
+    runs under Lark's own parser, which the tests use as the reference)."""
+
+    __slots__ = ("type", "value", "start_pos", "end_pos", "line", "column")
+
+    def __init__(self, type_, value, start_pos, end_pos, line, column):
+        self.type = type_
+        self.value = value
+        self.start_pos = start_pos
+        self.end_pos = end_pos
+        self.line = line
+        self.column = column
+
+    def __repr__(self) -> str:
+        return f"Token({self.type}, {self.value!r}, {self.line}:{self.column})"
+
+
+class AstBuilder:
+    """Callbacks for the grammar's rules, run at each LALR reduction."""
+
+    def parse_field(self, text: str) -> ast.Node:
+        """An f-string field's expression, read by the parser that runs this builder."""
+        raise NotImplementedError
+
+    # Those that return their children as they are: the loop makes the list with `list` (a
+    # call into C, not a method call) where the rule keeps its children unchanged.
+    RETURNING_ITEMS = frozenset({"params", "arguments", "subscripts", "lambda_params"})
+
+    def start(self, items):
+        return ast.Module([s for s in items if s is not None])
+
+    def value(self, items):
+        return items[0]
+
+    def assign(self, items):
+        target, _, value = items
+        if isinstance(target, ast.Name) and "." in target.id:  # `self.w = w` (a dotted name is one token)
+            base, _, attribute = target.id.rpartition(".")
+            return ast.SetAttribute(ast.Name(base, target.pos), attribute, value, target.pos)
+        if isinstance(target, ast.Name):
+            return self._bind(target.id, target.pos, value)
+        if isinstance(target, ast.Attribute):  # `v.grad = None`, `self.w = w`
+            return ast.SetAttribute(target.target, target.name, value, target.pos)
+        if isinstance(target, ast.Array):  # `[dw, db] = tape.gradient(loss, [w, b])`
+            target = ast.Tuple(target.items, target.pos)
+        if isinstance(target, ast.Tuple) and target.items and all(isinstance(t, ast.Name) for t in target.items):
+            names = [(t.id, t.pos) for t in target.items]
+            for name, pos in names:
+                self._check_target(name, pos)
+            return ast.Unpack(names, value, names[0][1])
+        raise _syntax("only a name, or names separated by commas, can be assigned to", target.pos)
+
+    def _bind(self, name: str, pos: Pos, value):
+        self._check_target(name, pos)
+        return ast.Assign(name, value, pos)
+
+    @staticmethod
+    def _check_target(name: str, pos: Pos):
+        if "." in name:
+            raise _syntax(f"cannot assign to the dotted name '{name}'", pos)
+
+    def annassign(self, items):
+        name, _, _annotation, _, value = items
+        if value is None:  # `x: float`: declares, computes nothing
+            return None
+        return self._bind(name.value, _pos(name), value)
+
+    def augassign(self, items):
+        name, op, value = items
+        target = ast.Name(name.value, _pos(name))
+        symbol = AUGMENTED[op.value]
+        call = ast.Call(BINARY_OPS.get(symbol, "power"), [target, value],
+                        Pos(op.line, op.column, op.start_pos, value.pos.end), symbol=symbol)
+        return self._bind(name.value, _pos(name), call)
+
+    def expr_stmt(self, items):
+        return ast.ExprStmt(items[0], items[0].pos)
+
+    def return_stmt(self, items):
+        keyword, value = items
+        if value is None:
+            raise _syntax("a function must return a value: return EXPR", _pos(keyword))
+        return ast.Return(value, _pos(keyword))
+
+    def pass_stmt(self, items):
+        return None
+
+    def import_names(self, items):
+        # IMPORT NAME [AS NAME] ("," NAME [AS NAME])*: pairs after the keyword
+        keyword, *rest = items
+        bindings = []
+        for module, alias in zip(rest[0::3], rest[2::3]):
+            bindings.append((module.value, alias.value if alias is not None else module.value.split(".")[0]))
+        return ast.Import(bindings, _pos(keyword))
+
+    def import_from(self, items):
+        keyword, package, _, *rest = items
+        if len(rest) == 1 and getattr(rest[0], "type", None) == "MUL_OP":
+            return ast.Import([], _pos(keyword))  # `from m import *`: names resolve by themselves
+        bindings = [(f"{package.value}.{name.value}", (alias or name).value)
+                    for name, alias in zip(rest[0::3], rest[2::3])]
+        return ast.Import(bindings, _pos(keyword))
+
+    def params(self, items):
+        return items
+
+    def param(self, items):
+        name, _, _annotation, _, default = items
+        return (name.value, _pos(name), default)
+
+    def funcdef(self, items):
+        _, name_token, params, *rest = items
+        # [ARROW test] placeholders come before the body
+        body = [stmt for stmt in rest[2:] if stmt is not None]
+        name = name_token.value
+        if "." in name:
+            raise _syntax(f"cannot define the dotted name '{name}'", _pos(name_token))
+        if body and isinstance(body[0], ast.ExprStmt) and isinstance(body[0].value, ast.Str) and len(body) > 1:
+            body = body[1:]  # the docstring
+        returns = [i for i, stmt in enumerate(body) if isinstance(stmt, ast.Return)]
+        if not returns and name == "__init__" and body:  # a constructor returns the object it sets up
+            body.append(ast.Return(ast.NoneLiteral(body[-1].pos), body[-1].pos))
+            returns = [len(body) - 1]
+        if not returns:
+            raise _syntax(f"the body of '{name}' must end with 'return EXPR'", body[-1].pos if body else _pos(name_token))
+        if returns[0] != len(body) - 1:
+            raise _syntax("'return' must be the last statement of a function body", body[returns[0]].pos)
+        seen = set()
+        defaults = {}
+        for pname, ppos, default in params or []:
+            if pname in seen:
+                raise _syntax(f"duplicate parameter '{pname}' in the definition of '{name}'", ppos)
+            seen.add(pname)
+            if default is not None:
+                defaults[pname] = default
+            elif defaults:
+                raise _syntax(f"parameter '{pname}' without a default follows one with a default", ppos)
+        return ast.FuncDef(name, [(p, pos) for p, pos, _ in params or []], body, _pos(name_token), defaults)
+
+    def classdef(self, items):
+        keyword, name, _, bases, _, _, body = items
+        for stmt in body:
+            if not isinstance(stmt, (ast.FuncDef, ast.Assign)) and not (
+                    isinstance(stmt, ast.ExprStmt) and isinstance(stmt.value, ast.Str)):
+                raise _syntax("a class body holds methods (def) and constants (NAME = value)", stmt.pos)
+        return ast.ClassDef(name.value, list(bases or []), body, _pos(name))
+
+    def block(self, items):
+        return [stmt for stmt in items if stmt is not None]
+
+    def decorator(self, items):
+        at, expression = items[0], items[1]
+        if at.value != "@":
+            raise _syntax(f"unexpected '{at.value}' at the start of a line", _pos(at))
+        return expression
+
+    def decorated(self, items):
+        *decorators, fn = items
+        fn.decorators = decorators
+        return fn
+
+    def with_item(self, items):
+        value, _, name = items
+        return (value, name.value if name is not None else None, _pos(name) if name is not None else None)
+
+    def with_stmt(self, items):
+        keyword, *rest = items
+        *with_items, _, body = rest
+        return ast.With(list(with_items), body, _pos(keyword))
+
+    def for_stmt(self, items):
+        keyword, target, _, iterable, _, body = items
+        targets = target.items if isinstance(target, ast.Tuple) else [target]
+        if not all(isinstance(t, ast.Name) and "." not in t.id for t in targets):
+            raise _syntax("a for loop's target must be a name, or names separated by commas", target.pos)
+        return ast.For([(t.id, t.pos) for t in targets], iterable, body, _pos(keyword))
+
+    def elif_clause(self, items):
+        _, condition, _, body = items
+        return (condition, body)
+
+    def if_stmt(self, items):
+        keyword, condition, _, body, *rest = items
+        orelse = rest[-1] if rest and rest[-1] is not None and not isinstance(rest[-1], tuple) else []
+        branches = [(condition, body)] + [r for r in rest if isinstance(r, tuple)]
+        return ast.If(branches, orelse or [], _pos(keyword))
+
+    def lambda_params(self, items):
+        return items
+
+    def lambda_param(self, items):
+        name, _, default = items
+        return (name.value, _pos(name), default)
+
+    def lambda_def(self, items):
+        keyword, params, _, body = items
+        pos = _pos(keyword, keyword.start_pos, body.pos.end)
+        fn = self.funcdef([keyword, Token("NAME", "<lambda>", keyword.start_pos, keyword.end_pos, keyword.line,
+                                          keyword.column), params, None, None, ast.Return(body, body.pos)])
+        return ast.Lambda(fn, pos)
+
+    def tuple(self, items):
+        if len(items) == 2 and getattr(items[0], "type", None) == "LPAR":
+            lpar, rpar = items
+            return ast.Tuple([], _pos(lpar, lpar.start_pos, rpar.end_pos))
+        first, last = items[0], items[-1]
+        return ast.Tuple(list(items), Pos(first.pos.line, first.pos.column, first.pos.start, last.pos.end))
+
+    def conditional(self, items):
+        # `a if c else b` reads as where(c, a, b): both sides are computed (TensorFlow's
+        # tf.where), so the diagnostics watch the discarded side's gradient
+        then, keyword, condition, _, otherwise = items
+        return ast.Call("where", [condition, then, otherwise],
+                        Pos(keyword.line, keyword.column, then.pos.start, otherwise.pos.end), symbol="if")
+
+    def logical(self, items):
+        return self.binary(items)
+
+    def attribute(self, items):
+        target, dot, name = items
+        # `(x).T.sum` lexes its tail as one dotted name: one attribute per part
+        for part in name.value.split("."):
+            target = ast.Attribute(target, part, Pos(dot.line, dot.column, target.pos.start, name.end_pos))
+        return target
+
+    def dict_item(self, items):
+        key, _, value = items
+        return (key, value)
+
+    def dict_literal(self, items):
+        lbrace, *entries, rbrace = items
+        entries = [e for e in entries if e is not None]
+        return ast.Dict([k for k, _ in entries], [v for _, v in entries], _pos(lbrace, lbrace.start_pos, rbrace.end_pos))
+
+    def string(self, items):
+        import ast as python_ast  # the literal's escapes read as Python reads them, never evaluated
+
+        if any(t.value[:2].lower() in ("f'", 'f"', "fr", "rf") for t in items):
+            return _fstring(items, self.parse_field)
+
+        text = "".join(python_ast.literal_eval(t.value) for t in items)
+        return ast.Str(text, _pos(items[0], items[0].start_pos, items[-1].end_pos))
+
+    def binary(self, items):
+        left, op, right = items
+        return ast.Call(BINARY_OPS[op.value], [left, right],
+                        Pos(op.line, op.column, left.pos.start, right.pos.end), symbol=op.value)
+
+    def unary(self, items):
+        op, operand = items
+        return ast.Call(UNARY_OPS[op.value], [operand],
+                        Pos(op.line, op.column, op.start_pos, operand.pos.end), symbol=op.value)
+
+    def call(self, items):
+        target, lpar, arguments, rpar = items
+        if type(target) is ast.Name and arguments and len(arguments) == 1 and type(arguments[0]) is not ast.Keyword:
+            # the common call, `f(x)`: what the general way below makes, made at once
+            pos = target.pos
+            return ast.Call(target.id, [arguments[0]], Pos(pos.line, pos.column, pos.start, rpar.end_pos), [])
+        receiver = []
+        if isinstance(target, ast.Attribute):  # `(a + b).sum(axis=0)`: a method of the value
+            receiver, target = [target.target], ast.Name(target.name, target.pos)
+        args, keywords = [], []
+        for arg in arguments or []:
+            if isinstance(arg, ast.Keyword):
+                keywords.append(arg)
+            elif keywords:
+                raise _syntax("a positional argument follows a keyword argument", arg.pos)
+            else:
+                args.append(arg)
+        if not isinstance(target, ast.Name):  # `grad(f)(x)`: a call of a computed function
+            return ast.CallValue(target, args, keywords, Pos(target.pos.line, target.pos.column,
+                                                             target.pos.start, rpar.end_pos))
+        call = ast.Call(target.id, receiver + args, Pos(target.pos.line, target.pos.column,
+                                                        target.pos.start, rpar.end_pos), keywords)
+        call.method = bool(receiver)  # a method: its receiver is the first argument
+        return call
+
+    def arguments(self, items):
+        return items
+
+    def keyword(self, items):
+        name, _, value = items
+        return ast.Keyword(name.value, value, _pos(name))
+
+    def index(self, items):
+        target, lsqb, subscripts, rsqb = items
+        return ast.Index(target, list(subscripts), Pos(lsqb.line, lsqb.column, target.pos.start, rsqb.end_pos),
+                         isinstance(subscripts, _TrailingComma))
+
+    def subscripts(self, items):
+        return items
+
+    def subscripts_trailing_comma(self, items):
+        return _TrailingComma(items)
+
+    def slice(self, items):
+        colon = next(t for t in items if getattr(t, "type", None) == "COLON")
+        parts = [t for t in items if getattr(t, "type", None) != "COLON"]
+        parts += [None] * (3 - len(parts))
+        return ast.Slice(parts[0], parts[1], parts[2], _pos(colon))
+
+    def none(self, items):
+        return ast.NoneLiteral(_pos(items[0]))
+
+    def identity(self, items):
+        left, keyword, negated, right = items
+        symbol = "is not" if negated is not None else "is"
+        return ast.Call(symbol, [left, right], Pos(keyword.line, keyword.column, left.pos.start, right.pos.end),
+                        symbol=symbol)
+
+    def ellipsis(self, items):
+        return ast.ELLIPSIS
+
+    def number(self, items):
+        tok = items[0]
+        if tok.type in ("TRUE", "FALSE"):
+            return ast.Number(1.0 if tok.type == "TRUE" else 0.0, _pos(tok), boolean=True)
+        return ast.Number(float(tok.value), _pos(tok))
+
+    def name(self, items):
+        tok = items[0]
+        return ast.Name(tok.value, Pos(tok.line, tok.column, tok.start_pos, tok.end_pos))
+
+    def array(self, items):
+        lsqb, *elements, rsqb = items
+        return ast.Array([e for e in elements if e is not None], _pos(lsqb, lsqb.start_pos, rsqb.end_pos))
+
+
+
+
+def _fstring(items, parse_field) -> ast.FString:
+    """An f-string: its text and its fields, each field's expression parsed (never evaluated)
+    and placed where it stands in the program. A field is `{expr}`, `{expr=}` or `{expr:spec}`."""
+    import ast as python_ast
+
+    parts = []
+    for tok in items:
+        raw = tok.value
+        prefix = len(raw) - len(raw.lstrip("fFrRuU"))
+        quote = 3 if raw[prefix:prefix + 3] in ('"""', "\'\'\'") else 1
+        body_start = prefix + quote
+        body = raw[body_start:len(raw) - quote]
+        if "f" not in raw[:prefix].lower():
+            parts.append(python_ast.literal_eval(raw[prefix:]))
+            continue
+        k = 0
+        while k < len(body):
+            if body.startswith("{{", k) or body.startswith("}}", k):
+                parts.append(body[k])
+                k += 2
+                continue
+            if body[k] != "{":
+                parts.append(body[k])
+                k += 1
+                continue
+            end = body.find("}", k)
+            if end < 0:
+                raise _syntax("an f-string field is not closed with '}'", _pos(tok))
+            field = body[k + 1:end]
+            text = field.split(":")[0] if ":" in field and "lambda" not in field else field
+            shown = text.rstrip().endswith("=")
+            text = text.rstrip()[:-1] if shown else text
+            offset = tok.start_pos + body_start + k + 1
+            at = Pos(tok.line, tok.column + body_start + k + 1, offset, offset + len(text))
+            try:
+                expression = parse_field(text.strip() + "\n") if text.strip() else None
+            except GradcliError:
+                expression = None
+            if expression is None:
+                raise _syntax("an f-string field holds an expression gradcli reads: {name}, {expr=} or "
+                              "{expr:.3f}", at)
+            _shift(expression, at)
+            parts.append(ast.Field(expression, text.strip(), shown))
+            k = end + 1
+    return ast.FString(parts, _pos(items[0], items[0].start_pos, items[-1].end_pos))
+
+
+def _shift(node, at: Pos) -> None:
+    """Place a field's expression (parsed alone, from 1:1) where the field stands."""
+    work = [node]
+    while work:
+        n = work.pop()
+        p = getattr(n, "pos", None)
+        if isinstance(p, Pos):
+            n.pos = Pos(at.line, at.column + p.column - 1, at.start + max(p.start, 0), at.start + max(p.end, 0))
+        work.extend(k for k in ast.children(n) if isinstance(k, ast.Node))
+        if isinstance(n, ast.Call):
+            work.extend(k.value for k in n.keywords if False)
+
+
+def _syntax(message: str, pos: Pos) -> GradcliError:
+    return GradcliError(message, pos)
+
+
+# --------------------------------------------------------------------------- tables
