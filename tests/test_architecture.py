@@ -81,7 +81,6 @@ LAZY_IMPORTS = {
     ("gradcli/api.py", "gradcli.insight.printer"): "start-up: a small eval does not load it",
     ("gradcli/api.py", "gradcli.io.outputs"): "start-up: a small eval does not load it",
     ("gradcli/api.py", "gradcli.numerics.fixes"): "start-up: a small eval does not load it",
-    ("gradcli/ops/table.py", "gradcli.ops._names"): "the op table finds a name's family on the first miss",
     ("gradcli/ops/table.py", "gradcli.ops.*"): "the op table loads a family on the first use of one of its names",
 }
 
@@ -98,11 +97,6 @@ HOT_LOOPS = {
 
 # Over their size today, one xfail test each: (kind, file, qualified name or "") -> why it is kept for now.
 OVERSIZE = {
-    ("module", "gradcli/ops/_names.py", ""): "generated: becomes a data file",
-    ("module", "gradcli/ops/array.py", ""): "an op family still to be split by size",
-    ("module", "gradcli/ops/linalg.py", ""): "an op family still to be split by size",
-    ("module", "gradcli/ops/nn.py", ""): "an op family still to be split by size",
-    ("module", "gradcli/ops/reduce.py", ""): "an op family still to be split by size",
     ("class", "gradcli/numerics/diagnostics.py", "NumericsChecker"): "not split yet",
 }
 
@@ -578,7 +572,6 @@ def test_sniff_finder_sees_a_sniff():
     assert found == ["xp.__name__ == 'numpy'", "n in ('cupy',)", "n.startswith('dask')"]
 
 
-@pytest.mark.xfail(strict=True, reason="backends are getting capability flags (backend.numpy, .in_place, .lazy)")
 def test_backends_are_asked_not_sniffed():
     found = [hit for path in source_files() if path != PACKAGE / "engine" / "backends.py"
              for hit in name_sniffs(tree_of(path), relative(path))]

@@ -1,12 +1,12 @@
 """The files made from the code, for maintainers (not part of the package): the command
 reference docs/commands.md, from each command's --help; the kept `gradcli --help`,
 gradcli/cli/help.txt; the op reference docs/ops.md and the op tables' index
-gradcli/ops/_names.py, from the op records.
+gradcli/ops/_names.json, from the op records.
 
     python tools/gen.py > docs/commands.md
     python tools/gen.py --help-text > gradcli/cli/help.txt
     python tools/gen.py --ops > docs/ops.md
-    python tools/gen.py --ops-index > gradcli/ops/_names.py
+    python tools/gen.py --ops-index > gradcli/ops/_names.json
 
 It reads the gradcli of the checkout it lives in. A test fails when a file in the repository is
 not what this prints (as cog keeps sqlite-utils' documentation true), so nothing made from the
@@ -71,6 +71,7 @@ import importlib, json, sys
 from gradcli import ops
 from gradcli.ops import table
 table._families_started.update(ops.FAMILIES)  # imported here one by one, in order, whatever the index says
+table._index = {"OPS": {}, "CALLABLE": {}}  # (the kept index is not read: it is what this makes)
 tables = ("OPS", "CALLABLE")
 owners = {t: {name: "ops" for name in dict.keys(getattr(ops, t))} for t in tables}
 for family in ops.FAMILIES:
@@ -92,11 +93,11 @@ print(json.dumps([[t, [[name, owners[t][name]] for name in dict.keys(getattr(ops
 
 
 def ops_index() -> str:
-    """gradcli/ops/_names.py: which module registers each name of the op tables (gradcli.ops
+    """gradcli/ops/_names.json: which module registers each name of the op tables (gradcli.ops
     imports a family when one of its names is first looked up); a test fails when it is out of
     date. Found in a fresh process, importing the families one by one.
 
-        python tools/gen.py --ops-index > gradcli/ops/_names.py
+        python tools/gen.py --ops-index > gradcli/ops/_names.json
     """
     import json
     import subprocess
@@ -104,15 +105,8 @@ def ops_index() -> str:
     done = subprocess.run([sys.executable, "-c", _OWNERS], capture_output=True, text=True, check=False, cwd=ROOT)
     if done.returncode:
         raise SystemExit(done.stderr)
-    parts = ['"""Which module registers each name of gradcli.ops\'s tables: "ops" (the core) or a family\n'
-             "module, imported when one of its names is first looked up. Made by\n"
-             "`python tools/gen.py --ops-index > gradcli/ops/_names.py`; a test fails when it is out of\n"
-             'date."""']
-    for table, owners in json.loads(done.stdout):
-        parts.append(f"{table} = {{")
-        parts += [f"    {name!r}: {owner!r}," for name, owner in owners]
-        parts.append("}")
-    return "\n".join(parts) + "\n"
+    index = {table: dict(owners) for table, owners in json.loads(done.stdout)}
+    return json.dumps(index, indent=1) + "\n"
 
 
 # The op families in table order, each with its heading in docs/ops.md; a family is named by its
@@ -120,10 +114,16 @@ def ops_index() -> str:
 OP_FAMILIES = {
     "ops": "Operators, elementwise basics, reductions and shapes (the core)",
     "elementwise": "Elementwise functions",
-    "reduce": "Reductions, scans and statistics",
-    "array": "Shapes and arrays",
-    "linalg": "Linear algebra",
+    "reduce": "Reductions, scans, sorting and statistics",
+    "norms": "Norms, differences, integrals and grouped reductions",
+    "array": "Joining, splitting, reshaping and reordering",
+    "selection": "Selection, padding, diagonals and triangles",
+    "creation": "Constructors and floating-point parts",
+    "linalg": "Products and einsum",
+    "solves": "Inverses, solves and decompositions",
     "nn": "Neural-network functions and losses",
+    "convolution": "Convolution",
+    "objectives": "Losses per sample and distributions",
     "scatter": "Writes by index",
     "factor": "Factorizations",
     "losses": "More norms and losses",
@@ -131,9 +131,9 @@ OP_FAMILIES = {
 
 
 def _op_family(name: str) -> str:
-    from gradcli.ops import _names
+    from gradcli.ops import table
 
-    return _names.OPS.get(name, "ops")
+    return table._names()["OPS"].get(name, "ops")
 
 
 def _cell(text: str) -> str:

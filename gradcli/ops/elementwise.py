@@ -20,7 +20,7 @@ from gradcli.errors import ShapeError
 from gradcli.ops.trace import G
 from gradcli.ops.table import NO_GRADIENT, NOT_DIFFERENTIABLE, REQUIRED, UNBOUNDED, Op, register
 from gradcli.ops.core import _binary, _log_softmax, _maximum_weight, _minimum_weight, _sigmoid, _unary
-from gradcli.ops.shapes import _broadcast, _same, broadcast_shapes, on_host, reduced_shape
+from gradcli.ops.shapes import _broadcast, _same, broadcast_shapes, is_numpy, on_host, reduced_shape
 
 LN2 = math.log(2.0)
 LN10 = math.log(10.0)
@@ -35,7 +35,7 @@ SQRT_2PI = math.sqrt(2.0 * math.pi)
 def _special(xp, name: str):
     """scipy.special.<name> for NumPy arrays; for CuPy, cupyx.scipy.special's, or SciPy's
     on a host copy where CuPy has none."""
-    if xp.__name__ == "numpy":
+    if is_numpy(xp):
         import scipy.special
         return getattr(scipy.special, name)
     import cupyx.scipy.special as device_special

@@ -3,6 +3,7 @@ work some records do on the host."""
 from __future__ import annotations
 
 import math
+import sys
 
 from gradcli.errors import ShapeError
 from gradcli.ops.trace import G, Sym
@@ -79,17 +80,23 @@ def _reduction_shape(shape, axis=None, keepdims=False):
 
 # --------------------------------------------------------------------------- NumPy-only work on a device array
 
+def is_numpy(xp) -> bool:
+    """Whether the namespace is NumPy itself: the module object asked, not its name (NumPy is
+    loaded wherever an array exists, so this module need not import it)."""
+    return xp is sys.modules.get("numpy")
+
+
 def to_host(xp, a):
     """a as a NumPy array: itself under NumPy, a host copy of a device (CuPy) array. A namespace
     with neither (Dask's) fails here, so that an evaluator computing lazily runs the op whole,
     under its memory guard."""
-    return a if xp.__name__ == "numpy" else xp.asnumpy(a)
+    return a if is_numpy(xp) else xp.asnumpy(a)
 
 
 def on_host(xp, fn, *arrays):
     """fn(*arrays) with NumPy: on host copies where xp is not NumPy (CuPy lacks ufunc.at,
     ufunc.accumulate, SciPy), its result moved back."""
-    if xp.__name__ == "numpy":
+    if is_numpy(xp):
         return fn(*arrays)
     return xp.asarray(fn(*(to_host(xp, a) for a in arrays)))
 

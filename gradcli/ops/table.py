@@ -142,13 +142,14 @@ class DataError(Exception):
     that is not positive definite): a user error, reported at the call's place."""
 
 
-FAMILIES = ("elementwise", "reduce", "array", "linalg", "index", "nn", "scatter", "factor", "losses")  # in table order
+FAMILIES = ("elementwise", "reduce", "norms", "array", "selection", "creation", "linalg", "solves", "index", "nn",
+            "convolution", "objectives", "scatter", "factor", "losses")  # in table order
 
 
 class _Table(dict):
     """A name -> Op table whose families are imported when first needed: the core's records
     are registered as this module is imported, a family module's the first time one of its
-    names is looked up (gradcli/ops/_names.py says which module registers which name; a test
+    names is looked up (gradcli/ops/_names.json says which module registers which name; a test
     fails when it is out of date), and every family's by anything that reads the table whole
     (iteration, len, values ...). A family is imported after those before it in FAMILIES
     (register), so the table's order is always the same. A small program imports only the
@@ -212,18 +213,27 @@ OPS: dict[str, Op] = _Table()      # canonical name -> Op
 CALLABLE: dict[str, Op] = _Table()  # a public op's name -> Op (a library's names for it: gradcli/language/dialects)
 _core_registered = False  # set once the core's records are in (core_registered)
 _families_loaded = False
-_index = None  # gradcli.ops._names, once a name was missing
+_index = None  # gradcli/ops/_names.json, read once a name was missing
+
+
+def _names() -> dict:
+    """The index of which module registers each name ({"OPS": {name: module}, "CALLABLE": ...}),
+    read on the first name missing from the tables (a small program never reads it)."""
+    global _index
+    if _index is None:
+        import json
+        import os
+        with open(os.path.join(os.path.dirname(__file__), "_names.json"), encoding="utf-8") as file:
+            _index = json.load(file)
+    return _index
 
 
 def _load_family_of(table: _Table, name) -> bool:
     """Import the family module that registers `name` in `table`, if one does and it is not
     imported yet; whether `table` has `name` now."""
-    global _index
     if _families_loaded or not _core_registered:  # (the core registering its own names)
         return False
-    if _index is None:
-        from gradcli.ops import _names as _index
-    family = (_index.OPS if table is OPS else _index.CALLABLE).get(name)
+    family = _names()["OPS" if table is OPS else "CALLABLE"].get(name)
     if family is None or family == "ops":
         return False
     import importlib
@@ -247,10 +257,7 @@ _families_started: set = set()
 def _import_families_before(name: str) -> None:
     """On a family's first record, the families before it in FAMILIES are imported first
     (whichever name or import brought it in), so that the tables keep one order."""
-    global _index
-    if _index is None:
-        from gradcli.ops import _names as _index
-    family = _index.OPS.get(name)
+    family = _names()["OPS"].get(name)
     if family is None or family == "ops" or family in _families_started:
         return
     _families_started.add(family)

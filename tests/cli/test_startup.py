@@ -129,8 +129,8 @@ def test_a_library_user_keeps_the_collector_and_python_s_help():
 
 
 def test_the_ops_index_is_the_one_made_from_the_families():
-    """Regenerate it with: python tools/gen.py --ops-index > gradcli/ops/_names.py"""
-    assert (ROOT / "gradcli" / "ops" / "_names.py").read_text() == generated("--ops-index")
+    """Regenerate it with: python tools/gen.py --ops-index > gradcli/ops/_names.json"""
+    assert (ROOT / "gradcli" / "ops" / "_names.json").read_text() == generated("--ops-index")
 
 
 # The tables in a process that imports every family first, and in one whose first lookups

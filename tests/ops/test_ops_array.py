@@ -441,6 +441,10 @@ def test_derive_of_array_functions_round_trips(program):
                                err_msg=printed)
 
 
+# the modules of the shape and array functions (gradcli/ops/array.py and its continuations)
+ARRAY_FAMILY = ("gradcli.ops.array", "gradcli.ops.selection", "gradcli.ops.creation")
+
+
 def test_no_argument_makes_an_array_function_crash():
     """Random calls of every op of the family, with arrays, numbers, lists, strings and None in
     every position: each evaluates or is a GradcliError (a user error), never an exception."""
@@ -449,8 +453,8 @@ def test_no_argument_makes_an_array_function_crash():
     from gradcli.language.dialects import callable_ops
     callable = callable_ops()
     names = sorted(n for n, o in callable.items()
-                   if getattr(o.forward, "__module__", None) == "gradcli.ops.array"
-                   or getattr(o.parts, "__module__", None) == "gradcli.ops.array")
+                   if getattr(o.forward, "__module__", None) in ARRAY_FAMILY
+                   or getattr(o.parts, "__module__", None) in ARRAY_FAMILY)
     arrays = ["s", "v", "m", "t", "e", "[m, m]", "(v, v)", "[v, m]", "[]", "m > 1"]
     values = ["0", "1", "-1", "2", "-5", "[0, 1]", "(2, 1)", "[[0, 1], [1, 0]]", "None", "'reflect'", "'ij'", "0.5",
               "[]", "[-1, 2]", "True", "((1, 0), (0, 2))", "[2, 0, 1]"]
