@@ -120,7 +120,7 @@ CALL = Param("call", ("--call",), help="Call a function of the program, e.g. 'lo
 DEBUG = Param("debug", ("--debug",), bool, False, "Show the Python traceback of an error.", hidden=True)
 MAX_MEMORY = Param("max_memory", ("--max-memory",),
                    help="Refuse programs whose arrays need more memory than this (e.g. 8G, 500M); default: half of "
-                        "this machine's memory.", metavar="SIZE")
+                        "what this process may use (the machine's memory, ulimit -v, the container's limit).", metavar="SIZE")
 WRT = Param("wrt", ("--wrt",), help="With respect to this input or named value (repeatable).", metavar="NAME",
             multiple=True)
 WRT_ONE = Param("wrt", ("--wrt",), help="With respect to this value.", metavar="NAME")
