@@ -211,6 +211,7 @@ COMMANDS = (
         Param("points", ("--points",), int, 200, "How many points, evenly spaced."),
         Param("png", ("--png",), help="Write a PNG (needs Matplotlib: pip install 'gradcli[plot]').", metavar="PATH"),
         Param("svg", ("--svg",), help="Write an SVG (needs Matplotlib).", metavar="PATH"),
+        Param("force", ("--force",), bool, False, "Replace the --png or --svg file if it exists."),
         MAX_MEMORY, DEBUG)),
 )
 
