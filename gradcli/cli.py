@@ -129,7 +129,8 @@ def _typer_app(commands=None):
     DebugOpt = Annotated[bool, typer.Option("--debug", help="Show the Python traceback of an error.", hidden=True)]
     MaxMemoryOpt = Annotated[Optional[str], typer.Option(
         "--max-memory", metavar="SIZE", help="Refuse programs whose arrays need more memory than this "
-                                             "(e.g. 8G, 500M); default: half of this machine's memory.")]
+                                             "(e.g. 8G, 500M); default: half of what this process may use (the "
+                                             "machine's memory, ulimit -v, the container's limit).")]
     WrtOpt = Annotated[Optional[list[str]], typer.Option(
         "--wrt", metavar="NAME", help="With respect to this input or named value (repeatable).")]
     WrtOneOpt = Annotated[Optional[str], typer.Option("--wrt", metavar="NAME", help="With respect to this value.")]
@@ -604,8 +605,8 @@ class Run:
 
         _resume_collector()  # start-up is over: the command's own work may make garbage
 
+        limit = None
         try:
-            limit = None
             if self.max_memory is not None:
                 from .evaluate import parse_size
                 limit = parse_size(self.max_memory)
@@ -632,6 +633,11 @@ class Run:
             from .errors import format_error  # no NumPy needed to say what is wrong
             streams.say(format_error(_in_cli_terms(err)))
             code = err.exit_code
+        except MemoryError:  # the machine ran out before the guard refused: not a bug of gradcli
+            from .errors import format_error
+            from .evaluate import out_of_memory
+            streams.say(format_error(_in_cli_terms(out_of_memory(limit))))
+            code = 2
         except streams.ReaderGone:  # `| head -1`: the reader has what it wanted
             streams.silence_stdout()
             code = 0
@@ -769,7 +775,10 @@ class Run:
                     streams.say(render.diagnostic_text(diag, result.graph.source))
                 return "".join(f"{number}\t{line}\n" for line in view.lines(result)), code
             return render.dumps(render.document(view, result, number)) + "\n", code
-        except GradcliError as err:
+        except (GradcliError, MemoryError) as err:
+            if isinstance(err, MemoryError):  # the machine ran out: said as the guard's refusal is
+                from .evaluate import out_of_memory, parse_size
+                err = out_of_memory(self.max_memory and parse_size(self.max_memory))
             text = format_error(_in_cli_terms(err))
             if fmt == "plain":  # answered in its place too: a reader of the lines keeps count
                 streams.say(text)
