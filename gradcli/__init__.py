@@ -89,16 +89,13 @@ def _answer_help() -> None:
 
     streams.reserve_standard_fds()
     streams.take_signals("command")
-    try:
-        out.write(TEXT)
-        out.flush()
-    except OSError as exc:
-        import errno
-
+    try:  # whole, or exit 74 (a short write is finished or is an error); a reader gone is exit 0
+        streams.write_output([TEXT])
+    except streams.ReaderGone:
         streams.silence_stdout()
-        if exc.errno == errno.EPIPE:  # the reader is gone: click exits 1 and says nothing
-            _sys.exit(1)
-        streams.say(f"gradcli: cannot write the output: {exc.strerror or exc}")
+    except streams.OutputError as exc:
+        streams.silence_stdout()
+        streams.say(f"gradcli: cannot write the output: {exc}")
         _sys.exit(streams.EXIT_OUTPUT)
     _sys.exit(0)
 

@@ -165,6 +165,9 @@ class DaskBackend(Backend):
     def __init__(self, chunk_bytes: int | None = None, scheduler: str | None = None,
                  max_memory: int | None = None, progress: bool = False):
         from .evaluate import default_memory_limit
+        if scheduler is not None and not scheduler.strip():  # not "no scheduler": a mistake
+            raise OptionError("{option} '': an empty address; give tcp://HOST:PORT, or 'local' for worker "
+                              "processes started here (without {option}: threads in this process)", "scheduler")
         self.max_memory = max_memory or default_memory_limit()
         self.chunk_bytes = chunk_bytes or default_chunk_bytes(self.max_memory)
         self.scheduler = scheduler

@@ -869,26 +869,18 @@ def _one_line(message: str) -> str:
 
 
 def _refuse_repeated_options(chosen, argv: list[str]) -> None:
-    """An option that takes one value, given twice, is an error (click would keep the last
-    silently: `hessian --of a --of b` is not the Hessian of a + b)."""
-    words = argv[1:argv.index("--")] if "--" in argv else argv[1:]
-    names = [w.partition("=")[0] for w in words if w.startswith("-")]
-    if len(set(names)) == len(names):
-        return  # nothing given twice (the usual case: no need to build click's command)
-    import typer.main
+    """An option that takes one value, given twice under any of its names, is an error (click
+    would keep the last silently: `hessian --of a --of b` is not the Hessian of a + b, and
+    `-e A -eB` is not the program A)."""
+    from ._cli_table import COMMANDS
+    from .option_words import repeated_single_options
 
-    command = typer.main.get_command(chosen)
-    if not hasattr(command, "commands") or len(command.commands) != 1:
+    command = COMMANDS.get(argv[0]) if argv else None
+    if command is None:
         return
-    (sub,) = command.commands.values()
-    for param in sub.params:
-        if getattr(param, "multiple", True) or getattr(param, "is_flag", False) or getattr(param, "count", False):
-            continue
-        given = [w for w in words for name in param.opts if w == name or (name.startswith("--") and
-                                                                          w.startswith(name + "="))]
-        if len(given) > 1:
-            streams.say(f"gradcli: error: {param.opts[-1]} was given {len(given)} times; {sub.name} takes one")
-            sys.exit(2)
+    for name, times in repeated_single_options(argv[1:], command[1]):
+        streams.say(f"gradcli: error: {name} was given {times} times; {argv[0]} takes one")
+        sys.exit(2)
 
 
 def _without_typer(argv: list[str]):
@@ -907,15 +899,13 @@ def _without_typer(argv: list[str]):
         return None
     function, params = command
     args = argv[1:]
-    words = args[:args.index("--")] if "--" in args else args
     options = {}  # option name -> its param
     for param in params:
         for name in param[1]:
             options[name] = param
-        if param[2] != "flag" and not param[4] and sum(
-                w == name or (name[:2] == "--" and w.startswith(name + "=")) for name in param[1] or (param[0],)
-                for w in words) > 1:
-            return None  # _refuse_repeated_options() could refuse it (it counts an argument's name too)
+    from .option_words import repeated_single_options
+    if repeated_single_options(args, params):
+        return None  # _refuse_repeated_options() refuses it
     given: dict = {}
     positional = []
     i = 0
@@ -998,11 +988,15 @@ def main() -> None:
         if chosen is not _app():
             _refuse_repeated_options(chosen, sys.argv[1:])
         # prog_name: also under `python -m gradcli`, completion is for the command
-        chosen(prog_name="gradcli")
-    except OSError as exc:  # click could not write its own output (help, version)
+        with streams.whole_writes():  # click's own output (help, version) delivered whole or exit 74
+            chosen(prog_name="gradcli")
+    except (OSError, streams.OutputError) as exc:  # click could not write its own output (help, version)
         streams.silence_stdout()
-        streams.say(f"gradcli: cannot write the output: {exc.strerror or exc}")
+        streams.say(f"gradcli: cannot write the output: {getattr(exc, 'strerror', None) or exc}")
         sys.exit(streams.EXIT_OUTPUT)
+    except streams.ReaderGone:  # `gradcli --help | head -1`: not a failure
+        streams.silence_stdout()
+        sys.exit(0)
 
 
 streams.started()
