@@ -136,6 +136,7 @@ COMMANDS = {
         ('points', ('--points',), 'int', 200, False, False),
         ('png', ('--png',), 'str', None, False, False),
         ('svg', ('--svg',), 'str', None, False, False),
+        ('force', ('--force',), 'flag', False, False, False),
         ('max_memory', ('--max-memory',), 'str', None, False, False),
         ('debug', ('--debug',), 'flag', False, False, False),
     )),

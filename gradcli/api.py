@@ -804,7 +804,8 @@ def curve(text: str, *, wrt: str, low: float, high: float, points: int = 200, of
                           "wrt")
     if index is not None and (len(index) != len(shape) or not all(-n <= k < n for k, n in zip(index, shape))):
         raise OptionError(f"{{option}} {wrt.strip()}: no such element of {base}, shaped {fmt_shape(shape)}", "wrt")
-    xs = np.linspace(low, high, points)
+    from .plotting import evenly_spaced
+    xs = evenly_spaced(low, high, points)  # (HIGH - LOW may overflow: -1e308:1e308)
     reach = depends_on(graph, [x], y)
     elementwise = index is None and all(graph.equations[i].op.elementwise or not reach[i] or i == x
                                         for i in needed_equations(graph, [y]))

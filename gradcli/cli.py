@@ -342,16 +342,6 @@ def graph_command(
             text, name=name, feeds=feeds, call=call, of=of, wrt=wrt or [], max_memory=limit))
 
 
-def _range(text: str) -> tuple[float, float]:
-    from .errors import GradcliError
-
-    low, sep, high = text.partition(":")
-    try:
-        return float(low), float(high)
-    except ValueError:
-        raise GradcliError(f"--range: expected LOW:HIGH such as -5:5, not '{text}'") from None
-
-
 @_command("plot", _example("gradcli plot -e 'y = sin(x) * x' --wrt x --range -5:5 --order 2",
                                      "gradcli plot model.expr --wrt 'w[2]' --set 'w=[1, 2, 3]' --range 0:1 --png w2.png"))
 def plot_command(
@@ -367,40 +357,33 @@ def plot_command(
     png: Annotated[Optional[str], typer.Option("--png", metavar="PATH", help="Write a PNG (needs Matplotlib: "
                                                                           "pip install 'gradcli[plot]').")] = None,
     svg: Annotated[Optional[str], typer.Option("--svg", metavar="PATH", help="Write an SVG (needs Matplotlib).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace the --png or --svg file if it exists.")] = False,
     max_memory: MaxMemoryOpt = None, debug: DebugOpt = False,
 ) -> None:
     """Draw a scalar value and its derivative (and second derivative with --order 2) as one
     input varies over a range: in the terminal, or to a PNG or SVG file. Points where a value
     or derivative is not finite, and ties and kinks, are marked, and the diagnostics that
     explain them go to standard error."""
-    from . import api, render
+    from . import api, plotting, render
+
+    def compute(text, name, feeds, limit):
+        files[:] = plotting.check_files(png, svg, force)  # before anything is computed
+        low, high = plotting.parse_range(range_)
+        return api.curve(text, name=name, feeds=feeds, call=call, wrt=wrt, low=low, high=high, points=points,
+                         of=of, order=order, max_memory=limit)
 
     def present(curve, name):
         for diag in curve.diagnostics:
             streams.say(render.diagnostic_text(diag, curve.graph.source))
-        files = [path for path in (png, svg) if path]
-        if not files:
-            terminal = sys.stdout is not None and sys.stdout.isatty()
-            width = render.terminal_width()
-            return [render.plot_terminal(curve, width, max(12 * (1 + len(curve.derivatives)), 24), terminal)], 0
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            from .errors import GradcliError
-            raise GradcliError("--png and --svg need Matplotlib: pip install 'gradcli[plot]'") from None
-        for path in files:
-            try:
-                render.plot_file(curve, path)
-            except OSError as exc:
-                from .errors import GradcliError
-                raise GradcliError(f"cannot write '{path}': {exc.strerror or exc}") from None
-            streams.say(f"gradcli: wrote {path}")
-        return [], 0
+        if files:
+            plotting.write_files(curve, files, force)
+            return [], 0
+        terminal = sys.stdout is not None and sys.stdout.isatty()
+        height = max(12 * (1 + len(curve.derivatives)), 24)
+        return [plotting.draw_terminal(curve, render.terminal_width(), height, terminal)], 0
 
-    Run(file, expr, set_, "plain", False, False, max_memory, debug).answer(
-        None, lambda text, name, feeds, limit: api.curve(
-            text, name=name, feeds=feeds, call=call, wrt=wrt, low=_range(range_)[0], high=_range(range_)[1],
-            points=points, of=of, order=order, max_memory=limit), present)
+    files: list = []
+    Run(file, expr, set_, "plain", False, False, max_memory, debug).answer(None, compute, present)
 
 
 # --------------------------------------------------------------------------- running a command
