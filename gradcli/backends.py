@@ -226,8 +226,14 @@ class DaskBackend(Backend):
         import numpy
 
         keys = list(values)
-        with self._scheduling(), self._progress():
-            results = dask.compute(*[values[k] for k in keys], **self._compute_options())
+        try:
+            with self._scheduling(), self._progress():
+                results = dask.compute(*[values[k] for k in keys], **self._compute_options())
+        except Exception as exc:
+            failure = cluster_failure(exc, self.scheduler, self.max_memory)
+            if failure is None:
+                raise
+            raise failure from None
         return {k: numpy.asarray(r) for k, r in zip(keys, results)}
 
     def _progress(self):
@@ -244,7 +250,7 @@ class DaskBackend(Backend):
         import contextlib
         if not self.scheduler:
             return contextlib.nullcontext()
-        return _cluster(self.scheduler, self.max_memory)
+        return _cluster(self.scheduler, self.max_memory, self.chunk_bytes)
 
     def load(self, spec: str, label: str, max_bytes: int | None = None):
         """`.npy` read a chunk at a time, `DIR.zarr` or `DIR.zarr:NAME` read lazily;
@@ -260,16 +266,13 @@ class DaskBackend(Backend):
 
     def _npy(self, path: str, label: str):
         import numpy
+
+        from .values import npy_layout
         xp = self.xp
-        try:
-            probe = numpy.load(path, mmap_mode="r", allow_pickle=False)
-        except (OSError, ValueError, EOFError) as exc:
-            raise GradcliError(f"{label}: cannot read '{path}' as .npy: {exc}") from None
-        if probe.dtype.kind not in "fiub":
-            raise GradcliError(f"{label}: '{path}' holds {probe.dtype} numbers; gradcli reads real numbers")
-        reader = _NpyChunks(path, probe.shape, probe.dtype, probe.offset, probe.flags.f_contiguous and probe.ndim > 1,
-                            label)
-        del probe
+        # checked as on the CPU: a regular file (a FIFO is not waited on), the header's array
+        # exactly the bytes that follow it (trailing bytes are not ignored)
+        shape, dtype, offset, fortran = npy_layout(path, label)
+        reader = _NpyChunks(path, shape, dtype, offset, fortran and len(shape) > 1, label)
         return xp.from_array(reader, chunks=self.chunks_for(reader.shape, reader.dtype.itemsize) or (),
                              asarray=True, fancy=False, lock=False, meta=numpy.empty((0,) * len(reader.shape),
                                                                                      reader.dtype))
@@ -299,10 +302,12 @@ class DaskBackend(Backend):
         if node.dtype.kind not in "fiub":
             raise GradcliError(f"{label}: '{path}' holds {node.dtype} numbers; gradcli reads real numbers")
         import dask.array as da
+        import numpy
         stored = getattr(node, "chunks", None)
         chunks = stored if stored and math.prod(stored) * node.dtype.itemsize >= self.chunk_bytes // 4 \
             else self.chunks_for(node.shape, node.dtype.itemsize)
-        return da.from_array(node, chunks=chunks or (), asarray=True, fancy=False, lock=False)
+        return da.from_array(_ZarrChunks(node, path, label), chunks=chunks or (), asarray=True, fancy=False,
+                             lock=False, meta=numpy.empty((0,) * node.ndim, node.dtype))
 
     def save(self, values: dict, write) -> None:
         """`write(key, dask array)`: the values stay lazy, for a writer that stores them chunk by
@@ -402,6 +407,24 @@ def _split_zarr(spec: str) -> tuple[str | None, str | None]:
     return None, None
 
 
+class _ZarrChunks:
+    """A Zarr array read a block at a time, a block that cannot be read (a corrupt or missing
+    chunk, a codec error) being the user's error that names the store (exit 2), not a crash."""
+
+    def __init__(self, node, path: str, label: str):
+        self.node, self.path, self.label = node, path, label
+        self.shape, self.dtype, self.ndim = tuple(node.shape), node.dtype, node.ndim
+
+    def __getitem__(self, index):
+        try:
+            return self.node[index]
+        except MemoryError:
+            raise
+        except Exception as exc:
+            raise GradcliError(f"{self.label}: cannot read a chunk of '{self.path}' "
+                               f"({type(exc).__name__}: {exc})") from None
+
+
 class _NpyChunks:
     """A `.npy` file read a block at a time into a fresh buffer (`os.preadv`, one read per run
     of the block that is contiguous in the file), so pages read are not held by the process:
@@ -473,12 +496,25 @@ class _NpyChunks:
         return block
 
 
-_CLUSTERS: dict = {}
+# A worker process's own memory beside its share of --max-memory: the interpreter with NumPy,
+# Dask and distributed (about 100 MiB measured); the nanny ends a worker that goes over the sum
+WORKER_BASELINE = 192 << 20
+# How long a scheduler has to answer the connection's handshake before it is given up
+HANDSHAKE_SECONDS = 10.0
 
 
-def _cluster(address: str, max_memory: int):
+def local_workers(max_memory: int, chunk_bytes: int, cores: int | None = None) -> int:
+    """Worker processes for `--scheduler local`: one per core, at most 4, and no more than the
+    memory limit gives each room for CHUNKS_IN_FLIGHT chunks."""
+    cores = cores or os.cpu_count() or 1
+    return max(1, min(cores, 4, max_memory // (chunk_bytes * CHUNKS_IN_FLIGHT)))
+
+
+def _cluster(address: str, max_memory: int, chunk_bytes: int = MAX_CHUNK_BYTES):
     """A dask.distributed client for `address` (`local`: a LocalCluster of worker processes on
-    the loopback interface, started here and stopped when this process ends)."""
+    the loopback interface, started here and stopped when the computation ends; each worker's
+    share of --max-memory is its memory limit, beside its own WORKER_BASELINE). Their logs are
+    silenced: what fails reaches the command as an exception, said once."""
     import contextlib
 
     try:
@@ -490,12 +526,17 @@ def _cluster(address: str, max_memory: int):
     @contextlib.contextmanager
     def client():
         import logging
-        logging.getLogger("distributed").setLevel(logging.ERROR)
+        logging.getLogger("distributed").setLevel(logging.CRITICAL)
         if address == "local":
-            workers = max(1, min(os.cpu_count() or 1, 4))
-            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, host="127.0.0.1",
-                                   dashboard_address=None, processes=True,
-                                   memory_limit=max(max_memory // workers, 1 << 26))
+            workers = local_workers(max_memory, chunk_bytes)
+            try:
+                cluster = LocalCluster(n_workers=workers, threads_per_worker=1, host="127.0.0.1",
+                                       dashboard_address="127.0.0.1:0", processes=True, silence_logs=logging.CRITICAL,
+                                       memory_limit=max_memory // workers + WORKER_BASELINE)
+            except Exception as exc:
+                raise OptionError(f"{{option}} local: the worker processes could not be started "
+                                  f"({type(exc).__name__}: {exc})", "scheduler") from None
+            _RUNNING.append(cluster)
             try:
                 with Client(cluster) as c:
                     # the workers are this command's: their numerical warnings (exp overflowing)
@@ -503,16 +544,107 @@ def _cluster(address: str, max_memory: int):
                     c.run(_quiet_numerics)
                     yield c
             finally:
+                _RUNNING.remove(cluster)
                 cluster.close()
         else:
+            _check_answers(address)
             try:
-                c = Client(address, timeout="10s")
+                c = Client(address, timeout=f"{HANDSHAKE_SECONDS:g}s")
             except Exception as exc:
                 raise OptionError(f"{{option}} {address}: cannot reach a Dask scheduler there "
                                   f"({type(exc).__name__}: {exc})", "scheduler") from None
             with c:
                 yield c
     return client()
+
+
+_RUNNING: list = []  # the local clusters of this process (stopped first when a signal ends it)
+
+
+def stop_local_workers() -> None:
+    """Kill the worker processes of this command's local clusters at once: the command is ending
+    on a signal, and a worker left running could write into a temporary already removed (and
+    recreate it). Called by gradcli.streams before the temporaries are removed."""
+    import signal
+
+    for cluster in list(_RUNNING):
+        for worker in list(getattr(cluster, "workers", {}).values()):
+            process = getattr(getattr(worker, "process", None), "process", None)  # the nanny's worker
+            pid = getattr(process, "pid", None)
+            if pid:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+    if _RUNNING:
+        _release_semaphores()
+
+
+def _release_semaphores() -> None:
+    """Unlink the semaphores the cluster's locks made here, as Python's own ending would (the
+    command ends with os._exit): else multiprocessing's resource tracker unlinks them after it
+    and warns of "leaked semaphore objects" on stderr."""
+    import sys
+
+    util, synchronize = sys.modules.get("multiprocessing.util"), sys.modules.get("multiprocessing.synchronize")
+    if util is None or synchronize is None:
+        return
+    for finalizer in list(getattr(util, "_finalizer_registry", {}).values()):
+        if getattr(finalizer, "_callback", None) is synchronize.SemLock._cleanup:
+            try:
+                finalizer()
+            except Exception:
+                pass
+
+
+def _check_answers(address: str) -> None:
+    """A TCP scheduler must send its handshake on connection within HANDSHAKE_SECONDS (a Dask
+    scheduler writes first): a server that accepts and never answers would hang the client
+    (dask.distributed's own timeout does not bound its handshake)."""
+    import socket
+
+    scheme, _, rest = address.rpartition("://")
+    if scheme not in ("", "tcp"):
+        return  # (tls, ucx, ...: left to dask.distributed)
+    host, _, port = rest.rpartition(":")
+    try:
+        port_number = int(port)
+    except ValueError:
+        raise OptionError(f"{{option}} {address}: expected tcp://HOST:PORT", "scheduler") from None
+    try:
+        with socket.create_connection((host.strip("[]") or "127.0.0.1", port_number), HANDSHAKE_SECONDS) as sock:
+            sock.settimeout(HANDSHAKE_SECONDS)
+            answered = sock.recv(1)
+    except socket.timeout:
+        raise OptionError(f"{{option}} {address}: the server there accepted the connection but did not answer as "
+                          f"a Dask scheduler within {HANDSHAKE_SECONDS:g} s", "scheduler") from None
+    except OSError as exc:
+        raise OptionError(f"{{option}} {address}: cannot reach a Dask scheduler there ({exc.strerror or exc})",
+                          "scheduler") from None
+    if not answered:
+        raise OptionError(f"{{option}} {address}: the server there closed the connection without answering as a "
+                          "Dask scheduler", "scheduler")
+
+
+def cluster_failure(exc: BaseException, address: str | None, max_memory: int) -> OptionError | None:
+    """What a failure of dask.distributed itself (not of a task) means for the user: a worker
+    killed (over its memory, or from outside), a connection lost or timed out; None for any
+    other exception (a task's own error passes through as it is)."""
+    import asyncio
+
+    module = type(exc).__module__ or ""
+    if not address or not (module.startswith("distributed") or isinstance(exc, (TimeoutError, asyncio.TimeoutError))):
+        return None
+    from .evaluate import _gib
+    said = f"{type(exc).__name__}: {exc}".strip()
+    if type(exc).__name__ == "KilledWorker":
+        if address == "local":
+            return OptionError(f"{{option}} local: a worker process was killed while computing: it went over its "
+                               f"memory (its share of the {_gib(max_memory)} of --max-memory, plus "
+                               f"{_gib(WORKER_BASELINE)} of its own), or was ended from outside; raise --max-memory "
+                               "or give smaller --chunks", "scheduler")
+        return OptionError(f"{{option}} {address}: a worker was lost while computing ({said})", "scheduler")
+    return OptionError(f"{{option}} {address}: the cluster failed while computing ({said})", "scheduler")
 
 
 def _quiet_numerics():

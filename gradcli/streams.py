@@ -80,6 +80,12 @@ def _end(signum: int) -> None:
     rollback = _state["rollback"]
     if rollback is not None:  # a second signal in mid-write: leave no partial unit in a file
         _cut_back(*rollback)
+    backends = sys.modules.get("gradcli.backends")
+    if backends is not None:  # a local cluster's workers first: none may write into what is removed next
+        try:
+            backends.stop_local_workers()
+        except Exception:
+            pass
     outputs = sys.modules.get("gradcli.outputs")  # (loaded only where --out writes)
     if outputs is not None:
         try:
