@@ -228,7 +228,7 @@ class DaskBackend(Backend):
         keys = list(values)
         try:
             with self._scheduling(), self._progress():
-                results = dask.compute(*[values[k] for k in keys], **self._compute_options())
+                results = _compute_reading_again([values[k] for k in keys], self._compute_options())
         except Exception as exc:
             failure = cluster_failure(exc, self.scheduler, self.max_memory)
             if failure is None:
@@ -304,10 +304,29 @@ class DaskBackend(Backend):
         import dask.array as da
         import numpy
         stored = getattr(node, "chunks", None)
-        chunks = stored if stored and math.prod(stored) * node.dtype.itemsize >= self.chunk_bytes // 4 \
+        stored_bytes = math.prod(stored) * node.dtype.itemsize if stored else 0
+        if stored_bytes > self.chunk_bytes:
+            self._adopt_stored_chunks(path, label, stored_bytes)
+        chunks = stored if stored and stored_bytes >= self.chunk_bytes // 4 \
             else self.chunks_for(node.shape, node.dtype.itemsize)
         return da.from_array(_ZarrChunks(node, path, label), chunks=chunks or (), asarray=True, fancy=False,
                              lock=False, meta=numpy.empty((0,) * node.ndim, node.dtype))
+
+    def _adopt_stored_chunks(self, path: str, label: str, stored_bytes: int) -> None:
+        """A Zarr chunk is read whole (decompressed), so a store whose chunks are larger than the
+        chunk size is read a stored chunk at a time, and the memory reasoning (gradcli.evaluate)
+        counts chunks of that size; refused where that many cores each computing on one with
+        CHUNKS_IN_FLIGHT chunk-sized arrays would not fit in --max-memory (a 64 MiB chunk under
+        16M peaked at 394 MiB)."""
+        from .evaluate import _gib
+        cores = os.cpu_count() or 1
+        needed = stored_bytes * cores * CHUNKS_IN_FLIGHT
+        if needed > self.max_memory:
+            raise OptionError(f"{label}: '{path}' is stored in chunks of {_gib(stored_bytes)}, each read whole: "
+                              f"computing on one per core ({cores}) takes about {_gib(needed)}, more than the "
+                              f"{_gib(self.max_memory)} allowed by {{option}}; store it in smaller chunks, or raise "
+                              "{option}", "max_memory")
+        self.chunk_bytes = stored_bytes
 
     def save(self, values: dict, write) -> None:
         """`write(key, dask array)`: the values stay lazy, for a writer that stores them chunk by
@@ -335,6 +354,94 @@ class DaskBackend(Backend):
         whole = per_block.rechunk(per_block.shape)
         return whole.map_blocks(_join_chunk_stats, drop_axis=tuple(range(value.ndim)), chunks=((3,),),
                                 dtype=numpy.float64, meta=numpy.empty((0,), numpy.float64))
+
+
+def _compute_reading_again(collections: list, options: dict) -> tuple:
+    """dask.compute(*collections), each array graph optimised by Dask and then `reading_again`."""
+    import dask
+    with dask.config.set(array_optimize=_optimize_reading_again):
+        return dask.compute(*collections, **options)
+
+
+def _optimize_reading_again(graph, keys, **options):
+    from dask.array.optimization import optimize
+    from dask.core import flatten
+    return reading_again(dict(optimize(graph, keys, **options)), set(flatten(keys)))
+
+
+# A result read by more tasks than this is held until the last of them runs whatever is done
+# (a reduction's result, a small constant broadcast against every block): a task that reads it
+# may be run again later without holding more
+WIDELY_READ = 4
+# The most tasks one task may carry inside it to be run again (the work repeated is bounded)
+MAX_CARRIED = 64
+
+
+def reading_again(graph: dict, outputs: set) -> dict:
+    """The graph with every block that is cheap to make again made again where it is read,
+    instead of held until its last reader runs. Where one reader of a value's blocks is a
+    reduction over the whole value and another needs that reduction's result (logsumexp,
+    x - mean(x), softmax, most gradients), that last reader runs after every block is made:
+    held, the blocks are the whole value (a 256 MiB input held under --max-memory 64M). Cheap to
+    make again: a task that reads only constants of the graph (a file's reader, an in-memory
+    array), results read widely (held anyway) and other such tasks, one block of each value (two
+    blocks of one value are a reduction or a join: not made again), at most MAX_CARRIED tasks in
+    all; it is copied into each of its readers and run there (a block read from a constant by any
+    number of readers; another task only where it has at most WIDELY_READ readers)."""
+    from dask._task_spec import DataNode, Task
+
+    readers: dict = {}
+    for node in graph.values():
+        for dependency in node.dependencies:
+            readers[dependency] = readers.get(dependency, 0) + 1
+    again: dict = {}  # key -> (the task with what it reads made again inside it, tasks carried)
+    for key in _in_order(graph):
+        node = graph[key]
+        if key in outputs or not isinstance(node, Task):
+            continue
+        constants_only = all(isinstance(graph.get(d), DataNode) for d in node.dependencies)
+        if readers.get(key, 0) > WIDELY_READ and not constants_only:  # (a block read: read again by each)
+            continue
+        carried, layers = 1, set()
+        for dependency in node.dependencies:
+            if dependency in again:
+                carried += again[dependency][1]
+                layer = dependency[0] if isinstance(dependency, tuple) else dependency
+                if layer in layers:
+                    break  # two blocks of one value: a reduction or a join, not a block's own work
+                layers.add(layer)
+            elif not (isinstance(graph.get(dependency), DataNode) or readers.get(dependency, 0) > WIDELY_READ):
+                break
+        else:
+            if carried <= MAX_CARRIED:
+                inner = {d: again[d][0] for d in node.dependencies if d in again}
+                again[key] = (node.substitute(inner) if inner else node, carried)
+    if not again:
+        return graph
+    return {key: node.substitute({d: again[d][0] for d in node.dependencies & again.keys()})
+            if node.dependencies & again.keys() else node
+            for key, node in graph.items() if key not in again}
+
+
+def _in_order(graph: dict) -> list:
+    """The graph's keys, each after those it reads (no recursion: graphs are deep)."""
+    done: set = set()
+    order = []
+    for root in graph:
+        if root in done:
+            continue
+        stack = [(root, False)]
+        while stack:
+            key, expanded = stack.pop()
+            if key in done:
+                continue
+            if expanded:
+                done.add(key)
+                order.append(key)
+                continue
+            stack.append((key, True))
+            stack.extend((d, False) for d in graph[key].dependencies if d in graph and d not in done)
+    return order
 
 
 _DASK_NAMESPACE = []

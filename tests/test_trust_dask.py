@@ -186,3 +186,127 @@ def test_sigterm_during_a_local_cluster_write_leaves_nothing_and_says_one_line(x
     for _ in range(3):  # a worker still running would write into the removed store again
         time.sleep(1)
         assert sorted(os.listdir(folder)) == ["x.npy"]
+
+
+# --------------------------------------------------------------------------- the memory promise
+
+RSS_OVERHEAD = 112 << 20  # the interpreter with NumPy, Dask, Zarr and gradcli imported (about 85 MiB here)
+MEASURE = ("import resource, subprocess, sys; p = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
+           "sys.stderr.write(p.stderr); print(p.returncode); print(p.stdout); "
+           "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)")
+
+
+def _peak(*args, cwd):
+    """(exit code, standard output, peak resident memory) of a gradcli command."""
+    p = subprocess.run([sys.executable, "-c", MEASURE, sys.executable, "-m", "gradcli", *args], capture_output=True,
+                       text=True, cwd=cwd, timeout=300)
+    lines = p.stdout.rstrip("\n").split("\n")
+    return int(lines[0]), "\n".join(lines[1:-1]), int(lines[-1]), p.stderr
+
+
+@pytest.fixture(scope="module")
+def x64(tmp_path_factory):
+    """64 MiB of numbers: four times the 16M limit below."""
+    folder = tmp_path_factory.mktemp("x64")
+    x = np.lib.format.open_memmap(folder / "x.npy", mode="w+", dtype=np.float64, shape=(8 << 20,))
+    x[:] = np.random.default_rng(12).standard_normal(8 << 20)
+    x.flush()
+    return folder
+
+
+def _blocks(folder):
+    x = np.load(folder / "x.npy", mmap_mode="r")
+    for start in range(0, len(x), 1 << 20):
+        yield start, np.array(x[start:start + (1 << 20)])
+
+
+def test_a_reduction_then_a_second_pass_over_the_input_stays_within_the_limit(x64):
+    """logsumexp reads x for its max, then again for exp(x - max): Dask held every block of x
+    between the two (152 MiB here under 16M); now a block is read again where it is needed."""
+    code, out, peak, err = _peak("eval", "-e", "y = logsumexp(x)", "--set", "x=@x.npy", "--device", "dask",
+                                 "--max-memory", "16M", "--format", "plain", cwd=x64)
+    assert code == 0, err
+    assert peak < (16 << 20) + RSS_OVERHEAD, f"peak RSS {peak >> 20} MiB"
+    top = max(block.max() for _, block in _blocks(x64))
+    want = top + np.log(sum(np.exp(block - top).sum() for _, block in _blocks(x64)))
+    np.testing.assert_allclose(float(out.split()[1]), want, rtol=1e-12)
+
+
+def test_a_gradient_that_reads_its_input_after_a_reduction_is_written_within_the_limit(x64):
+    """d/dx sum((x - mean(x))**2) = 2 (x - mean(x)): x is read after mean(x) is known (172 MiB)."""
+    zarr = pytest.importorskip("zarr")
+    code, out, peak, err = _peak("grad", "-e", "y = sum((x - mean(x)) ** 2)", "--wrt", "x", "--set", "x=@x.npy",
+                                 "--device", "dask", "--max-memory", "16M", "--out", "g.zarr", "--format", "plain",
+                                 cwd=x64)
+    assert code == 0, err
+    assert peak < (16 << 20) + RSS_OVERHEAD, f"peak RSS {peak >> 20} MiB"
+    mean = sum(block.sum() for _, block in _blocks(x64)) / (8 << 20)
+    stored = zarr.open_group(str(x64 / "g.zarr"), mode="r")["d_y_d_x"]
+    for start, block in _blocks(x64):
+        np.testing.assert_allclose(stored[start:start + len(block)], 2 * (block - mean), rtol=1e-9, atol=1e-12)
+
+
+def test_the_task_graph_is_counted_against_the_limit(tmp_path):
+    """4 MiB cut into 1 KiB blocks: 8,194 blocks of tasks took 179 MiB under 16M, exit 0."""
+    np.save(tmp_path / "x.npy", np.random.default_rng(13).standard_normal(1 << 19))
+    p = _gradcli("eval", "-e", "y = sum(x * 2)", "--set", "x=@x.npy", "--device", "dask", "--chunks", "1K",
+                 "--max-memory", "16M", cwd=tmp_path)
+    assert (p.returncode, p.stdout) == (2, "")
+    assert p.stderr == ("gradcli: error: on --device dask, --chunks of 1.0 KiB cuts the values into 8,194 blocks: "
+                        "the task graph alone would take about 64.0 MiB, more than the 16.0 MiB allowed by "
+                        "--max-memory; give larger --chunks\n")
+    p = _gradcli("eval", "-e", "y = sum(x * 2)", "--set", "x=@x.npy", "--device", "dask", "--chunks", "64K",
+                 "--max-memory", "16M", "--format", "plain", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+
+
+def test_a_zarr_store_whose_chunks_cannot_fit_is_refused_up_front(tmp_path):
+    """A Zarr chunk is read whole: one 16 MiB chunk under 16M (a 64 MiB one peaked at 394 MiB)."""
+    zarr = pytest.importorskip("zarr")
+    x = np.random.default_rng(14).standard_normal(2 << 20)
+    zarr.open_array(str(tmp_path / "one.zarr"), mode="w", shape=x.shape, chunks=x.shape, dtype="f8")[:] = x
+    p = _gradcli("eval", "-e", "y = sum(x)", "--set", "x=@one.zarr", "--device", "dask", "--max-memory", "16M",
+                 cwd=tmp_path)
+    assert (p.returncode, p.stdout) == (2, "")
+    assert p.stderr.startswith("gradcli: error: --set x: 'one.zarr' is stored in chunks of 16.0 MiB, each read "
+                               "whole: computing on one per core (")
+    assert p.stderr.endswith("more than the 16.0 MiB allowed by --max-memory; store it in smaller chunks, or raise "
+                             "--max-memory\n")
+    p = _gradcli("eval", "-e", "y = sum(x)", "--set", "x=@one.zarr", "--device", "dask", "--max-memory", "8G",
+                 "--format", "plain", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    np.testing.assert_allclose(float(p.stdout.split()[1]), x.sum(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("program", ["y = sum(softmax(x) * x)", "y = logsumexp(x) + sum(x * mean(x))",
+                                     "y = sum(((x - mean(x)) / std(x)) ** 4)"])
+def test_blocks_read_again_give_numpys_numbers(program, tmp_path):
+    """The graph with cheap blocks made again where they are read computes what NumPy does."""
+    import gradcli
+    from gradcli.backends import FileRef
+    x = np.random.default_rng(15).standard_normal(1 << 14)
+    np.save(tmp_path / "x.npy", x)
+    on_dask = gradcli.grad(program, wrt=["x"], feeds={"x": FileRef(str(tmp_path / "x.npy"), "x")}, device="dask",
+                           chunks=1 << 12)
+    on_cpu = gradcli.grad(program, wrt=["x"], feeds={"x": x})
+    np.testing.assert_allclose(on_dask.outputs["y"], on_cpu.outputs["y"], rtol=1e-12)
+    np.testing.assert_allclose(on_dask.gradients["x"], on_cpu.gradients["x"], rtol=1e-10, atol=1e-14)
+
+
+def test_reading_again_copies_cheap_blocks_into_their_readers_and_nothing_else():
+    from dask._task_spec import DataNode, List, Task, TaskRef
+    from gradcli.backends import reading_again
+
+    def read(array, i):
+        return array[i]
+    graph = {"file": DataNode("file", [10.0, 20.0]),
+             ("x", 0): Task(("x", 0), read, TaskRef("file"), 0),
+             ("x", 1): Task(("x", 1), read, TaskRef("file"), 1),
+             "total": Task("total", sum, List(TaskRef(("x", 0)), TaskRef(("x", 1)))),
+             ("d", 0): Task(("d", 0), float.__sub__, TaskRef(("x", 0)), TaskRef("total")),
+             ("d", 1): Task(("d", 1), float.__sub__, TaskRef(("x", 1)), TaskRef("total"))}
+    again = reading_again(graph, {("d", 0), ("d", 1)})
+    assert set(again) == {"file", "total", ("d", 0), ("d", 1)}  # the blocks of x are made where read
+    assert again["total"].dependencies == {"file"} and again[("d", 1)].dependencies == {"file", "total"}
+    import dask.threaded
+    assert dask.threaded.get(again, [("d", 0), ("d", 1)]) == (10.0 - 30.0, 20.0 - 30.0)
