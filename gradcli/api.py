@@ -670,7 +670,7 @@ class Program:
             graph = _fork(program._host_graph())
         (of_name,), (y,), (x,) = _targets(graph, [of] if of else None, [base])
         plot.check_target(graph, of_name, y, x, base, index, wrt)
-        xs, max_memory = np.linspace(low, high, points), self.options.max_memory
+        xs, max_memory = plot.evenly_spaced(low, high, points), self.options.max_memory  # (HIGH - LOW may overflow)
         reach = depends_on(graph, [x], y)
         found = None
         if index is None and all(graph.equations[i].op.elementwise or not reach[i] or i == x

@@ -117,16 +117,13 @@ def _answer_help() -> None:
         return
     if not text.isascii() and (out.encoding or "").lower().replace("_", "-") not in ("utf-8", "utf8"):
         return
-    try:
-        out.write(text)
-        out.flush()
-    except OSError as exc:
-        import errno
-
+    try:  # whole, or exit 74 (a short write is finished or is an error); a reader gone is exit 0
+        streams.write_output([text])
+    except streams.ReaderGone:
         streams.silence_stdout()
-        if exc.errno == errno.EPIPE:  # the reader is gone: click exits 1 and says nothing
-            sys.exit(1)
-        streams.say(f"gradcli: cannot write the output: {exc.strerror or exc}")
+    except streams.OutputError as exc:
+        streams.silence_stdout()
+        streams.say(f"gradcli: cannot write the output: {exc}")
         sys.exit(streams.EXIT_OUTPUT)
     sys.exit(0)
 
@@ -161,7 +158,8 @@ def _with_typer(argv: list[str]) -> None:
         if repeated is not None:
             streams.say(f"gradcli: error: {repeated}")
             sys.exit(2)
-    chosen(prog_name="gradcli")  # also under `python -m gradcli`: completion is for the command
+    with streams.whole_writes():  # click's own output (help, version) delivered whole or exit 74
+        chosen(prog_name="gradcli")  # also under `python -m gradcli`: completion is for the command
 
 
 def main() -> None:
@@ -178,10 +176,13 @@ def main() -> None:
             function(**kwargs)
             sys.exit(0)  # click's ending of a command that returns
         _with_typer(argv)
-    except OSError as exc:  # click could not write its own output (help, version)
+    except (OSError, streams.OutputError) as exc:  # click could not write its own output (help, version)
         streams.silence_stdout()
-        streams.say(f"gradcli: cannot write the output: {exc.strerror or exc}")
+        streams.say(f"gradcli: cannot write the output: {getattr(exc, 'strerror', None) or exc}")
         sys.exit(streams.EXIT_OUTPUT)
+    except streams.ReaderGone:  # `gradcli --help | head -1`: not a failure
+        streams.silence_stdout()
+        sys.exit(0)
 
 
 streams.started()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 
 from gradcli import api
-from gradcli.cli import render, streams
+from gradcli.cli import plotting, render, streams
 from gradcli.cli.run import Run, assignments, chunk_size
 from gradcli.cli.spec import GraphFormat
 from gradcli.errors import GradcliError
@@ -98,36 +98,23 @@ def graph_command(*, file, expr, wrt, of, set_, call, format, max_memory, debug)
             text, name=name, feeds=feeds, call=call, of=of, wrt=wrt or [], max_memory=limit))
 
 
-def _range(text: str) -> tuple[float, float]:
-    low, sep, high = text.partition(":")
-    try:
-        return float(low), float(high)
-    except ValueError:
-        raise GradcliError(f"--range: expected LOW:HIGH such as -5:5, not '{text}'") from None
+def plot_command(*, file, expr, wrt, range_, of, set_, call, order, points, png, svg, force, max_memory,
+                 debug) -> None:
+    def compute(text, name, feeds, limit):
+        files[:] = plotting.check_files(png, svg, force)  # before anything is computed
+        low, high = plotting.parse_range(range_)
+        return api.curve(text, name=name, feeds=feeds, call=call, wrt=wrt, low=low, high=high, points=points,
+                         of=of, order=order, max_memory=limit)
 
-
-def plot_command(*, file, expr, wrt, range_, of, set_, call, order, points, png, svg, max_memory, debug) -> None:
     def present(curve, name):
         for diag in curve.diagnostics:
             streams.say(render.diagnostic_text(diag, curve.graph.source))
-        files = [path for path in (png, svg) if path]
-        if not files:
-            terminal = sys.stdout is not None and sys.stdout.isatty()
-            width = render.terminal_width()
-            return [render.plot_terminal(curve, width, max(12 * (1 + len(curve.derivatives)), 24), terminal)], 0
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            raise GradcliError("--png and --svg need Matplotlib: pip install 'gradcli[plot]'") from None
-        for path in files:
-            try:
-                render.plot_file(curve, path)
-            except OSError as exc:
-                raise GradcliError(f"cannot write '{path}': {exc.strerror or exc}") from None
-            streams.say(f"gradcli: wrote {path}")
-        return [], 0
+        if files:
+            plotting.write_files(curve, files, force)
+            return [], 0
+        terminal = sys.stdout is not None and sys.stdout.isatty()
+        height = max(12 * (1 + len(curve.derivatives)), 24)
+        return [plotting.draw_terminal(curve, render.terminal_width(), height, terminal)], 0
 
-    Run(file, expr, set_, "plain", False, False, max_memory, debug).answer(
-        None, lambda text, name, feeds, limit: api.curve(
-            text, name=name, feeds=feeds, call=call, wrt=wrt, low=_range(range_)[0], high=_range(range_)[1],
-            points=points, of=of, order=order, max_memory=limit), present)
+    files: list = []
+    Run(file, expr, set_, "plain", False, False, max_memory, debug).answer(None, compute, present)

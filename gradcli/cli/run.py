@@ -11,7 +11,7 @@ import gradcli.cli
 from gradcli.cli import render, streams
 from gradcli.engine.backends import FileRef
 from gradcli.errors import GradcliError, OptionError, Pos, Source, format_error
-from gradcli.limits import TEXT_COPIES, default_memory_limit, parse_size
+from gradcli.limits import TEXT_COPIES, default_memory_limit, out_of_memory, parse_size
 
 
 def _open_program(file: str | None, expr: str | None):
@@ -197,8 +197,8 @@ class Run:
         shown by `view` (a render.View), or by `present(result, name) -> (units, exit code)`."""
         gradcli.cli.resume_collector()  # start-up is over: the command's own work may make garbage
 
+        limit = None
         try:
-            limit = None
             if self.max_memory is not None:
                 limit = parse_size(self.max_memory)
             if self.out is not None or self.force:
@@ -223,6 +223,9 @@ class Run:
                 traceback.print_exc()
             streams.say(format_error(in_cli_terms(err)))
             code = err.exit_code
+        except MemoryError:  # the machine ran out before the guard refused: not a bug of gradcli
+            streams.say(format_error(in_cli_terms(out_of_memory(limit))))
+            code = 2
         except streams.ReaderGone:  # `| head -1`: the reader has what it wanted
             streams.silence_stdout()
             code = 0
@@ -350,7 +353,9 @@ class Run:
                     streams.say(render.diagnostic_text(diag, result.graph.source))
                 return "".join(f"{number}\t{line}\n" for line in view.lines(result)), code
             return render.dumps(render.document(view, result, number)) + "\n", code
-        except GradcliError as err:
+        except (GradcliError, MemoryError) as err:
+            if isinstance(err, MemoryError):  # the machine ran out: said as the guard's refusal is
+                err = out_of_memory(self.max_memory and parse_size(self.max_memory))
             text = format_error(in_cli_terms(err))
             if fmt == "plain":  # answered in its place too: a reader of the lines keeps count
                 streams.say(text)

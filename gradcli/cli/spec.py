@@ -120,7 +120,7 @@ CALL = Param("call", ("--call",), help="Call a function of the program, e.g. 'lo
 DEBUG = Param("debug", ("--debug",), bool, False, "Show the Python traceback of an error.", hidden=True)
 MAX_MEMORY = Param("max_memory", ("--max-memory",),
                    help="Refuse programs whose arrays need more memory than this (e.g. 8G, 500M); default: half of "
-                        "this machine's memory.", metavar="SIZE")
+                        "what this process may use (the machine's memory, ulimit -v, the container's limit).", metavar="SIZE")
 WRT = Param("wrt", ("--wrt",), help="With respect to this input or named value (repeatable).", metavar="NAME",
             multiple=True)
 WRT_ONE = Param("wrt", ("--wrt",), help="With respect to this value.", metavar="NAME")
@@ -211,6 +211,7 @@ COMMANDS = (
         Param("points", ("--points",), int, 200, "How many points, evenly spaced."),
         Param("png", ("--png",), help="Write a PNG (needs Matplotlib: pip install 'gradcli[plot]').", metavar="PATH"),
         Param("svg", ("--svg",), help="Write an SVG (needs Matplotlib).", metavar="PATH"),
+        Param("force", ("--force",), bool, False, "Replace the --png or --svg file if it exists."),
         MAX_MEMORY, DEBUG)),
 )
 
@@ -319,23 +320,43 @@ def named_command(argv: list[str]):
 
 def repeated_option(argv: list[str]) -> str | None:
     """What is wrong when an option that takes one value is given twice in `argv` (a command's
-    line; click would keep the last silently: `hessian --of a --of b` is not the Hessian of
-    a + b), as click names the option; None if nothing is. An argument counts under its
-    keyword, as click names it."""
+    line), under any of its names (click would keep the last silently: `hessian --of a --of b`
+    is not the Hessian of a + b, and `-e A -eB` is not the program A), as click names the
+    option; None if nothing is."""
     command = BY_NAME[argv[0]]
-    words = argv[1:argv.index("--")] if "--" in argv else argv[1:]
-    names = [w.partition("=")[0] for w in words if w.startswith("-")]
-    if len(set(names)) == len(names):
-        return None  # nothing given twice (the usual case)
-    for param in command.params:
-        if param.multiple or param.kind is bool:
-            continue
-        spellings = param.names or (param.keyword,)
-        given = [w for w in words for name in spellings if w == name or (name.startswith("--") and
-                                                                        w.startswith(name + "="))]
-        if len(given) > 1:
-            return f"{spellings[-1]} was given {len(given)} times; {command.name} takes one"
+    for name, times in repeated_single_options(argv[1:], command.params):
+        return f"{name} was given {times} times; {command.name} takes one"
     return None
+
+
+def repeated_single_options(words: list[str], params: tuple[Param, ...]) -> list[tuple[str, int]]:
+    """(the option's last name, how many times it was given) for each option of `params` that
+    takes one value and was given more than once in `words` (a command's words after its name),
+    read as click reads them: `--name VALUE`, `--name=VALUE`, `-e VALUE` and `-eVALUE`, a value
+    never read as an option (`-e '-exp(x)'`, `--range -5:5`), nothing after `--`."""
+    param_of = {name: param for param in params for name in param.names}
+    counts: dict[str, int] = {}
+    i = 0
+    while i < len(words):
+        word = words[i]
+        i += 1
+        if word == "--":
+            break
+        if word.startswith("--"):
+            name, equals, _ = word.partition("=")
+            attached = bool(equals)
+        elif word.startswith("-") and len(word) > 1:
+            name, attached = word[:2], len(word) > 2
+        else:
+            continue  # an argument
+        param = param_of.get(name)
+        if param is None:
+            continue  # not an option of this command (click reports it)
+        counts[param.keyword] = counts.get(param.keyword, 0) + 1
+        if param.kind is not bool and not attached:
+            i += 1  # its value, whatever it looks like
+    return [(param.names[-1], counts[param.keyword]) for param in params
+            if counts.get(param.keyword, 0) > 1 and param.kind is not bool and not param.multiple]
 
 
 # --------------------------------------------------------------------------- reader 2: without Typer
@@ -369,15 +390,9 @@ def read_argv(argv: list[str]):
 def _given(params: tuple[Param, ...], args: list[str]) -> dict | None:
     """{keyword: the text given (a list for a repeated option; True for a flag)}, or None for
     anything the reader leaves to Typer."""
-    words = args[:args.index("--")] if "--" in args else args
-    options = {}  # option name -> its param
-    for param in params:
-        for name in param.names:
-            options[name] = param
-        if param.kind is not bool and not param.multiple and sum(
-                w == name or (name[:2] == "--" and w.startswith(name + "=")) for name in param.names or (param.keyword,)
-                for w in words) > 1:
-            return None  # repeated_option() could refuse it (it counts an argument's name too)
+    options = {name: param for param in params for name in param.names}  # option name -> its param
+    if repeated_single_options(args, params):
+        return None  # repeated_option() refuses it
     given: dict = {}
     positional = []
     i = 0

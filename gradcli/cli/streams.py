@@ -80,6 +80,12 @@ def _end(signum: int) -> None:
     rollback = _state["rollback"]
     if rollback is not None:  # a second signal in mid-write: leave no partial unit in a file
         _cut_back(*rollback)
+    backends = sys.modules.get("gradcli.engine.backends")
+    if backends is not None:  # a local cluster's workers first: none may write into what is removed next
+        try:
+            backends.stop_local_workers()
+        except Exception:
+            pass
     outputs = sys.modules.get("gradcli.io.outputs")  # (loaded only where --out writes)
     if outputs is not None:
         try:
@@ -130,7 +136,12 @@ def silence_stdout() -> None:
 def write_output(units: list[str]) -> None:
     """Write `units` to standard output, each whole, in order; OutputError or ReaderGone if
     the output cannot take them. A signal that arrives meanwhile takes effect after them."""
-    out = sys.stdout
+    _deliver(sys.stdout, units)
+
+
+def _deliver(out, units: list[str]) -> None:
+    if isinstance(out, WholeWrites):
+        out = out.stream
     if out is None:
         raise OutputError("standard output is closed")
     try:
@@ -143,6 +154,50 @@ def write_output(units: list[str]) -> None:
         out.flush()
         return
     _write_all(fd, units)
+
+
+class WholeWrites:
+    """Standard output for what click writes itself (`--help`, `--version`): each write goes out
+    whole through write_output, so an output that cannot take it is OutputError (exit 74) and a
+    reader that went away ReaderGone (exit 0), where click would cut it short, or say nothing for
+    a closed one, and exit 0 (or 1 for a closed pipe). Installed by `whole_writes`."""
+
+    def __init__(self, stream):
+        self.stream = stream  # the real standard output (None where it is closed)
+        self.encoding = getattr(stream, "encoding", None) or "utf-8"
+        self.errors = getattr(stream, "errors", None) or "strict"
+
+    def write(self, text: str) -> int:
+        if not isinstance(text, str):  # (how click tells a text stream from a binary one)
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        _deliver(self.stream, [text])
+        return len(text)
+
+    def flush(self) -> None:
+        pass  # nothing is held
+
+    def fileno(self) -> int:
+        if self.stream is None:
+            raise ValueError("standard output is closed")
+        return self.stream.fileno()
+
+    def isatty(self) -> bool:
+        return self.stream is not None and self.stream.isatty()
+
+    def writable(self) -> bool:
+        return True
+
+
+class whole_writes:
+    """`with whole_writes():` standard output is a `WholeWrites` for the block."""
+
+    def __enter__(self):
+        self.saved = sys.stdout
+        sys.stdout = WholeWrites(self.saved)
+        return sys.stdout
+
+    def __exit__(self, *exc) -> None:
+        sys.stdout = self.saved
 
 
 WRITE_CHUNK = 1 << 20  # bytes encoded and written at a time: the text is never copied whole

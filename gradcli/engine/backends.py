@@ -13,8 +13,8 @@ import os
 import sys
 
 from gradcli.errors import GradcliError, OptionError
-from gradcli.io.files import load_file
-from gradcli.limits import default_memory_limit
+from gradcli.io.files import load_file, npy_layout
+from gradcli.limits import default_memory_limit, describe_size
 
 
 class Backend:
@@ -178,6 +178,9 @@ class DaskBackend(Backend):
 
     def __init__(self, chunk_bytes: int | None = None, scheduler: str | None = None,
                  max_memory: int | None = None, progress: bool = False):
+        if scheduler is not None and not scheduler.strip():  # not "no scheduler": a mistake
+            raise OptionError("{option} '': an empty address; give tcp://HOST:PORT, or 'local' for worker "
+                              "processes started here (without {option}: threads in this process)", "scheduler")
         self.max_memory = max_memory or default_memory_limit()
         self.chunk_bytes = chunk_bytes or default_chunk_bytes(self.max_memory)
         self.scheduler = scheduler
@@ -236,8 +239,14 @@ class DaskBackend(Backend):
         import numpy
 
         keys = list(values)
-        with self._scheduling(), self._progress():
-            results = dask.compute(*[values[k] for k in keys], **self._compute_options())
+        try:
+            with self._scheduling(), self._progress():
+                results = _compute_reading_again([values[k] for k in keys], self._compute_options())
+        except Exception as exc:
+            failure = cluster_failure(exc, self.scheduler, self.max_memory)
+            if failure is None:
+                raise
+            raise failure from None
         return {k: numpy.asarray(r) for k, r in zip(keys, results)}
 
     def _progress(self):
@@ -254,7 +263,7 @@ class DaskBackend(Backend):
         import contextlib
         if not self.scheduler:
             return contextlib.nullcontext()
-        return _cluster(self.scheduler, self.max_memory)
+        return _cluster(self.scheduler, self.max_memory, self.chunk_bytes)
 
     def load(self, spec: str, label: str, max_bytes: int | None = None):
         """`.npy` read a chunk at a time, `DIR.zarr` or `DIR.zarr:NAME` read lazily;
@@ -270,16 +279,12 @@ class DaskBackend(Backend):
 
     def _npy(self, path: str, label: str):
         import numpy
+
         xp = self.xp
-        try:
-            probe = numpy.load(path, mmap_mode="r", allow_pickle=False)
-        except (OSError, ValueError, EOFError) as exc:
-            raise GradcliError(f"{label}: cannot read '{path}' as .npy: {exc}") from None
-        if probe.dtype.kind not in "fiub":
-            raise GradcliError(f"{label}: '{path}' holds {probe.dtype} numbers; gradcli reads real numbers")
-        reader = _NpyChunks(path, probe.shape, probe.dtype, probe.offset, probe.flags.f_contiguous and probe.ndim > 1,
-                            label)
-        del probe
+        # checked as on the CPU: a regular file (a FIFO is not waited on), the header's array
+        # exactly the bytes that follow it (trailing bytes are not ignored)
+        shape, dtype, offset, fortran = npy_layout(path, label)
+        reader = _NpyChunks(path, shape, dtype, offset, fortran and len(shape) > 1, label)
         return xp.from_array(reader, chunks=self.chunks_for(reader.shape, reader.dtype.itemsize) or (),
                              asarray=True, fancy=False, lock=False, meta=numpy.empty((0,) * len(reader.shape),
                                                                                      reader.dtype))
@@ -309,10 +314,30 @@ class DaskBackend(Backend):
         if node.dtype.kind not in "fiub":
             raise GradcliError(f"{label}: '{path}' holds {node.dtype} numbers; gradcli reads real numbers")
         import dask.array as da
+        import numpy
         stored = getattr(node, "chunks", None)
-        chunks = stored if stored and math.prod(stored) * node.dtype.itemsize >= self.chunk_bytes // 4 \
+        stored_bytes = math.prod(stored) * node.dtype.itemsize if stored else 0
+        if stored_bytes > self.chunk_bytes:
+            self._adopt_stored_chunks(path, label, stored_bytes)
+        chunks = stored if stored and stored_bytes >= self.chunk_bytes // 4 \
             else self.chunks_for(node.shape, node.dtype.itemsize)
-        return da.from_array(node, chunks=chunks or (), asarray=True, fancy=False, lock=False)
+        return da.from_array(_ZarrChunks(node, path, label), chunks=chunks or (), asarray=True, fancy=False,
+                             lock=False, meta=numpy.empty((0,) * node.ndim, node.dtype))
+
+    def _adopt_stored_chunks(self, path: str, label: str, stored_bytes: int) -> None:
+        """A Zarr chunk is read whole (decompressed), so a store whose chunks are larger than the
+        chunk size is read a stored chunk at a time, and the memory reasoning (gradcli.engine.memory)
+        counts chunks of that size; refused where that many cores each computing on one with
+        CHUNKS_IN_FLIGHT chunk-sized arrays would not fit in --max-memory (a 64 MiB chunk under
+        16M peaked at 394 MiB)."""
+        cores = os.cpu_count() or 1
+        needed = stored_bytes * cores * CHUNKS_IN_FLIGHT
+        if needed > self.max_memory:
+            raise OptionError(f"{label}: '{path}' is stored in chunks of {describe_size(stored_bytes)}, each read whole: "
+                              f"computing on one per core ({cores}) takes about {describe_size(needed)}, more than the "
+                              f"{describe_size(self.max_memory)} allowed by {{option}}; store it in smaller chunks, or raise "
+                              "{option}", "max_memory")
+        self.chunk_bytes = stored_bytes
 
     def save(self, values: dict, write) -> None:
         """`write(key, dask array)`: the values stay lazy, for a writer that stores them chunk by
@@ -340,6 +365,94 @@ class DaskBackend(Backend):
         whole = per_block.rechunk(per_block.shape)
         return whole.map_blocks(_join_chunk_stats, drop_axis=tuple(range(value.ndim)), chunks=((3,),),
                                 dtype=numpy.float64, meta=numpy.empty((0,), numpy.float64))
+
+
+def _compute_reading_again(collections: list, options: dict) -> tuple:
+    """dask.compute(*collections), each array graph optimised by Dask and then `reading_again`."""
+    import dask
+    with dask.config.set(array_optimize=_optimize_reading_again):
+        return dask.compute(*collections, **options)
+
+
+def _optimize_reading_again(graph, keys, **options):
+    from dask.array.optimization import optimize
+    from dask.core import flatten
+    return reading_again(dict(optimize(graph, keys, **options)), set(flatten(keys)))
+
+
+# A result read by more tasks than this is held until the last of them runs whatever is done
+# (a reduction's result, a small constant broadcast against every block): a task that reads it
+# may be run again later without holding more
+WIDELY_READ = 4
+# The most tasks one task may carry inside it to be run again (the work repeated is bounded)
+MAX_CARRIED = 64
+
+
+def reading_again(graph: dict, outputs: set) -> dict:
+    """The graph with every block that is cheap to make again made again where it is read,
+    instead of held until its last reader runs. Where one reader of a value's blocks is a
+    reduction over the whole value and another needs that reduction's result (logsumexp,
+    x - mean(x), softmax, most gradients), that last reader runs after every block is made:
+    held, the blocks are the whole value (a 256 MiB input held under --max-memory 64M). Cheap to
+    make again: a task that reads only constants of the graph (a file's reader, an in-memory
+    array), results read widely (held anyway) and other such tasks, one block of each value (two
+    blocks of one value are a reduction or a join: not made again), at most MAX_CARRIED tasks in
+    all; it is copied into each of its readers and run there (a block read from a constant by any
+    number of readers; another task only where it has at most WIDELY_READ readers)."""
+    from dask._task_spec import DataNode, Task
+
+    readers: dict = {}
+    for node in graph.values():
+        for dependency in node.dependencies:
+            readers[dependency] = readers.get(dependency, 0) + 1
+    again: dict = {}  # key -> (the task with what it reads made again inside it, tasks carried)
+    for key in _in_order(graph):
+        node = graph[key]
+        if key in outputs or not isinstance(node, Task):
+            continue
+        constants_only = all(isinstance(graph.get(d), DataNode) for d in node.dependencies)
+        if readers.get(key, 0) > WIDELY_READ and not constants_only:  # (a block read: read again by each)
+            continue
+        carried, layers = 1, set()
+        for dependency in node.dependencies:
+            if dependency in again:
+                carried += again[dependency][1]
+                layer = dependency[0] if isinstance(dependency, tuple) else dependency
+                if layer in layers:
+                    break  # two blocks of one value: a reduction or a join, not a block's own work
+                layers.add(layer)
+            elif not (isinstance(graph.get(dependency), DataNode) or readers.get(dependency, 0) > WIDELY_READ):
+                break
+        else:
+            if carried <= MAX_CARRIED:
+                inner = {d: again[d][0] for d in node.dependencies if d in again}
+                again[key] = (node.substitute(inner) if inner else node, carried)
+    if not again:
+        return graph
+    return {key: node.substitute({d: again[d][0] for d in node.dependencies & again.keys()})
+            if node.dependencies & again.keys() else node
+            for key, node in graph.items() if key not in again}
+
+
+def _in_order(graph: dict) -> list:
+    """The graph's keys, each after those it reads (no recursion: graphs are deep)."""
+    done: set = set()
+    order = []
+    for root in graph:
+        if root in done:
+            continue
+        stack = [(root, False)]
+        while stack:
+            key, expanded = stack.pop()
+            if key in done:
+                continue
+            if expanded:
+                done.add(key)
+                order.append(key)
+                continue
+            stack.append((key, True))
+            stack.extend((d, False) for d in graph[key].dependencies if d in graph and d not in done)
+    return order
 
 
 _DASK_NAMESPACE = []
@@ -410,6 +523,24 @@ def _split_zarr(spec: str) -> tuple[str | None, str | None]:
     if rest.startswith("/"):  # DIR.zarr/NAME reads as a group member too
         return spec[:cut], rest[1:]
     return None, None
+
+
+class _ZarrChunks:
+    """A Zarr array read a block at a time, a block that cannot be read (a corrupt or missing
+    chunk, a codec error) being the user's error that names the store (exit 2), not a crash."""
+
+    def __init__(self, node, path: str, label: str):
+        self.node, self.path, self.label = node, path, label
+        self.shape, self.dtype, self.ndim = tuple(node.shape), node.dtype, node.ndim
+
+    def __getitem__(self, index):
+        try:
+            return self.node[index]
+        except MemoryError:
+            raise
+        except Exception as exc:
+            raise GradcliError(f"{self.label}: cannot read a chunk of '{self.path}' "
+                               f"({type(exc).__name__}: {exc})") from None
 
 
 class _NpyChunks:
@@ -483,12 +614,25 @@ class _NpyChunks:
         return block
 
 
-_CLUSTERS: dict = {}
+# A worker process's own memory beside its share of --max-memory: the interpreter with NumPy,
+# Dask and distributed (about 100 MiB measured); the nanny ends a worker that goes over the sum
+WORKER_BASELINE = 192 << 20
+# How long a scheduler has to answer the connection's handshake before it is given up
+HANDSHAKE_SECONDS = 10.0
 
 
-def _cluster(address: str, max_memory: int):
+def local_workers(max_memory: int, chunk_bytes: int, cores: int | None = None) -> int:
+    """Worker processes for `--scheduler local`: one per core, at most 4, and no more than the
+    memory limit gives each room for CHUNKS_IN_FLIGHT chunks."""
+    cores = cores or os.cpu_count() or 1
+    return max(1, min(cores, 4, max_memory // (chunk_bytes * CHUNKS_IN_FLIGHT)))
+
+
+def _cluster(address: str, max_memory: int, chunk_bytes: int = MAX_CHUNK_BYTES):
     """A dask.distributed client for `address` (`local`: a LocalCluster of worker processes on
-    the loopback interface, started here and stopped when this process ends)."""
+    the loopback interface, started here and stopped when the computation ends; each worker's
+    share of --max-memory is its memory limit, beside its own WORKER_BASELINE). Their logs are
+    silenced: what fails reaches the command as an exception, said once."""
     import contextlib
 
     try:
@@ -500,12 +644,17 @@ def _cluster(address: str, max_memory: int):
     @contextlib.contextmanager
     def client():
         import logging
-        logging.getLogger("distributed").setLevel(logging.ERROR)
+        logging.getLogger("distributed").setLevel(logging.CRITICAL)
         if address == "local":
-            workers = max(1, min(os.cpu_count() or 1, 4))
-            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, host="127.0.0.1",
-                                   dashboard_address=None, processes=True,
-                                   memory_limit=max(max_memory // workers, 1 << 26))
+            workers = local_workers(max_memory, chunk_bytes)
+            try:
+                cluster = LocalCluster(n_workers=workers, threads_per_worker=1, host="127.0.0.1",
+                                       dashboard_address="127.0.0.1:0", processes=True, silence_logs=logging.CRITICAL,
+                                       memory_limit=max_memory // workers + WORKER_BASELINE)
+            except Exception as exc:
+                raise OptionError(f"{{option}} local: the worker processes could not be started "
+                                  f"({type(exc).__name__}: {exc})", "scheduler") from None
+            _RUNNING.append(cluster)
             try:
                 with Client(cluster) as c:
                     # the workers are this command's: their numerical warnings (exp overflowing)
@@ -513,16 +662,106 @@ def _cluster(address: str, max_memory: int):
                     c.run(_quiet_numerics)
                     yield c
             finally:
+                _RUNNING.remove(cluster)
                 cluster.close()
         else:
+            _check_answers(address)
             try:
-                c = Client(address, timeout="10s")
+                c = Client(address, timeout=f"{HANDSHAKE_SECONDS:g}s")
             except Exception as exc:
                 raise OptionError(f"{{option}} {address}: cannot reach a Dask scheduler there "
                                   f"({type(exc).__name__}: {exc})", "scheduler") from None
             with c:
                 yield c
     return client()
+
+
+_RUNNING: list = []  # the local clusters of this process (stopped first when a signal ends it)
+
+
+def stop_local_workers() -> None:
+    """Kill the worker processes of this command's local clusters at once: the command is ending
+    on a signal, and a worker left running could write into a temporary already removed (and
+    recreate it). Called by gradcli.cli.streams before the temporaries are removed."""
+    import signal
+
+    for cluster in list(_RUNNING):
+        for worker in list(getattr(cluster, "workers", {}).values()):
+            process = getattr(getattr(worker, "process", None), "process", None)  # the nanny's worker
+            pid = getattr(process, "pid", None)
+            if pid:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+    if _RUNNING:
+        _release_semaphores()
+
+
+def _release_semaphores() -> None:
+    """Unlink the semaphores the cluster's locks made here, as Python's own ending would (the
+    command ends with os._exit): else multiprocessing's resource tracker unlinks them after it
+    and warns of "leaked semaphore objects" on stderr."""
+    import sys
+
+    util, synchronize = sys.modules.get("multiprocessing.util"), sys.modules.get("multiprocessing.synchronize")
+    if util is None or synchronize is None:
+        return
+    for finalizer in list(getattr(util, "_finalizer_registry", {}).values()):
+        if getattr(finalizer, "_callback", None) is synchronize.SemLock._cleanup:
+            try:
+                finalizer()
+            except Exception:
+                pass
+
+
+def _check_answers(address: str) -> None:
+    """A TCP scheduler must send its handshake on connection within HANDSHAKE_SECONDS (a Dask
+    scheduler writes first): a server that accepts and never answers would hang the client
+    (dask.distributed's own timeout does not bound its handshake)."""
+    import socket
+
+    scheme, _, rest = address.rpartition("://")
+    if scheme not in ("", "tcp"):
+        return  # (tls, ucx, ...: left to dask.distributed)
+    host, _, port = rest.rpartition(":")
+    try:
+        port_number = int(port)
+    except ValueError:
+        raise OptionError(f"{{option}} {address}: expected tcp://HOST:PORT", "scheduler") from None
+    try:
+        with socket.create_connection((host.strip("[]") or "127.0.0.1", port_number), HANDSHAKE_SECONDS) as sock:
+            sock.settimeout(HANDSHAKE_SECONDS)
+            answered = sock.recv(1)
+    except socket.timeout:
+        raise OptionError(f"{{option}} {address}: the server there accepted the connection but did not answer as "
+                          f"a Dask scheduler within {HANDSHAKE_SECONDS:g} s", "scheduler") from None
+    except OSError as exc:
+        raise OptionError(f"{{option}} {address}: cannot reach a Dask scheduler there ({exc.strerror or exc})",
+                          "scheduler") from None
+    if not answered:
+        raise OptionError(f"{{option}} {address}: the server there closed the connection without answering as a "
+                          "Dask scheduler", "scheduler")
+
+
+def cluster_failure(exc: BaseException, address: str | None, max_memory: int) -> OptionError | None:
+    """What a failure of dask.distributed itself (not of a task) means for the user: a worker
+    killed (over its memory, or from outside), a connection lost or timed out; None for any
+    other exception (a task's own error passes through as it is)."""
+    import asyncio
+
+    module = type(exc).__module__ or ""
+    if not address or not (module.startswith("distributed") or isinstance(exc, (TimeoutError, asyncio.TimeoutError))):
+        return None
+    said = f"{type(exc).__name__}: {exc}".strip()
+    if type(exc).__name__ == "KilledWorker":
+        if address == "local":
+            return OptionError(f"{{option}} local: a worker process was killed while computing: it went over its "
+                               f"memory (its share of the {describe_size(max_memory)} of --max-memory, plus "
+                               f"{describe_size(WORKER_BASELINE)} of its own), or was ended from outside; raise --max-memory "
+                               "or give smaller --chunks", "scheduler")
+        return OptionError(f"{{option}} {address}: a worker was lost while computing ({said})", "scheduler")
+    return OptionError(f"{{option}} {address}: the cluster failed while computing ({said})", "scheduler")
 
 
 def _quiet_numerics():

@@ -20,11 +20,9 @@ def check_memory(graph: Graph, fetch: list[int], dtype: str, limit: int | None =
     as they are computed (`gathered=False`)."""
     import numpy as np
 
-    per_value = None  # the most of one value held at once (chunked backends)
-    if backend is not None and backend.memory == "chunks":
-        per_value = backend.chunk_bytes * (os.cpu_count() or 1)
-
     limit = limit or default_memory_limit()
+    # chunked: the most of one value held at once, and the task graph's own memory
+    per_value, graph_bytes = chunked_memory(graph, fetch, dtype, limit, backend)
     itemsize = np.dtype(dtype).itemsize
     fetched = sum(math.prod(graph.shapes[f]) for f in set(fetch))
     text = output_text_bytes(fetched) if text else 0  # the fetched values printed (not for check, derive)
@@ -34,7 +32,7 @@ def check_memory(graph: Graph, fetch: list[int], dtype: str, limit: int | None =
         raise OptionError(f"the output would be {fetched:,} numbers, about {describe_size(text)} of text ({describe_size(rendering)} "
                           f"while it is rendered), more than the {describe_size(limit)} allowed; raise the limit with "
                           "{option} if the machine has it", "max_memory", graph.equations[f].pos, graph.source)
-    if sum(map(math.prod, graph.shapes)) * itemsize + rendering <= limit:
+    if sum(map(math.prod, graph.shapes)) * itemsize + rendering + graph_bytes <= limit:
         return  # even holding every value at once fits: no need to simulate
     if per_value is not None and gathered:
         held = fetched * itemsize
@@ -46,7 +44,7 @@ def check_memory(graph: Graph, fetch: list[int], dtype: str, limit: int | None =
     last_use: dict[int, int] = {}
     order = needed_equations(graph, fetch, last_use=last_use)
     keep = set(fetch) if gathered or per_value is None else set()
-    live = 0
+    live = graph_bytes
     sizes: dict[int, int] = {}
     strided: set[int] = set()  # values that may be non-contiguous views: a reshape of one copies
     for i in order:
@@ -82,3 +80,28 @@ def check_memory(graph: Graph, fetch: list[int], dtype: str, limit: int | None =
         raise GradcliError(f"the output would be {fetched:,} numbers, about {describe_size(text)} of text, which with the "
                            f"{describe_size(live)} of values held is more than the {describe_size(limit)} allowed; raise the limit "
                            "with --max-memory if the machine has it", graph.equations[f].pos, graph.source)
+
+
+# What Dask's task graph takes per block of each value computed (its tasks in every form Dask
+# builds: the collections, the optimised graph, the scheduler's state): about 2.5 KiB a task
+# measured (4 MiB cut into 1 KiB blocks: 52 MiB more than into 16 KiB ones), a block making 1
+# to 3 tasks (the op, the checks' statistics, a reduction's partials)
+GRAPH_BYTES_PER_BLOCK = 8 << 10
+
+
+def chunked_memory(graph: Graph, fetch: list[int], dtype: str, limit: int, backend) -> tuple[int | None, int]:
+    """On a chunked backend (Dask): (the most of one value held at once, a chunk per core; the
+    task graph's memory, GRAPH_BYTES_PER_BLOCK per block of every value computed), refusing a
+    graph that alone would not fit; (None, 0) elsewhere."""
+    import numpy as np
+
+    if backend is None or backend.memory != "chunks":
+        return None, 0
+    itemsize, chunk = np.dtype(dtype).itemsize, backend.chunk_bytes
+    blocks = sum(max(1, -(-math.prod(graph.shapes[i]) * itemsize // chunk)) for i in needed_equations(graph, fetch))
+    graph_bytes = blocks * GRAPH_BYTES_PER_BLOCK
+    if graph_bytes > limit:
+        raise OptionError(f"on --device dask, {{option}} of {describe_size(chunk)} cuts the values into {blocks:,} "
+                          f"blocks: the task graph alone would take about {describe_size(graph_bytes)}, more than "
+                          f"the {describe_size(limit)} allowed by --max-memory; give larger {{option}}", "chunks")
+    return chunk * (os.cpu_count() or 1), graph_bytes

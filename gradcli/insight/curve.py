@@ -4,6 +4,7 @@ them is elementwise, else one run per point, the tie and kink diagnostics placed
 """
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
@@ -17,6 +18,19 @@ from gradcli.numerics.diagnostics import Diagnostic, NumericsChecker
 from gradcli.ops import fmt_shape
 
 MARKING = ("tie", "kink")
+
+
+def evenly_spaced(low: float, high: float, points: int) -> np.ndarray:
+    """`points` numbers from `low` to `high` (both exactly), evenly spaced: NumPy's linspace,
+    except where HIGH - LOW overflows, where each point is the weighted mean of the ends (whose
+    terms never overflow) instead of infinities and NaN."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        if math.isfinite(high - low):
+            return np.linspace(low, high, points)
+        t = np.linspace(0.0, 1.0, points)
+        xs = low * (1.0 - t) + high * t
+    xs[0], xs[-1] = low, high
+    return xs
 
 
 def checked_options(wrt: str, low: float, high: float, points: int, order: int) -> tuple[str, tuple | None]:

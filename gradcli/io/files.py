@@ -92,9 +92,22 @@ def _open_regular(path: str, label: str):
 
 # ----------------------------------------------------------------- .npy and .npz
 
-def _npy_header(fp, label: str, where: str, available: int, max_bytes: int):
+def npy_layout(path: str, label: str) -> tuple[tuple, np.dtype, int, bool]:
+    """(shape, dtype, data offset, Fortran order) of a `.npy` file that a reader will read a
+    block at a time (Dask), checked as `load_file` checks it (a regular file, never a FIFO
+    waited on; the header's array exactly the bytes that follow it), but not read."""
+    fh, size = _open_regular(path, label)
+    with fh:
+        try:
+            return _npy_header(fh, label, path, size, max_bytes=None)
+        except (OSError, EOFError) as exc:
+            raise GradcliError(f"{label}: cannot read '{path}' as .npy: {exc}") from None
+
+
+def _npy_header(fp, label: str, where: str, available: int, max_bytes: int | None):
     """Read and check a .npy header: dtype real numbers, shape sane, and the data it announces
-    exactly the `available` bytes after it and within the memory limit."""
+    exactly the `available` bytes after it and within the memory limit (None: not read whole,
+    no limit). Returns (shape, dtype, data offset, Fortran order)."""
     import tokenize
 
     fmt = np.lib.format
@@ -102,7 +115,7 @@ def _npy_header(fp, label: str, where: str, available: int, max_bytes: int):
         version = fmt.read_magic(fp)
         read_header = {(1, 0): fmt.read_array_header_1_0, (2, 0): fmt.read_array_header_2_0}.get(version)
         if read_header:
-            shape, _, dtype = read_header(fp)
+            shape, fortran, dtype = read_header(fp)
         else:
             raise GradcliError(f"{label}: '{where}' is .npy format version {version[0]}.{version[1]}; "
                                "gradcli reads versions 1.0 and 2.0 (numpy.save writes these for numbers)")
@@ -122,8 +135,9 @@ def _npy_header(fp, label: str, where: str, available: int, max_bytes: int):
                            f"array of {dtype} ({nbytes:,} bytes) but {max(data, 0):,} bytes follow it")
     converted = _read_as(dtype)
     needed = nbytes + (count * converted.itemsize if converted != dtype else 0)
-    if needed > max_bytes:
+    if max_bytes is not None and needed > max_bytes:
         raise too_large(label, f"'{where}' holds a {shape} array of {dtype} that", needed, max_bytes)
+    return tuple(shape), dtype, fp.tell(), bool(fortran)
 
 
 def _read_as(dtype) -> np.dtype:

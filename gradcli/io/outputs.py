@@ -151,6 +151,18 @@ def check_destination(path: str, force: bool = False) -> str:
     fmt = output_format(path)
     if fmt == "zarr":
         _zarr()
+    _check_writable(path, fmt, force)
+    return fmt
+
+
+def check_file_destination(path: str, force: bool = False) -> None:
+    """`check_destination` for a file of any other format (plot's images): refused before
+    anything is computed where it exists (unless `force`), or its folder is missing or cannot
+    be written in. The file is then written by `write_file`."""
+    _check_writable(path, "file", force)
+
+
+def _check_writable(path: str, fmt: str, force: bool) -> None:
     _check_replaceable(path, fmt, force)
     folder = _folder(path)
     if not os.path.exists(folder):
@@ -163,7 +175,6 @@ def check_destination(path: str, force: bool = False) -> str:
         raise OptionError(f"{{option}} '{path}': cannot write in the folder '{folder}': {exc.strerror or exc}",
                           "path") from None
     _remove(probe)
-    return fmt
 
 
 def _folder(path: str) -> str:
@@ -245,6 +256,26 @@ def save_arrays(path: str, arrays: Mapping[str, Any], force: bool = False) -> Sa
     _close_gate(temporary)
     return _saved(path, fmt, size, {k: (v.shape, v.dtype, *stats[k]) for k, v in given.items()},
                   [k for k, v in arrays.items() if v is None])
+
+
+def write_file(path: str, write, force: bool = False) -> int:
+    """`write(stream)` (a binary file) into a temporary file beside `path`, synced, then renamed
+    over the name in one step, as `save_arrays` writes: the name holds the whole new file or what
+    it held before (a symbolic link there is replaced, never written through). A failure while
+    writing (disk full, a file-size limit) is WriteError, exit 74. Returns the size written."""
+    temporary = _temporary(path, "file")
+    try:
+        with open(temporary, "wb") as stream:
+            write(stream)
+            stream.flush()
+            os.fsync(stream.fileno())
+        size = _size(temporary)
+        _put_in_place(temporary, os.path.normpath(path), force)
+    except BaseException as exc:
+        _remove(temporary)
+        _raise_not_written(exc, path)
+        raise
+    return size
 
 
 class _BlockNotWritten(Exception):

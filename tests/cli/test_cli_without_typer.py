@@ -171,6 +171,8 @@ CORPUS = [
     ["graph", "-e", "y = x", "--format", "tree"],
     ["plot", "-e", "y = sin(x) * x", "--wrt", "x", "--range", "-5:5", "--order", "2", "--points", "50"],
     ["plot", "m.expr", "--wrt", "w[2]", "--set", "w=[1, 2, 3]", "--range", "0:1", "--png", "w2.png"],
+    ["eval", "--print", "file", "file", "--set", "a=1", "--set", "b=2"],  # an argument named as a value is not
+    ["eval", "-e", "-e", "--format", "plain"],  # an option given twice, nor a value spelled as an option
     *full_command_lines(),
 ]
 
@@ -184,7 +186,6 @@ REFUSED = [
     ["plot", "-e", "y = x", "--wrt", "x", "--range", "0:1", "--order", "one"],
     ["check", "--eps", "abc"], ["check", "--eps", ""],
     ["hessian", "--of", "a", "--of", "b"], ["hessian", "--of", "a", "--of=b"], ["eval", "-e", "a", "--expr", "b"],
-    ["eval", "--print", "file", "file", "--set", "a=1", "--set", "b=2"],
 ]
 
 

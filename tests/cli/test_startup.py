@@ -71,13 +71,13 @@ def test_help_that_cannot_be_written_is_said_once_with_exit_74():
     assert (p.returncode, p.stderr) == (74, "gradcli: cannot write the output: No space left on device\n")
 
 
-def test_help_to_a_reader_that_is_gone_exits_1_quietly_as_click_does():
+def test_help_to_a_reader_that_is_gone_exits_0_quietly():
     for code in (["-m", "gradcli"], ["-c", THROUGH_TYPER]):
         read, write = os.pipe()
         os.close(read)
         p = subprocess.run([sys.executable, *code, "--help"], stdout=write, stderr=subprocess.PIPE, timeout=60)
         os.close(write)
-        assert (p.returncode, p.stderr) == (1, b"")
+        assert (p.returncode, p.stderr) == (0, b"")  # not a failure (click exits 1)
 
 
 def test_a_small_eval_imports_only_what_it_needs():

@@ -27,7 +27,7 @@ def split_assignment(text: str, option: str) -> tuple[str, str]:
 
 def parse_value(text: str, label: str, max_bytes: int | None = None) -> np.ndarray:
     """A VALUE as an array; `label` (e.g. `--set x`) names it in errors. Reading it never
-    allocates an array larger than `max_bytes` (default: half of this machine's memory)."""
+    allocates an array larger than `max_bytes` (default: limits.default_memory_limit())."""
     if text.startswith("@"):
         return load_file(text[1:], label, max_bytes)
     return literal(text, label, default_memory_limit() if max_bytes is None else max_bytes)
