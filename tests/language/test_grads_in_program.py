@@ -203,3 +203,13 @@ def test_a_module_subclass_with_forward_is_called_as_pytorch_calls_it():
                   "        self.w = torch.tensor([1.0, 2.0])\n    def forward(self, x):\n"
                   "        return torch.sum(self.w * x)\nm = Model()\nprint(m(torch.tensor([3.0, 4.0])))\n")
     assert list(out.values()) == [11.0]
+
+
+def test_a_keyword_a_transformation_does_not_take_is_refused_not_ignored():
+    # JAX 0.10.2: jax.grad(f, argnum=1) raises TypeError (unexpected keyword); ignoring it gave
+    # the gradient of argument 0 as if nothing were wrong
+    program = "import jax\ndef f(x, y):\n  return x ** 3 * y\nprint(jax.grad(f, argnum=1)(2.0, 5.0))\n"
+    with pytest.raises(GradcliError, match="takes no keyword argument 'argnum'"):
+        api.evaluate(program)
+    fixed = api.evaluate(program.replace("argnum=", "argnums="))
+    assert list(fixed.outputs.values())[0] == 8.0  # d(x^3 y)/dy at x = 2

@@ -59,6 +59,9 @@ class GradientCalls:
         if bare == "jit" and args and isinstance(args[0], FUNCTION_VALUES):
             return args[0]  # compiling changes no value
         if bare == "vmap" and args and isinstance(args[0], FUNCTION_VALUES):
+            if set(keywords) - {"in_axes"}:
+                raise self.error(f"vmap: gradcli reads in_axes= only, not '{sorted(set(keywords) - {'in_axes'})[0]}'",
+                                 node.pos)
             in_axes = keywords.get("in_axes", args[1] if len(args) > 1 else None)
             if in_axes is None or isinstance(in_axes, Literal) and in_axes.value.ndim == 0:
                 if in_axes is not None and self.static_int(in_axes, "in_axes", node.pos) != 0:
@@ -72,6 +75,10 @@ class GradientCalls:
         if bare in ("vjp", "jvp", "linearize") and args and isinstance(args[0], FUNCTION_VALUES):
             return self.linearization(bare, args, node, scope, work)
         if bare in JAX_TRANSFORMS and args and isinstance(args[0], FUNCTION_VALUES):
+            unknown = sorted(set(keywords) - {"argnums", "has_aux"})
+            if unknown:  # (JAX raises TypeError for a misspelling such as argnum=; holomorphic= is not read here)
+                raise self.error(f"{node.func}() takes no keyword argument '{unknown[0]}' here: gradcli reads "
+                                 "argnums= and has_aux=", node.pos)
             argnums = keywords.get("argnums", args[1] if len(args) > 1 else Literal(np.float64(0), node.pos))
             if isinstance(argnums, Literal) and argnums.value.ndim == 1:
                 argnums = tuple(int(k) for k in argnums.value)
