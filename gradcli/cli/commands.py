@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 
 from gradcli import api
-from gradcli.cli import plotting, render, streams
+from gradcli.cli import render, streams
 from gradcli.cli.run import Run, assignments, chunk_size
 from gradcli.cli.spec import GraphFormat
 from gradcli.errors import GradcliError
@@ -100,6 +100,8 @@ def graph_command(*, file, expr, wrt, of, set_, call, format, max_memory, debug)
 
 def plot_command(*, file, expr, wrt, range_, of, set_, call, order, points, png, svg, force, max_memory,
                  debug) -> None:
+    from gradcli.cli import plotting  # (gradcli.cli.LAZY_IMPORTS)
+
     def compute(text, name, feeds, limit):
         files[:] = plotting.check_files(png, svg, force)  # before anything is computed
         low, high = plotting.parse_range(range_)
