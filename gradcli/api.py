@@ -19,7 +19,7 @@ from gradcli.errors import GradcliError, OptionError, Source
 from gradcli.engine.evaluate import DTYPES, needed_equations, run
 from gradcli.engine.memory import check_memory
 from gradcli.limits import default_memory_limit
-from gradcli.ir import Graph
+from gradcli.ir import Graph, ShapeOnly
 from gradcli.language.lower import lower
 from gradcli.ops import fmt_shape
 from gradcli.language.parser import normalise, parse_program
@@ -143,7 +143,9 @@ def compile_program(text: str, name: str = "<expr>", feeds: dict | None = None, 
     return lower(module, source, {k: _as_real(v) for k, v in (feeds or {}).items()}, tail, symbols)
 
 
-def _as_real(value) -> np.ndarray:
+def _as_real(value) -> np.ndarray | ShapeOnly:
+    if isinstance(value, ShapeOnly):
+        return value
     arr = np.asarray(value)
     return arr if arr.dtype.kind == "f" and arr.dtype.itemsize >= 4 else arr.astype(np.float64)
 
@@ -266,7 +268,7 @@ def _lazy_feeds(feeds: dict | None, chosen) -> tuple[dict | None, dict]:
         if chosen.lazy and hasattr(value, "dask"):
             dtype = value.dtype if value.dtype.kind == "f" and value.dtype.itemsize >= 4 else np.dtype(np.float64)
             lazy[name] = value
-            value = np.broadcast_to(np.zeros((), dtype=dtype), value.shape)
+            value = ShapeOnly(value.shape, dtype)
         out[name] = value
     return out, lazy
 

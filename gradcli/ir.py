@@ -48,6 +48,20 @@ class Equation:
 _MAX_ELEMENTS = 2**63 - 1  # NumPy's intp
 
 
+class ShapeOnly:
+    """An input known only by its shape and dtype while the program is compiled (its values are
+    read later, lazily by Dask): the graph gets a stand-in that holds no memory, and the lowering
+    must not read values from it (a decision on data it has not seen would be a silent guess)."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape: tuple, dtype):
+        self.shape, self.dtype = tuple(shape), np.dtype(dtype)
+
+    def stand_in(self) -> np.ndarray:
+        return np.broadcast_to(np.zeros((), dtype=self.dtype), self.shape)
+
+
 class Graph(ValueRecord):
     """The equations, their shapes and names. `numbers` (a gradcli.language.lower.NumberPolicy, set
     by the lowering) is told of each constant or input made, and reads each constant's number
@@ -72,6 +86,7 @@ class Graph(ValueRecord):
     # it as spelled, "tf.gradients", and its Pos); what the program prints: [(text, id or None)]
     made_by = None
     printed = None
+    unread_inputs = frozenset()  # (not a field) input equations made from a ShapeOnly: no values yet
 
     def __init__(self, source, equations=NEW, shapes=NEW, names=NEW, inputs=NEW, value_names=NEW, result=None,
                  warnings=NEW, context=None, differentiated=NEW, _memo=NEW):
@@ -132,8 +147,13 @@ class Graph(ValueRecord):
         return len(shapes) - 1
 
     def add_input(self, name: str, value, pos: Pos | None = None, label: str | None = None) -> int:
-        """An input equation: a named source whose value can be given anew at each run."""
-        id_ = self.add(OPS["input"], (), {"name": name, "value": np.asarray(value)}, pos, label or name)
+        """An input equation: a named source whose value can be given anew at each run (a
+        ShapeOnly: given only when it runs)."""
+        unread = isinstance(value, ShapeOnly)
+        value = value.stand_in() if unread else np.asarray(value)
+        id_ = self.add(OPS["input"], (), {"name": name, "value": value}, pos, label or name)
+        if unread:
+            self.unread_inputs = self.unread_inputs | {id_}
         if self.numbers is not None:
             self.numbers.made(self, id_)
         return id_

@@ -150,7 +150,7 @@ def _gaussian_nll(f, x, t, var, reduction, full, eps):
         elif not (xs[:-1] == vs[:-1] and vs and vs[-1] == 1):
             raise ShapeError(f"var of shape {fmt_shape(vs)} does not fit input of shape {fmt_shape(xs)} "
                              "(the same shape, one dimension fewer, or a last dimension of 1)")
-    known = var.graph.known(var.id)
+    known = var.graph.known(var.id, required=False)  # (checked again as it runs)
     if known is not None and np.any(np.asarray(known) < 0):
         raise ShapeError("var has a negative entry (PyTorch refuses it)")
     var = f.checked_range(var, lo=0.0, rule="var has a negative entry (PyTorch refuses it)")

@@ -570,11 +570,20 @@ class _Expansion:
         return Sym(self, self.lowering.graph.add_constant(np.asarray(value, dtype=np.float64), self.pos,
                                                           self.scope.stack))
 
-    def known(self, id_: int):
-        """The value of a constant or an input (as given for this run), else None."""
-        eq = self.lowering.graph.equations[id_]
-        while eq.op.repeats is not None or eq.op.memory == "same":  # its input's values, repeated or as they are
-            eq = self.lowering.graph.equations[eq.inputs[0]]
+    def known(self, id_: int, required: bool = True):
+        """The value of a constant or an input (as given for this run), else None. An input whose
+        values are read only when the program runs (Dask) is refused where they are `required`
+        (a decision on them would be a guess), else None."""
+        graph = self.lowering.graph
+        while graph.equations[id_].op.repeats is not None or graph.equations[id_].op.memory == "same":
+            id_ = graph.equations[id_].inputs[0]  # its input's values, repeated or as they are
+        eq = graph.equations[id_]
+        if id_ in graph.unread_inputs:
+            if required:
+                raise ShapeError(f"this needs the values of '{eq.params['name']}' while the program is built, "
+                                 "but --device dask reads them only when it runs: evaluate it on the CPU, "
+                                 "or write them in the program")
+            return None
         if eq.op.name in ("const", "input"):
             return eq.params["value"]
         return None
