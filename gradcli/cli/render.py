@@ -137,9 +137,10 @@ def error_json(err: GradcliError) -> dict:
 
 # --------------------------------------------------------------------------- plain
 
-def plain_line(name: str, arr: np.ndarray | None) -> str:
+def plain_line(name: str, arr: np.ndarray | None, none: str = "") -> str:
     if arr is None:
-        return f"{name}\t"  # unconnected gradient: the name, no numbers
+        # an unconnected gradient: the name, no numbers; a printed None is `None`, as Python prints it
+        return f"{name}\t{none}"
     arr = np.asarray(arr, dtype=np.float64)
     if arr.size <= CHUNK:
         return f"{name}\t" + " ".join(map(repr, arr.ravel().tolist()))
@@ -147,9 +148,13 @@ def plain_line(name: str, arr: np.ndarray | None) -> str:
                                    for start in range(0, arr.size, CHUNK)])
 
 
+PRINTED_NONE = "None"  # an output that is None (a program printed an unconnected gradient)
+
+
 def plain_lines(result, *, with_gradients: bool) -> list[str]:
-    shown = result.gradients if with_gradients else result.outputs  # grad prints its gradients
-    return [plain_line(k, v) for k, v in shown.items()]
+    if with_gradients:  # grad prints its gradients
+        return [plain_line(k, v) for k, v in result.gradients.items()]
+    return [plain_line(k, v, PRINTED_NONE) for k, v in result.outputs.items()]
 
 
 # --------------------------------------------------------------------------- diagnostics, compiler-style
@@ -235,7 +240,7 @@ def array_table(rows: list[tuple[str, np.ndarray | None]], first: str = "name", 
     from rich.table import Table
 
     width = terminal_width() if width is None else width
-    shapes = [str(tuple(arr.shape)) if arr is not None else "" for _, arr in rows]
+    shapes = [str(tuple(arr.shape)) if isinstance(arr, np.ndarray) else "" for _, arr in rows]
     # borders and padding: 3 per column and 1; the first two columns as wide as their widest cell
     used = max([len(first)] + [len(n) for n, _ in rows]) + max([5] + list(map(len, shapes))) + 10
     room = max(width - used, 24)
@@ -244,13 +249,13 @@ def array_table(rows: list[tuple[str, np.ndarray | None]], first: str = "name", 
     shown.add_column("shape")
     shown.add_column("value", no_wrap=True, overflow="ellipsis")
     for (name, arr), shape in zip(rows, shapes):
-        shown.add_row(*_cells(name, shape, _summary(arr, room)))
+        shown.add_row(*_cells(name, shape, arr if isinstance(arr, str) else _summary(arr, room)))
     return shown
 
 
 def table(result, *, with_gradients: bool):
     """The Rich table of outputs (and gradients)."""
-    rows = list(result.outputs.items())
+    rows = [(name, PRINTED_NONE if arr is None else arr) for name, arr in result.outputs.items()]
     if with_gradients:
         rows += [(f"∂/∂{name}", arr) for name, arr in result.gradients.items()]
     return array_table(rows)
