@@ -286,8 +286,22 @@ def check_table(result):
     return shown
 
 
+# How jacobian and hessian computed their blocks (gradcli.insight.jacobians' rule, in --help), under the table
+MODE_TEXT = {"forward": "forward mode (inputs < outputs)", "reverse": "reverse mode (outputs <= inputs)",
+             "forward-over-reverse": "forward over reverse", "reverse-over-reverse": "reverse over reverse"}
+
+
+def mode_caption(shown, mode: str | None):
+    """The table with the computing mode as its caption."""
+    from rich.text import Text
+
+    if mode is not None:
+        shown.caption = Text(MODE_TEXT.get(mode, mode))
+    return shown
+
+
 def jacobian_json(result) -> dict:
-    return {"jacobians": tensors_json(result.jacobians, result.dtype)}
+    return {"jacobians": tensors_json(result.jacobians, result.dtype), "mode": result.mode}
 
 
 def jacobian_lines(result) -> list[str]:
@@ -296,13 +310,14 @@ def jacobian_lines(result) -> list[str]:
 
 def jacobian_table(result):
     of = next(iter(result.outputs), "y")
-    return array_table([(f"∂{of}/∂{k}", v) for k, v in result.jacobians.items()], first="")
+    return mode_caption(array_table([(f"∂{of}/∂{k}", v) for k, v in result.jacobians.items()], first=""), result.mode)
 
 
 def hessian_json(result) -> dict:
     doc = {"hessians": tensors_json(result.hessians, result.dtype)}
     if result.mixed_hessians:
         doc["mixed_hessians"] = {a: tensors_json(row, result.dtype) for a, row in result.mixed_hessians.items()}
+    doc["mode"] = result.mode
     return doc
 
 
@@ -316,7 +331,7 @@ def hessian_table(result):
     of = next(iter(result.outputs), "y")
     rows = [(f"∂²{of}/∂{k}²", v) for k, v in result.hessians.items()]
     rows += [(f"∂²{of}/∂{a}∂{b}", v) for a, row in result.mixed_hessians.items() for b, v in row.items()]
-    return array_table(rows, first="")
+    return mode_caption(array_table(rows, first=""), result.mode)
 
 
 # --------------------------------------------------------------------------- derive
