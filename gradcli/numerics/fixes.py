@@ -75,8 +75,15 @@ class _Syntax:
             if isinstance(item, ast.FuncDef):
                 pending.extend(item.body)
                 pending.extend(item.defaults.values())
-            elif isinstance(item, (ast.Assign, ast.Unpack, ast.ExprStmt, ast.Return)):
+            elif isinstance(item, (ast.Assign, ast.Unpack, ast.ExprStmt, ast.Return, ast.SetAttribute)):
                 pending.append(item.value)
+            elif isinstance(item, (ast.With, ast.For, ast.ClassDef)):  # (a tape's block, an unrolled loop)
+                pending.extend(item.body)
+                pending.extend([node for node, _, _ in item.items] if isinstance(item, ast.With) else
+                               [item.iterable] if isinstance(item, ast.For) else [])
+            elif isinstance(item, ast.If):
+                pending.extend([part for condition, body in item.branches for part in (condition, *body)])
+                pending.extend(item.orelse)
             elif isinstance(item, ast.Node):
                 pos = item.pos
                 if pos is not None and 0 <= pos.start < pos.end:
