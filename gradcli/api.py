@@ -203,9 +203,7 @@ def _fork(graph: Graph) -> Graph:
     """A copy of `graph` for a command to add its equations to (gradients, seeds), leaving the
     program as compiled: which equations were differentiated decides the tie and kink
     diagnostics of every later run. The equations, never changed once made, are shared."""
-    return Graph(graph.source, list(graph.equations), list(graph.shapes), dict(graph.names), dict(graph.inputs),
-                 dict(graph.value_names), graph.result, list(graph.warnings), None, set(graph.differentiated),
-                 dict(graph._memo))
+    return graph.fork()
 
 
 def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str,

@@ -87,6 +87,16 @@ class Graph(ValueRecord):
         self.differentiated = set() if differentiated is NEW else differentiated
         self._memo = {} if _memo is NEW else _memo
 
+    def fork(self) -> Graph:
+        """A copy to add equations to, this graph left as it is (the equations, never changed
+        once made, are shared), with the in-program gradients' calls and what the program prints."""
+        forked = Graph(self.source, list(self.equations), list(self.shapes), dict(self.names), dict(self.inputs),
+                       dict(self.value_names), self.result, list(self.warnings), None, set(self.differentiated),
+                       dict(self._memo))
+        forked.made_by = dict(self.made_by) if self.made_by else self.made_by
+        forked.printed = self.printed
+        return forked
+
     # ----------------------------------------------------------------- adding equations
     def add(self, op: Op, inputs: tuple, params: dict, pos: Pos | None, label: str,
             stack: tuple = (), backward: int | None = None) -> int:

@@ -368,11 +368,20 @@ def _node_label(view, i: int) -> tuple[str, str, str]:
         op = "constant"
     elif name:
         op = f"{name} = {op}"
+    taken = _taken_by(g, i)
+    if taken is not None:  # an equation of a gradient the program takes itself: the call that took it
+        by, at = taken
+        op += f" ({'gradient' if eq.backward is not None else 'derivative'} by {by}{f' at {at}' if at else ''})"
     where = f"{eq.pos.line}:{eq.pos.column}" if eq.pos else ""
     details = f"{tuple(g.shapes[i])} {_brief(view.values[i])}"
     if i in view.gradients:
         details += f"  ∂ {_brief(view.gradients[i])}"
     return op, where, details
+
+
+def _taken_by(graph, i: int):
+    """(the call as spelled, its Pos) of the in-program gradient that made equation i (Graph.made_by), or None."""
+    return graph.made_by.get(i) if graph.made_by else None
 
 
 def _brief(arr: np.ndarray) -> str:
@@ -399,6 +408,10 @@ def graph_json(view) -> dict:
                       "value": tensor_json(view.values[i], "float64"),
                       "gradient": tensor_json(view.gradients.get(i), "float64"),
                       "finite": i not in view.nonfinite})
+        taken = _taken_by(g, i)
+        if taken is not None:
+            by, at = taken
+            nodes[-1]["taken_by"] = {"call": by, "line": at.line if at else None, "column": at.column if at else None}
     edges = [{"from": f"n{j}", "to": f"n{i}", "stop_gradient": g.equations[i].op.stops_gradient}
              for i in view.nodes for j in dict.fromkeys(g.equations[i].inputs)]
     return {"graph": {"root": f"n{view.root}", "nodes": nodes, "edges": edges}}
