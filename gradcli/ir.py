@@ -93,8 +93,10 @@ class Graph(ValueRecord):
         forked = Graph(self.source, list(self.equations), list(self.shapes), dict(self.names), dict(self.inputs),
                        dict(self.value_names), self.result, list(self.warnings), None, set(self.differentiated),
                        dict(self._memo))
-        forked.made_by = dict(self.made_by) if self.made_by else self.made_by
-        forked.printed = self.printed
+        # what is no field but known of the program (made_by, printed), not how its numbers are watched
+        vars(forked).update({k: v for k, v in vars(self).items() if k not in self._fields and k != "numbers"})
+        if self.made_by:
+            forked.made_by = dict(self.made_by)
         return forked
 
     # ----------------------------------------------------------------- adding equations
