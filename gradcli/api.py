@@ -52,11 +52,11 @@ class _Answer(ValueRecord):
 
 class Result(_Answer):
     """`outputs` (name -> array), `gradients` (name -> array, None where unconnected),
-    `diagnostics`, `dtype`, `graph`, `jacobians`, `hessians` and `mixed_hessians` (d²Y/dX dZ of
-    `hessian` with several inputs: {X: {Z: block shaped X.shape + Z.shape}})."""
-    _fields = ("outputs", "gradients", "diagnostics", "dtype", "graph", "jacobians", "hessians", "mixed_hessians")
+    `diagnostics`, `dtype`, `graph`, `jacobians`, `hessians`, `mixed_hessians` (d²Y/dX dZ of `hessian` with
+    several inputs: {X: {Z: block shaped X.shape + Z.shape}}) and `mode`: how they were computed (jacobians.py)."""
+    _fields = ("outputs", "gradients", "diagnostics", "dtype", "graph", "jacobians", "hessians", "mixed_hessians", "mode")
     _defaults = {"gradients": {}, "diagnostics": [], "dtype": "float64", "graph": None, "jacobians": {},
-                 "hessians": {}, "mixed_hessians": {}}
+                 "hessians": {}, "mixed_hessians": {}, "mode": None}
 
     def nonfinite(self) -> list[str]:
         """Names of outputs and gradients holding a NaN or an infinity (what --strict fails on)."""
@@ -205,9 +205,7 @@ def _fork(graph: Graph) -> Graph:
     """A copy of `graph` for a command to add its equations to (gradients, seeds), leaving the
     program as compiled: which equations were differentiated decides the tie and kink
     diagnostics of every later run. The equations, never changed once made, are shared."""
-    return Graph(graph.source, list(graph.equations), list(graph.shapes), dict(graph.names), dict(graph.inputs),
-                 dict(graph.value_names), graph.result, list(graph.warnings), None, set(graph.differentiated),
-                 dict(graph._memo))
+    return graph.fork()
 
 
 def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str,
@@ -556,7 +554,7 @@ class Program:
         from gradcli.insight.jacobians import jacobian as jacobian_blocks  # start-up: a small eval does not load it
         blocks = jacobian_blocks(graph, y, x_ids, self.options.max_memory, text=self.options.printed)
         jac = _fill_unconnected(_names(wrt), x_ids, blocks, unconnected, lambda x: graph.shapes[y] + graph.shapes[x])
-        return Result(host, {}, diagnostics, "float64", graph, jacobians=jac)
+        return Result(host, {}, diagnostics, "float64", graph, jacobians=jac, mode=blocks.mode)
 
     @_collector_paused
     def hessian(self, wrt: list[str], of: str | None = None, *, unconnected: str = "none") -> Result:
@@ -564,7 +562,7 @@ class Program:
         and with several inputs the mixed blocks d²Y/dX dZ."""
         graph, y, x_ids, host, diagnostics = self._second_order(wrt, of, unconnected)
         from gradcli.insight.jacobians import hessian as hessian_blocks  # start-up: a small eval does not load it
-        blocks, mixed_blocks = hessian_blocks(graph, y, x_ids, self.options.max_memory, text=self.options.printed)
+        blocks, mixed_blocks = found = hessian_blocks(graph, y, x_ids, self.options.max_memory, text=self.options.printed)
         wrt = _names(wrt)
         hes = _fill_unconnected(wrt, x_ids, blocks, unconnected, lambda x: graph.shapes[x] * 2)
         mixed = {}
@@ -574,7 +572,7 @@ class Program:
                 mixed[a] = _fill_unconnected([b for _, b, _ in others], [xb for _, _, xb in others],
                                              [mixed_blocks[i, j] for j, _, _ in others], unconnected,
                                              lambda xb: graph.shapes[xa] + graph.shapes[xb])
-        return Result(host, {}, diagnostics, "float64", graph, hessians=hes, mixed_hessians=mixed)
+        return Result(host, {}, diagnostics, "float64", graph, hessians=hes, mixed_hessians=mixed, mode=found.mode)
 
     @_collector_paused
     def check(self, wrt: list[str], of: list[str] | None = None, *, eps: float = 1e-6, rtol: float = 1e-5,

@@ -102,6 +102,18 @@ class Graph(ValueRecord):
         self.differentiated = set() if differentiated is NEW else differentiated
         self._memo = {} if _memo is NEW else _memo
 
+    def fork(self) -> Graph:
+        """A copy to add equations to, this graph left as it is (the equations, never changed
+        once made, are shared), with the in-program gradients' calls and what the program prints."""
+        forked = Graph(self.source, list(self.equations), list(self.shapes), dict(self.names), dict(self.inputs),
+                       dict(self.value_names), self.result, list(self.warnings), None, set(self.differentiated),
+                       dict(self._memo))
+        # what is no field but known of the program (made_by, printed), not how its numbers are watched
+        vars(forked).update({k: v for k, v in vars(self).items() if k not in self._fields and k != "numbers"})
+        if self.made_by:
+            forked.made_by = dict(self.made_by)
+        return forked
+
     # ----------------------------------------------------------------- adding equations
     def add(self, op: Op, inputs: tuple, params: dict, pos: Pos | None, label: str,
             stack: tuple = (), backward: int | None = None) -> int:

@@ -19,6 +19,7 @@ import math
 
 from gradcli.errors import Pos
 from gradcli.ir import Graph
+from gradcli.numerics.gradient_calls import place, subject, taken_by_json
 from gradcli.ops.shapes import normalize_axes
 from gradcli.records import NEW, ValueRecord
 from gradcli.engine.backends import backend_for
@@ -39,7 +40,7 @@ FLOAT32_MAX = 3.4028234663852886e38
 
 class Diagnostic(ValueRecord):
     _fields = ("severity", "kind", "op", "message", "suggestion", "pos", "stack", "count", "reaches", "value_id",
-               "also", "fix", "fix_json", "more_fixes", "more_fixes_json", "not_fixed", "guards_json")
+               "also", "fix", "fix_json", "more_fixes", "more_fixes_json", "not_fixed", "guards_json", "taken_by")
     severity: str          # "warning" or "info"
     kind: str              # overflow, divide_by_zero, invalid, nonfinite_gradient, tie, kink, ...
     op: str                # the operation as the user spelled it
@@ -57,10 +58,11 @@ class Diagnostic(ValueRecord):
     more_fixes_json: list
     not_fixed: str | None = None  # where gradcli looked for a fix and proved none: why
     guards_json: list  # guards known for it (never fixes: they change the numbers), and what they change
+    taken_by: dict | None = None  # the program's own gradient call that made it: {"call", "line", "column"}
 
     def __init__(self, severity, kind, op, message, suggestion=None, pos=None, stack=(), count=None, reaches=NEW,
                  value_id=None, also=NEW, fix=None, fix_json=None, more_fixes=NEW, more_fixes_json=NEW,
-                 not_fixed=None, guards_json=NEW):
+                 not_fixed=None, guards_json=NEW, taken_by=None):
         self.severity = severity
         self.kind = kind
         self.op = op
@@ -78,6 +80,7 @@ class Diagnostic(ValueRecord):
         self.more_fixes_json = [] if more_fixes_json is NEW else more_fixes_json
         self.not_fixed = not_fixed
         self.guards_json = [] if guards_json is NEW else guards_json
+        self.taken_by = taken_by
 
     def to_json(self) -> dict:
         out = {"severity": self.severity, "kind": self.kind, "op": self.op,
@@ -90,6 +93,8 @@ class Diagnostic(ValueRecord):
             out["reaches"] = self.reaches
         if self.also:
             out["also_at"] = [{"line": p.line, "column": p.column} for p in self.also]
+        if self.taken_by:
+            out["taken_by"] = self.taken_by
         if self.stack:
             out["called_from"] = [{"line": p.line, "column": p.column} for p in self.stack]
         if self.fix_json is not None:
@@ -274,7 +279,7 @@ class NumericsChecker:
             for k in origins:
                 d = self.diagnostics[k]
                 if eq.pos and "turns the infinities into NaN" not in d.message:  # the first place only
-                    d.message += f"; then {eq.label} at {eq.pos} turns the infinities into NaN"
+                    d.message += f"; then {place(self.graph, i, eq)} turns the infinities into NaN"
         self.origins[i] = origins
 
     def proven(self, i, eq, shape, args) -> bool:
@@ -366,14 +371,12 @@ class NumericsChecker:
         else:
             noun = "NaN" if not has_inf else "non-finite values"
         where = f"{count} of {value.size} element{'s' * (value.size != 1)}"
-        if eq.backward is not None:
-            message = f"the gradient through {label} is {noun} at {where}"
-        else:
-            message = f"{label} gives {noun} at {where}"
+        said = subject(self.graph, i, eq)  # (and the gradient call of the program that made it, if one did)
+        message = f"{said} is {noun} at {where}" if eq.backward is not None else f"{said} gives {noun} at {where}"
         if detail:
             message += f": {detail}"
         diag = Diagnostic("warning", kind, label, message, self._suggest(i, eq, kind, args),
-                          eq.pos, eq.stack, count, value_id=i)
+                          eq.pos, eq.stack, count, value_id=i, taken_by=taken_by_json(self.graph, i))
         self.diagnostics.append(diag)
         return len(self.diagnostics) - 1
 

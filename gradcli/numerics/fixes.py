@@ -72,16 +72,13 @@ class _Syntax:
             pending.append(stmt)
         while pending:  # a walk with a stack: no recursion over the program's depth
             item = pending.pop()
-            if isinstance(item, ast.FuncDef):
-                pending.extend(item.body)
-                pending.extend(item.defaults.values())
-            elif isinstance(item, (ast.Assign, ast.Unpack, ast.ExprStmt, ast.Return)):
-                pending.append(item.value)
-            elif isinstance(item, ast.Node):
+            if isinstance(item, ast.Node):
                 pos = item.pos
                 if pos is not None and 0 <= pos.start < pos.end:
                     self.by_span.setdefault((pos.start, pos.end), item)
                 pending.extend(ast.children(item))
+            else:  # a statement: its expressions and inner statements (a def's, a tape's block, a loop's)
+                pending.extend(ast.statement_parts(item))
 
     def node(self, graph: Graph, i: int):
         pos = graph.equations[i].pos
