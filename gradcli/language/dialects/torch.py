@@ -37,9 +37,10 @@ def torch_only(meaning: str, others: dict):
 
 
 def _torch_tuple(call):
+    """torch.sort(x), torch.cummax(x, dim) and their methods give the named tuple (values,
+    indices); NumPy's sort and lax's cummax the values alone."""
     if call.library == "torch":
-        raise ReadingError(f"torch.{call.name} returns (values, indices); gradcli's {call.name} is the values: "
-                           f"write {call.name}(x, axis=...) without the torch. prefix")
+        return f"{call.name}_values_indices", {}
     return None
 
 
