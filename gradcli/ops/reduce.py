@@ -317,6 +317,24 @@ def _sort_vjp(g, ans, x, axis=-1, kind=None, descending=False, stable=None):
 register(Op("sort", _sorted, _sort_shape, (_sort_vjp,), params=dict(_SORT_PARAMS), finite_closed=True,
             doc="x sorted along axis (descending=True: largest first); the gradient follows the permutation "
                 "(stable: tied elements take the gradients of their sorted positions in their original order)"))
+def _searchsorted_shape(a, v, side="left", right=None):
+    if len(a) != 1:
+        raise ShapeError(f"searchsorted needs a 1-D sorted array, got shape {a}")
+    if side not in ("left", "right"):
+        raise ShapeError(f"side must be 'left' or 'right', not {side!r}")
+    return v
+
+
+def _searchsorted(xp, a, v, side="left", right=None):
+    side = "right" if right else side  # PyTorch's right=True
+    return xp.astype(xp.searchsorted(a, v, side=side), v.dtype)
+
+
+register(Op("searchsorted", _searchsorted, _searchsorted_shape, (NO_GRADIENT, NO_GRADIENT), args=("a", "v"),
+            params={"side": "left", "right": None},
+            doc="np.searchsorted(a, v, side), torch.searchsorted(a, v, right=): for each v, the index where it "
+                "would go in the sorted 1-D a (side 'left': before equal elements, 'right' or right=True: after)"))
+
 # PyTorch's torch.sort(x, dim=-1, descending=False): the named tuple (values, indices)
 register(Op("sort_values_indices", None, None, None, params={"axis": -1, "descending": False, "stable": None},
             parts=lambda shape, **p: [("sort", p), ("argsort", p)], fields=("values", "indices"), public=False,

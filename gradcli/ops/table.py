@@ -146,7 +146,7 @@ class DataError(Exception):
 
 
 FAMILIES = ("elementwise", "reduce", "norms", "array", "selection", "creation", "linalg", "solves", "index", "nn",
-            "convolution", "objectives", "scatter", "factor", "losses")  # in table order
+            "convolution", "objectives", "scatter", "factor", "losses", "composed")  # in table order
 
 
 class _Table(dict):

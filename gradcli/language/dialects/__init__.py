@@ -58,7 +58,7 @@ KEYWORD_ALIASES = {
     "clip_value_min": "lo", "clip_value_max": "hi", "a_min": "lo", "a_max": "hi", "min": "lo", "max": "hi",
     "negative_slope": "alpha", "correction": "ddof", "interpolation": "method",
     "shifts": "shift", "paddings": "pad_width", "multiples": "reps", "dim1": "axis1", "dim2": "axis2",
-    "reduction_indices": "axis", "depth": "num_classes", "diagonal": "k",
+    "reduction_indices": "axis", "dims": "axis", "depth": "num_classes", "diagonal": "k",
 }
 FIRST_ARGUMENT_KEYWORDS = ("input_tensor", "input", "a", "x", "t", "tensor", "logits", "features")
 # The keywords by which libraries name a sequence of arrays (`tf.concat(values=...)`, `torch.cat(tensors=...)`)

@@ -75,6 +75,8 @@ def _squeeze_reading(call):
 
 
 def _ravel_reading(call):
+    if "order" in call.keywords:  # np.ravel(x, order='F'), x.ravel(order='F')
+        return "reshape_order", {"shape": (-1,)}
     torch_args = any(k in call.keywords for k in ("start_dim", "end_dim"))
     if call.library == "torch" or torch_args or (call.method and call.name == "flatten" and call.positional > 1):
         return "flatten_dims", {}
@@ -143,13 +145,81 @@ def _huber_reading(call):
     return None
 
 
+_DEVICE = re.compile(r"(cpu|cuda|mps|xpu|meta)(:[0-9]+)?")
+_TO_FLAGS = ("non_blocking", "copy", "memory_format")
+
+
+def _text(value) -> str | None:
+    """The string a value holds (a dtype's or a device's name), or None."""
+    held = getattr(value, "value", None)
+    return held if isinstance(held, str) else None
+
+
+def _tensor_to(lowering, node, values, scope):
+    """x.to(torch.float64), x.to('cuda'), x.to(dtype=..., device=...), x.to(y), x.type_as(y): the value
+    itself, where the type is a floating one (gradcli computes in one floating type, --dtype) and
+    the rest names a device; a cast to an integer or bool type would change the numbers (refused)."""
+    from gradcli.language.dialects import FLOAT_DTYPES, OTHER_DTYPES
+    if not node.method or not values:
+        raise lowering.error(f"{node.func}() is a tensor's method: write x.{node.func}(...)", node.pos)
+    names = [None] * len(node.args) + [kw.name for kw in node.keywords]
+    for name, value, written in zip(names[1:], values[1:], list(node.args[1:]) + list(node.keywords)):
+        text = _text(value)
+        if name in _TO_FLAGS:
+            continue
+        if text is not None and text in FLOAT_DTYPES | OTHER_DTYPES:
+            lowering.check_dtype(value, written.pos)
+        elif text is not None and node.func == "to" and _DEVICE.fullmatch(text):
+            continue  # a device: the numbers are the same on every device
+        elif text is not None or (name is not None and name not in ("dtype", "device", "other", "tensor")):
+            raise lowering.error(f"x.{node.func}(): {text or name!r} is not a floating dtype, a device or a "
+                                 f"tensor", written.pos)
+    return values[0]
+
+
+_DROPOUT_TRAINING = {"dropout": True, "dropout1d": True, "dropout2d": True, "dropout3d": True,
+                     "alpha_dropout": False, "feature_alpha_dropout": False}
+
+
+def _dropout(lowering, node, values, scope):
+    """F.dropout(x, p, training=False): in evaluation the identity. In training (F.dropout's default)
+    it zeroes random elements, a new draw at each call: no one value and no one gradient, refused."""
+    from gradcli.language.dialects import split_spelling
+    library, bare = split_spelling(lowering.spelled(node.func))
+    label = node.func
+    if library != "torch" or node.method:
+        raise lowering.error(f"{label}() zeroes random elements (a new draw at each call), so it has no one value "
+                             "or gradient: leave it out of the program (evaluation: the identity)", node.pos)
+    slots = ("input", "p", "training", "inplace")
+    given = dict(zip(slots, values[:len(node.args)]))
+    for kw, value in zip(node.keywords, values[len(node.args):]):
+        if kw.name not in slots or kw.name in given:
+            raise lowering.error(f"{label}() takes input, p, training, inplace; got '{kw.name}'", kw.pos)
+        given[kw.name] = value
+    if "input" not in given:
+        raise lowering.error(f"{label}() needs its input", node.pos)
+    p = lowering.static_param("p", given["p"], label, node.pos) if "p" in given else 0.5
+    training = lowering.static_param("training", given["training"], label, node.pos) \
+        if "training" in given else _DROPOUT_TRAINING.get(bare, True)
+    if isinstance(p, (str, tuple)) or not 0 <= p <= 1:
+        raise lowering.error(f"{label}(): the dropout probability p must be between 0 and 1, not {p!r}", node.pos)
+    if training and p != 0:
+        raise lowering.error(f"{label}(x, p={p:g}) with training=True{' (its default)' if 'training' not in given else ''} "
+                             "zeroes random elements (a new draw at each call) and scales the rest by 1/(1-p): it has "
+                             "no one value or gradient; write training=False (evaluation: the identity)", node.pos)
+    return given["input"]
+
+
 NAMES = {
+    # x.to(dtype or device), x.type_as(y): the value itself (a float dtype); F.dropout in evaluation
+    "to": _tensor_to, "type_as": _tensor_to, **{name: _dropout for name in _DROPOUT_TRAINING},
+    "mv": "matmul", "new_zeros": "new_zeros", "new_ones": "new_ones", "new_full": "new_full",
     # torch.tensor([...]) and its kin in pasted code: the value itself
     "tensor": "identity", "as_tensor": "identity", "contiguous": "identity", "clone": "identity",
     "neg": "negative", "sub": "subtract", "mul": "multiply", "div": "divide",
     "logsigmoid": "log_sigmoid", "detach": "stop_gradient",
     "mm": "matmul", "bmm": "matmul", "permute": "transpose", "t": "transpose",
-    "view": "reshape", "expand": "broadcast_to",
+    "view": "reshape", "expand": "expand_sizes",
     "hardsigmoid": "hard_sigmoid", "hardswish": "hard_silu", "hardtanh": "hard_tanh",
     "logcumsumexp": "cumlogsumexp", "topk": "top_k", "cat": "concatenate", "tensor_split": "array_split",
     "unsqueeze": "expand_dims", "swapdims": "swapaxes", "movedim": "moveaxis",
@@ -162,6 +232,9 @@ NAMES = {
 }
 
 READINGS = {
+    # torch.add(x, y, alpha=a), torch.sub(x, y, alpha=a), x.sub(y, alpha=a): x + a y, x - a y
+    "add": lambda call: ("add_alpha", {}) if "alpha" in call.keywords else None,
+    "subtract": lambda call: ("subtract_alpha", {}) if "alpha" in call.keywords else None,
     "softplus": lambda call: ("softplus_beta", {}) if call.library == "torch" and (
         call.positional > 1 or {"beta", "threshold"} & set(call.keywords)) else None,
     "divide": lambda call: ("divide_rounded", {}) if "rounding_mode" in call.keywords else None,

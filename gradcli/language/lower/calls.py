@@ -336,6 +336,8 @@ class Binding:
         given, where = dict(zip(slots, positional)), {}
         for kw, value in zip(keywords, keyword_values):
             slot = kw.name if kw.name in slots else KEYWORD_ALIASES.get(kw.name, kw.name)
+            if slot == "axis" and slot not in slots and "axes" in slots:  # PyTorch's dims= of tensordot, permute
+                slot = "axes"
             if slot not in slots and kw.name in FIRST_ARGUMENT_KEYWORDS and op.args:
                 slot = op.args[0]
             if slot not in slots:

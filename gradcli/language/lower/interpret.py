@@ -21,6 +21,8 @@ _EVAL, _APPLY, _BIND, _DISCARD, _UNPACK, _DEFINE, _CHOOSE = range(7)
 _STATEMENT, _SET = 8, 9  # (7 is statements._FINISH)
 
 
+_PYTHON_TYPES = ("float", "int", "bool", "complex")
+
 class Interpreter:
     """Part of the lowering (gradcli.language.lower): the program's statements and expressions."""
 
@@ -367,8 +369,8 @@ class Interpreter:
         library, bare = split_spelling(self.spelled(name))
         if bare in CONSTANTS and (bare == name or library != "python" or "." in name):
             return Literal(np.float64(CONSTANTS[bare]), node.pos)
-        if "." in name and bare in FLOAT_DTYPES | OTHER_DTYPES:
-            return Text(bare, node.pos)
+        if "." in name and bare in FLOAT_DTYPES | OTHER_DTYPES or name in _PYTHON_TYPES:
+            return Text(bare, node.pos)  # (Python's float, int, bool as a dtype: x.astype(float))
         if "." in name and library == "numpy" and bare == numpy_dialect.NEW_AXIS:  # None in a subscript
             return NONE
         if "." not in name and name in self.assigned_at:
