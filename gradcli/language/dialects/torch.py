@@ -210,7 +210,16 @@ def _dropout(lowering, node, values, scope):
     return given["input"]
 
 
+def _distribution(lowering, node, values, scope):
+    """torch.distributions.Normal(loc, scale) is an object, which gradcli's values are not: refused,
+    naming the function that computes its log_prob."""
+    raise lowering.error(f"{node.func}(...) makes a distribution object, which gradcli does not have: for "
+                         "Normal(loc, scale).log_prob(x) write scipy.stats.norm.logpdf(x, loc, scale) (the same "
+                         "density, and its gradients in x, loc and scale)", node.pos)
+
+
 NAMES = {
+    "distributions.Normal": _distribution, "Normal": _distribution,
     # x.to(dtype or device), x.type_as(y): the value itself (a float dtype); F.dropout in evaluation
     "to": _tensor_to, "type_as": _tensor_to, **{name: _dropout for name in _DROPOUT_TRAINING},
     "mv": "matmul", "new_zeros": "new_zeros", "new_ones": "new_ones", "new_full": "new_full",
