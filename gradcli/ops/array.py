@@ -657,5 +657,5 @@ def _expand_sizes_shape(x_shape, shape):
 
 register(Op("expand_sizes", lambda xp, x, shape: xp.broadcast_to(x, _expand_sizes_shape(x.shape, shape)),
             _expand_sizes_shape, (lambda g, ans, x, shape: G.sum_to(g, shape=x.shape),), params={"shape": REQUIRED},
-            view=True, memory="view", finite_closed=True, public=False,
+            view=True, memory="view", finite_closed=True,
             doc="PyTorch's x.expand(*sizes): x broadcast to sizes, -1 keeping an axis's size"))

@@ -43,10 +43,10 @@ def _subtract_alpha(f, x, y, alpha):
     return x - _number(alpha, "alpha") * y
 
 
-@composite("torch_norm", ("x",), {"p": "fro", "axis": None, "keepdims": False},
+@composite("norm_p", ("x",), {"p": "fro", "axis": None, "keepdims": False},
            "torch.norm(x, p='fro', dim=None, keepdim=False), x.norm(...): a number p is the vector p-norm over dim "
            "(every element when dim is None), 'fro' the 2-norm, 'nuc' the nuclear norm of a matrix", loose=("p",))
-def _torch_norm(f, x, p, axis, keepdims):
+def _norm_p(f, x, p, axis, keepdims):
     dims = None if axis is None else (axis,) if isinstance(axis, int) else tuple(axis)
     if isinstance(p, str):
         if p == "fro" and (dims is None or len(dims) <= 2):

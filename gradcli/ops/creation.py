@@ -121,7 +121,7 @@ for _name, _fill, _params in (("new_zeros", 0.0, {"shape": REQUIRED}), ("new_one
     register(Op(_name, (lambda fill: lambda xp, x, shape, fill_value=fill, dtype=None:
                         xp.full(_shape_param(shape), _fill_value(fill_value), dtype=x.dtype))(_fill),
                 (lambda fill: lambda x, shape, fill_value=fill, dtype=None: _filled_shape(shape, fill_value, dtype))(_fill),
-                NOT_DIFFERENTIABLE, params=_params, finite_closed=True, public=False,
+                NOT_DIFFERENTIABLE, params=_params, finite_closed=True,
                 doc=f"PyTorch's x.{_name}(sizes{', fill_value' if _fill is None else ''}): a new array of those sizes "
                     "(no gradient passes to x)"))
 

@@ -35,9 +35,9 @@ def _tensorflow_axis_zero(name):
 def _norm_reading(call):
     """tf.norm treats the array as one vector unless axis is a pair (NumPy's ord of a matrix is a
     matrix norm): with ord it is refused, without it is vector_norm. torch.norm(x, p, dim) and
-    x.norm(p, dim) are PyTorch's own (torch_norm: a number p is a vector norm over dim)."""
+    x.norm(p, dim) are PyTorch's own (norm_p: a number p is a vector norm over dim)."""
     if call.library == "torch":
-        return "torch_norm", {}
+        return "norm_p", {}
     if call.library == "tensorflow":
         if call.positional > 1 or "ord" in call.keywords:
             raise ReadingError(f"{call.library}'s norm with ord: TensorFlow's and torch.norm's ord applies to "

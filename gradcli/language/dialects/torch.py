@@ -159,7 +159,6 @@ def _tensor_to(lowering, node, values, scope):
     """x.to(torch.float64), x.to('cuda'), x.to(dtype=..., device=...), x.to(y), x.type_as(y): the value
     itself, where the type is a floating one (gradcli computes in one floating type, --dtype) and
     the rest names a device; a cast to an integer or bool type would change the numbers (refused)."""
-    from gradcli.language.dialects import FLOAT_DTYPES, OTHER_DTYPES
     if not node.method or not values:
         raise lowering.error(f"{node.func}() is a tensor's method: write x.{node.func}(...)", node.pos)
     names = [None] * len(node.args) + [kw.name for kw in node.keywords]
@@ -167,13 +166,12 @@ def _tensor_to(lowering, node, values, scope):
         text = _text(value)
         if name in _TO_FLAGS:
             continue
-        if text is not None and text in FLOAT_DTYPES | OTHER_DTYPES:
-            lowering.check_dtype(value, written.pos)
-        elif text is not None and node.func == "to" and _DEVICE.fullmatch(text):
+        if text is not None and node.func == "to" and _DEVICE.fullmatch(text):
             continue  # a device: the numbers are the same on every device
-        elif text is not None or (name is not None and name not in ("dtype", "device", "other", "tensor")):
-            raise lowering.error(f"x.{node.func}(): {text or name!r} is not a floating dtype, a device or a "
-                                 f"tensor", written.pos)
+        if text is not None:
+            lowering.check_dtype(value, written.pos)  # a floating type passes, any other is refused
+        elif name is not None and name not in ("dtype", "device", "other", "tensor"):
+            raise lowering.error(f"x.{node.func}() has no argument '{name}'", written.pos)
     return values[0]
 
 
@@ -184,10 +182,10 @@ _DROPOUT_TRAINING = {"dropout": True, "dropout1d": True, "dropout2d": True, "dro
 def _dropout(lowering, node, values, scope):
     """F.dropout(x, p, training=False): in evaluation the identity. In training (F.dropout's default)
     it zeroes random elements, a new draw at each call: no one value and no one gradient, refused."""
-    from gradcli.language.dialects import split_spelling
-    library, bare = split_spelling(lowering.spelled(node.func))
+    spelled = lowering.spelled(node.func)
+    bare = spelled.rpartition(".")[2]
     label = node.func
-    if library != "torch" or node.method:
+    if not _TORCH_SPELLED.match(spelled) or node.method:
         raise lowering.error(f"{label}() zeroes random elements (a new draw at each call), so it has no one value "
                              "or gradient: leave it out of the program (evaluation: the identity)", node.pos)
     slots = ("input", "p", "training", "inplace")
@@ -222,7 +220,7 @@ NAMES = {
     "distributions.Normal": _distribution, "Normal": _distribution,
     # x.to(dtype or device), x.type_as(y): the value itself (a float dtype); F.dropout in evaluation
     "to": _tensor_to, "type_as": _tensor_to, **{name: _dropout for name in _DROPOUT_TRAINING},
-    "mv": "matmul", "new_zeros": "new_zeros", "new_ones": "new_ones", "new_full": "new_full",
+    "mv": "matmul",
     # torch.tensor([...]) and its kin in pasted code: the value itself
     "tensor": "identity", "as_tensor": "identity", "contiguous": "identity", "clone": "identity",
     "neg": "negative", "sub": "subtract", "mul": "multiply", "div": "divide",
