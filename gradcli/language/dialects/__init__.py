@@ -99,7 +99,7 @@ def strip_prefixes(name: str) -> str:
 
 # (imported here, after what they import from this module)
 from gradcli.language.dialects import jax, numpy, python, scipy, tensorflow, torch  # noqa: E402
-from gradcli.ops import CALLABLE, OPS  # noqa: E402
+from gradcli.ops import CALLABLE, OPS, Op  # noqa: E402
 
 _LIBRARIES = (python, numpy, scipy, jax, tensorflow, torch)
 
@@ -158,8 +158,9 @@ def callable_names() -> list[str]:
 
 
 def callable_ops() -> dict:
-    """Every name a program may call -> the op it calls (as written without a reading)."""
-    return {name: meaning(name) for name in callable_names()}
+    """Every name a program may call -> the op it calls (as written without a reading); a name
+    whose entry is a transformation (`x.to`, `F.dropout`) calls no op and is left out."""
+    return {name: op for name in callable_names() if isinstance(op := meaning(name), Op)}
 
 
 def spelled_libraries(module, text: str) -> tuple[str, bool]:
