@@ -33,6 +33,12 @@ def _item(f, x):
     return f.stop_gradient(f.reshape(x, shape=()))
 
 
+@composite("new_tensor", ("x", "data"), {}, "x.new_tensor(data): data as a new tensor, which carries no gradient "
+           "(x lends only its dtype)")
+def _new_tensor(f, x, data):
+    return f.stop_gradient(data)
+
+
 @composite("add_alpha", ("x", "y"), {"alpha": REQUIRED}, "torch.add(x, y, alpha=a): x + a y")
 def _add_alpha(f, x, y, alpha):
     return x + _number(alpha, "alpha") * y
@@ -94,6 +100,13 @@ def _masked_mean(f, x, axis, keepdims, where):
         return f.mean(x, axis=axis, keepdims=keepdims)
     mask = f.broadcast_to(f.where(where, 1.0, 0.0), shape=x.shape)
     return f.sum(f.where(where, x, 0.0), axis=axis, keepdims=keepdims) / f.sum(mask, axis=axis, keepdims=keepdims)
+
+
+@composite("masked_prod", ("x",), dict(_MASKED), "np.prod(x, axis, keepdims=, initial=, where=): the product of "
+           "the elements where `where` holds, times initial", tensors=("where",))
+def _masked_prod(f, x, axis, keepdims, initial, where):
+    product = f.prod(_masked(f, x, where, 1.0), axis=axis, keepdims=keepdims)
+    return product if initial is None else product * _number(initial, "initial")
 
 
 def _masked_extreme(kind):

@@ -262,6 +262,30 @@ ROWS = [('import torch; y = x.to(torch.float64) * x',
   {'x': [[2.0, 1.0, 0.5], [1.0, 3.0, -1.0]]},
   [[0.0, 1.0], [0.0, 3.0], [0.0, -1.0]],
   {'x': [[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]]}),
+ ('import torch; y = x * x.cpu().sum() + x.cuda()',
+  {'x': [0.5, -1.0, 2.0, 1.5]},
+  [2.0, -4.0, 8.0, 6.0],
+  {'x': [7.0, 7.0, 7.0, 7.0]}),
+ ('import torch; y = x.new_tensor([1.0, 2.0, 3.0, 4.0]) * x',
+  {'x': [0.5, -1.0, 2.0, 1.5]},
+  [0.5, -2.0, 6.0, 6.0],
+  {'x': [1.0, 2.0, 3.0, 4.0]}),
+ ('import torch; y = torch.msort(x) * torch.arange(2.0)[:, None]',
+  {'x': [[2.0, 1.0, 1.0], [0.0, 3.0, -1.0]]},
+  [[0.0, 0.0, -0.0], [2.0, 3.0, 1.0]],
+  {'x': [[1.0, 0.0, 1.0], [0.0, 1.0, 0.0]]}),
+ ('import torch; y = x * x.sum().tolist()',
+  {'x': [0.5, -1.0, 2.0, 1.5]},
+  [1.5, -3.0, 6.0, 4.5],
+  {'x': [3.0, 3.0, 3.0, 3.0]}),
+ ('import torch; y = x.mH * torch.arange(2.0)',
+  {'x': [[2.0, 1.0, 0.5], [1.0, 3.0, -1.0]]},
+  [[0.0, 1.0], [0.0, 3.0], [0.0, -1.0]],
+  {'x': [[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]]}),
+ ('import numpy as np; y = np.prod(x, axis=1, initial=2.0, where=x > 0)',
+  {'x': [[2.0, 1.0, 0.5], [1.0, 3.0, -1.0]]},
+  [2.0, 6.0],
+  {'x': [[1.0, 2.0, 4.0], [6.0, 2.0, 0.0]]}),
  ('import jax; y = jax.scipy.linalg.cho_solve((c, True), b)',
   {'b': [1.0, 2.0], 'c': [[2.0, 0.0], [0.5, 1.6583123951777]]},
   [0.09090909090909091, 0.6363636363636364],
@@ -291,7 +315,8 @@ def test_value_and_gradient_are_the_library_s(program, feeds, value, gradients):
 # the rows whose function is smooth at the recorded point (away from ties, kinks and steps) and
 # passes its gradient (.item() and .data stop it on purpose)
 SMOOTH = [row for row in ROWS if not any(word in row[0] for word in ("sort", "cummax", "cummin", "searchsorted",
-                                                                     "max_pool", "aminmax", "torch.max", ".item()", ".data"))]
+                                                                     "max_pool", "aminmax", "torch.max", ".item()", ".data",
+                                                                     "tolist", "msort"))]
 
 
 @pytest.mark.parametrize("program, feeds, value, gradients", SMOOTH, ids=[row[0] for row in SMOOTH])

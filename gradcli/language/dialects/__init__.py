@@ -74,7 +74,7 @@ CONSTANT_FUNCTIONS = {"epsilon": 1e-7}
 # the names the lowering may read as something other than their op (numbers, shapes, casts)
 SPECIAL_CALLS = frozenset(CONSTANT_FUNCTIONS) | {"len", "cast", "astype"} | FLOAT_DTYPES | OTHER_DTYPES
 # NumPy array attributes read as the functions they are
-ATTRIBUTES = {"T": "transpose", "mT": "matrix_transpose"}
+ATTRIBUTES = {"T": "transpose", "mT": "matrix_transpose", "mH": "matrix_transpose"}  # (values are real)
 
 
 @functools.lru_cache(maxsize=4096)  # a program calls the same few names over and over

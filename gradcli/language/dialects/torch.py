@@ -39,6 +39,8 @@ def torch_only(meaning: str, others: dict):
 def _torch_tuple(call):
     """torch.sort(x), torch.cummax(x, dim) and their methods give the named tuple (values,
     indices); NumPy's sort and lax's cummax the values alone."""
+    if call.name == "msort":  # torch.msort(x): the values sorted along dim 0
+        return "sort", {"axis": 0}
     if call.library == "torch":
         return f"{call.name}_values_indices", {}
     return None
@@ -220,7 +222,7 @@ NAMES = {
     "distributions.Normal": _distribution, "Normal": _distribution,
     # x.to(dtype or device), x.type_as(y): the value itself (a float dtype); F.dropout in evaluation
     "to": _tensor_to, "type_as": _tensor_to, **{name: _dropout for name in _DROPOUT_TRAINING},
-    "mv": "matmul",
+    "mv": "matmul", "cpu": "identity", "cuda": "identity",  # a device: the same numbers
     # torch.tensor([...]) and its kin in pasted code: the value itself
     "tensor": "identity", "as_tensor": "identity", "contiguous": "identity", "clone": "identity",
     "neg": "negative", "sub": "subtract", "mul": "multiply", "div": "divide",
@@ -231,7 +233,7 @@ NAMES = {
     "logcumsumexp": "cumlogsumexp", "topk": "top_k", "cat": "concatenate", "tensor_split": "array_split",
     "unsqueeze": "expand_dims", "swapdims": "swapaxes", "movedim": "moveaxis",
     "repeat_interleave": "repeat", "broadcast_tensors": "broadcast_arrays", "take_along_dim": "take_along_axis",
-    "ger": "outer", "inverse": "inv", "pinverse": "pinv",
+    "ger": "outer", "msort": "sort", "inverse": "inv", "pinverse": "pinv",
     "scatter": "scatter_elements", "orgqr": "householder_product",
     # the table's ops that are PyTorch's functions, by the names they had
     "torch_pad": "pad_last_first", "torch_gather": "gather_elements", "torch_select": "take_slice",
