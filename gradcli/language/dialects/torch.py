@@ -163,6 +163,8 @@ def _tensor_to(lowering, node, values, scope):
     the rest names a device; a cast to an integer or bool type would change the numbers (refused)."""
     if not node.method or not values:
         raise lowering.error(f"{node.func}() is a tensor's method: write x.{node.func}(...)", node.pos)
+    if len(values) < 2:
+        raise lowering.error(f"x.{node.func}() needs a dtype, a device or a tensor", node.pos)
     names = [None] * len(node.args) + [kw.name for kw in node.keywords]
     for name, value, written in zip(names[1:], values[1:], list(node.args[1:]) + list(node.keywords)):
         text = _text(value)
