@@ -11,9 +11,9 @@ import re
 import numpy as np
 
 from gradcli.language import syntax as ast
-from gradcli.language.dialects.spelling import ReadingError
+from gradcli.language.dialects.spelling import Distribution, ReadingError
 from gradcli.language.dialects.numpy import jax_numpy as _jax_numpy
-from gradcli.ops import index as ops_index
+from gradcli.ops import OPS, index as ops_index
 
 
 def options_by_keyword(op, call) -> None:
@@ -213,15 +213,45 @@ def _dropout(lowering, node, values, scope):
 
 
 def _distribution(lowering, node, values, scope):
-    """torch.distributions.Normal(loc, scale) is an object, which gradcli's values are not: refused,
-    naming the function that computes its log_prob."""
-    raise lowering.error(f"{node.func}(...) makes a distribution object, which gradcli does not have: for "
-                         "Normal(loc, scale).log_prob(x) write scipy.stats.norm.logpdf(x, loc, scale) (the same "
-                         "density, and its gradients in x, loc and scale)", node.pos)
+    """torch.distributions.Normal(loc, scale, validate_args=None)."""
+    if not _TORCH_SPELLED.match(lowering.spelled(node.func)) and node.func != "Normal":
+        raise lowering.error(f"{node.func}: gradcli reads PyTorch's torch.distributions.Normal", node.pos)
+    slots = ("loc", "scale", "validate_args")
+    given = dict(zip(slots, values[:len(node.args)]))
+    for kw, value in zip(node.keywords, values[len(node.args):]):
+        if kw.name not in slots or kw.name in given:
+            raise lowering.error(f"Normal() takes loc, scale, validate_args; got '{kw.name}'", kw.pos)
+        given[kw.name] = value
+    if "loc" not in given or "scale" not in given:
+        raise lowering.error("Normal(loc, scale) needs both", node.pos)
+    return Distribution("Normal", {"loc": given["loc"], "scale": given["scale"]}, node.pos)
+
+
+_NORMAL_METHODS = {"log_prob": "norm_logpdf", "cdf": "norm_cdf", "icdf": "norm_ppf"}
+
+
+def _distribution_method(lowering, node, values, scope):
+    """Normal(loc, scale).log_prob(x), .cdf(x), .icdf(q): scipy.stats.norm's logpdf, cdf and ppf
+    of x with that loc and scale (PyTorch's formulas; gradients in x, loc and scale)."""
+    receiver = values[0] if node.method and values else None
+    if not isinstance(receiver, Distribution) or receiver.name != "Normal":
+        raise lowering.error(f"{node.func}() is a method of a distribution: Normal(loc, scale).{node.func}(x)",
+                             node.pos)
+    if len(values) != 2 or node.keywords:
+        raise lowering.error(f"{node.func}() takes one value: .{node.func}(x)", node.pos)
+    op = OPS[_NORMAL_METHODS[node.func]]
+    call = ast.Call(op.name, [node.args[1], node.args[0], node.args[0]], node.pos)
+    return lowering.call_builtin(op, call, [values[1], receiver.params["loc"], receiver.params["scale"]], scope)
+
+
+def _random_method(lowering, node, values, scope):
+    raise lowering.error(f"x.{node.func}() draws random numbers (a new draw at each call): it has no one value or "
+                         "gradient", node.pos)
 
 
 NAMES = {
     "distributions.Normal": _distribution, "Normal": _distribution,
+    **{name: _distribution_method for name in _NORMAL_METHODS}, "sample": _random_method, "rsample": _random_method,
     # x.to(dtype or device), x.type_as(y): the value itself (a float dtype); F.dropout in evaluation
     "to": _tensor_to, "type_as": _tensor_to, **{name: _dropout for name in _DROPOUT_TRAINING},
     "mv": "matmul", "cpu": "identity", "cuda": "identity",  # a device: the same numbers
