@@ -35,7 +35,10 @@ def _tensorflow_axis_zero(name):
 def _norm_reading(call):
     """tf.norm treats the array as one vector unless axis is a pair (NumPy's ord of a matrix is a
     matrix norm): with ord it is refused, without it is vector_norm. torch.norm(x, p, dim) and
-    x.norm(p, dim) are PyTorch's own (norm_p: a number p is a vector norm over dim)."""
+    x.norm(p, dim) are PyTorch's own (norm_p: a number p is a vector norm over dim);
+    torch.linalg.norm(x, ord, dim) is NumPy's (a matrix norm of a matrix)."""
+    if call.library == "torch" and "linalg." in call.spelled:
+        return None
     if call.library == "torch":
         return "norm_p", {}
     if call.library == "tensorflow":
