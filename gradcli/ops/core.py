@@ -582,6 +582,7 @@ for _name, _fn in (("argmax", "argmax"), ("argmin", "argmin")):
     register(Op(f"{_fn[3:]}_values_indices", None, None, None, params={"axis": REQUIRED, "keepdims": False},
                 parts=(lambda fn: lambda shape, axis, keepdims=False:
                        [(fn[3:], {"axis": axis, "keepdims": keepdims}), (fn, {"axis": axis, "keepdims": keepdims})])(_fn),
+                fields=("values", "indices"),
                 public=False, doc="PyTorch's max/min along dim: (values, indices); tied values share the gradient"))
 
 register(Op("softmax", _softmax, _same_checking_axis,

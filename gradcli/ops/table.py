@@ -54,6 +54,9 @@ class Op:
     # are ops of their own, `parts(*shapes, **params) -> [(op name, params), ...]`, called with
     # the same arguments; the record's own forward and shape rule are then unused.
     parts: Callable | None = None
+    # the names of those items as the libraries' named tuples call them (`torch.aminmax(x).max`,
+    # `np.linalg.eigh(a).eigenvectors`), in the parts' order; () where the tuple is a plain one
+    fields: tuple = ()
     # Why its forward needs more than the array API standard's operations, in words ("NumPy's
     # einsum", "scipy.special's erf"), or `(**params) -> words | None` where that depends on the
     # parameters (an index array); None: standard operations only, which tests/engine/test_backends.py
@@ -143,7 +146,7 @@ class DataError(Exception):
 
 
 FAMILIES = ("elementwise", "reduce", "norms", "array", "selection", "creation", "linalg", "solves", "index", "nn",
-            "convolution", "objectives", "scatter", "factor", "losses")  # in table order
+            "convolution", "objectives", "scatter", "factor", "losses", "composed")  # in table order
 
 
 class _Table(dict):

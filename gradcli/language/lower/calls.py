@@ -67,6 +67,8 @@ class Resolution:
         found = self.torch_attribute(target, name, pos, scope)  # .grad, .requires_grad (torch_autograd.py)
         if found is not None:
             return found
+        if isinstance(target, TupleValue) and name in target.fields:  # a named tuple's field
+            return target.items[target.fields.index(name)]
         if isinstance(target, TupleValue) and len(target.items) == 2 and name in ("values", "indices"):
             # PyTorch's (values, indices) of torch.max(x, dim), torch.sort, torch.topk, by field name
             return target.items[name == "indices"]
@@ -334,6 +336,8 @@ class Binding:
         given, where = dict(zip(slots, positional)), {}
         for kw, value in zip(keywords, keyword_values):
             slot = kw.name if kw.name in slots else KEYWORD_ALIASES.get(kw.name, kw.name)
+            if slot == "axis" and slot not in slots and "axes" in slots:  # PyTorch's dims= of tensordot, permute
+                slot = "axes"
             if slot not in slots and kw.name in FIRST_ARGUMENT_KEYWORDS and op.args:
                 slot = op.args[0]
             if slot not in slots:
@@ -529,7 +533,7 @@ class Binding:
         except ShapeError as exc:
             raise self.error(f"{label}(): {exc}", pos) from None
         return TupleValue([self.emit(OPS[name], ids, part_params, pos, label, scope)
-                           for name, part_params in parts], pos)
+                           for name, part_params in parts], pos, op.fields if len(op.fields) == len(parts) else ())
 
     def construct(self, op: Op, params: dict, pos: Pos, label: str, scope: Scope) -> int:
         """An op that takes no array (`zeros((2, 3))`, `eye(3)`, `arange(5)`): a constant of

@@ -14,6 +14,7 @@ from gradcli.language.lower.transforms import (
 from gradcli.language.lower.values import NONE, Literal, Scope, Text, TupleValue
 from gradcli.language.lower.torch_autograd import GradMode
 from gradcli.ops import OPS
+from gradcli.language.dialects.spelling import Distribution
 from gradcli.engine.evaluate import needed_equations, run
 
 # a statement the executor pushes after a `with` block's body: leave its contexts
@@ -284,6 +285,9 @@ class Statements:
         return self.dict_item(args[0], args[1:], node)
 
     def refuse_as_number(self, value):
+        if isinstance(value, Distribution):
+            raise self.error(f"{value.name}(...) is a distribution object, not a number: use its methods, as in "
+                             f"{value.name}(loc, scale).log_prob(x)", value.pos)
         if isinstance(value, DictValue):
             raise self.error("a dict is not a number: gradcli reads a dict only as tape.gradient's sources, "
                              "indexed with a constant key", value.pos)
