@@ -355,6 +355,10 @@ def test_gradient_against_finite_differences(program, feeds, value, gradients):
     ("import torch; y = x.to('tpu')", {"x": [1.0, 2.0]}, "a cast to tpu would change the numbers"),
     ("import numpy as np; y = x.astype(int)", {"x": [1.5, 2.0]}, "would change the numbers"),
     ("import torch; y = x.item()", {"x": [1.0, 2.0]}, "only a one-element array is a number"),
+    # NumPy sorts in place and returns None: read as a value, x would silently stay unsorted
+    ("import numpy as np; x.sort(); y = x * np.array([1.0, 10.0])", {"x": [2.0, 1.0]},
+     "x.sort() of a NumPy array sorts x in place and gives None (PyTorch's gives (values, indices)): "
+     "write x = np.sort(x)"),
     ("import numpy as np; y = np.max(x, where=x > 0)", {"x": [1.0, 2.0]}, "needs initial="),
     ("import numpy as np; y = x.reshape((2, 1), order='A')", {"x": [1.0, 2.0]}, "'C' and 'F' are supported"),
     ("import torch; y = x.expand(3, -1, -1)", {"x": [1.0, 2.0]}, "a new leading axis has none"),

@@ -43,6 +43,9 @@ def _torch_tuple(call):
         return "sort", {"axis": 0}
     if call.library == "torch":
         return f"{call.name}_values_indices", {}
+    if call.method and call.name == "sort":  # a value the program holds would silently stay unsorted
+        raise ReadingError("x.sort() of a NumPy array sorts x in place and gives None (PyTorch's gives "
+                           "(values, indices)): write x = np.sort(x)")
     return None
 
 
