@@ -143,8 +143,6 @@ def _inverse_gaps_vjp(g, ans, w, squared=False):
 
 register(Op("inverse_gaps", _inverse_gaps, lambda shape, squared=False: shape + shape[-1:],
             (_inverse_gaps_vjp,), params={"squared": False}, public=False,
-            nonfinite_reason=("eigenvalues (or singular values) repeat, and the gradient of their vectors does "
-                              "not exist there"),
             doc="1 / (w_j - w_i): the eigenvector gradient's weights; NaN where eigenvalues repeat"))
 
 

@@ -86,20 +86,10 @@ class Op:
     # a constant range `(lo, hi)`, or UNBOUNDED; how a bound on |result| follows from the inputs'
     bound: Callable | tuple | str | None = None
     grows: bool = False                # may overflow (exp, multiply, sum): large results are checked for headroom
-    domain: float | None = None        # the argument's lowest value (log 0, log1p -1, sqrt 0): NaN below it
-    pole: tuple | None = None          # (argument, words): the argument whose 0 gives an infinity, as messages say
-    overflows_above: Callable | None = None  # `(largest) -> x`: the argument past which it overflows (exp: log)
-    underflows_below: float | None = None    # the argument below which it underflows to 0 in float64 (exp: -745)
     underflows: str | None = None      # a 0 result may be a nonzero lost: "rounds" (exp, multiply), "terms" (sum)
-    invalid_reason: str | None = None  # what a NaN from finite inputs means, in messages (divide: "0 / 0")
-    nonfinite_reason: str | None = None  # what a non-finite gradient equation of it means (inverse_gaps)
     kink: str | None = None            # a derivative by convention: "extremes" (max), "pair" (maximum), "zero" (abs)
-    hints: dict = field(default_factory=dict)  # diagnostic kind -> hint in words; `{limit}`: overflows_above's
-    where_trap: int | None = None      # the argument a discarded where branch must keep off its poles (divide: y)
-    selects: tuple = ()                # the arguments it chooses between (where: x, y): the where trap's branches
-    stable_forms: dict = field(default_factory=dict)  # its argument's op -> the stable whole (log: sigmoid -> ...)
-    pole_fix: Callable | None = None   # `(call: Written) -> text | None`: a rewrite keeping a call off its pole
-    slope_fix: Callable | None = None  # `(call: Written) -> text | None`: a rewrite where its slope is infinite
+    # (what the few ops with a pole, a domain, an overflow limit or a where trap are known for, and the
+    # words and rewrites said of them, is a table keyed by op name: gradcli/numerics/hints.py)
 
     def __post_init__(self):
         # what a call of the op needs, worked out once: argument slots in call order, the
@@ -126,15 +116,6 @@ class Op:
 # A record's `bound`, declared: no bound on |result| from the inputs' is claimed (it may exceed
 # them, or not be finite), so the diagnostics check the result itself
 UNBOUNDED = "unbounded"
-
-
-@dataclass(frozen=True, slots=True)
-class Written:
-    """A call as the user wrote it, for an op's rewrite rules (`pole_fix`, `slope_fix`)."""
-    args: tuple           # each argument's text
-    operands: tuple       # the same, parenthesized unless a name, a number or a call
-    kind: str | None = None    # the diagnostic's kind (divide_by_zero, invalid, overflow)
-    underflowed: bool = False  # the pole's argument may be a nonzero number that underflowed
 
 
 class DataError(Exception):
