@@ -23,9 +23,7 @@ from gradcli.records import NEW, ValueRecord
 from gradcli.engine.backends import backend_for
 from gradcli.engine.evaluate import run
 from gradcli.numerics.hints import hints_of
-from gradcli.numerics.kinks import kink_count, kink_note
-from gradcli.numerics.origins import classify, fmt_number
-from gradcli.numerics.suggestions import Suggestions
+from gradcli.numerics.explain import Suggestions, classify, fmt_number, kink_count, kink_note
 
 NONFINITE_KINDS = ("overflow", "divide_by_zero", "invalid", "nonfinite_gradient")
 
@@ -33,7 +31,7 @@ NONFINITE_KINDS = ("overflow", "divide_by_zero", "invalid", "nonfinite_gradient"
 # whether it may overflow, how a bound on its result follows from its inputs', its ties and kinks)
 # and, for the few ops with a domain, a pole or an overflow limit, from its entry in
 # gradcli/numerics/hints.py: this module reads those, never op names. Only patterns of several ops
-# (a softmax written out, log(sum(exp(x)))) are named, in gradcli/numerics/suggestions.py.
+# (a softmax written out, log(sum(exp(x)))) are named, in gradcli/numerics/explain.py.
 # Origins a value is known to carry, at most: a sum of 20,000 NaN terms carries 20,000, and
 # tracking them all at every partial sum is quadratic (the first ones are what a user reads)
 ORIGINS_TRACKED = 16

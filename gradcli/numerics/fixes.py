@@ -25,7 +25,8 @@ from gradcli.errors import GradcliError
 from gradcli.ir import Graph
 from gradcli.numerics.diagnostics import NONFINITE_KINDS
 from gradcli.numerics.exactness import Exact, Progress, Setting, Verdict, judge
-from gradcli.numerics.hints import Written, hints_of, stable_forms
+from gradcli.numerics.hints import HINTS, Written, hints_of
+from gradcli.numerics.explain import consumers_of
 from gradcli.language.parser import parse_program
 
 
@@ -239,12 +240,7 @@ class _Finder:
     def __init__(self, graph: Graph):
         self.graph = graph
         self.syntax = _Syntax(graph)
-        consumers: dict[int, list[int]] = {}
-        for k, e in enumerate(graph.equations):
-            if e.backward is None:
-                for j in e.inputs:
-                    consumers.setdefault(j, []).append(k)
-        self.consumers = consumers
+        self.consumers = consumers_of(graph)
         twins: dict[tuple, list[int]] = {}
         for k, e in enumerate(graph.equations):
             if e.inputs and e.backward is None:
@@ -453,8 +449,9 @@ class _Finder:
     # --- an op's stable_forms (gradcli/numerics/hints.py): log(sigmoid(a)) -> log_sigmoid(a), log(softmax(a)) -> ...
     def _stable_forms(self, i: int) -> list[Candidate]:
         out = []
-        for outer, inner_op, better in stable_forms():
-            out += self._rewrite_of(i, outer, inner_op, better)
+        for outer, hints in HINTS.items():
+            for inner_op, better in hints.stable_forms.items():
+                out += self._rewrite_of(i, outer, inner_op, better)
         return out
 
     def _rewrite_of(self, i: int, outer: str, inner_op: str, better: str) -> list[Candidate]:

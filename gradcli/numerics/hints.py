@@ -1,4 +1,4 @@
-"""What the diagnostics (diagnostics.py, suggestions.py) and the rewrites (fixes.py) know of the
+"""What the diagnostics (diagnostics.py, explain.py) and the rewrites (fixes.py) know of the
 few ops that have poles, domains, overflow limits, where traps and stable forms: one entry per op,
 keyed by its name. An entry is optional data: an op without one gets the general messages and no
 rewrite, and adding an op stays one record in the op table (gradcli/ops) and its test row.
@@ -101,8 +101,3 @@ NONE = Hints()  # an op without an entry
 def hints_of(op) -> Hints:
     """The numeric hints of an op record (NONE where it has no entry)."""
     return HINTS.get(op.name, NONE)
-
-
-def stable_forms() -> list[tuple[str, str, str]]:
-    """(outer op, inner op, the stable whole) of every entry's stable_forms, in table order."""
-    return [(name, inner, better) for name, h in HINTS.items() for inner, better in h.stable_forms.items()]

@@ -445,9 +445,9 @@ _unary("stop_gradient", lambda xp, x: x, NOT_DIFFERENTIABLE, view=True, memory="
        finite_closed=True, stops_gradient=True)
 
 _binary("add", "add", (lambda g, ans, x, y: g, lambda g, ans, x, y: g), identities=(0.0, 0.0),
-        symbol="+", precedence=2, opposite="subtract", bound=_bound_of_sum)
+        symbol="+", precedence=2, bound=_bound_of_sum)
 _binary("subtract", "subtract", (lambda g, ans, x, y: g, lambda g, ans, x, y: -g),
-        identities=(None, 0.0), symbol="-", precedence=2, opposite="add", bound=_bound_of_sum)
+        identities=(None, 0.0), symbol="-", precedence=2, bound=_bound_of_sum)
 _binary("multiply", "multiply", (lambda g, ans, x, y: g * y, lambda g, ans, x, y: g * x),
         identities=(1.0, 1.0), symbol="*", precedence=3, bound=_bound_of_product, grows=True, underflows="rounds")
 _binary("divide", "divide",

@@ -71,11 +71,11 @@ class Op:
     expand: Callable | None = None
     tensors: tuple[str, ...] = ()
 
-    # ---- printing and lowering (read by gradcli/language/parser.py, gradcli/insight/printer.py, gradcli/language/lower/__init__.py)
+    # ---- printing and lowering (read by gradcli/language/parser.py, gradcli/insight/printer.py, gradcli/language/lower/__init__.py;
+    # the operator pairs `a + -b` -> `a - b` are the printer's table OPPOSITES)
     symbol: str | None = None          # the operator that writes it in programs (`+`; `-` for negative; `not`)
     precedence: int | None = None      # how tightly `derive` binds its symbol (1 `<` .. 5 `**`); None: a call
     symbol_reads_truth: bool = False   # its symbol is Python's `and`/`or`/`not`: written so, operands must be 0/1
-    opposite: str | None = None        # this op with its right operand negated: `a + -b` prints as `a - b`
     literal: Callable | None = None    # `literal(value) -> value` on a literal argument while lowering (`-3`)
     repeats: str | None = None         # its result repeats its input's elements: "broadcast"; "reshape" (if one)
     simpler: Callable | None = None    # `simpler(**params) -> (op, params) | None`: as a gradient emits it (sum_to ())
@@ -151,39 +151,16 @@ class _Table(dict):
     def __contains__(self, name):
         return dict.__contains__(self, name) or _load_family_of(self, name)
 
-    def __iter__(self):
-        _load_families()
-        return dict.__iter__(self)
+    def _whole(method):  # dict's method, once every family is imported: it reads the table whole
+        def whole(self, *args):
+            _load_families()
+            return method(self, *args)
+        return whole
 
-    def __len__(self):
-        _load_families()
-        return dict.__len__(self)
-
-    def __reversed__(self):
-        _load_families()
-        return dict.__reversed__(self)
-
-    def __eq__(self, other):
-        _load_families()
-        return dict.__eq__(self, other)
-
-    __hash__ = None
-
-    def __repr__(self):
-        _load_families()
-        return dict.__repr__(self)
-
-    def keys(self):
-        _load_families()
-        return dict.keys(self)
-
-    def values(self):
-        _load_families()
-        return dict.values(self)
-
-    def items(self):
-        _load_families()
-        return dict.items(self)
+    __iter__, __len__, __reversed__ = _whole(dict.__iter__), _whole(dict.__len__), _whole(dict.__reversed__)
+    __eq__, __repr__, __hash__ = _whole(dict.__eq__), _whole(dict.__repr__), None
+    keys, values, items = _whole(dict.keys), _whole(dict.values), _whole(dict.items)
+    del _whole
 
     def copy(self):
         _load_families()

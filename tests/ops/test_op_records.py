@@ -75,9 +75,6 @@ def _problems(op: Op, covered: set[str]) -> list[str]:
         out.append(f"underflows {op.underflows!r} is not one of {sorted(k for k in UNDERFLOWS if k)}")
     if op.repeats not in REPEATS:
         out.append(f"repeats {op.repeats!r} is not one of {sorted(k for k in REPEATS if k)}")
-    if op.opposite is not None and (op.symbol is None or OPS.get(op.opposite) is None
-                                    or OPS[op.opposite].symbol is None):
-        out.append(f"opposite {op.opposite!r} is not an operator beside an operator")
     # a finite-difference row in the op table tests (the coverage walk of tests/ops/test_ops.py)
     differentiable = not all(r is NO_GRADIENT for r in op.vjp or ())
     if op.public and differentiable and op.name not in covered:
