@@ -27,10 +27,8 @@ from gradcli.numerics.explain import Suggestions, classify, fmt_number, kink_cou
 
 NONFINITE_KINDS = ("overflow", "divide_by_zero", "invalid", "nonfinite_gradient")
 
-# What is known of each operation is read from its record in the op table (gradcli/ops/__init__.py:
-# whether it may overflow, how a bound on its result follows from its inputs', its ties and kinks)
-# and, for the few ops with a domain, a pole or an overflow limit, from its entry in
-# gradcli/numerics/hints.py: this module reads those, never op names. Only patterns of several ops
+# What is known of each operation is read from its record in the op table (gradcli/ops/__init__.py)
+# and its entry in gradcli/numerics/hints.py, never from op names; only patterns of several ops
 # (a softmax written out, log(sum(exp(x)))) are named, in gradcli/numerics/explain.py.
 # Origins a value is known to carry, at most: a sum of 20,000 NaN terms carries 20,000, and
 # tracking them all at every partial sum is quadratic (the first ones are what a user reads)
@@ -359,9 +357,8 @@ class NumericsChecker:
             self._explain_underflow(eq.inputs[zero_pole], eq)
         if eq.backward is not None:
             kind = "nonfinite_gradient"
-            reason = hints_of(eq.op).nonfinite_reason
-            if reason:  # (the eigenvector gradient's weights: repeated eigenvalues)
-                detail = reason
+            # (the eigenvector gradient's weights: repeated eigenvalues)
+            detail = hints_of(eq.op).nonfinite_reason or detail
         if has_inf and not bool(xp.any(xp.isnan(bad))):
             noun = "-infinity" if bool(xp.all(bad < 0)) else "infinity"
         else:

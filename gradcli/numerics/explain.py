@@ -1,14 +1,7 @@
 """What a numerical diagnostic (diagnostics.py) says, from the op records and their entries in
-gradcli/numerics/hints.py (never from op names, but for the patterns of several ops):
-- `classify`: an origin's kind (overflow, divide_by_zero, invalid) and why, in words, from the
-  values at its non-finite elements (an overflow limit, a pole, a domain);
-- `kink_count`, `kink_note`: the ties and kinks of a differentiated equation (the record's
-  `kink`), where its derivative is a convention;
-- `Suggestions`: the suggestion in words, the op's own after the patterns of several ops that
-  have a stable function computing them whole (a softmax written out, log(sum(exp(x))), log of
-  sigmoid). A rewrite in code is offered only where gradcli.numerics.fixes has proven it on the
-  user's inputs (it then replaces the words).
-"""
+gradcli/numerics/hints.py: an origin's kind and why (`classify`), the ties and kinks where a
+derivative is a convention (`kink_count`, `kink_note`), and the suggestion in words
+(`Suggestions`; a rewrite in code is offered only where gradcli.numerics.fixes has proven it)."""
 from __future__ import annotations
 
 import numpy
