@@ -20,6 +20,8 @@ from gradcli.ops.core import _index_tuple
 
 # An operator's symbol and precedence are fields of its op record (`symbol`, `precedence`).
 ATOM, UNARY = 6, 4
+# An operator -> the operator that is it with its right operand negated: `a + -b` prints as `a - b`
+OPPOSITES = {"add": "subtract", "subtract": "add"}
 FOLD_UP_TO = 16          # constant subexpressions this small print as literals
 LITERAL_UP_TO = 4096     # inputs this small print as literal bindings
 SELECTION_UP_TO = 1 << 16  # elements of a printed selection matrix
@@ -191,8 +193,9 @@ class Printer:
             if sym == "**":  # binds tighter than a unary minus on its left, and to the right
                 return f"{wrap(args[0], ATOM)} ** {wrap(args[1], UNARY)}", p
             right = args[1]
-            if eq.op.opposite is not None and right[0].startswith("-") and right[1] >= 3:  # a + -b*c is a - b*c
-                sym = OPS[eq.op.opposite].symbol
+            opposite = OPPOSITES.get(op)
+            if opposite is not None and right[0].startswith("-") and right[1] >= 3:  # a + -b*c is a - b*c
+                sym = OPS[opposite].symbol
                 right = (right[0][1:], right[1] if right[1] != UNARY else ATOM)
             return f"{wrap(args[0], p if p > 1 else 2)} {sym} {wrap(right, p + 1)}", p
         if op == "stack":  # the language's list literal

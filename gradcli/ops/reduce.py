@@ -628,18 +628,28 @@ def _percent(q):
     return tuple(v / 100 for v in q) if isinstance(q, tuple) else q / 100 if isinstance(q, (int, float)) else q
 
 
+def _in_percent(forward, vjp):
+    """(forward, shape, vjp) of a quantile op taking q in percent (percentile, nanpercentile)."""
+    return (lambda xp, x, q, **p: forward(xp, x, _percent(q), **p),
+            lambda shape, q, **p: _quantile_shape(shape, _percent(q), **p),
+            (lambda g, ans, x, q, **p: vjp(g, ans, x, _percent(q), **p),))
+
+
+def _at_half(forward, vjp, method):
+    """(forward, shape, vjp) of a quantile op at q = 0.5 by `method` (median, nanmedian)."""
+    return (lambda xp, x, axis=None, keepdims=False: forward(xp, x, 0.5, axis, method, keepdims),
+            lambda shape, axis=None, keepdims=False: _quantile_shape(shape, 0.5, axis, method, keepdims),
+            (lambda g, ans, x, axis=None, keepdims=False: vjp(g, ans, x, 0.5, axis, method, keepdims),))
+
+
 _QUANTILE_PARAMS = {"q": REQUIRED, "axis": None, "method": "linear", "keepdims": False}
 register(Op("quantile", _quantile_forward, _quantile_shape, (_quantile_vjp,), params=dict(_QUANTILE_PARAMS),
             finite_closed=True,
             doc="quantile(x, q, axis, method): NumPy's methods linear (default), lower, higher, nearest, "
                 "midpoint; the gradient goes to the (one or two) sorted elements it reads"))
-register(Op("percentile", lambda xp, x, q, **p: _quantile_forward(xp, x, _percent(q), **p),
-            lambda shape, q, **p: _quantile_shape(shape, _percent(q), **p),
-            (lambda g, ans, x, q, **p: _quantile_vjp(g, ans, x, _percent(q), **p),), params=dict(_QUANTILE_PARAMS),
+register(Op("percentile", *_in_percent(_quantile_forward, _quantile_vjp), params=dict(_QUANTILE_PARAMS),
             finite_closed=True, doc="quantile with q in percent"))
-register(Op("median", lambda xp, x, axis=None, keepdims=False: _quantile_forward(xp, x, 0.5, axis, "median", keepdims),
-            lambda shape, axis=None, keepdims=False: _quantile_shape(shape, 0.5, axis, "median", keepdims),
-            (lambda g, ans, x, axis=None, keepdims=False: _quantile_vjp(g, ans, x, 0.5, axis, "median", keepdims),),
+register(Op("median", *_at_half(_quantile_forward, _quantile_vjp, "median"),
             params={"axis": None, "keepdims": False}, finite_closed=True,
             doc="the middle value, or the mean of the two middle values; the gradient is split between them"))
 
@@ -709,12 +719,8 @@ register(Op("nan_quantile_weights", _nan_quantile_weights,
             doc="the weights of nanquantile on the sorted values"))
 register(Op("nanquantile", _nanquantile_forward, _quantile_shape, (_nanquantile_vjp,), params=dict(_QUANTILE_PARAMS),
             finite_closed=True, doc="quantile of the values that are not NaN (NaN where all are)"))
-register(Op("nanpercentile", lambda xp, x, q, **p: _nanquantile_forward(xp, x, _percent(q), **p),
-            lambda shape, q, **p: _quantile_shape(shape, _percent(q), **p),
-            (lambda g, ans, x, q, **p: _nanquantile_vjp(g, ans, x, _percent(q), **p),), params=dict(_QUANTILE_PARAMS),
+register(Op("nanpercentile", *_in_percent(_nanquantile_forward, _nanquantile_vjp), params=dict(_QUANTILE_PARAMS),
             finite_closed=True, doc="nanquantile with q in percent"))
-register(Op("nanmedian", lambda xp, x, axis=None, keepdims=False: _nanquantile_forward(xp, x, 0.5, axis, "linear", keepdims),
-            lambda shape, axis=None, keepdims=False: _quantile_shape(shape, 0.5, axis, "linear", keepdims),
-            (lambda g, ans, x, axis=None, keepdims=False: _nanquantile_vjp(g, ans, x, 0.5, axis, "linear", keepdims),),
+register(Op("nanmedian", *_at_half(_nanquantile_forward, _nanquantile_vjp, "linear"),
             params={"axis": None, "keepdims": False}, finite_closed=True,
             doc="the median of the values that are not NaN"))

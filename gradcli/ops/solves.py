@@ -333,8 +333,7 @@ def _qr_parts(a, mode="reduced", full_matrices=None):
 
 
 def _qr_q_shape(a, complete=False):
-    m, n = a[-2:]
-    return a[:-2] + (m, m if complete else min(m, n))
+    return _svd_u_shape(a, complete)  # (m, m) complete, (m, min(m, n)) reduced: the same left factor
 
 
 def _qr_r_shape(a, complete=False):
