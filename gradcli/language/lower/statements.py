@@ -18,6 +18,19 @@ from gradcli.engine.evaluate import needed_equations, run
 
 # a statement the executor pushes after a `with` block's body: leave its contexts
 _LEAVE = object()
+
+
+def _uses_none_of(node, defined: set) -> bool:
+    """Whether an expression neither calls nor names a function or class in `defined` (nor
+    builds a function value)."""
+    work = [node]
+    while work:
+        item = work.pop()
+        if isinstance(item, (ast.Lambda, ast.CallValue)) or (isinstance(item, ast.Call) and item.func in defined) or (
+                isinstance(item, ast.Name) and item.id in defined):
+            return False
+        work.extend(ast.children(item))
+    return True
 VALUE_PRESERVING_DECORATORS = {"jit", "function", "partial", "checkpoint", "remat",
                                "no_grad", "enable_grad",  # (torch's: torch_autograd.py applies them)
                                "custom_gradient", "custom_vjp", "custom_jvp"}  # (custom_gradients.py)
@@ -158,6 +171,23 @@ class Statements:
         args = [ast.Name(p, pos) for p, pos in fn.params if p not in fn.defaults]
         given = [ast.Keyword(p, ast.Name(p, pos), pos) for p, pos in fn.params if p in fn.defaults and p in self.feeds]
         return ast.Assign(fn.name, ast.Call(fn.name, args, fn.pos, given), fn.pos)
+
+    def call_after_data(self, statements: list) -> tuple[ast.Assign, set] | None:
+        """A pasted program of defs followed only by its data (`inputs = np.array([...])`,
+        `weights = np.array([0.0, 0.0])`), as a script is pasted without its training loop:
+        the last def is the computation, called (as `implicit_call` does) once the data is
+        bound. Returns that call and the ids of the assignments after the def, which must
+        each turn out to bind a constant (known only once lowered), or None where a statement
+        after the last def computes or uses a function of the program."""
+        last = max((k for k, stmt in enumerate(statements) if isinstance(stmt, ast.FuncDef)), default=None)
+        if last is None:
+            return None
+        defined = {stmt.name for stmt in statements if isinstance(stmt, (ast.FuncDef, ast.ClassDef))}
+        tail = [stmt for stmt in statements[last + 1:]
+                if not isinstance(stmt, ast.Import) and not (isinstance(stmt, ast.ExprStmt) and isinstance(stmt.value, ast.Str))]
+        if not tail or not all(isinstance(stmt, ast.Assign) and _uses_none_of(stmt.value, defined) for stmt in tail):
+            return None
+        return self.implicit_call(statements[last]), {id(stmt) for stmt in tail}
 
     def known_truth(self, value, pos: Pos) -> bool:
         """The truth of an if's condition, known before evaluation: from constants and the values
