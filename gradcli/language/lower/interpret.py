@@ -66,7 +66,6 @@ class Interpreter:
         top = Scope(None)
         number_value = self.number_value
         statements = list(self.module.statements)
-        after_data = None  # (the call of the last def, the data bound after it): see call_after_data
         if self.call_text is not None:
             call = self.call_text
             defined = {stmt.name for stmt in statements if isinstance(stmt, ast.FuncDef)}
@@ -74,17 +73,10 @@ class Interpreter:
                 call = ast.Assign(call.value.func, call.value, call.pos)  # named after the function
             statements.append(call)
         else:
-            # the last statement that computes or defines (an `import` after a pasted def is no call)
-            last = next((stmt for stmt in reversed(statements) if not isinstance(stmt, ast.Import)), None)
-            if isinstance(last, ast.FuncDef):
-                statements.append(self.implicit_call(last))
-            elif (after_data := self.call_after_data(statements)) is not None:
-                statements.append(after_data[0])
+            statements.extend(self.implicit_calls(statements))  # a pasted function with no call line
         pending = list(reversed(statements))
         while pending:
             stmt = pending.pop()
-            if after_data is not None and stmt is after_data[0] and not after_data[1]:
-                continue  # a statement after the last def computed: it, not the def, is the program
             if self.expand_statement(stmt, pending, top):
                 continue
             if isinstance(stmt, ast.FuncDef):
@@ -105,8 +97,6 @@ class Interpreter:
                 for (name, pos), item in zip(stmt.names, self.unpack(value, len(stmt.names), stmt.pos, top)):
                     self.bind_global(name, item, pos, top)
             elif isinstance(stmt, ast.Assign):
-                if after_data is not None and id(stmt) in after_data[1] and not isinstance(value, Literal):
-                    after_data[1].clear()
                 value = self.in_place_update(stmt, value, top)  # `w -= ...` of a PyTorch leaf (torch_autograd.py)
                 self.bind_global(stmt.name, value, stmt.pos, top)
             elif value is NONE or isinstance(value, FUNCTION_VALUES + (Tape, TapeRecording, DictValue, Text)):
