@@ -23,6 +23,7 @@ from gradcli.ops.shapes import normalize_axes
 from gradcli.records import NEW, ValueRecord
 from gradcli.engine.backends import backend_for
 from gradcli.engine.evaluate import run
+from gradcli.numerics.broadcasts import accidental_broadcasts
 
 NONFINITE_KINDS = ("overflow", "divide_by_zero", "invalid", "nonfinite_gradient")
 
@@ -602,4 +603,5 @@ class NumericsChecker:
             ranked = sorted(range(len(self._found_at)), key=self._found_at.__getitem__)
             self.diagnostics[:] = [self.diagnostics[k] for k in ranked]
             self._found_at.sort()
-        return self.diagnostics
+        # and the accidental broadcasts, which shapes alone decide (broadcasts.py)
+        return self.diagnostics + [Diagnostic(*found) for found in accidental_broadcasts(self.graph)]
