@@ -25,6 +25,7 @@ from gradcli.engine.backends import backend_for
 from gradcli.engine.evaluate import run
 from gradcli.numerics.hints import hints_of
 from gradcli.numerics.explain import Suggestions, classify, fmt_number, kink_count, kink_note
+from gradcli.numerics.broadcasts import accidental_broadcasts
 
 NONFINITE_KINDS = ("overflow", "divide_by_zero", "invalid", "nonfinite_gradient")
 
@@ -459,4 +460,5 @@ class NumericsChecker:
             ranked = sorted(range(len(self._found_at)), key=self._found_at.__getitem__)
             self.diagnostics[:] = [self.diagnostics[k] for k in ranked]
             self._found_at.sort()
-        return self.diagnostics
+        # and the accidental broadcasts, which shapes alone decide (broadcasts.py)
+        return self.diagnostics + [Diagnostic(*found) for found in accidental_broadcasts(self.graph)]

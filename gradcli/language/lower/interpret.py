@@ -76,10 +76,7 @@ class Interpreter:
                 call = ast.Assign(call.value.func, call.value, call.pos)  # named after the function
             statements.append(call)
         else:
-            # the last statement that computes or defines (an `import` after a pasted def is no call)
-            last = next((stmt for stmt in reversed(statements) if not isinstance(stmt, ast.Import)), None)
-            if isinstance(last, ast.FuncDef):
-                statements.append(self.implicit_call(last))
+            statements.extend(self.implicit_calls(statements))  # a pasted function with no call line
         pending = list(reversed(statements))
         while pending:
             stmt = pending.pop()
