@@ -111,6 +111,9 @@ class Resolution:
             return self.identity_test(node, values)
         if node.method and values and isinstance(values[0], AtIndexed):
             return self.at_update(node, values, scope)
+        joined = self.tuple_arithmetic(node, values)
+        if joined is not None:
+            return joined
         args = node.args
         key = (name, node.symbol, node.method, len(args),
                tuple([k.name for k in node.keywords]) if node.keywords else (),

@@ -49,6 +49,9 @@ class Subscripts:
             return AtIndexed(target.target, self.checked_index(target.target, tuple(index), node.pos), node.pos)
         if isinstance(target, TupleValue) and len(index) == 1 and isinstance(index[0], tuple):
             return TupleValue(target.items[slice(*index[0])], node.pos)  # `x.shape[-1:]`
+        if isinstance(target, Literal) and target.from_tuple and target.value.ndim >= 1 and len(index) == 1 \
+                and isinstance(index[0], tuple):  # `(2, 3, 4)[:2]`: still a tuple
+            return Literal(target.value[slice(*index[0])], node.pos, target.boolean, from_tuple=True)
         if isinstance(target, TupleValue) and not ops_index.is_advanced(index):  # `x.shape[0]`, `pair[1]`
             if len(index) != 1 or not isinstance(index[0], int):
                 raise self.error("a tuple takes one constant integer index", node.pos)
