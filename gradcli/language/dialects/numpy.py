@@ -142,6 +142,15 @@ ABSENT = {
     "clip": {"lo": -math.inf, "hi": math.inf},
 }
 
+# PyTorch's methods that NumPy's arrays (and JAX's, TensorFlow's) lack, where NumPy's function of
+# that name takes its arguments in another order: as a method of such an array, refused
+MISSING_METHODS = {
+    "where": "NumPy arrays have no .where method (PyTorch's x.where(condition, y) is where(condition, x, y)): "
+             "write np.where(condition, x, y)",
+    "polygamma": "NumPy arrays have no .polygamma method (PyTorch's x.polygamma(n) is polygamma(n, x)): "
+                 "write scipy.special.polygamma(n, x)",
+}
+
 # NumPy's index tricks, `np.c_[a, b]` and `np.r_[a, b]`: the op joining what the subscript holds
 INDEX_TRICKS = {"c_": "c_", "r_": "r_"}
 # NumPy's name for None in a subscript

@@ -201,6 +201,10 @@ READINGS = {
 
 ABSENT: dict = {}
 
+# Tensor methods whose receiver is not the first argument of the function of the same name:
+# x.where(condition, y) is torch.where(condition, x, y), x.polygamma(n) torch.polygamma(n, x)
+RECEIVER_PLACES = {"where": 1, "polygamma": 1}
+
 
 # --------------------------------------------------------------------------- what the lowering asks
 

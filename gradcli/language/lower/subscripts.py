@@ -19,6 +19,12 @@ class Subscripts:
     `self.static_int`, `self.constant_value`, `self.shape_of`."""
 
     def index(self, node: ast.Index, values: list, scope: Scope):
+        found = self.read_index(node, values, scope)
+        if self.torch_beside_others:  # `x[0]` of a tensor is a tensor
+            self.mark_made_by(ast.Call("[]", [], node.pos, method=True), values[:1], found)
+        return found
+
+    def read_index(self, node: ast.Index, values: list, scope: Scope):
         target, rest = values[0], iter(values[1:])
         if isinstance(target, IndexTrick):
             return self.index_trick(target, node, values[1:], scope)
@@ -59,8 +65,9 @@ class Subscripts:
             if not -len(target.items) <= k < len(target.items):
                 raise self.error(f"index {k} is out of range for a tuple of {len(target.items)}", node.pos)
             return target.items[k]
+        library = self.receiver_library(target, "[]")  # (whose subscripts: the value's library's)
         value = self.materialize(target, scope)
-        if self.method_library == "torch":
+        if library == "torch":
             try:
                 selects, rest = torch_dialect.subscript_steps(index)
             except ReadingError as exc:
@@ -68,7 +75,7 @@ class Subscripts:
             if selects is not None:
                 value = self.emit(OPS["index"], (value,), {"index": selects}, node.pos, "[]", scope)
                 index = rest
-        elif self.torch_beside_others and torch_dialect.reads_apart_from_numpy(index):
+        elif library is None and torch_dialect.reads_apart_from_numpy(index):
             raise self.error(torch_dialect.MIXED_SUBSCRIPT, node.pos)
         return self.emit(OPS["index"], (value,), {"index": tuple(index)}, node.pos, "[]", scope)
 
