@@ -67,7 +67,14 @@ NAMES = {
     "norm.sf": "norm_sf", "norm.ppf": "norm_ppf",
 }
 
+def _kl_div_reading(call):
+    """scipy.special.kl_div(x, y) (and jax.scipy.special's) is elementwise, x log(x / y) - x + y;
+    PyTorch's F.kl_div(input, target) is a loss over log-probabilities, reduced."""
+    return ("kl_div_elementwise", {}) if call.library == "scipy" else None
+
+
 READINGS = {
+    "kl_div": _kl_div_reading,
     "logsumexp": _logsumexp_weights,
     "softmax": _softmax_reading,
     "log_softmax": _softmax_reading,
