@@ -102,6 +102,23 @@ def _complex_refusal(call):
                        f"{'eigvalsh' if call.name == 'eigvals' else 'eigh'}, whose results are real")
 
 
+def _eigh_reading(name):
+    """Which matrix eigh and eigvalsh read, and where their gradient goes (gradcli.ops.solves):
+    np.linalg's (autograd's), tf.linalg's and scipy.linalg's one triangle, the gradient on it;
+    torch.linalg's the triangle, the gradient symmetric; jnp.linalg's and jax.scipy.linalg's the
+    symmetric part (symmetrize_input=True). A bare eigh reads the symmetric part and refuses a
+    matrix that is clearly not symmetric."""
+    def reading(call):
+        if jax_numpy(call) or call.spelled.startswith(("jax.", "jsl.")):
+            return name, {"reading": "symmetrized"}
+        if call.library == "torch":
+            return name, {"reading": "torch"}
+        if call.library in ("numpy", "tensorflow", "scipy"):
+            return name, {"reading": "triangle"}
+        return None
+    return reading
+
+
 NAMES = {
     # np.array([...]): the value itself
     "array": "identity", "asarray": "identity",
@@ -132,6 +149,8 @@ READINGS = {
     "repeat": _repeat_reading,
     "diagonal": _diagonal_reading,
     "empty": _empty_reading,
+    "eigh": _eigh_reading("eigh"),
+    "eigvalsh": _eigh_reading("eigvalsh"),
     "eig": _complex_refusal,
     "eigvals": _complex_refusal,
 }
