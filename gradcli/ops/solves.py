@@ -373,12 +373,12 @@ register(Op("qr_r", lambda xp, a, complete=False: xp.linalg.qr(a, mode="complete
 
 
 # symmetric eigenproblem. Which matrix eigh reads, and so where its gradient goes, is the spelling's
-# library's (`reading`): NumPy, autograd, TensorFlow and SciPy read one triangle (UPLO='L' / lower=True
+# library's (`reads`): NumPy, autograd, TensorFlow and SciPy read one triangle (UPLO='L' / lower=True
 # by default) and their gradient lies on that triangle; PyTorch reads the triangle too but gives the
 # symmetric gradient; JAX reads the symmetric part (a + a^T)/2; a bare eigh reads the symmetric part
 # and refuses a matrix that is clearly not symmetric, where the libraries' numbers differ.
-_EIGH_PARAMS = {"UPLO": None, "lower": None, "reading": None}
-_EIGH_READINGS = (None, "symmetrized", "triangle", "torch")
+_EIGH_PARAMS = {"UPLO": None, "lower": None, "reads": None}
+_EIGH_READS = (None, "symmetrized", "triangle", "triangle_symmetric_gradient")
 
 
 def _reads_lower(UPLO, lower) -> bool:
@@ -387,30 +387,30 @@ def _reads_lower(UPLO, lower) -> bool:
     return UPLO != "U" and lower not in (False, 0)
 
 
-def _matrix_read(xp, a, reading, UPLO, lower):
+def _matrix_read(xp, a, reads, UPLO, lower):
     """The symmetric matrix an eigh spelling reads of its argument."""
-    if reading in ("triangle", "torch"):
+    if reads in ("triangle", "triangle_symmetric_gradient"):
         low = _reads_lower(UPLO, lower)
         return (xp.tril(a) + xp.matrix_transpose(xp.tril(a, -1)) if low
                 else xp.triu(a) + xp.matrix_transpose(xp.triu(a, 1)))
-    if reading is None:
+    if reads is None:
         _check_symmetric(xp, a, "eigh")
     return (a + xp.matrix_transpose(a)) * 0.5
 
 
-def _symmetric_eigh(xp, a, UPLO=None, lower=None, reading=None):
-    read = _matrix_read(xp, a, reading, UPLO, lower)
+def _symmetric_eigh(xp, a, UPLO=None, lower=None, reads=None):
+    read = _matrix_read(xp, a, reads, UPLO, lower)
     if not _all_finite(xp, read):
         n = a.shape[-1]
         return _nan_like(xp, a.shape[:-1], a.dtype), _nan_like(xp, a.shape[:-2] + (n, n), a.dtype)
-    if reading in ("triangle", "torch"):  # LAPACK on the triangle itself: the library's eigenvectors' signs
+    if reads in ("triangle", "triangle_symmetric_gradient"):  # LAPACK on the triangle: the library's signs
         return xp.linalg.eigh(a, UPLO="L" if _reads_lower(UPLO, lower) else "U")
     return xp.linalg.eigh(read)
 
 
-def _eigh_shape(a, UPLO=None, lower=None, reading=None):
-    if reading not in _EIGH_READINGS:
-        raise ShapeError(f"reading must be one of {', '.join(repr(r) for r in _EIGH_READINGS)}, not {reading!r}")
+def _eigh_shape(a, UPLO=None, lower=None, reads=None):
+    if reads not in _EIGH_READS:
+        raise ShapeError(f"reads must be one of {', '.join(repr(r) for r in _EIGH_READS)}, not {reads!r}")
     _reads_lower(UPLO, lower)
     return _square(a)
 
@@ -420,11 +420,11 @@ def _eigh_parts(a, **params):
     return [("eigvalsh", params), ("eigh_vectors", params)]
 
 
-def _onto_argument(s, UPLO=None, lower=None, reading=None):
+def _onto_argument(s, UPLO=None, lower=None, reads=None):
     """The gradient with respect to the matrix read (s, symmetric) as the argument's: on the
     triangle read (its off-diagonal entries count twice) where the library's gradient is the
     triangle's, else s itself."""
-    if reading != "triangle":
+    if reads != "triangle":
         return s
     return G.tril(s) + G.tril(s, k=-1) if _reads_lower(UPLO, lower) else G.triu(s) + G.triu(s, k=1)
 

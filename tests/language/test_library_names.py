@@ -52,3 +52,34 @@ def test_pytorch_kl_div_stays_the_loss():
     # PyTorch 2.13: F.kl_div(p, q) (input taken as log-probabilities, reduction='mean') -> -0.5965735902799727
     got = api.evaluate("y = F.kl_div(p, q)", feeds={"p": P, "q": Q}).outputs["y"]
     np.testing.assert_allclose(got, -0.5965735902799727, rtol=1e-15)
+
+
+# Found by evaluating every name gradcli calls under torch., F., jnp., jax.nn., jax.scipy.special.,
+# tf.math., tf.nn., np. and scipy.special. against the library itself (PyTorch 2.13.0, JAX 0.10.2,
+# TensorFlow 2.21.0, NumPy 2.4.6, SciPy 1.17.1): the names whose prefix meant another function.
+X = [0.5, 1.5, 3.0]
+
+
+@pytest.mark.parametrize("program,expected", [
+    # torch.vander(x) is NumPy's (decreasing powers); torch.linalg.vander's increase
+    ("y = torch.vander(x)", [[0.25, 0.5, 1.0], [2.25, 1.5, 1.0], [9.0, 3.0, 1.0]]),
+    ("y = torch.linalg.vander(x)", [[1.0, 0.5, 0.25], [1.0, 1.5, 2.25], [1.0, 3.0, 9.0]]),
+    # torch.equal(a, b): True for the whole tensors (PyTorch prints True), not elementwise
+    ("y = torch.equal(x, x)", 1.0),
+    ("y = torch.equal(x, x * 2)", 0.0),
+])
+def test_torch_names_that_are_not_numpy_s_functions_of_that_name(program, expected):
+    got = api.evaluate(program, feeds={"x": X}).outputs["y"]
+    assert np.shape(got) == np.shape(expected)
+    np.testing.assert_allclose(got, expected, rtol=1e-15)
+
+
+@pytest.mark.parametrize("program,message", [
+    ("y = torch.gradient(x)", "torch.gradient: it returns a tuple of tensors"),
+    ("y = torch.kl_div(x, x)", "torch.kl_div is ATen's function"),
+    ("y = torch.binary_cross_entropy_with_logits(x, x)", "torch.binary_cross_entropy_with_logits: ATen's"),
+])
+def test_torch_top_level_functions_of_another_shape_are_refused(program, message):
+    from gradcli.errors import GradcliError
+    with pytest.raises(GradcliError, match=message):
+        api.evaluate(program, feeds={"x": X})

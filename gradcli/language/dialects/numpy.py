@@ -110,11 +110,11 @@ def _eigh_reading(name):
     matrix that is clearly not symmetric."""
     def reading(call):
         if jax_numpy(call) or call.spelled.startswith(("jax.", "jsl.")):
-            return name, {"reading": "symmetrized"}
+            return name, {"reads": "symmetrized"}
         if call.library == "torch":
-            return name, {"reading": "torch"}
+            return name, {"reads": "triangle_symmetric_gradient"}
         if call.library in ("numpy", "tensorflow", "scipy"):
-            return name, {"reading": "triangle"}
+            return name, {"reads": "triangle"}
         return None
     return reading
 
