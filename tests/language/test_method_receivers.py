@@ -92,3 +92,16 @@ def test_torch_polygamma_method_is_the_order_first():
                                                        -0.15411380631918856], rtol=1e-12)
     with pytest.raises(GradcliError, match=r"NumPy arrays have no \.polygamma method"):
         value("import numpy as np\ny = x.polygamma(1)", x=U)
+
+
+@pytest.mark.parametrize("program,refused", [
+    ("y = torch.exp(x).sum(dim=()) + np.sqrt(2.0)", True),   # a tensor's: PyTorch reads dim=() as every dim
+    ("y = x.sum(axis=())", True),                             # no known library: the readings differ
+    ("y = np.exp(x).sum(axis=())", False),                    # an array's: NumPy reduces no axis
+])
+def test_an_empty_dim_of_a_method_is_read_by_its_value_s_library(program, refused):
+    if refused:
+        with pytest.raises(GradcliError, match="with an empty dim"):
+            value(TORCH_AND_NUMPY + program, x=U)
+    else:
+        np.testing.assert_allclose(value(TORCH_AND_NUMPY + program, x=U), np.exp(U), rtol=1e-15)

@@ -200,6 +200,7 @@ class Resolution:
             return joined
         if node.method:  # whose method: the receiver's library's
             library, bare = self.receiver_library(values[0], name), name
+            self.receiver_methods = library  # (check_empty_dims: the method being bound is this one's)
             if library is not None:
                 node, values = self.receiver_moved(node, values, library)
         else:
@@ -410,8 +411,8 @@ class Binding:
     def check_empty_dims(self, node: ast.Call, label: str) -> None:
         """A reduction over an empty list of axes: NumPy, JAX and TensorFlow reduce none,
         PyTorch reads `dim=()` as every dim (or fails): the same text, other numbers."""
-        library = self.method_library if node.method else split_spelling(self.spelled(node.func))[0]
-        refusal = dialects.empty_axes_refusal(library, label)
+        library = (self.receiver_methods or "torch") if node.method else split_spelling(self.spelled(node.func))[0]
+        refusal = dialects.empty_axes_refusal(library, label)  # (a receiver of no known library: refused)
         if refusal is not None:
             raise self.error(refusal, node.pos)
 
