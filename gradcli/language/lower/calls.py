@@ -195,8 +195,7 @@ class Resolution:
             return self.identity_test(node, values)
         if node.method and values and isinstance(values[0], AtIndexed):
             return self.at_update(node, values, scope)
-        joined = self.tuple_arithmetic(node, values)
-        if joined is not None:
+        if (joined := self.tuple_arithmetic(node, values)) is not None:  # `x.shape + (1,)`
             return joined
         if node.method:  # whose method: the receiver's library's
             library, bare = self.receiver_library(values[0], name), name
