@@ -289,6 +289,15 @@ register(Op("betainc", lambda xp, a, b, x: _special(xp, "betainc")(a, b, x), _ne
 _scipy_binary("xlogy", "xlogy", (lambda g, ans, x, y: g * G.xlogy(G.not_equal(x, 0.0), y),
                                  lambda g, ans, x, y: g * G.xdivy(x, y)), doc="x log(y), and 0 where x is 0",
               bound=UNBOUNDED)
+# SciPy's divergences, elementwise: rel_entr(x, y) = x log(x / y), kl_div(x, y) = x log(x / y) - x + y
+# (0 where x is 0 and y >= 0, plus y for kl_div; inf where x or y is negative, or y is 0 beside a
+# positive x). PyTorch's F.kl_div of the same name is a loss with its reduction (gradcli.ops.nn).
+_scipy_binary("rel_entr", "rel_entr", (lambda g, ans, x, y: g * (G.log(x / y) + 1.0),
+                                       lambda g, ans, x, y: -(g * G.xdivy(x, y))),
+              doc="SciPy's relative entropy x log(x / y), elementwise (0 where x is 0)", bound=UNBOUNDED)
+_scipy_binary("kl_div_elementwise", "kl_div", (lambda g, ans, x, y: g * G.log(x / y),
+                                                lambda g, ans, x, y: g * (1.0 - G.xdivy(x, y))),
+              doc="SciPy's kl_div: x log(x / y) - x + y, elementwise (y where x is 0)", bound=UNBOUNDED)
 _scipy_binary("xlog1py", "xlog1py", (lambda g, ans, x, y: g * G.xlog1py(G.not_equal(x, 0.0), y),
                                      lambda g, ans, x, y: g * G.xdivy(x, y + 1.0)), doc="x log1p(y), and 0 where x is 0",
               bound=UNBOUNDED)

@@ -7,10 +7,13 @@ The family continues, in table order, in gradcli/ops/solves.py (inverses, solves
 the matrix exponential), whose records the conventions below are mostly about.
 
 Conventions, where libraries differ or a derivative does not exist:
-- `cholesky` and `eigh`/`eigvalsh` read the symmetric part (a + a^T)/2 of their argument; NumPy
-  and TensorFlow read one triangle, which is the same number for the symmetric matrices these
-  functions are meant for. A matrix that is clearly not symmetric is refused, so the difference
-  never passes silently. Their gradients are symmetric, as in JAX, TensorFlow and PyTorch.
+- `cholesky` reads the symmetric part (a + a^T)/2 of its argument; NumPy and TensorFlow read one
+  triangle, which is the same number for the symmetric matrices it is meant for. A matrix that
+  is clearly not symmetric is refused, so the difference never passes silently. Its gradient is
+  symmetric. `eigh`/`eigvalsh` read what the spelling's library reads (gradcli/ops/solves.py):
+  NumPy's, autograd's, TensorFlow's and SciPy's one triangle, their gradient on it; PyTorch's
+  the triangle, its gradient symmetric; JAX's the symmetric part; a bare `eigh` the symmetric
+  part, refusing a matrix that is clearly not symmetric.
 - The gradient of eigenvectors (and of singular vectors) does not exist where eigenvalues
   (singular values) repeat: it is NaN there, and the diagnostics report where it appeared.
 - A matrix that cannot be inverted (`inv`, `solve`) or factored (`cholesky`) is a user error at

@@ -170,6 +170,33 @@ def spelled_libraries(module, text: str) -> tuple[str, bool]:
     return ("torch" if spells_torch and not spells_other else "numpy"), spells_torch and spells_other
 
 
+# the libraries whose functions make arrays: a value made by one has that library's methods
+ARRAY_LIBRARIES = frozenset({"numpy", "torch", "jax", "tensorflow", "keras", "scipy", "optax"})
+
+
+def methods_of(made_by: str | None, method: str) -> str | None:
+    """Whose methods a value's are ("torch" or "numpy"), from the library whose function made it:
+    PyTorch's for a tensor, NumPy's for the other libraries' arrays (JAX's and TensorFlow's
+    methods read as NumPy's); for a value of unknown origin, PyTorch's where only a tensor has
+    the method (`x.where(c, y)`), else None."""
+    if made_by == "torch":
+        return "torch"
+    if made_by is not None:
+        return "numpy"
+    return "torch" if method in torch.RECEIVER_PLACES else None
+
+
+def receiver_place(library: str, method: str) -> int:
+    """Where a method's receiver stands among the arguments of the function of its name: first,
+    but second for PyTorch's x.where(condition, y), torch.where(condition, x, y). Raises
+    ReadingError where the library's arrays have no such method."""
+    if library == "torch":
+        return torch.RECEIVER_PLACES.get(method, 0)
+    if method in numpy.MISSING_METHODS:
+        raise ReadingError(numpy.MISSING_METHODS[method])
+    return 0
+
+
 def sizes_written_apart(library: str, op, count: int) -> bool:
     """Whether a constructor's shape is written as separate numbers (`torch.ones(3, 4)`)."""
     return library == "torch" and torch.sizes_written_apart(op, count)

@@ -96,7 +96,17 @@ NAMES = {
     "norm.sf": "norm_sf", "norm.ppf": "norm_ppf",
 }
 
+def _kl_div_reading(call):
+    """scipy.special.kl_div(x, y) (and jax.scipy.special's) is elementwise, x log(x / y) - x + y;
+    PyTorch's F.kl_div(input, target) is a loss over log-probabilities, reduced."""
+    if call.library == "torch" and "functional." not in call.spelled and not call.spelled.startswith("F."):
+        raise ReadingError("torch.kl_div is ATen's function, whose reduction is an integer: write F.kl_div "
+                           "(torch.nn.functional.kl_div) for PyTorch's loss")
+    return ("kl_div_elementwise", {}) if call.library == "scipy" else None
+
+
 READINGS = {
+    "kl_div": _kl_div_reading,
     "logsumexp": _logsumexp_weights,
     "softmax": _softmax_reading,
     "log_softmax": _softmax_reading,

@@ -125,8 +125,10 @@ def _torch_vectors(call):
 
 
 def _vander_reading(call):
+    if call.library == "torch" and "linalg." in call.spelled:
+        return "vander_ascending", {}  # torch.linalg.vander; torch.vander(x, N, increasing=False) is NumPy's
     if call.library == "torch":
-        return "vander_ascending", {}
+        return None
     if call.library == "numpy" or "increasing" in call.keywords:
         return None
     raise ReadingError("vander() without its library: np.vander's powers decrease along a row (increasing=False), "
@@ -275,10 +277,25 @@ NAMES = {
     "torch_scatter": "scatter_elements",
 }
 
+def _torch_top_level_refusal(why: str):
+    """torch.<name> whose meaning is not the op of that name (a whole-tensor test, a tuple)."""
+    def reading(call):
+        if call.library == "torch" and "functional." not in call.spelled and not call.spelled.startswith("F."):
+            raise ReadingError(f"torch.{call.name}: {why}")
+        return None
+    return reading
+
+
 READINGS = {
     # torch.add(x, y, alpha=a), torch.sub(x, y, alpha=a), x.sub(y, alpha=a): x + a y, x - a y
     "add": lambda call: ("add_alpha", {}) if "alpha" in call.keywords else None,
     "subtract": lambda call: ("subtract_alpha", {}) if "alpha" in call.keywords else None,
+    # torch.equal(a, b) is one truth value for the whole tensors; equal(a, b) compares elementwise
+    "equal": lambda call: ("array_equal", {}) if call.library == "torch" and call.name == "equal" else None,
+    "gradient": _torch_top_level_refusal("it returns a tuple of tensors, one per dim (and spacing= is "
+                                         "a tuple of them); write np.gradient(x, axis=...) for one dim"),
+    "binary_cross_entropy_with_logits": _torch_top_level_refusal(
+        "ATen's function (its reduction an integer) is not F.binary_cross_entropy_with_logits: write F.'s"),
     "softplus": lambda call: ("softplus_beta", {}) if call.library == "torch" and (
         call.positional > 1 or {"beta", "threshold"} & set(call.keywords)) else None,
     "divide": lambda call: ("divide_rounded", {}) if "rounding_mode" in call.keywords else None,
@@ -318,6 +335,10 @@ READINGS = {
 }
 
 ABSENT: dict = {}
+
+# Tensor methods whose receiver is not the first argument of the function of the same name:
+# x.where(condition, y) is torch.where(condition, x, y), x.polygamma(n) torch.polygamma(n, x)
+RECEIVER_PLACES = {"where": 1, "polygamma": 1}
 
 
 # --------------------------------------------------------------------------- what the lowering asks

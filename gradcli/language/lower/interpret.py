@@ -49,10 +49,11 @@ class Interpreter:
                 self.assigned_at.setdefault(name, stmt.pos)
         self.module = module
         self.call_text = call
-        # whose methods and subscripts the program's are; a program spelling PyTorch beside another
-        # library: a subscript its two readings of integer-and-list indexing would tell apart is
-        # refused (see index)
+        # whose methods and subscripts the program's are; in a program spelling PyTorch beside
+        # another library, a value's: the library's whose function made it (calls.mark_made_by)
         self.method_library, self.torch_beside_others = dialects.spelled_libraries(module, source.text)
+        self.made_by: dict[int, str] = {}  # value id -> that library
+        self.receiver_methods = self.method_library  # whose methods the method call being read has
         # how a call spelled so (name, operator symbol, method or not, arguments and keywords
         # given, a list first) reads, once found: (op, preset); an import renames, and forgets them
         self.readings: dict[tuple, tuple] = {}
@@ -129,7 +130,7 @@ class Interpreter:
         graph = self.graph
         written = value if isinstance(value, (TupleValue, Literal)) else None  # (torch_autograd.py)
         if isinstance(value, Literal) and name not in self.globals:
-            value = self.input(name, pos, default=value)
+            value = self.made_value(self.input(name, pos, default=value), written)  # (given anew or not)
         elif isinstance(value, FUNCTION_VALUES + (Tape, TapeRecording, DictValue, Distribution)) or value is NONE or (
                 isinstance(value, TupleValue) and not _one_array(value, graph)):
             self.globals[name] = value  # not an array: a function, a tape, a list of gradients
@@ -175,7 +176,7 @@ class Interpreter:
 
     def materialize(self, value, scope: Scope, pos: Pos | None = None) -> int:
         if isinstance(value, Literal):
-            return self.graph.add_constant(value.value, value.pos, scope.stack)
+            return self.made_value(self.graph.add_constant(value.value, value.pos, scope.stack), value)
         if isinstance(value, TupleValue):  # read as one array, as np.asarray reads a tuple
             return self.array(ast.Array([], value.pos), value.items, scope, as_value=True)
         if isinstance(value, Text):

@@ -35,17 +35,20 @@ class Literal(ValueRecord):
     """A constant not yet placed in the graph: `[1, 2]`, `-3`, `pi`. At top level it makes an
     input with a default; as a static argument (`axis=0`) it is read directly."""
 
-    __slots__ = _fields = ("value", "pos", "boolean", "from_tuple")
+    _fields = ("value", "pos", "boolean", "from_tuple")
+    __slots__ = _fields + ("library",)
     value: np.ndarray
     pos: Pos
     boolean: bool  # written with True/False (or a comparison): a mask where it indexes
     from_tuple: bool  # written as a tuple, `(0, 1)`: as a whole subscript, one index per axis
+    library: str | None  # the array library whose function made it (`torch.tensor([1.0])`), if known
 
     def __init__(self, value, pos, boolean=False, from_tuple=False):
         self.value = value
         self.pos = pos
         self.boolean = boolean
         self.from_tuple = from_tuple
+        self.library = None
 
 
 class TupleValue(ValueRecord):
