@@ -1,0 +1,263 @@
+"""Python's control flow around the program's values, settled before evaluation: the items a loop
+runs over (range, a tuple or list, an array's rows, zip, enumerate, a dict's items), `while`
+unrolled while its condition (known before evaluation) holds, comprehensions unrolled as loops
+are, `del`, and `assert` (checked before evaluation where its condition is known then)."""
+from __future__ import annotations
+
+import numpy as np
+
+from gradcli.errors import Pos
+from gradcli.language import syntax as ast
+from gradcli.language.lower.transforms import DictValue
+from gradcli.language.lower.interpret import _EVAL
+from gradcli.language.lower.values import Deleted, Literal, Scope, Text, TupleValue
+from gradcli.engine.evaluate import needed_equations, run
+
+# the most equations a condition may need to be computed before evaluation
+_KNOWN_EQUATIONS = 10_000
+# what a condition that depends on the data is refused with, by statement
+DATA_CONDITION = {
+    "if": "this if depends on the data, which is not known before evaluation: compute both sides and "
+          "choose with where(condition, a, b) (or `a if condition else b`)",
+    "while": "this while loop's condition depends on the data, which is not known before evaluation: "
+             "gradcli unrolls a loop whose condition is known then (constants, counters, values written "
+             "in the program); loop a fixed number of times (for i in range(N)) and choose each step's "
+             "value with where(condition, a, b)",
+    "comprehension": "this comprehension's if depends on the data, which is not known before evaluation: "
+                     "keep every item and choose with where(condition, a, b)",
+}
+# the iterables read by their call: the call's arguments are lowered, then read as items
+_ITERATORS = {"range", "zip", "enumerate", "reversed", "list", "tuple"}
+
+
+class Flow:
+    """Part of the lowering (gradcli.language.lower): loops, comprehensions, del, assert."""
+
+    # ------------------------------------------------------------------ known before evaluation
+    def known_literal(self, value):
+        """A value computed from constants and the values the program writes for its inputs
+        (`x = torch.tensor([1., 2.])`), as a Literal; None where it depends on a value given from
+        outside (--set, a file) or is too large to compute before evaluation."""
+        if isinstance(value, Literal):
+            return value
+        if type(value) is not int or self.graph.shapes[value] is None:
+            return None
+        order = needed_equations(self.graph, [value])
+        if len(order) > _KNOWN_EQUATIONS:
+            return None
+        for i in order:
+            eq = self.graph.equations[i]
+            if self.graph.shapes[i] is None or eq.op.name == "input" and eq.params.get("name") in self.feeds:
+                return None
+        with np.errstate(all="ignore"):
+            result = np.asarray(run(self.graph, [value])[value], dtype=np.float64)
+        eq = self.graph.equations[value]
+        return Literal(result, eq.pos, eq.op.boolean)
+
+    def known_truth(self, value, pos: Pos, statement: str = "if") -> bool:
+        """The truth of a condition known before evaluation (see known_literal); a condition on a
+        value given from outside is data, refused with the `where` rewrite."""
+        truth = self.constant_truth(value)
+        if truth is not None:
+            return truth
+        known = self.known_literal(value)
+        if known is not None and known.value.size == 1:
+            return bool(known.value.reshape(()))
+        if known is not None:
+            raise self.error("the truth value of an array with more than one element is ambiguous (as in "
+                             "NumPy): use .all() or .any(), or write where(condition, a, b)", pos)
+        raise self.error(DATA_CONDITION[statement], pos)
+
+    # ------------------------------------------------------------------ iteration
+    def iteration_parts(self, node) -> tuple[str, list]:
+        """How a loop's iterable is read: its kind and the expressions lowered for it."""
+        if isinstance(node, ast.Call) and not node.method and node.func in _ITERATORS:
+            if node.func == "enumerate":
+                start = [kw.value for kw in node.keywords if kw.name == "start"]
+                return "enumerate", node.args[:1] + start
+            if node.keywords:
+                raise self.error(f"{node.func}() with keywords is not supported in a loop", node.pos)
+            return node.func, list(node.args)
+        if isinstance(node, ast.Call) and not node.args[node.method:] and not node.keywords:
+            base, _, method = node.func.rpartition(".")
+            if method in ("items", "keys", "values") and (node.method or base):
+                return method, node.args[:1] if node.method else [ast.Name(base, node.pos)]
+        return "items of", [node]
+
+    def iteration_items(self, kind: str, values: list, node, scope: Scope) -> list:
+        """The items a loop runs over, from its iterable's parts (see iteration_parts)."""
+        pos = node.pos
+        if kind == "range":
+            bounds = [self.static_int(v, "a range() bound", pos) for v in values]
+            if not 1 <= len(bounds) <= 3 or (len(bounds) == 3 and bounds[2] == 0):
+                raise self.error("range() takes 1 to 3 integers, the step not 0", pos)
+            if len(range(*bounds)) > self.max_steps:
+                raise self.error(f"the program expands to more than {self.max_steps:,} steps of lowering "
+                                 "(a for loop is unrolled)", pos)
+            return [Literal(np.float64(k), pos) for k in range(*bounds)]
+        if kind in ("items", "keys", "values"):
+            mapping = values[0]
+            if not isinstance(mapping, DictValue):
+                raise self.error(f".{kind}() is read of a dict written in the program", pos)
+            keys = [Text(k, pos) for k in mapping.keys]
+            return {"keys": keys, "values": list(mapping.items),
+                    "items": [TupleValue([k, v], pos) for k, v in zip(keys, mapping.items)]}[kind]
+        if kind == "zip":
+            columns = [self.items_of(v, pos, scope) for v in values]
+            return [TupleValue(list(row), pos) for row in zip(*columns)]
+        if kind == "enumerate":
+            if not values:
+                raise self.error("enumerate() takes the sequence to number", pos)
+            start = self.static_int(values[1], "enumerate's start", pos) if len(values) > 1 else 0
+            return [TupleValue([Literal(np.float64(start + k), pos), item], pos)
+                    for k, item in enumerate(self.items_of(values[0], pos, scope))]
+        if kind in ("reversed", "list", "tuple"):
+            if len(values) != 1:
+                raise self.error(f"{kind}() takes one sequence here", pos)
+            items = self.items_of(values[0], pos, scope)
+            return items[::-1] if kind == "reversed" else items
+        return self.items_of(values[0], pos, scope)
+
+    def items_of(self, value, pos: Pos, scope: Scope) -> list:
+        """The items of a tuple or list, a dict's keys, or an array's rows."""
+        if isinstance(value, TupleValue):
+            return list(value.items)
+        if isinstance(value, DictValue):
+            return [Text(k, pos) for k in value.keys]
+        if isinstance(value, Literal) and value.value.ndim:
+            return [Literal(row, pos, value.boolean) for row in value.value]
+        if type(value) is int and self.graph.shapes[value]:
+            return self.unpack(value, self.graph.shapes[value][0], pos, scope)
+        if type(value) is int and self.graph.shapes[value] is None:
+            raise self.error("a loop runs over values whose number is known before evaluation: this one's "
+                             "shape is not known", pos)
+        raise self.error("a loop runs over range(N), a tuple or a list, a dict, zip(...) or enumerate(...) "
+                         "of them, or an array's rows: not over a single number", pos)
+
+    def loop_items(self, stmt: ast.For, scope: Scope) -> list:
+        """The items a for statement runs over, known before evaluation."""
+        kind, parts = self.iteration_parts(stmt.iterable)
+        return self.iteration_items(kind, [self.lower(part, scope) for part in parts], stmt.iterable, scope)
+
+    def bind_loop_names(self, names: list, item, pos: Pos, table: dict, scope: Scope) -> None:
+        if len(names) == 1:
+            table[names[0][0]] = item
+            return
+        for (name, _), value in zip(names, self.unpack(item, len(names), pos, scope)):
+            table[name] = value
+
+    # ------------------------------------------------------------------ comprehensions
+    def comprehension_start(self, node: ast.Comprehension, scope: Scope, work: list, mark: int, flow_kind) -> None:
+        """`[e for x in xs if c]`: the items, each bound in a scope of its own, then the elements
+        gathered into a list (a tuple value) or a dict. Driven by the work stack (no recursion)."""
+        work.append((flow_kind, ("collect", node, mark), scope))
+        self.push_clause(node, 0, scope, work, flow_kind)
+
+    def push_clause(self, node: ast.Comprehension, k: int, scope: Scope, work: list, flow_kind) -> None:
+        if k == len(node.clauses):
+            if node.kind == "dict":
+                work.append((_EVAL, node.element[1], scope))
+                work.append((_EVAL, node.element[0], scope))
+            else:
+                work.append((_EVAL, node.element, scope))
+            return
+        kind, parts = self.iteration_parts(node.clauses[k][1])
+        work.append((flow_kind, ("iterate", node, k, kind, len(parts)), scope))
+        for part in reversed(parts):
+            work.append((_EVAL, part, scope))
+
+    def flow_step(self, step: tuple, values: list, scope: Scope, work: list, flow_kind) -> None:
+        """One step of a comprehension on the work stack (see comprehension_start), or a local tensor made."""
+        what, node = step[0], step[1]
+        if what == "tensor":  # (see Statements.push_body)
+            if isinstance(values[-1], Literal):
+                values[-1] = self.materialize(values[-1], scope, node)
+        elif what == "iterate":
+            _, _, k, kind, n = step
+            parts = values[len(values) - n:]
+            del values[len(values) - n:]
+            items = self.iteration_items(kind, parts, node.clauses[k][1], scope)
+            for item in reversed(items):
+                work.append((flow_kind, ("bind", node, k, item), scope))
+        elif what == "bind":
+            _, _, k, item = step
+            names, iterable, conditions = node.clauses[k]
+            inner = Scope({}, scope.stack, scope.active, scope)
+            self.bind_loop_names(names, item, iterable.pos, inner.locals, scope)
+            if conditions:
+                work.append((flow_kind, ("filter", node, k, 0), inner))
+                work.append((_EVAL, conditions[0], inner))
+            else:
+                self.push_clause(node, k + 1, inner, work, flow_kind)
+        elif what == "filter":
+            _, _, k, j = step
+            conditions = node.clauses[k][2]
+            if not self.known_truth(values.pop(), conditions[j].pos, "comprehension"):
+                return
+            if j + 1 < len(conditions):
+                work.append((flow_kind, ("filter", node, k, j + 1), scope))
+                work.append((_EVAL, conditions[j + 1], scope))
+            else:
+                self.push_clause(node, k + 1, scope, work, flow_kind)
+        else:  # "collect"
+            mark = step[2]
+            items = values[mark:]
+            del values[mark:]
+            if node.kind == "dict":
+                keys = [self.dict_key(key, node) for key in items[0::2]]
+                values.append(DictValue(keys, items[1::2], node.pos))
+            else:
+                values.append(TupleValue(items, node.pos))
+
+    # ------------------------------------------------------------------ while, del, assert
+    def unroll_once(self, stmt) -> None:
+        """One more pass of a while loop, counted against the expansion limit."""
+        self.steps_left -= 1 + len(stmt.body)
+        if self.steps_left < 0:
+            raise self.error(f"the program expands to more than {self.max_steps:,} steps of lowering "
+                             "(a while loop is unrolled: does its condition ever become false?)", stmt.pos)
+
+    def delete(self, stmt: ast.Delete, scope: Scope) -> None:
+        """`del a`: a is unbound; a later use is an error that names the del."""
+        for name, pos in stmt.names:
+            if scope.locals is not None:
+                if name not in scope.locals or isinstance(scope.locals[name], Deleted):
+                    raise self.error(f"name '{name}' is not defined here, so it cannot be deleted", pos)
+                scope.locals[name] = Deleted(pos)
+            elif name in self.globals:
+                del self.globals[name]
+                self.deleted[name] = pos
+            else:
+                raise self.error(f"name '{name}' is not defined, so it cannot be deleted", pos)
+
+    def refuse_deleted(self, name: str, found, pos: Pos) -> None:
+        """The error for a use of a name after `del` (`found`: its local binding, or None)."""
+        where = found.pos if isinstance(found, Deleted) else \
+            self.deleted.get(name) if found is None and name not in self.globals else None
+        if where is not None:
+            raise self.error(f"'{name}' is used after `del {name}` (line {where.line})", pos)
+
+    def check_assert(self, stmt: ast.Assert, scope: Scope) -> None:
+        """`assert c, message`: checked before evaluation, where c is known (see known_literal); a
+        condition on values given from outside is refused, never skipped."""
+        condition = self.lower(stmt.condition, scope)
+        truth = self.constant_truth(condition)
+        if truth is None:
+            known = self.known_literal(condition)
+            if known is None:
+                raise self.error("this assert depends on values given from outside (--set, a file), known only "
+                                 "at evaluation: gradcli checks an assert before evaluation; remove it, or write "
+                                 "the value it checks in the program", stmt.condition.pos)
+            truth = bool(np.all(known.value))
+        if not truth:
+            raise self.error(self.assert_message(stmt, scope), stmt.pos)
+
+    def assert_message(self, stmt: ast.Assert, scope: Scope) -> str:
+        if stmt.message is None:
+            text = self.source.text[stmt.condition.pos.start:stmt.condition.pos.end] \
+                if stmt.condition.pos.start >= 0 else "the condition"
+            return f"assertion failed: {text}"
+        message = self.lower(stmt.message, scope)
+        if isinstance(message, Text):
+            return f"assertion failed: {message.value}"
+        return "assertion failed"
