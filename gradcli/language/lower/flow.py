@@ -4,6 +4,8 @@ unrolled while its condition (known before evaluation) holds, comprehensions unr
 are, `del`, and `assert` (checked before evaluation where its condition is known then)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from gradcli.errors import Pos
@@ -11,10 +13,13 @@ from gradcli.language import syntax as ast
 from gradcli.language.lower.transforms import DictValue
 from gradcli.language.lower.interpret import _EVAL
 from gradcli.language.lower.values import Deleted, Literal, Scope, Text, TupleValue
-from gradcli.engine.evaluate import needed_equations, run
+from gradcli.engine.evaluate import run
 
 # the most equations a condition may need to be computed before evaluation
 _KNOWN_EQUATIONS = 10_000
+_KNOWN_ELEMENTS = 1 << 20  # ... and the most numbers they may hold
+# the most passes of one while loop
+MAX_WHILE_PASSES = 10_000
 # what a condition that depends on the data is refused with, by statement
 DATA_CONDITION = {
     "if": "this if depends on the data, which is not known before evaluation: compute both sides and "
@@ -37,27 +42,57 @@ class Flow:
     def known_literal(self, value):
         """A value computed from constants and the values the program writes for its inputs
         (`x = torch.tensor([1., 2.])`), as a Literal; None where it depends on a value given from
-        outside (--set, a file) or is too large to compute before evaluation."""
+        outside (--set, a file) or is too large to compute before evaluation (`self.unknown_why`
+        says which). Values computed so are kept: a while loop's condition reads its counter's
+        last value, not the whole chain again."""
         if isinstance(value, Literal):
             return value
-        if type(value) is not int or self.graph.shapes[value] is None:
+        graph = self.graph
+        known = self.__dict__.setdefault("known_values", {})
+        if type(value) is not int:
             return None
-        order = needed_equations(self.graph, [value])
-        if len(order) > _KNOWN_EQUATIONS:
-            return None
-        for i in order:
-            eq = self.graph.equations[i]
-            if self.graph.shapes[i] is None or eq.op.name == "input" and eq.params.get("name") in self.feeds:
+        new, pending = set(), [value]
+        while pending:  # the equations not computed yet (a walk, no recursion)
+            i = pending.pop()
+            if i in known or i in new:
+                continue
+            eq = graph.equations[i]
+            if graph.shapes[i] is None or eq.op.name == "input" and eq.params.get("name") in self.feeds:
+                self.unknown_why = "data"
                 return None
+            new.add(i)
+            if len(new) > _KNOWN_EQUATIONS:
+                self.unknown_why = "size"
+                return None
+            pending.extend(eq.inputs)
+        if sum(math.prod(graph.shapes[i]) for i in new) > _KNOWN_ELEMENTS:
+            self.unknown_why = "size"
+            return None
+        if new:
+            self.compute_known(sorted(new), known)
+        eq = graph.equations[value]
+        return Literal(np.asarray(known[value], dtype=np.float64), eq.pos, eq.op.boolean)
+
+    def compute_known(self, order: list, known: dict) -> None:
+        """The values of the equations `order` (sorted), their other inputs in `known`: each op's
+        forward on NumPy, one by one (the engine's run would walk the whole graph each time); an
+        op that cannot is left to the engine."""
+        graph = self.graph
         with np.errstate(all="ignore"):
-            result = np.asarray(run(self.graph, [value])[value], dtype=np.float64)
-        eq = self.graph.equations[value]
-        return Literal(result, eq.pos, eq.op.boolean)
+            try:
+                for i in order:
+                    eq = graph.equations[i]
+                    known[i] = np.asarray(eq.params["value"] if not eq.inputs else
+                                          eq.op.forward(np, *[known[j] for j in eq.inputs], **eq.params),
+                                          dtype=np.float64)
+            except Exception:  # (an op the engine evaluates its own way, or an error it places)
+                given = {j: known[j] for i in order for j in graph.equations[i].inputs if j in known}
+                known.update(run(graph, order, overrides=given))
 
     def known_truth(self, value, pos: Pos, statement: str = "if") -> bool:
         """The truth of a condition known before evaluation (see known_literal); a condition on a
         value given from outside is data, refused with the `where` rewrite."""
-        truth = self.constant_truth(value)
+        truth = self.constant_truth(value) if type(value) is not int else None
         if truth is not None:
             return truth
         known = self.known_literal(value)
@@ -66,6 +101,10 @@ class Flow:
         if known is not None:
             raise self.error("the truth value of an array with more than one element is ambiguous (as in "
                              "NumPy): use .all() or .any(), or write where(condition, a, b)", pos)
+        if getattr(self, "unknown_why", "data") == "size":
+            raise self.error(f"this condition needs more than {_KNOWN_EQUATIONS:,} operations or "
+                             f"{_KNOWN_ELEMENTS:,} numbers to be computed before evaluation: "
+                             + DATA_CONDITION[statement].partition(": ")[2], pos)
         raise self.error(DATA_CONDITION[statement], pos)
 
     # ------------------------------------------------------------------ iteration
@@ -212,10 +251,14 @@ class Flow:
     # ------------------------------------------------------------------ while, del, assert
     def unroll_once(self, stmt) -> None:
         """One more pass of a while loop, counted against the expansion limit."""
+        passes = self.__dict__.setdefault("while_passes", {})
+        passes[id(stmt)] = passes.get(id(stmt), 0) + 1
         self.steps_left -= 1 + len(stmt.body)
-        if self.steps_left < 0:
-            raise self.error(f"the program expands to more than {self.max_steps:,} steps of lowering "
-                             "(a while loop is unrolled: does its condition ever become false?)", stmt.pos)
+        if self.steps_left < 0 or passes[id(stmt)] > MAX_WHILE_PASSES:
+            limit = (f"{MAX_WHILE_PASSES:,} passes of a while loop" if self.steps_left >= 0
+                     else f"{self.max_steps:,} steps of lowering")
+            raise self.error(f"the program expands to more than {limit} (the loop is unrolled: does its "
+                             "condition become false?)", stmt.pos)
 
     def delete(self, stmt: ast.Delete, scope: Scope) -> None:
         """`del a`: a is unbound; a later use is an error that names the del."""
@@ -241,7 +284,7 @@ class Flow:
         """`assert c, message`: checked before evaluation, where c is known (see known_literal); a
         condition on values given from outside is refused, never skipped."""
         condition = self.lower(stmt.condition, scope)
-        truth = self.constant_truth(condition)
+        truth = self.constant_truth(condition) if type(condition) is not int else None
         if truth is None:
             known = self.known_literal(condition)
             if known is None:

@@ -125,9 +125,9 @@ class Interpreter:
 
     def bind_global(self, name: str, value, pos: Pos, scope: Scope) -> None:
         graph = self.graph
-        self.deleted.pop(name, None)
+        deleted = self.deleted.pop(name, None)  # (a name bound again after `del` is no input)
         written = value if isinstance(value, (TupleValue, Literal)) else None  # (torch_autograd.py)
-        if isinstance(value, Literal) and name not in self.globals:
+        if isinstance(value, Literal) and name not in self.globals and deleted is None:
             value = self.input(name, pos, default=value)
         elif isinstance(value, FUNCTION_VALUES + (Tape, TapeRecording, DictValue)) or value is NONE or (
                 isinstance(value, TupleValue) and not one_array(value, graph)):

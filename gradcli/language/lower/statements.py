@@ -8,7 +8,8 @@ from gradcli.errors import Pos
 from gradcli.language import syntax as ast
 from gradcli.language.dialects import split_spelling
 from gradcli.language.lower.interpret import _BIND, _DEFINE, _DISCARD, _EVAL, _FLOW, _SET, _STATEMENT, _UNPACK, one_array
-from gradcli.language.lower.transforms import _FINISH
+from gradcli.language.ast_builder import ITEM_ASSIGNMENT
+from gradcli.language.lower.transforms import _FINISH, fresh
 from gradcli.language.lower.transforms import (
     BoundMethod, ClassValue, DictValue, Formatted, FunctionRef, ObjectValue, Tape, TapeRecording)
 from gradcli.language.lower.values import NONE, Literal, Scope, Text, TupleValue
@@ -80,6 +81,8 @@ class Statements:
         if isinstance(stmt, ast.SetAttribute):
             self.set_attribute(stmt, self.lower(stmt.value, top), top)
             return True
+        if isinstance(stmt, ast.Assign) and getattr(stmt.value, "symbol", None) == ITEM_ASSIGNMENT:
+            return self.update_leaf_item(stmt, top)
         if isinstance(stmt, ast.ClassDef):
             methods = {s.name: s for s in stmt.body if isinstance(s, ast.FuncDef)}
             constants = {s.name: self.lower(s.value, top) for s in stmt.body if isinstance(s, ast.Assign)}
@@ -279,8 +282,33 @@ class Statements:
             return TupleValue([Literal(v, value.pos) for v in value.value], value.pos)
         return value
 
+    def update_leaf_item(self, stmt: ast.Assign, top: Scope) -> bool:
+        """`x[i] = v` where x is a PyTorch leaf that requires grad: refused where gradients are
+        recorded, as PyTorch refuses it; under torch.no_grad() x is updated and stays the leaf.
+        False where x is no such leaf (the update is a new value of x)."""
+        state = getattr(self, "_torch_state", None)
+        old = self.globals.get(stmt.name)
+        if state is None or type(old) is not int or old not in state.leaves:
+            return False
+        pos = stmt.value.pos
+        if not (state.modes and not state.modes[-1][0]):
+            raise self.error("a view of a leaf Variable that requires grad is being used in an in-place operation "
+                             "(PyTorch: RuntimeError): update it inside `with torch.no_grad():`, or assign into "
+                             "a copy (y = x.clone(); y[i] = v)", pos)
+        leaf = fresh(self, self.materialize(self.lower(stmt.value, top), top, pos), pos, top)
+        state.leaves[leaf] = state.leaves.pop(old)
+        self.rebind_id(old, leaf, top)
+        self.bind_global(stmt.name, leaf, stmt.pos, top)
+        return True
+
     def set_attribute(self, stmt, value, scope: Scope) -> None:
         target = self.resolve(stmt.target, scope) if isinstance(stmt.target, ast.Name) else None
+        state = getattr(self, "_torch_state", None)
+        if type(target) is int and stmt.name == "grad" and value is NONE and state is not None:
+            for grads in (state.leaves, state.retained):  # `x.grad = None`: as before any backward()
+                if target in grads:
+                    grads[target] = None
+            return
         if not isinstance(target, ObjectValue):
             raise self.error("an attribute can be set on an object of a class of the program (self.w = ...)",
                              stmt.pos)
