@@ -164,7 +164,10 @@ class AstBuilder:
             lpar, element, *clauses, rpar = items
             return ast.Comprehension("generator", element, clauses, _pos(lpar, lpar.start_pos, rpar.end_pos))
         element, *clauses = items  # `sum(e for x in xs)`: the call's only argument
-        return ast.Comprehension("generator", element, clauses, element.pos)
+        _, iterable, conditions = clauses[-1]
+        end = (conditions[-1] if conditions else iterable).pos.end
+        return ast.Comprehension("generator", element, clauses,
+                                 Pos(element.pos.line, element.pos.column, element.pos.start, end))
 
     def dict_comp(self, items):
         lbrace, entry, *clauses, rbrace = items

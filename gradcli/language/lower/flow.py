@@ -168,6 +168,8 @@ class Flow:
         if type(value) is int and self.graph.shapes[value]:
             return self.unpack(value, self.graph.shapes[value][0], pos, scope)
         if type(value) is int and self.graph.shapes[value] is None:
+            if self.missing:  # an input not given: that is the error to report
+                raise self.missing_inputs_error()
             raise self.error("a loop runs over values whose number is known before evaluation: this one's "
                              "shape is not known", pos)
         raise self.error("a loop runs over range(N), a tuple or a list, a dict, zip(...) or enumerate(...) "
