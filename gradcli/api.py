@@ -200,12 +200,13 @@ def _owned(feeds: dict | None) -> dict | None:
 
 
 def _fork(graph: Graph) -> Graph:
-    """A copy of `graph` for a command to add its equations to (gradients, seeds), leaving the
-    program as compiled: which equations were differentiated decides the tie and kink
-    diagnostics of every later run. The equations, never changed once made, are shared."""
-    return Graph(graph.source, list(graph.equations), list(graph.shapes), dict(graph.names), dict(graph.inputs),
-                 dict(graph.value_names), graph.result, list(graph.warnings), None, set(graph.differentiated),
-                 dict(graph._memo))
+    """A copy of `graph` for a command to add its equations to (gradients, seeds), leaving the program as compiled
+    (its differentiated equations decide later runs' tie and kink diagnostics); equations and asserts are shared."""
+    forked = Graph(graph.source, list(graph.equations), list(graph.shapes), dict(graph.names), dict(graph.inputs),
+                   dict(graph.value_names), graph.result, list(graph.warnings), None, set(graph.differentiated),
+                   dict(graph._memo))
+    forked.assertions = graph.assertions
+    return forked
 
 
 def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str,
@@ -225,7 +226,7 @@ def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str,
         check_memory(graph, list(fetch.values()), dtype, max_memory, text=text, backend=chosen,
                      gathered=store is None)
     checker = NumericsChecker(graph, chosen, dtype)
-    ids = list(dict.fromkeys(fetch.values()))
+    ids = list(dict.fromkeys([*fetch.values(), *(j for j, _, _ in graph.assertions)]))
     with np.errstate(all="ignore"):
         values = run(graph, ids, dtype=dtype, backend=chosen, check=checker, overrides=overrides)
         if chosen.lazy:
@@ -247,6 +248,7 @@ def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str,
                 host = {k: computed["value", j] for k, j in fetch.items()}
         else:
             host = {k: np.asarray(chosen.to_host(values[j])) for k, j in fetch.items()}
+    graph.check_assertions({j: chosen.to_host(values[j]) for j, _, _ in graph.assertions})
     diagnostics = checker.finish(fetch)
     for message, pos in graph.warnings:
         diagnostics.insert(0, Diagnostic("warning", "unused_input", "input", message, None, pos))

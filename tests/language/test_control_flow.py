@@ -163,11 +163,18 @@ def test_an_assert_known_before_evaluation_passes_or_fails_with_its_message_at_i
                    "assertion failed: z != 0", 2, 5)
 
 
-def test_an_assert_on_data_given_from_outside_is_refused_never_skipped():
-    assert_refused("assert sum(x) > 100\ny = x\n",
-                   "this assert depends on values given from outside (--set, a file), known only at evaluation: "
-                   "gradcli checks an assert before evaluation; remove it, or write the value it checks in the "
-                   "program", 1, 15, x=X)
+def test_an_assert_on_data_given_from_outside_is_checked_after_each_evaluation_never_skipped():
+    program = "assert sum(x) > 0, 'x must have a positive sum'\ny = x * 2\n"
+    np.testing.assert_array_equal(outputs(program, x=np.abs(X))["y"], 2 * np.abs(X))
+    r = api.grad(program, wrt=["x"], feeds={"x": np.abs(X)}, fixes=False)
+    np.testing.assert_array_equal(r.gradients["x"], [2.0, 2.0, 2.0])
+    assert_refused(program, "assertion failed: x must have a positive sum", 1, 1, x=-np.abs(X))
+    with pytest.raises(GradcliError) as info:
+        api.grad(program, wrt=["x"], feeds={"x": -np.abs(X)}, fixes=False)
+    assert str(info.value) == "assertion failed: x must have a positive sum"
+    with pytest.raises(GradcliError) as info:
+        api.jacobian(program, wrt=["x"], feeds={"x": -np.abs(X)})
+    assert str(info.value) == "assertion failed: x must have a positive sum"
 
 
 # --------------------------------------------------------------------------- assignment targets

@@ -284,15 +284,17 @@ class Flow:
 
     def check_assert(self, stmt: ast.Assert, scope: Scope) -> None:
         """`assert c, message`: checked before evaluation, where c is known (see known_literal); a
-        condition on values given from outside is refused, never skipped."""
+        condition on values given from outside is checked after evaluation, at each evaluation
+        (gradcli.api), never skipped. A false one is an error at the assert."""
         condition = self.lower(stmt.condition, scope)
         truth = self.constant_truth(condition) if type(condition) is not int else None
         if truth is None:
             known = self.known_literal(condition)
             if known is None:
-                raise self.error("this assert depends on values given from outside (--set, a file), known only "
-                                 "at evaluation: gradcli checks an assert before evaluation; remove it, or write "
-                                 "the value it checks in the program", stmt.condition.pos)
+                checked = self.materialize(condition, scope, stmt.condition.pos)
+                self.graph.assertions = (*self.graph.assertions,
+                                         (checked, self.assert_message(stmt, scope), stmt.pos))
+                return
             truth = bool(np.all(known.value))
         if not truth:
             raise self.error(self.assert_message(stmt, scope), stmt.pos)
