@@ -255,3 +255,11 @@ def test_a_printed_expression_keeps_its_opening_bracket_in_its_key():
     assert float(got["(x + 1) * 2"]) == 8.0
     assert float(got["(math.tanh(1.0001) - math.tanh(0.9999)) / 0.0002"]) == pytest.approx(
         (math.tanh(1.0001) - math.tanh(0.9999)) / 0.0002, rel=1e-14)
+
+
+def test_full_of_a_computed_value_is_that_value_broadcast_with_its_gradient():
+    # autograd's vjp rules write np.full(x.shape, g) with g computed
+    r = api.grad("y = sum(np.full((2, 3), x) * w)", wrt=["x"], feeds={"x": np.float64(2.0),
+                                                                      "w": np.arange(6.0).reshape(2, 3)})
+    assert float(r.outputs["y"]) == 2.0 * 15.0
+    assert float(r.gradients["x"]) == 15.0

@@ -291,6 +291,12 @@ class Binding:
         if missing:
             raise self.error(f"{label}() takes {len(op.args)} array argument{'s' * (len(op.args) != 1)} "
                              f"({', '.join(op.args)}), got {len(op.args) - len(missing)}", node.pos)
+        if op.name == "full" and "fill_value" in given and "shape" in given and \
+                not isinstance(self.constant_value(given["fill_value"]), (Literal, Text)):
+            # `np.full(shape, g)` of a computed g (autograd's vjp rules): g broadcast to the shape
+            shape = self.static_param("shape", given["shape"], label, node.pos)
+            return self.emit(OPS["broadcast_to"], (self.materialize(given["fill_value"], scope, node.pos),),
+                             {"shape": shape}, node.pos, label, scope)
         params = dict(preset or {})
         for pname, default in op.params.items():
             if pname in params:
