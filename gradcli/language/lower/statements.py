@@ -1,8 +1,6 @@
-"""Compound statements (`for` unrolled, `if` chosen before evaluation, `with` entered and
-left), `print` and f-strings, dict literals."""
+"""Compound statements (`for` and `while` unrolled, `if` chosen before evaluation, `with` entered and
+left; flow.py reads their conditions and items), `print` and f-strings, dict literals."""
 from __future__ import annotations
-
-import numpy as np
 
 from gradcli.errors import Pos
 from gradcli.language import syntax as ast
