@@ -263,3 +263,13 @@ def test_full_of_a_computed_value_is_that_value_broadcast_with_its_gradient():
                                                                       "w": np.arange(6.0).reshape(2, 3)})
     assert float(r.outputs["y"]) == 2.0 * 15.0
     assert float(r.gradients["x"]) == 15.0
+
+
+def test_type_name_is_a_label_naming_the_librarys_type():
+    # TensorFlow's guide prints type(x).__name__ beside each gradient: a label, not an output
+    program = ("import tensorflow as tf\nx = tf.Variable(2.0)\nfor epoch in range(2):\n"
+               "    with tf.GradientTape() as tape:\n        y = x + 1\n"
+               "    print(type(x).__name__, ':', tape.gradient(y, x))\n    x = x + 1\n")
+    got = outputs(program)
+    assert list(got) == ["tape.gradient(y, x)"] and got["tape.gradient(y, x)"] is None  # the last: no Variable
+    assert api.evaluate("import torch\nx = torch.ones(2)\nprint(type(x).__name__)\ny = x\n").outputs.keys() == {"y"}

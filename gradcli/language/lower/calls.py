@@ -11,7 +11,8 @@ import numpy as np
 from gradcli.errors import OptionError, Pos, ShapeError
 from gradcli.language import syntax as ast
 from gradcli.language.lower.transforms import FUNCTION_VALUES, NOT_MINE, ObjectValue
-from gradcli.language.lower.values import NONE, AtIndexed, AtRef, Closure, Literal, Scope, Text, TupleValue
+from gradcli.language.lower.values import (
+    NONE, AtIndexed, AtRef, Closure, Literal, Scope, Text, TupleValue, TypeName)
 from gradcli.language import dialects
 from gradcli.language.dialects import (
     ABSENT, ATTRIBUTES, CONSTANT_FUNCTIONS, CONSTANTS, FIRST_ARGUMENT_KEYWORDS, FLOAT_DTYPES, KEYWORD_ALIASES,
@@ -62,6 +63,8 @@ class Resolution:
         """`x.T`, `x.shape`, `x.ndim`, `x.size` of a value, as the functions and numbers they are."""
         if isinstance(target, ObjectValue):
             return self.object_attribute(target, name, pos)
+        if name == "__name__" and isinstance(target, TypeName):
+            return Text(target.value, pos)
         if name == "at" and not isinstance(target, (Text, AtRef, AtIndexed)):
             return AtRef(target, pos)
         found = self.torch_attribute(target, name, pos, scope)  # .grad, .requires_grad (torch_autograd.py)
@@ -109,6 +112,8 @@ class Resolution:
             raise self.error(f"'{name}' is a value{extra}, not a function", node.pos)
         if node.symbol in ("is", "is not"):
             return self.identity_test(node, values)
+        if name == "type" and len(values) == 1 and not node.keywords:
+            return self.type_name(values[0], node.pos)  # (flow.py: a label, `type(x).__name__`)
         if node.method and values and isinstance(values[0], AtIndexed):
             return self.at_update(node, values, scope)
         args = node.args

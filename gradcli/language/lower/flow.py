@@ -12,7 +12,7 @@ from gradcli.errors import Pos
 from gradcli.language import syntax as ast
 from gradcli.language.lower.transforms import DictValue
 from gradcli.language.lower.interpret import _EVAL
-from gradcli.language.lower.values import Deleted, Literal, Scope, Text, TupleValue
+from gradcli.language.lower.values import NONE, Deleted, Literal, Scope, Text, TupleValue, TypeName
 from gradcli.engine.evaluate import run
 
 # the most equations a condition may need to be computed before evaluation
@@ -249,6 +249,21 @@ class Flow:
                 values.append(DictValue(keys, items[1::2], node.pos))
             else:
                 values.append(TupleValue(items, node.pos))
+
+    def type_name(self, value, pos: Pos) -> TypeName:
+        """`type(x)`: a label naming the type the library would give x (a tf.Variable is a
+        ResourceVariable, another TensorFlow value an EagerTensor, PyTorch's a Tensor, ...)."""
+        if isinstance(value, (Text, TupleValue, DictValue)) or value is NONE:
+            name = {Text: "str", TupleValue: "tuple", DictValue: "dict"}.get(type(value), "NoneType")
+        elif type(value) is not int and not isinstance(value, Literal):
+            name = "function"
+        elif value in self.variables:
+            name = "ResourceVariable"
+        else:
+            modules = {module.partition(".")[0] for module in self.aliases.values()}
+            name = next((kind for library, kind in (("tensorflow", "EagerTensor"), ("torch", "Tensor"),
+                                                    ("jax", "ArrayImpl")) if library in modules), "ndarray")
+        return TypeName(name, pos)
 
     # ------------------------------------------------------------------ while, del, assert
     def unroll_once(self, stmt) -> None:

@@ -137,6 +137,12 @@ class Closure(ValueRecord):
         self.scope = scope
 
 
+class TypeName(Text):
+    """`type(x)`: the name of the library's type of x, as a label (`type(x).__name__`)."""
+
+    __slots__ = ()
+
+
 class Deleted:
     """What a function's local name holds after `del name` (a later use is an error)."""
 
