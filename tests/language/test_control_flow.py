@@ -273,3 +273,8 @@ def test_type_name_is_a_label_naming_the_librarys_type():
     got = outputs(program)
     assert list(got) == ["tape.gradient(y, x)"] and got["tape.gradient(y, x)"] is None  # the last: no Variable
     assert api.evaluate("import torch\nx = torch.ones(2)\nprint(type(x).__name__)\ny = x\n").outputs.keys() == {"y"}
+
+
+def test_an_assert_message_written_as_an_f_string_shows_the_values_known_then():
+    assert_refused("for i in range(3):\n    assert i < 2, f'i is {i}, {i * 2.5=}'\n",
+                   "assertion failed: i is 2, i * 2.5=5", 2, 5)

@@ -319,7 +319,22 @@ class Flow:
             text = self.source.text[stmt.condition.pos.start:stmt.condition.pos.end] \
                 if stmt.condition.pos.start >= 0 else "the condition"
             return f"assertion failed: {text}"
+        if isinstance(stmt.message, ast.FString):  # `f'i is {i}'`: its fields' values, known before evaluation
+            text = []
+            for part in stmt.message.parts:
+                known = self.known_literal(self.lower(part.value, scope)) if isinstance(part, ast.Field) else None
+                text.append(part if isinstance(part, str) else f"{part.text}=" * part.shown +
+                            (_shown(known.value) if known is not None else "{" + part.text + "}"))
+            return "assertion failed: " + "".join(text)
         message = self.lower(stmt.message, scope)
         if isinstance(message, Text):
             return f"assertion failed: {message.value}"
         return "assertion failed"
+
+
+def _shown(value: np.ndarray) -> str:
+    """A value in an assert's message, as Python prints a loop counter (2, not 2.0) or a number."""
+    if value.ndim == 0:
+        number = float(value)
+        return str(int(number)) if number.is_integer() else repr(number)
+    return np.array2string(value)
