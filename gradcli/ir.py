@@ -48,6 +48,20 @@ class Equation:
 _MAX_ELEMENTS = 2**63 - 1  # NumPy's intp
 
 
+class ShapeOnly:
+    """An input known only by its shape and dtype while the program is compiled (its values are
+    read later, lazily by Dask): the graph gets a stand-in that holds no memory, and the lowering
+    must not read values from it (a decision on data it has not seen would be a silent guess)."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape: tuple, dtype):
+        self.shape, self.dtype = tuple(shape), np.dtype(dtype)
+
+    def stand_in(self) -> np.ndarray:
+        return np.broadcast_to(np.zeros((), dtype=self.dtype), self.shape)
+
+
 class Graph(ValueRecord):
     """The equations, their shapes and names. `numbers` (a gradcli.language.lower.NumberPolicy, set
     by the lowering) is told of each constant or input made, and reads each constant's number
@@ -75,6 +89,7 @@ class Graph(ValueRecord):
     # (not a field) the program's asserts on data given from outside, checked after evaluation:
     # (the condition's id, the message, the assert's Pos)
     assertions = ()
+    unread_inputs = frozenset()  # (not a field) input equations made from a ShapeOnly: no values yet
 
     def __init__(self, source, equations=NEW, shapes=NEW, names=NEW, inputs=NEW, value_names=NEW, result=None,
                  warnings=NEW, context=None, differentiated=NEW, _memo=NEW):
@@ -96,6 +111,18 @@ class Graph(ValueRecord):
         for j, message, pos in self.assertions:
             if not np.all(values[j]):
                 raise GradcliError(message, pos, self.source)
+
+    def fork(self) -> Graph:
+        """A copy to add equations to, this graph left as it is (the equations, never changed
+        once made, are shared), with the in-program gradients' calls and what the program prints."""
+        forked = Graph(self.source, list(self.equations), list(self.shapes), dict(self.names), dict(self.inputs),
+                       dict(self.value_names), self.result, list(self.warnings), None, set(self.differentiated),
+                       dict(self._memo))
+        # what is no field but known of the program (made_by, printed), not how its numbers are watched
+        vars(forked).update({k: v for k, v in vars(self).items() if k not in self._fields and k != "numbers"})
+        if self.made_by:
+            forked.made_by = dict(self.made_by)
+        return forked
 
     # ----------------------------------------------------------------- adding equations
     def add(self, op: Op, inputs: tuple, params: dict, pos: Pos | None, label: str,
@@ -142,8 +169,13 @@ class Graph(ValueRecord):
         return len(shapes) - 1
 
     def add_input(self, name: str, value, pos: Pos | None = None, label: str | None = None) -> int:
-        """An input equation: a named source whose value can be given anew at each run."""
-        id_ = self.add(OPS["input"], (), {"name": name, "value": np.asarray(value)}, pos, label or name)
+        """An input equation: a named source whose value can be given anew at each run (a
+        ShapeOnly: given only when it runs)."""
+        unread = isinstance(value, ShapeOnly)
+        value = value.stand_in() if unread else np.asarray(value)
+        id_ = self.add(OPS["input"], (), {"name": name, "value": value}, pos, label or name)
+        if unread:
+            self.unread_inputs = self.unread_inputs | {id_}
         if self.numbers is not None:
             self.numbers.made(self, id_)
         return id_

@@ -272,6 +272,23 @@ def children(node) -> list:
     return []
 
 
+def statement_parts(stmt) -> list:
+    """The expressions and inner statements of a statement, for iterative walks (no recursion)."""
+    if isinstance(stmt, FuncDef):
+        return stmt.body + list(stmt.defaults.values())
+    if isinstance(stmt, (Assign, Unpack, ExprStmt, Return, SetAttribute)):
+        return [stmt.value]
+    if isinstance(stmt, With):
+        return [node for node, _, _ in stmt.items] + stmt.body
+    if isinstance(stmt, For):
+        return [stmt.iterable] + stmt.body
+    if isinstance(stmt, If):
+        return [part for condition, body in stmt.branches for part in (condition, *body)] + stmt.orelse
+    if isinstance(stmt, ClassDef):
+        return list(stmt.body)
+    return []
+
+
 class Lambda(Node):
     """`lambda a, b=1: EXPR`: a function value, as `def <lambda>(a, b=1): return EXPR`."""
 

@@ -29,7 +29,7 @@ _LETTERS = _LOWER + _UPPER
 from gradcli.errors import GradcliError, ShapeError
 from gradcli.ops.trace import G
 from gradcli.ops.table import REQUIRED, DataError, Op, register
-from gradcli.ops.shapes import _keep, broadcast_shapes, fmt_shape, normalize_axes
+from gradcli.ops.shapes import _keep, broadcast_shapes, fmt_shape, nonnegative_axes, normalize_axes
 from gradcli.ops.core import _mT
 
 
@@ -143,8 +143,6 @@ def _inverse_gaps_vjp(g, ans, w, squared=False):
 
 register(Op("inverse_gaps", _inverse_gaps, lambda shape, squared=False: shape + shape[-1:],
             (_inverse_gaps_vjp,), params={"squared": False}, public=False,
-            nonfinite_reason=("eigenvalues (or singular values) repeat, and the gradient of their vectors does "
-                              "not exist there"),
             doc="1 / (w_j - w_i): the eigenvector gradient's weights; NaN where eigenvalues repeat"))
 
 
@@ -167,11 +165,7 @@ def _contracted(a_ndim, b_ndim, axes):
 
 
 def normalize_axes_unsorted(axes, ndim):
-    out = []
-    for a in axes:
-        if not -ndim <= a < ndim:
-            raise ShapeError(f"axis {a} is out of range for an array of rank {ndim}")
-        out.append(a % ndim)
+    out = nonnegative_axes(axes, ndim)
     if len(set(out)) != len(out):
         raise ShapeError(f"axes {tuple(axes)} repeat an axis")
     return out

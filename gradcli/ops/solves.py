@@ -179,7 +179,7 @@ def _logabs_vjp(g, ans, a):
     return _matrix_of(g) * _mT(G.inv(a))
 
 
-register(Op("slogdet", None, None, None, parts=_slogdet_parts,
+register(Op("slogdet", None, None, None, parts=_slogdet_parts, fields=("sign", "logabsdet"),
             doc="sign, log|det| = slogdet(a): the determinant's sign and the logarithm of its magnitude"))
 register(Op("slogdet_sign", lambda xp, a: xp.linalg.slogdet(a)[0], lambda a: _square(a)[:-2], NOT_DIFFERENTIABLE,
             public=False, doc="the sign of the determinant"))
@@ -333,8 +333,7 @@ def _qr_parts(a, mode="reduced", full_matrices=None):
 
 
 def _qr_q_shape(a, complete=False):
-    m, n = a[-2:]
-    return a[:-2] + (m, m if complete else min(m, n))
+    return _svd_u_shape(a, complete)  # (m, m) complete, (m, min(m, n)) reduced: the same left factor
 
 
 def _qr_r_shape(a, complete=False):
@@ -399,6 +398,7 @@ def _eigh_vectors_vjp(g, ans, a):
 
 
 register(Op("eigh", None, None, None, params={"UPLO": None, "lower": None}, parts=_eigh_parts,
+            fields=("eigenvalues", "eigenvectors"),
             doc="w, v = eigh(a): eigenvalues (ascending) and eigenvectors of a symmetric matrix"))
 register(Op("eigvalsh", lambda xp, a, **_: _symmetric_eigh(xp, a)[0], lambda a, **_: _square(a)[:-1],
             (_eigvalsh_vjp,), params={"UPLO": None, "lower": None},

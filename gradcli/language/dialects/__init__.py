@@ -58,7 +58,7 @@ KEYWORD_ALIASES = {
     "clip_value_min": "lo", "clip_value_max": "hi", "a_min": "lo", "a_max": "hi", "min": "lo", "max": "hi",
     "negative_slope": "alpha", "correction": "ddof", "interpolation": "method",
     "shifts": "shift", "paddings": "pad_width", "multiples": "reps", "dim1": "axis1", "dim2": "axis2",
-    "reduction_indices": "axis", "depth": "num_classes", "diagonal": "k",
+    "reduction_indices": "axis", "dims": "axis", "depth": "num_classes", "diagonal": "k",
 }
 FIRST_ARGUMENT_KEYWORDS = ("input_tensor", "input", "a", "x", "t", "tensor", "logits", "features")
 # The keywords by which libraries name a sequence of arrays (`tf.concat(values=...)`, `torch.cat(tensors=...)`)
@@ -74,7 +74,7 @@ CONSTANT_FUNCTIONS = {"epsilon": 1e-7}
 # the names the lowering may read as something other than their op (numbers, shapes, casts)
 SPECIAL_CALLS = frozenset(CONSTANT_FUNCTIONS) | {"len", "cast", "astype"} | FLOAT_DTYPES | OTHER_DTYPES
 # NumPy array attributes read as the functions they are
-ATTRIBUTES = {"T": "transpose", "mT": "matrix_transpose"}
+ATTRIBUTES = {"T": "transpose", "mT": "matrix_transpose", "mH": "matrix_transpose"}  # (values are real)
 
 
 @functools.lru_cache(maxsize=4096)  # a program calls the same few names over and over
@@ -99,7 +99,7 @@ def strip_prefixes(name: str) -> str:
 
 # (imported here, after what they import from this module)
 from gradcli.language.dialects import jax, numpy, python, scipy, tensorflow, torch  # noqa: E402
-from gradcli.ops import CALLABLE, OPS  # noqa: E402
+from gradcli.ops import CALLABLE, OPS, Op  # noqa: E402
 
 _LIBRARIES = (python, numpy, scipy, jax, tensorflow, torch)
 
@@ -158,8 +158,9 @@ def callable_names() -> list[str]:
 
 
 def callable_ops() -> dict:
-    """Every name a program may call -> the op it calls (as written without a reading)."""
-    return {name: meaning(name) for name in callable_names()}
+    """Every name a program may call -> the op it calls (as written without a reading); a name
+    whose entry is a transformation (`x.to`, `F.dropout`) calls no op and is left out."""
+    return {name: op for name in callable_names() if isinstance(op := meaning(name), Op)}
 
 
 def spelled_libraries(module, text: str) -> tuple[str, bool]:

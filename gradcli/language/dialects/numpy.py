@@ -114,9 +114,22 @@ NAMES = {
     "conj": "real", "conjugate": "real", "real_if_close": "real",
     "trapz": "trapezoid", "stack": "stack_arrays", "row_stack": "vstack", "flatten": "ravel",
     "fliplr": "flip", "flipud": "flip", "empty_like": "empty",
+    "copy": "identity",  # np.copy(x), x.copy(): the same numbers
+    "tolist": "stop_gradient",  # x.tolist(): Python numbers, which carry no gradient
 }
 
+def _order_reading(call):
+    """np.reshape(x, shape, order='F'), x.reshape(..., order='F'): Fortran order (reshape_order)."""
+    if "order" in call.keywords or (call.positional > 2 and not call.method):
+        return "reshape_order", {}
+    return None
+
+
 READINGS = {
+    "reshape": _order_reading,
+    # np.mean(x, where=mask)
+    "mean": lambda call: ("masked_mean", {}) if "where" in call.keywords else None,
+    "prod": lambda call: ("masked_prod", {}) if {"initial", "where"} & set(call.keywords) else None,
     # np.identity(n) is the n x n identity matrix (the constructor `eye`), tf.identity(x) the value x
     "identity": lambda call: ("eye", {}) if call.name == "identity" and call.library == "numpy" else None,
     "average": _average_reading,

@@ -70,6 +70,8 @@ class Resolution:
         found = self.torch_attribute(target, name, pos, scope)  # .grad, .requires_grad (torch_autograd.py)
         if found is not None:
             return found
+        if isinstance(target, TupleValue) and name in target.fields:  # a named tuple's field
+            return target.items[target.fields.index(name)]
         if isinstance(target, TupleValue) and len(target.items) == 2 and name in ("values", "indices"):
             # PyTorch's (values, indices) of torch.max(x, dim), torch.sort, torch.topk, by field name
             return target.items[name == "indices"]
@@ -345,6 +347,8 @@ class Binding:
         given, where = dict(zip(slots, positional)), {}
         for kw, value in zip(keywords, keyword_values):
             slot = kw.name if kw.name in slots else KEYWORD_ALIASES.get(kw.name, kw.name)
+            if slot == "axis" and slot not in slots and "axes" in slots:  # PyTorch's dims= of tensordot, permute
+                slot = "axes"
             if slot not in slots and kw.name in FIRST_ARGUMENT_KEYWORDS and op.args:
                 slot = op.args[0]
             if slot not in slots:
@@ -540,7 +544,7 @@ class Binding:
         except ShapeError as exc:
             raise self.error(f"{label}(): {exc}", pos) from None
         return TupleValue([self.emit(OPS[name], ids, part_params, pos, label, scope)
-                           for name, part_params in parts], pos)
+                           for name, part_params in parts], pos, op.fields if len(op.fields) == len(parts) else ())
 
     def construct(self, op: Op, params: dict, pos: Pos, label: str, scope: Scope) -> int:
         """An op that takes no array (`zeros((2, 3))`, `eye(3)`, `arange(5)`): a constant of
@@ -581,11 +585,20 @@ class _Expansion:
         return Sym(self, self.lowering.graph.add_constant(np.asarray(value, dtype=np.float64), self.pos,
                                                           self.scope.stack))
 
-    def known(self, id_: int):
-        """The value of a constant or an input (as given for this run), else None."""
-        eq = self.lowering.graph.equations[id_]
-        while eq.op.repeats is not None or eq.op.memory == "same":  # its input's values, repeated or as they are
-            eq = self.lowering.graph.equations[eq.inputs[0]]
+    def known(self, id_: int, required: bool = True):
+        """The value of a constant or an input (as given for this run), else None. An input whose
+        values are read only when the program runs (Dask) is refused where they are `required`
+        (a decision on them would be a guess), else None."""
+        graph = self.lowering.graph
+        while graph.equations[id_].op.repeats is not None or graph.equations[id_].op.memory == "same":
+            id_ = graph.equations[id_].inputs[0]  # its input's values, repeated or as they are
+        eq = graph.equations[id_]
+        if id_ in graph.unread_inputs:
+            if required:
+                raise ShapeError(f"this needs the values of '{eq.params['name']}' while the program is built, "
+                                 "but --device dask reads them only when it runs: evaluate it on the CPU, "
+                                 "or write them in the program")
+            return None
         if eq.op.name in ("const", "input"):
             return eq.params["value"]
         return None

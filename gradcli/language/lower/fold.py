@@ -70,6 +70,8 @@ class Constants:
             return (len(value.items),)
         if isinstance(value, Text):
             raise self.error("a string has no shape", value.pos)
+        if type(value) is not int:  # a function, an object, a distribution: no array
+            raise self.error("this value is not an array: it has no shape (nor .T, .ndim, .size)", getattr(value, "pos", None))
         shape = self.graph.shapes[value]
         if shape is None:  # it depends on a missing input (x.shape, len(x)): that is the error
             raise self.missing_inputs_error()

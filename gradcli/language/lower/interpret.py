@@ -8,6 +8,7 @@ import numpy as np
 from gradcli.errors import GradcliError, OptionError, Pos, Source
 from gradcli.language import syntax as ast
 from gradcli.language import dialects
+from gradcli.language.dialects.spelling import Distribution
 from gradcli.language.dialects import (
     CONSTANTS, FLOAT_DTYPES, OTHER_DTYPES, SEQUENCE_KEYWORDS, meaning, numpy as numpy_dialect, split_spelling)
 from gradcli.language.lower.values import (
@@ -20,6 +21,8 @@ from gradcli.ir import Equation, Graph
 _EVAL, _APPLY, _BIND, _DISCARD, _UNPACK, _DEFINE, _CHOOSE = range(7)
 _STATEMENT, _SET, _FLOW = 8, 9, 10  # (7 is statements._FINISH)
 
+
+_PYTHON_TYPES = ("float", "int", "bool", "complex")
 
 class Interpreter:
     """Part of the lowering (gradcli.language.lower): the program's statements and expressions."""
@@ -74,10 +77,7 @@ class Interpreter:
                 call = ast.Assign(call.value.func, call.value, call.pos)  # named after the function
             statements.append(call)
         else:
-            # the last statement that computes or defines (an `import` after a pasted def is no call)
-            last = next((stmt for stmt in reversed(statements) if not isinstance(stmt, ast.Import)), None)
-            if isinstance(last, ast.FuncDef):
-                statements.append(self.implicit_call(last))
+            statements.extend(self.implicit_calls(statements))  # a pasted function with no call line
         pending = list(reversed(statements))
         while pending:
             stmt = pending.pop()
@@ -129,7 +129,7 @@ class Interpreter:
         written = value if isinstance(value, (TupleValue, Literal)) else None  # (torch_autograd.py)
         if isinstance(value, Literal) and name not in self.globals and deleted is None:
             value = self.input(name, pos, default=value)
-        elif isinstance(value, FUNCTION_VALUES + (Tape, TapeRecording, DictValue)) or value is NONE or (
+        elif isinstance(value, FUNCTION_VALUES + (Tape, TapeRecording, DictValue, Distribution)) or value is NONE or (
                 isinstance(value, TupleValue) and not one_array(value, graph)):
             self.globals[name] = value  # not an array: a function, a tape, a list of gradients
             return
@@ -184,7 +184,7 @@ class Interpreter:
         if isinstance(value, IndexTrick):
             raise self.error(f"{value.spelled} is not a value: it joins the arrays in its brackets, as in "
                              f"{value.spelled}[a, b]", value.pos)
-        if isinstance(value, FUNCTION_VALUES + (Tape, TapeRecording, DictValue)):
+        if isinstance(value, FUNCTION_VALUES + (Tape, TapeRecording, DictValue, Distribution)):
             self.refuse_as_number(value)
         if isinstance(value, (AtRef, AtIndexed)):
             raise self.error("x.at[index] is not a value: JAX's update syntax needs its method, as in "
@@ -367,8 +367,8 @@ class Interpreter:
         library, bare = split_spelling(self.spelled(name))
         if bare in CONSTANTS and (bare == name or library != "python" or "." in name):
             return Literal(np.float64(CONSTANTS[bare]), node.pos)
-        if "." in name and bare in FLOAT_DTYPES | OTHER_DTYPES:
-            return Text(bare, node.pos)
+        if "." in name and bare in FLOAT_DTYPES | OTHER_DTYPES or name in _PYTHON_TYPES:
+            return Text(bare, node.pos)  # (Python's float, int, bool as a dtype: x.astype(float))
         if "." in name and library == "numpy" and bare == numpy_dialect.NEW_AXIS:  # None in a subscript
             return NONE
         if "." not in name and name in self.assigned_at:

@@ -13,10 +13,26 @@ from gradcli.language.lower.transforms import (
 from gradcli.language.lower.values import NONE, Literal, Scope, Text, TupleValue
 from gradcli.language.lower.torch_autograd import GradMode
 from gradcli.ops import OPS
+from gradcli.language.dialects.spelling import Distribution
 
 TENSOR_CONSTRUCTORS = {"constant", "Variable", "convert_to_tensor"}
 # a statement the executor pushes after a `with` block's body: leave its contexts
 _LEAVE = object()
+# the call of a program's last def, pushed after the data bound below it (implicit_calls)
+_CALL_AFTER_DATA = object()
+
+
+def _uses_none_of(node, defined: set) -> bool:
+    """Whether an expression neither calls nor names a function or class in `defined` (nor
+    builds a function value)."""
+    work = [node]
+    while work:
+        item = work.pop()
+        if isinstance(item, (ast.Lambda, ast.CallValue)) or (isinstance(item, ast.Call) and item.func in defined) or (
+                isinstance(item, ast.Name) and item.id in defined):
+            return False
+        work.extend(ast.children(item))
+    return True
 VALUE_PRESERVING_DECORATORS = {"jit", "function", "partial", "checkpoint", "remat",
                                "no_grad", "enable_grad",  # (torch's: torch_autograd.py applies them)
                                "custom_gradient", "custom_vjp", "custom_jvp"}  # (custom_gradients.py)
@@ -71,6 +87,11 @@ class Statements:
                     self.globals[name] = entered[-1]
             pending.append((_LEAVE, entered))
             pending.extend(reversed(stmt.body))
+            return True
+        if isinstance(stmt, tuple) and stmt[0] is _CALL_AFTER_DATA:
+            # each name after the last def an input with the value written (bind_global): data
+            if all(self.globals.get(name) == self.graph.inputs.get(name, ()) for name in stmt[2]):
+                pending.append(stmt[1])
             return True
         if isinstance(stmt, tuple) and stmt[0] is _LEAVE:
             for context in reversed(stmt[1]):
@@ -187,6 +208,24 @@ class Statements:
         args = [ast.Name(p, pos) for p, pos in fn.params if p not in fn.defaults]
         given = [ast.Keyword(p, ast.Name(p, pos), pos) for p, pos in fn.params if p in fn.defaults and p in self.feeds]
         return ast.Assign(fn.name, ast.Call(fn.name, args, fn.pos, given), fn.pos)
+
+    def implicit_calls(self, statements: list) -> list:
+        """What a program run without --call ends with: the call of a pasted function that is
+        its last statement (an `import` or a docstring after it is no call), or of the last def
+        when all the statements after it bind data (`inputs = np.array([...])`, `weights =
+        np.array([0.0, 0.0])`), as a script is pasted without its training loop; that call
+        waits (as `_CALL_AFTER_DATA`) until the data turns out constant, known once lowered."""
+        last = max((k for k, stmt in enumerate(statements) if isinstance(stmt, ast.FuncDef)), default=None)
+        if last is None:
+            return []
+        tail = [stmt for stmt in statements[last + 1:] if not isinstance(stmt, ast.Import)
+                and not (isinstance(stmt, ast.ExprStmt) and isinstance(stmt.value, ast.Str))]
+        if not tail:
+            return [self.implicit_call(statements[last])]
+        defined = {stmt.name for stmt in statements if isinstance(stmt, (ast.FuncDef, ast.ClassDef))}
+        if not all(isinstance(stmt, ast.Assign) and _uses_none_of(stmt.value, defined) for stmt in tail):
+            return []
+        return [(_CALL_AFTER_DATA, self.implicit_call(statements[last]), [stmt.name for stmt in tail])]
 
     # ------------------------------------------------------------------ with
     def enter(self, context, pos: Pos):
@@ -333,6 +372,9 @@ class Statements:
         return self.dict_item(args[0], args[1:], node)
 
     def refuse_as_number(self, value):
+        if isinstance(value, Distribution):
+            raise self.error(f"{value.name}(...) is a distribution object, not a number: use its methods, as in "
+                             f"{value.name}(loc, scale).log_prob(x)", value.pos)
         if isinstance(value, DictValue):
             raise self.error("a dict is not a number: gradcli reads a dict only as tape.gradient's sources, "
                              "indexed with a constant key", value.pos)

@@ -50,15 +50,18 @@ class Literal(ValueRecord):
 
 class TupleValue(ValueRecord):
     """`(a, b)` of computed values, or what a function returned with `return a, b`: unpacked
-    by `x, y = ...`, indexed with a constant, or read as one array (its items stacked)."""
+    by `x, y = ...`, indexed with a constant, or read as one array (its items stacked). A library's
+    named tuple (`torch.sort(x)`) has its items' names in `fields` (`.values`, `.indices`)."""
 
-    __slots__ = _fields = ("items", "pos")
+    __slots__ = _fields = ("items", "pos", "fields")
     items: list
     pos: Pos
+    fields: tuple
 
-    def __init__(self, items, pos):
+    def __init__(self, items, pos, fields=()):
         self.items = items
         self.pos = pos
+        self.fields = fields
 
 
 class AtRef(ValueRecord):
