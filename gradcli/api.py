@@ -225,7 +225,7 @@ def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str,
         check_memory(graph, list(fetch.values()), dtype, max_memory, text=text, backend=chosen,
                      gathered=store is None)
     checker = NumericsChecker(graph, chosen, dtype)
-    ids = list(dict.fromkeys(fetch.values()))
+    ids = list(dict.fromkeys([*fetch.values(), *(j for j, _, _ in graph.assertions)]))
     with np.errstate(all="ignore"):
         values = run(graph, ids, dtype=dtype, backend=chosen, check=checker, overrides=overrides)
         if chosen.lazy:
@@ -247,6 +247,7 @@ def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str,
                 host = {k: computed["value", j] for k, j in fetch.items()}
         else:
             host = {k: np.asarray(chosen.to_host(values[j])) for k, j in fetch.items()}
+    graph.check_assertions({j: chosen.to_host(values[j]) for j, _, _ in graph.assertions})
     diagnostics = checker.finish(fetch)
     for message, pos in graph.warnings:
         diagnostics.insert(0, Diagnostic("warning", "unused_input", "input", message, None, pos))

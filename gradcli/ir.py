@@ -86,6 +86,9 @@ class Graph(ValueRecord):
     # it as spelled, "tf.gradients", and its Pos); what the program prints: [(text, id or None)]
     made_by = None
     printed = None
+    # (not a field) the program's asserts on data given from outside, checked after evaluation:
+    # (the condition's id, the message, the assert's Pos)
+    assertions = ()
     unread_inputs = frozenset()  # (not a field) input equations made from a ShapeOnly: no values yet
 
     def __init__(self, source, equations=NEW, shapes=NEW, names=NEW, inputs=NEW, value_names=NEW, result=None,
@@ -101,6 +104,13 @@ class Graph(ValueRecord):
         self.context = context
         self.differentiated = set() if differentiated is NEW else differentiated
         self._memo = {} if _memo is NEW else _memo
+
+    def check_assertions(self, values: dict) -> None:
+        """The program's asserts on data given from outside, on the values just computed (id ->
+        host array): a false one is an error at the assert, as Python's AssertionError."""
+        for j, message, pos in self.assertions:
+            if not np.all(values[j]):
+                raise GradcliError(message, pos, self.source)
 
     def fork(self) -> Graph:
         """A copy to add equations to, this graph left as it is (the equations, never changed

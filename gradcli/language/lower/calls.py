@@ -12,7 +12,8 @@ import numpy as np
 from gradcli.errors import OptionError, Pos, ShapeError
 from gradcli.language import syntax as ast
 from gradcli.language.lower.transforms import FUNCTION_VALUES, NOT_MINE, ObjectValue
-from gradcli.language.lower.values import NONE, AtIndexed, AtRef, Closure, Literal, Scope, Text, TupleValue
+from gradcli.language.lower.values import (
+    NONE, AtIndexed, AtRef, Closure, Literal, Scope, Text, TupleValue, TypeName)
 from gradcli.language import dialects
 from gradcli.language.dialects import (
     ABSENT, ATTRIBUTES, CONSTANT_FUNCTIONS, CONSTANTS, FIRST_ARGUMENT_KEYWORDS, FLOAT_DTYPES, KEYWORD_ALIASES,
@@ -69,6 +70,8 @@ class Resolution:
     def read_attribute(self, target, name: str, pos: Pos, scope: Scope):
         if isinstance(target, ObjectValue):
             return self.object_attribute(target, name, pos)
+        if name == "__name__" and isinstance(target, TypeName):
+            return Text(target.value, pos)
         if name == "at" and not isinstance(target, (Text, AtRef, AtIndexed)):
             return AtRef(target, pos)
         found = self.torch_attribute(target, name, pos, scope)  # .grad, .requires_grad (torch_autograd.py)
@@ -195,6 +198,8 @@ class Resolution:
             raise self.error(f"'{name}' is a value{extra}, not a function", node.pos)
         if node.symbol in ("is", "is not"):
             return self.identity_test(node, values)
+        if name == "type" and len(values) == 1 and not node.keywords:
+            return self.type_name(values[0], node.pos)  # (flow.py: a label, `type(x).__name__`)
         if node.method and values and isinstance(values[0], AtIndexed):
             return self.at_update(node, values, scope)
         if (joined := self.tuple_arithmetic(node, values)) is not None:  # `x.shape + (1,)`
@@ -385,6 +390,12 @@ class Binding:
         if missing:
             raise self.error(f"{label}() takes {len(op.args)} array argument{'s' * (len(op.args) != 1)} "
                              f"({', '.join(op.args)}), got {len(op.args) - len(missing)}", node.pos)
+        if op.name == "full" and "fill_value" in given and "shape" in given and \
+                not isinstance(self.constant_value(given["fill_value"]), (Literal, Text)):
+            # `np.full(shape, g)` of a computed g (autograd's vjp rules): g broadcast to the shape
+            shape = self.static_param("shape", given["shape"], label, node.pos)
+            return self.emit(OPS["broadcast_to"], (self.materialize(given["fill_value"], scope, node.pos),),
+                             {"shape": shape}, node.pos, label, scope)
         params = dict(preset or {})
         for pname, default in op.params.items():
             if pname in params:

@@ -19,7 +19,7 @@ from gradcli.ops import OPS
 from gradcli.ir import Equation, Graph
 
 _EVAL, _APPLY, _BIND, _DISCARD, _UNPACK, _DEFINE, _CHOOSE = range(7)
-_STATEMENT, _SET = 8, 9  # (7 is statements._FINISH)
+_STATEMENT, _SET, _FLOW = 8, 9, 10  # (7 is statements._FINISH)
 
 
 _PYTHON_TYPES = ("float", "int", "bool", "complex")
@@ -61,6 +61,7 @@ class Interpreter:
         self.active_tapes: list = []  # the tf.GradientTapes recording now
         self.variables: set = set()  # ids made by tf.Variable (a tape watches them)
         self.shown: list = []  # (source text, value id or None, whether printed): print() and bare expressions
+        self.deleted: dict[str, Pos] = {}  # a top-level name -> where `del` unbound it
 
     def error(self, message: str, pos: Pos | None) -> GradcliError:
         return GradcliError(message, pos, self.source)
@@ -106,13 +107,10 @@ class Interpreter:
             elif value is NONE or isinstance(value, FUNCTION_VALUES + (Tape, TapeRecording, DictValue, Text)):
                 continue  # `tape.watch(x)`: a statement for its effect
             else:
-                value = self.materialize(value, top)
-                if not (isinstance(node, ast.Call) and node.func.rpartition(".")[2].startswith("assign")):
-                    self.shown.append((self.source.text[node.pos.start:node.pos.end], value, False))
-                graph.names["_"] = value
-                graph.result = ("_", value)
-        if any(printed for _, _, printed in self.shown) or graph.made_by:
-            # a program that prints (or takes its own gradients) outputs what it prints and shows
+                self.show_expression(node, value, top)
+        if any(printed or value is None for _, value, printed in self.shown) or graph.made_by:
+            # a program that prints (or takes its own gradients, unconnected ones shown as None)
+            # outputs what it prints and shows
             graph.printed = [(text, value) for text, value, _ in self.shown]
         if self.missing:
             raise self.missing_inputs_error()
@@ -128,11 +126,12 @@ class Interpreter:
 
     def bind_global(self, name: str, value, pos: Pos, scope: Scope) -> None:
         graph = self.graph
+        deleted = self.deleted.pop(name, None)  # (a name bound again after `del` is no input)
         written = value if isinstance(value, (TupleValue, Literal)) else None  # (torch_autograd.py)
-        if isinstance(value, Literal) and name not in self.globals:
+        if isinstance(value, Literal) and name not in self.globals and deleted is None:
             value = self.made_value(self.input(name, pos, default=value), written)  # (given anew or not)
         elif isinstance(value, FUNCTION_VALUES + (Tape, TapeRecording, DictValue, Distribution)) or value is NONE or (
-                isinstance(value, TupleValue) and not _one_array(value, graph)):
+                isinstance(value, TupleValue) and not one_array(value, graph)):
             self.globals[name] = value  # not an array: a function, a tape, a list of gradients
             return
         else:
@@ -255,6 +254,8 @@ class Interpreter:
                 elif isinstance(node, ast.Lambda):
                     fn = node.fn if scope.locals is None else Closure(node.fn, scope)
                     values.append(FunctionRef(fn, "<lambda>", node.pos))
+                elif node_type is ast.Comprehension:
+                    self.comprehension_start(node, scope, work, len(values), _FLOW)
                 elif isinstance(node, ast.Call) and node.symbol == "if":
                     # the condition first: a constant one picks its side, as Python does
                     work.append((_CHOOSE, node, scope))
@@ -311,13 +312,11 @@ class Interpreter:
                 steps = self.steps_left
             elif kind == _SET:
                 loop, item = node
-                if len(loop.names) == 1:
-                    scope.locals[loop.names[0][0]] = item
-                else:
-                    for (name, _), value in zip(loop.names, self.unpack(item, len(loop.names), loop.pos, scope)):
-                        scope.locals[name] = value
+                self.bind_loop_names(loop.names, item, loop.pos, scope.locals, scope)
             elif kind == _FINISH:
                 self.finish(node, values, scope, work)
+            elif kind == _FLOW:
+                self.flow_step(node, values, scope, work, _FLOW)
             elif kind == _CHOOSE:
                 condition, then, otherwise = values.pop(), node.args[1], node.args[2]
                 truth = self.constant_truth(condition)
@@ -352,6 +351,7 @@ class Interpreter:
     def resolve(self, node: ast.Name, scope: Scope):
         name = node.id
         found = scope.lookup(name)
+        self.refuse_deleted(name, found, node.pos)
         if found is None and name in self.globals:
             found = self.globals[name]
         if found is not None:
@@ -414,7 +414,8 @@ class Interpreter:
                              f"({', '.join(params)}); missing {', '.join(missing)}", node.pos)
         inner = Scope(args, scope.stack + (node.pos,), scope.active + (fn.name,), defined_in)
         *body, ret = fn.body
-        work.append((_EVAL, ret.value, inner))
+        # (`if c: return a else: return b`: the value of the branch chosen)
+        work.append((_STATEMENT, ret, inner) if isinstance(ret, ast.TailIf) else (_EVAL, ret.value, inner))
         self.push_body(body, inner, work)
         # parameters left out take their defaults, computed where the function was defined
         for p in reversed([p for p in params if p not in args]):
@@ -438,7 +439,7 @@ def _bound_names(stmt) -> list[str]:
     return []
 
 
-def _one_array(value: TupleValue, graph: Graph) -> bool:
+def one_array(value: TupleValue, graph: Graph) -> bool:
     """Whether a tuple's items stack into one array (numbers of one shape), as a top-level
     `t = (a, b)` is kept; a list of gradients of several shapes stays a list."""
     shapes = set()

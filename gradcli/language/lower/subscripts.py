@@ -96,8 +96,11 @@ class Subscripts:
         return self.emit(trick.op, arrays, {}, node.pos, trick.spelled, scope)
 
     def static_index(self, value, pos: Pos | None):
-        """One subscript: an int, or an IndexArray (a constant integer array, a boolean mask)."""
+        """One subscript: an int, or an IndexArray (a constant integer array, a boolean mask); a
+        mask computed from values the program writes (`mask = div != 0`) is known before evaluation."""
         value = self.constant_value(value)
+        if type(value) is int and self.graph.equations[value].op.boolean and self.graph.shapes[value]:
+            value = self.known_literal(value) or value
         if isinstance(value, Literal) and value.value.ndim > 0:
             arr = value.value
             if value.boolean:

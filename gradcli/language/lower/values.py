@@ -143,6 +143,21 @@ class Closure(ValueRecord):
         self.scope = scope
 
 
+class TypeName(Text):
+    """`type(x)`: the name of the library's type of x, as a label (`type(x).__name__`)."""
+
+    __slots__ = ()
+
+
+class Deleted:
+    """What a function's local name holds after `del name` (a later use is an error)."""
+
+    __slots__ = ("pos",)
+
+    def __init__(self, pos: Pos):
+        self.pos = pos
+
+
 class Scope(ValueRecord):
     __slots__ = _fields = ("locals", "stack", "active", "parent")
     locals: dict | None          # None at top level
