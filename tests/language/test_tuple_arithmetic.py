@@ -53,3 +53,32 @@ def test_what_python_refuses_of_tuples_is_refused(program, message):
     with pytest.raises(GradcliError) as info:
         value(program)
     assert message in str(info.value)
+
+
+@pytest.mark.parametrize("program", [
+    "y = np.array([1.0, 2.0] + [3.0])",                       # was [4.0, 5.0]: the lists added
+    "y = np.array([0.5] * 3)",                                  # was [1.5]: the list multiplied
+    "y = np.array(2 * [[1.0, -1.0]])",
+    "y = np.where(np.array([[True, False, True]] * 2), x, 0.0)",
+    "y = np.sum(np.array([[1.0, 2.0]] + [[3.0, 4.0]]), axis=0)",
+])
+def test_lists_of_pasted_code_join_and_repeat_as_pythons(program):
+    expected = numpy_runs(program, x=X)
+    got = value(program, x=X)
+    assert np.shape(got) == np.shape(expected)
+    np.testing.assert_allclose(got, expected, rtol=1e-15)
+
+
+@pytest.mark.parametrize("program,message", [
+    ("y = [1.0, 2.0] + [3.0, 4.0]", "[...] + [...] reads two ways: Python joins the lists, gradcli adds the "
+                                    "arrays elementwise; write np.concatenate([a, b]) to join, or np.array(a) + b to add"),
+    ("y = [0.5] * 3", "[...] * 3 reads two ways: Python repeats the list 3 times, gradcli multiplies the array's "
+                      "numbers; write np.tile(a, 3) to repeat, or np.array(a) * 3 to multiply"),
+])
+def test_list_arithmetic_of_the_language_is_refused_naming_both_readings(program, message):
+    """Without an import, `[...]` is the language's array: Python's reading and the array's
+    differ, and neither is chosen silently."""
+    with pytest.raises(GradcliError) as info:
+        api.evaluate(program)
+    assert str(info.value) == message
+    assert api.evaluate("x = [1.0, 2.0]\ny = x * 2").outputs["y"].tolist() == [2.0, 4.0]  # a name: the array

@@ -92,6 +92,8 @@ class Constants:
         (a tuple beside an array is an array, as NumPy reads it)."""
         if node.symbol is None or len(values) != 2:
             return None
+        if (listed := self.list_arithmetic(node, values)) is not None:
+            return listed
         left, right = (_tuple_items(v) for v in values)
         if left is None and right is None:
             return None
@@ -116,6 +118,34 @@ class Constants:
         raise self.error(f"'{node.symbol}' of two tuples: Python's tuples join with + and compare whole with "
                          f"== and !=; for arithmetic of their numbers write np.array(...) {node.symbol} "
                          "np.array(...)", node.pos)
+
+    def list_arithmetic(self, node: ast.Call, values: list):
+        """`[a, b] + [c]` and `[0.0] * 3` read two ways: Python joins and repeats lists, where the
+        language reads `[...]` as an array and adds or multiplies its numbers. In pasted code (a
+        program that imports a library) lists of constants are Python's; otherwise, or where an
+        item is computed, refused naming both readings. None: not such a call."""
+        if node.symbol not in ("+", "*") or len(node.args) != 2:
+            return None
+        lists = [type(a) is ast.Array for a in node.args]
+        constant = all(isinstance(v, Literal) and v.value.ndim >= 1 for v, is_list in zip(values, lists) if is_list)
+        if node.symbol == "+" and all(lists):
+            if self.pasted and constant:
+                joined = np.concatenate([values[0].value, values[1].value], axis=0)
+                return Literal(joined, node.pos, values[0].boolean and values[1].boolean)
+            raise self.error("[...] + [...] reads two ways: Python joins the lists, gradcli adds the arrays "
+                             "elementwise; write np.concatenate([a, b]) to join, or np.array(a) + b to add",
+                             node.pos)
+        if node.symbol == "*" and any(lists) and not all(lists):
+            count = node.args[lists.index(False)]
+            text = self.source.text[count.pos.start:count.pos.end] if count.pos and count.pos.start >= 0 else ""
+            if type(count) is ast.Number and not count.boolean and text.isdigit():
+                if self.pasted and constant:
+                    items = values[lists.index(True)]
+                    return Literal(np.concatenate([items.value] * int(text), axis=0), node.pos, items.boolean)
+                raise self.error(f"[...] * {text} reads two ways: Python repeats the list {text} times, gradcli "
+                                 f"multiplies the array's numbers; write np.tile(a, {text}) to repeat, or "
+                                 f"np.array(a) * {text} to multiply", node.pos)
+        return None
 
     def array(self, node, items: list, scope: Scope | None, as_value: bool = False):
         items = [self.flatten_tuple(v) for v in items]
