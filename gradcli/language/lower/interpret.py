@@ -14,7 +14,7 @@ from gradcli.language.dialects import (
 from gradcli.language.lower.values import (
     NONE, AtIndexed, AtRef, Closure, IndexTrick, Literal, NumberPolicy, Scope, Text, TupleValue)
 from gradcli.language.lower.transforms import (
-    _FINISH, FUNCTION_VALUES, GRADIENT_CALLS, DictValue, FunctionRef, Tape, TapeRecording)
+    _FINISH, FUNCTION_VALUES, GRADIENT_CALLS, DictValue, FunctionRef, Tape, TapeRecording, printed_text)
 from gradcli.ops import OPS
 from gradcli.ir import Equation, Graph
 
@@ -108,7 +108,7 @@ class Interpreter:
             else:
                 value = self.materialize(value, top)
                 if not (isinstance(node, ast.Call) and node.func.rpartition(".")[2].startswith("assign")):
-                    self.shown.append((self.source.text[node.pos.start:node.pos.end], value, False))
+                    self.shown.append((printed_text(self.source.text, node.pos.start, node.pos.end), value, False))
                 graph.names["_"] = value
                 graph.result = ("_", value)
         if any(printed for _, _, printed in self.shown) or graph.made_by:

@@ -8,7 +8,7 @@ from gradcli.errors import Pos
 from gradcli.language import syntax as ast
 from gradcli.language.dialects import split_spelling
 from gradcli.language.lower.interpret import _BIND, _DEFINE, _DISCARD, _EVAL, _SET, _STATEMENT, _UNPACK
-from gradcli.language.lower.transforms import _FINISH
+from gradcli.language.lower.transforms import _FINISH, printed_text
 from gradcli.language.lower.transforms import (
     BoundMethod, ClassValue, DictValue, Formatted, FunctionRef, ObjectValue, Tape, TapeRecording)
 from gradcli.language.lower.values import NONE, Literal, Scope, Text, TupleValue
@@ -277,7 +277,7 @@ class Statements:
             value = self.lower(arg, top)
             if isinstance(value, Text):
                 continue  # a label
-            text = self.source.text[arg.pos.start:arg.pos.end] if arg.pos.start >= 0 else f"print {len(shown)}"
+            text = printed_text(self.source.text, arg.pos.start, arg.pos.end) if arg.pos.start >= 0 else f"print {len(shown)}"
             fields = value.fields if isinstance(value, Formatted) else [(text, value)]
             if isinstance(value, TupleValue) and any(item is NONE for item in value.items):
                 fields = [(f"{text}[{k}]", item) for k, item in enumerate(value.items)]  # a list holding None
