@@ -21,7 +21,8 @@ def refusal(program: str) -> GradcliError:
     return caught.value
 
 
-COMPARED_KINDS = ("value", "none", "shape", "sequence", "display:value", "display:shape", "display:sequence")
+COMPARED_KINDS = ("value", "none", "shape", "sequence", "mapping", "display:value", "display:shape",
+                  "display:sequence", "display:mapping")
 
 
 def expected_by_expression(record: dict) -> dict:
@@ -51,11 +52,15 @@ def as_numbers(value):
 def mismatches(record: dict, outputs: dict) -> list[str]:
     """What differs between the library's prints and gradcli's outputs ([] when all match), at
     float32's tolerance (the libraries computed in float32 unless the snippet says float64). A
-    printed tuple gradcli outputs item by item (`text[0]`, `text[1]`, ...) is compared so."""
+    printed tuple gradcli outputs item by item (`text[0]`, `text[1]`, ...) is compared so, and a
+    printed dict key by key (`text['w']`, nested `text['c']['a']`)."""
     problems: list[str] = []
     pending = list(expected_by_expression(record).items())
     while pending:
         expr, want = pending.pop()
+        if isinstance(want, dict):  # a printed dict (JAX's pytree): one output per key, `expr['w']`
+            pending.extend((f"{expr}[{key!r}]", item) for key, item in want.items())
+            continue
         if expr not in outputs and f"{expr}[0]" in outputs and isinstance(want, list):
             pending.extend((f"{expr}[{k}]", item) for k, item in enumerate(want))
             continue

@@ -36,3 +36,72 @@ def test_a_printed_expression_that_starts_with_a_bracket_is_keyed_as_written():
 def test_brackets_inside_strings_do_not_widen_a_printed_key():
     out = outputs("x = 2.0\nprint('(', (x + 1) * 2, ')')\n")
     assert list(out) == ["(x + 1) * 2"]
+
+
+# --------------------------------------------------------------------------- JAX pytrees
+GD_WITH_TREE_MAP = """import jax
+import jax.numpy as jnp
+from jax.tree_util import tree_map
+
+def loss(params, x):
+    return jnp.sum((params['w'] * x + params['b']) ** 2)
+
+params = {'w': jnp.array([1.0, -2.0]), 'b': 0.5}
+x = jnp.array([0.3, 0.7])
+lr = 0.1
+for step in range(3):
+    grads = jax.grad(loss)(params, x)
+    params = jax.tree_util.tree_map(lambda p, g: p - lr * g, params, grads)
+print(params)
+print(loss(params, x))
+print(tree_map(lambda p: p * 2, (params['b'], (params['w'], params['b']))))
+for k, v in grads.items():
+    print(k, v)
+"""
+
+
+def test_gradient_descent_over_a_dict_of_parameters_with_tree_map():
+    out = outputs(GD_WITH_TREE_MAP)
+    # JAX 0.10.2 printed {'b': 0.50296485, 'w': [0.85636365, -1.662773]}, 1.0142982, then
+    # (1.0059297, ([1.7127273, -3.325546], 1.0059297)), then "b 0.14275122", "w [0.47300354 -1.003749]"
+    np.testing.assert_allclose(out["params['b']"], 0.50296485, **F32)
+    np.testing.assert_allclose(out["params['w']"], [0.85636365, -1.662773], **F32)
+    np.testing.assert_allclose(out["loss(params, x)"], 1.0142982, **F32)
+    mapped = "tree_map(lambda p: p * 2, (params['b'], (params['w'], params['b'])))"
+    np.testing.assert_allclose(out[f"{mapped}[0]"], 1.0059297, **F32)
+    np.testing.assert_allclose(out[f"{mapped}[1][0]"], [1.7127273, -3.325546], **F32)
+    np.testing.assert_allclose(out[f"{mapped}[1][1]"], 1.0059297, **F32)
+    # JAX's dicts come out of grad with their keys sorted: 'w' is the last one printed as v
+    np.testing.assert_allclose(out["v"], [0.47300354, -1.003749], **F32)
+
+
+def test_the_gradient_of_a_nested_dict_of_parameters_has_its_structure():
+    out = outputs("import jax\nimport jax.numpy as jnp\n"
+                  "def g(p):\n    return p['layer']['w'] * p['layer']['b'] + jnp.exp(p['scale'][0]) * p['scale'][1]\n"
+                  "p = {'scale': (0.5, 2.0), 'layer': {'w': 3.0, 'b': -1.0}}\nprint(jax.grad(g)(p))\n")
+    # JAX 0.10.2: {'layer': {'b': 3.0, 'w': -1.0}, 'scale': (3.2974424, 1.6487212)}
+    assert list(out) == ["jax.grad(g)(p)['layer']['b']", "jax.grad(g)(p)['layer']['w']", "jax.grad(g)(p)['scale']"]
+    np.testing.assert_allclose(out["jax.grad(g)(p)['layer']['b']"], 3.0, **F32)
+    np.testing.assert_allclose(out["jax.grad(g)(p)['layer']['w']"], -1.0, **F32)
+    np.testing.assert_allclose(out["jax.grad(g)(p)['scale']"], [3.2974424, 1.6487212], **F32)
+
+
+def test_hessian_with_two_argnums_is_a_tuple_of_tuples_and_grad_a_tuple_of_several_shapes():
+    out = outputs("import jax\nimport jax.numpy as jnp\n"
+                  "def f(x, y):\n    return jnp.sum(x ** 2 * y[0]) + jnp.sin(y[1]) * x[0]\n"
+                  "x = jnp.array([1.0, 2.0])\ny = jnp.array([3.0, 0.5])\n"
+                  "print(jax.hessian(f, argnums=(0, 1))(x, y)[0][1])\n"
+                  "print(jax.hessian(f, argnums=(0, 1))(x, y)[1][1])\n"
+                  "def h(w, b):\n    return jnp.sum(jnp.tanh(w) * b) + b ** 2\n"
+                  "print(jax.grad(h, argnums=(0, 1))(x, 0.5))\n")
+    # JAX 0.10.2: [[2, 0.87758255], [4, 0]]; [[0, 0], [0, -0.47942555]]; ([0.20998716, 0.03532541], 2.7256217)
+    np.testing.assert_allclose(out["jax.hessian(f, argnums=(0, 1))(x, y)[0][1]"], [[2, 0.87758255], [4, 0]], **F32)
+    np.testing.assert_allclose(out["jax.hessian(f, argnums=(0, 1))(x, y)[1][1]"], [[0, 0], [0, -0.47942555]], **F32)
+    np.testing.assert_allclose(out["jax.grad(h, argnums=(0, 1))(x, 0.5)[0]"], [0.20998716, 0.03532541], **F32)
+    np.testing.assert_allclose(out["jax.grad(h, argnums=(0, 1))(x, 0.5)[1]"], 2.7256217, **F32)
+
+
+def test_tree_map_over_trees_of_different_structures_is_refused():
+    err = refusal("import jax\nd = {'a': 1.0, 'b': 2.0}\ne = {'a': 1.0}\n"
+                  "print(jax.tree_util.tree_map(lambda p, q: p + q, d, e))\n")
+    assert "different structures" in str(err) and err.pos.line == 4

@@ -14,7 +14,7 @@ import pathlib
 import pytest
 
 from gradcli import api
-from snippet_compare import mismatches
+from snippet_compare import COMPARED_KINDS, mismatches
 
 SNIPPETS = sorted((pathlib.Path(__file__).parent / "tutorial_snippets").glob("*.json"))
 
@@ -22,7 +22,7 @@ SNIPPETS = sorted((pathlib.Path(__file__).parent / "tutorial_snippets").glob("*.
 def expected_values(record: dict) -> list[dict]:
     """The entries that are numbers (or None): values printed or shown, not labels or text."""
     return [p for p in record["prints"]
-            if p.get("kind") in ("value", "none", "shape", "display:value", "display:shape", "sequence")]
+            if p.get("kind") in COMPARED_KINDS]
 
 
 @pytest.mark.parametrize("path", SNIPPETS, ids=[p.stem for p in SNIPPETS])

@@ -7,7 +7,8 @@ import numpy as np
 from gradcli.errors import Pos
 from gradcli.language import syntax as ast
 from gradcli.language.dialects import split_spelling
-from gradcli.language.lower import transforms
+from gradcli.language.lower import pytrees, transforms
+from gradcli.language.lower.pytrees import TREE_CALLS, PyTrees
 from gradcli.language.lower.transforms import (
     _FINISH, FUNCTION_VALUES, JAX_TRANSFORMS, NOT_MINE, BoundMethod, ClassValue, DictValue, FunctionRef, Linear,
     Mapped, ObjectValue, Tape, TapeRecording, Transform)
@@ -16,7 +17,7 @@ from gradcli.autodiff import depends_on
 from gradcli.ops import OPS
 
 
-class GradientCalls:
+class GradientCalls(PyTrees):
     """Part of the lowering (gradcli.language.lower): in-program gradients as each library spells them."""
 
     # ------------------------------------------------------------------ library calls
@@ -32,6 +33,8 @@ class GradientCalls:
                 return self.tape_method(receiver, node, values[1:], scope)
             if isinstance(receiver, ObjectValue):
                 return self.call_method(receiver, node, values, scope, work)
+            if isinstance(receiver, (DictValue, Text)):
+                return self.dict_or_text_method(receiver, node, values[1:])
             if receiver is NONE and node.func == "__init__":
                 return NONE  # super().__init__(): nothing to set up
             if node.func == "numpy" and not node.args[1:]:
@@ -56,6 +59,8 @@ class GradientCalls:
             return variable
         if library == "tensorflow" and bare == "gradients":
             return self.tf_gradients(node, args, keywords, scope)
+        if library == "jax" and bare in TREE_CALLS:
+            return self.tree_call(bare.rpartition(".")[2], args, node, scope, work)
         if bare == "jit" and args and isinstance(args[0], FUNCTION_VALUES):
             return args[0]  # compiling changes no value
         if bare == "vmap" and args and isinstance(args[0], FUNCTION_VALUES):
@@ -237,14 +242,17 @@ class GradientCalls:
         if isinstance(fn, Transform):
             argnums = fn.argnums if isinstance(fn.argnums, tuple) else (fn.argnums,)
             values = list(values)
-            xs = []
+            xs, trees = [], []  # the variables, and each argument's tree of them (JAX's pytrees)
             for k in argnums:
                 if k >= len(node.args):
                     raise self.error(f"{fn.by}: argnums {k} is past the {len(node.args)} arguments given", node.pos)
-                x = transforms.fresh(self, self.materialize(values[k], scope, node.pos), node.pos, scope)
-                values[k] = x
-                xs.append(x)
-            work.append((_FINISH, ("transform", fn, xs, node), scope))
+                values[k] = self.as_tuple(values[k])  # `(0.5, 2.0)`: a tuple of two leaves, as in JAX
+                leaves = [transforms.fresh(self, self.materialize(leaf, scope, node.pos), node.pos, scope)
+                          for leaf in pytrees.leaves(values[k])]
+                values[k] = pytrees.rebuild(values[k], leaves)
+                xs.extend(leaves)
+                trees.append(values[k])
+            work.append((_FINISH, ("transform", fn, xs, node, trees), scope))
             return self.apply_function(fn.fn, node, values, scope, work)
         if isinstance(fn, Linear):
             given = [self.materialize(v, scope, node.pos) for v in values[:len(node.args)]]
@@ -340,6 +348,8 @@ class GradientCalls:
                                          work)
             if result is not None:
                 values.append(result)
+        elif tag == "tree":  # after tree_map's calls (pytrees.py)
+            self.finish_tree_map(item, values)
         elif tag == "stack":
             _, count, node = item
             rows = values[len(values) - count:]
@@ -364,24 +374,16 @@ class GradientCalls:
                                          node.pos))
 
     def finish_transform(self, item, result, scope: Scope):
-        fn, xs, node = item
+        fn, xs, node, trees = item
         aux = None
         if fn.has_aux:
             if not isinstance(result, TupleValue) or len(result.items) != 2:
                 raise self.error(f"{fn.by}(has_aux=True): the function must return (output, aux)", node.pos)
             result, aux = result.items
-        y = self.materialize(result, scope, node.pos)
         if fn.kind in ("jacfwd", "jacrev", "jacobian", "hessian"):
-            jacobians = []
-            for x in xs:
-                if fn.kind == "hessian":
-                    (g,) = transforms.differentiate(self, [y], [x], node.pos, fn.by)
-                    g = self.zeros_like(x, scope) if g is None else g
-                    jacobians.append(transforms.jacobian(self, g, x, node.pos, fn.by, scope))
-                else:
-                    jacobians.append(transforms.jacobian(self, y, x, node.pos, fn.by, scope))
-            out = jacobians[0] if not isinstance(fn.argnums, tuple) else TupleValue(jacobians, node.pos)
+            out = self.tree_jacobians(fn, result, xs, trees, node, scope)
             return out if aux is None else TupleValue([out, aux], node.pos)
+        y = self.materialize(result, scope, node.pos)
         if fn.kind == "elementwise_grad":  # autograd: the gradient of the sum
             y = self.emit(OPS_SUM(), (y,), {"axis": None, "keepdims": False}, node.pos, "sum", scope)
         if self.graph.shapes[y] not in ((), None):
@@ -389,12 +391,11 @@ class GradientCalls:
                              f"{self.graph.shapes[y]} (JAX: TypeError); use jax.jacrev or jax.vjp", node.pos)
         found = transforms.differentiate(self, [y], xs, node.pos, fn.by)
         grads = [self.zeros_like(x, scope) if g is None else g for x, g in zip(xs, found)]
-        gradient = grads[0] if not isinstance(fn.argnums, tuple) else TupleValue(grads, node.pos)
+        gradient = self.in_argument_trees(fn, trees, grads, node.pos)
         if fn.kind == "value_and_grad":
             value = y if aux is None else TupleValue([y, aux], node.pos)
             return TupleValue([value, gradient], node.pos)
         return gradient if aux is None else TupleValue([gradient, aux], node.pos)
-
 
 def autodiff_reach(graph, roots: list, target: int, recorded) -> bool:
 

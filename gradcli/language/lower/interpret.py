@@ -103,7 +103,8 @@ class Interpreter:
             elif isinstance(stmt, ast.Assign):
                 value = self.in_place_update(stmt, value, top)  # `w -= ...` of a PyTorch leaf (torch_autograd.py)
                 self.bind_global(stmt.name, value, stmt.pos, top)
-            elif value is NONE or isinstance(value, FUNCTION_VALUES + (Tape, TapeRecording, DictValue, Text)):
+            elif value is NONE or isinstance(value, FUNCTION_VALUES + (Tape, TapeRecording, Text)) or \
+                    self.show_tree(node, value, top):  # a dict: one output per item (pytrees.py)
                 continue  # `tape.watch(x)`: a statement for its effect
             else:
                 value = self.materialize(value, top)

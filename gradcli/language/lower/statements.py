@@ -9,6 +9,7 @@ from gradcli.language import syntax as ast
 from gradcli.language.dialects import split_spelling
 from gradcli.language.lower.interpret import _BIND, _DEFINE, _DISCARD, _EVAL, _SET, _STATEMENT, _UNPACK
 from gradcli.language.lower.transforms import _FINISH, printed_text
+from gradcli.language.lower.pytrees import printed_leaves
 from gradcli.language.lower.transforms import (
     BoundMethod, ClassValue, DictValue, Formatted, FunctionRef, ObjectValue, Tape, TapeRecording)
 from gradcli.language.lower.values import NONE, Literal, Scope, Text, TupleValue
@@ -278,9 +279,7 @@ class Statements:
             if isinstance(value, Text):
                 continue  # a label
             text = printed_text(self.source.text, arg.pos.start, arg.pos.end) if arg.pos.start >= 0 else f"print {len(shown)}"
-            fields = value.fields if isinstance(value, Formatted) else [(text, value)]
-            if isinstance(value, TupleValue) and any(item is NONE for item in value.items):
-                fields = [(f"{text}[{k}]", item) for k, item in enumerate(value.items)]  # a list holding None
+            fields = value.fields if isinstance(value, Formatted) else printed_leaves(text, value, self.graph)
             for text, value in fields:
                 if value is NONE:
                     shown.append((text, None, True))
