@@ -105,3 +105,163 @@ def test_tree_map_over_trees_of_different_structures_is_refused():
     err = refusal("import jax\nd = {'a': 1.0, 'b': 2.0}\ne = {'a': 1.0}\n"
                   "print(jax.tree_util.tree_map(lambda p, q: p + q, d, e))\n")
     assert "different structures" in str(err) and err.pos.line == 4
+
+
+# --------------------------------------------------------------------------- custom rules
+NONDIFF_AND_DEFJVPS = """from functools import partial
+import jax
+import jax.numpy as jnp
+
+@partial(jax.custom_vjp, nondiff_argnums=(0,))
+def app(f, x, y):
+    return f(x) * y
+
+def app_fwd(f, x, y):
+    return app(f, x, y), (x, y)
+
+def app_bwd(f, res, g):
+    x, y = res
+    return (2.0 * g * y, g * f(x))   # deliberately 2x for x: a custom rule, not the true one
+
+app.defvjp(app_fwd, app_bwd)
+print(jax.grad(app, argnums=(1, 2))(jnp.sin, 0.5, 3.0))
+
+@partial(jax.custom_jvp, nondiff_argnums=(0,))
+def scale(k, x):
+    return k * jnp.tanh(x)
+
+@scale.defjvp
+def scale_jvp(k, primals, tangents):
+    x, = primals
+    t, = tangents
+    return scale(k, x), 10.0 * k * t
+
+print(jax.grad(scale, argnums=1)(2.0, 0.3))
+
+@jax.custom_jvp
+def h(x, y):
+    return x * y
+h.defjvps(None, lambda y_dot, out, x, y: 5.0 * y_dot)
+print(jax.grad(h, argnums=(0, 1))(2.0, 3.0))
+"""
+
+
+def test_nondiff_argnums_and_defjvps_are_read_as_jax_reads_them():
+    out = outputs(NONDIFF_AND_DEFJVPS)
+    # JAX 0.10.2: (6.0, 0.47942555) from the rule (2 g y for x, g f(x) for y, f = sin passed as a
+    # nondiff argument first); 20.0 from the jvp rule 10 k t; (0.0, 5.0): no rule for x, 5 y_dot for y
+    np.testing.assert_allclose(out["jax.grad(app, argnums=(1, 2))(jnp.sin, 0.5, 3.0)"], [6.0, 0.47942555], **F32)
+    np.testing.assert_allclose(out["jax.grad(scale, argnums=1)(2.0, 0.3)"], 20.0, **F32)
+    np.testing.assert_allclose(out["jax.grad(h, argnums=(0, 1))(2.0, 3.0)"], [0.0, 5.0], **F32)
+
+
+def test_defjvps_with_a_rule_count_that_is_not_the_argument_count_is_refused():
+    err = refusal("import jax\n@jax.custom_jvp\ndef h(x, y):\n    return x * y\n"
+                  "h.defjvps(lambda t, out, x, y: t * y)\nprint(jax.grad(h)(2.0, 3.0))\n")
+    assert "defjvps" in str(err) and "TypeError" in str(err) and err.pos.line == 5
+
+
+SETUP_CONTEXT = """import torch
+class MulConstant(torch.autograd.Function):
+    @staticmethod
+    def forward(tensor, constant):
+        return tensor * constant
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        tensor, constant = inputs
+        ctx.constant = constant
+        ctx.save_for_backward(output)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        out, = ctx.saved_tensors
+        return grad_output * ctx.constant + 0 * out, None
+
+x = torch.tensor([1., 2., 3.], requires_grad=True)
+y = MulConstant.apply(x, 2.5)
+(y * y).sum().backward()
+print(x.grad)
+"""
+
+
+def test_a_function_with_setup_context_runs_forward_without_ctx():
+    out = outputs(SETUP_CONTEXT)
+    # PyTorch 2.13.0: tensor([12.5000, 25.0000, 37.5000]) (2 y * 2.5)
+    np.testing.assert_allclose(out["x.grad"], [12.5, 25.0, 37.5], **F32)
+
+
+# --------------------------------------------------------------------------- gradcheck
+WRONG_RULE = """import torch
+
+class BadExp(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        result = torch.exp(x)
+        ctx.save_for_backward(result)
+        return result
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        result, = ctx.saved_tensors
+        return 2 * result * grad_out
+
+x = torch.tensor([0.5, 1.0], requires_grad=True, dtype=torch.double)
+print(torch.autograd.gradcheck(BadExp.apply, (x,), raise_exception=False))
+print(torch.autograd.gradcheck(BadExp.apply, (x,)))
+"""
+
+DETACHED_RULE = """import torch
+
+class Square(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x ** 2
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        x, = ctx.saved_tensors
+        return grad_out * 2 * x.detach()
+
+x = torch.tensor([0.5, -1.5], requires_grad=True, dtype=torch.double)
+print(torch.autograd.gradcheck(Square.apply, (x,)))
+print(torch.autograd.gradgradcheck(Square.apply, (x,), raise_exception=False))
+y = x.expand_as(torch.ones(3, 2)).sum()
+print(y)
+print(x.view_as(torch.ones(2, 1)))
+"""
+
+
+def test_gradcheck_of_a_wrong_rule_is_false_or_pytorchs_gradcheck_error_at_the_call():
+    err = refusal(WRONG_RULE)
+    # PyTorch 2.13.0 printed False, then raised GradcheckError: Jacobian mismatch for output 0 with
+    # respect to input 0, numerical: [[1.6487, 0], [0, 2.7183]], analytical: [[3.2974, 0], [0, 5.4366]]
+    assert "GradcheckError" in str(err) and "Jacobian mismatch for output 0 with respect to input 0" in str(err)
+    assert "3.297443" in str(err) and "1.648721" in str(err)
+    assert (err.pos.line, err.pos.column) == (17, 7)
+    without = outputs(WRONG_RULE.replace("print(torch.autograd.gradcheck(BadExp.apply, (x,)))\n", ""))
+    assert list(without.values()) == [0.0]
+
+
+def test_gradgradcheck_sees_a_backward_that_is_not_differentiable_and_expand_as_view_as():
+    out = outputs(DETACHED_RULE)
+    # PyTorch 2.13.0: True, False, tensor(-3.), tensor([[0.5], [-1.5]])
+    assert list(out.values())[:2] == [1.0, 0.0]
+    np.testing.assert_allclose(out["y"], -3.0)
+    np.testing.assert_allclose(out["x.view_as(torch.ones(2, 1))"], [[0.5], [-1.5]])
+
+
+def test_gradcheck_needs_an_input_that_requires_grad():
+    err = refusal("import torch\nx = torch.tensor([1.0, 2.0])\nprint(torch.autograd.gradcheck(torch.exp, (x,)))\n")
+    # PyTorch 2.13.0: ValueError: gradcheck expects at least one input tensor to require gradient
+    assert "ValueError" in str(err) and err.pos.line == 3
+
+
+# --------------------------------------------------------------------------- random draws
+@pytest.mark.parametrize("call", ["torch.rand(5, 5)", "torch.randn(2, 2)", "np.random.randn(3)",
+                                  "jax.random.normal(key, (3,))", "tf.random.normal([3])"])
+def test_a_random_draw_is_refused_with_what_to_write(call):
+    err = refusal(f"import torch\nimport numpy as np\nimport jax\nimport tensorflow as tf\nkey = 0\nx = {call}\n"
+                  "print(x)\n")
+    assert "draws random numbers" in str(err) and "--set" in str(err) and err.pos.line == 6

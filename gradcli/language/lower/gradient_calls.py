@@ -61,6 +61,8 @@ class GradientCalls(PyTrees):
             return self.tf_gradients(node, args, keywords, scope)
         if library == "jax" and bare in TREE_CALLS:
             return self.tree_call(bare.rpartition(".")[2], args, node, scope, work)
+        if unreproducible(library, bare):
+            raise self.error(unreproducible(library, bare), node.pos)
         if bare == "jit" and args and isinstance(args[0], FUNCTION_VALUES):
             return args[0]  # compiling changes no value
         if bare == "vmap" and args and isinstance(args[0], FUNCTION_VALUES):
@@ -348,6 +350,8 @@ class GradientCalls(PyTrees):
                                          work)
             if result is not None:
                 values.append(result)
+        elif tag == "gradcheck":  # torch.autograd.gradcheck (gradcheck.py)
+            self.gradcheck_finish(item, values, scope)
         elif tag == "tree":  # after tree_map's calls (pytrees.py)
             self.finish_tree_map(item, values)
         elif tag == "stack":
@@ -396,6 +400,25 @@ class GradientCalls(PyTrees):
             value = y if aux is None else TupleValue([y, aux], node.pos)
             return TupleValue([value, gradient], node.pos)
         return gradient if aux is None else TupleValue([gradient, aux], node.pos)
+
+TORCH_DRAWS = {"rand", "randn", "randint", "rand_like", "randn_like", "randint_like", "randperm", "normal",
+               "bernoulli", "multinomial", "poisson", "manual_seed", "seed"}
+
+
+def unreproducible(library: str, bare: str) -> str | None:
+    """Why a call cannot give the library's numbers (a random draw; a loop whose count the data
+    decides), with what to write instead; None for any other call."""
+    if bare.startswith("random.") or (library == "torch" and bare in TORCH_DRAWS):
+        spelled = {"torch": "torch", "numpy": "np", "jax": "jax", "tensorflow": "tf"}.get(library, library)
+        return (f"{spelled}.{bare} draws random numbers, which gradcli cannot reproduce (the library's own "
+                "generator makes them, even after a seed is set): write the values in the program (x = "
+                f"{spelled}.{'tensor' if library == 'torch' else 'array'}([...])), or make x an input and give "
+                "it with --set x='[...]'")
+    if library == "jax" and bare in ("while_loop", "lax.while_loop"):
+        return ("lax.while_loop: its number of steps depends on the data, and gradcli's program is fixed "
+                "before it is evaluated: write a fixed number of steps (for i in range(N): ...)")
+    return None
+
 
 def autodiff_reach(graph, roots: list, target: int, recorded) -> bool:
 
