@@ -80,3 +80,29 @@ def mismatches(record: dict, outputs: dict) -> list[str]:
         if got.shape != wanted.shape or not np.allclose(got, wanted, rtol=2e-6, atol=1e-6, equal_nan=True):
             problems.append(f"{expr}: expected {want}, got {got.tolist()}")
     return problems
+
+
+LIBRARY_NAMES = {"tensorflow": "TensorFlow", "jax": "JAX", "pytorch": "PyTorch", "autograd": "autograd"}
+
+
+def refusal_mismatches(record: dict, evaluate) -> list[str]:
+    """For a snippet the library raised in: what differs from the library's behaviour ([] when
+    gradcli matches it): gradcli refuses at the error's line, naming the library and its exception
+    (`PyTorch: RuntimeError`), and the program up to that line prints what the library printed
+    before it raised. `evaluate(code)` returns the outputs or raises GradcliError."""
+    error = record["error"]
+    problems = []
+    try:
+        outputs = evaluate(record["code"])
+        problems.append(f"no refusal: gradcli printed {list(outputs)}")
+    except GradcliError as exc:
+        named = f"{LIBRARY_NAMES[record['library']]}: {error['type']}"
+        if named not in str(exc):
+            problems.append(f"the refusal does not name {named!r}: {exc}")
+        if exc.pos is None or exc.pos.line != error["line"]:
+            problems.append(f"refused at {exc.pos}, the library raised at line {error['line']}")
+    before = dict(record, prints=[p for p in record["prints"] if p.get("line", 0) < error["line"]])
+    if expected_by_expression(before):
+        head = "\n".join(record["code"].splitlines()[:error["line"] - 1]) + "\n"
+        problems.extend(mismatches(before, evaluate(head)))
+    return problems

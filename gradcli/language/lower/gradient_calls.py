@@ -391,8 +391,10 @@ class GradientCalls(PyTrees):
         if fn.kind == "elementwise_grad":  # autograd: the gradient of the sum
             y = self.emit(OPS_SUM(), (y,), {"axis": None, "keepdims": False}, node.pos, "sum", scope)
         if self.graph.shapes[y] not in ((), None):
+            instead = ("autograd: TypeError); use elementwise_grad or jacobian"
+                       if self.spelled(fn.by).startswith("autograd") else "JAX: TypeError); use jax.jacrev or jax.vjp")
             raise self.error(f"{fn.by}: the function's output must be a scalar, it has shape "
-                             f"{self.graph.shapes[y]} (JAX: TypeError); use jax.jacrev or jax.vjp", node.pos)
+                             f"{self.graph.shapes[y]} ({instead}", node.pos)
         found = transforms.differentiate(self, [y], xs, node.pos, fn.by)
         grads = [self.zeros_like(x, scope) if g is None else g for x, g in zip(xs, found)]
         gradient = self.in_argument_trees(fn, trees, grads, node.pos)
