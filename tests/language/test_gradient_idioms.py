@@ -265,3 +265,54 @@ def test_a_random_draw_is_refused_with_what_to_write(call):
     err = refusal(f"import torch\nimport numpy as np\nimport jax\nimport tensorflow as tf\nkey = 0\nx = {call}\n"
                   "print(x)\n")
     assert "draws random numbers" in str(err) and "--set" in str(err) and err.pos.line == 6
+
+
+# --------------------------------------------------------------------------- integers, NumPy in a tape
+def test_an_integer_tensor_watched_by_a_tape_has_no_gradient_with_tensorflows_warning():
+    result = api.evaluate("import tensorflow as tf\nx = tf.constant([1, 2])\nw = tf.constant(3.0)\n"
+                          "with tf.GradientTape(persistent=True) as g:\n    g.watch(x)\n    g.watch(w)\n"
+                          "    y = tf.reduce_sum(x * x)\n    v = w * w\nprint(g.gradient(y, x))\nprint(g.gradient(v, w))\n",
+                          fixes=False)
+    # TensorFlow 2.21.0: None (and "WARNING: The dtype of the watched tensor must be floating
+    # (e.g. tf.float32), got tf.int32"), then tf.Tensor(6.0, shape=(), dtype=float32)
+    assert result.outputs["g.gradient(y, x)"] is None
+    np.testing.assert_allclose(result.outputs["g.gradient(v, w)"], 6.0)
+    (lost,) = [d for d in result.diagnostics if d.kind == "gradient_lost"]
+    assert "must be floating" in lost.message and lost.pos.line == 5
+
+
+@pytest.mark.parametrize("program, words, line", [
+    # JAX 0.10.2: TypeError: grad requires real- or complex-valued inputs (input dtype that is a
+    # sub-dtype of np.inexact), but got int32.
+    ("import jax\nimport jax.numpy as jnp\nx = jnp.arange(3)\nprint(jax.grad(lambda v: jnp.sum(v * v))(x))\n",
+     "JAX: TypeError", 4),
+    # autograd 1.9.1: TypeError: Can't differentiate w.r.t. type <class 'int'>
+    ("import autograd.numpy as np\nfrom autograd import grad\nprint(grad(np.tanh)(2))\n",
+     "autograd: TypeError", 3),
+    # PyTorch 2.13.0: RuntimeError: Only Tensors of floating point and complex dtype can require gradients
+    ("import torch\nx = torch.tensor([1, 2], requires_grad=True)\nprint(x)\n", "PyTorch: RuntimeError", 2),
+])
+def test_differentiating_an_integer_value_is_refused_as_each_library_refuses_it(program, words, line):
+    err = refusal(program)
+    assert words in str(err) and err.pos.line == line
+
+
+def test_values_written_as_floats_or_with_a_float_dtype_are_differentiated():
+    out = outputs("import jax\nimport jax.numpy as jnp\nimport torch\n"
+                  "x = jnp.array([1, 2], dtype=jnp.float32)\nprint(jax.grad(lambda v: jnp.sum(v * v))(x))\n"
+                  "t = torch.tensor([1, 2], dtype=torch.float64, requires_grad=True)\nprint(t)\n")
+    np.testing.assert_allclose(out["jax.grad(lambda v: jnp.sum(v * v))(x)"], [2.0, 4.0])
+    np.testing.assert_allclose(out["t"], [1.0, 2.0])
+
+
+def test_numpy_inside_a_tape_is_a_constant_to_it_and_a_warning_names_the_call():
+    result = api.evaluate("import numpy as np\nimport tensorflow as tf\nx = tf.Variable([1.0, 2.0])\n"
+                          "with tf.GradientTape(persistent=True) as tape:\n    y = tf.reduce_sum(np.square(x))\n"
+                          "    z = tf.reduce_sum(x * x) + y\nprint(tape.gradient(y, x))\nprint(tape.gradient(z, x))\n",
+                          fixes=False)
+    # TensorFlow 2.21.0: None, then tf.Tensor([2. 4.], shape=(2,), dtype=float32): the NumPy part
+    # passes no gradient
+    assert result.outputs["tape.gradient(y, x)"] is None
+    np.testing.assert_allclose(result.outputs["tape.gradient(z, x)"], [2.0, 4.0])
+    (lost,) = [d for d in result.diagnostics if d.kind == "gradient_lost"]
+    assert "np.square" in lost.message and (lost.pos.line, lost.pos.column) == (5, 23)

@@ -9,6 +9,7 @@ from gradcli.language import syntax as ast
 from gradcli.language.dialects import split_spelling
 from gradcli.language.lower import pytrees, transforms
 from gradcli.language.lower.pytrees import TREE_CALLS, PyTrees
+from gradcli.language.lower.integers import ValuesApart, integer_items, written_integer
 from gradcli.language.lower.transforms import (
     _FINISH, FUNCTION_VALUES, JAX_TRANSFORMS, NOT_MINE, BoundMethod, ClassValue, DictValue, FunctionRef, Linear,
     Mapped, ObjectValue, Tape, TapeRecording, Transform)
@@ -17,7 +18,7 @@ from gradcli.autodiff import depends_on
 from gradcli.ops import OPS
 
 
-class GradientCalls(PyTrees):
+class GradientCalls(PyTrees, ValuesApart):
     """Part of the lowering (gradcli.language.lower): in-program gradients as each library spells them."""
 
     # ------------------------------------------------------------------ library calls
@@ -61,6 +62,8 @@ class GradientCalls(PyTrees):
             return self.tf_gradients(node, args, keywords, scope)
         if library == "jax" and bare in TREE_CALLS:
             return self.tree_call(bare.rpartition(".")[2], args, node, scope, work)
+        if library == "numpy" and self.active_tapes and not getattr(self, "_numpy_under_tape", False):
+            return self.numpy_under_tape(node, values, scope, work)
         if unreproducible(library, bare):
             raise self.error(unreproducible(library, bare), node.pos)
         if bare == "jit" and args and isinstance(args[0], FUNCTION_VALUES):
@@ -133,7 +136,12 @@ class GradientCalls(PyTrees):
         args = args[:len(node.args) - 1]
         if node.func == "watch":
             ids, _ = self.sources(args[0], node.pos, scope)
-            tape.watched.update(ids)
+            integers = integer_items(self, node.args[1]) if len(node.args) == 2 else [False] * len(ids)
+            if any(integers):  # TensorFlow logs this and does not watch it: its gradient is None
+                self.graph.warnings.append(("The dtype of the watched tensor must be floating (e.g. tf.float32), "
+                                            "got tf.int32 (TensorFlow's warning): its gradient is None", node.pos,
+                                            "gradient_lost", "watch"))
+            tape.watched.update(i for i, integer in zip(ids, integers) if not integer)
             return NONE
         if node.func == "stop_recording":
             return TapeRecording(tape)
@@ -155,7 +163,9 @@ class GradientCalls(PyTrees):
             sources, listed = self.sources(args[1], node.pos, scope)
             upstream = keywords.get("output_gradients")
             grad_ys = None if upstream is None or upstream is NONE else self.sources(upstream, node.pos, scope)[0]
-            watched = [s for s in sources if self.traced_by(tape, s)]
+            integers = integer_items(self, node.args[2]) if len(node.args) > 2 else []
+            integer = {s for s, flag in zip(sources, integers) if flag}  # (TensorFlow: no gradient, None)
+            watched = [s for s in sources if s not in integer and self.traced_by(tape, s)]
             results = dict.fromkeys(sources)
             if node.func == "jacobian":
                 for s in watched:
@@ -248,6 +258,8 @@ class GradientCalls(PyTrees):
             for k in argnums:
                 if k >= len(node.args):
                     raise self.error(f"{fn.by}: argnums {k} is past the {len(node.args)} arguments given", node.pos)
+                if written_integer(self, node.args[k]):
+                    self.refuse_integer_argument(fn, node.args[k])
                 values[k] = self.as_tuple(values[k])  # `(0.5, 2.0)`: a tuple of two leaves, as in JAX
                 leaves = [transforms.fresh(self, self.materialize(leaf, scope, node.pos), node.pos, scope)
                           for leaf in pytrees.leaves(values[k])]

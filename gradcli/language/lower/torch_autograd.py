@@ -17,6 +17,7 @@ from gradcli.language.lower import transforms
 from gradcli.language.lower.values import NONE, Literal, Scope, Text, TupleValue
 from gradcli.language.lower.custom_gradients import DEFVJP
 from gradcli.language.lower.gradcheck import GradCheck
+from gradcli.language.lower.integers import written_integer
 from gradcli.language.lower.transforms import ClassValue, FunctionRef, ObjectValue
 from gradcli.records import ValueRecord
 from gradcli.autodiff import depends_on
@@ -181,6 +182,9 @@ class TorchAutograd(GradCheck):
         value = self.materialize(value, scope, node.pos)
         if not flag:
             return value
+        if written_integer(self, inner):
+            raise self.error("Only Tensors of floating point and complex dtype can require gradients (PyTorch: "
+                             "RuntimeError): write the values as floats (2.0), or give dtype=torch.float64", node.pos)
         leaf = transforms.fresh(self, value, node.pos, scope)
         self.torch.leaves[leaf] = None
         return leaf
