@@ -316,3 +316,11 @@ def test_numpy_inside_a_tape_is_a_constant_to_it_and_a_warning_names_the_call():
     np.testing.assert_allclose(result.outputs["tape.gradient(z, x)"], [2.0, 4.0])
     (lost,) = [d for d in result.diagnostics if d.kind == "gradient_lost"]
     assert "np.square" in lost.message and (lost.pos.line, lost.pos.column) == (5, 23)
+
+
+def test_tf_gradients_of_a_constant_folded_inside_a_function_is_refused_not_none():
+    # TensorFlow 2.21.0 prints [3.0, 1.0] (graph tensors); gradcli folded `a` and `b` into numbers
+    # while building the program, so an answer of None would be wrong: it is refused at `a`
+    err = refusal("import tensorflow as tf\n@tf.function\ndef example():\n  a = tf.constant(0.)\n  b = 2 * a\n"
+                  "  return tf.gradients(a + b, [a, b])\nexample()\n")
+    assert "folded" in str(err) and err.pos.line == 6

@@ -9,13 +9,13 @@ and its kin raise TypeError, autograd raises TypeError, and PyTorch refuses requ
 program's top level assigns such a value.
 
 Also here (`ValuesApart`): a value computed by NumPy inside a tf.GradientTape, which the tape
-does not record."""
+does not record, and a source of tf.gradients folded into a constant."""
 from __future__ import annotations
 
 import re
 
 from gradcli.language import syntax as ast
-from gradcli.language.lower.values import Scope
+from gradcli.language.lower.values import Literal, Scope
 from gradcli.ops import OPS
 
 CONSTRUCTORS = {"constant", "Variable", "tensor", "as_tensor", "array", "asarray", "convert_to_tensor", "arange"}
@@ -103,3 +103,13 @@ class ValuesApart:
                              "write the value as a float (2.0)", arg.pos)
         raise self.error(f"{fn.kind} requires real- or complex-valued inputs (input dtype that is a sub-dtype of "
                          "np.inexact), but got int32 (JAX: TypeError): write the value as a float (2.0)", arg.pos)
+
+    def refuse_folded_sources(self, sources: list) -> None:
+        """tf.gradients with respect to a constant the lowering folded (its uses were folded with
+        it: no equation of the program depends on it, so its gradient would read as unconnected)."""
+        folded = [x for x in sources if isinstance(x, Literal)]
+        if folded:
+            raise self.error("tf.gradients: a source is a constant that gradcli computed while building the "
+                             "program (inside a function, tf.constant(...) and what is computed from it are "
+                             "folded), so no gradient can be traced to it: make it an argument of the function "
+                             "or a value of the program's top level", folded[0].pos)
