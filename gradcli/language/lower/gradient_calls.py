@@ -227,7 +227,7 @@ class GradientCalls(PyTrees, ValuesApart):
         names = ["ys", "xs", "grad_ys"]
         given = dict(zip(names, args))
         given.update({k: v for k, v in keywords.items() if k in names})
-        self.refuse_folded_sources(pytrees.leaves(self.as_tuple(given["xs"])))
+        self.refuse_folded_sources(pytrees.leaves(self.as_tuple(given["xs"])), node.pos)
         ys, _ = self.sources(given["ys"], node.pos, scope)
         xs, _ = self.sources(given["xs"], node.pos, scope)
         upstream = given.get("grad_ys")

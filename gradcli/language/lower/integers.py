@@ -104,7 +104,7 @@ class ValuesApart:
         raise self.error(f"{fn.kind} requires real- or complex-valued inputs (input dtype that is a sub-dtype of "
                          "np.inexact), but got int32 (JAX: TypeError): write the value as a float (2.0)", arg.pos)
 
-    def refuse_folded_sources(self, sources: list) -> None:
+    def refuse_folded_sources(self, sources: list, pos) -> None:
         """tf.gradients with respect to a constant the lowering folded (its uses were folded with
         it: no equation of the program depends on it, so its gradient would read as unconnected)."""
         folded = [x for x in sources if isinstance(x, Literal)]
@@ -112,4 +112,4 @@ class ValuesApart:
             raise self.error("tf.gradients: a source is a constant that gradcli computed while building the "
                              "program (inside a function, tf.constant(...) and what is computed from it are "
                              "folded), so no gradient can be traced to it: make it an argument of the function "
-                             "or a value of the program's top level", folded[0].pos)
+                             f"or a value of the program's top level (the constant is made at line {folded[0].pos.line})", pos)
