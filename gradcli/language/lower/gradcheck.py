@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from gradcli.autodiff import gradients
-from gradcli.engine.evaluate import run
+from gradcli.engine.evaluate import needed_equations, run
 from gradcli.ir import Graph
 from gradcli.language import syntax as ast
 from gradcli.language.lower import pytrees, transforms
@@ -107,6 +107,9 @@ class GradCheck:
         _, kind, xs, options, node = item
         result = values.pop()
         outs = [self.materialize(leaf, scope, node.pos) for leaf in pytrees.leaves(result) if leaf is not NONE]
+        if getattr(self.graph, "unread_inputs", frozenset()) & set(needed_equations(self.graph, outs)):
+            raise self.error(f"{kind} needs the values of its inputs while the program is built, but --device "
+                             "dask reads them only when it runs: evaluate it on the CPU", node.pos)
         graph = _copy(self.graph)
         variables = list(xs)
         if kind == "gradgradcheck":  # the check of v -> J^T v: its Jacobian in x and in v
