@@ -24,13 +24,6 @@ DEFAULTS = {"eps": 1e-6, "atol": 1e-5, "rtol": 1e-3}
 MAX_RUNS = 20_000  # evaluations of the function for one check (one per output element, two per input element)
 
 
-def _copy(graph: Graph) -> Graph:
-    """A copy to add the check's equations to, leaving the program's graph as it is."""
-    return Graph(graph.source, list(graph.equations), list(graph.shapes), dict(graph.names), dict(graph.inputs),
-                 dict(graph.value_names), graph.result, list(graph.warnings), None, set(graph.differentiated),
-                 dict(graph._memo))
-
-
 def jacobian_mismatch(graph: Graph, outs: list, variables: list, eps: float, atol: float, rtol: float) -> str | None:
     """PyTorch's words for the first (output, input) pair whose Jacobians disagree, or None."""
     seeds = [graph.add_input(f"<seed {k}>", np.zeros(graph.shapes[o])) for k, o in enumerate(outs)]
@@ -110,7 +103,7 @@ class GradCheck:
         if getattr(self.graph, "unread_inputs", frozenset()) & set(needed_equations(self.graph, outs)):
             raise self.error(f"{kind} needs the values of its inputs while the program is built, but --device "
                              "dask reads them only when it runs: evaluate it on the CPU", node.pos)
-        graph = _copy(self.graph)
+        graph = self.graph.fork()  # (the check's equations are not the program's)
         variables = list(xs)
         if kind == "gradgradcheck":  # the check of v -> J^T v: its Jacobian in x and in v
             rng = np.random.default_rng(0)
