@@ -324,3 +324,33 @@ def test_tf_gradients_of_a_constant_folded_inside_a_function_is_refused_not_none
     err = refusal("import tensorflow as tf\n@tf.function\ndef example():\n  a = tf.constant(0.)\n  b = 2 * a\n"
                   "  return tf.gradients(a + b, [a, b])\nexample()\n")
     assert "folded" in str(err) and err.pos.line == 6
+
+
+CHECK_GRADS = """import autograd.numpy as np
+from autograd import grad
+from autograd.extend import primitive, defvjp
+from autograd.test_util import check_grads
+
+@primitive
+def logsumexp(x):
+    return np.log(np.sum(np.exp(x)))
+
+defvjp(logsumexp, lambda ans, x: lambda g: g * np.exp(x - ans) * 2.0)
+
+def f(x):
+    return np.sum(np.tanh(x) ** 2)
+
+x = np.array([0.5, -1.0, 2.0])
+check_grads(f, modes=['rev'])(x)
+print(grad(f)(x))
+check_grads(logsumexp, modes=['rev'], order=1)(x)
+"""
+
+
+def test_autograds_check_grads_passes_a_right_gradient_and_refuses_a_wrong_rule():
+    # autograd 1.9.1 printed [ 0.72686198 -0.63970001  0.13621869], then raised AssertionError:
+    # Derivative (VJP) check of logsumexp failed (the rule is twice the gradient)
+    err = refusal(CHECK_GRADS)
+    assert "logsumexp" in str(err) and "autograd: AssertionError" in str(err) and err.pos.line == 18
+    out = outputs(CHECK_GRADS.rsplit("check_grads(logsumexp", 1)[0])
+    np.testing.assert_allclose(out["grad(f)(x)"], [0.72686198, -0.63970001, 0.13621869], rtol=1e-7)

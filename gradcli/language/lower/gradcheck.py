@@ -17,7 +17,7 @@ from gradcli.engine.evaluate import needed_equations, run
 from gradcli.ir import Graph
 from gradcli.language import syntax as ast
 from gradcli.language.lower import pytrees, transforms
-from gradcli.language.lower.transforms import _FINISH, FUNCTION_VALUES
+from gradcli.language.lower.transforms import _FINISH, FUNCTION_VALUES, Transform
 from gradcli.language.lower.values import NONE, Literal, Scope, Text
 
 DEFAULTS = {"eps": 1e-6, "atol": 1e-5, "rtol": 1e-3}
@@ -65,6 +65,18 @@ def jacobian_mismatch(graph: Graph, outs: list, variables: list, eps: float, ato
     return None
 
 
+class GradientCheck(Transform):
+    """autograd's check_grads(f, ...): applied to arguments, the check of f's gradient at them
+    (argnums None: every argument; `order`: 1, or 2 with the vector-Jacobian product's)."""
+
+    __slots__ = ("order",)
+    _fields = Transform._fields + ("order",)
+
+    def __init__(self, kind, fn, argnums, has_aux, pos, by, order):
+        super().__init__(kind, fn, argnums, has_aux, pos, by)
+        self.order = order
+
+
 def _shown(jacobian: np.ndarray) -> str:
     return " ".join(np.array2string(jacobian, precision=6, separator=", ").split())
 
@@ -100,12 +112,33 @@ class GradCheck:
         _, kind, xs, options, node = item
         result = values.pop()
         outs = [self.materialize(leaf, scope, node.pos) for leaf in pytrees.leaves(result) if leaf is not NONE]
+        problem = self.first_mismatch(kind, outs, xs, 2 if kind == "gradgradcheck" else 1, options, node)
+        if problem and options["raising"]:
+            raise self.error(f"{problem} (PyTorch: GradcheckError): the gradient rule disagrees with finite "
+                             "differences at these inputs", node.pos)
+        values.append(Literal(np.float64(problem is None), node.pos, boolean=True))
+
+    def check_grads_finish(self, fn, result, xs: list, node, scope: Scope):
+        """autograd's `check_grads(f, modes, order=2)(*args)`: None, or its AssertionError."""
+        outs = [self.materialize(leaf, scope, node.pos) for leaf in pytrees.leaves(result) if leaf is not NONE]
+        options = {"eps": 1e-6, "atol": 1e-6, "rtol": 1e-6}  # (autograd.test_util's EPS, TOL, RTOL)
+        for order in range(1, fn.order + 1):
+            problem = self.first_mismatch("check_grads", outs, xs, order, options, node)
+            if problem:
+                name = getattr(fn.fn, "name", None) or "the function"
+                raise self.error(f"Derivative check of {name} failed (order {order}): {problem} (autograd: "
+                                 "AssertionError)", node.pos)
+        return NONE
+
+    def first_mismatch(self, kind: str, outs: list, xs: list, order: int, options: dict, node) -> str | None:
+        """The check on a copy of the graph: order 1 the Jacobian of outs in xs; order 2 that of
+        v -> J^T v in x and in v."""
         if getattr(self.graph, "unread_inputs", frozenset()) & set(needed_equations(self.graph, outs)):
             raise self.error(f"{kind} needs the values of its inputs while the program is built, but --device "
                              "dask reads them only when it runs: evaluate it on the CPU", node.pos)
         graph = self.graph.fork()  # (the check's equations are not the program's)
         variables = list(xs)
-        if kind == "gradgradcheck":  # the check of v -> J^T v: its Jacobian in x and in v
+        if order == 2:
             rng = np.random.default_rng(0)
             vs = [graph.add_input(f"<grad_output {k}>", rng.standard_normal(graph.shapes[o]))
                   for k, o in enumerate(outs)]
@@ -115,11 +148,18 @@ class GradCheck:
         if runs > MAX_RUNS:
             raise self.error(f"{kind}: the check would evaluate the function {runs:,} times (at most {MAX_RUNS:,} "
                              "here): check a smaller case, or use gradcli check --wrt", node.pos)
-        problem = jacobian_mismatch(graph, outs, variables, options["eps"], options["atol"], options["rtol"])
-        if problem and options["raising"]:
-            raise self.error(f"{problem} (PyTorch: GradcheckError): the gradient rule disagrees with finite "
-                             "differences at these inputs", node.pos)
-        values.append(Literal(np.float64(problem is None), node.pos, boolean=True))
+        return jacobian_mismatch(graph, outs, variables, options["eps"], options["atol"], options["rtol"])
+
+    def autograd_check_grads(self, node: ast.Call, args: list, keywords: dict):
+        """`check_grads(f, modes=['fwd', 'rev'], order=2)`: a function of f's arguments that checks
+        f's gradient (and, order 2, that of its vector-Jacobian product) at them."""
+        if not args or not isinstance(args[0], FUNCTION_VALUES) or set(keywords) - {"modes", "order"}:
+            raise self.error("check_grads(f, modes=[...], order=2): give the function (gradcli reads modes and "
+                             "order)", node.pos)
+        order = self.static_int(keywords["order"], "order", node.pos) if "order" in keywords else 2
+        if order not in (1, 2):
+            raise self.error("check_grads: gradcli checks order 1 or 2", node.pos)
+        return GradientCheck("check_grads", args[0], None, False, node.pos, node.func, order)
 
     def static_number(self, value, what: str, pos) -> float:
         value = self.constant_value(value)

@@ -253,7 +253,8 @@ class GradientCalls(PyTrees, ValuesApart):
                 return self.call_user(fn.fn.fn, call, values, scope, work, fn.fn.scope)
             return self.call(ast.Call(fn.fn, node.args, node.pos, node.keywords), values, scope, work)
         if isinstance(fn, Transform):
-            argnums = fn.argnums if isinstance(fn.argnums, tuple) else (fn.argnums,)
+            argnums = (tuple(range(len(node.args))) if fn.argnums is None  # (check_grads: every argument)
+                       else fn.argnums if isinstance(fn.argnums, tuple) else (fn.argnums,))
             values = list(values)
             xs, trees = [], []  # the variables, and each argument's tree of them (JAX's pytrees)
             for k in argnums:
@@ -392,6 +393,8 @@ class GradientCalls(PyTrees, ValuesApart):
 
     def finish_transform(self, item, result, scope: Scope):
         fn, xs, node, trees = item
+        if fn.kind == "check_grads":  # (gradcheck.py)
+            return self.check_grads_finish(fn, result, xs, node, scope)
         aux = None
         if fn.has_aux:
             if not isinstance(result, TupleValue) or len(result.items) != 2:

@@ -211,7 +211,7 @@ class Formatted(ValueRecord):
 FUNCTION_VALUES = (FunctionRef, Transform, Linear, Mapped)
 JAX_TRANSFORMS = {"grad", "value_and_grad", "jacfwd", "jacrev", "jacobian", "hessian", "elementwise_grad"}
 # calls whose list arguments are lists of values (sources, targets), not one array
-GRADIENT_CALLS = {"gradient", "gradients", "jacobian", "watch", "grad"}  # (grad: torch.autograd.grad)
+GRADIENT_CALLS = {"gradient", "gradients", "jacobian", "watch", "grad", "check_grads"}  # (grad: torch.autograd.grad)
 NOT_MINE = object()  # GradientCalls.call_gradient_api: not a call of the gradient API
 _FINISH = 7  # the lowering's work item after a transformed function's body: its gradient
 
