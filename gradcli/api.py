@@ -249,8 +249,9 @@ def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str,
             host = {k: np.asarray(chosen.to_host(values[j])) for k, j in fetch.items()}
     graph.check_assertions({j: chosen.to_host(values[j]) for j, _, _ in graph.assertions})
     diagnostics = checker.finish(fetch)
-    for message, pos in graph.warnings:
-        diagnostics.insert(0, Diagnostic("warning", "unused_input", "input", message, None, pos))
+    for message, pos, *kind in graph.warnings:  # (message, pos) or (message, pos, kind, op)
+        kind, op = kind or ("unused_input", "input")
+        diagnostics.insert(0, Diagnostic("warning", kind, op, message, None, pos))
     return host, diagnostics
 
 

@@ -218,7 +218,8 @@ class AstBuilder:
         if body and isinstance(body[0], ast.ExprStmt) and isinstance(body[0].value, ast.Str) and len(body) > 1:
             body = body[1:]  # the docstring
         returns = [i for i, stmt in enumerate(body) if isinstance(stmt, ast.Return)]
-        if not returns and name == "__init__" and body:  # a constructor returns the object it sets up
+        if not returns and name in ("__init__", "setup_context") and body:
+            # a constructor returns the object it sets up; torch.autograd.Function's setup_context, None
             body.append(ast.Return(ast.NoneLiteral(body[-1].pos), body[-1].pos))
             returns = [len(body) - 1]
         if not returns and body and _returns_in_every_branch(body[-1]):

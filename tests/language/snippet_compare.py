@@ -21,7 +21,8 @@ def refusal(program: str) -> GradcliError:
     return caught.value
 
 
-COMPARED_KINDS = ("value", "none", "shape", "sequence", "display:value", "display:shape", "display:sequence")
+COMPARED_KINDS = ("value", "none", "shape", "sequence", "mapping", "display:value", "display:shape",
+                  "display:sequence", "display:mapping")
 
 
 def expected_by_expression(record: dict) -> dict:
@@ -51,11 +52,15 @@ def as_numbers(value):
 def mismatches(record: dict, outputs: dict) -> list[str]:
     """What differs between the library's prints and gradcli's outputs ([] when all match), at
     float32's tolerance (the libraries computed in float32 unless the snippet says float64). A
-    printed tuple gradcli outputs item by item (`text[0]`, `text[1]`, ...) is compared so."""
+    printed tuple gradcli outputs item by item (`text[0]`, `text[1]`, ...) is compared so, and a
+    printed dict key by key (`text['w']`, nested `text['c']['a']`)."""
     problems: list[str] = []
     pending = list(expected_by_expression(record).items())
     while pending:
         expr, want = pending.pop()
+        if isinstance(want, dict):  # a printed dict (JAX's pytree): one output per key, `expr['w']`
+            pending.extend((f"{expr}[{key!r}]", item) for key, item in want.items())
+            continue
         if expr not in outputs and f"{expr}[0]" in outputs and isinstance(want, list):
             pending.extend((f"{expr}[{k}]", item) for k, item in enumerate(want))
             continue
@@ -74,4 +79,30 @@ def mismatches(record: dict, outputs: dict) -> list[str]:
         got = np.asarray(got, dtype=float)
         if got.shape != wanted.shape or not np.allclose(got, wanted, rtol=2e-6, atol=1e-6, equal_nan=True):
             problems.append(f"{expr}: expected {want}, got {got.tolist()}")
+    return problems
+
+
+LIBRARY_NAMES = {"tensorflow": "TensorFlow", "jax": "JAX", "pytorch": "PyTorch", "autograd": "autograd"}
+
+
+def refusal_mismatches(record: dict, evaluate) -> list[str]:
+    """For a snippet the library raised in: what differs from the library's behaviour ([] when
+    gradcli matches it): gradcli refuses at the error's line, naming the library and its exception
+    (`PyTorch: RuntimeError`), and the program up to that line prints what the library printed
+    before it raised. `evaluate(code)` returns the outputs or raises GradcliError."""
+    error = record["error"]
+    problems = []
+    try:
+        outputs = evaluate(record["code"])
+        problems.append(f"no refusal: gradcli printed {list(outputs)}")
+    except GradcliError as exc:
+        named = f"{LIBRARY_NAMES[record['library']]}: {error['type']}"
+        if named not in str(exc):
+            problems.append(f"the refusal does not name {named!r}: {exc}")
+        if exc.pos is None or exc.pos.line != error["line"]:
+            problems.append(f"refused at {exc.pos}, the library raised at line {error['line']}")
+    before = dict(record, prints=[p for p in record["prints"] if p.get("line", 0) < error["line"]])
+    if expected_by_expression(before):
+        head = "\n".join(record["code"].splitlines()[:error["line"] - 1]) + "\n"
+        problems.extend(mismatches(before, evaluate(head)))
     return problems

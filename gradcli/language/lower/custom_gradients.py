@@ -27,13 +27,22 @@ DEFVJP = ("autograd.extend.defvjp", "autograd.defvjp")
 
 
 class CustomRule:
-    """A function's custom derivative: `kind` "vjp" (with `fwd`, `bwd`) or "jvp" (with `jvp`)."""
+    """A function's custom derivative: `kind` "vjp" (with `fwd`, `bwd`) or "jvp" (with `jvp`, or
+    `jvps`: defjvps' one rule per argument, None for an argument without one)."""
 
-    __slots__ = ("kind", "fwd", "bwd", "jvp", "makers")
+    __slots__ = ("kind", "fwd", "bwd", "jvp", "jvps", "makers")
 
     def __init__(self, kind):
         self.kind = kind
-        self.fwd = self.bwd = self.jvp = self.makers = None
+        self.fwd = self.bwd = self.jvp = self.jvps = self.makers = None
+
+
+def _static_ints(node) -> tuple | None:
+    """`(0,)`, `(0, 2)` or `1` written in a decorator: the integers, or None where not so written."""
+    items = node.items if isinstance(node, ast.Tuple) else [node]
+    if not all(isinstance(item, ast.Number) and float(item.value).is_integer() for item in items):
+        return None
+    return tuple(int(item.value) for item in items)
 
 
 def _clone_rule(original, placeholder: int, result: int, forward: tuple):
@@ -75,49 +84,80 @@ class CustomGradients:
     """Part of the lowering (gradcli.language.lower): user-defined gradients."""
 
     def custom_kind(self, fn: ast.FuncDef) -> str | None:
+        return self.custom_spec(fn)[0]
+
+    def custom_spec(self, fn: ast.FuncDef) -> tuple:
+        """(kind, nondiff_argnums) of a function's custom-gradient decorator; (None, ()) where it
+        has none. `@partial(jax.custom_vjp, nondiff_argnums=(0,))` is read as JAX reads it."""
         for decorator in fn.decorators:
             spelled = decorator.func if isinstance(decorator, ast.Call) else getattr(decorator, "id", "")
             kind = CUSTOM_DECORATORS.get(self.spelled(spelled))
             if kind is not None:
-                return kind
-        return None
+                return kind, ()
+            partial = self.partial_custom(decorator)
+            if partial is not None:
+                return partial
+        return None, ()
+
+    def partial_custom(self, decorator) -> tuple | None:
+        """`partial(jax.custom_vjp, nondiff_argnums=(0,))`: ("vjp", (0,)); None where not such a call."""
+        if not (isinstance(decorator, ast.Call) and self.spelled(decorator.func) in ("partial", "functools.partial")
+                and decorator.args and isinstance(decorator.args[0], ast.Name)):
+            return None
+        kind = CUSTOM_DECORATORS.get(self.spelled(decorator.args[0].id))
+        if kind not in ("vjp", "jvp"):
+            return None
+        nondiff = ()
+        for keyword in decorator.keywords:
+            nondiff = _static_ints(keyword.value) if keyword.name == "nondiff_argnums" else None
+            if nondiff is None:
+                raise self.error(f"@partial(jax.custom_{kind}, ...): gradcli reads nondiff_argnums=(k, ...) "
+                                 "written with integers", keyword.pos)
+        return kind, nondiff
 
     def custom_call(self, fn: ast.FuncDef, node, values: list, work: list, scope: Scope) -> None:
         """A call of a function with a custom gradient: its arguments become the ids the rule is
         for; a work item after its body builds the custom equation."""
 
-        kind = self.custom_kind(fn)
+        kind, nondiff = self.custom_spec(fn)
         if kind is None:
             return
         count = len(node.args)
-        xs = [self.materialize(v, scope, node.pos) for v in values[:count]]
-        values[:count] = xs
+        values[:count] = [v if k in nondiff else self.materialize(v, scope, node.pos)
+                          for k, v in enumerate(values[:count])]
+        xs = [v for k, v in enumerate(values[:count]) if k not in nondiff]
+        fixed = [values[k] for k in nondiff if k < count]  # JAX passes these to the rules first
         if kind == "tf":
             work.append((_FINISH, ("custom", "tf_result", xs, node), scope))
             return
         rules = self.custom_rules.get(fn.name)
-        if rules is None or (rules.fwd is None and rules.jvp is None and rules.makers is None) \
-                or getattr(self, "_custom_depth", 0):
+        if rules is None or (rules.fwd is None and rules.jvp is None and rules.jvps is None
+                             and rules.makers is None) or getattr(self, "_custom_depth", 0):
             return  # no rule given yet (or a call inside a rule): f's own derivative
-        work.append((_FINISH, ("custom", "after_body", rules, xs, node), scope))
+        work.append((_FINISH, ("custom", "after_body", rules, xs, node, fixed, list(values[:count])), scope))
 
     def custom_rule_given(self, node, values: list):
         """`f.defvjp(fwd, bwd)`, `f.defjvp(jvp)` (also as the decorator `@f.defjvp`); None where
         `node` is not one."""
 
-        if not (node.method and node.func in ("defvjp", "defjvp") and values and isinstance(values[0], FunctionRef)
+        if not (node.method and node.func in ("defvjp", "defjvp", "defjvps") and values and isinstance(values[0], FunctionRef)
                 and isinstance(values[0].fn, ast.FuncDef)):
             return None
         fn = values[0].fn
         kind = self.custom_kind(fn)
-        if kind not in ("vjp", "jvp") or node.func != f"def{kind}":
-            raise self.error(f"{node.func}: {fn.name} is not decorated with @jax.custom_{node.func[3:]}", node.pos)
+        if kind not in ("vjp", "jvp") or node.func.rstrip("s") != f"def{kind}":
+            raise self.error(f"{node.func}: {fn.name} is not decorated with @jax.custom_{node.func[3:6]}", node.pos)
         rules = self.custom_rules.setdefault(fn.name, CustomRule(kind))
         given = values[1:]
         if kind == "vjp":
             if len(given) != 2:
                 raise self.error("defvjp(fwd, bwd): give the forward and the backward function", node.pos)
             rules.fwd, rules.bwd = given
+        elif node.func == "defjvps":  # one rule per argument: (tangent, primal_out, *primals) -> tangent out
+            if len(given) != len(fn.params):
+                raise self.error(f"defjvps: give one rule (or None) for each of {fn.name}'s {len(fn.params)} "
+                                 f"arguments, not {len(given)} (JAX: TypeError)", node.pos)
+            rules.jvps = [None if g is NONE else g for g in given]
         else:
             if len(given) != 1:
                 raise self.error("defjvp(jvp): give the function of (primals, tangents)", node.pos)
@@ -138,7 +178,8 @@ class CustomGradients:
         """`@f.defjvp` over a def: registers it as f's rule; a custom gradient's own decorator is
         accepted (its calls are taken by custom_call)."""
         name = getattr(decorator, "id", "")
-        if CUSTOM_DECORATORS.get(self.spelled(decorator.func if isinstance(decorator, ast.Call) else name)):
+        if CUSTOM_DECORATORS.get(self.spelled(decorator.func if isinstance(decorator, ast.Call) else name)) \
+                or self.partial_custom(decorator) is not None:
             return True
         base, _, method = name.rpartition(".")
         if method not in ("defjvp", "defvjp") or not isinstance(self.globals.get(base), ast.FuncDef):
@@ -174,14 +215,26 @@ class CustomGradients:
             found = self.custom_backward(y, xs, backward, [ctx], node, scope, work)
             if found is not None:
                 values.append(found)
+        elif step == "function_setup":  # forward(*args) gave y: setup_context(ctx, inputs, y), then y again
+            _, _, cls, ctx, xs, node = item
+            y = self.materialize(values.pop(), scope, node.pos)
+            work.append((_FINISH, ("custom", "value_again", y), scope))
+            setup = cls.methods["setup_context"]
+            call = ast.Call(setup.name, [ast.Name("_", node.pos)] * 3, node.pos)
+            found = self.call_user(setup, call, [ctx, TupleValue(list(xs), node.pos), y], scope, work, None)
+            if found is not None:
+                values.append(found)
+        elif step == "value_again":  # (setup_context's None dropped)
+            values.pop()
+            values.append(item[2])
         elif step == "after_body":
             self.custom_after_body(item, values, scope, work)
         elif step == "vjp_residuals":
-            _, _, y, xs, bwd, node = item
+            _, _, y, xs, bwd, node, fixed = item
             pair = values.pop()
             if not isinstance(pair, TupleValue) or len(pair.items) != 2:
                 raise self.error("custom_vjp: the forward function must return (output, residuals)", node.pos)
-            found = self.custom_backward(y, xs, bwd, [pair.items[1]], node, scope, work)
+            found = self.custom_backward(y, xs, bwd, fixed + [pair.items[1]], node, scope, work)
             if found is not None:
                 values.append(found)
         elif step == "jvp_out":
@@ -189,12 +242,11 @@ class CustomGradients:
             pair = values.pop()
             if not isinstance(pair, TupleValue) or len(pair.items) != 2:
                 raise self.error("custom_jvp: the rule must return (primal_out, tangent_out)", node.pos)
-            out = self.materialize(pair.items[1], scope, node.pos)
-            graph = self.graph
-            placeholder = self.placeholder(graph.shapes[y], node.pos)
-            found = transforms.differentiate(self, [out], tangents, node.pos, "custom_jvp", [placeholder])
-            grads = TupleValue([NONE if g is None else g for g in found], node.pos)
-            values.append(self.custom_equation(y, xs, placeholder, placeholder + 1, grads, node, scope))
+            values.append(self.jvp_equation(y, xs, tangents, [pair.items[1]], node, scope))
+        elif step == "jvps_out":  # one of defjvps' rules gave its tangent out
+            _, _, state, k = item
+            state["outs"].append(values.pop())
+            self.jvps_next(state, k + 1, values, scope, work)
         elif step == "maker_done":  # the maker gave the function of g: apply it to the placeholder
             _, _, state, k = item
             fn = values.pop()
@@ -217,7 +269,7 @@ class CustomGradients:
     def custom_after_body(self, item, values: list, scope: Scope, work: list) -> None:
         """f's body gave its value y: lower the rule (fwd then bwd, or the jvp) for this call."""
 
-        _, _, rules, xs, node = item
+        _, _, rules, xs, node, fixed, arguments = item
         y = self.materialize(values.pop(), scope, node.pos)
         self._custom_depth = getattr(self, "_custom_depth", 0) + 1  # calls inside the rule: plain
         work.append((_FINISH, ("custom", "depth_down"), scope))
@@ -227,16 +279,49 @@ class CustomGradients:
                      "makers": rules.makers, "node": node}
             self.primitive_next(state, 0, values, scope, work)
             return
-        if rules.kind == "vjp":
-            work.append((_FINISH, ("custom", "vjp_residuals", y, xs, rules.bwd, node), scope))
-            call = ast.Call("<fwd>", [ast.Name("_", node.pos)] * len(xs), node.pos)
-            found = self.apply_function(rules.fwd, call, list(xs), scope, work)
+        if rules.kind == "vjp":  # fwd takes every argument; bwd the nondiff ones, residuals, g
+            work.append((_FINISH, ("custom", "vjp_residuals", y, xs, rules.bwd, node, fixed), scope))
+            call = ast.Call("<fwd>", [ast.Name("_", node.pos)] * len(arguments), node.pos)
+            found = self.apply_function(rules.fwd, call, arguments, scope, work)
+        elif rules.jvps is not None:
+            tangents = [self.placeholder(self.graph.shapes[x], node.pos) for x in xs]
+            state = {"y": y, "xs": xs, "tangents": tangents, "outs": [], "rules": rules.jvps, "node": node}
+            self.jvps_next(state, 0, values, scope, work)
+            return
         else:
             tangents = [self.placeholder(self.graph.shapes[x], node.pos) for x in xs]
             work.append((_FINISH, ("custom", "jvp_out", y, xs, tangents, node), scope))
-            call = ast.Call("<jvp>", [ast.Name("_", node.pos)] * 2, node.pos)
-            found = self.apply_function(rules.jvp, call, [TupleValue(list(xs), node.pos),
-                                                          TupleValue(tangents, node.pos)], scope, work)
+            call = ast.Call("<jvp>", [ast.Name("_", node.pos)] * (2 + len(fixed)), node.pos)
+            found = self.apply_function(rules.jvp, call, fixed + [TupleValue(list(xs), node.pos),
+                                                                  TupleValue(tangents, node.pos)], scope, work)
+        if found is not None:
+            values.append(found)
+
+    def jvp_equation(self, y: int, xs: list, tangents: list, outs: list, node, scope: Scope) -> int:
+        """The custom equation of a JVP rule: its tangent out (the sum of `outs`), linear in the
+        tangent placeholders, is transposed by a reverse pass into each x's gradient."""
+        found = [None] * len(xs)
+        placeholder = self.placeholder(self.graph.shapes[y], node.pos)
+        if outs:
+            out = self.materialize(outs[0], scope, node.pos)
+            for more in outs[1:]:
+                out = self.emit(OPS["add"], (out, self.materialize(more, scope, node.pos)), {}, node.pos, "+", scope)
+            found = transforms.differentiate(self, [out], tangents, node.pos, "custom_jvp", [placeholder])
+        grads = TupleValue([NONE if g is None else g for g in found], node.pos)
+        return self.custom_equation(y, xs, placeholder, placeholder + 1, grads, node, scope)
+
+    def jvps_next(self, state: dict, k: int, values: list, scope: Scope, work: list) -> None:
+        """defjvps' rules, one argument after another (rule k of (tangent k, primal_out, *primals));
+        then the custom equation of their summed tangent."""
+        rules, node, xs = state["rules"], state["node"], state["xs"]
+        while k < len(xs) and (k >= len(rules) or rules[k] is None):
+            k += 1
+        if k == len(xs):
+            values.append(self.jvp_equation(state["y"], xs, state["tangents"], state["outs"], node, scope))
+            return
+        work.append((_FINISH, ("custom", "jvps_out", state, k), scope))
+        call = ast.Call("<jvp rule>", [ast.Name("_", node.pos)] * (2 + len(xs)), node.pos)
+        found = self.apply_function(rules[k], call, [state["tangents"][k], state["y"]] + list(xs), scope, work)
         if found is not None:
             values.append(found)
 

@@ -7,7 +7,9 @@ import numpy as np
 from gradcli.errors import Pos
 from gradcli.language import syntax as ast
 from gradcli.language.dialects import split_spelling
-from gradcli.language.lower import transforms
+from gradcli.language.lower import pytrees, transforms
+from gradcli.language.lower.pytrees import TREE_CALLS, PyTrees
+from gradcli.language.lower.integers import ValuesApart, integer_items, written_integer
 from gradcli.language.lower.transforms import (
     _FINISH, FUNCTION_VALUES, JAX_TRANSFORMS, NOT_MINE, BoundMethod, ClassValue, DictValue, FunctionRef, Linear,
     Mapped, ObjectValue, Tape, TapeRecording, Transform)
@@ -16,7 +18,7 @@ from gradcli.autodiff import depends_on
 from gradcli.ops import OPS
 
 
-class GradientCalls:
+class GradientCalls(PyTrees, ValuesApart):
     """Part of the lowering (gradcli.language.lower): in-program gradients as each library spells them."""
 
     # ------------------------------------------------------------------ library calls
@@ -32,6 +34,8 @@ class GradientCalls:
                 return self.tape_method(receiver, node, values[1:], scope)
             if isinstance(receiver, ObjectValue):
                 return self.call_method(receiver, node, values, scope, work)
+            if isinstance(receiver, (DictValue, Text)):
+                return self.dict_or_text_method(receiver, node, values[1:])
             if receiver is NONE and node.func == "__init__":
                 return NONE  # super().__init__(): nothing to set up
             if node.func == "numpy" and not node.args[1:]:
@@ -56,6 +60,12 @@ class GradientCalls:
             return variable
         if library == "tensorflow" and bare == "gradients":
             return self.tf_gradients(node, args, keywords, scope)
+        if library == "jax" and bare in TREE_CALLS:
+            return self.tree_call(bare.rpartition(".")[2], args, node, scope, work)
+        if library == "numpy" and self.active_tapes and not getattr(self, "_numpy_under_tape", False):
+            return self.numpy_under_tape(node, values, scope, work)
+        if unreproducible(library, bare):
+            raise self.error(unreproducible(library, bare), node.pos)
         if bare == "jit" and args and isinstance(args[0], FUNCTION_VALUES):
             return args[0]  # compiling changes no value
         if bare == "vmap" and args and isinstance(args[0], FUNCTION_VALUES):
@@ -126,7 +136,12 @@ class GradientCalls:
         args = args[:len(node.args) - 1]
         if node.func == "watch":
             ids, _ = self.sources(args[0], node.pos, scope)
-            tape.watched.update(ids)
+            integers = integer_items(self, node.args[1]) if len(node.args) == 2 else [False] * len(ids)
+            if any(integers):  # TensorFlow logs this and does not watch it: its gradient is None
+                self.graph.warnings.append(("The dtype of the watched tensor must be floating (e.g. tf.float32), "
+                                            "got tf.int32 (TensorFlow's warning): its gradient is None", node.pos,
+                                            "gradient_lost", "watch"))
+            tape.watched.update(i for i, integer in zip(ids, integers) if not integer)
             return NONE
         if node.func == "stop_recording":
             return TapeRecording(tape)
@@ -148,7 +163,9 @@ class GradientCalls:
             sources, listed = self.sources(args[1], node.pos, scope)
             upstream = keywords.get("output_gradients")
             grad_ys = None if upstream is None or upstream is NONE else self.sources(upstream, node.pos, scope)[0]
-            watched = [s for s in sources if self.traced_by(tape, s)]
+            integers = integer_items(self, node.args[2]) if len(node.args) > 2 else []
+            integer = {s for s, flag in zip(sources, integers) if flag}  # (TensorFlow: no gradient, None)
+            watched = [s for s in sources if s not in integer and self.traced_by(tape, s)]
             results = dict.fromkeys(sources)
             if node.func == "jacobian":
                 for s in watched:
@@ -210,6 +227,7 @@ class GradientCalls:
         names = ["ys", "xs", "grad_ys"]
         given = dict(zip(names, args))
         given.update({k: v for k, v in keywords.items() if k in names})
+        self.refuse_folded_sources(pytrees.leaves(self.as_tuple(given["xs"])), node.pos)
         ys, _ = self.sources(given["ys"], node.pos, scope)
         xs, _ = self.sources(given["xs"], node.pos, scope)
         upstream = given.get("grad_ys")
@@ -235,16 +253,22 @@ class GradientCalls:
                 return self.call_user(fn.fn.fn, call, values, scope, work, fn.fn.scope)
             return self.call(ast.Call(fn.fn, node.args, node.pos, node.keywords), values, scope, work)
         if isinstance(fn, Transform):
-            argnums = fn.argnums if isinstance(fn.argnums, tuple) else (fn.argnums,)
+            argnums = (tuple(range(len(node.args))) if fn.argnums is None  # (check_grads: every argument)
+                       else fn.argnums if isinstance(fn.argnums, tuple) else (fn.argnums,))
             values = list(values)
-            xs = []
+            xs, trees = [], []  # the variables, and each argument's tree of them (JAX's pytrees)
             for k in argnums:
                 if k >= len(node.args):
                     raise self.error(f"{fn.by}: argnums {k} is past the {len(node.args)} arguments given", node.pos)
-                x = transforms.fresh(self, self.materialize(values[k], scope, node.pos), node.pos, scope)
-                values[k] = x
-                xs.append(x)
-            work.append((_FINISH, ("transform", fn, xs, node), scope))
+                if written_integer(self, node.args[k]):
+                    self.refuse_integer_argument(fn, node.args[k])
+                values[k] = self.as_tuple(values[k])  # `(0.5, 2.0)`: a tuple of two leaves, as in JAX
+                leaves = [transforms.fresh(self, self.materialize(leaf, scope, node.pos), node.pos, scope)
+                          for leaf in pytrees.leaves(values[k])]
+                values[k] = pytrees.rebuild(values[k], leaves)
+                xs.extend(leaves)
+                trees.append(values[k])
+            work.append((_FINISH, ("transform", fn, xs, node, trees), scope))
             return self.apply_function(fn.fn, node, values, scope, work)
         if isinstance(fn, Linear):
             given = [self.materialize(v, scope, node.pos) for v in values[:len(node.args)]]
@@ -340,6 +364,10 @@ class GradientCalls:
                                          work)
             if result is not None:
                 values.append(result)
+        elif tag == "gradcheck":  # torch.autograd.gradcheck (gradcheck.py)
+            self.gradcheck_finish(item, values, scope)
+        elif tag == "tree":  # after tree_map's calls (pytrees.py)
+            self.finish_tree_map(item, values)
         elif tag == "stack":
             _, count, node = item
             rows = values[len(values) - count:]
@@ -364,36 +392,50 @@ class GradientCalls:
                                          node.pos))
 
     def finish_transform(self, item, result, scope: Scope):
-        fn, xs, node = item
+        fn, xs, node, trees = item
+        if fn.kind == "check_grads":  # (gradcheck.py)
+            return self.check_grads_finish(fn, result, xs, node, scope)
         aux = None
         if fn.has_aux:
             if not isinstance(result, TupleValue) or len(result.items) != 2:
                 raise self.error(f"{fn.by}(has_aux=True): the function must return (output, aux)", node.pos)
             result, aux = result.items
-        y = self.materialize(result, scope, node.pos)
         if fn.kind in ("jacfwd", "jacrev", "jacobian", "hessian"):
-            jacobians = []
-            for x in xs:
-                if fn.kind == "hessian":
-                    (g,) = transforms.differentiate(self, [y], [x], node.pos, fn.by)
-                    g = self.zeros_like(x, scope) if g is None else g
-                    jacobians.append(transforms.jacobian(self, g, x, node.pos, fn.by, scope))
-                else:
-                    jacobians.append(transforms.jacobian(self, y, x, node.pos, fn.by, scope))
-            out = jacobians[0] if not isinstance(fn.argnums, tuple) else TupleValue(jacobians, node.pos)
+            out = self.tree_jacobians(fn, result, xs, trees, node, scope)
             return out if aux is None else TupleValue([out, aux], node.pos)
+        y = self.materialize(result, scope, node.pos)
         if fn.kind == "elementwise_grad":  # autograd: the gradient of the sum
             y = self.emit(OPS_SUM(), (y,), {"axis": None, "keepdims": False}, node.pos, "sum", scope)
         if self.graph.shapes[y] not in ((), None):
+            instead = ("autograd: TypeError); use elementwise_grad or jacobian"
+                       if self.spelled(fn.by).startswith("autograd") else "JAX: TypeError); use jax.jacrev or jax.vjp")
             raise self.error(f"{fn.by}: the function's output must be a scalar, it has shape "
-                             f"{self.graph.shapes[y]} (JAX: TypeError); use jax.jacrev or jax.vjp", node.pos)
+                             f"{self.graph.shapes[y]} ({instead}", node.pos)
         found = transforms.differentiate(self, [y], xs, node.pos, fn.by)
         grads = [self.zeros_like(x, scope) if g is None else g for x, g in zip(xs, found)]
-        gradient = grads[0] if not isinstance(fn.argnums, tuple) else TupleValue(grads, node.pos)
+        gradient = self.in_argument_trees(fn, trees, grads, node.pos)
         if fn.kind == "value_and_grad":
             value = y if aux is None else TupleValue([y, aux], node.pos)
             return TupleValue([value, gradient], node.pos)
         return gradient if aux is None else TupleValue([gradient, aux], node.pos)
+
+TORCH_DRAWS = {"rand", "randn", "randint", "rand_like", "randn_like", "randint_like", "randperm", "normal",
+               "bernoulli", "multinomial", "poisson", "manual_seed", "seed"}
+
+
+def unreproducible(library: str, bare: str) -> str | None:
+    """Why a call cannot give the library's numbers (a random draw; a loop whose count the data
+    decides), with what to write instead; None for any other call."""
+    if bare.startswith("random.") or (library == "torch" and bare in TORCH_DRAWS):
+        spelled = {"torch": "torch", "numpy": "np", "jax": "jax", "tensorflow": "tf"}.get(library, library)
+        return (f"{spelled}.{bare} draws random numbers, which gradcli cannot reproduce (the library's own "
+                "generator makes them, even after a seed is set): write the values in the program (x = "
+                f"{spelled}.{'tensor' if library == 'torch' else 'array'}([...])), or make x an input and give "
+                "it with --set x='[...]'")
+    if library == "jax" and bare in ("while_loop", "lax.while_loop"):
+        return ("lax.while_loop: its number of steps depends on the data, and gradcli's program is fixed "
+                "before it is evaluated: write a fixed number of steps (for i in range(N): ...)")
+    return None
 
 
 def autodiff_reach(graph, roots: list, target: int, recorded) -> bool:

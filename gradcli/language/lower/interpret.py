@@ -14,7 +14,7 @@ from gradcli.language.dialects import (
 from gradcli.language.lower.values import (
     NONE, AtIndexed, AtRef, Closure, IndexTrick, Literal, NumberPolicy, Scope, Text, TupleValue)
 from gradcli.language.lower.transforms import (
-    _FINISH, FUNCTION_VALUES, GRADIENT_CALLS, DictValue, FunctionRef, Tape, TapeRecording)
+    _FINISH, FUNCTION_VALUES, GRADIENT_CALLS, DictValue, FunctionRef, Tape, TapeRecording, printed_text)
 from gradcli.ops import OPS
 from gradcli.ir import Equation, Graph
 
@@ -104,7 +104,8 @@ class Interpreter:
             elif isinstance(stmt, ast.Assign):
                 value = self.in_place_update(stmt, value, top)  # `w -= ...` of a PyTorch leaf (torch_autograd.py)
                 self.bind_global(stmt.name, value, stmt.pos, top)
-            elif value is NONE or isinstance(value, FUNCTION_VALUES + (Tape, TapeRecording, DictValue, Text)):
+            elif value is NONE or isinstance(value, FUNCTION_VALUES + (Tape, TapeRecording, Text)) or \
+                    self.show_tree(node, value, top):  # a dict: one output per item (pytrees.py)
                 continue  # `tape.watch(x)`: a statement for its effect
             else:
                 self.show_expression(node, value, top)

@@ -7,7 +7,8 @@ from gradcli.language import syntax as ast
 from gradcli.language.dialects import split_spelling
 from gradcli.language.lower.interpret import _BIND, _DEFINE, _DISCARD, _EVAL, _FLOW, _SET, _STATEMENT, _UNPACK, one_array
 from gradcli.language.ast_builder import ITEM_ASSIGNMENT
-from gradcli.language.lower.transforms import _FINISH, fresh
+from gradcli.language.lower.transforms import _FINISH, fresh, printed_text
+from gradcli.language.lower.pytrees import printed_leaves
 from gradcli.language.lower.transforms import (
     BoundMethod, ClassValue, DictValue, Formatted, FunctionRef, ObjectValue, Tape, TapeRecording)
 from gradcli.language.lower.values import NONE, Literal, Scope, Text, TupleValue
@@ -287,31 +288,15 @@ class Statements:
             self.graph.result = ("_", value)
 
     def shown_fields(self, text: str, value) -> list:
-        """A printed or shown value as (text, value) pairs: a tuple whose items are not one array
-        (a value and its gradient, a list holding None) is shown item by item, `text[k]`."""
-        out, pending = [], [(text, value)]
-        while pending:
-            text, value = pending.pop()
-            if isinstance(value, TupleValue) and (any(item is NONE for item in value.items)
-                                                  or not one_array(value, self.graph)):
-                pending.extend(reversed([(f"{text}[{k}]", item) for k, item in enumerate(value.items)]))
-            else:
-                out.append((text, value))
-        return out
+        """A printed or shown value as (text, value) pairs: a dict, or a tuple that is not one
+        array (a value and its gradient, a list holding None), is shown leaf by leaf, `text['w']`,
+        `text[k]`."""
+        return printed_leaves(text, value, self.graph)
 
     def expression_text(self, pos: Pos) -> str:
         """An expression's source text, with the brackets that open it (`(x ** 2).sum()` starts
         at its `(`, where the expression's place starts at `x`)."""
-        text, start = self.source.text, pos.start
-        shown = text[start:pos.end]
-        balance = shown.count("(") - shown.count(")")
-        while balance < 0 and start > 0:
-            start -= 1
-            if text[start] == "(":
-                balance += 1
-            elif not text[start].isspace():
-                break
-        return text[start:pos.end] if balance == 0 else shown
+        return printed_text(self.source.text, pos.start, pos.end)
 
     def as_tuple(self, value):
         """`(0.1,)` written with constants is one Literal: its items, as a tuple of values."""

@@ -16,6 +16,8 @@ from gradcli.language.dialects import split_spelling
 from gradcli.language.lower import transforms
 from gradcli.language.lower.values import NONE, Literal, Scope, Text, TupleValue
 from gradcli.language.lower.custom_gradients import DEFVJP
+from gradcli.language.lower.gradcheck import GradCheck
+from gradcli.language.lower.integers import written_integer
 from gradcli.language.lower.transforms import ClassValue, FunctionRef, ObjectValue
 from gradcli.records import ValueRecord
 from gradcli.autodiff import depends_on
@@ -62,7 +64,18 @@ class TorchState:
         return any(start <= i < end for start, end in self.off_windows)
 
 
-class TorchAutograd:
+def _apply_as_function(cls: ClassValue, pos: Pos) -> FunctionRef:
+    """`Exp.apply` as a value: the function of forward's arguments (ctx left out) that calls it."""
+    params = [p for p, _ in cls.methods["forward"].params]
+    if "setup_context" not in cls.methods:
+        params = params[1:]
+    params = [(f"{p}_", pos) for p in params]  # (never the class's own name)
+    call = ast.Call("apply", [ast.Name(cls.name, pos)] + [ast.Name(p, pos) for p, _ in params], pos, method=True)
+    fn = ast.FuncDef(f"{cls.name}.apply", params, [ast.Return(call, pos)], pos)
+    return FunctionRef(fn, f"{cls.name}.apply", pos)
+
+
+class TorchAutograd(GradCheck):
     """Part of the lowering (gradcli.language.lower): PyTorch's autograd."""
 
     @property
@@ -122,11 +135,15 @@ class TorchAutograd:
                              "real functions", node.pos)
         if spelled in DEFVJP:
             return self.autograd_defvjp(node, args)
+        if spelled.rpartition(".")[2] == "check_grads" and spelled.startswith("autograd."):
+            return self.autograd_check_grads(node, args, keywords)
         if spelled.startswith("autograd.") and keywords and args and isinstance(args[0], FUNCTION_VALUES):
             return self.autograd_transform(spelled.rpartition(".")[2], node, args, keywords)
         if not spelled.startswith("torch."):
             return NOT_MINE
         bare = spelled.rpartition(".")[2]
+        if bare in ("gradcheck", "gradgradcheck"):  # (gradcheck.py)
+            return self.torch_gradcheck(bare, node, args, keywords, scope, work)
         if bare in ("no_grad", "enable_grad") and not args:
             return GradMode(bare == "enable_grad", node.pos)
         if bare == "set_grad_enabled" and len(args) == 1:
@@ -167,6 +184,9 @@ class TorchAutograd:
         value = self.materialize(value, scope, node.pos)
         if not flag:
             return value
+        if written_integer(self, inner):
+            raise self.error("Only Tensors of floating point and complex dtype can require gradients (PyTorch: "
+                             "RuntimeError): write the values as floats (2.0), or give dtype=torch.float64", node.pos)
         leaf = transforms.fresh(self, value, node.pos, scope)
         self.torch.leaves[leaf] = None
         return leaf
@@ -210,6 +230,10 @@ class TorchAutograd:
             if receiver not in self.torch.leaves:
                 self.torch.retained.setdefault(receiver, None)
             return NONE
+        if node.func in ("expand_as", "view_as", "reshape_as") and type(receiver) is int and len(args) == 2:
+            shape = self.shape_of(args[1])  # x.expand_as(y): x broadcast to y's shape (view_as: reshaped)
+            op = "broadcast_to" if node.func == "expand_as" else "reshape"
+            return self.emit(OPS[op], (receiver,), {"shape": shape}, node.pos, node.func, scope)
         if node.func == "register_hook":
             raise self.error("Tensor.register_hook is not supported: gradcli's gradients are equations of the "
                              "program; multiply the gradient where it is used", node.pos)
@@ -237,9 +261,6 @@ class TorchAutograd:
         """`Exp.apply(x)` of a torch.autograd.Function subclass: forward(ctx, *args) gives the value,
         backward(ctx, grad_output) the gradient of the call (custom_gradients.py builds it)."""
 
-        if "setup_context" in cls.methods:
-            raise self.error(f"{cls.name}: a forward without ctx and a separate setup_context are not supported "
-                             "yet: write forward(ctx, ...) and save what backward needs there", node.pos)
         if any(a is NONE for a in args):
             raise self.error(f"{cls.name}.apply: None as an argument is not supported: leave it out", node.pos)
         xs = [self.materialize(a, scope, node.pos) for a in args]
@@ -249,6 +270,10 @@ class TorchAutograd:
         named = ast.Call(f"{cls.name}.apply", node.args, node.pos)  # (how check names a wrong rule)
         work.append((_FINISH, ("custom", "function_forward", cls, ctx, xs, named), scope))
         forward = cls.methods["forward"]
+        if "setup_context" in cls.methods:  # PyTorch 2's style: forward(*args), then setup_context(ctx, inputs, output)
+            work.append((_FINISH, ("custom", "function_setup", cls, ctx, xs, named), scope))
+            call = ast.Call(forward.name, list(node.args[1:]), node.pos)
+            return self.call_user(forward, call, xs, scope, work, None)
         call = ast.Call(forward.name, [ast.Name("ctx", node.pos)] + list(node.args[1:]), node.pos)
         return self.call_user(forward, call, [ctx] + xs, scope, work, None)
 
@@ -391,9 +416,8 @@ class TorchAutograd:
     # ------------------------------------------------------------------ attributes and contexts
     def torch_attribute(self, target, name: str, pos: Pos, scope: Scope):
         """`.grad`, `.requires_grad`, `.data`, `.grad_fn`, `.is_leaf` of a value, or None."""
-        if isinstance(target, ClassValue) and name == "apply":
-            raise self.error(f"{target.name}.apply is called, not passed as a value (torch.autograd.gradcheck is "
-                             f"gradcli check): write {target.name}.apply(x)", pos)
+        if isinstance(target, ClassValue) and name == "apply" and "forward" in target.methods:
+            return _apply_as_function(target, pos)  # `gradcheck(Exp.apply, (x,))`
         if name not in ATTRIBUTES or type(target) is not int:
             return None
         state = self.torch

@@ -211,7 +211,7 @@ class Formatted(ValueRecord):
 FUNCTION_VALUES = (FunctionRef, Transform, Linear, Mapped)
 JAX_TRANSFORMS = {"grad", "value_and_grad", "jacfwd", "jacrev", "jacobian", "hessian", "elementwise_grad"}
 # calls whose list arguments are lists of values (sources, targets), not one array
-GRADIENT_CALLS = {"gradient", "gradients", "jacobian", "watch", "grad"}  # (grad: torch.autograd.grad)
+GRADIENT_CALLS = {"gradient", "gradients", "jacobian", "watch", "grad", "check_grads"}  # (grad: torch.autograd.grad)
 NOT_MINE = object()  # GradientCalls.call_gradient_api: not a call of the gradient API
 _FINISH = 7  # the lowering's work item after a transformed function's body: its gradient
 
@@ -257,3 +257,32 @@ class BoundMethod(ValueRecord):
 
 
 FUNCTION_VALUES = FUNCTION_VALUES + (ClassValue, ObjectValue, BoundMethod)
+
+
+_OPENERS, _CLOSERS = "([{", ")]}"
+
+
+def printed_text(source: str, start: int, end: int) -> str:
+    """The source text of a printed expression: its node's span widened over the brackets the
+    parser dropped (`(x ** 2).requires_grad` spans from `x`, and `(a - b) / c` from `a`), so
+    the output's key is the expression as written."""
+    depth = lowest = 0
+    quote = ""
+    for ch in source[start:end]:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in _OPENERS:
+            depth += 1
+        elif ch in _CLOSERS:
+            depth -= 1
+            lowest = min(lowest, depth)
+    unopened, unclosed = -lowest, depth - lowest
+    while unopened and start > 0 and (source[start - 1] in _OPENERS or source[start - 1].isspace()):
+        start -= 1
+        unopened -= source[start] in _OPENERS
+    while unclosed and end < len(source) and (source[end] in _CLOSERS or source[end].isspace()):
+        end += 1
+        unclosed -= source[end - 1] in _CLOSERS
+    return source[start:end]

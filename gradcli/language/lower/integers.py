@@ -1,0 +1,115 @@
+"""Which values the libraries hold as integers, read from how the program writes them.
+
+gradcli computes every value in float64, but a gradient API treats an integer tensor apart:
+TensorFlow's tape does not watch one (its gradient is None, with a logged warning), JAX's grad
+and its kin raise TypeError, autograd raises TypeError, and PyTorch refuses requires_grad on one
+(RuntimeError). A value is an integer one where the program writes it so: an integer literal
+(`10`, `[1, 2]`), a constructor of one without a float dtype (`tf.constant(10)`,
+`torch.tensor([1, 2])`, `jnp.arange(3)`), a constructor with an integer dtype, or a name the
+program's top level assigns such a value.
+
+Also here (`ValuesApart`): a value computed by NumPy inside a tf.GradientTape, which the tape
+does not record, and a source of tf.gradients folded into a constant."""
+from __future__ import annotations
+
+import re
+
+from gradcli.language import syntax as ast
+from gradcli.language.lower.values import Literal, Scope
+from gradcli.ops import OPS
+
+CONSTRUCTORS = {"constant", "Variable", "tensor", "as_tensor", "array", "asarray", "convert_to_tensor", "arange"}
+_INTEGER_TEXT = re.compile(r"[0-9][0-9_]*")
+_STEPS = 10_000  # nodes looked at for one value (a literal of many items is read item by item)
+
+
+def written_integer(lowering, node) -> bool:
+    """Whether the library holds the value `node` writes as integers (every item integer-written;
+    a float item, a float dtype, or anything computed makes it not)."""
+    text = lowering.source.text
+    pending, seen = [node], set()
+    for _ in range(_STEPS):
+        if not pending:
+            return True
+        n = pending.pop()
+        if isinstance(n, ast.Number):
+            if n.boolean or n.pos.start < 0 or not _INTEGER_TEXT.fullmatch(text[n.pos.start:n.pos.end]):
+                return False
+        elif isinstance(n, (ast.Array, ast.Tuple)) and n.items:
+            pending.extend(n.items)
+        elif isinstance(n, ast.Call) and n.symbol == "-" and len(n.args) == 1:
+            pending.append(n.args[0])
+        elif isinstance(n, ast.Call) and not n.method and n.args \
+                and lowering.spelled(n.func).rpartition(".")[2] in CONSTRUCTORS:
+            dtype = next((k.value for k in n.keywords if k.name == "dtype"), None)
+            if dtype is not None:
+                written = text[dtype.pos.start:dtype.pos.end] if dtype.pos.start >= 0 else ""
+                if "int" not in written:
+                    return False
+                continue
+            pending.extend(n.args if n.func.endswith("arange") else n.args[:1])
+        elif isinstance(n, ast.Name) and n.id not in seen:
+            seen.add(n.id)
+            value = _assigned_before(lowering.module, n)
+            if value is None:
+                return False
+            pending.append(value)
+        else:
+            return False
+    return False
+
+
+def _assigned_before(module, name: ast.Name):
+    """The expression the top level last assigns to `name` before its use, or None."""
+    found = None
+    for stmt in module.statements:
+        if stmt.pos.start >= name.pos.start:
+            break
+        if isinstance(stmt, ast.Assign) and stmt.name == name.id:
+            found = stmt.value
+    return found
+
+
+def integer_items(lowering, node) -> list[bool]:
+    """For a source or a list of them as written (`x`, `[x, y]`): whether each is an integer one."""
+    items = node.items if isinstance(node, (ast.Array, ast.Tuple)) else [node]
+    return [written_integer(lowering, item) for item in items]
+
+
+class ValuesApart:
+    """Part of the lowering (gradcli.language.lower): what a gradient API treats apart."""
+
+    def numpy_under_tape(self, node: ast.Call, values: list, scope: Scope, work: list):
+        """`np.mean(x2)` while a tf.GradientTape records: TensorFlow hands NumPy an array, so the
+        tape does not see the computation and its result is a constant to it (the gradient
+        through it is None); said as a warning, since it is the classic way to lose a gradient."""
+        self._numpy_under_tape = True
+        try:
+            value = self.call(node, values, scope, work)
+        finally:
+            self._numpy_under_tape = False
+        if type(value) is not int:
+            return value
+        self.graph.warnings.append((f"{node.func} computes in NumPy, outside the GradientTape: the tape does not "
+                                    "record it, so no gradient flows through it (TensorFlow gives None); compute it "
+                                    "with TensorFlow's operations to keep the gradient", node.pos, "gradient_lost",
+                                    node.func))
+        return self.emit(OPS["stop_gradient"], (value,), {}, node.pos, node.func, scope)
+
+    def refuse_integer_argument(self, fn, arg) -> None:
+        """JAX's and autograd's TypeError for an integer argument a transform differentiates."""
+        if self.spelled(fn.by).startswith("autograd"):
+            raise self.error(f"{fn.by}: Can't differentiate w.r.t. type <class 'int'> (autograd: TypeError): "
+                             "write the value as a float (2.0)", arg.pos)
+        raise self.error(f"{fn.kind} requires real- or complex-valued inputs (input dtype that is a sub-dtype of "
+                         "np.inexact), but got int32 (JAX: TypeError): write the value as a float (2.0)", arg.pos)
+
+    def refuse_folded_sources(self, sources: list, pos) -> None:
+        """tf.gradients with respect to a constant the lowering folded (its uses were folded with
+        it: no equation of the program depends on it, so its gradient would read as unconnected)."""
+        folded = [x for x in sources if isinstance(x, Literal)]
+        if folded:
+            raise self.error("tf.gradients: a source is a constant that gradcli computed while building the "
+                             "program (inside a function, tf.constant(...) and what is computed from it are "
+                             "folded), so no gradient can be traced to it: make it an argument of the function "
+                             f"or a value of the program's top level (the constant is made at line {folded[0].pos.line})", pos)
