@@ -21,11 +21,22 @@ from gradcli.engine.memory import check_memory
 from gradcli.limits import default_memory_limit
 from gradcli.ir import Graph
 from gradcli.language.lower import lower
+from gradcli.language.lower.values import ShapeOnly
 from gradcli.ops import fmt_shape
 from gradcli.language.parser import normalise, parse_program
 from gradcli.records import ValueRecord
 from gradcli.language import syntax as ast
 from gradcli.engine.backends import BACKENDS, Backend, FileRef, backend as backend_named
+
+
+def _valueless(graph: Graph) -> set[int]:
+    """The equations computed from an input that has no values (a shape alone, or nothing:
+    `symbols=True`): they have shapes and no values."""
+    valueless: set[int] = set()
+    for i, eq in enumerate(graph.equations):
+        if (eq.op.name == "input" and eq.params.get("value") is None) or any(j in valueless for j in eq.inputs):
+            valueless.add(i)
+    return valueless
 
 
 def _value_id(graph: Graph, name: str, option: str) -> int:
@@ -143,7 +154,9 @@ def compile_program(text: str, name: str = "<expr>", feeds: dict | None = None, 
     return lower(module, source, {k: _as_real(v) for k, v in (feeds or {}).items()}, tail, symbols)
 
 
-def _as_real(value) -> np.ndarray:
+def _as_real(value) -> np.ndarray | ShapeOnly:
+    if isinstance(value, ShapeOnly):  # a dtype and a shape, no values (derive, graph)
+        return value
     arr = np.asarray(value)
     return arr if arr.dtype.kind == "f" and arr.dtype.itemsize >= 4 else arr.astype(np.float64)
 
@@ -627,7 +640,7 @@ class Program:
     def graph_view(self, of: str | None = None, wrt: list[str] | None = None) -> GraphView:
         """What `gradcli graph` shows: the equations `of` (default: the last statement) needs,
         their values, and with `wrt` each one's gradient d(of)/d(it)."""
-        graph = _fork(self._host_graph())
+        graph = _fork(self._host_graph(runnable=False))
         y = _value_id(graph, of, "of") if of else graph.result[1]
         x_ids = [_value_id(graph, x, "wrt") for x in _names(wrt)]
         nodes = needed_equations(graph, [y])
@@ -638,10 +651,13 @@ class Program:
             for i, g in zip(on_path, gradients(graph, [y], on_path)):
                 if g is not None:
                     cotangents[i] = g
-        fetch = {f"v{i}": i for i in nodes} | {f"g{i}": g for i, g in cotangents.items()}
+        # what is computed from an input given a shape but no values has none (None)
+        valueless = _valueless(graph)
+        fetch = {f"v{i}": i for i in nodes if i not in valueless} | {
+            f"g{i}": g for i, g in cotangents.items() if g not in valueless}
         host, diagnostics = _run(graph, fetch, "float64", "cpu", self.options.max_memory)
-        values = {i: host[f"v{i}"] for i in nodes}
-        grads = {i: host[f"g{i}"] for i in cotangents}
+        values = {i: host.get(f"v{i}") for i in nodes}
+        grads = {i: host.get(f"g{i}") for i in cotangents}
         # what a diagnostic reaches, in the user's words: the names the program gave its values
         # (and their gradients), not the keys the values were fetched by
         y_name = graph.value_names.get(y, "y")
@@ -649,8 +665,19 @@ class Program:
         shown |= {f"g{i}": f"d{y_name}/d{graph.value_names[i]}" for i in cotangents if i in graph.value_names}
         for d in diagnostics:
             d.reaches = list(dict.fromkeys(shown[r] for r in d.reaches if r in shown))
-        nonfinite = {i for i, v in values.items() if not np.isfinite(v).all()}
+        nonfinite = {i for i, v in values.items() if v is not None and not np.isfinite(v).all()}
         return GraphView(graph, y, nodes, values, grads, nonfinite, diagnostics)
+
+    def _named(self, name: str, option: str, err: GradcliError) -> None:
+        """Raise the unknown-name error of `option` where the program (compiled without values)
+        has no value `name`; `err` (the error of compiling it with values) where it cannot be
+        compiled even so."""
+        try:
+            graph = Program(self.text, name=self.name, call=self.call, feeds=self.feeds, options=self.options,
+                            symbols=True)._compiled()[0]
+        except GradcliError:
+            raise err from None
+        _value_id(graph, name, option)
 
     @_collector_paused
     def curve(self, wrt: str, low: float, high: float, points: int = 200, of: str | None = None,
@@ -663,9 +690,10 @@ class Program:
         program = self
         try:
             graph = _fork(self._host_graph())
-        except GradcliError:
+        except GradcliError as err:
             if index is not None or base in (self.feeds or {}):
                 raise
+            self._named(base, "wrt", err)  # a --wrt the program does not name is said so, not its other inputs
             program = self.with_feeds({base: float(low)})  # (any error is then the program's)
             graph = _fork(program._host_graph())
         (of_name,), (y,), (x,) = _targets(graph, [of] if of else None, [base])
@@ -877,9 +905,10 @@ def derivation(text: str, *, call: str | None = None, wrt: str, of: list[str] | 
 
 def graph_view(text: str, *, call: str | None = None, of: str | None = None, wrt: list[str] | None = None,
                name: str = "<expr>", feeds: dict | None = None, max_memory: int | None = None) -> GraphView:
-    """`Program.graph_view`."""
-    return Program(text, name=name, call=call, feeds=feeds, options=RunOptions(max_memory=max_memory)).graph_view(
-        of, wrt)
+    """`Program.graph_view`, an input without values (a shape alone, or nothing: a number) shown
+    with its shape (`symbols=True`)."""
+    return Program(text, name=name, call=call, feeds=feeds, options=RunOptions(max_memory=max_memory),
+                   symbols=True).graph_view(of, wrt)
 
 
 def curve(text: str, *, wrt: str, low: float, high: float, points: int = 200, of: str | None = None,

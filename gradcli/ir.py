@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from gradcli.errors import GradcliError, Pos, ShapeError, Source
+from gradcli.errors import GradcliError, OptionError, Pos, ShapeError, Source
 from gradcli.ops import OPS, Op, Sym
 from gradcli.ops import broadcast_shapes as ops_broadcast
 from gradcli.ops.shapes import _broadcast as _BROADCAST, _same as _SAME
@@ -72,6 +72,9 @@ class Graph(ValueRecord):
     # it as spelled, "tf.gradients", and its Pos); what the program prints: [(text, id or None)]
     made_by = None
     printed = None
+    # (not a field) the inputs given neither values nor a shape, each taken to be a number
+    # (`derive`, `graph`): {id: name}; a shape rule that fails on one of them says it needs a shape
+    unshaped = None
 
     def __init__(self, source, equations=NEW, shapes=NEW, names=NEW, inputs=NEW, value_names=NEW, result=None,
                  warnings=NEW, context=None, differentiated=NEW, _memo=NEW):
@@ -110,8 +113,8 @@ class Graph(ValueRecord):
             except ShapeError as exc:
                 message = str(exc)
                 prefix = f"{label}: "
-                raise GradcliError(message if message.startswith(prefix) else prefix + message,
-                                   pos, self.source) from None
+                message = message if message.startswith(prefix) else prefix + message
+                raise self._unshaped_error(inputs, message, pos) or GradcliError(message, pos, self.source) from None
             if not shape:
                 pass  # a number: nothing to bound
             elif len(shape) > MAX_DIMENSIONS:
@@ -130,6 +133,31 @@ class Graph(ValueRecord):
         self.equations.append(Equation(op, inputs, params, pos, label, stack, backward))
         shapes.append(shape)
         return len(shapes) - 1
+
+    def _unshaped_error(self, inputs: tuple, message: str, pos: Pos | None) -> GradcliError | None:
+        """Where a shape rule fails on values computed from inputs taken to be numbers for want of
+        a shape (`unshaped`), the error naming those inputs, at the first one's place; else None."""
+        if not self.unshaped:
+            return None
+        found, seen, work = [], set(inputs), list(inputs)
+        while work:  # the inputs' ancestors (the error's path only: no cost to a program that is right)
+            i = work.pop()
+            if i in self.unshaped:
+                found.append(i)
+            for j in self.equations[i].inputs:
+                if j not in seen:
+                    seen.add(j)
+                    work.append(j)
+        if not found:
+            return None
+        found.sort()
+        names = [self.unshaped[i] for i in found]
+        listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+        ask = "has no shape: give one with" if len(names) == 1 else "have no shape: give each one a shape, as in"
+        return OptionError(f"{listed} {ask} {{option}} '{names[0]}=float64[3]'",
+                           "feeds", self.equations[found[0]].pos, self.source,
+                           note=f"taken to be a number, {'it' if len(names) == 1 else 'they'} cannot be used here: "
+                                f"{message}" + (f" (at {pos})" if pos is not None else ""))
 
     def add_input(self, name: str, value, pos: Pos | None = None, label: str | None = None) -> int:
         """An input equation: a named source whose value can be given anew at each run."""
@@ -265,8 +293,12 @@ class Graph(ValueRecord):
 
     def value_id(self, name: str, what: str = "name") -> int:
         if name not in self.names:
+            import difflib
+
             choices = ", ".join(sorted(self.names)) or "none"
-            raise GradcliError(f"unknown {what} '{name}': the program's names are {choices}")
+            close = difflib.get_close_matches(name, list(self.names), n=1)
+            maybe = f" (did you mean {close[0]}?)" if close else ""
+            raise GradcliError(f"unknown {what} '{name}'{maybe}: the program's names are {choices}")
         return self.names[name]
 
 

@@ -355,7 +355,9 @@ def _node_label(view, i: int) -> tuple[str, str, str]:
     return op, where, details
 
 
-def _brief(arr: np.ndarray) -> str:
+def _brief(arr: np.ndarray | None) -> str:
+    if arr is None:  # computed from an input given a shape but no values
+        return "(no values)"
     if arr.size <= 6:
         return np.array2string(np.asarray(arr), precision=4, separator=", ", max_line_width=10**6)
     with np.errstate(all="ignore"):

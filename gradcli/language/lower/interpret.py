@@ -11,7 +11,7 @@ from gradcli.language import dialects
 from gradcli.language.dialects import (
     CONSTANTS, FLOAT_DTYPES, OTHER_DTYPES, SEQUENCE_KEYWORDS, meaning, numpy as numpy_dialect, split_spelling)
 from gradcli.language.lower.values import (
-    NONE, AtIndexed, AtRef, Closure, IndexTrick, Literal, NumberPolicy, Scope, Text, TupleValue)
+    NONE, AtIndexed, AtRef, Closure, IndexTrick, Literal, NumberPolicy, Scope, ShapeOnly, Text, TupleValue)
 from gradcli.language.lower.transforms import (
     _FINISH, FUNCTION_VALUES, GRADIENT_CALLS, DictValue, FunctionRef, Tape, TapeRecording)
 from gradcli.ops import OPS
@@ -149,15 +149,16 @@ class Interpreter:
             return graph.inputs[name]
         if name in self.feeds:
             value = self.feeds[name]
+            if isinstance(value, ShapeOnly):
+                if not self.symbols:
+                    raise OptionError(f"{name} has a shape ({{option}} {name}={value}) but no values, and this "
+                                      f"command computes with them: give {name}'s values (a shape alone serves "
+                                      "derive and graph)", "feeds", pos, self.source)
+                return self.symbol(name, pos, value.shape)
         elif default is not None:
             value = default.value
-        elif self.symbols:  # a scalar with no value: what `derive` prints as a free name
-            graph.equations.append(Equation(OPS["input"], (), {"name": name, "value": None}, pos, name))
-            graph.shapes.append(())
-            value = graph.inputs[name] = len(graph.equations) - 1
-            graph.names.setdefault(name, value)
-            graph.value_names.setdefault(value, name)
-            return value
+        elif self.symbols:  # no value, no shape: taken to be a number, a free name in what `derive` prints
+            return self.symbol(name, pos, None)
         else:
             self.missing.setdefault(name, pos)
             value = None
@@ -172,6 +173,19 @@ class Interpreter:
         graph.names.setdefault(name, id_)
         graph.value_names.setdefault(id_, name)
         return id_
+
+    def symbol(self, name: str, pos: Pos, shape: tuple | None) -> int:
+        """An input without values (what `derive` prints as a free name): of `shape`, or where
+        none was given a number, remembered as such (gradcli.ir.Graph.unshaped)."""
+        graph = self.graph
+        graph.equations.append(Equation(OPS["input"], (), {"name": name, "value": None}, pos, name))
+        graph.shapes.append(() if shape is None else shape)
+        value = graph.inputs[name] = len(graph.equations) - 1
+        if shape is None:
+            graph.unshaped = {**(graph.unshaped or {}), value: name}
+        graph.names.setdefault(name, value)
+        graph.value_names.setdefault(value, name)
+        return value
 
     def materialize(self, value, scope: Scope, pos: Pos | None = None) -> int:
         if isinstance(value, Literal):
