@@ -13,8 +13,8 @@ import gc
 
 import numpy as np
 
-from gradcli.autodiff import blocked_at, depends_on, gradients
-from gradcli.numerics.diagnostics import NONFINITE_KINDS, Diagnostic, NumericsChecker
+from gradcli.autodiff import depends_on, gradients
+from gradcli.numerics.diagnostics import NONFINITE_KINDS, Diagnostic, NumericsChecker, unconnected_diagnostic
 from gradcli.errors import GradcliError, OptionError, Source
 from gradcli.engine.evaluate import DTYPES, needed_equations, run
 from gradcli.engine.memory import check_memory
@@ -27,16 +27,6 @@ from gradcli.language.parser import normalise, parse_program
 from gradcli.records import ValueRecord
 from gradcli.language import syntax as ast
 from gradcli.engine.backends import BACKENDS, Backend, FileRef, backend as backend_named
-
-
-def _valueless(graph: Graph) -> set[int]:
-    """The equations computed from an input that has no values (a shape alone, or nothing:
-    `symbols=True`): they have shapes and no values."""
-    valueless: set[int] = set()
-    for i, eq in enumerate(graph.equations):
-        if (eq.op.name == "input" and eq.params.get("value") is None) or any(j in valueless for j in eq.inputs):
-            valueless.add(i)
-    return valueless
 
 
 def _value_id(graph: Graph, name: str, option: str) -> int:
@@ -505,7 +495,7 @@ class Program:
                 d.reaches = [r.replace("\0", "d/d") for r in d.reaches]
             for x, x_id, g in zip(wrt, x_ids, grad_ids):
                 if g is None:
-                    diagnostics.append(_unconnected(graph, y_ids, ys, x, x_id))
+                    diagnostics.append(unconnected_diagnostic(graph, y_ids, ys, x, x_id))
             return Result(outputs, result_grads, diagnostics, dtype, graph)
 
         saved_as = {**{y: ("output", y) for y in fetch}, **{f"\0{x}": ("gradient", x) for x in wrt}}
@@ -652,7 +642,7 @@ class Program:
                 if g is not None:
                     cotangents[i] = g
         # what is computed from an input given a shape but no values has none (None)
-        valueless = _valueless(graph)
+        valueless = graph.valueless()
         fetch = {f"v{i}": i for i in nodes if i not in valueless} | {
             f"g{i}": g for i, g in cotangents.items() if g not in valueless}
         host, diagnostics = _run(graph, fetch, "float64", "cpu", self.options.max_memory)
@@ -668,17 +658,6 @@ class Program:
         nonfinite = {i for i, v in values.items() if v is not None and not np.isfinite(v).all()}
         return GraphView(graph, y, nodes, values, grads, nonfinite, diagnostics)
 
-    def _named(self, name: str, option: str, err: GradcliError) -> None:
-        """Raise the unknown-name error of `option` where the program (compiled without values)
-        has no value `name`; `err` (the error of compiling it with values) where it cannot be
-        compiled even so."""
-        try:
-            graph = Program(self.text, name=self.name, call=self.call, feeds=self.feeds, options=self.options,
-                            symbols=True)._compiled()[0]
-        except GradcliError:
-            raise err from None
-        _value_id(graph, name, option)
-
     @_collector_paused
     def curve(self, wrt: str, low: float, high: float, points: int = 200, of: str | None = None,
               order: int = 1) -> Curve:
@@ -693,7 +672,11 @@ class Program:
         except GradcliError as err:
             if index is not None or base in (self.feeds or {}):
                 raise
-            self._named(base, "wrt", err)  # a --wrt the program does not name is said so, not its other inputs
+            try:  # a --wrt the program does not name is said so, not the inputs it lacks
+                named = Program(self.text, name=self.name, call=self.call, feeds=self.feeds, symbols=True)._compiled()[0]
+            except GradcliError:
+                raise err from None
+            _value_id(named, base, "wrt")
             program = self.with_feeds({base: float(low)})  # (any error is then the program's)
             graph = _fork(program._host_graph())
         (of_name,), (y,), (x,) = _targets(graph, [of] if of else None, [base])
@@ -780,21 +763,6 @@ class _StoredAs:
 
     def failed(self, exc):
         self.store.failed(exc)
-
-
-def _unconnected(graph: Graph, y_ids: list[int], ys: list[str], x: str, x_id: int) -> Diagnostic:
-    """Why x has no gradient: no path to the outputs, or every path is cut (and where)."""
-    cuts = blocked_at(graph, y_ids, x_id)
-    targets = " + ".join(ys)
-    if cuts is None:
-        return Diagnostic("info", "unconnected", "grad", f"{x} has no gradient: {targets} does not depend on {x}",
-                          None, graph.equations[x_id].pos)
-    where = ", ".join(f"{graph.equations[c].label} at {graph.equations[c].pos}" for c in cuts[:5])
-    more = f" and {len(cuts) - 5} more" if len(cuts) > 5 else ""
-    first = graph.equations[cuts[0]]
-    return Diagnostic("info", "unconnected", first.label,
-                      f"{x} has no gradient: every path from {x} to {targets} passes through an operation "
-                      f"that passes no gradient: {where}{more}", None, first.pos, first.stack)
 
 
 def _targets(graph: Graph, of: list[str] | None, wrt: list[str]) -> tuple[list[str], list[int], list[int]]:

@@ -291,6 +291,15 @@ class Graph(ValueRecord):
             return b
         return None
 
+    def valueless(self) -> set[int]:
+        """The equations computed from an input that has no values (a shape alone, or nothing:
+        what `derive` and `graph` take): they have shapes and no values."""
+        found: set[int] = set()
+        for i, eq in enumerate(self.equations):
+            if (eq.op.name == "input" and eq.params.get("value") is None) or any(j in found for j in eq.inputs):
+                found.add(i)
+        return found
+
     def value_id(self, name: str, what: str = "name") -> int:
         if name not in self.names:
             import difflib

@@ -150,15 +150,11 @@ class Interpreter:
         if name in self.feeds:
             value = self.feeds[name]
             if isinstance(value, ShapeOnly):
-                if not self.symbols:
-                    raise OptionError(f"{name} has a shape ({{option}} {name}={value}) but no values, and this "
-                                      f"command computes with them: give {name}'s values (a shape alone serves "
-                                      "derive and graph)", "feeds", pos, self.source)
-                return self.symbol(name, pos, value.shape)
+                return symbol(self, name, pos, value)
         elif default is not None:
             value = default.value
         elif self.symbols:  # no value, no shape: taken to be a number, a free name in what `derive` prints
-            return self.symbol(name, pos, None)
+            return symbol(self, name, pos, None)
         else:
             self.missing.setdefault(name, pos)
             value = None
@@ -173,19 +169,6 @@ class Interpreter:
         graph.names.setdefault(name, id_)
         graph.value_names.setdefault(id_, name)
         return id_
-
-    def symbol(self, name: str, pos: Pos, shape: tuple | None) -> int:
-        """An input without values (what `derive` prints as a free name): of `shape`, or where
-        none was given a number, remembered as such (gradcli.ir.Graph.unshaped)."""
-        graph = self.graph
-        graph.equations.append(Equation(OPS["input"], (), {"name": name, "value": None}, pos, name))
-        graph.shapes.append(() if shape is None else shape)
-        value = graph.inputs[name] = len(graph.equations) - 1
-        if shape is None:
-            graph.unshaped = {**(graph.unshaped or {}), value: name}
-        graph.names.setdefault(name, value)
-        graph.value_names.setdefault(value, name)
-        return value
 
     def materialize(self, value, scope: Scope, pos: Pos | None = None) -> int:
         if isinstance(value, Literal):
@@ -436,6 +419,24 @@ class Interpreter:
         return None
 
 
+
+
+def symbol(lowering: Interpreter, name: str, pos: Pos, given: ShapeOnly | None) -> int:
+    """An input without values, what `derive` prints as a free name (`symbols`; refused otherwise):
+    of the shape `given`, or where none is a number, remembered as such (gradcli.ir.Graph.unshaped)."""
+    if given is not None and not lowering.symbols:
+        raise OptionError(f"{name} has a shape ({{option}} {name}={given}) but no values, and this command computes "
+                          f"with them: give {name}'s values (a shape alone serves derive and graph)", "feeds", pos,
+                          lowering.source)
+    graph = lowering.graph
+    graph.equations.append(Equation(OPS["input"], (), {"name": name, "value": None}, pos, name))
+    graph.shapes.append(() if given is None else given.shape)
+    value = graph.inputs[name] = len(graph.equations) - 1
+    if given is None:
+        graph.unshaped = {**(graph.unshaped or {}), value: name}
+    graph.names.setdefault(name, value)
+    graph.value_names.setdefault(value, name)
+    return value
 
 
 def number_value(node: ast.Number):
