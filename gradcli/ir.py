@@ -75,6 +75,9 @@ class Graph(ValueRecord):
     # (not a field) the inputs given neither values nor a shape, each taken to be a number
     # (`derive`, `graph`): {id: name}; a shape rule that fails on one of them says it needs a shape
     unshaped = None
+    # (not a field) the local names of the user functions called: {"loss.probs": [[_, value id]
+    # of each call]}, which the options naming values may name (value_id)
+    local_values = None
 
     def __init__(self, source, equations=NEW, shapes=NEW, names=NEW, inputs=NEW, value_names=NEW, result=None,
                  warnings=NEW, context=None, differentiated=NEW, _memo=NEW):
@@ -301,14 +304,39 @@ class Graph(ValueRecord):
         return found
 
     def value_id(self, name: str, what: str = "name") -> int:
-        if name not in self.names:
-            import difflib
+        if name in self.names:
+            return self.names[name]
+        local = self._local_id(name, what)
+        if local is not None:
+            return local
+        import difflib
 
-            choices = ", ".join(sorted(self.names)) or "none"
-            close = difflib.get_close_matches(name, list(self.names), n=1)
-            maybe = f" (did you mean {close[0]}?)" if close else ""
-            raise GradcliError(f"unknown {what} '{name}'{maybe}: the program's names are {choices}")
-        return self.names[name]
+        choices = ", ".join(sorted(self.names)) or "none"
+        locals_ = sorted(self.local_values or ())
+        bare = {q.rpartition(".")[2]: q for q in locals_}  # `prob` is close to loss.probs's `probs`
+        close = [bare.get(c, c) for c in difflib.get_close_matches(name, list(self.names) + locals_ + list(bare), n=1)]
+        maybe = f" (did you mean {close[0]}?)" if close else ""
+        also = f"; its functions' local names are {', '.join(locals_)}" if locals_ else ""
+        raise GradcliError(f"unknown {what} '{name}'{maybe}: the program's names are {choices}{also}")
+
+    def _local_id(self, name: str, what: str) -> int | None:
+        """The value of a user function's local name: `loss.probs`, or `probs` where only one
+        function has a local of that name; None where none has. A function called more than
+        once has a value in each call: which one is asked."""
+        table = self.local_values or {}
+        found = ([name] if name in table else []) if "." in name else \
+            sorted(q for q in table if q.rpartition(".")[2] == name)
+        if len(found) > 1:
+            raise GradcliError(f"ambiguous {what} '{name}': it is a local name of several functions "
+                               f"({', '.join(found)}); give one of these")
+        if not found:
+            return None
+        calls = table[found[0]]
+        if len({value for _, value in calls}) > 1:
+            function = found[0].rpartition(".")[0]
+            raise GradcliError(f"ambiguous {what} '{name}': {function} is called {len(calls)} times, and "
+                               f"{found[0]} has a value in each call; name the value you mean at the top level")
+        return calls[-1][1]
 
 
 def _hashable(params: dict):

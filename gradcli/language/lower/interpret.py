@@ -295,10 +295,12 @@ class Interpreter:
                 else:
                     values.append(self.index(node, args, scope))
             elif kind == _BIND:
-                scope.locals[node] = values.pop()
+                value = scope.locals[node] = values.pop()
+                remember_local(self.graph, scope, node, value)
             elif kind == _UNPACK:
                 for (name, _), item in zip(node.names, self.unpack(values.pop(), len(node.names), node.pos, scope)):
                     scope.locals[name] = item
+                    remember_local(self.graph, scope, name, item)
             elif kind == _DEFINE:
                 scope.locals[node.name] = Closure(node, scope)
             elif kind == _STATEMENT:
@@ -437,6 +439,23 @@ def symbol(lowering: Interpreter, name: str, pos: Pos, given: ShapeOnly | None) 
     graph.names.setdefault(name, value)
     graph.value_names.setdefault(value, name)
     return value
+
+
+def remember_local(graph: Graph, scope: Scope, name: str, value) -> None:
+    """The value a user function's local name is bound to, for `--print loss.probs`: under
+    `function.name`, the last value of each call of the function (gradcli.ir.Graph.local_values).
+    Two calls of one function never overlap (recursion is refused): a new locals dict is a new call."""
+    if type(value) is not int or not scope.active:
+        return
+    if graph.local_values is None:
+        graph.local_values = {}
+    calls = graph.local_values.setdefault(f"{scope.active[-1]}.{name}", [])
+    if calls and calls[-1][0] is scope.locals:
+        calls[-1][1] = value
+        return
+    if calls:
+        calls[-1][0] = None  # (only the current call's dict is held)
+    calls.append([scope.locals, value])
 
 
 def number_value(node: ast.Number):
