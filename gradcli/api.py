@@ -205,12 +205,8 @@ def _owned(feeds: dict | None) -> dict | None:
 def _fork(graph: Graph) -> Graph:
     """A copy of `graph` for a command to add its equations to (gradients, seeds), leaving the
     program as compiled: which equations were differentiated decides the tie and kink
-    diagnostics of every later run. The equations, never changed once made, are shared."""
-    forked = Graph(graph.source, list(graph.equations), list(graph.shapes), dict(graph.names), dict(graph.inputs),
-                   dict(graph.value_names), graph.result, list(graph.warnings), None, set(graph.differentiated),
-                   dict(graph._memo))
-    forked.local_values = graph.local_values  # (the names of user functions' locals, never changed once made)
-    return forked
+    diagnostics of every later run (gradcli.ir.Graph.fork)."""
+    return graph.fork()
 
 
 def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str,
@@ -619,6 +615,9 @@ class Program:
         target = "+".join(ys)
         root = (f"d{'_'.join(ys)}_d{wrt}" if len(ys) < 4 else f"grad_{wrt}").replace(".", "_")  # (loss.probs)
         header = f"d({target})/d{wrt} of {self.name}, as a gradcli program (evaluate it with the same inputs)"
+        numbers = list((graph.unshaped or {}).values())
+        header += f"; {', '.join(numbers)} taken to be {'numbers' if len(numbers) > 1 else 'a number'} (no shape given)" \
+            if numbers else ""
         if g is not None and all(graph.shapes[i] is not None for i in range(len(graph.shapes))):
             check_memory(graph, [g], "float64", self.options.max_memory, text=False)  # folding evaluates constant parts
         from gradcli.insight.printer import Printer  # start-up: a small eval does not load it

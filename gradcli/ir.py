@@ -137,6 +137,15 @@ class Graph(ValueRecord):
         shapes.append(shape)
         return len(shapes) - 1
 
+    def fork(self) -> Graph:
+        """A copy to add equations to, this one left as it is. The equations, never changed once
+        made, are shared; so is what the lowering noted of the inputs and the functions' locals."""
+        forked = Graph(self.source, list(self.equations), list(self.shapes), dict(self.names), dict(self.inputs),
+                       dict(self.value_names), self.result, list(self.warnings), None, set(self.differentiated),
+                       dict(self._memo))
+        forked.unshaped, forked.local_values = self.unshaped, self.local_values
+        return forked
+
     def _unshaped_error(self, inputs: tuple, message: str, pos: Pos | None) -> GradcliError | None:
         """Where a shape rule fails on values computed from inputs taken to be numbers for want of
         a shape (`unshaped`), the error naming those inputs, at the first one's place; else None."""

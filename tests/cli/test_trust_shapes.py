@@ -103,3 +103,15 @@ def test_plot_of_a_name_the_program_lacks_names_it_not_the_inputs_it_lacks():
     close = _gradcli("plot", "-e", "y = sin(xs) * xs", "--wrt", "x", "--range", "0:1")
     assert (close.returncode, close.stderr) == (2, "gradcli: error: unknown name for --wrt 'x' (did you mean xs?): "
                                                    "the program's names are xs, y\n")
+
+
+def test_derive_says_in_its_header_which_inputs_it_took_to_be_numbers():
+    """mean(x)'s derivative 1/n is 1.0 for a number: the program says it took x to be one."""
+    p = _gradcli("derive", "-e", "y = mean(x) * w", "--wrt", "x")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines()[0] == ("# d(y)/dx of <expr>, as a gradcli program (evaluate it with the same inputs); "
+                                        "x, w taken to be numbers (no shape given)")
+    shaped = _gradcli("derive", "-e", "y = mean(x) * w", "--wrt", "x", "--set", "x=float64[4]", "--set", "w=2.0")
+    assert shaped.stdout.splitlines()[0] == ("# d(y)/dx of <expr>, as a gradcli program (evaluate it with the same "
+                                             "inputs)")
+    assert shaped.stdout.splitlines()[-1] == "dy_dx = broadcast_to(reshape(w, shape=[1]), shape=[4]) / 4.0"
