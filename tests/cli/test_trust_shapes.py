@@ -4,11 +4,15 @@ neither values nor a shape is a number to `derive` and `graph`: where an operati
 dimensions, the error names that input and asks for its shape at its place (not the operation's
 rank rule). `plot --wrt NAME` of a name the program lacks says so, not which inputs it lacks."""
 import json
+import pathlib
 import subprocess
 import sys
 
+import jsonschema
 import numpy as np
 import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 MLP = "h = tanh(matmul(x, W)); y = sum(h * h)"
 
@@ -64,6 +68,7 @@ def test_graph_with_a_shape_alone_shows_the_values_it_can_and_none_for_the_other
     assert "matmul 1:10 (4,) (no values)" in p.stdout
     doc = json.loads(_gradcli("graph", "-e", MLP, "--set", "x=[1.0, 2.0, 3.0]", "--set", "W=float64[3, 4]",
                               "--format", "json").stdout)
+    jsonschema.Draft202012Validator(json.loads((ROOT / "docs" / "gradcli.schema.json").read_text())).validate(doc)
     values = {n["label"]: n["value"] for n in doc["graph"]["nodes"]}
     assert values["input W"] is None and values["y = sum"] is None and doc["outputs"] == {"y": None}
     assert values["input x"]["value"] == [1.0, 2.0, 3.0]
