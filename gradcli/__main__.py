@@ -1,19 +1,15 @@
-# `python -m gradcli`: Ctrl-C is quiet from this first line on (one line, exit 130), also while
-# gradcli.cli is imported; gradcli.cli's start-up takes over from there.
+# `python -m gradcli`: a Ctrl-C from this first line on is held while gradcli.cli is imported, and
+# delivered once gradcli.cli has installed its quiet handler (gradcli/cli/streams.py: one line on
+# stderr, exit 130), which takes over from there.
 import _signal
-import os
 
-
-def _interrupted(signum, frame):
-    try:
-        os.write(2, b"gradcli: interrupted\n")
-    finally:
-        os._exit(128 + signum)
-
-
-if _signal.getsignal(_signal.SIGINT) is not _signal.SIG_IGN:
-    _signal.signal(_signal.SIGINT, _interrupted)
-
-from gradcli.cli import main  # noqa: E402
+_held_mask = None
+if hasattr(_signal, "pthread_sigmask"):
+    _held_mask = _signal.pthread_sigmask(_signal.SIG_BLOCK, (_signal.SIGINT,))
+try:
+    from gradcli.cli import main
+finally:
+    if _held_mask is not None:
+        _signal.pthread_sigmask(_signal.SIG_SETMASK, _held_mask)
 
 main()

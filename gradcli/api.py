@@ -19,9 +19,9 @@ from gradcli.errors import GradcliError, OptionError, Source
 from gradcli.engine.evaluate import DTYPES, needed_equations, run
 from gradcli.engine.memory import check_memory
 from gradcli.limits import default_memory_limit
-from gradcli.ir import Graph
+from gradcli.ir import Graph, ShapeOnly
 from gradcli.language.lower import lower
-from gradcli.language.lower.values import ShapeOnly
+from gradcli.language.lower.values import ShapeAlone
 from gradcli.ops import fmt_shape
 from gradcli.language.parser import normalise, parse_program
 from gradcli.records import ValueRecord
@@ -53,11 +53,11 @@ class _Answer(ValueRecord):
 
 class Result(_Answer):
     """`outputs` (name -> array), `gradients` (name -> array, None where unconnected),
-    `diagnostics`, `dtype`, `graph`, `jacobians`, `hessians` and `mixed_hessians` (d²Y/dX dZ of
-    `hessian` with several inputs: {X: {Z: block shaped X.shape + Z.shape}})."""
-    _fields = ("outputs", "gradients", "diagnostics", "dtype", "graph", "jacobians", "hessians", "mixed_hessians")
+    `diagnostics`, `dtype`, `graph`, `jacobians`, `hessians`, `mixed_hessians` (d²Y/dX dZ of `hessian` with
+    several inputs: {X: {Z: block shaped X.shape + Z.shape}}) and `mode`: how they were computed (jacobians.py)."""
+    _fields = ("outputs", "gradients", "diagnostics", "dtype", "graph", "jacobians", "hessians", "mixed_hessians", "mode")
     _defaults = {"gradients": {}, "diagnostics": [], "dtype": "float64", "graph": None, "jacobians": {},
-                 "hessians": {}, "mixed_hessians": {}}
+                 "hessians": {}, "mixed_hessians": {}, "mode": None}
 
     def nonfinite(self) -> list[str]:
         """Names of outputs and gradients holding a NaN or an infinity (what --strict fails on)."""
@@ -144,8 +144,8 @@ def compile_program(text: str, name: str = "<expr>", feeds: dict | None = None, 
     return lower(module, source, {k: _as_real(v) for k, v in (feeds or {}).items()}, tail, symbols)
 
 
-def _as_real(value) -> np.ndarray | ShapeOnly:
-    if isinstance(value, ShapeOnly):  # a dtype and a shape, no values (derive, graph)
+def _as_real(value) -> np.ndarray | ShapeOnly | ShapeAlone:
+    if isinstance(value, (ShapeOnly, ShapeAlone)):  # a stand-in (Dask), or a shape alone (derive, graph)
         return value
     arr = np.asarray(value)
     return arr if arr.dtype.kind == "f" and arr.dtype.itemsize >= 4 else arr.astype(np.float64)
@@ -205,7 +205,7 @@ def _owned(feeds: dict | None) -> dict | None:
 def _fork(graph: Graph) -> Graph:
     """A copy of `graph` for a command to add its equations to (gradients, seeds), leaving the
     program as compiled: which equations were differentiated decides the tie and kink
-    diagnostics of every later run (gradcli.ir.Graph.fork)."""
+    diagnostics of every later run. The equations, never changed once made, are shared."""
     return graph.fork()
 
 
@@ -226,7 +226,7 @@ def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str,
         check_memory(graph, list(fetch.values()), dtype, max_memory, text=text, backend=chosen,
                      gathered=store is None)
     checker = NumericsChecker(graph, chosen, dtype)
-    ids = list(dict.fromkeys(fetch.values()))
+    ids = list(dict.fromkeys([*fetch.values(), *(j for j, _, _ in graph.assertions)]))
     with np.errstate(all="ignore"):
         values = run(graph, ids, dtype=dtype, backend=chosen, check=checker, overrides=overrides)
         if chosen.lazy:
@@ -248,6 +248,7 @@ def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str,
                 host = {k: computed["value", j] for k, j in fetch.items()}
         else:
             host = {k: np.asarray(chosen.to_host(values[j])) for k, j in fetch.items()}
+    graph.check_assertions({j: chosen.to_host(values[j]) for j, _, _ in graph.assertions})
     diagnostics = checker.finish(fetch)
     for message, pos in graph.warnings:
         diagnostics.insert(0, Diagnostic("warning", "unused_input", "input", message, None, pos))
@@ -267,7 +268,7 @@ def _lazy_feeds(feeds: dict | None, chosen) -> tuple[dict | None, dict]:
         if chosen.lazy and hasattr(value, "dask"):
             dtype = value.dtype if value.dtype.kind == "f" and value.dtype.itemsize >= 4 else np.dtype(np.float64)
             lazy[name] = value
-            value = np.broadcast_to(np.zeros((), dtype=dtype), value.shape)
+            value = ShapeOnly(value.shape, dtype)
         out[name] = value
     return out, lazy
 
@@ -555,7 +556,7 @@ class Program:
         from gradcli.insight.jacobians import jacobian as jacobian_blocks  # start-up: a small eval does not load it
         blocks = jacobian_blocks(graph, y, x_ids, self.options.max_memory, text=self.options.printed)
         jac = _fill_unconnected(_names(wrt), x_ids, blocks, unconnected, lambda x: graph.shapes[y] + graph.shapes[x])
-        return Result(host, {}, diagnostics, "float64", graph, jacobians=jac)
+        return Result(host, {}, diagnostics, "float64", graph, jacobians=jac, mode=blocks.mode)
 
     @_collector_paused
     def hessian(self, wrt: list[str], of: str | None = None, *, unconnected: str = "none") -> Result:
@@ -563,7 +564,7 @@ class Program:
         and with several inputs the mixed blocks d²Y/dX dZ."""
         graph, y, x_ids, host, diagnostics = self._second_order(wrt, of, unconnected)
         from gradcli.insight.jacobians import hessian as hessian_blocks  # start-up: a small eval does not load it
-        blocks, mixed_blocks = hessian_blocks(graph, y, x_ids, self.options.max_memory, text=self.options.printed)
+        blocks, mixed_blocks = found = hessian_blocks(graph, y, x_ids, self.options.max_memory, text=self.options.printed)
         wrt = _names(wrt)
         hes = _fill_unconnected(wrt, x_ids, blocks, unconnected, lambda x: graph.shapes[x] * 2)
         mixed = {}
@@ -573,7 +574,7 @@ class Program:
                 mixed[a] = _fill_unconnected([b for _, b, _ in others], [xb for _, _, xb in others],
                                              [mixed_blocks[i, j] for j, _, _ in others], unconnected,
                                              lambda xb: graph.shapes[xa] + graph.shapes[xb])
-        return Result(host, {}, diagnostics, "float64", graph, hessians=hes, mixed_hessians=mixed)
+        return Result(host, {}, diagnostics, "float64", graph, hessians=hes, mixed_hessians=mixed, mode=found.mode)
 
     @_collector_paused
     def check(self, wrt: list[str], of: list[str] | None = None, *, eps: float = 1e-6, rtol: float = 1e-5,

@@ -48,6 +48,20 @@ class Equation:
 _MAX_ELEMENTS = 2**63 - 1  # NumPy's intp
 
 
+class ShapeOnly:
+    """An input known only by its shape and dtype while the program is compiled (its values are
+    read later, lazily by Dask): the graph gets a stand-in that holds no memory, and the lowering
+    must not read values from it (a decision on data it has not seen would be a silent guess)."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape: tuple, dtype):
+        self.shape, self.dtype = tuple(shape), np.dtype(dtype)
+
+    def stand_in(self) -> np.ndarray:
+        return np.broadcast_to(np.zeros((), dtype=self.dtype), self.shape)
+
+
 class Graph(ValueRecord):
     """The equations, their shapes and names. `numbers` (a gradcli.language.lower.NumberPolicy, set
     by the lowering) is told of each constant or input made, and reads each constant's number
@@ -78,6 +92,10 @@ class Graph(ValueRecord):
     # (not a field) the local names of the user functions called: {"loss.probs": [[_, value id]
     # of each call]}, which the options naming values may name (value_id)
     local_values = None
+    # (not a field) the program's asserts on data given from outside, checked after evaluation:
+    # (the condition's id, the message, the assert's Pos)
+    assertions = ()
+    unread_inputs = frozenset()  # (not a field) input equations made from a ShapeOnly: no values yet
 
     def __init__(self, source, equations=NEW, shapes=NEW, names=NEW, inputs=NEW, value_names=NEW, result=None,
                  warnings=NEW, context=None, differentiated=NEW, _memo=NEW):
@@ -92,6 +110,25 @@ class Graph(ValueRecord):
         self.context = context
         self.differentiated = set() if differentiated is NEW else differentiated
         self._memo = {} if _memo is NEW else _memo
+
+    def check_assertions(self, values: dict) -> None:
+        """The program's asserts on data given from outside, on the values just computed (id ->
+        host array): a false one is an error at the assert, as Python's AssertionError."""
+        for j, message, pos in self.assertions:
+            if not np.all(values[j]):
+                raise GradcliError(message, pos, self.source)
+
+    def fork(self) -> Graph:
+        """A copy to add equations to, this graph left as it is (the equations, never changed
+        once made, are shared), with the in-program gradients' calls and what the program prints."""
+        forked = Graph(self.source, list(self.equations), list(self.shapes), dict(self.names), dict(self.inputs),
+                       dict(self.value_names), self.result, list(self.warnings), None, set(self.differentiated),
+                       dict(self._memo))
+        # what is no field but known of the program (made_by, printed), not how its numbers are watched
+        vars(forked).update({k: v for k, v in vars(self).items() if k not in self._fields and k != "numbers"})
+        if self.made_by:
+            forked.made_by = dict(self.made_by)
+        return forked
 
     # ----------------------------------------------------------------- adding equations
     def add(self, op: Op, inputs: tuple, params: dict, pos: Pos | None, label: str,
@@ -137,15 +174,6 @@ class Graph(ValueRecord):
         shapes.append(shape)
         return len(shapes) - 1
 
-    def fork(self) -> Graph:
-        """A copy to add equations to, this one left as it is. The equations, never changed once
-        made, are shared; so is what the lowering noted of the inputs and the functions' locals."""
-        forked = Graph(self.source, list(self.equations), list(self.shapes), dict(self.names), dict(self.inputs),
-                       dict(self.value_names), self.result, list(self.warnings), None, set(self.differentiated),
-                       dict(self._memo))
-        forked.unshaped, forked.local_values = self.unshaped, self.local_values
-        return forked
-
     def _unshaped_error(self, inputs: tuple, message: str, pos: Pos | None) -> GradcliError | None:
         """Where a shape rule fails on values computed from inputs taken to be numbers for want of
         a shape (`unshaped`), the error naming those inputs, at the first one's place; else None."""
@@ -172,8 +200,13 @@ class Graph(ValueRecord):
                                 f"{message}" + (f" (at {pos})" if pos is not None else ""))
 
     def add_input(self, name: str, value, pos: Pos | None = None, label: str | None = None) -> int:
-        """An input equation: a named source whose value can be given anew at each run."""
-        id_ = self.add(OPS["input"], (), {"name": name, "value": np.asarray(value)}, pos, label or name)
+        """An input equation: a named source whose value can be given anew at each run (a
+        ShapeOnly: given only when it runs)."""
+        unread = isinstance(value, ShapeOnly)
+        value = value.stand_in() if unread else np.asarray(value)
+        id_ = self.add(OPS["input"], (), {"name": name, "value": value}, pos, label or name)
+        if unread:
+            self.unread_inputs = self.unread_inputs | {id_}
         if self.numbers is not None:
             self.numbers.made(self, id_)
         return id_

@@ -96,9 +96,7 @@ HOT_LOOPS = {
 }
 
 # Over their size today, one xfail test each: (kind, file, qualified name or "") -> why it is kept for now.
-OVERSIZE = {
-    ("class", "gradcli/numerics/diagnostics.py", "NumericsChecker"): "not split yet",
-}
+OVERSIZE: dict[tuple[str, str, str], str] = {}
 
 # Tests of a library's name in ops/: `call.library == "torch"`, or a library's name compared.
 LIBRARIES = {"numpy", "torch", "tensorflow", "tf", "keras", "jax", "optax", "scipy", "lax"}

@@ -93,20 +93,102 @@ def check_contrastive_divergence():
         np.testing.assert_allclose(r.gradients[name], fd, rtol=1e-6, atol=1e-9)
 
 
+# TensorFlow 2.21.0 (float64, the same programs with GradientTape) printed, for fgsm.expr:
+# g [-0.9546788104223496, 0.25458101611262657, -0.44551677819709645, 0.7000977943097231],
+# adv_loss 1.2625744432071544, train_loss 1.1372099352757306, d adv_loss/d eps 2.653178556323999,
+# d train_loss/d w [-0.30252819216898613, 0.7762629311900747, -0.1671754095915322, -1.3893815900491877]
+TF_FGSM = {"g": [-0.9546788104223496, 0.25458101611262657, -0.44551677819709645, 0.7000977943097231],
+           "adv_loss": 1.2625744432071544, "train_loss": 1.1372099352757306, "eps": 2.653178556323999,
+           "w": [-0.30252819216898613, 0.7762629311900747, -0.1671754095915322, -1.3893815900491877]}
+
+
 def check_fgsm():
     text = read("fgsm.expr")
+    assert "tf.gradients(loss(x), x)" in text and "written out" not in text  # the gradient is the program's
     x = np.array([0.5, -1.2, 0.3, 2.0])
     w = np.array([1.5, -0.4, 0.7, -1.1])
     b, eps = 0.2, 0.1
-    g = -sigmoid(-(w @ x + b)) * w
+    g = -sigmoid(-(w @ x + b)) * w  # d softplus(-(w.x + b)) / dx, by hand
     s = np.sign(g)
     x_adv = x + eps * s
-    r = api.evaluate(text, prints=["x_adv", "adv_loss"])
+    r = api.evaluate(text, prints=["g", "x_adv", "adv_loss", "train_loss"])
+    np.testing.assert_allclose(r.outputs["g"], g, rtol=1e-15)
+    np.testing.assert_allclose(r.outputs["g"], TF_FGSM["g"], rtol=1e-15)
     np.testing.assert_allclose(r.outputs["x_adv"], x_adv, rtol=1e-15)
     np.testing.assert_allclose(r.outputs["adv_loss"], softplus(-(w @ x_adv + b)), rtol=1e-14)
+    np.testing.assert_allclose(r.outputs["adv_loss"], TF_FGSM["adv_loss"], rtol=1e-15)
+    np.testing.assert_allclose(r.outputs["train_loss"], TF_FGSM["train_loss"], rtol=1e-15)
     r = api.grad(text, of=["adv_loss"], wrt=["eps", "x"])
     np.testing.assert_allclose(r.gradients["eps"], -sigmoid(-(w @ x_adv + b)) * (w @ s), rtol=1e-13)
+    np.testing.assert_allclose(r.gradients["eps"], TF_FGSM["eps"], rtol=1e-14)
     np.testing.assert_allclose(r.gradients["x"], -sigmoid(-(w @ x_adv + b)) * w, rtol=1e-13)
+    # adversarial training: x_adv is data to d train_loss / d w (its making held by stop_gradient)
+    r = api.grad(text, of=["train_loss"], wrt=["w"])
+    want = 0.5 * -sigmoid(-(w @ x + b)) * x + 0.5 * -sigmoid(-(w @ x_adv + b)) * x_adv
+    np.testing.assert_allclose(r.gradients["w"], want, rtol=1e-13)
+    np.testing.assert_allclose(r.gradients["w"], TF_FGSM["w"], rtol=1e-14)
+
+
+# TensorFlow 2.21.0 printed the three EM iterations' means for em_gradient.expr
+TF_EM = [[-0.6258582386714935, 1.8762122752803012], [-0.5776175460680784, 1.8913926894820057],
+         [-0.5671861090828606, 1.902451537845134]]
+
+
+def check_em_gradient():
+    text = read("em_gradient.expr")
+    d = np.array([-1.2, 0.3, 2.5, 1.9, -0.7])[:, None]
+    mu = np.array([-1.0, 2.0])
+    closed_form = []
+    for _ in range(3):  # EM by hand: responsibilities, then the weighted means
+        logits = -0.5 * (d - mu) ** 2
+        q = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+        mu = (q * d).sum(axis=0) / q.sum(axis=0)
+        closed_form.append(mu)
+    r = api.evaluate(text, prints=["mu_1", "mu"])
+    np.testing.assert_allclose(r.outputs["mu_1"], closed_form[0], rtol=1e-14)
+    np.testing.assert_allclose(r.outputs["mu"], closed_form[2], rtol=1e-14)
+    np.testing.assert_allclose(r.outputs["mu_1"], TF_EM[0], rtol=1e-15)
+    np.testing.assert_allclose(r.outputs["mu"], TF_EM[2], rtol=1e-15)
+    # without stop_gradient the in-program gradient runs through the responsibilities too, and the
+    # Newton step is no M-step any more
+    loose = api.evaluate(text.replace("stop_gradient(softmax(log_lik(m), axis=1))", "softmax(log_lik(m), axis=1)"),
+                         prints=["mu_1"])
+    assert np.abs(loose.outputs["mu_1"] - closed_form[0]).max() > 1e-3
+
+
+# TensorFlow 2.21.0 printed, for contrastive_divergence_gradient.expr: loss and d loss/d W, d loss/d b
+TF_CD = {"loss": 0.024166780453618086,
+         "W": [[0.00070812365043088, -0.0050748364493744], [0.0434857972202381, 0.03322208845371238],
+               [0.01472224624209978, 0.01476732703063416]],
+         "b": [-0.00991484851493663, 0.06103696406438519, 0.0180895464183829]}
+
+
+def check_contrastive_divergence_gradient():
+    text = read("contrastive_divergence_gradient.expr")
+    W = np.array([[0.2, -0.5], [0.8, 0.1], [-0.3, 0.4]])
+    b = np.array([0.1, -0.2, 0.05])
+    pos = np.array([[1.0, 0.0, 1.0], [0.0, 1.0, 1.0], [1.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    energy = lambda v: -(v * b).sum(axis=1) - softplus(v @ W).sum(axis=1)
+    neg = pos
+    for _ in range(2):  # dE/dv = -b - sigmoid(v W) W^T, by hand
+        neg = neg - 0.1 * (-b - sigmoid(neg @ W) @ W.T)
+    loss = energy(pos).mean() - energy(neg).mean()
+    # with neg held: dE/dW = -v^T sigmoid(v W), dE/db = -v, averaged over each batch
+    dW = -(pos.T @ sigmoid(pos @ W)) / 4 + (neg.T @ sigmoid(neg @ W)) / 4
+    db = -pos.mean(axis=0) + neg.mean(axis=0)
+    r = api.evaluate(text, prints=["neg", "loss", "W_new", "b_new"])
+    np.testing.assert_allclose(r.outputs["neg"], neg, rtol=1e-14)
+    np.testing.assert_allclose(r.outputs["loss"], loss, rtol=1e-12)
+    np.testing.assert_allclose(r.outputs["loss"], TF_CD["loss"], rtol=1e-13)
+    np.testing.assert_allclose(r.outputs["W_new"], W - 0.5 * dW, rtol=1e-14)
+    np.testing.assert_allclose(r.outputs["b_new"], b - 0.5 * db, rtol=1e-14)
+    r = api.grad(text, of=["loss"], wrt=["W", "b"])
+    np.testing.assert_allclose(r.gradients["W"], dW, rtol=1e-11, atol=1e-16)
+    np.testing.assert_allclose(r.gradients["W"], TF_CD["W"], rtol=1e-11, atol=1e-16)
+    np.testing.assert_allclose(r.gradients["b"], TF_CD["b"], rtol=1e-12, atol=1e-16)
+    # the negatives depend on W and b: without stop_gradient the training gradient changes
+    loose = api.grad(text.replace("energy(stop_gradient(neg))", "energy(neg)"), of=["loss"], wrt=["W"])
+    assert np.abs(loose.gradients["W"] - dW).max() > 1e-4
 
 
 def check_linear_regression():
@@ -127,6 +209,8 @@ CHECKS = {
     "em_mixture.expr": check_em_mixture,
     "contrastive_divergence.expr": check_contrastive_divergence,
     "fgsm.expr": check_fgsm,
+    "em_gradient.expr": check_em_gradient,
+    "contrastive_divergence_gradient.expr": check_contrastive_divergence_gradient,
     "linear_regression.expr": check_linear_regression,
 }
 

@@ -127,6 +127,7 @@ OP_FAMILIES = {
     "scatter": "Writes by index",
     "factor": "Factorizations",
     "losses": "More norms and losses",
+    "composed": "Library functions composed of the table's ops",
 }
 
 

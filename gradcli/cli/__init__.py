@@ -46,24 +46,24 @@ def _started_as_command() -> bool:
 command_process = _started_as_command()
 collector_paused = False
 
+_held_mask = None
 if command_process:
-    import _signal  # (built in: nothing to import before Ctrl-C is quiet)
+    import _signal  # (built in: nothing to import before Ctrl-C is held)
 
     gc.disable()
     collector_paused = True
+    # A Ctrl-C while streams is imported (its `signal` imports enum) is held, then delivered to
+    # the quiet handler streams installs just below: one way to end on Ctrl-C (streams._end)
+    if hasattr(_signal, "pthread_sigmask"):
+        _held_mask = _signal.pthread_sigmask(_signal.SIG_BLOCK, (_signal.SIGINT,))
 
-    def _interrupted(signum, frame):
-        try:
-            os.write(2, b"gradcli: interrupted\n")
-        finally:
-            os._exit(128 + signum)
+try:
+    from gradcli.cli import streams  # noqa: E402
 
-    if _signal.getsignal(_signal.SIGINT) is not _signal.SIG_IGN:
-        _signal.signal(_signal.SIGINT, _interrupted)  # until streams takes over, just below
-
-from gradcli.cli import streams  # noqa: E402
-
-streams.take_signals("starting")  # before the heavy imports: Ctrl-C during start-up is quiet too
+    streams.take_signals("starting")  # before the heavy imports: Ctrl-C during start-up is quiet too
+finally:
+    if _held_mask is not None:
+        _signal.pthread_sigmask(_signal.SIG_SETMASK, _held_mask)
 
 
 def resume_collector() -> None:

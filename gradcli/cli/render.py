@@ -137,9 +137,10 @@ def error_json(err: GradcliError) -> dict:
 
 # --------------------------------------------------------------------------- plain
 
-def plain_line(name: str, arr: np.ndarray | None) -> str:
+def plain_line(name: str, arr: np.ndarray | None, none: str = "") -> str:
     if arr is None:
-        return f"{name}\t"  # unconnected gradient: the name, no numbers
+        # an unconnected gradient: the name, no numbers; a printed None is `None`, as Python prints it
+        return f"{name}\t{none}"
     arr = np.asarray(arr, dtype=np.float64)
     if arr.size <= CHUNK:
         return f"{name}\t" + " ".join(map(repr, arr.ravel().tolist()))
@@ -147,9 +148,13 @@ def plain_line(name: str, arr: np.ndarray | None) -> str:
                                    for start in range(0, arr.size, CHUNK)])
 
 
+PRINTED_NONE = "None"  # an output that is None (a program printed an unconnected gradient)
+
+
 def plain_lines(result, *, with_gradients: bool) -> list[str]:
-    shown = result.gradients if with_gradients else result.outputs  # grad prints its gradients
-    return [plain_line(k, v) for k, v in shown.items()]
+    if with_gradients:  # grad prints its gradients
+        return [plain_line(k, v) for k, v in result.gradients.items()]
+    return [plain_line(k, v, PRINTED_NONE) for k, v in result.outputs.items()]
 
 
 # --------------------------------------------------------------------------- diagnostics, compiler-style
@@ -235,7 +240,7 @@ def array_table(rows: list[tuple[str, np.ndarray | None]], first: str = "name", 
     from rich.table import Table
 
     width = terminal_width() if width is None else width
-    shapes = [str(tuple(arr.shape)) if arr is not None else "" for _, arr in rows]
+    shapes = [str(tuple(arr.shape)) if isinstance(arr, np.ndarray) else "" for _, arr in rows]
     # borders and padding: 3 per column and 1; the first two columns as wide as their widest cell
     used = max([len(first)] + [len(n) for n, _ in rows]) + max([5] + list(map(len, shapes))) + 10
     room = max(width - used, 24)
@@ -244,13 +249,13 @@ def array_table(rows: list[tuple[str, np.ndarray | None]], first: str = "name", 
     shown.add_column("shape")
     shown.add_column("value", no_wrap=True, overflow="ellipsis")
     for (name, arr), shape in zip(rows, shapes):
-        shown.add_row(*_cells(name, shape, _summary(arr, room)))
+        shown.add_row(*_cells(name, shape, arr if isinstance(arr, str) else _summary(arr, room)))
     return shown
 
 
 def table(result, *, with_gradients: bool):
     """The Rich table of outputs (and gradients)."""
-    rows = list(result.outputs.items())
+    rows = [(name, PRINTED_NONE if arr is None else arr) for name, arr in result.outputs.items()]
     if with_gradients:
         rows += [(f"∂/∂{name}", arr) for name, arr in result.gradients.items()]
     return array_table(rows)
@@ -281,8 +286,22 @@ def check_table(result):
     return shown
 
 
+# How jacobian and hessian computed their blocks (gradcli.insight.jacobians' rule, in --help), under the table
+MODE_TEXT = {"forward": "forward mode (inputs < outputs)", "reverse": "reverse mode (outputs <= inputs)",
+             "forward-over-reverse": "forward over reverse", "reverse-over-reverse": "reverse over reverse"}
+
+
+def mode_caption(shown, mode: str | None):
+    """The table with the computing mode as its caption."""
+    from rich.text import Text
+
+    if mode is not None:
+        shown.caption = Text(MODE_TEXT.get(mode, mode))
+    return shown
+
+
 def jacobian_json(result) -> dict:
-    return {"jacobians": tensors_json(result.jacobians, result.dtype)}
+    return {"jacobians": tensors_json(result.jacobians, result.dtype), "mode": result.mode}
 
 
 def jacobian_lines(result) -> list[str]:
@@ -291,13 +310,14 @@ def jacobian_lines(result) -> list[str]:
 
 def jacobian_table(result):
     of = next(iter(result.outputs), "y")
-    return array_table([(f"∂{of}/∂{k}", v) for k, v in result.jacobians.items()], first="")
+    return mode_caption(array_table([(f"∂{of}/∂{k}", v) for k, v in result.jacobians.items()], first=""), result.mode)
 
 
 def hessian_json(result) -> dict:
     doc = {"hessians": tensors_json(result.hessians, result.dtype)}
     if result.mixed_hessians:
         doc["mixed_hessians"] = {a: tensors_json(row, result.dtype) for a, row in result.mixed_hessians.items()}
+    doc["mode"] = result.mode
     return doc
 
 
@@ -311,7 +331,7 @@ def hessian_table(result):
     of = next(iter(result.outputs), "y")
     rows = [(f"∂²{of}/∂{k}²", v) for k, v in result.hessians.items()]
     rows += [(f"∂²{of}/∂{a}∂{b}", v) for a, row in result.mixed_hessians.items() for b, v in row.items()]
-    return array_table(rows, first="")
+    return mode_caption(array_table(rows, first=""), result.mode)
 
 
 # --------------------------------------------------------------------------- derive
@@ -348,11 +368,20 @@ def _node_label(view, i: int) -> tuple[str, str, str]:
         op = "constant"
     elif name:
         op = f"{name} = {op}"
+    taken = _taken_by(g, i)
+    if taken is not None:  # an equation of a gradient the program takes itself: the call that took it
+        by, at = taken
+        op += f" ({'gradient' if eq.backward is not None else 'derivative'} by {by}{f' at {at}' if at else ''})"
     where = f"{eq.pos.line}:{eq.pos.column}" if eq.pos else ""
     details = f"{tuple(g.shapes[i])} {_brief(view.values[i])}"
     if i in view.gradients:
         details += f"  ∂ {_brief(view.gradients[i])}"
     return op, where, details
+
+
+def _taken_by(graph, i: int):
+    """(the call as spelled, its Pos) of the in-program gradient that made equation i (Graph.made_by), or None."""
+    return graph.made_by.get(i) if graph.made_by else None
 
 
 def _brief(arr: np.ndarray | None) -> str:
@@ -381,6 +410,10 @@ def graph_json(view) -> dict:
                       "value": tensor_json(view.values[i], "float64"),
                       "gradient": tensor_json(view.gradients.get(i), "float64"),
                       "finite": i not in view.nonfinite})
+        taken = _taken_by(g, i)
+        if taken is not None:
+            by, at = taken
+            nodes[-1]["taken_by"] = {"call": by, "line": at.line if at else None, "column": at.column if at else None}
     edges = [{"from": f"n{j}", "to": f"n{i}", "stop_gradient": g.equations[i].op.stops_gradient}
              for i in view.nodes for j in dict.fromkeys(g.equations[i].inputs)]
     return {"graph": {"root": f"n{view.root}", "nodes": nodes, "edges": edges}}

@@ -21,6 +21,8 @@ from gradcli.ops.shapes import normalize_axes
 
 # An operator's symbol and precedence are fields of its op record (`symbol`, `precedence`).
 ATOM, UNARY = 6, 4
+# An operator -> the operator that is it with its right operand negated: `a + -b` prints as `a - b`
+OPPOSITES = {"add": "subtract", "subtract": "add"}
 FOLD_UP_TO = 16          # constant subexpressions this small print as literals
 LITERAL_UP_TO = 4096     # inputs this small print as literal bindings
 SELECTION_UP_TO = 1 << 16  # elements of a printed selection matrix
@@ -53,6 +55,7 @@ class Printer:
         self.graph = graph
         self.reserved = set(reserved)
         self.counter = 0
+        self.own_names: set[str] = set()  # the program's names given to the gradients it takes (once each)
 
     def fresh(self, hint: str | None = None) -> str:
         if hint and hint.isidentifier() and hint not in self.reserved:
@@ -81,6 +84,7 @@ class Printer:
                 uses[j] = uses.get(j, 0) + weight
         for r in roots.values():
             uses[r] = uses.get(r, 0) + 1
+        returned = self._returned_gradients(order, folded)
         lines = [f"# {header}"]
         text: dict[int, tuple[str, int]] = {}
         for i in inputs:
@@ -100,7 +104,12 @@ class Printer:
             expr = self._expression(i, text)
             shared = uses.get(i, 0) > 1 and not expr[0].replace("_", "a").isalnum()
             named = i not in roots.values() and (shared or len(expr[0]) > 400)
-            if named:
+            taken = self._taken_gradient(i, expr[0]) if i in returned and i not in roots.values() else None
+            if taken is not None:  # a gradient the program takes itself: bound to its name, with its call
+                name, call = taken
+                lines.append(f"{name} = {expr[0]}  # {call}")
+                text[i] = (name, ATOM)
+            elif named:
                 hint = g.value_names.get(i) if g.equations[i].backward is None else None
                 name = self.fresh(hint)
                 lines.append(f"{name} = {expr[0]}")
@@ -110,6 +119,40 @@ class Printer:
         for name, r in roots.items():
             lines.append(f"{name} = {text[r][0]}")
         return "\n".join(lines) + "\n"
+
+    def _returned_gradients(self, order: list[int], folded: dict) -> set[int]:
+        """The values gradient calls of the program returned (`g = tf.gradients(y, x)[0]`):
+        Graph.made_by stamps the equations of each call, and a value one call made that the
+        program's own equations (or another call's) go on to use is what it returned."""
+        g = self.graph
+        made_by = g.made_by
+        if not made_by:
+            return set()
+        returned = set()
+        for k, eq in enumerate(g.equations):  # (its users need not be printed: `y = g * x`)
+            by = made_by.get(k)
+            if by is None and eq.backward is not None:  # the printed gradient's own equations
+                continue
+            returned.update(j for j in eq.inputs if j in made_by and made_by[j] != by and j not in folded)
+        return returned.intersection(order)
+
+    def _taken_gradient(self, i: int, expr: str) -> tuple[str, str] | None:
+        """(name, the call as written and its place) for a value a gradient call of the program
+        returned: the program's name for it where the program binds it once at the top level,
+        else one like it (`g_1`, `grad_1` where it has none)."""
+        g = self.graph
+        taken = g.made_by.get(i)
+        hint = g.value_names.get(i, "grad")
+        if expr.replace("_", "a").isalnum():  # already a name
+            return None
+        if g.names.get(hint) == i and hint not in self.own_names:
+            self.own_names.add(hint)
+            name = hint
+        else:
+            name = next(f"{hint}_{k}" for k in range(1, len(g.equations) + 2) if f"{hint}_{k}" not in self.reserved)
+            self.reserved.add(name)
+        by, pos = taken
+        return name, f"{by} at {pos}" if pos is not None else by
 
     def _constant_flags(self, order: list[int]) -> dict[int, bool]:
         g = self.graph
@@ -151,8 +194,9 @@ class Printer:
             if sym == "**":  # binds tighter than a unary minus on its left, and to the right
                 return f"{wrap(args[0], ATOM)} ** {wrap(args[1], UNARY)}", p
             right = args[1]
-            if eq.op.opposite is not None and right[0].startswith("-") and right[1] >= 3:  # a + -b*c is a - b*c
-                sym = OPS[eq.op.opposite].symbol
+            opposite = OPPOSITES.get(op)
+            if opposite is not None and right[0].startswith("-") and right[1] >= 3:  # a + -b*c is a - b*c
+                sym = OPS[opposite].symbol
                 right = (right[0][1:], right[1] if right[1] != UNARY else ATOM)
             return f"{wrap(args[0], p if p > 1 else 2)} {sym} {wrap(right, p + 1)}", p
         if op == "stack":  # the language's list literal

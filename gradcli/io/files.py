@@ -442,7 +442,8 @@ def _csv(text: str, label: str, path: str, max_bytes: int) -> np.ndarray:
     """Rows of numbers. One delimiter per file, from its first line: a tab, else ';', else ',',
     else whitespace (a ';' or a tab is never part of a number, a ',' may be a decimal comma). The
     first row is a header, and skipped, when none of its fields is a number and it has a letter.
-    One row gives a vector, several rows a matrix (one column gives shape (rows, 1))."""
+    The shape is `np.loadtxt`'s: a matrix with its length-1 axes dropped, so one column gives
+    (rows,), one row (columns,), and a single number a 0-d array."""
     import array
     import csv
     import re
@@ -496,7 +497,7 @@ def _csv(text: str, label: str, path: str, max_bytes: int) -> np.ndarray:
     if not rows:
         raise GradcliError(f"{label}: '{path}' holds no rows of numbers")
     arr = np.frombuffer(values, dtype=np.float64)
-    return arr if rows == 1 else arr.reshape(rows, width)
+    return arr.reshape(rows, width).squeeze()
 
 
 def _plural(n: int, word: str) -> str:

@@ -14,6 +14,8 @@ BINARY_OPS = {op.symbol: op.name for op in dict.values(OPS) if op.symbol is not 
 UNARY_OPS = {op.symbol: op.name for op in dict.values(OPS) if op.symbol is not None and op.arity == 1}
 # `x op= v` rebinds x to `x op v`
 AUGMENTED = {op + "=": op for op in ("+", "-", "*", "/", "//", "%", "@", "**")}
+# the symbol of the `.at[i].set(v)` call that `x[i] = v` is read as
+ITEM_ASSIGNMENT = "[]="
 
 
 def _pos(tok, start=None, end=None) -> Pos:
@@ -56,13 +58,21 @@ class AstBuilder:
     RETURNING_ITEMS = frozenset({"params", "arguments", "subscripts", "lambda_params"})
 
     def start(self, items):
-        return ast.Module([s for s in items if s is not None])
+        return ast.Module(_statements(items))
 
     def value(self, items):
         return items[0]
 
     def assign(self, items):
-        target, _, value = items
+        *targets, value = items[0::2]
+        if len(targets) > 1:  # `a = b = v`: v bound to the last target, then the others to it
+            last = self._target(targets[-1], value)
+            if not isinstance(last, ast.Assign):
+                raise _syntax("in `a = b = value`, the last target must be a name", targets[-1].pos)
+            return [last] + [self._target(t, ast.Name(last.name, value.pos)) for t in targets[:-1]]
+        return self._target(targets[0], value)
+
+    def _target(self, target, value):
         if isinstance(target, ast.Name) and "." in target.id:  # `self.w = w` (a dotted name is one token)
             base, _, attribute = target.id.rpartition(".")
             return ast.SetAttribute(ast.Name(base, target.pos), attribute, value, target.pos)
@@ -70,6 +80,8 @@ class AstBuilder:
             return self._bind(target.id, target.pos, value)
         if isinstance(target, ast.Attribute):  # `v.grad = None`, `self.w = w`
             return ast.SetAttribute(target.target, target.name, value, target.pos)
+        if isinstance(target, ast.Index):  # `x[i] = v`: a new value of x, as x.at[i].set(v)
+            return self._set_item(target, value)
         if isinstance(target, ast.Array):  # `[dw, db] = tape.gradient(loss, [w, b])`
             target = ast.Tuple(target.items, target.pos)
         if isinstance(target, ast.Tuple) and target.items and all(isinstance(t, ast.Name) for t in target.items):
@@ -77,7 +89,18 @@ class AstBuilder:
             for name, pos in names:
                 self._check_target(name, pos)
             return ast.Unpack(names, value, names[0][1])
-        raise _syntax("only a name, or names separated by commas, can be assigned to", target.pos)
+        raise _syntax("only a name, names separated by commas, an attribute (obj.w) or an array's item "
+                      "(x[i]) can be assigned to", target.pos)
+
+    def _set_item(self, target: ast.Index, value):
+        """`x[i] = v` -> `x = x.at[i].set(v)` (a functional update, NumPy's values)."""
+        if not isinstance(target.target, ast.Name) or "." in target.target.id:
+            raise _syntax("an item can be assigned in an array named by a plain name (x[i] = v)", target.pos)
+        name = target.target
+        at = ast.Index(ast.Attribute(name, "at", name.pos), target.subscripts, target.pos, target.trailing_comma)
+        call = ast.Call("set", [at, value], Pos(target.pos.line, target.pos.column, target.pos.start,
+                                                value.pos.end), symbol=ITEM_ASSIGNMENT, method=True)
+        return ast.Assign(name.id, call, name.pos)
 
     def _bind(self, name: str, pos: Pos, value):
         self._check_target(name, pos)
@@ -95,12 +118,60 @@ class AstBuilder:
         return self._bind(name.value, _pos(name), value)
 
     def augassign(self, items):
-        name, op, value = items
-        target = ast.Name(name.value, _pos(name))
+        target, op, value = items
+        if isinstance(target, ast.Index):  # `a[i] += v`: a[i] = a[i] + v
+            symbol = AUGMENTED[op.value]
+            item = ast.Index(target.target, target.subscripts, target.pos, target.trailing_comma)
+            call = ast.Call(BINARY_OPS.get(symbol, "power"), [item, value],
+                            Pos(op.line, op.column, op.start_pos, value.pos.end), symbol=symbol)
+            return self._set_item(target, call)
+        if not isinstance(target, ast.Name) or "." in target.id:
+            raise _syntax(f"only a name or an array's item (x[i]) can be updated with {op.value}", target.pos)
         symbol = AUGMENTED[op.value]
         call = ast.Call(BINARY_OPS.get(symbol, "power"), [target, value],
                         Pos(op.line, op.column, op.start_pos, value.pos.end), symbol=symbol)
-        return self._bind(name.value, _pos(name), call)
+        return self._bind(target.id, target.pos, call)
+
+    def del_stmt(self, items):
+        keyword, target = items
+        targets = target.items if isinstance(target, ast.Tuple) else [target]
+        for t in targets:
+            if not isinstance(t, ast.Name) or "." in t.id:
+                raise _syntax("del takes names (del a, b): an item or an attribute cannot be deleted", t.pos)
+        return ast.Delete([(t.id, t.pos) for t in targets], _pos(keyword))
+
+    def assert_stmt(self, items):
+        keyword, condition, message = items
+        return ast.Assert(condition, message, _pos(keyword))
+
+    def while_stmt(self, items):
+        keyword, condition, _, body = items
+        return ast.While(condition, body, _pos(keyword))
+
+    def comp_for(self, items):
+        keyword, target, _, iterable, *rest = items
+        targets = target.items if isinstance(target, ast.Tuple) else [target]
+        if not all(isinstance(t, ast.Name) and "." not in t.id for t in targets):
+            raise _syntax("a comprehension's target must be a name, or names separated by commas", target.pos)
+        return ([(t.id, t.pos) for t in targets], iterable, [c for c in rest[1::2]])
+
+    def list_comp(self, items):
+        lsqb, element, *clauses, rsqb = items
+        return ast.Comprehension("list", element, clauses, _pos(lsqb, lsqb.start_pos, rsqb.end_pos))
+
+    def generator(self, items):
+        if getattr(items[0], "type", None) == "LPAR":  # `(e for x in xs)`
+            lpar, element, *clauses, rpar = items
+            return ast.Comprehension("generator", element, clauses, _pos(lpar, lpar.start_pos, rpar.end_pos))
+        element, *clauses = items  # `sum(e for x in xs)`: the call's only argument
+        _, iterable, conditions = clauses[-1]
+        end = (conditions[-1] if conditions else iterable).pos.end
+        return ast.Comprehension("generator", element, clauses,
+                                 Pos(element.pos.line, element.pos.column, element.pos.start, end))
+
+    def dict_comp(self, items):
+        lbrace, entry, *clauses, rbrace = items
+        return ast.Comprehension("dict", entry, clauses, _pos(lbrace, lbrace.start_pos, rbrace.end_pos))
 
     def expr_stmt(self, items):
         return ast.ExprStmt(items[0], items[0].pos)
@@ -140,7 +211,7 @@ class AstBuilder:
     def funcdef(self, items):
         _, name_token, params, *rest = items
         # [ARROW test] placeholders come before the body
-        body = [stmt for stmt in rest[2:] if stmt is not None]
+        body = _statements(rest[2:])
         name = name_token.value
         if "." in name:
             raise _syntax(f"cannot define the dotted name '{name}'", _pos(name_token))
@@ -150,9 +221,11 @@ class AstBuilder:
         if not returns and name == "__init__" and body:  # a constructor returns the object it sets up
             body.append(ast.Return(ast.NoneLiteral(body[-1].pos), body[-1].pos))
             returns = [len(body) - 1]
-        if not returns:
+        if not returns and body and _returns_in_every_branch(body[-1]):
+            body[-1] = _tail_if(body[-1])
+        elif not returns:
             raise _syntax(f"the body of '{name}' must end with 'return EXPR'", body[-1].pos if body else _pos(name_token))
-        if returns[0] != len(body) - 1:
+        if returns and returns[0] != len(body) - 1:
             raise _syntax("'return' must be the last statement of a function body", body[returns[0]].pos)
         seen = set()
         defaults = {}
@@ -175,7 +248,7 @@ class AstBuilder:
         return ast.ClassDef(name.value, list(bases or []), body, _pos(name))
 
     def block(self, items):
-        return [stmt for stmt in items if stmt is not None]
+        return _statements(items)
 
     def decorator(self, items):
         at, expression = items[0], items[1]
@@ -416,6 +489,45 @@ def _shift(node, at: Pos) -> None:
         work.extend(k for k in ast.children(n) if isinstance(k, ast.Node))
         if isinstance(n, ast.Call):
             work.extend(k.value for k in n.keywords if False)
+
+
+def _returns_in_every_branch(stmt) -> bool:
+    """Whether an if ends in a return on every branch, an else included (nested ifs so too)."""
+    pending = [stmt]
+    while pending:
+        stmt = pending.pop()
+        if not isinstance(stmt, ast.If) or not stmt.orelse:
+            return False
+        for body in [body for _, body in stmt.branches] + [stmt.orelse]:
+            if not body:
+                return False
+            if not isinstance(body[-1], ast.Return):
+                pending.append(body[-1])
+    return True
+
+
+def _tail_if(stmt: ast.If) -> ast.TailIf:
+    """The if that ends a function, and the ifs that end its branches, as TailIfs."""
+    top = ast.TailIf(stmt.branches, stmt.orelse, stmt.pos)
+    pending = [top]
+    while pending:
+        node = pending.pop()
+        for body in [body for _, body in node.branches] + [node.orelse]:
+            if isinstance(body[-1], ast.If):
+                body[-1] = ast.TailIf(body[-1].branches, body[-1].orelse, body[-1].pos)
+                pending.append(body[-1])
+    return top
+
+
+def _statements(items) -> list:
+    """The statements of a block, `a = b = v` (a list of assignments) spread out."""
+    out = []
+    for item in items:
+        if isinstance(item, list):
+            out.extend(item)
+        elif item is not None:
+            out.append(item)
+    return out
 
 
 def _syntax(message: str, pos: Pos) -> GradcliError:

@@ -34,16 +34,16 @@ class _AstBuilder(AstBuilder):
 
 # Python that stays out of the language, each with what to write instead.
 UNSUPPORTED = {
-    "while": "while loops are not supported: gradcli unrolls `for NAME in range(N)`; write the loop as one",
     "try": "try/except is not supported: gradcli reports errors itself, with their place",
     "raise": "raise is not supported: gradcli reports errors itself, with their place",
     "yield": "generators are not supported: return the values (return a, b)",
     "global": "'global' is not needed: functions see the program's names as they stand at the call",
     "nonlocal": "'nonlocal' is not supported: return the new value instead",
-    "del": "'del' is not needed: values are freed after their last use",
-    "assert": "assert is not supported: use gradcli check for gradients, --strict for non-finite values",
     "async": "async code is not supported", "await": "async code is not supported",
-    "break": "loops are not supported", "continue": "loops are not supported",
+    "break": "break is not supported: gradcli unrolls a loop whole; end it with its condition "
+             "(while COND:) or its count (for i in range(N))",
+    "continue": "continue is not supported: gradcli unrolls a loop whole; put the rest of the body "
+                "under an if",
 }
 
 # How a token is named in a syntax error.

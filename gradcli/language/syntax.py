@@ -272,6 +272,23 @@ def children(node) -> list:
     return []
 
 
+def statement_parts(stmt) -> list:
+    """The expressions and inner statements of a statement, for iterative walks (no recursion)."""
+    if isinstance(stmt, FuncDef):
+        return stmt.body + list(stmt.defaults.values())
+    if isinstance(stmt, (Assign, Unpack, ExprStmt, Return, SetAttribute)):
+        return [stmt.value]
+    if isinstance(stmt, With):
+        return [node for node, _, _ in stmt.items] + stmt.body
+    if isinstance(stmt, For):
+        return [stmt.iterable] + stmt.body
+    if isinstance(stmt, If):
+        return [part for condition, body in stmt.branches for part in (condition, *body)] + stmt.orelse
+    if isinstance(stmt, ClassDef):
+        return list(stmt.body)
+    return []
+
+
 class Lambda(Node):
     """`lambda a, b=1: EXPR`: a function value, as `def <lambda>(a, b=1): return EXPR`."""
 
@@ -344,6 +361,13 @@ class If(Record):
         self.pos = pos
 
 
+class TailIf(If):
+    """The if that ends a function, each branch ending with its return (`if c: return a
+    else: return b`): the branch chosen before evaluation gives the function's value."""
+
+    __slots__ = ()
+
+
 class SetAttribute(Record):
     """`obj.name = value` (a tensor's or an object's attribute)."""
 
@@ -397,4 +421,54 @@ class ClassDef(Record):
         self.name = name
         self.bases = bases
         self.body = body
+        self.pos = pos
+
+
+class While(Record):
+    """`while c: ...`: unrolled while its condition, known before evaluation, holds."""
+
+    __slots__ = _fields = ("condition", "body", "pos")
+
+    def __init__(self, condition, body, pos):
+        self.condition = condition
+        self.body = body
+        self.pos = pos
+
+
+class Delete(Record):
+    """`del a, b`: the names are unbound (a later use is an error)."""
+
+    __slots__ = _fields = ("names", "pos")
+    names: list  # of (name, Pos)
+
+    def __init__(self, names, pos):
+        self.names = names
+        self.pos = pos
+
+
+class Assert(Record):
+    """`assert c, message`: checked before evaluation where c is known then, else after it."""
+
+    __slots__ = _fields = ("condition", "message", "pos")
+
+    def __init__(self, condition, message, pos):
+        self.condition = condition
+        self.message = message
+        self.pos = pos
+
+
+class Comprehension(Node):
+    """`[e for a in xs if c]`, `(e for ...)`, `{k: v for ...}`: unrolled over items known before
+    evaluation. Its names are its own (children() does not walk into it: it has a scope)."""
+
+    __slots__ = _fields = ("kind", "element", "clauses", "pos")
+    kind: str  # "list", "generator" or "dict"
+    element: object  # a Node, or (key Node, value Node) for a dict
+    clauses: list  # of (names [(name, Pos)], iterable Node, conditions [Node])
+    pos: Pos
+
+    def __init__(self, kind, element, clauses, pos):
+        self.kind = kind
+        self.element = element
+        self.clauses = clauses
         self.pos = pos

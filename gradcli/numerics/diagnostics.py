@@ -20,17 +20,19 @@ import math
 from gradcli.autodiff import blocked_at
 from gradcli.errors import Pos
 from gradcli.ir import Graph
-from gradcli.ops.shapes import normalize_axes
+from gradcli.numerics.gradient_calls import place, subject, taken_by_json
 from gradcli.records import NEW, ValueRecord
 from gradcli.engine.backends import backend_for
 from gradcli.engine.evaluate import run
+from gradcli.numerics.hints import hints_of
+from gradcli.numerics.explain import Suggestions, classify, fmt_number, kink_count, kink_note
+from gradcli.numerics.broadcasts import accidental_broadcasts
 
 NONFINITE_KINDS = ("overflow", "divide_by_zero", "invalid", "nonfinite_gradient")
 
-# What is known of each operation (whether it may overflow, its domain and poles, how a bound
-# on its result follows from its inputs', its ties and kinks, the hints in words) is a field of
-# its record in the op table (gradcli/ops/__init__.py): this module reads the fields, never op names.
-# Only patterns of several ops (a softmax written out, log(sum(exp(x)))) are named here.
+# What is known of each operation is read from its record in the op table (gradcli/ops/__init__.py)
+# and its entry in gradcli/numerics/hints.py, never from op names; only patterns of several ops
+# (a softmax written out, log(sum(exp(x)))) are named, in gradcli/numerics/explain.py.
 # Origins a value is known to carry, at most: a sum of 20,000 NaN terms carries 20,000, and
 # tracking them all at every partial sum is quadratic (the first ones are what a user reads)
 ORIGINS_TRACKED = 16
@@ -40,7 +42,7 @@ FLOAT32_MAX = 3.4028234663852886e38
 
 class Diagnostic(ValueRecord):
     _fields = ("severity", "kind", "op", "message", "suggestion", "pos", "stack", "count", "reaches", "value_id",
-               "also", "fix", "fix_json", "more_fixes", "more_fixes_json", "not_fixed", "guards_json")
+               "also", "fix", "fix_json", "more_fixes", "more_fixes_json", "not_fixed", "guards_json", "taken_by")
     severity: str          # "warning" or "info"
     kind: str              # overflow, divide_by_zero, invalid, nonfinite_gradient, tie, kink, ...
     op: str                # the operation as the user spelled it
@@ -58,10 +60,11 @@ class Diagnostic(ValueRecord):
     more_fixes_json: list
     not_fixed: str | None = None  # where gradcli looked for a fix and proved none: why
     guards_json: list  # guards known for it (never fixes: they change the numbers), and what they change
+    taken_by: dict | None = None  # the program's own gradient call that made it: {"call", "line", "column"}
 
     def __init__(self, severity, kind, op, message, suggestion=None, pos=None, stack=(), count=None, reaches=NEW,
                  value_id=None, also=NEW, fix=None, fix_json=None, more_fixes=NEW, more_fixes_json=NEW,
-                 not_fixed=None, guards_json=NEW):
+                 not_fixed=None, guards_json=NEW, taken_by=None):
         self.severity = severity
         self.kind = kind
         self.op = op
@@ -79,6 +82,7 @@ class Diagnostic(ValueRecord):
         self.more_fixes_json = [] if more_fixes_json is NEW else more_fixes_json
         self.not_fixed = not_fixed
         self.guards_json = [] if guards_json is NEW else guards_json
+        self.taken_by = taken_by
 
     def to_json(self) -> dict:
         out = {"severity": self.severity, "kind": self.kind, "op": self.op,
@@ -91,6 +95,8 @@ class Diagnostic(ValueRecord):
             out["reaches"] = self.reaches
         if self.also:
             out["also_at"] = [{"line": p.line, "column": p.column} for p in self.also]
+        if self.taken_by:
+            out["taken_by"] = self.taken_by
         if self.stack:
             out["called_from"] = [{"line": p.line, "column": p.column} for p in self.stack]
         if self.fix_json is not None:
@@ -121,10 +127,6 @@ def _bound_rule(op):
     return None
 
 
-def _fmt(x: float) -> str:
-    return f"{x:.6g}"
-
-
 class NumericsChecker:
     """Call it as `check(i, eq, value, args)` after each equation."""
 
@@ -144,7 +146,6 @@ class NumericsChecker:
         self.diagnostics: list[Diagnostic] = []
         self.origins: dict[int, frozenset] = {}  # value id -> indices of the origins it carries
         self.differentiated = graph.differentiated
-        self._consumers: dict[int, list[int]] | None = None
         self._seen_ties: set[int] = set()
         self._origin_of: dict[tuple, int] = {}  # (op, inputs, params) -> diagnostic index
         self.largest = float(numpy.finfo(dtype).max)
@@ -153,6 +154,7 @@ class NumericsChecker:
         self._bound_of = self.bound.get  # (the per-equation reads, bound once)
         self._shape_of = graph.shapes.__getitem__
         self._found_at: list[int] = []  # per diagnostic, the equation whose check found it
+        self.suggestions = Suggestions(graph, self.largest)
         # v.v past this may hide a value close to overflowing (or past float32's range)
         limit = FLOAT32_MAX if dtype == "float64" else self.largest / HEADROOM_FACTOR
         self.headroom_trigger = limit * limit
@@ -189,7 +191,7 @@ class NumericsChecker:
         self.lazy_values[i] = value
         ask = self.requests
         if i in self.differentiated and eq.op.kink is not None:
-            count = self._kink_count(eq, value, args, self.backend.xp)
+            count = kink_count(eq, value, args, self.backend.xp)
             if count is not None:
                 ask[i, "kink"] = count
         # an op that keeps finite inputs finite needs no look of its own unless its inputs are
@@ -275,7 +277,7 @@ class NumericsChecker:
             for k in origins:
                 d = self.diagnostics[k]
                 if eq.pos and "turns the infinities into NaN" not in d.message:  # the first place only
-                    d.message += f"; then {eq.label} at {eq.pos} turns the infinities into NaN"
+                    d.message += f"; then {place(self.graph, i, eq)} turns the infinities into NaN"
         self.origins[i] = origins
 
     def proven(self, i, eq, shape, args) -> bool:
@@ -357,68 +359,26 @@ class NumericsChecker:
         count = int(xp.count_nonzero(mask))
         has_inf = bool(xp.any(xp.isinf(bad)))
         label = eq.label
-        kind, detail = self._classify(eq, value, args, mask, has_inf)
+        kind, detail, zero_pole = classify(eq, value, args, mask, has_inf, xp, self.dtype)
+        if zero_pole is not None:  # a 0 at a pole: say so where it is a nonzero number that underflowed
+            self._explain_underflow(eq.inputs[zero_pole], eq)
         if eq.backward is not None:
             kind = "nonfinite_gradient"
-            if eq.op.nonfinite_reason:  # (the eigenvector gradient's weights: repeated eigenvalues)
-                detail = eq.op.nonfinite_reason
+            # (the eigenvector gradient's weights: repeated eigenvalues)
+            detail = hints_of(eq.op).nonfinite_reason or detail
         if has_inf and not bool(xp.any(xp.isnan(bad))):
             noun = "-infinity" if bool(xp.all(bad < 0)) else "infinity"
         else:
             noun = "NaN" if not has_inf else "non-finite values"
         where = f"{count} of {value.size} element{'s' * (value.size != 1)}"
-        if eq.backward is not None:
-            message = f"the gradient through {label} is {noun} at {where}"
-        else:
-            message = f"{label} gives {noun} at {where}"
+        said = subject(self.graph, i, eq)  # (and the gradient call of the program that made it, if one did)
+        message = f"{said} is {noun} at {where}" if eq.backward is not None else f"{said} gives {noun} at {where}"
         if detail:
             message += f": {detail}"
-        diag = Diagnostic("warning", kind, label, message, self._suggest(i, eq, kind, args),
-                          eq.pos, eq.stack, count, value_id=i)
+        diag = Diagnostic("warning", kind, label, message, self.suggestions.suggest(i, eq, kind),
+                          eq.pos, eq.stack, count, value_id=i, taken_by=taken_by_json(self.graph, i))
         self.diagnostics.append(diag)
         return len(self.diagnostics) - 1
-
-    def _classify(self, eq, value, args, mask, has_inf):
-        xp = self.xp
-        op = eq.op
-        import numpy
-        info = numpy.finfo(self.dtype)
-
-        def at_bad(a):
-            return xp.broadcast_to(a, value.shape)[mask] if value.ndim else a
-
-        if eq.backward is not None:
-            return None, None
-        if op.overflows_above is not None and has_inf:
-            top = float(xp.max(at_bad(args[0])))
-            return "overflow", (f"its argument reaches {_fmt(top)}, and {op.name} overflows {self.dtype} "
-                                f"above {op.overflows_above(float(info.max)):.2f}")
-        if op.pole is not None and has_inf:
-            k, what = op.pole
-            if bool(xp.any(at_bad(args[k]) == 0)):
-                self._explain_underflow(eq.inputs[k], eq)
-                if op.domain is not None:  # NaNs beside the infinities: arguments below the domain too
-                    bad_args = xp.reshape(xp.asarray(at_bad(args[0])), (-1,))
-                    below = bad_args[bad_args < op.domain]
-                    if below.size:
-                        zeros = int(xp.count_nonzero(bad_args == 0))
-                        what = (f"{what} at {zeros}, and it reaches {_fmt(float(xp.min(below)))}, below its "
-                                f"domain's start {float(op.domain):g}, at {below.size}")
-                return "divide_by_zero", what
-        if has_inf:
-            finite_args = [a for a in args if a.size]
-            if finite_args:
-                low = min(float(xp.min(a)) for a in finite_args)
-                high = max(float(xp.max(a)) for a in finite_args)
-                return "overflow", (f"inputs range over [{_fmt(low)}, {_fmt(high)}], and the result exceeds "
-                                    f"the largest {self.dtype} ({float(info.max):.4g})")
-            return "overflow", None
-        if op.domain is not None and args:
-            limit = float(op.domain)
-            low = float(xp.min(at_bad(args[0])))
-            if low < limit:
-                return "invalid", f"its argument reaches {_fmt(low)}, below its domain's start {limit:g}"
-        return "invalid", op.invalid_reason
 
     def _check_headroom(self, i, eq, value, args):
         xp = self.xp
@@ -433,7 +393,7 @@ class NumericsChecker:
                 f"{self.largest / top:.3g} of the largest {self.dtype} ({self.largest:.4g}): a little more overflows",
                 None, eq.pos, eq.stack, value_id=i))
         elif self.dtype == "float64" and top > FLOAT32_MAX:
-            above = eq.op.overflows_above
+            above = hints_of(eq.op).overflows_above
             limit = f" ({eq.op.name} overflows float32 above {above(FLOAT32_MAX):.2f})" if above else ""
             self.diagnostics.append(Diagnostic(
                 "info", "float32_overflow", label, f"{label} reaches {top:.4g}, past the largest float32 "
@@ -465,10 +425,10 @@ class NumericsChecker:
         if count:
             label = producer.label
             extra = ""
-            below = producer.op.underflows_below
+            below = hints_of(producer.op).underflows_below
             if below is not None:
                 low = float(xp.min(xp.broadcast_to(values[producer.inputs[0]], out.shape)[underflowed]))
-                extra = (f" (its argument reaches {_fmt(low)}; {producer.op.name} underflows below about "
+                extra = (f" (its argument reaches {fmt_number(low)}; {producer.op.name} underflows below about "
                          f"{below:g} in float64)")
             self.diagnostics.append(Diagnostic(
                 "info", "underflow", label, f"{label} underflows to 0 at {count} element{'s' * (count != 1)}"
@@ -477,119 +437,17 @@ class NumericsChecker:
                 producer.pos, producer.stack, count, value_id=j))
 
     # ----------------------------------------------------------------- ties and kinks
-    def _kink_count(self, eq, value, args, xp):
-        """The number of ties (groups of tied extremes, equal pairs) or kinks (zeros) the op's
-        `kink` names: a reduction, lazy on a lazy backend."""
-        kink = eq.op.kink
-        if kink == "extremes":
-            axis = eq.params.get("axis")
-            keep = value if eq.params.get("keepdims") else xp.expand_dims(value, normalize_axes(axis, args[0].ndim))
-            counts = xp.count_nonzero(args[0] == keep, axis=axis, keepdims=True)
-            return xp.count_nonzero(counts > 1)
-        if kink == "pair":
-            return xp.count_nonzero(xp.broadcast_to(args[0] == args[1], value.shape))
-        if kink == "zero":
-            return xp.count_nonzero(args[0] == 0)
-        return None
-
-    def _kink_number(self, i, eq, value, args) -> int:
-        if self.lazy:
-            return int(self.known[i, "kink"])
-        return int(self._kink_count(eq, value, args, self.xp))
-
     def _check_kinks(self, i, eq, value, args):
         kink = eq.op.kink
-        if kink == "extremes" and i not in self._seen_ties:
-            groups = self._kink_number(i, eq, value, args)
-            if groups:
+        if kink == "extremes" and i in self._seen_ties:  # (a tie is said once per value)
+            return
+        count = int(self.known[i, "kink"]) if self.lazy else int(kink_count(eq, value, args, self.xp))
+        if count:
+            if kink == "extremes":
                 self._seen_ties.add(i)
-                label = eq.label
-                self.diagnostics.append(Diagnostic(
-                    "info", "tie", label,
-                    f"{label} has tied extremes in {groups} group{'s' * (groups != 1)}; its gradient is "
-                    f"split evenly among the tied elements", None, eq.pos, eq.stack, groups, value_id=i))
-        elif kink == "pair":
-            ties = self._kink_number(i, eq, value, args)
-            if ties:
-                label = eq.label
-                self.diagnostics.append(Diagnostic(
-                    "info", "tie", label, f"{label} has {ties} equal pair{'s' * (ties != 1)}; the gradient is "
-                    "split evenly between the two arguments there", None, eq.pos, eq.stack, ties, value_id=i))
-        elif kink == "zero":
-            zeros = self._kink_number(i, eq, value, args)
-            if zeros:
-                label = eq.label
-                self.diagnostics.append(Diagnostic(
-                    "info", "kink", label, f"{label} is evaluated exactly at 0 for {zeros} element"
-                    f"{'s' * (zeros != 1)}, where it has no derivative; gradcli uses 0 there", None,
-                    eq.pos, eq.stack, zeros, value_id=i))
-
-    # ----------------------------------------------------------------- suggestions
-    def consumers(self) -> dict[int, list[int]]:
-        if self._consumers is None:
-            cons: dict[int, list[int]] = {}
-            for k, e in enumerate(self.graph.equations):
-                if e.backward is None:
-                    for j in e.inputs:
-                        cons.setdefault(j, []).append(k)
-            self._consumers = cons
-        return self._consumers
-
-    def _op_of(self, j: int):
-        return self.graph.equations[j].op
-
-    def _suggest(self, i, eq, kind, args) -> str | None:
-        """A hint in words, from the op record's `hints` (after the patterns of several ops). A
-        rewrite in code is offered only where gradcli.numerics.fixes has proven it on the user's inputs
-        (it then replaces this hint)."""
-        g = self.graph
-        op = eq.op
-        if eq.backward is not None:
-            forward = g.equations[eq.backward].op
-            for k in self.consumers().get(eq.backward, []):
-                w = g.equations[k]
-                if w.op.selects:
-                    return (f"the {w.op.name} at {w.pos} discards this branch's value but not its gradient: "
-                            f"compute the branch on safe inputs (where inside the branch as well: the "
-                            f"double-where trick)")
-            return forward.hints.get("nonfinite_gradient")
-        pattern = self._pattern_hint(i, eq, kind)
-        if pattern is not None:
-            return pattern
-        hint = op.hints.get(kind)
-        if hint is not None:
-            if op.overflows_above is not None:
-                hint = hint.replace("{limit}", str(int(op.overflows_above(self.largest))))
-            return hint
-        if kind == "overflow":
-            return "the values exceed the floating-point range: rescale them, or compute in log space"
-        return None
-
-    def _pattern_hint(self, i, eq, kind) -> str | None:
-        """Hints for a pattern of several ops, each with a stable function computing it whole:
-        a record's `stable_forms` (log of sigmoid -> log_sigmoid), and the spelled-out softmax,
-        log-sum-exp and softplus, whose exp overflows."""
-        g = self.graph
-        op = eq.op
-        if eq.inputs and op.stable_forms:
-            inner = self._op_of(eq.inputs[0]).name
-            better = op.stable_forms.get(inner)
-            if better is not None:
-                return f"{op.name} of {inner} underflows: {better} computes it without underflowing"
-        name = op.name
-        if name == "exp" and kind == "overflow":
-            for k in self.consumers().get(i, []):
-                c = g.equations[k]
-                if c.op.name == "divide" and c.inputs[0] == i:
-                    return "this is a softmax: subtract the maximum before exp, or call softmax"
-                if c.op.name == "sum" and any(g.equations[m].op.name == "log" for m in self.consumers().get(k, [])):
-                    return "log of a sum of exp overflows: logsumexp computes it without overflowing"
-                if c.op.name == "add" and any(g.equations[m].op.name == "log" for m in self.consumers().get(k, [])):
-                    return "log(1 + exp(...)) overflows: softplus computes it without overflowing"
-        if name == "log" and self._op_of(eq.inputs[0]).name == "sum" \
-                and self._op_of(g.equations[eq.inputs[0]].inputs[0]).name == "exp":
-            return "log of a sum of exp: logsumexp computes it without overflowing"
-        return None
+            kind, message = kink_note(kink, eq.label, count)
+            self.diagnostics.append(Diagnostic("info", kind, eq.label, message, None, eq.pos, eq.stack, count,
+                                               value_id=i))
 
     # ----------------------------------------------------------------- after the run
     def finish(self, outputs: dict[str, int]) -> list[Diagnostic]:
@@ -603,7 +461,8 @@ class NumericsChecker:
             ranked = sorted(range(len(self._found_at)), key=self._found_at.__getitem__)
             self.diagnostics[:] = [self.diagnostics[k] for k in ranked]
             self._found_at.sort()
-        return self.diagnostics
+        # and the accidental broadcasts, which shapes alone decide (broadcasts.py)
+        return self.diagnostics + [Diagnostic(*found) for found in accidental_broadcasts(self.graph)]
 
 
 def unconnected_diagnostic(graph: Graph, y_ids: list[int], ys: list[str], x: str, x_id: int) -> Diagnostic:

@@ -25,8 +25,8 @@ from gradcli.errors import GradcliError
 from gradcli.ir import Graph
 from gradcli.numerics.diagnostics import NONFINITE_KINDS
 from gradcli.numerics.exactness import Exact, Progress, Setting, Verdict, judge
-from gradcli.ops import OPS
-from gradcli.ops.table import Written
+from gradcli.numerics.hints import HINTS, Written, hints_of
+from gradcli.numerics.explain import consumers_of
 from gradcli.language.parser import parse_program
 
 
@@ -72,16 +72,13 @@ class _Syntax:
             pending.append(stmt)
         while pending:  # a walk with a stack: no recursion over the program's depth
             item = pending.pop()
-            if isinstance(item, ast.FuncDef):
-                pending.extend(item.body)
-                pending.extend(item.defaults.values())
-            elif isinstance(item, (ast.Assign, ast.Unpack, ast.ExprStmt, ast.Return)):
-                pending.append(item.value)
-            elif isinstance(item, ast.Node):
+            if isinstance(item, ast.Node):
                 pos = item.pos
                 if pos is not None and 0 <= pos.start < pos.end:
                     self.by_span.setdefault((pos.start, pos.end), item)
                 pending.extend(ast.children(item))
+            else:  # a statement: its expressions and inner statements (a def's, a tape's block, a loop's)
+                pending.extend(ast.statement_parts(item))
 
     def node(self, graph: Graph, i: int):
         pos = graph.equations[i].pos
@@ -240,12 +237,7 @@ class _Finder:
     def __init__(self, graph: Graph):
         self.graph = graph
         self.syntax = _Syntax(graph)
-        consumers: dict[int, list[int]] = {}
-        for k, e in enumerate(graph.equations):
-            if e.backward is None:
-                for j in e.inputs:
-                    consumers.setdefault(j, []).append(k)
-        self.consumers = consumers
+        self.consumers = consumers_of(graph)
         twins: dict[tuple, list[int]] = {}
         for k, e in enumerate(graph.equations):
             if e.inputs and e.backward is None:
@@ -451,12 +443,12 @@ class _Finder:
                 out += self._make(lg, self._spelled(lg, "softplus", a)) + self._make(lg, f"softplus({a})")
         return out
 
-    # --- a record's stable_forms: log(sigmoid(a)) -> log_sigmoid(a), log(softmax(a)) -> log_softmax(a)
+    # --- an op's stable_forms (gradcli/numerics/hints.py): log(sigmoid(a)) -> log_sigmoid(a), log(softmax(a)) -> ...
     def _stable_forms(self, i: int) -> list[Candidate]:
         out = []
-        for outer in OPS.values():
-            for inner_op, better in outer.stable_forms.items():
-                out += self._rewrite_of(i, outer.name, inner_op, better)
+        for outer, hints in HINTS.items():
+            for inner_op, better in hints.stable_forms.items():
+                out += self._rewrite_of(i, outer, inner_op, better)
         return out
 
     def _rewrite_of(self, i: int, outer: str, inner_op: str, better: str) -> list[Candidate]:
@@ -487,14 +479,15 @@ class _Finder:
     # --- off a pole: the record's pole_fix (a / b with b reaching 0, log at 0)
     def _pole_fix(self, i: int, kind: str | None) -> list[Candidate]:
         eq = self.graph.equations[i]
-        if eq.op.pole_fix is None or eq.op.pole is None:
+        hints = hints_of(eq.op)
+        if hints.pole_fix is None or hints.pole is None:
             return []
         # a 0 that is a nonzero number underflowed is not 0: a guard would change the answer
-        underflowed = self.graph.equations[eq.inputs[eq.op.pole[0]]].op.underflows is not None
+        underflowed = self.graph.equations[eq.inputs[hints.pole[0]]].op.underflows is not None
         call = self._written(i, kind, underflowed)
-        guard = (f"a cap that keeps {eq.label} off its pole (where {eq.op.pole[1]}): it changes the value "
+        guard = (f"a cap that keeps {eq.label} off its pole (where {hints.pole[1]}): it changes the value "
                  f"there and stops the gradient there")
-        return self._make(i, None if call is None else eq.op.pole_fix(call), guard)
+        return self._make(i, None if call is None else hints.pole_fix(call), guard)
 
     # --- a gradient that is not finite
     def _gradient(self, forward, f: int) -> list[Candidate]:
@@ -502,7 +495,8 @@ class _Finder:
         safe inputs in the discarded places. And sqrt at 0, whose slope is infinite."""
         g = self.graph
         out = []
-        k = forward.op.where_trap
+        hints = hints_of(forward.op)
+        k = hints.where_trap
         where, branch = self._reaches_where(f)
         node = self.syntax.node(g, f)
         if where is not None and k is not None and isinstance(node, ast.Call) and len(node.args) > k:
@@ -517,12 +511,12 @@ class _Finder:
                         safe = f"{name}({condition}, {text}, {one})" if branch == 1 else \
                             f"{name}({condition}, {one}, {text})"
                         out.append(Candidate(start, end, safe))
-        if forward.op.slope_fix is not None:
+        if hints.slope_fix is not None:
             call = self._written(f)
             if call is not None:
                 guard = (f"a guard that sets the gradient of {forward.label} to 0 where its slope is infinite: it "
                          f"changes the gradient there")
-                out += self._make(f, forward.op.slope_fix(call), guard)
+                out += self._make(f, hints.slope_fix(call), guard)
         return out
 
     def _where_spelled(self, where: int) -> tuple[str, str] | None:
@@ -539,7 +533,7 @@ class _Finder:
         frontier = f
         for _ in range(depth):
             for c in self.consumers.get(frontier, []):
-                selects = self.graph.equations[c].op.selects
+                selects = hints_of(self.graph.equations[c].op).selects
                 inputs = self.graph.equations[c].inputs
                 for k in selects:
                     if inputs[k] == frontier:

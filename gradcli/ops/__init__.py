@@ -11,9 +11,10 @@ rule next to each other.
 - `shape(*shapes, **params)` gives the output shape or raises `ShapeError`.
 
 The record is an op's only home: how it evaluates, prints and parses, how a bound on its result
-follows from its inputs', whether it may overflow, its domain, poles, ties and kinks, and the
-hints and fixes said of it are its fields (declared in `Op`, one comment each), which the
-engine reads instead of op names. tests/ops/test_op_records.py walks the table for what each needs.
+follows from its inputs', whether it may overflow, its ties and kinks are its fields (declared in
+`Op`, one comment each), which the engine reads instead of op names. (The domain, poles, overflow
+limits, words and rewrites the numerical checks know of a few ops are a table keyed by op name in
+gradcli/numerics/hints.py.) tests/ops/test_op_records.py walks the table for what each needs.
 
 `register()` is the public API to add an operation (tests use it to inject a wrong rule).
 """

@@ -26,6 +26,7 @@ import math
 
 import numpy as np
 
+from gradcli.ops.core import _reshape_shape
 from gradcli.ops.trace import G
 from gradcli.ops.table import REQUIRED, Op, register
 from gradcli.ops.shapes import fmt_shape, normalize_axes
@@ -596,3 +597,65 @@ register(Op("tile", lambda xp, x, reps: xp.tile(x, reps if isinstance(reps, tupl
             lambda shape, reps: tuple(a * b for a, b in zip(*_tile_plan(shape, reps))),
             (_tile_vjp,), params={"reps": REQUIRED}, finite_closed=True,
             doc="x repeated reps times along each axis (tf.tile, torch.tile)"))
+
+
+# --------------------------------------------------------------------------- NumPy's order='F', PyTorch's expand and .mT
+
+def _matrix_transpose_shape(shape):
+    if len(shape) < 2:
+        raise ShapeError(f"matrix_transpose needs an array of rank 2 or more, got {fmt_shape(shape)}")
+    return shape[:-2] + (shape[-1], shape[-2])
+
+
+def _last_two_swapped(ndim):
+    return tuple(range(ndim - 2)) + (ndim - 1, ndim - 2)
+
+
+register(Op("matrix_transpose", lambda xp, x: xp.permute_dims(x, _last_two_swapped(x.ndim)), _matrix_transpose_shape,
+            (lambda g, ans, x: G.matrix_transpose(g),), view=True, memory="view", finite_closed=True, involution=True,
+            doc="the last two axes swapped (np.matrix_transpose, x.mT): a stack of matrices transposed"))
+
+
+def _reshape_order_shape(x_shape, shape, order="C"):
+    if order not in ("C", "F"):
+        raise ShapeError(f"reshape order {order!r}: 'C' and 'F' are supported ('A' and 'K' follow the memory layout "
+                         "of NumPy's array, which gradcli's values do not have)")
+    return _reshape_shape(x_shape, shape)
+
+
+def _reshape_order(xp, x, shape, order="C"):
+    out_shape = _reshape_order_shape(x.shape, shape, order)
+    if order == "C":
+        return xp.reshape(x, out_shape)
+    # Fortran order: the first index changes fastest, a C-order reshape of the reversed axes
+    flipped = xp.reshape(xp.permute_dims(x, tuple(range(x.ndim))[::-1]), out_shape[::-1])
+    return xp.permute_dims(flipped, tuple(range(len(out_shape)))[::-1])
+
+
+register(Op("reshape_order", _reshape_order, _reshape_order_shape,
+            (lambda g, ans, x, shape, order="C": G.reshape_order(g, shape=x.shape, order=order),),
+            params={"shape": REQUIRED, "order": "C"}, finite_closed=True,
+            doc="np.reshape(x, shape, order=): order 'F' reads and writes the elements with the first index "
+                "changing fastest"))
+
+
+def _expand_sizes_shape(x_shape, shape):
+    sizes = tuple(shape) if isinstance(shape, tuple) else (shape,)
+    lead = len(sizes) - len(x_shape)
+    if lead < 0:
+        raise ShapeError(f"expand: {len(sizes)} sizes for an array of rank {len(x_shape)} (at least one per axis)")
+    if any(d == -1 for d in sizes[:lead]):
+        raise ShapeError("expand: -1 keeps an existing axis's size, and a new leading axis has none")
+    out = sizes[:lead] + tuple(d if s == -1 else s for d, s in zip(x_shape, sizes[lead:]))
+    for d, s in zip(x_shape, out[lead:]):
+        if d != s and d != 1:
+            raise ShapeError(f"expand: an axis of size {d} cannot become {s} (only size 1 expands)")
+    if any(s < 0 for s in out):
+        raise ShapeError(f"expand: sizes must be 0 or more, or -1, got {sizes}")
+    return out
+
+
+register(Op("expand_sizes", lambda xp, x, shape: xp.broadcast_to(x, _expand_sizes_shape(x.shape, shape)),
+            _expand_sizes_shape, (lambda g, ans, x, shape: G.sum_to(g, shape=x.shape),), params={"shape": REQUIRED},
+            view=True, memory="view", finite_closed=True,
+            doc="PyTorch's x.expand(*sizes): x broadcast to sizes, -1 keeping an axis's size"))

@@ -270,3 +270,51 @@ def _conv1d(f, x, w, bias, stride, padding, dilation, groups):
     return _torch_conv(f, x, w, bias, stride, padding, dilation, groups, "conv1d", 1)
 
 
+
+
+# --------------------------------------------------------------------------- pooling over one axis
+
+def _pool_input(x, label):
+    if x.ndim not in (2, 3):
+        raise ShapeError(f"{label} takes (N, C, L) or (C, L), got {fmt_shape(x.shape)}")
+
+
+@composite("max_pool1d", ("input",), {"kernel_size": REQUIRED, "stride": None, "padding": 0, "dilation": 1,
+                                      "ceil_mode": False, "return_indices": False},
+           "F.max_pool1d: the maximum of each window along the last axis (padding: -inf); the gradient goes to the "
+           "first maximum of its window, as PyTorch's")
+def _max_pool1d(f, x, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
+    _pool_input(x, "max_pool1d")
+    k = kernel_size
+    s = k if stride is None else stride
+    if dilation != 1 or ceil_mode or return_indices:
+        raise ShapeError("max_pool1d with dilation, ceil_mode or return_indices is not supported")
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (k, s, padding)) or k < 1 or s < 1 \
+            or not 0 <= padding <= k // 2:
+        raise ShapeError(f"max_pool1d: kernel_size and stride must be positive integers and padding at most half "
+                         f"the kernel, got {k!r}, {s!r}, {padding!r}")
+    if padding:
+        widths = ((0, 0),) * (x.ndim - 1) + ((padding, padding),)
+        x = f.pad(x, pad_width=widths, mode="constant", constant_values=-np.inf)
+    if x.shape[-1] < k:
+        raise ShapeError(f"max_pool1d: a window of {k} does not fit a length of {x.shape[-1]}")
+    windows = f.unfold(x, dimension=x.ndim - 1, size=k, step=s)                 # (..., L_out, k)
+    first = f.argmax(windows, axis=-1, keepdims=True)                           # the first maximum
+    return f.reshape(f.gather_along(windows, first, axis=-1), shape=windows.shape[:-1])
+
+
+@composite("adaptive_avg_pool1d", ("input",), {"output_size": REQUIRED},
+           "F.adaptive_avg_pool1d: output_size means along the last axis, window i from floor(i L / n) to "
+           "ceil((i + 1) L / n)")
+def _adaptive_avg_pool1d(f, x, output_size):
+    _pool_input(x, "adaptive_avg_pool1d")
+    n, length = output_size, x.shape[-1]
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ShapeError(f"output_size must be a positive integer, not {n!r}")
+    if length * n > 10_000_000:  # (the averaging matrix, length x output_size)
+        raise ShapeError(f"adaptive_avg_pool1d of a length of {length:,} to {n:,}: too large an averaging matrix")
+    weights = np.zeros((length, n))
+    for i in range(n):
+        start, stop = (i * length) // n, -((-(i + 1) * length) // n)
+        weights[start:stop, i] = 1.0 / (stop - start)
+    return f.matmul(x, weights)

@@ -9,7 +9,7 @@ from gradcli.ops.shapes import (
     _broadcast, _count, _keep, _nonempty_reduction_shape, _reduction_shape, _same, _spread, broadcast_shapes,
     fmt_shape, normalize_axes, reduced_shape)
 from gradcli.ops.table import (
-    NO_GRADIENT, NOT_DIFFERENTIABLE, OPS, REQUIRED, UNBOUNDED, DataError, Op, Written, core_registered, register)
+    NO_GRADIENT, NOT_DIFFERENTIABLE, OPS, REQUIRED, UNBOUNDED, DataError, Op, core_registered, register)
 from gradcli.ops.trace import G, Sym
 
 
@@ -325,23 +325,6 @@ def _bound_of_matmul(bounds, shapes, shape, args):  # at most (inner dimension) 
     return bounds[0] * bounds[1] * (inner[-1] if inner else 1)
 
 
-def _guarded_division(call: Written):
-    if call.underflowed:  # a denominator that underflowed to 0 is not 0: a guard would change the answer
-        return None
-    a, b = call.operands
-    return f"where({b} != 0, {a} / where({b} != 0, {b}, 1.0), 0.0)"
-
-
-def _log_off_zero(call: Written):
-    # at an exact 0 only: a negative argument is no slip of rounding
-    return f"log(maximum({call.args[0]}, 1e-12))" if call.kind == "divide_by_zero" else None
-
-
-def _sqrt_slope_at_zero(call: Written):
-    a, s = call.args[0], call.operands[0]
-    return f"where({s} > 0, sqrt(where({s} > 0, {a}, 1.0)), 0.0)"
-
-
 # --------------------------------------------------------------------------- the table
 
 def _ufunc(name):
@@ -375,21 +358,11 @@ _unary("identity", lambda xp, x: x, lambda g, ans, x: g,
        finite_closed=True, literal=lambda value: value)
 _unary("positive", "positive", lambda g, ans, x: g, finite_closed=True, symbol="+", precedence=4,
        literal=lambda value: value)
-_unary("exp", "exp", lambda g, ans, x: g * ans, grows=True, underflows="rounds",
-       overflows_above=math.log, underflows_below=-745.0,
-       hints={"overflow": "shift the argument so that it stays below {limit}, or compute in log space"})
-_unary("log", "log", lambda g, ans, x: g / x, bound=UNBOUNDED, domain=0.0, pole=(0, "its argument is 0"),
-       where_trap=0, stable_forms={"sigmoid": "log_sigmoid", "softmax": "log_softmax"}, pole_fix=_log_off_zero,
-       hints={"divide_by_zero": "log is -inf at 0: keep its argument away from 0",
-              "invalid": "log is undefined below 0: check the sign of its argument",
-              "nonfinite_gradient": "the gradient divides by a value that reaches 0: keep it away from 0 with an epsilon"})
-_unary("log1p", "log1p", lambda g, ans, x: g / (1.0 + x), bound=UNBOUNDED, domain=-1.0, where_trap=0)
+_unary("exp", "exp", lambda g, ans, x: g * ans, grows=True, underflows="rounds")
+_unary("log", "log", lambda g, ans, x: g / x, bound=UNBOUNDED)
+_unary("log1p", "log1p", lambda g, ans, x: g / (1.0 + x), bound=UNBOUNDED)
 _unary("expm1", "expm1", lambda g, ans, x: g * (ans + 1.0), grows=True)
-_unary("sqrt", "sqrt", lambda g, ans, x: g / (2.0 * ans), bound=UNBOUNDED, domain=0.0, where_trap=0,
-       slope_fix=_sqrt_slope_at_zero,
-       hints={"invalid": "sqrt is undefined below 0: check the sign of its argument",
-              "nonfinite_gradient": "d sqrt(u)/du = 1 / (2 sqrt(u)) is infinite at u = 0: keep the argument away "
-                                    "from 0, or choose the value of the gradient there with a where"})
+_unary("sqrt", "sqrt", lambda g, ans, x: g / (2.0 * ans), bound=UNBOUNDED)
 _unary("square", "square", lambda g, ans, x: g * (2.0 * x), grows=True, bound=_bound_of_square, underflows="rounds")
 _unary("abs", lambda xp, x: xp.abs(x), lambda g, ans, x: g * G.sign(x), finite_closed=True, kink="zero",
        ufunc="absolute")
@@ -472,23 +445,16 @@ _unary("stop_gradient", lambda xp, x: x, NOT_DIFFERENTIABLE, view=True, memory="
        finite_closed=True, stops_gradient=True)
 
 _binary("add", "add", (lambda g, ans, x, y: g, lambda g, ans, x, y: g), identities=(0.0, 0.0),
-        symbol="+", precedence=2, opposite="subtract", bound=_bound_of_sum)
+        symbol="+", precedence=2, bound=_bound_of_sum)
 _binary("subtract", "subtract", (lambda g, ans, x, y: g, lambda g, ans, x, y: -g),
-        identities=(None, 0.0), symbol="-", precedence=2, opposite="add", bound=_bound_of_sum)
+        identities=(None, 0.0), symbol="-", precedence=2, bound=_bound_of_sum)
 _binary("multiply", "multiply", (lambda g, ans, x, y: g * y, lambda g, ans, x, y: g * x),
         identities=(1.0, 1.0), symbol="*", precedence=3, bound=_bound_of_product, grows=True, underflows="rounds")
 _binary("divide", "divide",
         (lambda g, ans, x, y: g / y, lambda g, ans, x, y: -_reduced_to(g * ans, y) / y),
-        identities=(None, 1.0), symbol="/", precedence=3, bound=_bound_of_quotient, grows=True, underflows="rounds",
-        pole=(1, "the denominator is 0"), invalid_reason="0 / 0", where_trap=1, pole_fix=_guarded_division,
-        hints={"divide_by_zero": "the denominator reaches 0: guard it with a where, or add a small epsilon",
-               "invalid": "the denominator reaches 0: guard it with a where, or add a small epsilon",
-               "nonfinite_gradient": "the gradient divides by a value that reaches 0: keep it away from 0 with an "
-                                     "epsilon"})
+        identities=(None, 1.0), symbol="/", precedence=3, bound=_bound_of_quotient, grows=True, underflows="rounds")
 _binary("power", lambda xp, x, y: xp.pow(x, y), (_power_vjp_base, lambda g, ans, x, y: g * (ans * _safe_log_base(x))),
-        ufunc="power", identities=(None, 1.0), symbol="**", precedence=5, grows=True,
-        underflows="rounds",
-        pole=(0, "its argument is 0"), where_trap=0)
+        ufunc="power", identities=(None, 1.0), symbol="**", precedence=5, grows=True, underflows="rounds")
 _binary("maximum", "maximum",
         (lambda g, ans, x, y: g * _maximum_weight(x, y), lambda g, ans, x, y: g * (1.0 - _maximum_weight(x, y))),
         finite_closed=True, kink="pair")
@@ -516,7 +482,7 @@ _binary("mod", lambda xp, x, y: xp.remainder(x, y),
 
 register(Op("where", lambda xp, c, x, y: xp.where(c != 0, x, y), _broadcast,
             (NO_GRADIENT, lambda g, ans, c, x, y: G.where(c, g, 0.0), lambda g, ans, c, x, y: G.where(c, 0.0, g)),
-            args=("condition", "x", "y"), elementwise=True, finite_closed=True, selects=(1, 2),
+            args=("condition", "x", "y"), elementwise=True, finite_closed=True,
             doc="where(c, x, y): x where c is nonzero, else y"))
 def _clip(xp, x, lo, hi, ordered=False):
     if ordered and bool(xp.any(lo > hi)):
@@ -582,6 +548,7 @@ for _name, _fn in (("argmax", "argmax"), ("argmin", "argmin")):
     register(Op(f"{_fn[3:]}_values_indices", None, None, None, params={"axis": REQUIRED, "keepdims": False},
                 parts=(lambda fn: lambda shape, axis, keepdims=False:
                        [(fn[3:], {"axis": axis, "keepdims": keepdims}), (fn, {"axis": axis, "keepdims": keepdims})])(_fn),
+                fields=("values", "indices"),
                 public=False, doc="PyTorch's max/min along dim: (values, indices); tied values share the gradient"))
 
 register(Op("softmax", _softmax, _same_checking_axis,

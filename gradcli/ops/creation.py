@@ -113,6 +113,19 @@ for _name, _fill, _params, _doc in (
                 NOT_DIFFERENTIABLE, params=_params, finite_closed=True, doc=_doc))
 
 
+# PyTorch's x.new_zeros(sizes), x.new_ones(sizes), x.new_full(sizes, fill_value): an array of the
+# sizes given, x lending only its dtype (and so no gradient)
+# (a dtype= written is the computation's own, checked where the call is read)
+for _name, _fill, _params in (("new_zeros", 0.0, {"shape": REQUIRED}), ("new_ones", 1.0, {"shape": REQUIRED}),
+                              ("new_full", None, {"shape": REQUIRED, "fill_value": REQUIRED})):
+    register(Op(_name, (lambda fill: lambda xp, x, shape, fill_value=fill, dtype=None:
+                        xp.full(_shape_param(shape), _fill_value(fill_value), dtype=x.dtype))(_fill),
+                (lambda fill: lambda x, shape, fill_value=fill, dtype=None: _filled_shape(shape, fill_value, dtype))(_fill),
+                NOT_DIFFERENTIABLE, params=_params, finite_closed=True,
+                doc=f"PyTorch's x.{_name}(sizes{', fill_value' if _fill is None else ''}): a new array of those sizes "
+                    "(no gradient passes to x)"))
+
+
 def _linspace_shape(start, stop, num=50, endpoint=True, axis=0):
     num = _int(num, "num")
     if num < 0:

@@ -103,22 +103,19 @@ def _inv_sqrt_one_minus_square(x):  # 1 / sqrt(1 - x^2), accurate near |x| = 1
 
 _unary("arcsin", lambda xp, x: xp.asin(x), lambda g, ans, x: g * _inv_sqrt_one_minus_square(x),
        ufunc="arcsin",
-       bound=UNBOUNDED, where_trap=0)
+       bound=UNBOUNDED)
 _unary("arccos", lambda xp, x: xp.acos(x), lambda g, ans, x: -(g * _inv_sqrt_one_minus_square(x)),
        ufunc="arccos",
-       bound=UNBOUNDED, where_trap=0)
+       bound=UNBOUNDED)
 _unary("arctan", lambda xp, x: xp.atan(x), lambda g, ans, x: g / (1.0 + x * x),
        ufunc="arctan", finite_closed=True)
-_unary("sinh", "sinh", lambda g, ans, x: g * G.cosh(x), bound=UNBOUNDED, grows=True,
-       overflows_above=lambda largest: math.log(largest) + math.log(2))
-_unary("cosh", "cosh", lambda g, ans, x: g * G.sinh(x), bound=UNBOUNDED, grows=True,
-       overflows_above=lambda largest: math.log(largest) + math.log(2))
+_unary("sinh", "sinh", lambda g, ans, x: g * G.cosh(x), bound=UNBOUNDED, grows=True)
+_unary("cosh", "cosh", lambda g, ans, x: g * G.sinh(x), bound=UNBOUNDED, grows=True)
 # 1 / sqrt(x^2 + 1) as 1 / hypot(x, 1): no overflow of x^2 for |x| > 1e154
 _unary("arcsinh", lambda xp, x: xp.asinh(x), lambda g, ans, x: g / G.hypot(x, 1.0),
        ufunc="arcsinh", finite_closed=True)
 _unary("arccosh", lambda xp, x: xp.acosh(x), lambda g, ans, x: g / (G.sqrt(x - 1.0) * G.sqrt(x + 1.0)),
-       ufunc="arccosh", bound=UNBOUNDED,
-       domain=1.0)
+       ufunc="arccosh", bound=UNBOUNDED)
 _unary("arctanh", lambda xp, x: xp.atanh(x), lambda g, ans, x: g / ((1.0 - x) * (1.0 + x)),
        ufunc="arctanh", bound=UNBOUNDED)
 _binary("arctan2", lambda xp, x, y: xp.atan2(x, y),
@@ -169,21 +166,18 @@ register(Op("sinc_derivative", _sinc_derivative, _order_shape,
 # --------------------------------------------------------------------------- exponential, logarithmic, powers
 
 _unary("exp2", "exp2", lambda g, ans, x: g * ans * LN2, bound=UNBOUNDED, grows=True, underflows="rounds",
-       overflows_above=math.log2, nonstandard="NumPy's exp2")
-_unary("log2", "log2", lambda g, ans, x: g / (x * LN2), bound=UNBOUNDED, domain=0.0, pole=(0, "its argument is 0"),
-       where_trap=0)
-_unary("log10", "log10", lambda g, ans, x: g / (x * LN10), bound=UNBOUNDED, domain=0.0, pole=(0, "its argument is 0"),
-       where_trap=0)
+       nonstandard="NumPy's exp2")
+_unary("log2", "log2", lambda g, ans, x: g / (x * LN2), bound=UNBOUNDED)
+_unary("log10", "log10", lambda g, ans, x: g / (x * LN10), bound=UNBOUNDED)
 _binary("logaddexp", "logaddexp",
         (lambda g, ans, x, y: g * G.sigmoid(x - y), lambda g, ans, x, y: g * G.sigmoid(y - x)), bound=UNBOUNDED)
 _binary("logaddexp2", "logaddexp2",
         (lambda g, ans, x, y: g * G.sigmoid((x - y) * LN2), lambda g, ans, x, y: g * G.sigmoid((y - x) * LN2)),
         bound=UNBOUNDED, nonstandard="NumPy's logaddexp2")
-_unary("reciprocal", "reciprocal", lambda g, ans, x: -(g * ans * ans), bound=UNBOUNDED, where_trap=0, grows=True,
-       pole=(0, "its argument is 0"))
+_unary("reciprocal", "reciprocal", lambda g, ans, x: -(g * ans * ans), bound=UNBOUNDED, grows=True)
 # d x^-1/2 = -x^-3/2 / 2, as ans / x: ans^3 overflows for tiny x where the derivative does not
 _unary("rsqrt", lambda xp, x: 1.0 / xp.sqrt(x), lambda g, ans, x: -(g * 0.5) * (ans / x), doc="1 / sqrt(x)",
-       bound=UNBOUNDED, where_trap=0)
+       bound=UNBOUNDED)
 _unary("cbrt", "cbrt", lambda g, ans, x: g / (3.0 * G.square(ans)), bound=UNBOUNDED, nonstandard="NumPy's cbrt")
 _binary("squared_difference", lambda xp, x, y: xp.square(x - y),
         (lambda g, ans, x, y: g * (2.0 * (x - y)), lambda g, ans, x, y: -(g * (2.0 * (x - y)))),
@@ -295,6 +289,15 @@ register(Op("betainc", lambda xp, a, b, x: _special(xp, "betainc")(a, b, x), _ne
 _scipy_binary("xlogy", "xlogy", (lambda g, ans, x, y: g * G.xlogy(G.not_equal(x, 0.0), y),
                                  lambda g, ans, x, y: g * G.xdivy(x, y)), doc="x log(y), and 0 where x is 0",
               bound=UNBOUNDED)
+# SciPy's divergences, elementwise: rel_entr(x, y) = x log(x / y), kl_div(x, y) = x log(x / y) - x + y
+# (0 where x is 0 and y >= 0, plus y for kl_div; inf where x or y is negative, or y is 0 beside a
+# positive x). PyTorch's F.kl_div of the same name is a loss with its reduction (gradcli.ops.nn).
+_scipy_binary("rel_entr", "rel_entr", (lambda g, ans, x, y: g * (G.log(x / y) + 1.0),
+                                       lambda g, ans, x, y: -(g * G.xdivy(x, y))),
+              doc="SciPy's relative entropy x log(x / y), elementwise (0 where x is 0)", bound=UNBOUNDED)
+_scipy_binary("kl_div_elementwise", "kl_div", (lambda g, ans, x, y: g * G.log(x / y),
+                                                lambda g, ans, x, y: g * (1.0 - G.xdivy(x, y))),
+              doc="SciPy's kl_div: x log(x / y) - x + y, elementwise (y where x is 0)", bound=UNBOUNDED)
 _scipy_binary("xlog1py", "xlog1py", (lambda g, ans, x, y: g * G.xlog1py(G.not_equal(x, 0.0), y),
                                      lambda g, ans, x, y: g * G.xdivy(x, y + 1.0)), doc="x log1p(y), and 0 where x is 0",
               bound=UNBOUNDED)

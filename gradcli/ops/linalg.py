@@ -7,10 +7,13 @@ The family continues, in table order, in gradcli/ops/solves.py (inverses, solves
 the matrix exponential), whose records the conventions below are mostly about.
 
 Conventions, where libraries differ or a derivative does not exist:
-- `cholesky` and `eigh`/`eigvalsh` read the symmetric part (a + a^T)/2 of their argument; NumPy
-  and TensorFlow read one triangle, which is the same number for the symmetric matrices these
-  functions are meant for. A matrix that is clearly not symmetric is refused, so the difference
-  never passes silently. Their gradients are symmetric, as in JAX, TensorFlow and PyTorch.
+- `cholesky` reads the symmetric part (a + a^T)/2 of its argument; NumPy and TensorFlow read one
+  triangle, which is the same number for the symmetric matrices it is meant for. A matrix that
+  is clearly not symmetric is refused, so the difference never passes silently. Its gradient is
+  symmetric. `eigh`/`eigvalsh` read what the spelling's library reads (gradcli/ops/solves.py):
+  NumPy's, autograd's, TensorFlow's and SciPy's one triangle, their gradient on it; PyTorch's
+  the triangle, its gradient symmetric; JAX's the symmetric part; a bare `eigh` the symmetric
+  part, refusing a matrix that is clearly not symmetric.
 - The gradient of eigenvectors (and of singular vectors) does not exist where eigenvalues
   (singular values) repeat: it is NaN there, and the diagnostics report where it appeared.
 - A matrix that cannot be inverted (`inv`, `solve`) or factored (`cholesky`) is a user error at
@@ -29,7 +32,7 @@ _LETTERS = _LOWER + _UPPER
 from gradcli.errors import GradcliError, ShapeError
 from gradcli.ops.trace import G
 from gradcli.ops.table import REQUIRED, DataError, Op, register
-from gradcli.ops.shapes import _keep, broadcast_shapes, fmt_shape, normalize_axes
+from gradcli.ops.shapes import _keep, broadcast_shapes, fmt_shape, nonnegative_axes, normalize_axes
 from gradcli.ops.core import _mT
 
 
@@ -143,8 +146,6 @@ def _inverse_gaps_vjp(g, ans, w, squared=False):
 
 register(Op("inverse_gaps", _inverse_gaps, lambda shape, squared=False: shape + shape[-1:],
             (_inverse_gaps_vjp,), params={"squared": False}, public=False,
-            nonfinite_reason=("eigenvalues (or singular values) repeat, and the gradient of their vectors does "
-                              "not exist there"),
             doc="1 / (w_j - w_i): the eigenvector gradient's weights; NaN where eigenvalues repeat"))
 
 
@@ -167,11 +168,7 @@ def _contracted(a_ndim, b_ndim, axes):
 
 
 def normalize_axes_unsorted(axes, ndim):
-    out = []
-    for a in axes:
-        if not -ndim <= a < ndim:
-            raise ShapeError(f"axis {a} is out of range for an array of rank {ndim}")
-        out.append(a % ndim)
+    out = nonnegative_axes(axes, ndim)
     if len(set(out)) != len(out):
         raise ShapeError(f"axes {tuple(axes)} repeat an axis")
     return out

@@ -9,7 +9,7 @@ import numpy as np
 from gradcli.errors import ShapeError
 from gradcli.ops.table import NOT_DIFFERENTIABLE, REQUIRED, DataError, Op, register
 from gradcli.ops.shapes import fmt_shape, to_host
-from gradcli.ops.nn import R, composite, reduce
+from gradcli.ops.nn import R, clamp_min, composite, reduce
 
 
 @composite("renorm", ("input",), {"p": REQUIRED, "axis": REQUIRED, "maxnorm": REQUIRED},
@@ -78,4 +78,19 @@ def _multilabel_margin(f, x, t, reduction):
     loss = f.sum(terms, axis=(1, 2)) / float(classes)
     if not lead:
         loss = f.reshape(loss, shape=())
+    return reduce(f, loss, reduction)
+
+
+@composite("cosine_embedding_loss", ("input1", "input2", "target"), {"margin": 0.0, "reduction": "mean"},
+           "PyTorch's: cos = sum(x1 x2) / sqrt((sum(x1^2) + 1e-12)(sum(x2^2) + 1e-12)) over dim 1 (0 unbatched); "
+           "1 - cos where target is 1, max(0, cos - margin) where it is -1, 0 elsewhere")
+def _cosine_embedding(f, x1, x2, t, margin, reduction):
+    if x1.ndim not in (1, 2) or x2.shape != x1.shape or t.shape != x1.shape[:-1]:
+        raise ShapeError(f"cosine_embedding_loss takes inputs (N, D) or (D,) of one shape and targets (N,) or (), "
+                         f"got {fmt_shape(x1.shape)}, {fmt_shape(x2.shape)} and {fmt_shape(t.shape)}")
+    axis = x1.ndim - 1
+    dot = f.sum(x1 * x2, axis=axis)
+    cos = dot / f.sqrt((f.sum(x1 * x1, axis=axis) + 1e-12) * (f.sum(x2 * x2, axis=axis) + 1e-12))
+    negative = clamp_min(f, cos - float(margin), 0.0)
+    loss = f.where(f.equal(t, 1.0), 1.0 - cos, 0.0) + f.where(f.equal(t, -1.0), negative, 0.0)
     return reduce(f, loss, reduction)

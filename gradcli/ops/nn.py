@@ -150,7 +150,7 @@ def _gaussian_nll(f, x, t, var, reduction, full, eps):
         elif not (xs[:-1] == vs[:-1] and vs and vs[-1] == 1):
             raise ShapeError(f"var of shape {fmt_shape(vs)} does not fit input of shape {fmt_shape(xs)} "
                              "(the same shape, one dimension fewer, or a last dimension of 1)")
-    known = var.graph.known(var.id)
+    known = var.graph.known(var.id, required=False)  # (checked again as it runs)
     if known is not None and np.any(np.asarray(known) < 0):
         raise ShapeError("var has a negative entry (PyTorch refuses it)")
     var = f.checked_range(var, lo=0.0, rule="var has a negative entry (PyTorch refuses it)")
@@ -422,6 +422,31 @@ def _layer_norm(f, x, normalized_shape, weight, bias, eps):
     centered = x - f.mean(x, axis=axes, keepdims=True)
     var = f.mean(f.square(centered), axis=axes, keepdims=True)
     return _affine(f, centered / f.sqrt(var + float(eps)), weight, bias, shape)
+
+
+@composite("group_norm", ("input",), {"num_groups": REQUIRED, "weight": None, "bias": None, "eps": 1e-5},
+           "F.group_norm: the channels (dim 1) in num_groups groups, each sample's group normalized "
+           "(x - mean) / sqrt(var + eps) (biased variance), then * weight + bias per channel",
+           tensors=("weight", "bias"))
+def _group_norm(f, x, num_groups, weight, bias, eps):
+    if x.ndim < 2:
+        raise ShapeError(f"group_norm takes (N, C, ...), got {fmt_shape(x.shape)}")
+    n, c = x.shape[0], x.shape[1]
+    if isinstance(num_groups, bool) or not isinstance(num_groups, int) or num_groups < 1 or c % num_groups:
+        raise ShapeError(f"num_groups must divide the {c} channels, not {num_groups!r}")
+    grouped = f.reshape(x, shape=(n, num_groups, -1))
+    centered = grouped - f.mean(grouped, axis=2, keepdims=True)
+    var = f.mean(f.square(centered), axis=2, keepdims=True)
+    y = f.reshape(centered / f.sqrt(var + float(eps)), shape=x.shape)
+    per_channel = (c,) + (1,) * (x.ndim - 2)
+    for name, value in (("weight", weight), ("bias", bias)):
+        if value is not None and value.shape != (c,):
+            raise ShapeError(f"{name} must have one entry per channel, shape ({c},), got {fmt_shape(value.shape)}")
+    if weight is not None:
+        y = y * f.reshape(weight, shape=per_channel)
+    if bias is not None:
+        y = y + f.reshape(bias, shape=per_channel)
+    return y
 
 
 @composite("rms_norm", ("input",), {"normalized_shape": REQUIRED, "weight": None, "eps": None},

@@ -612,7 +612,7 @@ register(Op("top_k_values", lambda xp, x, **p: _gather_along(xp, x, _top_k_indic
             public=False, doc="the k largest values along axis (largest=False: smallest), in order; the gradient goes to "
                 "the elements picked (the lower index first on ties)"))
 register(Op("top_k", None, None, None, params=dict(_TOP_K_PARAMS),
-            parts=lambda shape, **p: [("top_k_values", p), ("top_k_indices", p)],
+            parts=lambda shape, **p: [("top_k_values", p), ("top_k_indices", p)], fields=("values", "indices"),
             doc="lax.top_k, tf.math.top_k, torch.topk: the tuple (values, indices) along the last axis"))
 
 
@@ -647,8 +647,8 @@ register(Op("kth_smallest", lambda xp, x, k, axis=-1, keepdims=False: xp.reshape
             _kth_shape, (_kth_vjp,), params=dict(_KTH_PARAMS), finite_closed=True,
             public=False, doc="the k-th smallest value along axis (k from 1)"))
 register(Op("kthvalue", None, None, None, params=dict(_KTH_PARAMS),
-            parts=lambda shape, **p: [("kth_smallest", p), ("kth_smallest_index", p)],
+            parts=lambda shape, **p: [("kth_smallest", p), ("kth_smallest_index", p)], fields=("values", "indices"),
             doc="torch.kthvalue: the tuple (k-th smallest value, its index) along dim"))
 register(Op("aminmax", None, None, None, params={"axis": None, "keepdims": False},
-            parts=lambda shape, **p: [("min", p), ("max", p)],
+            parts=lambda shape, **p: [("min", p), ("max", p)], fields=("min", "max"),
             doc="torch.aminmax: the tuple (min, max); ties share the gradient, as min and max"))

@@ -179,16 +179,20 @@ def _cumulative_extreme(xp, x, axis, reverse, kind):
     return _scan(xp, x, axis, reverse, False, lambda v, ax: on_host(xp, lambda u: ufunc.accumulate(u, axis=ax), v), 0)
 
 
-def _cumulative_arg(xp, x, axis=0, reverse=False, kind="max"):
+def _cumulative_arg(xp, x, axis=0, reverse=False, kind="max", ties="first"):
     """The index of the element each running extreme comes from: on ties, the first that the
-    scan reaches; a NaN takes over from where it stands."""
+    scan reaches (ties="last": the latest, as torch.cummax's indices); a NaN takes over from
+    where it stands."""
+    if ties not in ("first", "last"):
+        raise ShapeError(f"ties must be 'first' or 'last', not {ties!r}")
     import numpy
 
     def arg_indices(v):
         v = numpy.moveaxis(v, axis, -1) if axis is not None else v.reshape(-1)
         if reverse:
             v = v[..., ::-1]
-        better = numpy.greater if kind == "max" else numpy.less
+        better = {("max", "first"): numpy.greater, ("min", "first"): numpy.less,
+                  ("max", "last"): numpy.greater_equal, ("min", "last"): numpy.less_equal}[kind, ties]
         running = (numpy.maximum if kind == "max" else numpy.minimum).accumulate(v, axis=-1)
         new = numpy.ones(v.shape, dtype=bool)
         new[..., 1:] = better(v[..., 1:], running[..., :-1]) | (numpy.isnan(v[..., 1:]) & ~numpy.isnan(running[..., :-1]))
@@ -201,31 +205,53 @@ def _cumulative_arg(xp, x, axis=0, reverse=False, kind="max"):
 
 
 def _cumulative_extreme_rule(kind):
-    def rule(g, ans, x, axis, reverse=False):
-        index = G.cumargmax(x, axis=axis, reverse=reverse) if kind == "max" else G.cumargmin(x, axis=axis, reverse=reverse)
+    def rule(g, ans, x, axis, reverse=False, ties="first"):
+        arg = G.cumargmax if kind == "max" else G.cumargmin
+        index = arg(x, axis=axis, reverse=reverse, ties=ties)
         return G.scatter_along(g, index, axis=axis, size=x.shape[axis])
     return rule
 
 
 for _kind in ("max", "min"):
-    register(Op(f"cum{_kind}", (lambda k: lambda xp, x, axis=0, reverse=False: _cumulative_extreme(xp, x, axis, reverse, k))(_kind),
-                _scan_shape, (_scan_vjp(_cumulative_extreme_rule(_kind)),), params={"axis": 0, "reverse": False},
-                finite_closed=True,
+    register(Op(f"cum{_kind}", (lambda k: lambda xp, x, axis=0, reverse=False, ties="first":
+                                _cumulative_extreme(xp, x, axis, reverse, k))(_kind),
+                _scan_shape, (_scan_vjp(_cumulative_extreme_rule(_kind)),),
+                params={"axis": 0, "reverse": False, "ties": "first"}, finite_closed=True,
                 doc=f"the running {_kind}imum along axis (0 by default, as lax); on ties the gradient goes to the "
-                    "first element the scan reaches", nonstandard="NumPy's ufunc.accumulate"))
-    register(Op(f"cumarg{_kind}", (lambda k: lambda xp, x, axis=0, reverse=False: _cumulative_arg(xp, x, axis, reverse, k))(_kind),
-                lambda shape, axis=0, reverse=False: _scan_shape(shape, axis), NOT_DIFFERENTIABLE,
-                params={"axis": 0, "reverse": False},
-                doc=f"the index each running {_kind}imum of cum{_kind} comes from (first reached on ties)",
+                    "first element the scan reaches (ties='last': the latest, as PyTorch's)",
                 nonstandard="NumPy's ufunc.accumulate"))
+    register(Op(f"cumarg{_kind}", (lambda k: lambda xp, x, axis=0, reverse=False, ties="first":
+                                   _cumulative_arg(xp, x, axis, reverse, k, ties))(_kind),
+                lambda shape, axis=0, reverse=False, ties="first": _scan_shape(shape, axis), NOT_DIFFERENTIABLE,
+                params={"axis": 0, "reverse": False, "ties": "first"},
+                doc=f"the index each running {_kind}imum of cum{_kind} comes from (first reached on ties; "
+                    "ties='last': the latest)", nonstandard="NumPy's ufunc.accumulate"))
+    # PyTorch's torch.cummax(x, dim): the named tuple (values, indices), the latest index on ties
+    register(Op(f"cum{_kind}_values_indices", None, None, None, params={"axis": REQUIRED},
+                parts=(lambda k: lambda shape, axis: [(f"cum{k}", {"axis": axis, "ties": "last"}),
+                                                      (f"cumarg{k}", {"axis": axis, "ties": "last"})])(_kind),
+                fields=("values", "indices"), public=False,
+                doc=f"PyTorch's cum{_kind}(x, dim): (values, indices), the latest index on ties, where the "
+                    "gradient goes"))
 
 
 # --------------------------------------------------------------------------- permutations: sort, partition
 
-def _argsort(xp, x, axis=-1, kind=None):
+def _argsort(xp, x, axis=-1, kind=None, descending=False, stable=None):
     if axis is None:
         x, axis = xp.reshape(x, (-1,)), 0
-    return xp.astype(xp.argsort(x, axis=axis, stable=True), x.dtype)
+    # descending: a stable sort of -x, so that tied elements keep their order (as PyTorch's
+    # and JAX's descending sorts)
+    return xp.astype(xp.argsort(-x if descending else x, axis=axis, stable=True), x.dtype)
+
+
+def _sorted(xp, x, axis=-1, kind=None, descending=False, stable=None):
+    flat = xp.reshape(x, (-1,)) if axis is None else x
+    axis = 0 if axis is None else axis
+    return -xp.sort(-flat, axis=axis) if descending else xp.sort(flat, axis=axis)
+
+
+_SORT_PARAMS = {"axis": -1, "kind": None, "descending": False, "stable": None}
 
 
 def _sort_shape(shape, axis=-1, kind=None, **_):
@@ -274,24 +300,45 @@ register(Op("scatter_along", _scatter_along, _scatter_along_shape,
             args=("v", "indices"), params={"axis": REQUIRED, "size": REQUIRED},
             doc="scatter_along(v, indices, axis, size): zeros of length size along axis with v added "
                 "at the indices (the gradient of gather_along)", nonstandard="NumPy's bincount"))
-register(Op("argsort", _argsort, _sort_shape, NOT_DIFFERENTIABLE, params={"axis": -1, "kind": None},
-            doc="the indices that sort x along axis (stable: ties keep their order)"))
+register(Op("argsort", _argsort, _sort_shape, NOT_DIFFERENTIABLE, params=dict(_SORT_PARAMS),
+            doc="the indices that sort x along axis (stable: ties keep their order; descending=True: "
+                "largest first, ties still in their order)"))
 
 
-def _sort_vjp(g, ans, x, axis=-1, kind=None):
+def _sort_vjp(g, ans, x, axis=-1, kind=None, descending=False, stable=None):
     if axis is None:
         flat = x if x.ndim == 1 else G.reshape(x, shape=(math.prod(x.shape),))
-        out = _sort_vjp(g, ans, flat, 0)
+        out = _sort_vjp(g, ans, flat, 0, descending=descending)
         return out if x.ndim == 1 else G.reshape(out, shape=x.shape)
     axis %= x.ndim
-    return G.scatter_along(g, G.argsort(x, axis=axis), axis=axis, size=x.shape[axis])
+    return G.scatter_along(g, G.argsort(x, axis=axis, descending=descending), axis=axis, size=x.shape[axis])
 
 
-register(Op("sort", lambda xp, x, axis=-1, kind=None: xp.sort(xp.reshape(x, (-1,)) if axis is None else x,
-                                                              axis=0 if axis is None else axis),
-            _sort_shape, (_sort_vjp,), params={"axis": -1, "kind": None}, finite_closed=True,
-            doc="x sorted along axis; the gradient follows the permutation (stable: tied elements "
-                "take the gradients of their sorted positions in their original order)"))
+register(Op("sort", _sorted, _sort_shape, (_sort_vjp,), params=dict(_SORT_PARAMS), finite_closed=True,
+            doc="x sorted along axis (descending=True: largest first); the gradient follows the permutation "
+                "(stable: tied elements take the gradients of their sorted positions in their original order)"))
+def _searchsorted_shape(a, v, side="left", right=None):
+    if len(a) != 1:
+        raise ShapeError(f"searchsorted needs a 1-D sorted array, got shape {a}")
+    if side not in ("left", "right"):
+        raise ShapeError(f"side must be 'left' or 'right', not {side!r}")
+    return v
+
+
+def _searchsorted(xp, a, v, side="left", right=None):
+    side = "right" if right else side  # PyTorch's right=True
+    return xp.astype(xp.searchsorted(a, v, side=side), v.dtype)
+
+
+register(Op("searchsorted", _searchsorted, _searchsorted_shape, (NO_GRADIENT, NO_GRADIENT), args=("a", "v"),
+            params={"side": "left", "right": None},
+            doc="np.searchsorted(a, v, side), torch.searchsorted(a, v, right=): for each v, the index where it "
+                "would go in the sorted 1-D a (side 'left': before equal elements, 'right' or right=True: after)"))
+
+# PyTorch's torch.sort(x, dim=-1, descending=False): the named tuple (values, indices)
+register(Op("sort_values_indices", None, None, None, params={"axis": -1, "descending": False, "stable": None},
+            parts=lambda shape, **p: [("sort", p), ("argsort", p)], fields=("values", "indices"), public=False,
+            doc="PyTorch's sort: (values, indices), stable (ties keep their order, also descending)"))
 
 
 def _partition_shape(shape, kth, axis=-1):
@@ -581,18 +628,28 @@ def _percent(q):
     return tuple(v / 100 for v in q) if isinstance(q, tuple) else q / 100 if isinstance(q, (int, float)) else q
 
 
+def _in_percent(forward, vjp):
+    """(forward, shape, vjp) of a quantile op taking q in percent (percentile, nanpercentile)."""
+    return (lambda xp, x, q, **p: forward(xp, x, _percent(q), **p),
+            lambda shape, q, **p: _quantile_shape(shape, _percent(q), **p),
+            (lambda g, ans, x, q, **p: vjp(g, ans, x, _percent(q), **p),))
+
+
+def _at_half(forward, vjp, method):
+    """(forward, shape, vjp) of a quantile op at q = 0.5 by `method` (median, nanmedian)."""
+    return (lambda xp, x, axis=None, keepdims=False: forward(xp, x, 0.5, axis, method, keepdims),
+            lambda shape, axis=None, keepdims=False: _quantile_shape(shape, 0.5, axis, method, keepdims),
+            (lambda g, ans, x, axis=None, keepdims=False: vjp(g, ans, x, 0.5, axis, method, keepdims),))
+
+
 _QUANTILE_PARAMS = {"q": REQUIRED, "axis": None, "method": "linear", "keepdims": False}
 register(Op("quantile", _quantile_forward, _quantile_shape, (_quantile_vjp,), params=dict(_QUANTILE_PARAMS),
             finite_closed=True,
             doc="quantile(x, q, axis, method): NumPy's methods linear (default), lower, higher, nearest, "
                 "midpoint; the gradient goes to the (one or two) sorted elements it reads"))
-register(Op("percentile", lambda xp, x, q, **p: _quantile_forward(xp, x, _percent(q), **p),
-            lambda shape, q, **p: _quantile_shape(shape, _percent(q), **p),
-            (lambda g, ans, x, q, **p: _quantile_vjp(g, ans, x, _percent(q), **p),), params=dict(_QUANTILE_PARAMS),
+register(Op("percentile", *_in_percent(_quantile_forward, _quantile_vjp), params=dict(_QUANTILE_PARAMS),
             finite_closed=True, doc="quantile with q in percent"))
-register(Op("median", lambda xp, x, axis=None, keepdims=False: _quantile_forward(xp, x, 0.5, axis, "median", keepdims),
-            lambda shape, axis=None, keepdims=False: _quantile_shape(shape, 0.5, axis, "median", keepdims),
-            (lambda g, ans, x, axis=None, keepdims=False: _quantile_vjp(g, ans, x, 0.5, axis, "median", keepdims),),
+register(Op("median", *_at_half(_quantile_forward, _quantile_vjp, "median"),
             params={"axis": None, "keepdims": False}, finite_closed=True,
             doc="the middle value, or the mean of the two middle values; the gradient is split between them"))
 
@@ -662,12 +719,8 @@ register(Op("nan_quantile_weights", _nan_quantile_weights,
             doc="the weights of nanquantile on the sorted values"))
 register(Op("nanquantile", _nanquantile_forward, _quantile_shape, (_nanquantile_vjp,), params=dict(_QUANTILE_PARAMS),
             finite_closed=True, doc="quantile of the values that are not NaN (NaN where all are)"))
-register(Op("nanpercentile", lambda xp, x, q, **p: _nanquantile_forward(xp, x, _percent(q), **p),
-            lambda shape, q, **p: _quantile_shape(shape, _percent(q), **p),
-            (lambda g, ans, x, q, **p: _nanquantile_vjp(g, ans, x, _percent(q), **p),), params=dict(_QUANTILE_PARAMS),
+register(Op("nanpercentile", *_in_percent(_nanquantile_forward, _nanquantile_vjp), params=dict(_QUANTILE_PARAMS),
             finite_closed=True, doc="nanquantile with q in percent"))
-register(Op("nanmedian", lambda xp, x, axis=None, keepdims=False: _nanquantile_forward(xp, x, 0.5, axis, "linear", keepdims),
-            lambda shape, axis=None, keepdims=False: _quantile_shape(shape, 0.5, axis, "linear", keepdims),
-            (lambda g, ans, x, axis=None, keepdims=False: _nanquantile_vjp(g, ans, x, 0.5, axis, "linear", keepdims),),
+register(Op("nanmedian", *_at_half(_nanquantile_forward, _nanquantile_vjp, "linear"),
             params={"axis": None, "keepdims": False}, finite_closed=True,
             doc="the median of the values that are not NaN"))

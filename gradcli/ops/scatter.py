@@ -410,6 +410,6 @@ register(Op("mode_values", _mode_values, _mode_shape, (_mode_vjp,), params=dict(
 register(Op("mode_indices", _mode_index, _mode_shape, NOT_DIFFERENTIABLE, params=dict(_MODE_PARAMS), public=False,
             doc="torch.mode's indices"))
 register(Op("mode", None, None, None, params=dict(_MODE_PARAMS),
-            parts=lambda shape, **p: [("mode_values", p), ("mode_indices", p)],
+            parts=lambda shape, **p: [("mode_values", p), ("mode_indices", p)], fields=("values", "indices"),
             doc="torch.mode(input, dim=-1, keepdim=False): the tuple (the most frequent value along dim, the "
                 "smallest on ties; the index of its last occurrence)"))

@@ -30,16 +30,21 @@ def broadcast_shapes(*shapes):
     return tuple(result)
 
 
-def normalize_axes(axis, ndim: int) -> tuple[int, ...]:
-    """Axes of a reduction as sorted non-negative ints; None is every axis."""
-    if axis is None:
-        return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+def nonnegative_axes(axes, ndim: int) -> list[int]:
+    """Each axis as a non-negative int, in the order given; ShapeError where one is out of range."""
     out = []
     for a in axes:
         if not -ndim <= a < ndim:  # a number has no axis 0 (NumPy and TensorFlow refuse it too)
             raise ShapeError(f"axis {a} is out of range for an array of rank {ndim}")
         out.append(a % ndim)
+    return out
+
+
+def normalize_axes(axis, ndim: int) -> tuple[int, ...]:
+    """Axes of a reduction as sorted non-negative ints; None is every axis."""
+    if axis is None:
+        return tuple(range(ndim))
+    out = nonnegative_axes((axis,) if isinstance(axis, int) else tuple(axis), ndim)
     if len(set(out)) != len(out):
         raise ShapeError(f"axis {axis} repeats an axis")
     return tuple(sorted(out))

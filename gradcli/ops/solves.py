@@ -179,7 +179,7 @@ def _logabs_vjp(g, ans, a):
     return _matrix_of(g) * _mT(G.inv(a))
 
 
-register(Op("slogdet", None, None, None, parts=_slogdet_parts,
+register(Op("slogdet", None, None, None, parts=_slogdet_parts, fields=("sign", "logabsdet"),
             doc="sign, log|det| = slogdet(a): the determinant's sign and the logarithm of its magnitude"))
 register(Op("slogdet_sign", lambda xp, a: xp.linalg.slogdet(a)[0], lambda a: _square(a)[:-2], NOT_DIFFERENTIABLE,
             public=False, doc="the sign of the determinant"))
@@ -333,8 +333,7 @@ def _qr_parts(a, mode="reduced", full_matrices=None):
 
 
 def _qr_q_shape(a, complete=False):
-    m, n = a[-2:]
-    return a[:-2] + (m, m if complete else min(m, n))
+    return _svd_u_shape(a, complete)  # (m, m) complete, (m, min(m, n)) reduced: the same left factor
 
 
 def _qr_r_shape(a, complete=False):
@@ -372,39 +371,84 @@ register(Op("qr_r", lambda xp, a, complete=False: xp.linalg.qr(a, mode="complete
             _qr_r_shape, (_qr_vjp("r"),), params={"complete": False}, public=False, doc="the R of qr"))
 
 
-# symmetric eigenproblem
-def _symmetric_eigh(xp, a):
-    _check_symmetric(xp, a, "eigh")
-    if not _all_finite(xp, a):
+# symmetric eigenproblem. Which matrix eigh reads, and so where its gradient goes, is the spelling's
+# library's (`reads`): NumPy, autograd, TensorFlow and SciPy read one triangle (UPLO='L' / lower=True
+# by default) and their gradient lies on that triangle; PyTorch reads the triangle too but gives the
+# symmetric gradient; JAX reads the symmetric part (a + a^T)/2; a bare eigh reads the symmetric part
+# and refuses a matrix that is clearly not symmetric, where the libraries' numbers differ.
+_EIGH_PARAMS = {"UPLO": None, "lower": None, "reads": None}
+_EIGH_READS = (None, "symmetrized", "triangle", "triangle_symmetric_gradient")
+
+
+def _reads_lower(UPLO, lower) -> bool:
+    if UPLO not in (None, "L", "U") or lower not in (None, True, False, 0, 1):
+        raise ShapeError(f"UPLO must be 'L' or 'U' (and lower True or False), not {UPLO if lower is None else lower!r}")
+    return UPLO != "U" and lower not in (False, 0)
+
+
+def _matrix_read(xp, a, reads, UPLO, lower):
+    """The symmetric matrix an eigh spelling reads of its argument."""
+    if reads in ("triangle", "triangle_symmetric_gradient"):
+        low = _reads_lower(UPLO, lower)
+        return (xp.tril(a) + xp.matrix_transpose(xp.tril(a, -1)) if low
+                else xp.triu(a) + xp.matrix_transpose(xp.triu(a, 1)))
+    if reads is None:
+        _check_symmetric(xp, a, "eigh")
+    return (a + xp.matrix_transpose(a)) * 0.5
+
+
+def _symmetric_eigh(xp, a, UPLO=None, lower=None, reads=None):
+    read = _matrix_read(xp, a, reads, UPLO, lower)
+    if not _all_finite(xp, read):
         n = a.shape[-1]
         return _nan_like(xp, a.shape[:-1], a.dtype), _nan_like(xp, a.shape[:-2] + (n, n), a.dtype)
-    return xp.linalg.eigh((a + xp.matrix_transpose(a)) * 0.5)
+    if reads in ("triangle", "triangle_symmetric_gradient"):  # LAPACK on the triangle: the library's signs
+        return xp.linalg.eigh(a, UPLO="L" if _reads_lower(UPLO, lower) else "U")
+    return xp.linalg.eigh(read)
 
 
-def _eigh_parts(a, UPLO=None, lower=None):
-    _square(a)
-    return [("eigvalsh", {}), ("eigh_vectors", {})]
+def _eigh_shape(a, UPLO=None, lower=None, reads=None):
+    if reads not in _EIGH_READS:
+        raise ShapeError(f"reads must be one of {', '.join(repr(r) for r in _EIGH_READS)}, not {reads!r}")
+    _reads_lower(UPLO, lower)
+    return _square(a)
 
 
-def _eigvalsh_vjp(g, ans, a, **_):
-    v = G.eigh_vectors(a)
-    return G.matmul(v * _row(g), _mT(v))
+def _eigh_parts(a, **params):
+    _eigh_shape(a, **params)
+    return [("eigvalsh", params), ("eigh_vectors", params)]
 
 
-def _eigh_vectors_vjp(g, ans, a):
+def _onto_argument(s, UPLO=None, lower=None, reads=None):
+    """The gradient with respect to the matrix read (s, symmetric) as the argument's: on the
+    triangle read (its off-diagonal entries count twice) where the library's gradient is the
+    triangle's, else s itself."""
+    if reads != "triangle":
+        return s
+    return G.tril(s) + G.tril(s, k=-1) if _reads_lower(UPLO, lower) else G.triu(s) + G.triu(s, k=1)
+
+
+def _eigvalsh_vjp(g, ans, a, **params):
+    v = G.eigh_vectors(a, **params)
+    return _onto_argument(G.matmul(v * _row(g), _mT(v)), **params)
+
+
+def _eigh_vectors_vjp(g, ans, a, **params):
     # grad = sym(V (F o V^T g) V^T), F[i, j] = 1 / (w_j - w_i): NaN where eigenvalues repeat
-    gaps = G.inverse_gaps(G.eigvalsh(a))
+    gaps = G.inverse_gaps(G.eigvalsh(a, **params))
     inner = gaps * G.matmul(_mT(ans), g)
-    return _sym(G.matmul(G.matmul(ans, inner), _mT(ans)))
+    return _onto_argument(_sym(G.matmul(G.matmul(ans, inner), _mT(ans))), **params)
 
 
-register(Op("eigh", None, None, None, params={"UPLO": None, "lower": None}, parts=_eigh_parts,
-            doc="w, v = eigh(a): eigenvalues (ascending) and eigenvectors of a symmetric matrix"))
-register(Op("eigvalsh", lambda xp, a, **_: _symmetric_eigh(xp, a)[0], lambda a, **_: _square(a)[:-1],
-            (_eigvalsh_vjp,), params={"UPLO": None, "lower": None},
+register(Op("eigh", None, None, None, params=dict(_EIGH_PARAMS), parts=_eigh_parts,
+            fields=("eigenvalues", "eigenvectors"),
+            doc="w, v = eigh(a): eigenvalues (ascending) and eigenvectors of a symmetric matrix; "
+                "which triangle it reads, and its gradient's, are the spelling's library's"))
+register(Op("eigvalsh", lambda xp, a, **params: _symmetric_eigh(xp, a, **params)[0],
+            lambda a, **params: _eigh_shape(a, **params)[:-1], (_eigvalsh_vjp,), params=dict(_EIGH_PARAMS),
             doc="the eigenvalues of a symmetric matrix, ascending"))
-register(Op("eigh_vectors", lambda xp, a: _symmetric_eigh(xp, a)[1], lambda a: _square(a), (_eigh_vectors_vjp,),
-            public=False, doc="the eigenvectors of eigh (columns)"))
+register(Op("eigh_vectors", lambda xp, a, **params: _symmetric_eigh(xp, a, **params)[1], _eigh_shape,
+            (_eigh_vectors_vjp,), params=dict(_EIGH_PARAMS), public=False, doc="the eigenvectors of eigh (columns)"))
 
 
 # singular value decomposition

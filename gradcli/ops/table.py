@@ -54,6 +54,9 @@ class Op:
     # are ops of their own, `parts(*shapes, **params) -> [(op name, params), ...]`, called with
     # the same arguments; the record's own forward and shape rule are then unused.
     parts: Callable | None = None
+    # the names of those items as the libraries' named tuples call them (`torch.aminmax(x).max`,
+    # `np.linalg.eigh(a).eigenvectors`), in the parts' order; () where the tuple is a plain one
+    fields: tuple = ()
     # Why its forward needs more than the array API standard's operations, in words ("NumPy's
     # einsum", "scipy.special's erf"), or `(**params) -> words | None` where that depends on the
     # parameters (an index array); None: standard operations only, which tests/engine/test_backends.py
@@ -71,11 +74,11 @@ class Op:
     expand: Callable | None = None
     tensors: tuple[str, ...] = ()
 
-    # ---- printing and lowering (read by gradcli/language/parser.py, gradcli/insight/printer.py, gradcli/language/lower/__init__.py)
+    # ---- printing and lowering (read by gradcli/language/parser.py, gradcli/insight/printer.py, gradcli/language/lower/__init__.py;
+    # the operator pairs `a + -b` -> `a - b` are the printer's table OPPOSITES)
     symbol: str | None = None          # the operator that writes it in programs (`+`; `-` for negative; `not`)
     precedence: int | None = None      # how tightly `derive` binds its symbol (1 `<` .. 5 `**`); None: a call
     symbol_reads_truth: bool = False   # its symbol is Python's `and`/`or`/`not`: written so, operands must be 0/1
-    opposite: str | None = None        # this op with its right operand negated: `a + -b` prints as `a - b`
     literal: Callable | None = None    # `literal(value) -> value` on a literal argument while lowering (`-3`)
     repeats: str | None = None         # its result repeats its input's elements: "broadcast"; "reshape" (if one)
     simpler: Callable | None = None    # `simpler(**params) -> (op, params) | None`: as a gradient emits it (sum_to ())
@@ -86,20 +89,10 @@ class Op:
     # a constant range `(lo, hi)`, or UNBOUNDED; how a bound on |result| follows from the inputs'
     bound: Callable | tuple | str | None = None
     grows: bool = False                # may overflow (exp, multiply, sum): large results are checked for headroom
-    domain: float | None = None        # the argument's lowest value (log 0, log1p -1, sqrt 0): NaN below it
-    pole: tuple | None = None          # (argument, words): the argument whose 0 gives an infinity, as messages say
-    overflows_above: Callable | None = None  # `(largest) -> x`: the argument past which it overflows (exp: log)
-    underflows_below: float | None = None    # the argument below which it underflows to 0 in float64 (exp: -745)
     underflows: str | None = None      # a 0 result may be a nonzero lost: "rounds" (exp, multiply), "terms" (sum)
-    invalid_reason: str | None = None  # what a NaN from finite inputs means, in messages (divide: "0 / 0")
-    nonfinite_reason: str | None = None  # what a non-finite gradient equation of it means (inverse_gaps)
     kink: str | None = None            # a derivative by convention: "extremes" (max), "pair" (maximum), "zero" (abs)
-    hints: dict = field(default_factory=dict)  # diagnostic kind -> hint in words; `{limit}`: overflows_above's
-    where_trap: int | None = None      # the argument a discarded where branch must keep off its poles (divide: y)
-    selects: tuple = ()                # the arguments it chooses between (where: x, y): the where trap's branches
-    stable_forms: dict = field(default_factory=dict)  # its argument's op -> the stable whole (log: sigmoid -> ...)
-    pole_fix: Callable | None = None   # `(call: Written) -> text | None`: a rewrite keeping a call off its pole
-    slope_fix: Callable | None = None  # `(call: Written) -> text | None`: a rewrite where its slope is infinite
+    # (what the few ops with a pole, a domain, an overflow limit or a where trap are known for, and the
+    # words and rewrites said of them, is a table keyed by op name: gradcli/numerics/hints.py)
 
     def __post_init__(self):
         # what a call of the op needs, worked out once: argument slots in call order, the
@@ -128,22 +121,13 @@ class Op:
 UNBOUNDED = "unbounded"
 
 
-@dataclass(frozen=True, slots=True)
-class Written:
-    """A call as the user wrote it, for an op's rewrite rules (`pole_fix`, `slope_fix`)."""
-    args: tuple           # each argument's text
-    operands: tuple       # the same, parenthesized unless a name, a number or a call
-    kind: str | None = None    # the diagnostic's kind (divide_by_zero, invalid, overflow)
-    underflowed: bool = False  # the pole's argument may be a nonzero number that underflowed
-
-
 class DataError(Exception):
     """An op cannot compute on these values (`solve` of a singular matrix, `cholesky` of one
     that is not positive definite): a user error, reported at the call's place."""
 
 
 FAMILIES = ("elementwise", "reduce", "norms", "array", "selection", "creation", "linalg", "solves", "index", "nn",
-            "convolution", "objectives", "scatter", "factor", "losses")  # in table order
+            "convolution", "objectives", "scatter", "factor", "losses", "composed")  # in table order
 
 
 class _Table(dict):
@@ -170,39 +154,16 @@ class _Table(dict):
     def __contains__(self, name):
         return dict.__contains__(self, name) or _load_family_of(self, name)
 
-    def __iter__(self):
-        _load_families()
-        return dict.__iter__(self)
+    def _whole(method):  # dict's method, once every family is imported: it reads the table whole
+        def whole(self, *args):
+            _load_families()
+            return method(self, *args)
+        return whole
 
-    def __len__(self):
-        _load_families()
-        return dict.__len__(self)
-
-    def __reversed__(self):
-        _load_families()
-        return dict.__reversed__(self)
-
-    def __eq__(self, other):
-        _load_families()
-        return dict.__eq__(self, other)
-
-    __hash__ = None
-
-    def __repr__(self):
-        _load_families()
-        return dict.__repr__(self)
-
-    def keys(self):
-        _load_families()
-        return dict.keys(self)
-
-    def values(self):
-        _load_families()
-        return dict.values(self)
-
-    def items(self):
-        _load_families()
-        return dict.items(self)
+    __iter__, __len__, __reversed__ = _whole(dict.__iter__), _whole(dict.__len__), _whole(dict.__reversed__)
+    __eq__, __repr__, __hash__ = _whole(dict.__eq__), _whole(dict.__repr__), None
+    keys, values, items = _whole(dict.keys), _whole(dict.values), _whole(dict.items)
+    del _whole
 
     def copy(self):
         _load_families()

@@ -158,6 +158,20 @@ def test_ctrl_c_during_start_up_exits_130_without_a_traceback(entry, module, arg
     assert (proc.returncode, proc.stderr, proc.stdout) == (130, b"gradcli: interrupted\n", b"")
 
 
+_PYTHON_M = "import runpy\nrunpy.run_module('gradcli', run_name='__main__', alter_sys=True)"
+
+
+@pytest.mark.parametrize("module,entry", [
+    ("gradcli.cli.streams", "from gradcli.cli import main\nsys.exit(main())"),  # the console script
+    ("gradcli.cli.streams", _PYTHON_M),
+    ("gradcli.cli", _PYTHON_M),  # before gradcli.cli runs a line: held from __main__'s first line
+])
+def test_ctrl_c_before_the_quiet_handler_is_installed_is_held_until_it_is(module, entry):
+    code = f"MODULE = {module!r}\n{_INTERRUPT_AT_IMPORT}sys.argv = ['gradcli', 'eval', '-e', '1']\n{entry}"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60)
+    assert (proc.returncode, proc.stderr, proc.stdout) == (130, b"gradcli: interrupted\n", b"")
+
+
 def test_a_program_that_imports_the_cli_keeps_its_keyboard_interrupt():
     script = ("import os, signal, time\nimport gradcli.cli\n"
               "try:\n    os.kill(os.getpid(), signal.SIGINT); time.sleep(5)\n"

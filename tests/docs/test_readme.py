@@ -91,3 +91,19 @@ def test_the_checks_see_what_they_look_for():
     assert "gradients-tfgradients-semantics" in anchors(ROOT / "docs" / "language.md")
     assert "arrays-to-a-file---out" in anchors(ROOT / "docs" / "cli.md")
     assert links(ROOT / "docs" / "insight.md").count("graph.png") == 1  # the image, not the console text
+
+
+def test_the_readmes_gradients_inside_a_program_run_and_print_what_their_comments_say():
+    """The one-per-library block runs as one program; each print's value is the number its
+    comment gives (as TensorFlow 2.21, JAX 0.10, PyTorch 2.13 and autograd 1.9 print them)."""
+    import numpy as np
+    from gradcli import api
+    section = README.read_text().split("## Gradients inside a program", 1)[1]
+    block = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    outputs = api.evaluate(block, fixes=False).outputs
+    printed = [line for line in block.splitlines() if "print(" in line]
+    assert len(outputs) == len(printed) == 4
+    for line, (text, got) in zip(printed, outputs.items()):
+        assert text in line
+        want = [float(v) for v in re.findall(r"-?\d+\.?\d*", line.split("#", 1)[1].split(":")[-1])]
+        np.testing.assert_allclose(np.ravel(got), want, rtol=1e-7)

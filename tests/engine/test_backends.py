@@ -80,6 +80,10 @@ def _close(got, want, what):
     np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12, err_msg=what)
 
 
+# Keras reads hinge labels that are all 0/1 as -1/1: decided on the labels' values
+DECIDED_BY_DATA = {"y = keras.losses.hinge(t, p)", "y = keras.losses.squared_hinge(t, p)"}
+
+
 def _grad_or_eval(program, wrt, feeds, **options):
     try:
         if wrt:
@@ -96,6 +100,9 @@ def test_every_op_and_its_gradient_agree_between_numpy_and_dask(row):
     wrt = list(inputs)
     want = _grad_or_eval(program, wrt, feeds)
     got = _grad_or_eval(program, wrt, {k: _chunked(v) for k, v in feeds.items()}, device="dask", chunks=1024)
+    if program in DECIDED_BY_DATA:  # the formula depends on an input's values, unread while building
+        assert "reads them only when it runs" in str(got), program
+        return
     if isinstance(want, Exception):
         assert isinstance(got, Exception) and str(got) == str(want)
         return

@@ -310,3 +310,31 @@ def test_reading_again_copies_cheap_blocks_into_their_readers_and_nothing_else()
     assert again["total"].dependencies == {"file"} and again[("d", 1)].dependencies == {"file", "total"}
     import dask.threaded
     assert dask.threaded.get(again, [("d", 0), ("d", 1)]) == (10.0 - 30.0, 20.0 - 30.0)
+
+
+# Labels and class targets decide a loss's formula while the program is built (Keras reads
+# labels that are all 0/1 as -1/1; class indices become one-hot rows). A lazily read input has
+# no values then: it was once read as zeros, giving hinge 1.6 where Keras gives 1.325.
+HINGE_T, HINGE_P = [[0.0, 1.0, 1.0, 0.0]], [[0.3, 0.8, -0.2, 0.5]]
+HINGE_KERAS = np.mean(np.maximum(1 - (2 * np.array(HINGE_T) - 1) * np.array(HINGE_P), 0.0))  # 1.05
+
+
+@pytest.mark.parametrize("program,what", [
+    ("y = keras.losses.hinge(t, p)", "hinge()"),
+    ("y = torch.nn.functional.cross_entropy(p, c)", "cross_entropy()"),
+])
+def test_a_lazily_read_input_is_never_read_as_zeros_while_building(tmp_path, program, what):
+    np.save(tmp_path / "t.npy", np.array(HINGE_T))
+    np.save(tmp_path / "p.npy", np.array(HINGE_P))
+    np.save(tmp_path / "c.npy", np.array([1.0]))
+    inputs = ["--set", "t=@t.npy", "--set", "p=@p.npy", "--set", "c=@c.npy"]
+    cpu = _gradcli("eval", "-e", program, *inputs, cwd=tmp_path)
+    assert cpu.returncode == 0, cpu.stderr
+    p = np.array(HINGE_P[0])
+    want = HINGE_KERAS if what == "hinge()" else np.log(np.sum(np.exp(p))) - p[1]
+    assert float(cpu.stdout.split()[1]) == pytest.approx(want, rel=1e-12)
+    lazy = _gradcli("eval", "-e", program, *inputs, "--device", "dask", cwd=tmp_path)
+    assert lazy.returncode == 2 and lazy.stdout == "", lazy.stdout
+    name = "t" if what == "hinge()" else "c"
+    assert (f"error: {what}: this needs the values of '{name}' while the program is built, but --device dask reads "
+            "them only when it runs: evaluate it on the CPU, or write them in the program") in lazy.stderr

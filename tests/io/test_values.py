@@ -115,12 +115,35 @@ def test_csv_round_trips_any_matrix():
     tally.require(checked=10, checked_without_a_header=20)  # of 60; the replayed (derandomized) run: 21 and 39
 
 
-def test_csv_shapes_one_row_is_a_vector_one_column_a_matrix(tmp_path):
-    assert read(tmp_path, "v.csv", "1,2,3\n").shape == (3,)
-    assert read(tmp_path, "v.csv", "5\n").shape == (1,)
-    assert read(tmp_path, "v.csv", "1\n2\n3\n").shape == (3, 1)
-    assert read(tmp_path, "v.csv", "x\n1\n2\n").shape == (2, 1)
-    assert read(tmp_path, "v.csv", "1,2\n3,4\n5,6\n").shape == (3, 2)
+@pytest.mark.parametrize("text", ["1,2,3\n", "5\n", "1\n2\n3\n", "1\n\n2\n", "1,2\n3,4\n5,6\n", "7,8\n", "1 2\n3 4\n",
+                                  "1\t2\t3\n", "1;2\n", "1\n", "2.5\n-1\n"])
+def test_csv_shapes_are_those_of_np_loadtxt(tmp_path, text):
+    """One column is a vector (n,), as np.loadtxt reads it, not a matrix (n, 1) that
+    broadcasts silently against a vector; one row is (m,) and one number is 0-d."""
+    delimiter = next((d for d in "\t;," if d in text), None)
+    expected = np.loadtxt(io.StringIO(text), delimiter=delimiter)
+    got = read(tmp_path, "v.csv", text)
+    assert got.shape == expected.shape
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_csv_shapes_with_a_header(tmp_path):
+    assert read(tmp_path, "v.csv", "x\n1\n2\n").shape == (2,)
+    assert read(tmp_path, "v.csv", "x\n5\n").shape == ()
+    assert read(tmp_path, "v.csv", "x,y\n5,6\n").shape == (2,)
+
+
+def test_a_one_column_csv_is_a_vector_in_a_gradient(tmp_path):
+    """The gradient of a loss over a one-column CSV of targets is the one over the same
+    numbers as a literal vector (a column would broadcast (4,) - (4, 1) to (4, 4))."""
+    (tmp_path / "t.csv").write_text("3.0\n2.5\n1.0\n5.0\n")
+    args = ["grad", os.path.join(os.path.dirname(__file__), "..", "..", "samples", "linear_regression.expr"),
+            "--of", "loss", "--wrt", "w", "--wrt", "b"]
+    from_file = gradcli(*args, "--set", "t=@t.csv", cwd=tmp_path)
+    literal = gradcli(*args, "--set", "t=[3.0, 2.5, 1.0, 5.0]", cwd=tmp_path)
+    assert (from_file.returncode, literal.returncode) == (0, 0), from_file.stderr
+    assert from_file.stdout == literal.stdout == "w\t-6.5 -3.5\nb\t-2.5\n"  # (2/n) X^T r, (2/n) sum(r)
+    assert from_file.stderr == literal.stderr == ""
 
 
 @pytest.mark.parametrize("text,message", [

@@ -1,8 +1,25 @@
-"""Compare what a program printed through gradcli with what a library printed for the same code
-(the tutorial snippets' JSON records: each `prints` entry's `expr`, `kind`, `value`)."""
+"""Run a library's program through gradcli (`outputs`, `refusal`) and compare what it printed with
+what the library printed for the same code (the tutorial snippets' JSON records: each `prints`
+entry's `expr`, `kind`, `value`)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
+
+from gradcli import api
+from gradcli.errors import GradcliError
+
+def outputs(program: str) -> dict:
+    """What the program printed, by the text printed (the fixes are off: nothing here is about them)."""
+    return api.evaluate(program, fixes=False).outputs
+
+
+def refusal(program: str) -> GradcliError:
+    """The error gradcli refuses the program with; the test fails where it runs."""
+    with pytest.raises(GradcliError) as caught:
+        api.evaluate(program, fixes=False)
+    return caught.value
+
 
 COMPARED_KINDS = ("value", "none", "shape", "sequence", "display:value", "display:shape", "display:sequence")
 

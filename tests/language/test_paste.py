@@ -110,7 +110,7 @@ def test_the_conditional_expression_is_a_where_with_its_gradient():
 
 
 @pytest.mark.parametrize("program,message,line,column", [
-    ("y = 0\nwhile y < 1:\n    y = y + 1\n", "loops are not supported", 2, 1),
+    ("y = 0.0\nwhile sum(x) > y:\n    y = y + 1\n", "this while loop's condition depends on the data", 2, 14),
     ("with x:\n    y = 1\n", "'with' blocks are supported for tf.GradientTape()", 1, 6),
     ("if x > 0:\n    y = 1\n", "this if depends on the data", 1, 6),
     ("class A:\n    y = x + z\nq = A()\nr = q.w\n", "A has no attribute 'w'", 4, 5),
@@ -173,3 +173,69 @@ def test_call_from_the_command_line(tmp_path):
                           "--set", "v=[3, 4]", "--call", "loss(w, v, b=1)", "--format", "plain"],
                          capture_output=True, text=True, timeout=60)
     assert (run.returncode, run.stdout, run.stderr) == (0, "w\t3.0 4.0\n", "")
+
+
+# autograd's examples/logistic_regression.py as pasted without its training loop: the defs,
+# then only data (a literal dataset and the starting weights)
+AUTOGRAD_LOGISTIC_REGRESSION = '''import autograd.numpy as np
+from autograd import grad
+
+def sigmoid(x):
+    return 0.5*(np.tanh(x) + 1)
+
+def logistic_predictions(weights, inputs):
+    # Outputs probability of a label being true according to logistic model.
+    return sigmoid(np.dot(inputs, weights))
+
+def training_loss(weights):
+    # Training loss is the negative log-likelihood of the training labels.
+    preds = logistic_predictions(weights, inputs)
+    label_probabilities = preds * targets + (1 - preds) * (1 - targets)
+    return -np.sum(np.log(label_probabilities))
+
+# Build a toy dataset.
+inputs = np.array([[0.52, 1.12,  0.77],
+                   [0.88, -1.08, 0.15],
+                   [0.52, 0.06, -1.30],
+                   [0.74, -2.49, 1.39]])
+targets = np.array([True, True, False, True])
+
+weights = np.array([0.0, 0.0, 0.0])
+'''
+
+
+def test_defs_followed_only_by_data_call_the_last_def(tmp_path):
+    """Not `weights` itself (whose gradient is all ones): the loss of the last def. autograd
+    1.9.1 prints training_loss(weights) = 2.772588722239781 and grad(training_loss)(weights) =
+    [-1.62, 2.51, -3.61] for this program."""
+    import subprocess
+    import sys
+    path = tmp_path / "logistic_regression.py"
+    path.write_text(AUTOGRAD_LOGISTIC_REGRESSION)
+    run = subprocess.run([sys.executable, "-m", "gradcli", "grad", str(path), "--wrt", "weights", "--format", "plain"],
+                         capture_output=True, text=True, timeout=60)
+    assert (run.returncode, run.stderr) == (0, "")
+    name, numbers = run.stdout.rstrip("\n").split("\t")
+    assert name == "weights"
+    np.testing.assert_allclose(np.array(numbers.split(), dtype=float), [-1.62, 2.51, -3.61], rtol=1e-12)
+    r = api.evaluate(AUTOGRAD_LOGISTIC_REGRESSION)
+    assert list(r.outputs) == ["training_loss"]
+    assert float(r.outputs["training_loss"]) == pytest.approx(2.772588722239781, rel=1e-14)
+
+
+@pytest.mark.parametrize("tail,name,expected", [
+    ("x = 3.0\n", "f", 9.0),                                   # data only: the def is the program
+    ('x = 3.0\n"""a docstring"""\nimport math\n', "f", 9.0),  # nor do a docstring and an import compute
+    ("y = f(2.0)\n", "y", 4.0),                                # a call of the def: that is the program
+    ("x = 3.0\ny = x * 2\n", "y", 6.0),                        # a computation after the data
+    ("x = 3.0\ng = f\nz = 1.0\n", "z", 1.0),                   # names the def: not only data
+])
+def test_what_follows_the_last_def_decides_whether_it_is_called(tail, name, expected):
+    r = api.evaluate("def f(x):\n    return x ** 2\n" + tail)
+    assert list(r.outputs) == [name]
+    assert float(r.outputs[name]) == expected
+
+
+def test_a_def_called_after_data_needs_its_parameters():
+    err = refusal("def f(a):\n    return a ** 2\nx = 3.0\n")
+    assert format_error(err).splitlines()[0] == "<expr>:1:7: error: missing input 'a': give it with feeds a=VALUE"

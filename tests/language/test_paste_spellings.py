@@ -245,10 +245,16 @@ def test_pytorch_refuses_a_negative_slice_step_and_so_does_gradcli():
 
 
 def test_a_subscript_read_two_ways_in_a_program_of_two_libraries_is_refused():
-    err = refusal("import torch\nimport numpy as np\nx = torch.arange(24.).reshape(2, 3, 4)\ny = x[0, :, [1, 3]]")
+    # a value of no known library (an input): refused
+    err = refusal("import torch\nimport numpy as np\ny = x[0, :, [1, 3]]", x=np.arange(24.).reshape(2, 3, 4))
     assert err.message.startswith("this subscript mixes integers and lists apart from each other, which NumPy and "
                                   "PyTorch read differently")
-    assert (err.pos.line, err.pos.column) == (4, 6)
+    assert (err.pos.line, err.pos.column) == (3, 6)
+    # a tensor's subscript is PyTorch's (2.13 prints [[1, 3], [5, 7], [9, 11]]), an array's NumPy's
+    assert value("import torch\nimport numpy as np\nx = torch.arange(24.).reshape(2, 3, 4)\ny = x[0, :, [1, 3]]"
+                 ).tolist() == [[1, 3], [5, 7], [9, 11]]
+    assert value("import torch\nimport numpy as np\nx = np.arange(24.).reshape(2, 3, 4)\ny = x[0, :, [1, 3]]"
+                 ).tolist() == np.arange(24.).reshape(2, 3, 4)[0, :, [1, 3]].tolist()
     # where the two readings agree (integers and lists side by side), it is answered
     assert value("import torch\nimport numpy as np\nx = torch.arange(24.).reshape(2, 3, 4)\ny = x[0, [1, 2]]"
                  ).tolist() == [[4, 5, 6, 7], [8, 9, 10, 11]]

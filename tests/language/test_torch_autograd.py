@@ -20,7 +20,7 @@ import pytest
 
 from gradcli import api
 from gradcli.errors import GradcliError
-from snippet_compare import mismatches
+from snippet_compare import mismatches, outputs, refusal
 
 HERE = pathlib.Path(__file__).parent / "tutorial_snippets" / "torch_autograd"
 LIBRARIES = ("pytorch_", "autograd_")
@@ -40,47 +40,37 @@ def _record(path):
 def test_a_snippet_prints_what_the_library_printed(path):
     record = _record(path)
     assert record["error"] is None
-    outputs = api.evaluate(record["code"], fixes=False).outputs
-    assert mismatches(record, outputs) == []
+    assert mismatches(record, outputs(record["code"])) == []
 
 
 @pytest.mark.parametrize("path", REFUSED, ids=[p.stem for p in REFUSED])
 def test_a_snippet_the_library_refuses_is_refused_at_its_line(path):
     record = _record(path)
-    with pytest.raises(GradcliError) as caught:
-        api.evaluate(record["code"], fixes=False)
-    assert caught.value.pos is not None and caught.value.pos.line == record["error"]["line"]
-    assert f"{record['error']['type']}" in str(caught.value)
+    err = refusal(record["code"])
+    assert err.pos is not None and err.pos.line == record["error"]["line"]
+    assert f"{record['error']['type']}" in str(err)
 
 
 @pytest.mark.parametrize("path", PENDING, ids=[p.stem for p in PENDING])
 def test_a_pending_snippet_does_not_run_yet(path):
     record = _record(path)
     try:
-        outputs = api.evaluate(record["code"], fixes=False).outputs
+        printed = outputs(record["code"])
     except GradcliError:
         return
-    assert record["error"] is not None or mismatches(record, outputs), "it passes now: move it up a folder"
+    assert record["error"] is not None or mismatches(record, printed), "it passes now: move it up a folder"
 
 
 def test_the_snippet_counts():
     counts = {lib: sum(p.name.startswith(lib) for p in RUNS + REFUSED) for lib in LIBRARIES}
-    assert counts == {"pytorch_": 17, "autograd_": 4}, counts
+    assert counts == {"pytorch_": 24, "autograd_": 9}, counts
 
 
-def run(code: str) -> dict:
-    return api.evaluate(code, fixes=False).outputs
-
-
-def refusal(code: str) -> GradcliError:
-    with pytest.raises(GradcliError) as caught:
-        api.evaluate(code, fixes=False)
-    return caught.value
 
 
 # ---------------------------------------------------------------- .grad and backward()
 def test_grad_is_none_before_backward_then_the_gradient():
-    out = run("import torch\nx = torch.tensor([1.0, 2.0], requires_grad=True)\nprint(x.grad)\n"
+    out = outputs("import torch\nx = torch.tensor([1.0, 2.0], requires_grad=True)\nprint(x.grad)\n"
               "y = (x ** 3).sum()\ny.backward()\ng = x.grad\nprint(g)\n")
     assert out["x.grad"] is None
     np.testing.assert_allclose(out["g"], [3.0, 12.0])  # 3 x^2 (torch 2.13: tensor([ 3., 12.]))
@@ -90,7 +80,7 @@ def test_backward_accumulates_and_zero_clears():
     code = ("import torch\nx = torch.tensor([1.0, 2.0], requires_grad=True)\ny = (x * x).sum()\n"
             "y.backward(retain_graph=True)\ny.backward(retain_graph=True)\nfirst = x.grad.clone()\nprint(first)\n"
             "x.grad.zero_()\ny.backward()\nprint(x.grad)\n")
-    out = run(code)
+    out = outputs(code)
     np.testing.assert_allclose(out["first"], [4.0, 8.0])   # torch: tensor([4., 8.])
     np.testing.assert_allclose(out["x.grad"], [2.0, 4.0])  # torch: tensor([2., 4.])
 
@@ -100,7 +90,7 @@ def test_a_name_holding_grad_sees_in_place_accumulation_and_zeroing():
     code = ("import torch\nx = torch.tensor([1.0, 2.0], requires_grad=True)\ny = (x * x).sum()\n"
             "y.backward(retain_graph=True)\nfirst = x.grad\ny.backward(retain_graph=True)\nsecond = first * 1\n"
             "x.grad.zero_()\nprint(second, first)\n")
-    out = run(code)
+    out = outputs(code)
     np.testing.assert_allclose(out["second"], [4.0, 8.0])
     np.testing.assert_allclose(out["first"], [0.0, 0.0])
 
@@ -113,7 +103,7 @@ def test_backward_twice_without_retain_graph_is_refused_where_values_were_saved(
 
 def test_backward_twice_through_additions_only_succeeds_and_accumulates():
     # PyTorch 2.13: AddBackward0 and SumBackward0 save no tensors, so this prints tensor([2., 2.])
-    out = run("import torch\nx = torch.tensor([1.0, 2.0], requires_grad=True)\ny = (x + 2).sum()\n"
+    out = outputs("import torch\nx = torch.tensor([1.0, 2.0], requires_grad=True)\ny = (x + 2).sum()\n"
               "y.backward()\ny.backward()\nprint(x.grad)\n")
     np.testing.assert_allclose(out["x.grad"], [2.0, 2.0])
 
@@ -121,7 +111,7 @@ def test_backward_twice_through_additions_only_succeeds_and_accumulates():
 def test_backward_of_a_non_scalar_needs_gradient():
     err = refusal("import torch\nx = torch.tensor([1.0, 2.0], requires_grad=True)\ny = x * 2\ny.backward()\n")
     assert err.pos.line == 4 and "only for scalar outputs" in str(err)
-    out = run("import torch\nx = torch.tensor([1.0, 2.0], requires_grad=True)\ny = x * x\n"
+    out = outputs("import torch\nx = torch.tensor([1.0, 2.0], requires_grad=True)\ny = x * x\n"
               "y.backward(gradient=torch.tensor([1.0, 0.5]))\nprint(x.grad)\n")
     np.testing.assert_allclose(out["x.grad"], [2.0, 2.0])  # torch: tensor([2., 2.])
 
@@ -140,7 +130,7 @@ def test_grad_of_a_non_leaf_is_none_with_a_warning():
 
 
 def test_requires_grad_follows_no_grad_enable_grad_and_detach():
-    out = run("import torch\nx = torch.ones(2, requires_grad=True)\nprint(x.requires_grad)\n"
+    out = outputs("import torch\nx = torch.ones(2, requires_grad=True)\nprint(x.requires_grad)\n"
               "with torch.no_grad():\n    a = x * 2\n    with torch.enable_grad():\n        b = x * 2\n"
               "c = (x * 2).detach()\nd = x * 2\nprint(a.requires_grad, b.requires_grad, c.requires_grad, "
               "d.requires_grad)\n")
@@ -149,14 +139,14 @@ def test_requires_grad_follows_no_grad_enable_grad_and_detach():
 
 
 def test_requires_grad_underscore_makes_a_leaf():
-    out = run("import torch\na = torch.tensor([1.0, -2.0])\na.requires_grad_()\nb = (a * a).sum()\n"
+    out = outputs("import torch\na = torch.tensor([1.0, -2.0])\na.requires_grad_()\nb = (a * a).sum()\n"
               "b.backward()\nprint(a.grad)\n")
     np.testing.assert_allclose(out["a.grad"], [2.0, -4.0])
 
 
 def test_a_gradient_used_after_no_grad_is_a_constant_to_later_backward():
     # SGD step: w is updated under no_grad, then a new loss at the new w
-    out = run("import torch\nw = torch.tensor([1.0, 2.0], requires_grad=True)\nloss = (w * w).sum()\n"
+    out = outputs("import torch\nw = torch.tensor([1.0, 2.0], requires_grad=True)\nloss = (w * w).sum()\n"
               "loss.backward()\nwith torch.no_grad():\n    w -= 0.1 * w.grad\nprint(w)\n")
     np.testing.assert_allclose(out["w"], [0.8, 1.6])
 
@@ -167,13 +157,13 @@ def test_autograd_grad_unused_input_is_refused_unless_allow_unused():
             "y = torch.tensor([3.0, 4.0], requires_grad=True)\nout = (x * x).sum()\n")
     err = refusal(code + "g = torch.autograd.grad(out, [x, y])\n")
     assert err.pos.line == 5 and "index 1" in str(err) and "allow_unused=True" in str(err)
-    out = run(code + "gx, gy = torch.autograd.grad(out, [x, y], allow_unused=True)\nprint(gx, gy)\n")
+    out = outputs(code + "gx, gy = torch.autograd.grad(out, [x, y], allow_unused=True)\nprint(gx, gy)\n")
     np.testing.assert_allclose(out["gx"], [2.0, 4.0])
     assert out["gy"] is None
 
 
 def test_autograd_grad_create_graph_gives_second_derivatives():
-    out = run("import torch\nx = torch.tensor(3.0, requires_grad=True)\ny = x ** 4\n"
+    out = outputs("import torch\nx = torch.tensor(3.0, requires_grad=True)\ny = x ** 4\n"
               "g, = torch.autograd.grad(y, x, create_graph=True)\nh, = torch.autograd.grad(g, x)\nprint(g, h)\n")
     np.testing.assert_allclose([out["g"], out["h"]], [108.0, 108.0])  # 4 x^3, 12 x^2
 
@@ -185,14 +175,14 @@ def test_autograd_grad_without_create_graph_is_detached():
 
 
 def test_backward_create_graph_then_double_backward():
-    out = run("import torch\nx = torch.tensor(2.0, requires_grad=True)\ny = x ** 3\n"
+    out = outputs("import torch\nx = torch.tensor(2.0, requires_grad=True)\ny = x ** 3\n"
               "g, = torch.autograd.grad(y, x, create_graph=True)\ng.backward()\nprint(x.grad)\n")
     np.testing.assert_allclose(out["x.grad"], 12.0)  # 6 x
 
 
 # ---------------------------------------------------------------- torch.autograd.functional
 def test_functional_vjp_and_hvp_against_torch():
-    out = run("import torch\nfrom torch.autograd.functional import vjp, hvp\n"
+    out = outputs("import torch\nfrom torch.autograd.functional import vjp, hvp\n"
               "def f(x):\n    return (x ** 3).sum()\nx = torch.tensor([1.0, 2.0])\n"
               "value, g = vjp(f, x)\nprint(value, g)\nv2, hv = hvp(f, x, torch.tensor([1.0, 1.0]))\nprint(hv)\n")
     np.testing.assert_allclose(out["value"], 9.0)
@@ -202,7 +192,7 @@ def test_functional_vjp_and_hvp_against_torch():
 
 # ---------------------------------------------------------------- HIPS autograd
 def test_autograd_grad_value_and_grad_hessian():
-    out = run("import autograd.numpy as np\nfrom autograd import grad, value_and_grad, hessian\n"
+    out = outputs("import autograd.numpy as np\nfrom autograd import grad, value_and_grad, hessian\n"
               "def f(x):\n    return np.sum(np.sin(x) * x)\nx = np.array([0.5, 1.0])\n"
               "print(grad(f)(x))\nv, g = value_and_grad(f)(x)\nprint(v)\nprint(hessian(f)(x))\n")
     x = np.array([0.5, 1.0])
@@ -214,7 +204,7 @@ def test_autograd_grad_value_and_grad_hessian():
 def test_autograd_argnum_by_keyword_and_by_position():
     code = ("import autograd.numpy as np\nfrom autograd import grad\ndef f(a, b):\n    return a * b ** 2\n"
             "print(grad(f, argnum=1)(2.0, 3.0))\nprint(grad(f, 0)(2.0, 3.0))\n")
-    out = run(code)
+    out = outputs(code)
     assert float(out["grad(f, argnum=1)(2.0, 3.0)"]) == 12.0 and float(out["grad(f, 0)(2.0, 3.0)"]) == 9.0
     err = refusal("from autograd import grad\ndef f(a):\n    return a * a\nprint(grad(f, argnums=0)(2.0))\n")
     assert err.pos.line == 4 and "argnum" in str(err)
@@ -234,7 +224,7 @@ def test_a_training_loop_updates_the_leaf_in_place_under_no_grad():
             "w = torch.tensor(0.5, requires_grad=True)\nfor step in range(20):\n"
             "    loss = ((x * w - y) ** 2).mean()\n    loss.backward()\n    with torch.no_grad():\n"
             "        w -= 0.05 * w.grad\n        w.grad.zero_()\nprint(w)\nprint(loss)\n")
-    out = run(code)
+    out = outputs(code)
     assert float(out["w"]) == pytest.approx(2.1071, abs=5e-5)
     assert float(out["loss"]) == pytest.approx(0.0298, abs=5e-5)
 
@@ -246,7 +236,7 @@ def test_an_in_place_update_of_a_leaf_while_recording_is_refused():
 
 def test_retain_grad_and_parameter():
     # torch 2.13.0 printed tensor([ 6., 12.]), tensor([18., 36.]), True, tensor([2., 4.])
-    out = run("import torch\nx = torch.tensor([1.0, 2.0], requires_grad=True)\nz = x * 3\nz.retain_grad()\n"
+    out = outputs("import torch\nx = torch.tensor([1.0, 2.0], requires_grad=True)\nz = x * 3\nz.retain_grad()\n"
               "y = (z * z).sum()\ny.backward()\nprint(z.grad)\nprint(x.grad)\nwith torch.no_grad():\n"
               "    p = torch.nn.Parameter(torch.tensor([1.0, 2.0]))\nprint(p.requires_grad)\nq = (p * p).sum()\n"
               "q.backward()\nprint(p.grad)\n")

@@ -1,6 +1,7 @@
 """The op record is an op's only home: a walk over the whole table (`gradcli.ops.OPS`) that fails
 on any op lacking what the engine needs, and ops registered here, in the test, that get the
-engine's behaviour from their record's fields alone (adding an op is one entry)."""
+engine's behaviour from their record's fields alone (adding an op is one entry; a numeric hint,
+optional, is one entry of gradcli/numerics/hints.py's table)."""
 import contextlib
 import re
 import subprocess
@@ -10,16 +11,18 @@ import numpy as np
 import pytest
 
 from gradcli import api, ops
+from gradcli.numerics import hints as numeric_hints
+from gradcli.numerics.hints import Hints
 from gradcli.ops import CALLABLE, NO_GRADIENT, OPS, UNBOUNDED, Op, register
 
 from test_ops import covered_operations
 
 # What the engine's readers accept in each field (gradcli/numerics/diagnostics.py, gradcli/numerics/fixes.py,
-# gradcli/language/lower/__init__.py); a value outside them would be silently ignored.
+# gradcli/language/lower/__init__.py); a value outside them would be silently ignored. (The numeric
+# hints of gradcli/numerics/hints.py are checked by tests/numerics/test_hints.py.)
 KINKS = {None, "extremes", "pair", "zero"}
 UNDERFLOWS = {None, "rounds", "terms"}
 REPEATS = {None, "broadcast", "reshape"}
-HINT_KINDS = {"overflow", "divide_by_zero", "invalid", "nonfinite_gradient"}
 # `doc` words that say an argument (or the whole op) has no gradient rule on purpose
 NO_GRADIENT_WORDS = re.compile(r"no gradient|gradient in \w+ only")
 
@@ -72,23 +75,6 @@ def _problems(op: Op, covered: set[str]) -> list[str]:
         out.append(f"underflows {op.underflows!r} is not one of {sorted(k for k in UNDERFLOWS if k)}")
     if op.repeats not in REPEATS:
         out.append(f"repeats {op.repeats!r} is not one of {sorted(k for k in REPEATS if k)}")
-    if set(op.hints) - HINT_KINDS:
-        out.append(f"hints for unknown kinds {sorted(set(op.hints) - HINT_KINDS)}")
-    if "{limit}" in "".join(op.hints.values()) and op.overflows_above is None:
-        out.append("a hint says {limit}, and overflows_above is not set")
-    for field, k in (("pole", op.pole[0] if op.pole else None), ("where_trap", op.where_trap)):
-        if k is not None and not 0 <= k < op.arity:
-            out.append(f"{field} names argument {k} of {op.arity}")
-    if any(not 0 <= k < op.arity for k in op.selects):
-        out.append(f"selects {op.selects} names a missing argument")
-    for inner, better in op.stable_forms.items():
-        if inner not in OPS or better not in OPS:
-            out.append(f"stable form {inner!r} -> {better!r} names an op that does not exist")
-    if op.opposite is not None and (op.symbol is None or OPS.get(op.opposite) is None
-                                    or OPS[op.opposite].symbol is None):
-        out.append(f"opposite {op.opposite!r} is not an operator beside an operator")
-    if op.pole_fix is not None and op.pole is None:
-        out.append("a pole_fix without a pole")
     # a finite-difference row in the op table tests (the coverage walk of tests/ops/test_ops.py)
     differentiable = not all(r is NO_GRADIENT for r in op.vjp or ())
     if op.public and differentiable and op.name not in covered:
@@ -127,6 +113,17 @@ def throwaway(name, forward, vjp=None, **fields):
         ops.G.__dict__.pop(name, None)
 
 
+@contextlib.contextmanager
+def hinted(name, hints: Hints):
+    """An entry in the numeric hints table (gradcli/numerics/hints.py) for one test, and removed after it."""
+    assert name not in numeric_hints.HINTS
+    numeric_hints.HINTS[name] = hints
+    try:
+        yield
+    finally:
+        numeric_hints.HINTS.pop(name, None)
+
+
 def kinds(program, wrt=None, **feeds):
     result = api.grad(program, wrt=wrt, feeds=feeds) if wrt else api.evaluate(program, feeds=feeds)
     return {d.kind: d for d in result.diagnostics}
@@ -142,24 +139,24 @@ def test_an_op_registered_with_grows_gets_the_headroom_warning():
         assert "headroom" not in kinds("y = scale_up_quiet(x)", x=1.0)
 
 
-def test_an_op_registered_with_a_domain_gets_its_message_and_hint():
+def test_an_op_registered_with_a_domain_hint_gets_its_message_and_hint():
     def forward(xp, x):
         with np.errstate(all="ignore"):
             return xp.sqrt(x - 2.0)
 
-    with throwaway("sqrt_from_two", forward, bound=UNBOUNDED, domain=2.0,
-                   hints={"invalid": "keep its argument above 2"}):
+    with throwaway("sqrt_from_two", forward, bound=UNBOUNDED), \
+            hinted("sqrt_from_two", Hints(domain=2.0, suggestions={"invalid": "keep its argument above 2"})):
         d = kinds("y = sqrt_from_two(x)", x=[1.0, 3.0])["invalid"]
         assert "its argument reaches 1, below its domain's start 2" in d.message
         assert d.suggestion == "keep its argument above 2"
 
 
-def test_an_op_registered_with_a_pole_gets_its_message():
+def test_an_op_registered_with_a_pole_hint_gets_its_message():
     def forward(xp, x):
         with np.errstate(all="ignore"):
             return 1.0 / x
 
-    with throwaway("one_over", forward, bound=UNBOUNDED, pole=(0, "its argument is 0")):
+    with throwaway("one_over", forward, bound=UNBOUNDED), hinted("one_over", Hints(pole=(0, "its argument is 0"))):
         d = kinds("y = one_over(x)", x=[0.0, 2.0])["divide_by_zero"]
         assert d.message.endswith("gives infinity at 1 of 2 elements: its argument is 0"), d.message
 

@@ -1,5 +1,6 @@
 """Hostile fuzz of the whole command: generated programs, data files, option values and
-`--lines` streams, run through the real command line (typer/click parsing, `cli._run`,
+`--lines` streams, Dask (`--device dask`, `--chunks`), Zarr stores read and written, `--out`
+files, `plot` (ranges, points, `--png`/`--svg` files) and `fix --diff`, run through the real command line (typer/click parsing, `cli._run`,
 `streams.write_output`), in-process for speed and, for a sample, as real processes.
 
 The oracle, for every case:
@@ -8,6 +9,7 @@ The oracle, for every case:
 - an answer is whole: with `--format json` exit 0 or 1 means exactly one JSON document;
 - `--lines`: exactly one JSON object per non-blank input line (or per over-long line), none
   of them an internal error;
+- a refused command (exit 2) leaves no `--out`, `--png` or `--svg` file behind;
 - within a time bound, and within `--max-memory` plus a fixed overhead (the process's peak
   resident memory, reset before each case through /proc/self/clear_refs).
 The sampled real processes also check the real exit code, the peak RSS of the process and
@@ -28,6 +30,7 @@ import gc
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -37,6 +40,7 @@ import time
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, seed, settings
 from hypothesis import strategies as st
@@ -65,6 +69,38 @@ WORK = tempfile.mkdtemp(prefix="gradcli-hostile-")
 COMMAND = typer.main.get_command(cli.app)  # built once: building it takes 20 ms, a case 5
 
 # --------------------------------------------------------------------------- generators
+
+
+def _zarr_stores() -> list[str]:
+    """Stores to read (`--set x=@s.zarr`): whole, with a chunk cut short, with its metadata
+    damaged, one of ints, one 2-d; [] where zarr is not installed."""
+    try:
+        import zarr
+    except ImportError:
+        return []
+    made = []
+    for name, values, chunks in [("whole", np.arange(1.0, 301.0), (64,)), ("ints", np.arange(40), (16,)),
+                                 ("grid", np.linspace(-3, 3, 60).reshape(6, 10), (3, 5)),
+                                 ("cut", np.linspace(0, 1, 200), (50,)), ("meta", np.ones(10), (5,))]:
+        path = os.path.join(WORK, f"{name}.zarr")
+        z = zarr.open_array(path, mode="w", shape=values.shape, chunks=chunks, dtype=values.dtype)
+        z[...] = values
+        made.append(path)
+    for dirpath, _, files in sorted(os.walk(os.path.join(WORK, "cut.zarr"))):
+        for f in sorted(files):
+            if not f.startswith((".z", "zarr.json")):
+                with open(os.path.join(dirpath, f), "r+b") as fh:
+                    fh.truncate(7)
+                break
+    for f in ("zarr.json", ".zarray"):
+        meta = os.path.join(WORK, "meta.zarr", f)
+        if os.path.exists(meta):
+            with open(meta, "w") as fh:
+                fh.write('{"shape": [10], "zarr_format": ')
+    return made
+
+
+ZARR_STORES = _zarr_stores()
 
 NAMES = ["x", "w", "b", "y", "z", "t", "a"]
 FUNCS = ["exp", "log", "sqrt", "abs", "sin", "tanh", "sigmoid", "softplus", "relu", "sign", "square",
@@ -198,7 +234,11 @@ def data_file(draw):
     return "r.csv", text.encode("utf-8", "surrogateescape") + draw(st.sampled_from([b"", b"\n", b"\xff"]))
 
 
-COMMANDS = ["eval", "eval", "grad", "grad", "check", "jacobian", "hessian", "derive", "graph", "fix"]
+COMMANDS = ["eval", "eval", "grad", "grad", "check", "jacobian", "hessian", "derive", "graph", "fix", "plot"]
+RANGES = ["-5:5", "0:1", "0:1e-320", "-1e308:1e308", "5:5", "1:0", "nan:1", "-inf:0", "x", "", "1e400:2", "0:5e-324",
+          "-1:1:1", ":"]
+OUT_NAMES = ["o.npz", "o.npy", "o.zarr", "o.txt", "o", "sub/o.npz", "", "o.npz/"]
+CHUNKS = ["1K", "4K", "64K", "1M", "0", "-1", "x", "1", "1e400"]
 
 
 @st.composite
@@ -253,7 +293,31 @@ def case(draw):
             argv += ["--set", f"{name}=@{os.path.join(WORK, fname)}"]
         else:
             argv += ["--set", f"{name}={draw(literal())}"]
-    if command in ("grad", "check", "jacobian", "hessian", "graph", "fix") or (command == "derive"):
+    if command == "plot":
+        argv += ["--range", draw(st.sampled_from(RANGES))]
+        if draw(st.integers(0, 2)) == 0:
+            argv += ["--points", draw(st.sampled_from(["0", "1", "2", "7", "-3", "x", "100000000", "1e3"]))]
+        if draw(st.integers(0, 2)) == 0:
+            argv += ["--order", draw(st.sampled_from(["1", "2", "3", "0"]))]
+        if draw(st.integers(0, 9)) == 0:  # drawing a file imports Matplotlib: rare
+            argv += [draw(st.sampled_from(["--png", "--svg"])),
+                     os.path.join(WORK, draw(st.sampled_from(["p.png", "p.svg", "p.txt", "p", "sub/p.png"])))]
+            if draw(st.booleans()):
+                argv.append("--force")
+    if command in ("eval", "grad") and ZARR_STORES and draw(st.integers(0, 9)) == 0:
+        argv += ["--set", f"{draw(st.sampled_from(NAMES))}=@{draw(st.sampled_from(ZARR_STORES))}"]
+    if command in ("eval", "grad") and draw(st.integers(0, 24)) == 0:
+        argv += ["--device", "dask"]
+        if draw(st.booleans()):
+            argv += ["--chunks", draw(st.sampled_from(CHUNKS))]
+    if command in ("eval", "grad", "jacobian", "hessian") and draw(st.integers(0, 7)) == 0:
+        argv += ["--out", os.path.join(WORK, draw(st.sampled_from(OUT_NAMES)))]
+        if draw(st.booleans()):
+            argv.append("--force")
+    if command == "plot":
+        argv += ["--wrt", draw(st.sampled_from(NAMES + ["x[2]", "x[-1]", "x[9]", "y"])) if draw(st.integers(0, 3))
+                 else option_name(draw)]
+    elif command in ("grad", "check", "jacobian", "hessian", "graph", "fix") or (command == "derive"):
         for _ in range(draw(st.integers(0 if command in ("graph", "fix") else 1, 2 if command != "derive" else 1))):
             argv += ["--wrt", draw(st.sampled_from(NAMES)) if draw(st.integers(0, 3)) else option_name(draw)]
     if command != "derive" and command != "fix" and draw(st.integers(0, 3)) == 0:
@@ -312,6 +376,40 @@ def _status(field: str) -> int:
             if line.startswith(field + ":"):
                 return int(line.split()[1]) * 1024
     return -1
+
+
+WRITTEN_OPTIONS = ("--out", "--png", "--svg")
+
+
+def written_paths(argv) -> list[str]:
+    """The files a command line asks gradcli to write."""
+    return [argv[i + 1] for i, a in enumerate(argv[:-1]) if a in WRITTEN_OPTIONS]
+
+
+def clear_written(argv) -> None:
+    """Remove what an earlier case wrote at this case's output paths (so that a file found
+    after a refusal is this case's)."""
+    for path in written_paths(argv):
+        if os.path.normpath(path) == os.path.normpath(WORK):  # (`--out ''`: the folder itself)
+            continue
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        elif os.path.lexists(path):
+            os.unlink(path)
+
+
+def left_behind(argv, code) -> list[str]:
+    """A refused command writes nothing: no file (or a temporary part of one) at its paths."""
+    if code != 2:
+        return []
+    found = []
+    for path in written_paths(argv):
+        folder, name = os.path.split(path)
+        parts = [n for n in os.listdir(folder) if name and n.startswith(name) and n.endswith(".part")] \
+            if os.path.isdir(folder) else []
+        if (name and os.path.lexists(path)) or parts:
+            found.append(f"a refusal left {name}{' (a part)' if parts else ''} behind")
+    return found
 
 
 def write_files(files: dict) -> None:
@@ -381,6 +479,7 @@ def judge(argv, code, out: bytes, err: str, max_memory: str, stdin: bytes, lines
 
 def run_in_process(argv, stdin, files, max_memory):
     write_files(files)
+    clear_written(argv)
     runner = CliRunner()
     typer.testing._get_command = lambda app: COMMAND  # (the one built above; restored below)
     lines = "--lines" in argv
@@ -396,7 +495,7 @@ def run_in_process(argv, stdin, files, max_memory):
     peak = _status("VmHWM") - base if base >= 0 else 0
     code = result.exit_code
     err = result.stderr_bytes.decode("utf-8", "replace") if result.stderr_bytes else ""
-    problems = judge(argv, code, result.stdout_bytes, err, max_memory, stdin, lines)
+    problems = judge(argv, code, result.stdout_bytes, err, max_memory, stdin, lines) + left_behind(argv, code)
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         problems.append(f"exception {type(result.exception).__name__}: {result.exception}")
     if code == 70:  # once more with --debug, for the traceback of the bug
@@ -431,6 +530,7 @@ def run_process(argv, stdin, files, max_memory, signum=None, delay=0.0):
     if any(len(a.encode("utf-8", "surrogateescape")) >= 100_000 for a in argv) or "\x00" in "".join(argv):
         return [], {"skipped": "an argument no process can be given (over 128 KiB, or a NUL)"}
     write_files(files)
+    clear_written(argv)
     paths = [os.path.join(WORK, name) for name in ("stdin", "stdout", "stderr", "rss")]
     with open(paths[0], "wb") as fh:
         fh.write(stdin)
@@ -474,7 +574,7 @@ def run_process(argv, stdin, files, max_memory, signum=None, delay=0.0):
             except ValueError:
                 problems.append("a partial document after a signal")
         return problems, dict(code=code, seconds=round(elapsed, 2))
-    problems += judge(argv, code, out, err, max_memory, stdin, "--lines" in argv)
+    problems += judge(argv, code, out, err, max_memory, stdin, "--lines" in argv) + left_behind(argv, code)
     try:
         allowed = parse_size(max_memory) + OVERHEAD + SUBPROCESS_BASE
     except GradcliError:
@@ -545,6 +645,11 @@ def fuzz(examples: int, every_process: int, derandomize: bool):
 
     if not derandomize:
         one = seed(SEED)(one)
+    for heavy in ("dask.array", "zarr", "matplotlib.pyplot"):  # imported once, before memory is measured
+        try:
+            __import__(heavy)
+        except ImportError:
+            pass
     gc.collect()
     gc.freeze()  # the test session's own objects: no collection in a case need scan them
     try:

@@ -58,7 +58,7 @@ KEYWORD_ALIASES = {
     "clip_value_min": "lo", "clip_value_max": "hi", "a_min": "lo", "a_max": "hi", "min": "lo", "max": "hi",
     "negative_slope": "alpha", "correction": "ddof", "interpolation": "method",
     "shifts": "shift", "paddings": "pad_width", "multiples": "reps", "dim1": "axis1", "dim2": "axis2",
-    "reduction_indices": "axis", "depth": "num_classes", "diagonal": "k",
+    "reduction_indices": "axis", "dims": "axis", "depth": "num_classes", "diagonal": "k",
 }
 FIRST_ARGUMENT_KEYWORDS = ("input_tensor", "input", "a", "x", "t", "tensor", "logits", "features")
 # The keywords by which libraries name a sequence of arrays (`tf.concat(values=...)`, `torch.cat(tensors=...)`)
@@ -74,7 +74,7 @@ CONSTANT_FUNCTIONS = {"epsilon": 1e-7}
 # the names the lowering may read as something other than their op (numbers, shapes, casts)
 SPECIAL_CALLS = frozenset(CONSTANT_FUNCTIONS) | {"len", "cast", "astype"} | FLOAT_DTYPES | OTHER_DTYPES
 # NumPy array attributes read as the functions they are
-ATTRIBUTES = {"T": "transpose", "mT": "matrix_transpose"}
+ATTRIBUTES = {"T": "transpose", "mT": "matrix_transpose", "mH": "matrix_transpose"}  # (values are real)
 
 
 @functools.lru_cache(maxsize=4096)  # a program calls the same few names over and over
@@ -99,7 +99,7 @@ def strip_prefixes(name: str) -> str:
 
 # (imported here, after what they import from this module)
 from gradcli.language.dialects import jax, numpy, python, scipy, tensorflow, torch  # noqa: E402
-from gradcli.ops import CALLABLE, OPS  # noqa: E402
+from gradcli.ops import CALLABLE, OPS, Op  # noqa: E402
 
 _LIBRARIES = (python, numpy, scipy, jax, tensorflow, torch)
 
@@ -158,8 +158,9 @@ def callable_names() -> list[str]:
 
 
 def callable_ops() -> dict:
-    """Every name a program may call -> the op it calls (as written without a reading)."""
-    return {name: meaning(name) for name in callable_names()}
+    """Every name a program may call -> the op it calls (as written without a reading); a name
+    whose entry is a transformation (`x.to`, `F.dropout`) calls no op and is left out."""
+    return {name: op for name in callable_names() if isinstance(op := meaning(name), Op)}
 
 
 def spelled_libraries(module, text: str) -> tuple[str, bool]:
@@ -167,6 +168,33 @@ def spelled_libraries(module, text: str) -> tuple[str, bool]:
     PyTorch beside another array library), from its imports and prefixes (gradcli's torch.py)."""
     spells_torch, spells_other = torch.spelled(module, text)
     return ("torch" if spells_torch and not spells_other else "numpy"), spells_torch and spells_other
+
+
+# the libraries whose functions make arrays: a value made by one has that library's methods
+ARRAY_LIBRARIES = frozenset({"numpy", "torch", "jax", "tensorflow", "keras", "scipy", "optax"})
+
+
+def methods_of(made_by: str | None, method: str) -> str | None:
+    """Whose methods a value's are ("torch" or "numpy"), from the library whose function made it:
+    PyTorch's for a tensor, NumPy's for the other libraries' arrays (JAX's and TensorFlow's
+    methods read as NumPy's); for a value of unknown origin, PyTorch's where only a tensor has
+    the method (`x.where(c, y)`), else None."""
+    if made_by == "torch":
+        return "torch"
+    if made_by is not None:
+        return "numpy"
+    return "torch" if method in torch.RECEIVER_PLACES else None
+
+
+def receiver_place(library: str, method: str) -> int:
+    """Where a method's receiver stands among the arguments of the function of its name: first,
+    but second for PyTorch's x.where(condition, y), torch.where(condition, x, y). Raises
+    ReadingError where the library's arrays have no such method."""
+    if library == "torch":
+        return torch.RECEIVER_PLACES.get(method, 0)
+    if method in numpy.MISSING_METHODS:
+        raise ReadingError(numpy.MISSING_METHODS[method])
+    return 0
 
 
 def sizes_written_apart(library: str, op, count: int) -> bool:

@@ -102,6 +102,23 @@ def _complex_refusal(call):
                        f"{'eigvalsh' if call.name == 'eigvals' else 'eigh'}, whose results are real")
 
 
+def _eigh_reading(name):
+    """Which matrix eigh and eigvalsh read, and where their gradient goes (gradcli.ops.solves):
+    np.linalg's (autograd's), tf.linalg's and scipy.linalg's one triangle, the gradient on it;
+    torch.linalg's the triangle, the gradient symmetric; jnp.linalg's and jax.scipy.linalg's the
+    symmetric part (symmetrize_input=True). A bare eigh reads the symmetric part and refuses a
+    matrix that is clearly not symmetric."""
+    def reading(call):
+        if jax_numpy(call) or call.spelled.startswith(("jax.", "jsl.")):
+            return name, {"reads": "symmetrized"}
+        if call.library == "torch":
+            return name, {"reads": "triangle_symmetric_gradient"}
+        if call.library in ("numpy", "tensorflow", "scipy"):
+            return name, {"reads": "triangle"}
+        return None
+    return reading
+
+
 NAMES = {
     # np.array([...]): the value itself
     "array": "identity", "asarray": "identity",
@@ -114,9 +131,22 @@ NAMES = {
     "conj": "real", "conjugate": "real", "real_if_close": "real",
     "trapz": "trapezoid", "stack": "stack_arrays", "row_stack": "vstack", "flatten": "ravel",
     "fliplr": "flip", "flipud": "flip", "empty_like": "empty",
+    "copy": "identity",  # np.copy(x), x.copy(): the same numbers
+    "tolist": "stop_gradient",  # x.tolist(): Python numbers, which carry no gradient
 }
 
+def _order_reading(call):
+    """np.reshape(x, shape, order='F'), x.reshape(..., order='F'): Fortran order (reshape_order)."""
+    if "order" in call.keywords or (call.positional > 2 and not call.method):
+        return "reshape_order", {}
+    return None
+
+
 READINGS = {
+    "reshape": _order_reading,
+    # np.mean(x, where=mask)
+    "mean": lambda call: ("masked_mean", {}) if "where" in call.keywords else None,
+    "prod": lambda call: ("masked_prod", {}) if {"initial", "where"} & set(call.keywords) else None,
     # np.identity(n) is the n x n identity matrix (the constructor `eye`), tf.identity(x) the value x
     "identity": lambda call: ("eye", {}) if call.name == "identity" and call.library == "numpy" else None,
     "average": _average_reading,
@@ -132,6 +162,8 @@ READINGS = {
     "repeat": _repeat_reading,
     "diagonal": _diagonal_reading,
     "empty": _empty_reading,
+    "eigh": _eigh_reading("eigh"),
+    "eigvalsh": _eigh_reading("eigvalsh"),
     "eig": _complex_refusal,
     "eigvals": _complex_refusal,
 }
@@ -140,6 +172,15 @@ READINGS = {
 # them (clip's open bound: `np.clip(x, 0, None)`, `jnp.clip(x, min=0)`)
 ABSENT = {
     "clip": {"lo": -math.inf, "hi": math.inf},
+}
+
+# PyTorch's methods that NumPy's arrays (and JAX's, TensorFlow's) lack, where NumPy's function of
+# that name takes its arguments in another order: as a method of such an array, refused
+MISSING_METHODS = {
+    "where": "NumPy arrays have no .where method (PyTorch's x.where(condition, y) is where(condition, x, y)): "
+             "write np.where(condition, x, y)",
+    "polygamma": "NumPy arrays have no .polygamma method (PyTorch's x.polygamma(n) is polygamma(n, x)): "
+                 "write scipy.special.polygamma(n, x)",
 }
 
 # NumPy's index tricks, `np.c_[a, b]` and `np.r_[a, b]`: the op joining what the subscript holds

@@ -11,6 +11,8 @@ def _python_pairwise(elementwise: str):
     NumPy's and TensorFlow's `max(x, 0)` reduce over axis 0; PyTorch's `torch.max(x, 1)` and
     `x.max(dim=1)` give the tuple (values, indices)."""
     def reading(call: Spelling):
+        if {"initial", "where"} & set(call.keywords):  # np.max(x, initial=0.5), np.max(x, where=m, initial=0)
+            return f"masked_{elementwise[:3]}", {}
         if call.name in ("amax", "amin", "reduce_max", "reduce_min"):
             return None  # torch.amax(x, dim) gives the values alone
         if call.library == "torch" and call.positional == 2 and not call.keywords:
@@ -37,7 +39,9 @@ def _python_sum_of_list(call: Spelling):
     """Python's built-in `sum([a, b])` adds the list's items (a + b, elementwise); NumPy's
     `np.sum([a, b])` adds every element of the stacked array. Python's `sum(x, 1)` reads 1 as
     the start value, NumPy's `np.sum(x, 1)` as the axis: a bare `sum` with two arguments is
-    refused, naming both."""
+    refused, naming both. NumPy's `np.sum(x, initial=, where=)` is masked_sum."""
+    if {"initial", "where"} & set(call.keywords):
+        return "masked_sum", {}
     if call.library != "python" or call.name != "sum":
         return None
     if call.positional >= 2:

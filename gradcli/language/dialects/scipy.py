@@ -3,6 +3,7 @@
 differ (a softmax over every element, an upper Cholesky factor, the complete Q of a QR)."""
 from __future__ import annotations
 
+from gradcli.ops import OPS
 from gradcli.language.dialects.spelling import ReadingError, Spelling
 
 
@@ -59,7 +60,35 @@ def _lu_solve_reading(call):
     return None
 
 
+def _cho_solve(lowering, node, values, scope):
+    """scipy.linalg.cho_solve((c, lower), b), jax.scipy.linalg.cho_solve: the factor and its flag
+    as a pair (cho_factor's result); only c's lower (or upper) triangle is read, as SciPy's."""
+    label = "cho_solve"
+    if len(node.args) != 2 or node.method:
+        raise lowering.error(f"{label}((c, lower), b) takes the pair cho_factor gives and b", node.pos)
+    pair, b = values[0], values[1]
+    items = getattr(pair, "items", None)
+    if not isinstance(items, list) or len(items) != 2:
+        raise lowering.error(f"{label}: its first argument is the pair (c, lower), as cho_factor gives", node.pos)
+    for kw, value in zip(node.keywords, values[2:]):
+        if kw.name not in ("overwrite_b", "check_finite"):
+            raise lowering.error(f"{label}() has no argument '{kw.name}'", kw.pos)
+    lower = lowering.static_param("lower", items[1], label, node.pos)
+    if lower not in (0, 1):
+        raise lowering.error(f"{label}: lower must be True or False, not {lower!r}", node.pos)
+    chol, rhs = lowering.materialize(items[0], scope), lowering.materialize(b, scope)
+    shape = lowering.graph.shapes[rhs]
+    if shape is None or lowering.graph.shapes[chol] is None:
+        return chol  # a missing input: the lowering lists them all
+    vector = len(shape) == 1
+    if vector:
+        rhs = lowering.emit(OPS["reshape"], (rhs,), {"shape": shape + (1,)}, node.pos, label, scope)
+    out = lowering.emit_call(OPS["cholesky_solve"], (chol, rhs), {"upper": not lower}, node.pos, label, scope)
+    return lowering.emit(OPS["reshape"], (out,), {"shape": shape}, node.pos, label, scope) if vector else out
+
+
 NAMES = {
+    "cho_solve": _cho_solve,
     "expit": "sigmoid", "psi": "digamma", "jn": "jv", "yn": "yv",
     "cumtrapz": "cumulative_trapezoid", "expm": "matrix_exp",
     # scipy.stats.norm's methods
@@ -67,7 +96,17 @@ NAMES = {
     "norm.sf": "norm_sf", "norm.ppf": "norm_ppf",
 }
 
+def _kl_div_reading(call):
+    """scipy.special.kl_div(x, y) (and jax.scipy.special's) is elementwise, x log(x / y) - x + y;
+    PyTorch's F.kl_div(input, target) is a loss over log-probabilities, reduced."""
+    if call.library == "torch" and "functional." not in call.spelled and not call.spelled.startswith("F."):
+        raise ReadingError("torch.kl_div is ATen's function, whose reduction is an integer: write F.kl_div "
+                           "(torch.nn.functional.kl_div) for PyTorch's loss")
+    return ("kl_div_elementwise", {}) if call.library == "scipy" else None
+
+
 READINGS = {
+    "kl_div": _kl_div_reading,
     "logsumexp": _logsumexp_weights,
     "softmax": _softmax_reading,
     "log_softmax": _softmax_reading,

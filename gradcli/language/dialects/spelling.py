@@ -25,3 +25,13 @@ class ReadingError(Exception):
 
 # The language's prefixes for pasted TensorFlow / NumPy / JAX code, stripped repeatedly; the
 # first one stripped names the library whose meaning the spelling carries.
+
+
+class Distribution:
+    """A library's distribution object (`torch.distributions.Normal(loc, scale)`): not a number, but
+    a name may hold it and its methods (`log_prob`) are functions of its parameters."""
+
+    __slots__ = ("name", "params", "pos")
+
+    def __init__(self, name: str, params: dict, pos):
+        self.name, self.params, self.pos = name, params, pos

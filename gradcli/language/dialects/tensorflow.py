@@ -34,8 +34,14 @@ def _tensorflow_axis_zero(name):
 
 def _norm_reading(call):
     """tf.norm treats the array as one vector unless axis is a pair (NumPy's ord of a matrix is a
-    matrix norm); torch.norm(x, p) likewise: with ord they are refused, without they are vector_norm."""
-    if call.library in ("tensorflow", "torch"):
+    matrix norm): with ord it is refused, without it is vector_norm. torch.norm(x, p, dim) and
+    x.norm(p, dim) are PyTorch's own (norm_p: a number p is a vector norm over dim);
+    torch.linalg.norm(x, ord, dim) is NumPy's (a matrix norm of a matrix)."""
+    if call.library == "torch" and "linalg." in call.spelled:
+        return None
+    if call.library == "torch":
+        return "norm_p", {}
+    if call.library == "tensorflow":
         if call.positional > 1 or "ord" in call.keywords:
             raise ReadingError(f"{call.library}'s norm with ord: TensorFlow's and torch.norm's ord applies to "
                                "the flattened array unless axis is a pair, NumPy's to a matrix as a matrix norm; "

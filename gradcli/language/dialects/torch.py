@@ -11,9 +11,9 @@ import re
 import numpy as np
 
 from gradcli.language import syntax as ast
-from gradcli.language.dialects.spelling import ReadingError
+from gradcli.language.dialects.spelling import Distribution, ReadingError
 from gradcli.language.dialects.numpy import jax_numpy as _jax_numpy
-from gradcli.ops import index as ops_index
+from gradcli.ops import OPS, index as ops_index
 
 
 def options_by_keyword(op, call) -> None:
@@ -37,9 +37,15 @@ def torch_only(meaning: str, others: dict):
 
 
 def _torch_tuple(call):
+    """torch.sort(x), torch.cummax(x, dim) and their methods give the named tuple (values,
+    indices); NumPy's sort and lax's cummax the values alone."""
+    if call.name == "msort":  # torch.msort(x): the values sorted along dim 0
+        return "sort", {"axis": 0}
     if call.library == "torch":
-        raise ReadingError(f"torch.{call.name} returns (values, indices); gradcli's {call.name} is the values: "
-                           f"write {call.name}(x, axis=...) without the torch. prefix")
+        return f"{call.name}_values_indices", {}
+    if call.method and call.name == "sort":  # a value the program holds would silently stay unsorted
+        raise ReadingError("x.sort() of a NumPy array sorts x in place and gives None (PyTorch's gives "
+                           "(values, indices)): write x = np.sort(x)")
     return None
 
 
@@ -74,6 +80,8 @@ def _squeeze_reading(call):
 
 
 def _ravel_reading(call):
+    if "order" in call.keywords:  # np.ravel(x, order='F'), x.ravel(order='F')
+        return "reshape_order", {"shape": (-1,)}
     torch_args = any(k in call.keywords for k in ("start_dim", "end_dim"))
     if call.library == "torch" or torch_args or (call.method and call.name == "flatten" and call.positional > 1):
         return "flatten_dims", {}
@@ -117,8 +125,10 @@ def _torch_vectors(call):
 
 
 def _vander_reading(call):
+    if call.library == "torch" and "linalg." in call.spelled:
+        return "vander_ascending", {}  # torch.linalg.vander; torch.vander(x, N, increasing=False) is NumPy's
     if call.library == "torch":
-        return "vander_ascending", {}
+        return None
     if call.library == "numpy" or "increasing" in call.keywords:
         return None
     raise ReadingError("vander() without its library: np.vander's powers decrease along a row (increasing=False), "
@@ -142,25 +152,150 @@ def _huber_reading(call):
     return None
 
 
+_DEVICE = re.compile(r"(cpu|cuda|mps|xpu|meta)(:[0-9]+)?")
+_TO_FLAGS = ("non_blocking", "copy", "memory_format")
+
+
+def _text(value) -> str | None:
+    """The string a value holds (a dtype's or a device's name), or None."""
+    held = getattr(value, "value", None)
+    return held if isinstance(held, str) else None
+
+
+def _tensor_to(lowering, node, values, scope):
+    """x.to(torch.float64), x.to('cuda'), x.to(dtype=..., device=...), x.to(y), x.type_as(y): the value
+    itself, where the type is a floating one (gradcli computes in one floating type, --dtype) and
+    the rest names a device; a cast to an integer or bool type would change the numbers (refused)."""
+    if not node.method or not values:
+        raise lowering.error(f"{node.func}() is a tensor's method: write x.{node.func}(...)", node.pos)
+    if len(values) < 2:
+        raise lowering.error(f"x.{node.func}() needs a dtype, a device or a tensor", node.pos)
+    names = [None] * len(node.args) + [kw.name for kw in node.keywords]
+    for name, value, written in zip(names[1:], values[1:], list(node.args[1:]) + list(node.keywords)):
+        text = _text(value)
+        if name in _TO_FLAGS:
+            continue
+        if text is not None and node.func == "to" and _DEVICE.fullmatch(text):
+            continue  # a device: the numbers are the same on every device
+        if text is not None:
+            lowering.check_dtype(value, written.pos)  # a floating type passes, any other is refused
+        elif name is not None and name not in ("dtype", "device", "other", "tensor"):
+            raise lowering.error(f"x.{node.func}() has no argument '{name}'", written.pos)
+    return values[0]
+
+
+_DROPOUT_TRAINING = {"dropout": True, "dropout1d": True, "dropout2d": True, "dropout3d": True,
+                     "alpha_dropout": False, "feature_alpha_dropout": False}
+
+
+def _dropout(lowering, node, values, scope):
+    """F.dropout(x, p, training=False): in evaluation the identity. In training (F.dropout's default)
+    it zeroes random elements, a new draw at each call: no one value and no one gradient, refused."""
+    spelled = lowering.spelled(node.func)
+    bare = spelled.rpartition(".")[2]
+    label = node.func
+    if not _TORCH_SPELLED.match(spelled) or node.method:
+        raise lowering.error(f"{label}() zeroes random elements (a new draw at each call), so it has no one value "
+                             "or gradient: leave it out of the program (evaluation: the identity)", node.pos)
+    slots = ("input", "p", "training", "inplace")
+    given = dict(zip(slots, values[:len(node.args)]))
+    for kw, value in zip(node.keywords, values[len(node.args):]):
+        if kw.name not in slots or kw.name in given:
+            raise lowering.error(f"{label}() takes input, p, training, inplace; got '{kw.name}'", kw.pos)
+        given[kw.name] = value
+    if "input" not in given:
+        raise lowering.error(f"{label}() needs its input", node.pos)
+    p = lowering.static_param("p", given["p"], label, node.pos) if "p" in given else 0.5
+    training = lowering.static_param("training", given["training"], label, node.pos) \
+        if "training" in given else _DROPOUT_TRAINING.get(bare, True)
+    if isinstance(p, (str, tuple)) or not 0 <= p <= 1:
+        raise lowering.error(f"{label}(): the dropout probability p must be between 0 and 1, not {p!r}", node.pos)
+    if training and p != 0:
+        raise lowering.error(f"{label}(x, p={p:g}) with training=True{' (its default)' if 'training' not in given else ''} "
+                             "zeroes random elements (a new draw at each call) and scales the rest by 1/(1-p): it has "
+                             "no one value or gradient; write training=False (evaluation: the identity)", node.pos)
+    return given["input"]
+
+
+def _distribution(lowering, node, values, scope):
+    """torch.distributions.Normal(loc, scale, validate_args=None)."""
+    if not _TORCH_SPELLED.match(lowering.spelled(node.func)) and node.func != "Normal":
+        raise lowering.error(f"{node.func}: gradcli reads PyTorch's torch.distributions.Normal", node.pos)
+    slots = ("loc", "scale", "validate_args")
+    given = dict(zip(slots, values[:len(node.args)]))
+    for kw, value in zip(node.keywords, values[len(node.args):]):
+        if kw.name not in slots or kw.name in given:
+            raise lowering.error(f"Normal() takes loc, scale, validate_args; got '{kw.name}'", kw.pos)
+        given[kw.name] = value
+    if "loc" not in given or "scale" not in given:
+        raise lowering.error("Normal(loc, scale) needs both", node.pos)
+    return Distribution("Normal", {"loc": given["loc"], "scale": given["scale"]}, node.pos)
+
+
+_NORMAL_METHODS = {"log_prob": "norm_logpdf", "cdf": "norm_cdf", "icdf": "norm_ppf"}
+
+
+def _distribution_method(lowering, node, values, scope):
+    """Normal(loc, scale).log_prob(x), .cdf(x), .icdf(q): scipy.stats.norm's logpdf, cdf and ppf
+    of x with that loc and scale (PyTorch's formulas; gradients in x, loc and scale)."""
+    receiver = values[0] if node.method and values else None
+    if not isinstance(receiver, Distribution) or receiver.name != "Normal":
+        raise lowering.error(f"{node.func}() is a method of a distribution: Normal(loc, scale).{node.func}(x)",
+                             node.pos)
+    if len(values) != 2 or node.keywords:
+        raise lowering.error(f"{node.func}() takes one value: .{node.func}(x)", node.pos)
+    op = OPS[_NORMAL_METHODS[node.func]]
+    call = ast.Call(op.name, [node.args[1], node.args[0], node.args[0]], node.pos)
+    return lowering.call_builtin(op, call, [values[1], receiver.params["loc"], receiver.params["scale"]], scope)
+
+
+def _random_method(lowering, node, values, scope):
+    raise lowering.error(f"x.{node.func}() draws random numbers (a new draw at each call): it has no one value or "
+                         "gradient", node.pos)
+
+
 NAMES = {
+    "distributions.Normal": _distribution, "Normal": _distribution,
+    **{name: _distribution_method for name in _NORMAL_METHODS}, "sample": _random_method, "rsample": _random_method,
+    # x.to(dtype or device), x.type_as(y): the value itself (a float dtype); F.dropout in evaluation
+    "to": _tensor_to, "type_as": _tensor_to, **{name: _dropout for name in _DROPOUT_TRAINING},
+    "mv": "matmul", "cpu": "identity", "cuda": "identity",  # a device: the same numbers
     # torch.tensor([...]) and its kin in pasted code: the value itself
     "tensor": "identity", "as_tensor": "identity", "contiguous": "identity", "clone": "identity",
     "neg": "negative", "sub": "subtract", "mul": "multiply", "div": "divide",
     "logsigmoid": "log_sigmoid", "detach": "stop_gradient",
     "mm": "matmul", "bmm": "matmul", "permute": "transpose", "t": "transpose",
-    "view": "reshape", "expand": "broadcast_to",
+    "view": "reshape", "expand": "expand_sizes",
     "hardsigmoid": "hard_sigmoid", "hardswish": "hard_silu", "hardtanh": "hard_tanh",
     "logcumsumexp": "cumlogsumexp", "topk": "top_k", "cat": "concatenate", "tensor_split": "array_split",
     "unsqueeze": "expand_dims", "swapdims": "swapaxes", "movedim": "moveaxis",
     "repeat_interleave": "repeat", "broadcast_tensors": "broadcast_arrays", "take_along_dim": "take_along_axis",
-    "ger": "outer", "inverse": "inv", "pinverse": "pinv",
+    "ger": "outer", "msort": "sort", "inverse": "inv", "pinverse": "pinv",
     "scatter": "scatter_elements", "orgqr": "householder_product",
     # the table's ops that are PyTorch's functions, by the names they had
     "torch_pad": "pad_last_first", "torch_gather": "gather_elements", "torch_select": "take_slice",
     "torch_scatter": "scatter_elements",
 }
 
+def _torch_top_level_refusal(why: str):
+    """torch.<name> whose meaning is not the op of that name (a whole-tensor test, a tuple)."""
+    def reading(call):
+        if call.library == "torch" and "functional." not in call.spelled and not call.spelled.startswith("F."):
+            raise ReadingError(f"torch.{call.name}: {why}")
+        return None
+    return reading
+
+
 READINGS = {
+    # torch.add(x, y, alpha=a), torch.sub(x, y, alpha=a), x.sub(y, alpha=a): x + a y, x - a y
+    "add": lambda call: ("add_alpha", {}) if "alpha" in call.keywords else None,
+    "subtract": lambda call: ("subtract_alpha", {}) if "alpha" in call.keywords else None,
+    # torch.equal(a, b) is one truth value for the whole tensors; equal(a, b) compares elementwise
+    "equal": lambda call: ("array_equal", {}) if call.library == "torch" and call.name == "equal" else None,
+    "gradient": _torch_top_level_refusal("it returns a tuple of tensors, one per dim (and spacing= is "
+                                         "a tuple of them); write np.gradient(x, axis=...) for one dim"),
+    "binary_cross_entropy_with_logits": _torch_top_level_refusal(
+        "ATen's function (its reduction an integer) is not F.binary_cross_entropy_with_logits: write F.'s"),
     "softplus": lambda call: ("softplus_beta", {}) if call.library == "torch" and (
         call.positional > 1 or {"beta", "threshold"} & set(call.keywords)) else None,
     "divide": lambda call: ("divide_rounded", {}) if "rounding_mode" in call.keywords else None,
@@ -200,6 +335,10 @@ READINGS = {
 }
 
 ABSENT: dict = {}
+
+# Tensor methods whose receiver is not the first argument of the function of the same name:
+# x.where(condition, y) is torch.where(condition, x, y), x.polygamma(n) torch.polygamma(n, x)
+RECEIVER_PLACES = {"where": 1, "polygamma": 1}
 
 
 # --------------------------------------------------------------------------- what the lowering asks

@@ -15,6 +15,7 @@ import contextvars
 from gradcli.errors import Source
 from gradcli.language import syntax as ast
 from gradcli.language.lower.calls import Binding, Resolution
+from gradcli.language.lower.flow import Flow
 from gradcli.language.lower.fold import Constants
 from gradcli.language.lower.interpret import Interpreter
 from gradcli.language.lower.gradient_calls import GradientCalls
@@ -31,7 +32,7 @@ MAX_LOWERING_STEPS = 1_000_000           # expansion steps of a short program (s
 LOWERING_STEPS_PER_CHARACTER = 8         # ... and more for a longer text (a 50 MB program)
 
 
-class _Lowering(Interpreter, Statements, GradientCalls, TorchAutograd, TorchFunctional, CustomGradients, Resolution,
+class _Lowering(Interpreter, Statements, Flow, GradientCalls, TorchAutograd, TorchFunctional, CustomGradients, Resolution,
                 Binding, Subscripts, Constants):
     """One program's lowering: its parts' methods on one object, which holds the graph being built."""
 

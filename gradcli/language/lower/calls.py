@@ -4,6 +4,7 @@ keyword arguments, defaults, static parameters, any number of arrays, sequences 
 composites (`_Expansion`), tuples of results, constructors."""
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -11,7 +12,8 @@ import numpy as np
 from gradcli.errors import OptionError, Pos, ShapeError
 from gradcli.language import syntax as ast
 from gradcli.language.lower.transforms import FUNCTION_VALUES, NOT_MINE, ObjectValue
-from gradcli.language.lower.values import NONE, AtIndexed, AtRef, Closure, Literal, Scope, Text, TupleValue
+from gradcli.language.lower.values import (
+    NONE, AtIndexed, AtRef, Closure, Literal, Scope, Text, TupleValue, TypeName)
 from gradcli.language import dialects
 from gradcli.language.dialects import (
     ABSENT, ATTRIBUTES, CONSTANT_FUNCTIONS, CONSTANTS, FIRST_ARGUMENT_KEYWORDS, FLOAT_DTYPES, KEYWORD_ALIASES,
@@ -60,13 +62,23 @@ class Resolution:
 
     def attribute(self, target, name: str, pos: Pos, scope: Scope):
         """`x.T`, `x.shape`, `x.ndim`, `x.size` of a value, as the functions and numbers they are."""
+        found = self.read_attribute(target, name, pos, scope)
+        if self.torch_beside_others:  # `x.T` of a tensor is a tensor
+            self.mark_made_by(ast.Call(name, [], pos, method=True), [target], found)
+        return found
+
+    def read_attribute(self, target, name: str, pos: Pos, scope: Scope):
         if isinstance(target, ObjectValue):
             return self.object_attribute(target, name, pos)
+        if name == "__name__" and isinstance(target, TypeName):
+            return Text(target.value, pos)
         if name == "at" and not isinstance(target, (Text, AtRef, AtIndexed)):
             return AtRef(target, pos)
         found = self.torch_attribute(target, name, pos, scope)  # .grad, .requires_grad (torch_autograd.py)
         if found is not None:
             return found
+        if isinstance(target, TupleValue) and name in target.fields:  # a named tuple's field
+            return target.items[target.fields.index(name)]
         if isinstance(target, TupleValue) and len(target.items) == 2 and name in ("values", "indices"):
             # PyTorch's (values, indices) of torch.max(x, dim), torch.sort, torch.topk, by field name
             return target.items[name == "indices"]
@@ -88,6 +100,83 @@ class Resolution:
                          "and the methods that are functions (x.sum(axis=0), x.reshape(...))", pos)
 
     def call(self, node: ast.Call, values: list, scope: Scope, work: list):
+        result = self.read_call(node, values, scope, work)
+        if result is not None and self.torch_beside_others:
+            self.mark_made_by(node, values, result)
+        return result
+
+    def made_by_of(self, value) -> str | None:
+        """The array library whose function made a value (or a value it was computed from), where
+        the program spells PyTorch beside another library; None where unknown (an input)."""
+        if type(value) is int:
+            return self.made_by.get(value)
+        return value.library if isinstance(value, Literal) else None
+
+    def made_value(self, id_: int, written: Literal) -> int:
+        """The value a constant became, made by the library that made the constant
+        (`t = torch.tensor([1.0])` is a tensor)."""
+        if written.library is not None:
+            self.made_by[id_] = written.library
+        return id_
+
+    def mark_made_by(self, node: ast.Call, values: list, result) -> None:
+        """Which library made a call's result: the library its prefix names (`torch.exp`,
+        `np.sqrt`), else the library of its arguments (`a * b`, `x.sum()`, `exp(x)`; a tensor
+        among them makes a tensor, as PyTorch's operators do with NumPy's arrays)."""
+        library = None if node.method or node.symbol is not None else split_spelling(self.spelled(node.func))[0]
+        made = library in dialects.ARRAY_LIBRARIES
+        if not made:
+            known = [self.made_by_of(v) for v in values]
+            library = "torch" if "torch" in known else next((k for k in known if k is not None), None)
+            if library is None:
+                return
+        results = result.items if isinstance(result, TupleValue) else [result]
+        for item in results:
+            if type(item) is int and (made or item not in self.made_by):
+                self.made_by[item] = library
+            elif isinstance(item, Literal) and (made or item.library is None):
+                item.library = library
+
+    def receiver_library(self, receiver, method: str) -> str | None:
+        """Whose methods a value's are: the program's library, or where the program spells PyTorch
+        beside another library, the library that made the value (None where unknown)."""
+        if not self.torch_beside_others:
+            return self.method_library
+        return dialects.methods_of(self.made_by_of(receiver), method)
+
+    def receiver_moved(self, node: ast.Call, values: list, library: str) -> tuple:
+        """A method call with its receiver where the function of its name takes it: PyTorch's
+        x.where(condition, y) is where(condition, x, y)."""
+        try:
+            place = dialects.receiver_place(library, node.func)
+        except ReadingError as exc:
+            raise self.error(str(exc), node.pos) from None
+        count = len(node.args)
+        if place == 0 or count <= place:
+            return node, values
+        order = list(range(1, place + 1)) + [0] + list(range(place + 1, count))
+        moved = ast.Call(node.func, [node.args[k] for k in order], node.pos, node.keywords, node.symbol, node.method)
+        return moved, [values[k] for k in order] + values[count:]
+
+    def either_reading(self, spelling: Spelling, node: ast.Call):
+        """A method of a value made by no library's function (an input, a constant) in a program
+        that spells PyTorch beside another library: the reading PyTorch and NumPy agree on, else
+        refused, naming both."""
+        found = []
+        for library in ("torch", "numpy"):
+            try:
+                op, preset = dialects.resolve(dataclasses.replace(spelling, library=library))
+                found.append(f"{op.name}({', '.join(f'{k}={v!r}' for k, v in preset.items())})")
+            except ReadingError as exc:
+                found.append(f"refused ({exc})")
+        if found[0] == found[1] and not found[0].startswith("refused"):
+            return dialects.resolve(dataclasses.replace(spelling, library="numpy"))
+        raise self.error(f".{spelling.name}() reads two ways here: the program spells PyTorch beside another "
+                         f"array library, and this value was made by neither's function; PyTorch reads it as "
+                         f"{found[0]}, NumPy as {found[1]}: make the value with torch.as_tensor(...) or "
+                         f"np.asarray(...) to say whose it is", node.pos)
+
+    def read_call(self, node: ast.Call, values: list, scope: Scope, work: list):
         name = node.func
         bound = None
         if not node.method:
@@ -109,16 +198,26 @@ class Resolution:
             raise self.error(f"'{name}' is a value{extra}, not a function", node.pos)
         if node.symbol in ("is", "is not"):
             return self.identity_test(node, values)
+        if name == "type" and len(values) == 1 and not node.keywords:
+            return self.type_name(values[0], node.pos)  # (flow.py: a label, `type(x).__name__`)
         if node.method and values and isinstance(values[0], AtIndexed):
             return self.at_update(node, values, scope)
+        if (joined := self.tuple_arithmetic(node, values)) is not None:  # `x.shape + (1,)`
+            return joined
+        if node.method:  # whose method: the receiver's library's
+            library, bare = self.receiver_library(values[0], name), name
+            self.receiver_methods = library  # (check_empty_dims: the method being bound is this one's)
+            if library is not None:
+                node, values = self.receiver_moved(node, values, library)
+        else:
+            library, bare = split_spelling(self.spelled(name))
         args = node.args
-        key = (name, node.symbol, node.method, len(args),
+        key = (name, node.symbol, node.method, library, len(args),
                tuple([k.name for k in node.keywords]) if node.keywords else (),
                bool(args) and type(args[0]) is ast.Array)
         found = self.readings.get(key)
         if found is not None:  # this call written the same way before: the same op, read the same way
             return self.call_builtin(found[0], node, values, scope, found[1], found[2])
-        library, bare = (self.method_library, name) if node.method else split_spelling(self.spelled(name))
         special = self.call_special(bare, node, values)
         if special is not None:
             return special
@@ -153,7 +252,7 @@ class Resolution:
                                 node.method, name if node.method else self.spelled(name),
                                 tuple(self.written_kind(v, a) for v, a in zip(values, node.args)))
             try:
-                op, preset = dialects.resolve(spelling)
+                op, preset = dialects.resolve(spelling) if library is not None else self.either_reading(spelling, node)
             except ReadingError as exc:
                 raise self.error(str(exc), node.pos) from None
         if remember:
@@ -291,6 +390,12 @@ class Binding:
         if missing:
             raise self.error(f"{label}() takes {len(op.args)} array argument{'s' * (len(op.args) != 1)} "
                              f"({', '.join(op.args)}), got {len(op.args) - len(missing)}", node.pos)
+        if op.name == "full" and "fill_value" in given and "shape" in given and \
+                not isinstance(self.constant_value(given["fill_value"]), (Literal, Text)):
+            # `np.full(shape, g)` of a computed g (autograd's vjp rules): g broadcast to the shape
+            shape = self.static_param("shape", given["shape"], label, node.pos)
+            return self.emit(OPS["broadcast_to"], (self.materialize(given["fill_value"], scope, node.pos),),
+                             {"shape": shape}, node.pos, label, scope)
         params = dict(preset or {})
         for pname, default in op.params.items():
             if pname in params:
@@ -318,8 +423,8 @@ class Binding:
     def check_empty_dims(self, node: ast.Call, label: str) -> None:
         """A reduction over an empty list of axes: NumPy, JAX and TensorFlow reduce none,
         PyTorch reads `dim=()` as every dim (or fails): the same text, other numbers."""
-        library = self.method_library if node.method else split_spelling(self.spelled(node.func))[0]
-        refusal = dialects.empty_axes_refusal(library, label)
+        library = (self.receiver_methods or "torch") if node.method else split_spelling(self.spelled(node.func))[0]
+        refusal = dialects.empty_axes_refusal(library, label)  # (a receiver of no known library: refused)
         if refusal is not None:
             raise self.error(refusal, node.pos)
 
@@ -334,6 +439,8 @@ class Binding:
         given, where = dict(zip(slots, positional)), {}
         for kw, value in zip(keywords, keyword_values):
             slot = kw.name if kw.name in slots else KEYWORD_ALIASES.get(kw.name, kw.name)
+            if slot == "axis" and slot not in slots and "axes" in slots:  # PyTorch's dims= of tensordot, permute
+                slot = "axes"
             if slot not in slots and kw.name in FIRST_ARGUMENT_KEYWORDS and op.args:
                 slot = op.args[0]
             if slot not in slots:
@@ -529,7 +636,7 @@ class Binding:
         except ShapeError as exc:
             raise self.error(f"{label}(): {exc}", pos) from None
         return TupleValue([self.emit(OPS[name], ids, part_params, pos, label, scope)
-                           for name, part_params in parts], pos)
+                           for name, part_params in parts], pos, op.fields if len(op.fields) == len(parts) else ())
 
     def construct(self, op: Op, params: dict, pos: Pos, label: str, scope: Scope) -> int:
         """An op that takes no array (`zeros((2, 3))`, `eye(3)`, `arange(5)`): a constant of
@@ -570,11 +677,20 @@ class _Expansion:
         return Sym(self, self.lowering.graph.add_constant(np.asarray(value, dtype=np.float64), self.pos,
                                                           self.scope.stack))
 
-    def known(self, id_: int):
-        """The value of a constant or an input (as given for this run), else None."""
-        eq = self.lowering.graph.equations[id_]
-        while eq.op.repeats is not None or eq.op.memory == "same":  # its input's values, repeated or as they are
-            eq = self.lowering.graph.equations[eq.inputs[0]]
+    def known(self, id_: int, required: bool = True):
+        """The value of a constant or an input (as given for this run), else None. An input whose
+        values are read only when the program runs (Dask) is refused where they are `required`
+        (a decision on them would be a guess), else None."""
+        graph = self.lowering.graph
+        while graph.equations[id_].op.repeats is not None or graph.equations[id_].op.memory == "same":
+            id_ = graph.equations[id_].inputs[0]  # its input's values, repeated or as they are
+        eq = graph.equations[id_]
+        if id_ in graph.unread_inputs:
+            if required:
+                raise ShapeError(f"this needs the values of '{eq.params['name']}' while the program is built, "
+                                 "but --device dask reads them only when it runs: evaluate it on the CPU, "
+                                 "or write them in the program")
+            return None
         if eq.op.name in ("const", "input"):
             return eq.params["value"]
         return None

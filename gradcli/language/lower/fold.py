@@ -70,6 +70,8 @@ class Constants:
             return (len(value.items),)
         if isinstance(value, Text):
             raise self.error("a string has no shape", value.pos)
+        if type(value) is not int:  # a function, an object, a distribution: no array
+            raise self.error("this value is not an array: it has no shape (nor .T, .ndim, .size)", getattr(value, "pos", None))
         shape = self.graph.shapes[value]
         if shape is None:  # it depends on a missing input (x.shape, len(x)): that is the error
             raise self.missing_inputs_error()
@@ -82,6 +84,38 @@ class Constants:
             value.from_tuple = True
             return value
         return TupleValue(list(items), node.pos)
+
+    def tuple_arithmetic(self, node: ast.Call, values: list):
+        """Python's arithmetic of tuples, where both operands (or, for `*`, one) are tuples: `+`
+        joins them (`x.shape + (1,)`, `(n,) + x.shape`), `*` by an integer repeats, `==` and `!=`
+        compare them whole; the others are Python's TypeError. None where an operand is no tuple
+        (a tuple beside an array is an array, as NumPy reads it)."""
+        if node.symbol is None or len(values) != 2:
+            return None
+        left, right = (_tuple_items(v) for v in values)
+        if left is None and right is None:
+            return None
+        if node.symbol == "*" and (left is None or right is None):
+            items, count = (left, values[1]) if right is None else (right, values[0])
+            count = self.constant_value(count)
+            if not isinstance(count, Literal) or count.from_tuple:
+                return None  # a tuple times an array: NumPy's elementwise product
+            if count.value.ndim != 0 or not float(count.value).is_integer():
+                raise self.error("a tuple repeats only by an integer (tuple * n), as in Python", node.pos)
+            return self.tuple(ast.Tuple([], node.pos), items * max(int(count.value), 0))
+        if left is None or right is None:
+            return None
+        if node.symbol == "+":
+            return self.tuple(ast.Tuple([], node.pos), left + right)
+        if node.symbol in ("==", "!="):
+            known = [self.constant_value(v) for v in left + right]
+            if all(isinstance(v, Literal) for v in known):
+                same = len(left) == len(right) and all(
+                    np.array_equal(a.value, b.value) for a, b in zip(known[:len(left)], known[len(left):]))
+                return Literal(np.float64(same == (node.symbol == "==")), node.pos, True)
+        raise self.error(f"'{node.symbol}' of two tuples: Python's tuples join with + and compare whole with "
+                         f"== and !=; for arithmetic of their numbers write np.array(...) {node.symbol} "
+                         "np.array(...)", node.pos)
 
     def array(self, node, items: list, scope: Scope | None, as_value: bool = False):
         items = [self.flatten_tuple(v) for v in items]
@@ -105,3 +139,12 @@ class Constants:
         if isinstance(value, TupleValue) and all(isinstance(v, Literal) for v in value.items):
             return self.array(ast.Array([], value.pos), value.items, None)
         return value
+
+
+def _tuple_items(value) -> list | None:
+    """The items of a value written as a tuple (`(1, 3)`, `x.shape`, `return a, b`), else None."""
+    if isinstance(value, TupleValue):
+        return list(value.items)
+    if isinstance(value, Literal) and value.from_tuple and value.value.ndim >= 1:
+        return [Literal(row, value.pos, value.boolean) for row in value.value]
+    return None

@@ -8,18 +8,21 @@ import numpy as np
 from gradcli.errors import GradcliError, OptionError, Pos, Source
 from gradcli.language import syntax as ast
 from gradcli.language import dialects
+from gradcli.language.dialects.spelling import Distribution
 from gradcli.language.dialects import (
     CONSTANTS, FLOAT_DTYPES, OTHER_DTYPES, SEQUENCE_KEYWORDS, meaning, numpy as numpy_dialect, split_spelling)
 from gradcli.language.lower.values import (
-    NONE, AtIndexed, AtRef, Closure, IndexTrick, Literal, NumberPolicy, Scope, ShapeOnly, Text, TupleValue)
+    NONE, AtIndexed, AtRef, Closure, IndexTrick, Literal, NumberPolicy, Scope, ShapeAlone, Text, TupleValue)
 from gradcli.language.lower.transforms import (
     _FINISH, FUNCTION_VALUES, GRADIENT_CALLS, DictValue, FunctionRef, Tape, TapeRecording)
 from gradcli.ops import OPS
 from gradcli.ir import Equation, Graph
 
 _EVAL, _APPLY, _BIND, _DISCARD, _UNPACK, _DEFINE, _CHOOSE = range(7)
-_STATEMENT, _SET = 8, 9  # (7 is statements._FINISH)
+_STATEMENT, _SET, _FLOW = 8, 9, 10  # (7 is statements._FINISH)
 
+
+_PYTHON_TYPES = ("float", "int", "bool", "complex")
 
 class Interpreter:
     """Part of the lowering (gradcli.language.lower): the program's statements and expressions."""
@@ -46,10 +49,11 @@ class Interpreter:
                 self.assigned_at.setdefault(name, stmt.pos)
         self.module = module
         self.call_text = call
-        # whose methods and subscripts the program's are; a program spelling PyTorch beside another
-        # library: a subscript its two readings of integer-and-list indexing would tell apart is
-        # refused (see index)
+        # whose methods and subscripts the program's are; in a program spelling PyTorch beside
+        # another library, a value's: the library's whose function made it (calls.mark_made_by)
         self.method_library, self.torch_beside_others = dialects.spelled_libraries(module, source.text)
+        self.made_by: dict[int, str] = {}  # value id -> that library
+        self.receiver_methods = self.method_library  # whose methods the method call being read has
         # how a call spelled so (name, operator symbol, method or not, arguments and keywords
         # given, a list first) reads, once found: (op, preset); an import renames, and forgets them
         self.readings: dict[tuple, tuple] = {}
@@ -57,6 +61,7 @@ class Interpreter:
         self.active_tapes: list = []  # the tf.GradientTapes recording now
         self.variables: set = set()  # ids made by tf.Variable (a tape watches them)
         self.shown: list = []  # (source text, value id or None, whether printed): print() and bare expressions
+        self.deleted: dict[str, Pos] = {}  # a top-level name -> where `del` unbound it
 
     def error(self, message: str, pos: Pos | None) -> GradcliError:
         return GradcliError(message, pos, self.source)
@@ -73,10 +78,7 @@ class Interpreter:
                 call = ast.Assign(call.value.func, call.value, call.pos)  # named after the function
             statements.append(call)
         else:
-            # the last statement that computes or defines (an `import` after a pasted def is no call)
-            last = next((stmt for stmt in reversed(statements) if not isinstance(stmt, ast.Import)), None)
-            if isinstance(last, ast.FuncDef):
-                statements.append(self.implicit_call(last))
+            statements.extend(self.implicit_calls(statements))  # a pasted function with no call line
         pending = list(reversed(statements))
         while pending:
             stmt = pending.pop()
@@ -105,13 +107,10 @@ class Interpreter:
             elif value is NONE or isinstance(value, FUNCTION_VALUES + (Tape, TapeRecording, DictValue, Text)):
                 continue  # `tape.watch(x)`: a statement for its effect
             else:
-                value = self.materialize(value, top)
-                if not (isinstance(node, ast.Call) and node.func.rpartition(".")[2].startswith("assign")):
-                    self.shown.append((self.source.text[node.pos.start:node.pos.end], value, False))
-                graph.names["_"] = value
-                graph.result = ("_", value)
-        if any(printed for _, _, printed in self.shown) or graph.made_by:
-            # a program that prints (or takes its own gradients) outputs what it prints and shows
+                self.show_expression(node, value, top)
+        if any(printed or value is None for _, value, printed in self.shown) or graph.made_by:
+            # a program that prints (or takes its own gradients, unconnected ones shown as None)
+            # outputs what it prints and shows
             graph.printed = [(text, value) for text, value, _ in self.shown]
         if self.missing:
             raise self.missing_inputs_error()
@@ -127,11 +126,12 @@ class Interpreter:
 
     def bind_global(self, name: str, value, pos: Pos, scope: Scope) -> None:
         graph = self.graph
+        deleted = self.deleted.pop(name, None)  # (a name bound again after `del` is no input)
         written = value if isinstance(value, (TupleValue, Literal)) else None  # (torch_autograd.py)
-        if isinstance(value, Literal) and name not in self.globals:
-            value = self.input(name, pos, default=value)
-        elif isinstance(value, FUNCTION_VALUES + (Tape, TapeRecording, DictValue)) or value is NONE or (
-                isinstance(value, TupleValue) and not _one_array(value, graph)):
+        if isinstance(value, Literal) and name not in self.globals and deleted is None:
+            value = self.made_value(self.input(name, pos, default=value), written)  # (given anew or not)
+        elif isinstance(value, FUNCTION_VALUES + (Tape, TapeRecording, DictValue, Distribution)) or value is NONE or (
+                isinstance(value, TupleValue) and not one_array(value, graph)):
             self.globals[name] = value  # not an array: a function, a tape, a list of gradients
             return
         else:
@@ -149,7 +149,7 @@ class Interpreter:
             return graph.inputs[name]
         if name in self.feeds:
             value = self.feeds[name]
-            if isinstance(value, ShapeOnly):
+            if isinstance(value, ShapeAlone):
                 return symbol(self, name, pos, value)
         elif default is not None:
             value = default.value
@@ -172,7 +172,7 @@ class Interpreter:
 
     def materialize(self, value, scope: Scope, pos: Pos | None = None) -> int:
         if isinstance(value, Literal):
-            return self.graph.add_constant(value.value, value.pos, scope.stack)
+            return self.made_value(self.graph.add_constant(value.value, value.pos, scope.stack), value)
         if isinstance(value, TupleValue):  # read as one array, as np.asarray reads a tuple
             return self.array(ast.Array([], value.pos), value.items, scope, as_value=True)
         if isinstance(value, Text):
@@ -182,7 +182,7 @@ class Interpreter:
         if isinstance(value, IndexTrick):
             raise self.error(f"{value.spelled} is not a value: it joins the arrays in its brackets, as in "
                              f"{value.spelled}[a, b]", value.pos)
-        if isinstance(value, FUNCTION_VALUES + (Tape, TapeRecording, DictValue)):
+        if isinstance(value, FUNCTION_VALUES + (Tape, TapeRecording, DictValue, Distribution)):
             self.refuse_as_number(value)
         if isinstance(value, (AtRef, AtIndexed)):
             raise self.error("x.at[index] is not a value: JAX's update syntax needs its method, as in "
@@ -251,6 +251,8 @@ class Interpreter:
                 elif isinstance(node, ast.Lambda):
                     fn = node.fn if scope.locals is None else Closure(node.fn, scope)
                     values.append(FunctionRef(fn, "<lambda>", node.pos))
+                elif node_type is ast.Comprehension:
+                    self.comprehension_start(node, scope, work, len(values), _FLOW)
                 elif isinstance(node, ast.Call) and node.symbol == "if":
                     # the condition first: a constant one picks its side, as Python does
                     work.append((_CHOOSE, node, scope))
@@ -309,13 +311,11 @@ class Interpreter:
                 steps = self.steps_left
             elif kind == _SET:
                 loop, item = node
-                if len(loop.names) == 1:
-                    scope.locals[loop.names[0][0]] = item
-                else:
-                    for (name, _), value in zip(loop.names, self.unpack(item, len(loop.names), loop.pos, scope)):
-                        scope.locals[name] = value
+                self.bind_loop_names(loop.names, item, loop.pos, scope.locals, scope)
             elif kind == _FINISH:
                 self.finish(node, values, scope, work)
+            elif kind == _FLOW:
+                self.flow_step(node, values, scope, work, _FLOW)
             elif kind == _CHOOSE:
                 condition, then, otherwise = values.pop(), node.args[1], node.args[2]
                 truth = self.constant_truth(condition)
@@ -350,6 +350,7 @@ class Interpreter:
     def resolve(self, node: ast.Name, scope: Scope):
         name = node.id
         found = scope.lookup(name)
+        self.refuse_deleted(name, found, node.pos)
         if found is None and name in self.globals:
             found = self.globals[name]
         if found is not None:
@@ -366,8 +367,8 @@ class Interpreter:
         library, bare = split_spelling(self.spelled(name))
         if bare in CONSTANTS and (bare == name or library != "python" or "." in name):
             return Literal(np.float64(CONSTANTS[bare]), node.pos)
-        if "." in name and bare in FLOAT_DTYPES | OTHER_DTYPES:
-            return Text(bare, node.pos)
+        if "." in name and bare in FLOAT_DTYPES | OTHER_DTYPES or name in _PYTHON_TYPES:
+            return Text(bare, node.pos)  # (Python's float, int, bool as a dtype: x.astype(float))
         if "." in name and library == "numpy" and bare == numpy_dialect.NEW_AXIS:  # None in a subscript
             return NONE
         if "." not in name and name in self.assigned_at:
@@ -412,7 +413,8 @@ class Interpreter:
                              f"({', '.join(params)}); missing {', '.join(missing)}", node.pos)
         inner = Scope(args, scope.stack + (node.pos,), scope.active + (fn.name,), defined_in)
         *body, ret = fn.body
-        work.append((_EVAL, ret.value, inner))
+        # (`if c: return a else: return b`: the value of the branch chosen)
+        work.append((_STATEMENT, ret, inner) if isinstance(ret, ast.TailIf) else (_EVAL, ret.value, inner))
         self.push_body(body, inner, work)
         # parameters left out take their defaults, computed where the function was defined
         for p in reversed([p for p in params if p not in args]):
@@ -423,7 +425,7 @@ class Interpreter:
 
 
 
-def symbol(lowering: Interpreter, name: str, pos: Pos, given: ShapeOnly | None) -> int:
+def symbol(lowering: Interpreter, name: str, pos: Pos, given: ShapeAlone | None) -> int:
     """An input without values, what `derive` prints as a free name (`symbols`; refused otherwise):
     of the shape `given`, or where none is a number, remembered as such (gradcli.ir.Graph.unshaped)."""
     if given is not None and not lowering.symbols:
@@ -471,7 +473,7 @@ def _bound_names(stmt) -> list[str]:
     return []
 
 
-def _one_array(value: TupleValue, graph: Graph) -> bool:
+def one_array(value: TupleValue, graph: Graph) -> bool:
     """Whether a tuple's items stack into one array (numbers of one shape), as a top-level
     `t = (a, b)` is kept; a list of gradients of several shapes stays a list."""
     shapes = set()

@@ -1,23 +1,38 @@
-"""Compound statements (`for` unrolled, `if` chosen before evaluation, `with` entered and
-left), `print` and f-strings, dict literals."""
+"""Compound statements (`for` and `while` unrolled, `if` chosen before evaluation, `with` entered and
+left; flow.py reads their conditions and items), `print` and f-strings, dict literals."""
 from __future__ import annotations
-
-import numpy as np
 
 from gradcli.errors import Pos
 from gradcli.language import syntax as ast
 from gradcli.language.dialects import split_spelling
-from gradcli.language.lower.interpret import _BIND, _DEFINE, _DISCARD, _EVAL, _SET, _STATEMENT, _UNPACK
-from gradcli.language.lower.transforms import _FINISH
+from gradcli.language.lower.interpret import _BIND, _DEFINE, _DISCARD, _EVAL, _FLOW, _SET, _STATEMENT, _UNPACK, one_array
+from gradcli.language.ast_builder import ITEM_ASSIGNMENT
+from gradcli.language.lower.transforms import _FINISH, fresh
 from gradcli.language.lower.transforms import (
     BoundMethod, ClassValue, DictValue, Formatted, FunctionRef, ObjectValue, Tape, TapeRecording)
 from gradcli.language.lower.values import NONE, Literal, Scope, Text, TupleValue
 from gradcli.language.lower.torch_autograd import GradMode
 from gradcli.ops import OPS
-from gradcli.engine.evaluate import needed_equations, run
+from gradcli.language.dialects.spelling import Distribution
 
+TENSOR_CONSTRUCTORS = {"constant", "Variable", "convert_to_tensor"}
 # a statement the executor pushes after a `with` block's body: leave its contexts
 _LEAVE = object()
+# the call of a program's last def, pushed after the data bound below it (implicit_calls)
+_CALL_AFTER_DATA = object()
+
+
+def _uses_none_of(node, defined: set) -> bool:
+    """Whether an expression neither calls nor names a function or class in `defined` (nor
+    builds a function value)."""
+    work = [node]
+    while work:
+        item = work.pop()
+        if isinstance(item, (ast.Lambda, ast.CallValue)) or (isinstance(item, ast.Call) and item.func in defined) or (
+                isinstance(item, ast.Name) and item.id in defined):
+            return False
+        work.extend(ast.children(item))
+    return True
 VALUE_PRESERVING_DECORATORS = {"jit", "function", "partial", "checkpoint", "remat",
                                "no_grad", "enable_grad",  # (torch's: torch_autograd.py applies them)
                                "custom_gradient", "custom_vjp", "custom_jvp"}  # (custom_gradients.py)
@@ -41,11 +56,19 @@ class Statements:
             return True
         if isinstance(stmt, tuple) and stmt[0] == "loop":
             _, loop, item = stmt
-            if len(loop.names) == 1:
-                self.globals[loop.names[0][0]] = item
-            else:
-                for (name, pos), value in zip(loop.names, self.unpack(item, len(loop.names), loop.pos, top)):
-                    self.globals[name] = value
+            self.bind_loop_names(loop.names, item, loop.pos, self.globals, top)
+            return True
+        if isinstance(stmt, ast.While):
+            if self.known_truth(self.lower(stmt.condition, top), stmt.condition.pos, "while"):
+                self.unroll_once(stmt)
+                pending.append(stmt)
+                pending.extend(reversed(stmt.body))
+            return True
+        if isinstance(stmt, ast.Delete):
+            self.delete(stmt, top)
+            return True
+        if isinstance(stmt, ast.Assert):
+            self.check_assert(stmt, top)
             return True
         if isinstance(stmt, ast.If):
             for condition, body in stmt.branches:
@@ -65,6 +88,11 @@ class Statements:
             pending.append((_LEAVE, entered))
             pending.extend(reversed(stmt.body))
             return True
+        if isinstance(stmt, tuple) and stmt[0] is _CALL_AFTER_DATA:
+            # each name after the last def an input with the value written (bind_global): data
+            if all(self.globals.get(name) == self.graph.inputs.get(name, ()) for name in stmt[2]):
+                pending.append(stmt[1])
+            return True
         if isinstance(stmt, tuple) and stmt[0] is _LEAVE:
             for context in reversed(stmt[1]):
                 self.leave(context)
@@ -72,6 +100,8 @@ class Statements:
         if isinstance(stmt, ast.SetAttribute):
             self.set_attribute(stmt, self.lower(stmt.value, top), top)
             return True
+        if isinstance(stmt, ast.Assign) and getattr(stmt.value, "symbol", None) == ITEM_ASSIGNMENT:
+            return self.update_leaf_item(stmt, top)
         if isinstance(stmt, ast.ClassDef):
             methods = {s.name: s for s in stmt.body if isinstance(s, ast.FuncDef)}
             constants = {s.name: self.lower(s.value, top) for s in stmt.body if isinstance(s, ast.Assign)}
@@ -99,11 +129,16 @@ class Statements:
                 work.append((_FINISH, ("setattr", stmt), inner))
                 work.append((_EVAL, stmt.value, inner))
                 continue
-            if isinstance(stmt, (ast.For, ast.If, ast.With, ast.Return, ast.ClassDef)):
+            if isinstance(stmt, (ast.For, ast.If, ast.With, ast.Return, ast.ClassDef, ast.While, ast.Delete,
+                                 ast.Assert)):
                 work.append((_STATEMENT, stmt, inner))
                 continue
             if isinstance(stmt, ast.Assign):
                 work.append((_BIND, stmt.name, inner))
+                if self.makes_tensor(stmt.value):
+                    # `a = tf.constant(0.)` in a function: one value of the graph, which tf.gradients
+                    # can differentiate with respect to (a constant is otherwise placed at each use)
+                    work.append((_FLOW, ("tensor", stmt.value.pos), inner))
             elif isinstance(stmt, ast.Unpack):
                 work.append((_UNPACK, stmt, inner))
             elif isinstance(stmt, ast.FuncDef):
@@ -124,16 +159,31 @@ class Statements:
                 self.push_body(stmt.body, scope, work)
                 work.append((_SET, (stmt, item), scope))
         elif isinstance(stmt, ast.If):
-            for condition, body in stmt.branches:
-                if self.known_truth(self.lower(condition, scope), condition.pos):
-                    self.push_body(body, scope, work)
-                    return
-            self.push_body(stmt.orelse, scope, work)
+            chosen = next((body for condition, body in stmt.branches
+                           if self.known_truth(self.lower(condition, scope), condition.pos)), stmt.orelse)
+            if isinstance(stmt, ast.TailIf) and isinstance(chosen[-1], ast.Return):
+                work.append((_EVAL, chosen[-1].value, scope))  # the function's value
+                chosen = chosen[:-1]
+            self.push_body(chosen, scope, work)
+        elif isinstance(stmt, ast.While):
+            if self.known_truth(self.lower(stmt.condition, scope), stmt.condition.pos, "while"):
+                self.unroll_once(stmt)
+                work.append((_STATEMENT, stmt, scope))
+                self.push_body(stmt.body, scope, work)
+        elif isinstance(stmt, ast.Delete):
+            self.delete(stmt, scope)
+        elif isinstance(stmt, ast.Assert):
+            self.check_assert(stmt, scope)
         elif isinstance(stmt, ast.Return):
             raise self.error("'return' inside a for or an if is not supported: return once, at the end of the "
                              "function (choose the value with where)", stmt.pos)
         else:
             raise self.error("'with' blocks and classes are supported at the top level only", stmt.pos)
+
+    def makes_tensor(self, node) -> bool:
+        """Whether `node` calls a library's tensor constructor (tf.constant, tf.Variable)."""
+        return isinstance(node, ast.Call) and not node.method and "." in node.func and \
+            split_spelling(self.spelled(node.func))[1] in TENSOR_CONSTRUCTORS
 
     def unpack(self, value, count: int, pos: Pos, scope: Scope) -> list:
         """The `count` items of a tuple, or the rows of an array, for `a, b = value`."""
@@ -159,48 +209,23 @@ class Statements:
         given = [ast.Keyword(p, ast.Name(p, pos), pos) for p, pos in fn.params if p in fn.defaults and p in self.feeds]
         return ast.Assign(fn.name, ast.Call(fn.name, args, fn.pos, given), fn.pos)
 
-    def known_truth(self, value, pos: Pos) -> bool:
-        """The truth of an if's condition, known before evaluation: from constants and the values
-        the program writes for its inputs (`reset = True`, `x = tf.constant(1.0)`); a condition on
-        a value given from outside (--set, a file) is data, refused with the `where` rewrite."""
-        truth = self.constant_truth(value)
-        if truth is not None:
-            return truth
-        if type(value) is int:
-
-            order = needed_equations(self.graph, [value])
-            given = [self.graph.equations[i].params.get("name") for i in order
-                     if self.graph.equations[i].op.name == "input"]
-            if len(order) <= 10_000 and not any(name in self.feeds for name in given) and \
-                    None not in (self.graph.shapes[i] for i in order):
-                with np.errstate(all="ignore"):
-                    result = np.asarray(run(self.graph, [value])[value])
-                if result.size == 1:
-                    return bool(result.reshape(()))
-        raise self.error("this if depends on the data, which is not known before evaluation: "
-                         "compute both sides and choose with where(condition, a, b) "
-                         "(or `a if condition else b`)", pos)
-
-    def loop_items(self, stmt: ast.For, top: Scope) -> list:
-        """The items a for loop runs over, known before evaluation."""
-        iterable = stmt.iterable
-        if isinstance(iterable, ast.Call) and iterable.func == "range" and not iterable.keywords:
-            bounds = [self.static_int(self.lower(arg, top), "a range() bound", arg.pos) for arg in iterable.args]
-            if not 1 <= len(bounds) <= 3 or (len(bounds) == 3 and bounds[2] == 0):
-                raise self.error("range() takes 1 to 3 integers, the step not 0", iterable.pos)
-            if len(range(*bounds)) > self.max_steps:
-                raise self.error(f"the program expands to more than {self.max_steps:,} steps of lowering "
-                                 "(a for loop is unrolled)", stmt.pos)
-            return [Literal(np.float64(k), stmt.pos) for k in range(*bounds)]
-        value = self.lower(iterable, top)
-        if isinstance(value, TupleValue):
-            return list(value.items)
-        if isinstance(value, Literal) and value.value.ndim:
-            return [Literal(row, stmt.pos) for row in value.value]
-        if type(value) is int and self.graph.shapes[value]:
-            return self.unpack(value, self.graph.shapes[value][0], stmt.pos, top)
-        raise self.error("a for loop runs over range(N), a tuple or a list written in the program, "
-                         "or an array's rows", iterable.pos)
+    def implicit_calls(self, statements: list) -> list:
+        """What a program run without --call ends with: the call of a pasted function that is
+        its last statement (an `import` or a docstring after it is no call), or of the last def
+        when all the statements after it bind data (`inputs = np.array([...])`, `weights =
+        np.array([0.0, 0.0])`), as a script is pasted without its training loop; that call
+        waits (as `_CALL_AFTER_DATA`) until the data turns out constant, known once lowered."""
+        last = max((k for k, stmt in enumerate(statements) if isinstance(stmt, ast.FuncDef)), default=None)
+        if last is None:
+            return []
+        tail = [stmt for stmt in statements[last + 1:] if not isinstance(stmt, ast.Import)
+                and not (isinstance(stmt, ast.ExprStmt) and isinstance(stmt.value, ast.Str))]
+        if not tail:
+            return [self.implicit_call(statements[last])]
+        defined = {stmt.name for stmt in statements if isinstance(stmt, (ast.FuncDef, ast.ClassDef))}
+        if not all(isinstance(stmt, ast.Assign) and _uses_none_of(stmt.value, defined) for stmt in tail):
+            return []
+        return [(_CALL_AFTER_DATA, self.implicit_call(statements[last]), [stmt.name for stmt in tail])]
 
     # ------------------------------------------------------------------ with
     def enter(self, context, pos: Pos):
@@ -238,11 +263,9 @@ class Statements:
             value = self.lower(arg, top)
             if isinstance(value, Text):
                 continue  # a label
-            text = self.source.text[arg.pos.start:arg.pos.end] if arg.pos.start >= 0 else f"print {len(shown)}"
+            text = self.expression_text(arg.pos) if arg.pos.start >= 0 else f"print {len(shown)}"
             fields = value.fields if isinstance(value, Formatted) else [(text, value)]
-            if isinstance(value, TupleValue) and any(item is NONE for item in value.items):
-                fields = [(f"{text}[{k}]", item) for k, item in enumerate(value.items)]  # a list holding None
-            for text, value in fields:
+            for text, value in (pair for field in fields for pair in self.shown_fields(*field)):
                 if value is NONE:
                     shown.append((text, None, True))
                 elif not isinstance(value, Text):
@@ -250,14 +273,79 @@ class Statements:
                     shown.append((text, value, True))
                     self.graph.result = (text, value)
 
+    def show_expression(self, node, value, top: Scope) -> None:
+        """A top-level bare expression: shown (a notebook's display), the program's value so far."""
+        shown = not (isinstance(node, ast.Call) and node.func.rpartition(".")[2].startswith("assign"))
+        for text, item in self.shown_fields(self.expression_text(node.pos), value):
+            if item is NONE:
+                self.shown.append((text, None, False))
+                continue
+            value = self.materialize(item, top)
+            if shown:
+                self.shown.append((text, value, False))
+            self.graph.names["_"] = value
+            self.graph.result = ("_", value)
+
+    def shown_fields(self, text: str, value) -> list:
+        """A printed or shown value as (text, value) pairs: a tuple whose items are not one array
+        (a value and its gradient, a list holding None) is shown item by item, `text[k]`."""
+        out, pending = [], [(text, value)]
+        while pending:
+            text, value = pending.pop()
+            if isinstance(value, TupleValue) and (any(item is NONE for item in value.items)
+                                                  or not one_array(value, self.graph)):
+                pending.extend(reversed([(f"{text}[{k}]", item) for k, item in enumerate(value.items)]))
+            else:
+                out.append((text, value))
+        return out
+
+    def expression_text(self, pos: Pos) -> str:
+        """An expression's source text, with the brackets that open it (`(x ** 2).sum()` starts
+        at its `(`, where the expression's place starts at `x`)."""
+        text, start = self.source.text, pos.start
+        shown = text[start:pos.end]
+        balance = shown.count("(") - shown.count(")")
+        while balance < 0 and start > 0:
+            start -= 1
+            if text[start] == "(":
+                balance += 1
+            elif not text[start].isspace():
+                break
+        return text[start:pos.end] if balance == 0 else shown
+
     def as_tuple(self, value):
         """`(0.1,)` written with constants is one Literal: its items, as a tuple of values."""
         if isinstance(value, Literal) and value.from_tuple and value.value.ndim == 1:
             return TupleValue([Literal(v, value.pos) for v in value.value], value.pos)
         return value
 
+    def update_leaf_item(self, stmt: ast.Assign, top: Scope) -> bool:
+        """`x[i] = v` where x is a PyTorch leaf that requires grad: refused where gradients are
+        recorded, as PyTorch refuses it; under torch.no_grad() x is updated and stays the leaf.
+        False where x is no such leaf (the update is a new value of x)."""
+        state = getattr(self, "_torch_state", None)
+        old = self.globals.get(stmt.name)
+        if state is None or type(old) is not int or old not in state.leaves:
+            return False
+        pos = stmt.value.pos
+        if not (state.modes and not state.modes[-1][0]):
+            raise self.error("a view of a leaf Variable that requires grad is being used in an in-place operation "
+                             "(PyTorch: RuntimeError): update it inside `with torch.no_grad():`, or assign into "
+                             "a copy (y = x.clone(); y[i] = v)", pos)
+        leaf = fresh(self, self.materialize(self.lower(stmt.value, top), top, pos), pos, top)
+        state.leaves[leaf] = state.leaves.pop(old)
+        self.rebind_id(old, leaf, top)
+        self.bind_global(stmt.name, leaf, stmt.pos, top)
+        return True
+
     def set_attribute(self, stmt, value, scope: Scope) -> None:
         target = self.resolve(stmt.target, scope) if isinstance(stmt.target, ast.Name) else None
+        state = getattr(self, "_torch_state", None)
+        if type(target) is int and stmt.name == "grad" and value is NONE and state is not None:
+            for grads in (state.leaves, state.retained):  # `x.grad = None`: as before any backward()
+                if target in grads:
+                    grads[target] = None
+            return
         if not isinstance(target, ObjectValue):
             raise self.error("an attribute can be set on an object of a class of the program (self.w = ...)",
                              stmt.pos)
@@ -284,6 +372,9 @@ class Statements:
         return self.dict_item(args[0], args[1:], node)
 
     def refuse_as_number(self, value):
+        if isinstance(value, Distribution):
+            raise self.error(f"{value.name}(...) is a distribution object, not a number: use its methods, as in "
+                             f"{value.name}(loc, scale).log_prob(x)", value.pos)
         if isinstance(value, DictValue):
             raise self.error("a dict is not a number: gradcli reads a dict only as tape.gradient's sources, "
                              "indexed with a constant key", value.pos)

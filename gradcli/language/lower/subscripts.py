@@ -19,6 +19,12 @@ class Subscripts:
     `self.static_int`, `self.constant_value`, `self.shape_of`."""
 
     def index(self, node: ast.Index, values: list, scope: Scope):
+        found = self.read_index(node, values, scope)
+        if self.torch_beside_others:  # `x[0]` of a tensor is a tensor
+            self.mark_made_by(ast.Call("[]", [], node.pos, method=True), values[:1], found)
+        return found
+
+    def read_index(self, node: ast.Index, values: list, scope: Scope):
         target, rest = values[0], iter(values[1:])
         if isinstance(target, IndexTrick):
             return self.index_trick(target, node, values[1:], scope)
@@ -49,6 +55,9 @@ class Subscripts:
             return AtIndexed(target.target, self.checked_index(target.target, tuple(index), node.pos), node.pos)
         if isinstance(target, TupleValue) and len(index) == 1 and isinstance(index[0], tuple):
             return TupleValue(target.items[slice(*index[0])], node.pos)  # `x.shape[-1:]`
+        if isinstance(target, Literal) and target.from_tuple and target.value.ndim >= 1 and len(index) == 1 \
+                and isinstance(index[0], tuple):  # `(2, 3, 4)[:2]`: still a tuple
+            return Literal(target.value[slice(*index[0])], node.pos, target.boolean, from_tuple=True)
         if isinstance(target, TupleValue) and not ops_index.is_advanced(index):  # `x.shape[0]`, `pair[1]`
             if len(index) != 1 or not isinstance(index[0], int):
                 raise self.error("a tuple takes one constant integer index", node.pos)
@@ -56,8 +65,9 @@ class Subscripts:
             if not -len(target.items) <= k < len(target.items):
                 raise self.error(f"index {k} is out of range for a tuple of {len(target.items)}", node.pos)
             return target.items[k]
+        library = self.receiver_library(target, "[]")  # (whose subscripts: the value's library's)
         value = self.materialize(target, scope)
-        if self.method_library == "torch":
+        if library == "torch":
             try:
                 selects, rest = torch_dialect.subscript_steps(index)
             except ReadingError as exc:
@@ -65,7 +75,7 @@ class Subscripts:
             if selects is not None:
                 value = self.emit(OPS["index"], (value,), {"index": selects}, node.pos, "[]", scope)
                 index = rest
-        elif self.torch_beside_others and torch_dialect.reads_apart_from_numpy(index):
+        elif library is None and torch_dialect.reads_apart_from_numpy(index):
             raise self.error(torch_dialect.MIXED_SUBSCRIPT, node.pos)
         return self.emit(OPS["index"], (value,), {"index": tuple(index)}, node.pos, "[]", scope)
 
@@ -86,8 +96,11 @@ class Subscripts:
         return self.emit(trick.op, arrays, {}, node.pos, trick.spelled, scope)
 
     def static_index(self, value, pos: Pos | None):
-        """One subscript: an int, or an IndexArray (a constant integer array, a boolean mask)."""
+        """One subscript: an int, or an IndexArray (a constant integer array, a boolean mask); a
+        mask computed from values the program writes (`mask = div != 0`) is known before evaluation."""
         value = self.constant_value(value)
+        if type(value) is int and self.graph.equations[value].op.boolean and self.graph.shapes[value]:
+            value = self.known_literal(value) or value
         if isinstance(value, Literal) and value.value.ndim > 0:
             arr = value.value
             if value.boolean:

@@ -31,7 +31,7 @@ class NumberPolicy:
         return float(value) if value.ndim == 0 else None
 
 
-class ShapeOnly(ValueRecord):
+class ShapeAlone(ValueRecord):
     """An input given a dtype and a shape but no values (`--set 'x=float64[3]'`): enough for what
     reads only shapes (`derive`, `graph`), refused by what computes numbers."""
 
@@ -50,30 +50,36 @@ class Literal(ValueRecord):
     """A constant not yet placed in the graph: `[1, 2]`, `-3`, `pi`. At top level it makes an
     input with a default; as a static argument (`axis=0`) it is read directly."""
 
-    __slots__ = _fields = ("value", "pos", "boolean", "from_tuple")
+    _fields = ("value", "pos", "boolean", "from_tuple")
+    __slots__ = _fields + ("library",)
     value: np.ndarray
     pos: Pos
     boolean: bool  # written with True/False (or a comparison): a mask where it indexes
     from_tuple: bool  # written as a tuple, `(0, 1)`: as a whole subscript, one index per axis
+    library: str | None  # the array library whose function made it (`torch.tensor([1.0])`), if known
 
     def __init__(self, value, pos, boolean=False, from_tuple=False):
         self.value = value
         self.pos = pos
         self.boolean = boolean
         self.from_tuple = from_tuple
+        self.library = None
 
 
 class TupleValue(ValueRecord):
     """`(a, b)` of computed values, or what a function returned with `return a, b`: unpacked
-    by `x, y = ...`, indexed with a constant, or read as one array (its items stacked)."""
+    by `x, y = ...`, indexed with a constant, or read as one array (its items stacked). A library's
+    named tuple (`torch.sort(x)`) has its items' names in `fields` (`.values`, `.indices`)."""
 
-    __slots__ = _fields = ("items", "pos")
+    __slots__ = _fields = ("items", "pos", "fields")
     items: list
     pos: Pos
+    fields: tuple
 
-    def __init__(self, items, pos):
+    def __init__(self, items, pos, fields=()):
         self.items = items
         self.pos = pos
+        self.fields = fields
 
 
 class AtRef(ValueRecord):
@@ -150,6 +156,21 @@ class Closure(ValueRecord):
     def __init__(self, fn, scope):
         self.fn = fn
         self.scope = scope
+
+
+class TypeName(Text):
+    """`type(x)`: the name of the library's type of x, as a label (`type(x).__name__`)."""
+
+    __slots__ = ()
+
+
+class Deleted:
+    """What a function's local name holds after `del name` (a later use is an error)."""
+
+    __slots__ = ("pos",)
+
+    def __init__(self, pos: Pos):
+        self.pos = pos
 
 
 class Scope(ValueRecord):

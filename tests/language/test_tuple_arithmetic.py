@@ -1,0 +1,55 @@
+"""Tuples in shapes are Python's tuples: `+` joins them, `*` by an integer repeats them, `==`
+compares them whole (as NumPy's own programs rely on: `x.shape + (1,)`, `(n,) + x.shape`); each
+program is checked against NumPy running the same text."""
+import numpy as np
+import pytest
+
+from gradcli import api
+from gradcli.errors import GradcliError
+
+X = np.array([[1.0, -2.0, 3.0], [0.5, 4.0, -1.5]])
+C = np.float64(2.0)
+
+
+def value(program, **feeds):
+    return next(iter(api.evaluate("import numpy as np\n" + program, feeds=feeds).outputs.values()))
+
+
+def numpy_runs(program, **feeds):
+    scope = {"np": np, **feeds}
+    exec(compile(program, "<test>", "exec"), scope)  # the test's own text, the reference
+    return scope["y"]
+
+
+@pytest.mark.parametrize("program", [
+    "y = np.broadcast_to(c, (1,) + (3,))",            # was shape (4,): the tuples added
+    "y = np.tile(x, (2,) + (1,))",                     # was reps (3,)
+    "y = np.reshape(x, x.shape + (1,))",
+    "y = np.broadcast_to(x, (2,) + x.shape)",
+    "y = np.reshape(x, x.shape[:-1] + (1, 3))",
+    "y = np.zeros((2, 3, 4)[:2] + (1,))",
+    "y = np.ones(() + (2,))",
+    "y = np.ones((2,) * 2)",
+    "y = np.ones(2 * (2, 1))",
+    "y = np.ones((2,) * 0 + (1,))",
+    "y = np.ones((1,) + (2,) + (3,))",
+    "def f(a):\n    return np.reshape(a, (1,) + a.shape)\ny = f(x)",
+    "y = x.sum() * (x.shape == (2, 3)) + (x.shape != (3, 2))",
+    "y = x * (1.0, 2.0, 3.0)",                         # a tuple beside an array is an array
+    "y = np.asarray((1.0, 2.0)) + (3.0, 4.0)",
+])
+def test_tuples_in_shapes_are_pythons_tuples(program):
+    expected = numpy_runs(program, x=X, c=C)
+    got = value(program, x=X, c=C)
+    assert np.shape(got) == np.shape(expected)
+    np.testing.assert_allclose(got, expected, rtol=1e-15)
+
+
+@pytest.mark.parametrize("program,message", [
+    ("y = np.ones((2, 3) - (1, 1))", "'-' of two tuples"),
+    ("y = np.ones((2,) * 1.5)", "a tuple repeats only by an integer"),
+])
+def test_what_python_refuses_of_tuples_is_refused(program, message):
+    with pytest.raises(GradcliError) as info:
+        value(program)
+    assert message in str(info.value)
