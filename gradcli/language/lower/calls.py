@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from gradcli.errors import OptionError, Pos, ShapeError
+from gradcli.errors import GradcliError, OptionError, Pos, ShapeError
 from gradcli.language import syntax as ast
 from gradcli.language.lower.transforms import FUNCTION_VALUES, NOT_MINE, ObjectValue
 from gradcli.language.lower.values import (
@@ -223,17 +223,7 @@ class Resolution:
             return special
         op = meaning(bare)
         if op is None:
-            if bare == "print":
-                raise OptionError("print() is not needed: print is a statement (print(x) on its own line), and "
-                                  "gradcli prints the last statement's value; name more values with {option} NAME",
-                                  "prints", node.pos, self.source)
-            known = dialects.callable_names() + [n for n, v in self.globals.items() if isinstance(v, ast.FuncDef)]
-            import difflib
-
-            close = difflib.get_close_matches(bare, known, n=3)
-            hint = f"; did you mean {', '.join(close)}?" if close else ""
-            what = "method" if node.method else "function"
-            raise self.error(f"unknown {what} '{'.' if node.method else ''}{name}'{hint}", node.pos)
+            raise self.unknown_call(node, name, bare)
         if type(op) is not Op:  # a dialect's transformation (not an op): it lowers the call itself
             return op(self, node, values, scope)
         # a call is remembered only where its spelling alone decides its reading: never where the
@@ -258,6 +248,20 @@ class Resolution:
         if remember:
             self.readings[key] = (op, preset, node.symbol or strip_prefixes(name))
         return self.call_builtin(op, node, values, scope, preset)
+
+    def unknown_call(self, node: ast.Call, name: str, bare: str) -> GradcliError:
+        """The error for a call of no op, method or function the program knows, with close names."""
+        if bare == "print":
+            return OptionError("print() is not needed: print is a statement (print(x) on its own line), and "
+                               "gradcli prints the last statement's value; name more values with {option} NAME",
+                               "prints", node.pos, self.source)
+        known = dialects.callable_names() + [n for n, v in self.globals.items() if isinstance(v, ast.FuncDef)]
+        import difflib
+
+        close = difflib.get_close_matches(bare, known, n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        what = "method" if node.method else "function"
+        return self.error(f"unknown {what} '{'.' if node.method else ''}{name}'{hint}", node.pos)
 
     def written_kind(self, value, node) -> str:
         """What an argument is, for an op's reading: "constant" (a number), "number input" (an
