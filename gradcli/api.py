@@ -13,14 +13,15 @@ import gc
 
 import numpy as np
 
-from gradcli.autodiff import blocked_at, depends_on, gradients
-from gradcli.numerics.diagnostics import NONFINITE_KINDS, Diagnostic, NumericsChecker
+from gradcli.autodiff import depends_on, gradients
+from gradcli.numerics.diagnostics import NONFINITE_KINDS, Diagnostic, NumericsChecker, unconnected_diagnostic
 from gradcli.errors import GradcliError, OptionError, Source
 from gradcli.engine.evaluate import DTYPES, needed_equations, run
 from gradcli.engine.memory import check_memory
 from gradcli.limits import default_memory_limit
 from gradcli.ir import Graph, ShapeOnly
 from gradcli.language.lower import lower
+from gradcli.language.lower.values import ShapeAlone
 from gradcli.ops import fmt_shape
 from gradcli.language.parser import normalise, parse_program
 from gradcli.records import ValueRecord
@@ -143,8 +144,8 @@ def compile_program(text: str, name: str = "<expr>", feeds: dict | None = None, 
     return lower(module, source, {k: _as_real(v) for k, v in (feeds or {}).items()}, tail, symbols)
 
 
-def _as_real(value) -> np.ndarray | ShapeOnly:
-    if isinstance(value, ShapeOnly):
+def _as_real(value) -> np.ndarray | ShapeOnly | ShapeAlone:
+    if isinstance(value, (ShapeOnly, ShapeAlone)):  # a stand-in (Dask), or a shape alone (derive, graph)
         return value
     arr = np.asarray(value)
     return arr if arr.dtype.kind == "f" and arr.dtype.itemsize >= 4 else arr.astype(np.float64)
@@ -494,7 +495,7 @@ class Program:
                 d.reaches = [r.replace("\0", "d/d") for r in d.reaches]
             for x, x_id, g in zip(wrt, x_ids, grad_ids):
                 if g is None:
-                    diagnostics.append(_unconnected(graph, y_ids, ys, x, x_id))
+                    diagnostics.append(unconnected_diagnostic(graph, y_ids, ys, x, x_id))
             return Result(outputs, result_grads, diagnostics, dtype, graph)
 
         saved_as = {**{y: ("output", y) for y in fetch}, **{f"\0{x}": ("gradient", x) for x in wrt}}
@@ -614,8 +615,11 @@ class Program:
         ys, y_ids, (x,) = _targets(graph, _names(of) or None, [wrt])
         (g,) = gradients(graph, y_ids, [x])
         target = "+".join(ys)
-        root = f"d{'_'.join(ys)}_d{wrt}" if len(ys) < 4 else f"grad_{wrt}"
+        root = (f"d{'_'.join(ys)}_d{wrt}" if len(ys) < 4 else f"grad_{wrt}").replace(".", "_")  # (loss.probs)
         header = f"d({target})/d{wrt} of {self.name}, as a gradcli program (evaluate it with the same inputs)"
+        numbers = list((graph.unshaped or {}).values())
+        header += f"; {', '.join(numbers)} taken to be {'numbers' if len(numbers) > 1 else 'a number'} (no shape given)" \
+            if numbers else ""
         if g is not None and all(graph.shapes[i] is not None for i in range(len(graph.shapes))):
             check_memory(graph, [g], "float64", self.options.max_memory, text=False)  # folding evaluates constant parts
         from gradcli.insight.printer import Printer  # start-up: a small eval does not load it
@@ -629,7 +633,7 @@ class Program:
     def graph_view(self, of: str | None = None, wrt: list[str] | None = None) -> GraphView:
         """What `gradcli graph` shows: the equations `of` (default: the last statement) needs,
         their values, and with `wrt` each one's gradient d(of)/d(it)."""
-        graph = _fork(self._host_graph())
+        graph = _fork(self._host_graph(runnable=False))
         y = _value_id(graph, of, "of") if of else graph.result[1]
         x_ids = [_value_id(graph, x, "wrt") for x in _names(wrt)]
         nodes = needed_equations(graph, [y])
@@ -640,10 +644,13 @@ class Program:
             for i, g in zip(on_path, gradients(graph, [y], on_path)):
                 if g is not None:
                     cotangents[i] = g
-        fetch = {f"v{i}": i for i in nodes} | {f"g{i}": g for i, g in cotangents.items()}
+        # what is computed from an input given a shape but no values has none (None)
+        valueless = graph.valueless()
+        fetch = {f"v{i}": i for i in nodes if i not in valueless} | {
+            f"g{i}": g for i, g in cotangents.items() if g not in valueless}
         host, diagnostics = _run(graph, fetch, "float64", "cpu", self.options.max_memory)
-        values = {i: host[f"v{i}"] for i in nodes}
-        grads = {i: host[f"g{i}"] for i in cotangents}
+        values = {i: host.get(f"v{i}") for i in nodes}
+        grads = {i: host.get(f"g{i}") for i in cotangents}
         # what a diagnostic reaches, in the user's words: the names the program gave its values
         # (and their gradients), not the keys the values were fetched by
         y_name = graph.value_names.get(y, "y")
@@ -651,7 +658,7 @@ class Program:
         shown |= {f"g{i}": f"d{y_name}/d{graph.value_names[i]}" for i in cotangents if i in graph.value_names}
         for d in diagnostics:
             d.reaches = list(dict.fromkeys(shown[r] for r in d.reaches if r in shown))
-        nonfinite = {i for i, v in values.items() if not np.isfinite(v).all()}
+        nonfinite = {i for i, v in values.items() if v is not None and not np.isfinite(v).all()}
         return GraphView(graph, y, nodes, values, grads, nonfinite, diagnostics)
 
     @_collector_paused
@@ -665,9 +672,14 @@ class Program:
         program = self
         try:
             graph = _fork(self._host_graph())
-        except GradcliError:
+        except GradcliError as err:
             if index is not None or base in (self.feeds or {}):
                 raise
+            try:  # a --wrt the program does not name is said so, not the inputs it lacks
+                named = Program(self.text, name=self.name, call=self.call, feeds=self.feeds, symbols=True)._compiled()[0]
+            except GradcliError:
+                raise err from None
+            _value_id(named, base, "wrt")
             program = self.with_feeds({base: float(low)})  # (any error is then the program's)
             graph = _fork(program._host_graph())
         (of_name,), (y,), (x,) = _targets(graph, [of] if of else None, [base])
@@ -754,21 +766,6 @@ class _StoredAs:
 
     def failed(self, exc):
         self.store.failed(exc)
-
-
-def _unconnected(graph: Graph, y_ids: list[int], ys: list[str], x: str, x_id: int) -> Diagnostic:
-    """Why x has no gradient: no path to the outputs, or every path is cut (and where)."""
-    cuts = blocked_at(graph, y_ids, x_id)
-    targets = " + ".join(ys)
-    if cuts is None:
-        return Diagnostic("info", "unconnected", "grad", f"{x} has no gradient: {targets} does not depend on {x}",
-                          None, graph.equations[x_id].pos)
-    where = ", ".join(f"{graph.equations[c].label} at {graph.equations[c].pos}" for c in cuts[:5])
-    more = f" and {len(cuts) - 5} more" if len(cuts) > 5 else ""
-    first = graph.equations[cuts[0]]
-    return Diagnostic("info", "unconnected", first.label,
-                      f"{x} has no gradient: every path from {x} to {targets} passes through an operation "
-                      f"that passes no gradient: {where}{more}", None, first.pos, first.stack)
 
 
 def _targets(graph: Graph, of: list[str] | None, wrt: list[str]) -> tuple[list[str], list[int], list[int]]:
@@ -879,9 +876,10 @@ def derivation(text: str, *, call: str | None = None, wrt: str, of: list[str] | 
 
 def graph_view(text: str, *, call: str | None = None, of: str | None = None, wrt: list[str] | None = None,
                name: str = "<expr>", feeds: dict | None = None, max_memory: int | None = None) -> GraphView:
-    """`Program.graph_view`."""
-    return Program(text, name=name, call=call, feeds=feeds, options=RunOptions(max_memory=max_memory)).graph_view(
-        of, wrt)
+    """`Program.graph_view`, an input without values (a shape alone, or nothing: a number) shown
+    with its shape (`symbols=True`)."""
+    return Program(text, name=name, call=call, feeds=feeds, options=RunOptions(max_memory=max_memory),
+                   symbols=True).graph_view(of, wrt)
 
 
 def curve(text: str, *, wrt: str, low: float, high: float, points: int = 200, of: str | None = None,

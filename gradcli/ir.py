@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from gradcli.errors import GradcliError, Pos, ShapeError, Source
+from gradcli.errors import GradcliError, OptionError, Pos, ShapeError, Source
 from gradcli.ops import OPS, Op, Sym
 from gradcli.ops import broadcast_shapes as ops_broadcast
 from gradcli.ops.shapes import _broadcast as _BROADCAST, _same as _SAME
@@ -86,6 +86,12 @@ class Graph(ValueRecord):
     # it as spelled, "tf.gradients", and its Pos); what the program prints: [(text, id or None)]
     made_by = None
     printed = None
+    # (not a field) the inputs given neither values nor a shape, each taken to be a number
+    # (`derive`, `graph`): {id: name}; a shape rule that fails on one of them says it needs a shape
+    unshaped = None
+    # (not a field) the local names of the user functions called: {"loss.probs": [[_, value id]
+    # of each call]}, which the options naming values may name (value_id)
+    local_values = None
     # (not a field) the program's asserts on data given from outside, checked after evaluation:
     # (the condition's id, the message, the assert's Pos)
     assertions = ()
@@ -147,8 +153,8 @@ class Graph(ValueRecord):
             except ShapeError as exc:
                 message = str(exc)
                 prefix = f"{label}: "
-                raise GradcliError(message if message.startswith(prefix) else prefix + message,
-                                   pos, self.source) from None
+                message = message if message.startswith(prefix) else prefix + message
+                raise self._unshaped_error(inputs, message, pos) or GradcliError(message, pos, self.source) from None
             if not shape:
                 pass  # a number: nothing to bound
             elif len(shape) > MAX_DIMENSIONS:
@@ -167,6 +173,31 @@ class Graph(ValueRecord):
         self.equations.append(Equation(op, inputs, params, pos, label, stack, backward))
         shapes.append(shape)
         return len(shapes) - 1
+
+    def _unshaped_error(self, inputs: tuple, message: str, pos: Pos | None) -> GradcliError | None:
+        """Where a shape rule fails on values computed from inputs taken to be numbers for want of
+        a shape (`unshaped`), the error naming those inputs, at the first one's place; else None."""
+        if not self.unshaped:
+            return None
+        found, seen, work = [], set(inputs), list(inputs)
+        while work:  # the inputs' ancestors (the error's path only: no cost to a program that is right)
+            i = work.pop()
+            if i in self.unshaped:
+                found.append(i)
+            for j in self.equations[i].inputs:
+                if j not in seen:
+                    seen.add(j)
+                    work.append(j)
+        if not found:
+            return None
+        found.sort()
+        names = [self.unshaped[i] for i in found]
+        listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+        ask = "has no shape: give one with" if len(names) == 1 else "have no shape: give each one a shape, as in"
+        return OptionError(f"{listed} {ask} {{option}} '{names[0]}=float64[3]'",
+                           "feeds", self.equations[found[0]].pos, self.source,
+                           note=f"taken to be a number, {'it' if len(names) == 1 else 'they'} cannot be used here: "
+                                f"{message}" + (f" (at {pos})" if pos is not None else ""))
 
     def add_input(self, name: str, value, pos: Pos | None = None, label: str | None = None) -> int:
         """An input equation: a named source whose value can be given anew at each run (a
@@ -305,11 +336,49 @@ class Graph(ValueRecord):
             return b
         return None
 
+    def valueless(self) -> set[int]:
+        """The equations computed from an input that has no values (a shape alone, or nothing:
+        what `derive` and `graph` take): they have shapes and no values."""
+        found: set[int] = set()
+        for i, eq in enumerate(self.equations):
+            if (eq.op.name == "input" and eq.params.get("value") is None) or any(j in found for j in eq.inputs):
+                found.add(i)
+        return found
+
     def value_id(self, name: str, what: str = "name") -> int:
-        if name not in self.names:
-            choices = ", ".join(sorted(self.names)) or "none"
-            raise GradcliError(f"unknown {what} '{name}': the program's names are {choices}")
-        return self.names[name]
+        if name in self.names:
+            return self.names[name]
+        local = self._local_id(name, what)
+        if local is not None:
+            return local
+        import difflib
+
+        choices = ", ".join(sorted(self.names)) or "none"
+        locals_ = sorted(self.local_values or ())
+        bare = {q.rpartition(".")[2]: q for q in locals_}  # `prob` is close to loss.probs's `probs`
+        close = [bare.get(c, c) for c in difflib.get_close_matches(name, list(self.names) + locals_ + list(bare), n=1)]
+        maybe = f" (did you mean {close[0]}?)" if close else ""
+        also = f"; its functions' local names are {', '.join(locals_)}" if locals_ else ""
+        raise GradcliError(f"unknown {what} '{name}'{maybe}: the program's names are {choices}{also}")
+
+    def _local_id(self, name: str, what: str) -> int | None:
+        """The value of a user function's local name: `loss.probs`, or `probs` where only one
+        function has a local of that name; None where none has. A function called more than
+        once has a value in each call: which one is asked."""
+        table = self.local_values or {}
+        found = ([name] if name in table else []) if "." in name else \
+            sorted(q for q in table if q.rpartition(".")[2] == name)
+        if len(found) > 1:
+            raise GradcliError(f"ambiguous {what} '{name}': it is a local name of several functions "
+                               f"({', '.join(found)}); give one of these")
+        if not found:
+            return None
+        calls = table[found[0]]
+        if len({value for _, value in calls}) > 1:
+            function = found[0].rpartition(".")[0]
+            raise GradcliError(f"ambiguous {what} '{name}': {function} is called {len(calls)} times, and "
+                               f"{found[0]} has a value in each call; name the value you mean at the top level")
+        return calls[-1][1]
 
 
 def _hashable(params: dict):

@@ -384,7 +384,9 @@ def _taken_by(graph, i: int):
     return graph.made_by.get(i) if graph.made_by else None
 
 
-def _brief(arr: np.ndarray) -> str:
+def _brief(arr: np.ndarray | None) -> str:
+    if arr is None:  # computed from an input given a shape but no values
+        return "(no values)"
     if arr.size <= 6:
         return np.array2string(np.asarray(arr), precision=4, separator=", ", max_line_width=10**6)
     with np.errstate(all="ignore"):

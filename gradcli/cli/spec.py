@@ -99,6 +99,8 @@ FILE = Param("file", (), help="Program file; '-' or nothing (with a pipe) reads 
 EXPR = Param("expr", ("-e", "--expr"), help="Program text.", metavar="PROGRAM")
 SET = Param("set_", ("--set",), help="Input value (repeatable): a literal such as [1, 2] or @file.npy/.npz:key/.json/.csv.",
             metavar="NAME=VALUE", multiple=True)
+SET_SHAPE = SET.but(help="Input value (repeatable): a literal such as [1, 2], @file.npy/.npz:key/.json/.csv, or a "
+                         "shape without values such as float64[3] or float32[3, 4] (an input given neither is a number).")
 FORMAT = Param("format", ("--format",), Format, Format.auto,
                "Output format: a table, one JSON document, or plain NAME<TAB>numbers lines; auto is a table on a "
                "terminal, plain otherwise (with --lines: json).")
@@ -182,7 +184,8 @@ COMMANDS = (
     ), (FILE, EXPR, OF_ONE, WRT, SET, CALL, UNCONNECTED, FORMAT, LINES, MAX_MEMORY, OUT, FORCE, DEBUG)),
     Command("derive", "Print the gradient as a program in gradcli's own language, simplified.", (
         "gradcli derive -e 'y = sin(x) * x' --wrt x",
-    ), (FILE, EXPR, WRT_ONE, OF, SET, CALL, FORMAT, LINES, MAX_MEMORY, DEBUG)),
+        "gradcli derive -e 'y = sum(tanh(x @ W))' --wrt W --set 'x=float64[3]' --set 'W=float64[3, 4]'",
+    ), (FILE, EXPR, WRT_ONE, OF, SET_SHAPE, CALL, FORMAT, LINES, MAX_MEMORY, DEBUG)),
     Command("fix", "Print the program with every fix gradcli has proven on these inputs applied (finite where it "
                    "was not, the same numbers elsewhere); the file itself is never written. Exit 1 if a value or "
                    "gradient is still not finite.", (
@@ -196,7 +199,7 @@ COMMANDS = (
                      "with --wrt its gradient.", (
         "gradcli graph -e 'x = [1.0, 2.0]; y = sum(x * x)' --wrt x --format table",
         "gradcli graph samples/stable_softmax.expr --format dot | dot -Tsvg > graph.svg",
-    ), (FILE, EXPR, WRT, OF_ONE.but(help="Show this value; default: the last."), SET, CALL,
+    ), (FILE, EXPR, WRT, OF_ONE.but(help="Show this value; default: the last."), SET_SHAPE, CALL,
         FORMAT.but(kind=GraphFormat, default=GraphFormat.auto,
                    help="As every command's --format (the table is a tree; tree is its old name), or Graphviz DOT "
                         "(dot -Tsvg)."),

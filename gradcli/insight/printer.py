@@ -17,6 +17,7 @@ from gradcli.engine.evaluate import needed_equations, run
 from gradcli.ir import Graph
 from gradcli.ops import OPS
 from gradcli.ops.core import _index_tuple
+from gradcli.ops.shapes import normalize_axes
 
 # An operator's symbol and precedence are fields of its op record (`symbol`, `precedence`).
 ATOM, UNARY = 6, 4
@@ -205,6 +206,8 @@ class Printer:
             return printed if isinstance(printed, tuple) else (printed, ATOM)
         if op == "scatter":
             return self._scatter(eq, args[0]), ATOM
+        if op in SPELLINGS:  # an op no program calls by name: the calls that compute it
+            return SPELLINGS[op](g, i, [wrap(a, ATOM) for a in args]), ATOM
         name, defaults, given = eq.op.name, eq.op.params, eq.params
         plain = eq.op.simpler(**given) if eq.op.simpler is not None else None
         if plain is not None:  # the same op written simpler (sum_to a scalar is sum)
@@ -216,9 +219,12 @@ class Printer:
             starts = [sum(counts[:k]) for k in range(len(counts))]
             args = [("[" + ", ".join(a[0] for a in args[s:s + n]) + "]", ATOM) for s, n in zip(starts, counts)]
         for key, value in given.items():
-            if value is None or (key in defaults and defaults[key] == value) or (eq.op.sequence and key == "counts"):
-                continue
-            if isinstance(value, str):
+            if (value is None and defaults.get(key) is None) or (key in defaults and defaults[key] == value) or (
+                    eq.op.sequence and key == "counts"):
+                continue  # (a None that is not the default is written: sort(x, axis=None) flattens)
+            if value is None:
+                params.append(f"{key}=None")
+            elif isinstance(value, str):
                 params.append(f"{key}={value!r}")
             elif isinstance(value, bool):
                 params.append(f"{key}={value}")
@@ -252,3 +258,221 @@ class Printer:
         listed = ", ".join(" + ".join(terms) if terms else "0.0" for terms in items)
         dims = ", ".join(str(d) for d in shape)
         return f"reshape([{listed}], [{dims}])"
+
+
+# --------------------------------------------------------------------------- the ops no program calls by name
+# An op of the table that programs cannot call (a part of a factorization, a step of a gradient)
+# is written as the calls of the language that compute it: `spell(graph, i, args) -> text`, an
+# atom (parenthesized where it is not), for equation i whose arguments print as `args` (atoms).
+# tests/insight/test_derive_reads_back.py reads every derived program back: a new such op
+# without a spelling fails there.
+
+def _flag(value) -> str:
+    return "True" if value else "False"
+
+
+def _swap(text: str) -> str:
+    return f"swapaxes({text}, -1, -2)"
+
+
+def _item(call: str, k: int):
+    """The k-th item of the tuple a call returns, `call` formatted with the arguments (by
+    position) and the parameters (by name): `svd({0}, full_matrices={full})` -> `svd(x, ...)[0]`."""
+    def spell(graph, i, a):
+        eq = graph.equations[i]
+        params = {key: _flag(v) if isinstance(v, bool) else v for key, v in {**eq.op.params, **eq.params}.items()}
+        return f"{call.format(*a, **params)}[{k}]"
+    return spell
+
+
+def _passed_on(graph, i, a) -> str:
+    """An op that passes its first argument on once checked: its values were checked as the program was read."""
+    return a[0]
+
+
+def _lstsq(k: int):
+    def spell(graph, i, a):
+        rcond = graph.equations[i].params.get("rcond")
+        return f"lstsq({a[0]}, {a[1]}" + (f", rcond={rcond!r}" if rcond is not None else "") + f")[{k}]"
+    return spell
+
+
+def _pivot_permutation(graph, i, a) -> str:
+    """P of 1-based pivots: solving with LU = I gives X = P^T B, so P is solve(I, pivots, I)^T."""
+    eye = f"broadcast_to(eye({graph.equations[i].params['n']}), {list(graph.shapes[i])})"
+    return _swap(f"torch.linalg.lu_solve({eye}, {a[0]}, {eye})")
+
+
+def _cofactor(graph, i, a) -> str:
+    """det(a) inv(a)^T from the SVD, as the op computes it (also where a is singular)."""
+    u, s, vh = (f"svd({a[0]})[{k}]" for k in range(3))
+    return f"((({u} * prod_others({s}, axis=-1)[..., None, :]) @ {vh}) * (det({u}) * det({vh}))[..., None, None])"
+
+
+def _sylvester_sum(graph, i, a) -> str:
+    """g with x g + g x = c (x symmetric positive definite): c / (w_i + w_j) in x's eigenbasis."""
+    w, v = f"eigh({a[0]})[0]", f"eigh({a[0]})[1]"
+    return f"({v} @ (({_swap(v)} @ {a[1]} @ {v}) / ({w}[..., :, None] + {w}[..., None, :])) @ {_swap(v)})"
+
+
+def _expm_frechet(graph, i, a) -> str:
+    """The top-right block of expm([[a, e], [0, a]])."""
+    shape = list(graph.shapes[i])
+    x, e = a if [graph.shapes[j] for j in graph.equations[i].inputs] == [graph.shapes[i]] * 2 else \
+        (f"broadcast_to({t}, {shape})" for t in a)
+    block = f"concatenate([concatenate([{x}, {e}], axis=-1), concatenate([zeros_like({x}), {x}], axis=-1)], axis=-2)"
+    return f"matrix_exp({block})[..., :{shape[-1]}, {shape[-1]}:]"
+
+
+def _inverse_gaps(graph, i, a) -> str:
+    """1 / (v_j - v_i), 0 on the diagonal, NaN where two values are equal."""
+    v = f"({a[0]} * {a[0]})" if graph.equations[i].params.get("squared") else a[0]
+    gaps = f"({v}[..., None, :] - {v}[..., :, None])"
+    return f"where(eye({graph.shapes[i][-1]}), 0.0, where({gaps} == 0, nan, 1.0 / where({gaps} == 0, 1.0, {gaps})))"
+
+
+def _tie_average(graph, i, a) -> str:
+    """w averaged over the elements of equal x along axis (each NaN alone): a pairwise equality
+    matrix (its diagonal set) weighing w."""
+    axis = graph.equations[i].params["axis"] % len(graph.shapes[i])
+    n = graph.shapes[i][axis]
+    w, x = (f"moveaxis({t}, {axis}, -1)" for t in a)
+    same = f"maximum({x}[..., :, None] == {x}[..., None, :], eye({n}))"
+    return f"moveaxis(sum({same} * {w}[..., None, :], axis=-1) / sum({same}, axis=-1), -1, {axis})"
+
+
+def _place_diagonal(graph, i, a) -> str:
+    """Zeros with g on the offset diagonal of (axis1, axis2): g spread by two selection matrices."""
+    p, shape = graph.equations[i].params, graph.shapes[i]
+    first, second, offset = p.get("axis1", 0) % len(shape), p.get("axis2", 1) % len(shape), p.get("offset", 0)
+    length = max(0, min(shape[first] - max(-offset, 0), shape[second] - max(offset, 0)))
+    rows = f"eye({length}, {shape[first]}, k={max(-offset, 0)})"
+    columns = f"eye({length}, {shape[second]}, k={max(offset, 0)})"
+    placed = f"einsum('...,ir,ic->...rc', {a[0]}, {rows}, {columns})"
+    return placed if (first, second) == (len(shape) - 2, len(shape) - 1) else \
+        f"moveaxis({placed}, [-2, -1], [{first}, {second}])"
+
+
+def _nan_quantile_weights(graph, i, a) -> str:
+    """The weights of np.nanquantile on the sorted values (NaN last): 1 - t at the lower of the
+    two positions it reads and t at the upper, both counted among the values that are not NaN."""
+    p, shape = graph.equations[i].params, graph.shapes[graph.equations[i].inputs[0]]
+    axes = normalize_axes(p.get("axis"), len(shape))
+    kept = tuple(k for k in range(len(shape)) if k not in axes)
+    n = math.prod(shape[k] for k in axes)
+    ordered = f"sort(reshape(transpose({a[0]}, axes={list(kept + axes)}), {[shape[k] for k in kept] + [n]}), axis=-1)"
+    count = f"sum(1.0 - isnan({ordered}), axis=-1, keepdims=True)"
+    top = f"maximum({count} - 1.0, 0.0)"
+    method, stacked = p.get("method", "linear"), []
+    for q in p["q"] if isinstance(p["q"], tuple) else (p["q"],):
+        position = f"({number(q)} * {top})"
+        lo, t = f"floor({position})", f"({position} - floor({position}))"
+        hi = f"minimum({lo} + 1.0, {top})"
+        if method in ("higher", "nearest"):
+            lo = hi = f"{'ceil' if method == 'higher' else 'round'}({position})"
+        elif method == "lower":
+            hi = lo
+        if method == "midpoint":
+            t = f"where({t} > 0, 0.5, 0.0)"
+        elif method != "linear":
+            t = "0.0"
+        weights = f"(arange({n}) == {lo}) * (1.0 - {t}) + (arange({n}) == {hi}) * {t}"
+        stacked.append(f"where({count} > 0, {weights}, 0.0)")
+    return f"stack([{', '.join(stacked)}])" if isinstance(p["q"], tuple) else stacked[0]
+
+
+def _einsum_to(graph, i, a) -> str:
+    """einsum with an explicit output, whose letters may repeat (a diagonal), be no operand's
+    (broadcast) or be kept at length 1 (summed): one einsum, with an identity for each repeat,
+    ones for each letter no operand has and a column of ones for each summed one."""
+    eq = graph.equations[i]
+    lhs, out = eq.params["subscripts"].split("->")
+    terms, shape = lhs.split(","), list(eq.params["shape"])
+    sizes: dict[str, int] = {}
+    for term, j in zip(terms, eq.inputs):
+        for c, d in zip(term, graph.shapes[j]):
+            sizes[c] = max(sizes.get(c, 1), d)
+    args = [t if list(graph.shapes[j]) == [sizes[c] for c in term] else
+            f"broadcast_to({t}, {[sizes[c] for c in term]})" for t, term, j in zip(a, terms, eq.inputs)]
+    free = iter(c for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in lhs + out)
+    written, seen = [], set()
+    for c, d in zip(out, shape):
+        if c in seen:  # a repeat: a new letter, tied to the first by an identity
+            fresh = next(free)
+            terms.append(c + fresh), args.append(f"eye({d})")
+            c = fresh
+        elif c not in sizes:  # no operand's: ones along it
+            terms.append(c), args.append(f"ones([{d}])")
+        elif d == 1 and sizes[c] != 1:  # kept at length 1: summed into a column of ones
+            fresh = next(free)
+            terms.append(c + fresh), args.append(f"ones([{sizes[c]}, 1])")
+            c = fresh
+        seen.add(out[len(written)])
+        written.append(c)
+    return f"einsum({','.join(terms) + '->' + ''.join(written)!r}, {', '.join(args)})"
+
+
+def _einsum(graph, i, a) -> str:
+    return f"einsum({graph.equations[i].params['subscripts']!r}, {', '.join(a)})"
+
+
+def _qr(k: int):
+    def spell(graph, i, a):
+        complete = ", mode='complete'" if graph.equations[i].params.get("complete") else ""
+        return f"qr({a[0]}{complete})[{k}]"
+    return spell
+
+
+def _svd_values(graph, i, a) -> str:
+    p = graph.equations[i].params
+    return (f"svd({a[0]}, full_matrices={_flag(p.get('full_matrices', True))}, compute_uv=False, "
+            f"hermitian={_flag(p.get('hermitian'))})")
+
+
+def _lu_pivots(graph, i, a) -> str:
+    """torch's pivots count from 1, SciPy's from 0."""
+    one_based = graph.equations[i].params.get("one_based", True)
+    return _item("torch.linalg.lu_factor({0})" if one_based else "scipy.linalg.lu_factor({0})", 1)(graph, i, a)
+
+
+def _cholesky_solve(graph, i, a) -> str:
+    return f"torch.cholesky_solve({a[0]}, {a[1]}, upper={_flag(graph.equations[i].params.get('upper'))})"
+
+
+def _scatter_extreme(graph, i, a) -> str:
+    p = graph.equations[i].params
+    return (f"torch.scatter_reduce({a[0]}, {p['axis']}, {a[2]}, {a[1]}, {p['kind']!r}, "
+            f"include_self={_flag(p.get('include_self', True))})")
+
+
+def _bce_terms(graph, i, a) -> str:
+    p, t = a
+    return f"(-({t} * maximum(log({p}), -100.0) + (1.0 - {t}) * maximum(log1p(-{p}), -100.0)))"
+
+
+_SVD = "svd({0}, full_matrices={full})"
+_TOP_K = "torch.topk({0}, {k}, dim={axis}, largest={largest}, sorted={sorted})"
+SPELLINGS = {
+    "svd_u": _item(_SVD, 0), "svd_vh": _item(_SVD, 2), "svd_values_only": _svd_values,
+    "svd_v": lambda graph, i, a: _swap(_item(_SVD, 2)(graph, i, a)),
+    "qr_q": _qr(0), "qr_r": _qr(1), "eigh_vectors": _item("eigh({0})", 1),
+    "slogdet_sign": _item("slogdet({0})", 0), "slogdet_logabs": _item("slogdet({0})", 1),
+    "lstsq_solution": _lstsq(0), "lstsq_residuals": _lstsq(1), "lstsq_rank": _lstsq(2),
+    "lstsq_singular_values": _lstsq(3),
+    "lu_packed": _item("scipy.linalg.lu_factor({0})", 0), "lu_pivots": _lu_pivots,
+    "lu_permutation": _item("scipy.linalg.lu({0})", 0), "lu_lower": _item("scipy.linalg.lu({0})", 1),
+    "lu_upper": _item("scipy.linalg.lu({0})", 2), "pivot_permutation": _pivot_permutation,
+    "polar_unitary": _item("scipy.linalg.polar({0})", 0), "polar_positive": _item("scipy.linalg.polar({0})", 1),
+    "cholesky_solve_b_first": _cholesky_solve,
+    "top_k_values": _item(_TOP_K, 0), "top_k_indices": _item(_TOP_K, 1),
+    "mode_values": _item("torch.mode({0}, dim={axis}, keepdim={keepdims})", 0),
+    "mode_indices": _item("torch.mode({0}, dim={axis}, keepdim={keepdims})", 1),
+    "kth_smallest": _item("torch.kthvalue({0}, {k}, dim={axis}, keepdim={keepdims})", 0),
+    "kth_smallest_index": _item("torch.kthvalue({0}, {k}, dim={axis}, keepdim={keepdims})", 1),
+    "take_rows": lambda graph, i, a: f"{a[0]}[[{', '.join(str(r) for r in graph.equations[i].params['rows'])}]]",
+    "checked_index": _passed_on, "multilabel_targets": _passed_on, "as_read": _passed_on,
+    "bce_terms": _bce_terms, "scatter_extreme": _scatter_extreme,
+    "cofactor": _cofactor, "sylvester_sum": _sylvester_sum, "expm_frechet": _expm_frechet,
+    "inverse_gaps": _inverse_gaps, "tie_average": _tie_average, "place_diagonal": _place_diagonal,
+    "nan_quantile_weights": _nan_quantile_weights, "einsum_to": _einsum_to, "einsum": _einsum,
+}

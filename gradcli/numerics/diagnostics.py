@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 
+from gradcli.autodiff import blocked_at
 from gradcli.errors import Pos
 from gradcli.ir import Graph
 from gradcli.numerics.gradient_calls import place, subject, taken_by_json
@@ -462,3 +463,18 @@ class NumericsChecker:
             self._found_at.sort()
         # and the accidental broadcasts, which shapes alone decide (broadcasts.py)
         return self.diagnostics + [Diagnostic(*found) for found in accidental_broadcasts(self.graph)]
+
+
+def unconnected_diagnostic(graph: Graph, y_ids: list[int], ys: list[str], x: str, x_id: int) -> Diagnostic:
+    """Why x has no gradient: no path to the outputs, or every path is cut (and where)."""
+    cuts = blocked_at(graph, y_ids, x_id)
+    targets = " + ".join(ys)
+    if cuts is None:
+        return Diagnostic("info", "unconnected", "grad", f"{x} has no gradient: {targets} does not depend on {x}",
+                          None, graph.equations[x_id].pos)
+    where = ", ".join(f"{graph.equations[c].label} at {graph.equations[c].pos}" for c in cuts[:5])
+    more = f" and {len(cuts) - 5} more" if len(cuts) > 5 else ""
+    first = graph.equations[cuts[0]]
+    return Diagnostic("info", "unconnected", first.label,
+                      f"{x} has no gradient: every path from {x} to {targets} passes through an operation "
+                      f"that passes no gradient: {where}{more}", None, first.pos, first.stack)

@@ -12,7 +12,7 @@ from gradcli.language.dialects.spelling import Distribution
 from gradcli.language.dialects import (
     CONSTANTS, FLOAT_DTYPES, OTHER_DTYPES, SEQUENCE_KEYWORDS, meaning, numpy as numpy_dialect, split_spelling)
 from gradcli.language.lower.values import (
-    NONE, AtIndexed, AtRef, Closure, IndexTrick, Literal, NumberPolicy, Scope, Text, TupleValue)
+    NONE, AtIndexed, AtRef, Closure, IndexTrick, Literal, NumberPolicy, Scope, ShapeAlone, Text, TupleValue)
 from gradcli.language.lower.transforms import (
     _FINISH, FUNCTION_VALUES, GRADIENT_CALLS, DictValue, FunctionRef, Tape, TapeRecording, printed_text)
 from gradcli.ops import OPS
@@ -150,15 +150,12 @@ class Interpreter:
             return graph.inputs[name]
         if name in self.feeds:
             value = self.feeds[name]
+            if isinstance(value, ShapeAlone):
+                return symbol(self, name, pos, value)
         elif default is not None:
             value = default.value
-        elif self.symbols:  # a scalar with no value: what `derive` prints as a free name
-            graph.equations.append(Equation(OPS["input"], (), {"name": name, "value": None}, pos, name))
-            graph.shapes.append(())
-            value = graph.inputs[name] = len(graph.equations) - 1
-            graph.names.setdefault(name, value)
-            graph.value_names.setdefault(value, name)
-            return value
+        elif self.symbols:  # no value, no shape: taken to be a number, a free name in what `derive` prints
+            return symbol(self, name, pos, None)
         else:
             self.missing.setdefault(name, pos)
             value = None
@@ -301,10 +298,12 @@ class Interpreter:
                 else:
                     values.append(self.index(node, args, scope))
             elif kind == _BIND:
-                scope.locals[node] = values.pop()
+                value = scope.locals[node] = values.pop()
+                remember_local(self.graph, scope, node, value)
             elif kind == _UNPACK:
                 for (name, _), item in zip(node.names, self.unpack(values.pop(), len(node.names), node.pos, scope)):
                     scope.locals[name] = item
+                    remember_local(self.graph, scope, name, item)
             elif kind == _DEFINE:
                 scope.locals[node.name] = Closure(node, scope)
             elif kind == _STATEMENT:
@@ -425,6 +424,41 @@ class Interpreter:
         return None
 
 
+
+
+def symbol(lowering: Interpreter, name: str, pos: Pos, given: ShapeAlone | None) -> int:
+    """An input without values, what `derive` prints as a free name (`symbols`; refused otherwise):
+    of the shape `given`, or where none is a number, remembered as such (gradcli.ir.Graph.unshaped)."""
+    if given is not None and not lowering.symbols:
+        raise OptionError(f"{name} has a shape ({{option}} {name}={given}) but no values, and this command computes "
+                          f"with them: give {name}'s values (a shape alone serves derive and graph)", "feeds", pos,
+                          lowering.source)
+    graph = lowering.graph
+    graph.equations.append(Equation(OPS["input"], (), {"name": name, "value": None}, pos, name))
+    graph.shapes.append(() if given is None else given.shape)
+    value = graph.inputs[name] = len(graph.equations) - 1
+    if given is None:
+        graph.unshaped = {**(graph.unshaped or {}), value: name}
+    graph.names.setdefault(name, value)
+    graph.value_names.setdefault(value, name)
+    return value
+
+
+def remember_local(graph: Graph, scope: Scope, name: str, value) -> None:
+    """The value a user function's local name is bound to, for `--print loss.probs`: under
+    `function.name`, the last value of each call of the function (gradcli.ir.Graph.local_values).
+    Two calls of one function never overlap (recursion is refused): a new locals dict is a new call."""
+    if type(value) is not int or not scope.active:
+        return
+    if graph.local_values is None:
+        graph.local_values = {}
+    calls = graph.local_values.setdefault(f"{scope.active[-1]}.{name}", [])
+    if calls and calls[-1][0] is scope.locals:
+        calls[-1][1] = value
+        return
+    if calls:
+        calls[-1][0] = None  # (only the current call's dict is held)
+    calls.append([scope.locals, value])
 
 
 def number_value(node: ast.Number):

@@ -1,8 +1,9 @@
 """`--set NAME=VALUE` and `--grad-ys NAME=VALUE`: a literal of the language, or `@PATH` to a
-file (gradcli.io.files reads those)."""
+file (gradcli.io.files reads those), or a dtype and a shape without values (`float64[3, 4]`)."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
@@ -10,7 +11,7 @@ from gradcli.errors import GradcliError, Source
 from gradcli.io.files import load_file, max_dims, too_large
 from gradcli.language import syntax as ast
 from gradcli.language.lower import _Lowering
-from gradcli.language.lower.values import Literal, Scope
+from gradcli.language.lower.values import Literal, Scope, ShapeAlone
 from gradcli.language.parser import normalise, parse_value as parse
 from gradcli.limits import default_memory_limit
 
@@ -25,11 +26,24 @@ def split_assignment(text: str, option: str) -> tuple[str, str]:
     return name, value.strip()
 
 
-def parse_value(text: str, label: str, max_bytes: int | None = None) -> np.ndarray:
-    """A VALUE as an array; `label` (e.g. `--set x`) names it in errors. Reading it never
-    allocates an array larger than `max_bytes` (default: limits.default_memory_limit())."""
+# `float64[3, 4]`, `float32[]`: a dtype and a shape, no values (no literal of the language reads so)
+_SHAPE_ONLY = re.compile(r"(float64|float32)\s*\[\s*(\d+(?:\s*,\s*\d+)*)?\s*,?\s*\]")
+
+
+def parse_value(text: str, label: str, max_bytes: int | None = None) -> np.ndarray | ShapeAlone:
+    """A VALUE as an array, or a ShapeAlone for `float64[3, 4]`; `label` (e.g. `--set x`) names
+    it in errors. Reading it never allocates an array larger than `max_bytes` (default:
+    limits.default_memory_limit())."""
     if text.startswith("@"):
         return load_file(text[1:], label, max_bytes)
+    shaped = _SHAPE_ONLY.fullmatch(text.strip())
+    if shaped is not None:
+        shape = tuple(int(d) for d in (shaped.group(2) or "").replace(" ", "").split(",") if d)
+        if len(shape) > max_dims():
+            raise GradcliError(f"{label}: {len(shape)} dimensions; arrays have at most {max_dims()} (as in NumPy)")
+        if math.prod(shape) > np.iinfo(np.intp).max:
+            raise GradcliError(f"{label}: {math.prod(shape):.3g} elements, more than any array can hold")
+        return ShapeAlone(shaped.group(1), shape)
     return literal(text, label, default_memory_limit() if max_bytes is None else max_bytes)
 
 
