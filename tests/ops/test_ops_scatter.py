@@ -218,13 +218,15 @@ def test_cli_refuses_an_index_out_of_range_given_as_an_input_with_exit_2():
 
 def test_a_shape_decided_by_a_lazily_read_input_is_refused_never_guessed():
     # on Dask an input's values are not read with the program: masked_select's mask (and one_hot's
-    # largest class) would be guessed from a placeholder, so the run checks them and refuses
+    # largest class) would be guessed from a placeholder, so building the program refuses, naming it
     dask_array = pytest.importorskip("dask.array")
     x = np.arange(6.0).reshape(2, 3)
     for program, feeds in [("y = torch.masked_select(x, m)", {"x": x, "m": np.array([1.0, 0.0, 1.0])}),
                            ("y = F.one_hot(t) + 0 * x[0, 0]", {"x": x, "t": np.array([0.0, 2.0, 1.0])})]:
         with pytest.raises(GradcliError) as info:
             api.evaluate(program, feeds={k: dask_array.from_array(v) for k, v in feeds.items()}, device="dask")
-        assert "the values that decide this result's shape are not the ones read with the program" in str(info.value)
+        name = "m" if "masked_select" in program else "t"
+        assert (f"this needs the values of '{name}' while the program is built, but --device dask reads them only "
+                "when it runs") in str(info.value)
         np.testing.assert_array_equal(api.evaluate(program, feeds=feeds).outputs["y"].shape[-1], 4 if "mask" in
                                       program else 3)
