@@ -38,6 +38,8 @@ def gradients(graph: Graph, ys: list[int], xs: list[int], grad_ys: list[int | No
     `grad_ys[k]` is the id of Y k's upstream gradient (default: ones). Records the forward
     equations it differentiated in `graph.differentiated` (for tie and kink diagnostics).
     `recorded(i)`: whether equation i carries gradients (a tape's recorded window; None: all)."""
+    if not xs:
+        return []
     names = names or {}
     upto = max(ys)
     reach = depends_on(graph, xs, upto, recorded)

@@ -120,3 +120,12 @@ def test_derive_says_in_its_header_which_inputs_it_took_to_be_numbers():
     assert shaped.stdout.splitlines()[0] == ("# d(y)/dx of <expr>, as a gradcli program (evaluate it with the same "
                                              "inputs)")
     assert shaped.stdout.splitlines()[-1] == "dy_dx = broadcast_to(reshape(w, shape=[1]), shape=[4]) / 4.0"
+
+
+def test_graph_wrt_an_input_no_value_depends_on_draws_the_graph():
+    # found by the hostile fuzz: a --wrt input that nothing on the path reads (here a parameter
+    # the called function never uses) made the gradient of no values, and min() of nothing, exit 70
+    program = "def f(p, q):\n    t = e\n    return t + p\ny = f(x, w)"
+    done = _gradcli("graph", "-e", program, "--wrt", "w", "--format", "dot")
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.startswith("digraph gradcli {") and "y = +" in done.stdout
