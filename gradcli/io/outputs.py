@@ -253,7 +253,7 @@ def save_arrays(path: str, arrays: Mapping[str, Any], force: bool = False) -> Sa
         _remove(temporary)
         _raise_not_written(exc, path)
         raise
-    _close_gate(temporary)
+    _forget_gate(temporary)
     return _saved(path, fmt, size, {k: (v.shape, v.dtype, *stats[k]) for k, v in given.items()},
                   [k for k, v in arrays.items() if v is None])
 
@@ -427,11 +427,19 @@ class _Gate:
 _WRITING: dict[str, _Gate] = {}  # temporary store -> its writes in flight
 
 
-def _close_gate(directory: str) -> None:
-    """Wait for the blocks being written into `directory`, and let no other start."""
-    gate = _WRITING.pop(directory, None)
+def _close_gate(directory: str, timeout: float = 60.0) -> None:
+    """Wait for the blocks being written into `directory`, and let no other start. The closed
+    gate stays registered: a block that starts later must find it closed (without it, the block
+    would write freely and create the removed store again)."""
+    gate = _WRITING.get(directory)
     if gate is not None:
-        gate.close()
+        gate.close(timeout)
+
+
+def _forget_gate(directory: str) -> None:
+    """The store is in its place and every block was written: its gate is no longer needed."""
+    _close_gate(directory)
+    _WRITING.pop(directory, None)
 
 
 @dataclass(frozen=True, eq=False)
@@ -528,7 +536,7 @@ class ZarrStore:
             self.discard()
             _raise_not_written(exc, self.path)
             raise
-        _close_gate(self.temporary)
+        _forget_gate(self.temporary)
         self.temporary, self._group = None, None
         return _saved(self.path, "zarr", size, stats, [k for k, v in arrays.items() if v is None])
 
@@ -596,9 +604,7 @@ def remove_unfinished() -> None:
     (briefly): the command is ending on a signal. An old store moved aside is put back, or
     removed where the new one is already in its place."""
     for temporary, swap in list(_UNFINISHED.items()):
-        gate = _WRITING.pop(temporary, None)
-        if gate is not None:
-            gate.close(timeout=5.0)
+        _close_gate(temporary, timeout=5.0)
         if swap is not None:
             aside, path = swap
             if os.path.lexists(temporary):  # the new store is not in yet: the old one back
