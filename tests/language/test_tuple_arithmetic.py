@@ -70,15 +70,20 @@ def test_lists_of_pasted_code_join_and_repeat_as_pythons(program):
 
 
 @pytest.mark.parametrize("program,message", [
-    ("y = [1.0, 2.0] + [3.0, 4.0]", "[...] + [...] reads two ways: Python joins the lists, gradcli adds the "
-                                    "arrays elementwise; write np.concatenate([a, b]) to join, or np.array(a) + b to add"),
-    ("y = [0.5] * 3", "[...] * 3 reads two ways: Python repeats the list 3 times, gradcli multiplies the array's "
-                      "numbers; write np.tile(a, 3) to repeat, or np.array(a) * 3 to multiply"),
+    ("import numpy as np\ny = np.array([x, 2.0] + [3.0])",
+     "[...] + [...] reads two ways: Python joins the lists, gradcli adds the arrays elementwise; write "
+     "np.concatenate([a, b]) to join, or np.array(a) + b to add"),
+    ("import numpy as np\ny = np.array([x] * 3)",
+     "[...] * 3 reads two ways: Python repeats the list 3 times, gradcli multiplies the array's numbers; "
+     "write np.tile(a, 3) to repeat, or np.array(a) * 3 to multiply"),
 ])
-def test_list_arithmetic_of_the_language_is_refused_naming_both_readings(program, message):
-    """Without an import, `[...]` is the language's array: Python's reading and the array's
-    differ, and neither is chosen silently."""
+def test_a_pasted_list_of_computed_items_in_list_arithmetic_is_refused_naming_both_readings(program, message):
     with pytest.raises(GradcliError) as info:
-        api.evaluate(program)
+        api.evaluate(program, feeds={"x": 1.5})
     assert str(info.value) == message
-    assert api.evaluate("x = [1.0, 2.0]\ny = x * 2").outputs["y"].tolist() == [2.0, 4.0]  # a name: the array
+
+
+def test_the_languages_own_lists_are_arrays():
+    """Without an import, `[...]` is the language's array (the documented contract)."""
+    assert api.evaluate("y = [1.0, 2.0] * 2").outputs["y"].tolist() == [2.0, 4.0]
+    assert api.evaluate("y = [1.0, 2.0] + [3.0, 4.0]").outputs["y"].tolist() == [4.0, 6.0]

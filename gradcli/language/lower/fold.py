@@ -120,16 +120,16 @@ class Constants:
                          "np.array(...)", node.pos)
 
     def list_arithmetic(self, node: ast.Call, values: list):
-        """`[a, b] + [c]` and `[0.0] * 3` read two ways: Python joins and repeats lists, where the
-        language reads `[...]` as an array and adds or multiplies its numbers. In pasted code (a
-        program that imports a library) lists of constants are Python's; otherwise, or where an
-        item is computed, refused naming both readings. None: not such a call."""
-        if node.symbol not in ("+", "*") or len(node.args) != 2:
+        """`[a, b] + [c]` and `[0.0] * 3`: the language reads `[...]` as an array and adds or
+        multiplies its numbers (the contract), but pasted code (a program that imports a library)
+        means Python's lists, which join and repeat: there lists of constants are Python's, and a
+        list with a computed item is refused naming both readings. None: the array reading."""
+        if not self.pasted or node.symbol not in ("+", "*") or len(node.args) != 2:
             return None
         lists = [type(a) is ast.Array for a in node.args]
         constant = all(isinstance(v, Literal) and v.value.ndim >= 1 for v, is_list in zip(values, lists) if is_list)
         if node.symbol == "+" and all(lists):
-            if self.pasted and constant:
+            if constant:
                 joined = np.concatenate([values[0].value, values[1].value], axis=0)
                 return Literal(joined, node.pos, values[0].boolean and values[1].boolean)
             raise self.error("[...] + [...] reads two ways: Python joins the lists, gradcli adds the arrays "
@@ -139,7 +139,7 @@ class Constants:
             count = node.args[lists.index(False)]
             text = self.source.text[count.pos.start:count.pos.end] if count.pos and count.pos.start >= 0 else ""
             if type(count) is ast.Number and not count.boolean and text.isdigit():
-                if self.pasted and constant:
+                if constant:
                     items = values[lists.index(True)]
                     return Literal(np.concatenate([items.value] * int(text), axis=0), node.pos, items.boolean)
                 raise self.error(f"[...] * {text} reads two ways: Python repeats the list {text} times, gradcli "
