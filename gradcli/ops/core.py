@@ -214,8 +214,9 @@ def _reshape_shape(x_shape, shape):
 def _transpose_shape(shape, axes=None):
     if axes is None:
         return tuple(reversed(shape))
-    if sorted(a % len(shape) if shape else a for a in axes) != list(range(len(shape))) or len(axes) != len(shape):
-        raise ShapeError(f"transpose: axes {tuple(axes)} are not a permutation of the {len(shape)} axes")
+    n = len(shape)
+    if any(not -n <= a < n for a in axes) or sorted(a % n for a in axes) != list(range(n)) or len(axes) != n:
+        raise ShapeError(f"transpose: axes {tuple(axes)} are not a permutation of the {n} axes")
     return tuple(shape[a] for a in axes)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 
-from gradcli.errors import Source
+from gradcli.errors import GradcliError, Source
 from gradcli.language import syntax as ast
 from gradcli.language.lower.calls import Binding, Resolution
 from gradcli.language.lower.flow import Flow
@@ -66,4 +66,13 @@ def lower(module: ast.Module, source: Source, feeds: dict | None = None, call: a
     graph is built and differentiated (None: as `numbers_read_by` says, else the plain reading)."""
     if numbers is None:
         numbers = _NUMBERS.get()
-    return _Lowering(module, source, dict(feeds or {}), call, symbols, numbers).run()
+    lowering = _Lowering(module, source, dict(feeds or {}), call, symbols, numbers)
+    try:
+        return lowering.run()
+    except (TypeError, ValueError, IndexError, KeyError) as exc:
+        # after a missing input the lowering goes on, with unknown shapes, to find the others: a
+        # rule that met an unknown shape (an in-program gradient, a transform) fails on it, and
+        # the user's error is the missing input
+        if lowering.missing and not isinstance(exc, GradcliError):
+            raise lowering.missing_inputs_error() from None
+        raise
