@@ -192,9 +192,10 @@ class Resolution:
             return self.call_user(bound.fn, node, values, scope, work, bound.scope)
         if bound is not None and isinstance(bound, FUNCTION_VALUES):
             return self.apply_function(bound, node, values, scope, work)
-        taken = self.call_gradient_api(node, values, scope, work)
-        if taken is not NOT_MINE:
-            return taken
+        if node.symbol is None:  # (an operator takes no gradient and sets none up)
+            taken = self.call_gradient_api(node, values, scope, work)
+            if taken is not NOT_MINE:
+                return taken
         if bound is not None or name in CONSTANTS:
             where = self.assigned_at.get(name)
             extra = f" (assigned at line {where.line})" if where and scope.locals is None else ""

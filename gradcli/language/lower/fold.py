@@ -90,8 +90,9 @@ class Constants:
         joins them (`x.shape + (1,)`, `(n,) + x.shape`), `*` by an integer repeats, `==` and `!=`
         compare them whole; the others are Python's TypeError. None where an operand is no tuple
         (a tuple beside an array is an array, as NumPy reads it)."""
-        if node.symbol is None or len(values) != 2:
-            return None
+        if node.symbol is None or len(values) != 2 or (
+                type(values[0]) is int and type(values[1]) is int and not self.pasted):
+            return None  # (two values of the graph: arrays, the common case)
         if (listed := self.list_arithmetic(node, values)) is not None:
             return listed
         left, right = (_tuple_items(v) for v in values)
