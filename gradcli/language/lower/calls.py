@@ -29,6 +29,13 @@ INTEGER_ARRAY_PARAMS = {"indices", "index", "repeats", "reps", "pad_width", "pad
                         "num_or_size_splits", "split_size_or_sections", "sections", "begin", "size"}
 
 
+def _reading_key(node: ast.Call, name: str, library: str | None) -> tuple:
+    """What decides a call's op and reading when only its spelling does (see read_call)."""
+    args = node.args
+    return (name, node.symbol, node.method, library, len(args),
+            tuple([k.name for k in node.keywords]) if node.keywords else (), bool(args) and type(args[0]) is ast.Array)
+
+
 class Resolution:
     """Part of the lowering (gradcli.language.lower): which op a call means. Reads `self.graph`,
     `self.globals`, `self.aliases`, `self.readings`, `self.sequence_ops`, `self.method_library`;
@@ -192,6 +199,11 @@ class Resolution:
             return self.call_user(bound.fn, node, values, scope, work, bound.scope)
         if bound is not None and isinstance(bound, FUNCTION_VALUES):
             return self.apply_function(bound, node, values, scope, work)
+        if bound is None and node.symbol is None and not node.method and not self.active_tapes:
+            # a call of an op written the same way before (found NOT_MINE by the gradient API then)
+            found = self.readings.get(_reading_key(node, name, split_spelling(self.spelled(name))[0]))
+            if found is not None:
+                return self.call_builtin(found[0], node, values, scope, found[1], found[2])
         if node.symbol is None:  # (an operator takes no gradient and sets none up)
             taken = self.call_gradient_api(node, values, scope, work)
             if taken is not NOT_MINE:
@@ -215,10 +227,7 @@ class Resolution:
                 node, values = self.receiver_moved(node, values, library)
         else:
             library, bare = split_spelling(self.spelled(name))
-        args = node.args
-        key = (name, node.symbol, node.method, library, len(args),
-               tuple([k.name for k in node.keywords]) if node.keywords else (),
-               bool(args) and type(args[0]) is ast.Array)
+        key = _reading_key(node, name, library)
         found = self.readings.get(key)
         if found is not None:  # this call written the same way before: the same op, read the same way
             return self.call_builtin(found[0], node, values, scope, found[1], found[2])
