@@ -336,7 +336,13 @@ def _write_zarr(directory: str, arrays: dict[str, Any]) -> dict[str, tuple]:
     return stats
 
 
+ZARR_MAX_DIMENSIONS = 32  # zarr compares a chunk with its fill value through np.broadcast, which takes 32
+
+
 def _zarr_array(group, name: str, shape, dtype, chunks=None):
+    if len(shape) > ZARR_MAX_DIMENSIONS:
+        raise OptionError(f"{{option}}: Zarr writes arrays of at most {ZARR_MAX_DIMENSIONS} dimensions, and "
+                          f"'{name}' has {len(shape)}; write it to .npz or .npy", "path")
     make = getattr(group, "create_array", None) or group.create_dataset  # zarr 3, zarr 2
     return make(name, shape=shape, dtype=dtype, **({"chunks": chunks} if chunks is not None else {}))
 

@@ -420,3 +420,17 @@ def test_a_signal_during_out_leaves_no_temporary(tmp_path, where, signum, code):
         assert sorted(p.name for p in tmp_path.iterdir()) == ["r.zarr", "x.npy"]
     else:
         assert sorted(p.name for p in tmp_path.iterdir()) == ["x.npy"]
+
+
+def test_an_array_of_more_dimensions_than_zarr_writes_is_refused_and_leaves_nothing(tmp_path):
+    # found by the hostile fuzz: zarr compares each chunk with its fill value through
+    # np.broadcast, which takes 32 dimensions: a 40-dimensional gradient was exit 70
+    pytest.importorskip("zarr")
+    deep = "[" * 40 + "1.0" + "]" * 40
+    r = invoke("grad", "-e", "y = sum(z * z)", "--set", f"z={deep}", "--wrt", "z", "--out", tmp_path / "o.zarr")
+    assert r.exit_code == 2
+    assert r.stderr == ("gradcli: error: --out: Zarr writes arrays of at most 32 dimensions, and 'd_y_d_z' has 40; "
+                        "write it to .npz or .npy\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    ok = invoke("grad", "-e", "y = sum(z * z)", "--set", f"z={deep}", "--wrt", "z", "--out", tmp_path / "o.npz")
+    assert ok.exit_code == 0 and np.load(tmp_path / "o.npz")["d_y_d_z"].shape == (1,) * 40
