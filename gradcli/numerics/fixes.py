@@ -60,7 +60,6 @@ class _Syntax:
     """The program's syntax nodes by their span, to read a call's arguments as written."""
 
     def __init__(self, graph: Graph):
-
         self.text = graph.source.text
         self.by_span: dict[tuple[int, int], ast.Node] = {}
         try:

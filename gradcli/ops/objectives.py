@@ -307,7 +307,6 @@ def _multi_margin(f, x, t, reduction, p, margin, weight):
 @composite("pdist", ("input",), {"p": 2.0},
            "the p-norm distances between the rows of input (N, M), i < j in order: N (N - 1) / 2 of them")
 def _pdist(f, x, p):
-
     if x.ndim != 2:
         raise ShapeError(f"pdist takes a matrix (N, M), got {fmt_shape(x.shape)}")
     if p < 0:

@@ -348,7 +348,6 @@ def _one_hot(f, t, num_classes):
            "torch.masked_select(input, mask): the elements where mask (0 or 1, broadcast with input) is 1, "
            "as a vector in row-major order; the mask must be written or an input")
 def _masked_select(f, x, mask):
-
     values = _known(f, mask, "the mask")
     if not np.all((values == 0) | (values == 1)):
         raise ShapeError("the mask must hold 0 and 1 (True and False) only")

@@ -385,7 +385,6 @@ class CustomGradients:
         return self.graph.add(op, (y, *xs), {}, node.pos, getattr(node, "func", "custom gradient"), scope.stack)
 
     def emit_sum_to(self, g: int, x: int, pos: Pos, scope: Scope) -> int:
-
         shape = self.graph.shapes[x]
         if self.graph.shapes[g] == () and shape != ():
             return self.emit(OPS["broadcast_to"], (g,), {"shape": shape}, pos, "broadcast_to", scope)

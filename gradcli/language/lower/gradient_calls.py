@@ -439,10 +439,8 @@ def unreproducible(library: str, bare: str) -> str | None:
 
 
 def autodiff_reach(graph, roots: list, target: int, recorded) -> bool:
-
     return depends_on(graph, roots, target, recorded)[target]
 
 
 def OPS_SUM():
-
     return OPS["sum"]

@@ -192,7 +192,6 @@ class TorchAutograd(GradCheck):
         return leaf
 
     def torch_method(self, node: ast.Call, args: list, keywords: dict, scope: Scope, work: list):
-
         receiver = args[0]
         if isinstance(receiver, ObjectValue) and receiver.cls.name == CTX and node.func == "save_for_backward":
             receiver.attrs["saved_tensors"] = TupleValue(list(args[1:]), node.pos)
@@ -328,7 +327,6 @@ class TorchAutograd(GradCheck):
         self.torch.freed.update(i for i in path if equations[i].op.name not in SAVES_NOTHING)
 
     def backward(self, y: int, gradient, retain: bool, create: bool, node: ast.Call, scope: Scope) -> None:
-
         state = self.torch
         if not self.requires_grad(y):
             raise self.error("element 0 of tensors does not require grad and does not have a grad_fn "

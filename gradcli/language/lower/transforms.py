@@ -91,7 +91,6 @@ class TapeRecording(ValueRecord):
 
 
 def fresh(lowering, x: int, pos: Pos, scope) -> int:
-
     return lowering.graph.add(OPS["identity"], (x,), {}, pos, "identity", scope.stack)
 
 
@@ -143,12 +142,10 @@ class Mapped(ValueRecord):
 
 
 def stack(lowering, ids: list, pos: Pos, scope) -> int:
-
     return lowering.graph.add(OPS["stack"], tuple(ids), {}, pos, "stack", scope.stack)
 
 
 def reshape(lowering, x: int, shape: tuple, pos: Pos, scope) -> int:
-
     if lowering.graph.shapes[x] == shape:
         return x
     return lowering.graph.add(OPS["reshape"], (x,), {"shape": shape}, pos, "reshape", scope.stack)
