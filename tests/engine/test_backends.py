@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from gradcli import api
+from test_ops import row_feeds as _feeds
 
 dask_array = pytest.importorskip("dask.array")
 
@@ -57,14 +58,6 @@ def _in_this_thread():
     import dask
     with dask.config.set(scheduler="synchronous"):
         yield
-
-
-def _feeds(program, inputs, fixed):
-    rng = np.random.default_rng(sum(map(ord, program)))
-    feeds = {name: np.asarray(make(rng), dtype=np.float64) for name, make in {**inputs, **fixed}.items()}
-    if "where(c" in program and "c" not in feeds:
-        feeds["c"] = rng.choice([0.0, 1.0], (4,))
-    return feeds
 
 
 def _chunked(value: np.ndarray):

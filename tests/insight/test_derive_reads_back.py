@@ -12,6 +12,7 @@ import pytest
 from gradcli import api
 from gradcli.insight.printer import SPELLINGS, Printer
 from gradcli.ops import OPS
+from test_ops import row_feeds as _feeds
 
 OP_TESTS = pathlib.Path(__file__).resolve().parents[1] / "ops"
 
@@ -28,14 +29,6 @@ def _rows():
 
 
 ROWS = _rows()
-
-
-def _feeds(program, inputs, fixed):
-    rng = np.random.default_rng(sum(map(ord, program)))
-    feeds = {name: np.asarray(make(rng), dtype=np.float64) for name, make in {**inputs, **fixed}.items()}
-    if "where(c" in program and "c" not in feeds:
-        feeds["c"] = rng.choice([0.0, 1.0], (4,))
-    return feeds
 
 
 def _same(got, want, what):

@@ -10,18 +10,9 @@ import pytest
 
 from gradcli import api
 from gradcli.errors import GradcliError
+from snippet_compare import outputs, refusal
 
 F32 = dict(rtol=2e-6, atol=1e-6)
-
-
-def outputs(program: str) -> dict:
-    return api.evaluate(program, fixes=False).outputs
-
-
-def refusal(program: str) -> GradcliError:
-    with pytest.raises(GradcliError) as info:
-        api.evaluate(program, fixes=False)
-    return info.value
 
 
 # --------------------------------------------------------------------------- printed keys

@@ -115,6 +115,16 @@ def _all_op_test_programs():
     return programs
 
 
+def row_feeds(program, inputs, fixed):
+    """The inputs of an op table row (its generators), seeded by the program's text so that a
+    failure replays; `where(c, ...)` rows get a 0/1 condition."""
+    rng = np.random.default_rng(sum(map(ord, program)))
+    feeds = {name: np.asarray(make(rng), dtype=np.float64) for name, make in {**inputs, **fixed}.items()}
+    if "where(c" in program and "c" not in feeds:
+        feeds["c"] = rng.choice([0.0, 1.0], (4,))
+    return feeds
+
+
 def covered_operations() -> set[str]:
     """The ops some finite-difference row of the op table tests calls (tests/ops/test_op_records.py
     walks the table with it too)."""
