@@ -7,34 +7,53 @@ tests/numerics/test_hints.py checks that every entry names an op and arguments i
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import Callable
 
-
-@dataclass(frozen=True)
-class Hints:
-    domain: float | None = None        # the argument's lowest value (log 0, log1p -1, sqrt 0): NaN below it
-    pole: tuple | None = None          # (argument, words): the argument whose 0 gives an infinity, as messages say
-    overflows_above: Callable | None = None  # `(largest) -> x`: the argument past which it overflows (exp: log)
-    underflows_below: float | None = None    # the argument below which it underflows to 0 in float64 (exp: -745)
-    invalid_reason: str | None = None  # what a NaN from finite inputs means, in messages (divide: "0 / 0")
-    nonfinite_reason: str | None = None  # what a non-finite gradient equation of it means (inverse_gaps)
-    # diagnostic kind -> a suggestion in words; `{limit}`: overflows_above's value for the dtype
-    suggestions: dict = field(default_factory=dict)
-    where_trap: int | None = None      # the argument a discarded where branch must keep off its poles (divide: y)
-    selects: tuple = ()                # the arguments it chooses between (where: x, y): the where trap's branches
-    stable_forms: dict = field(default_factory=dict)  # its argument's op -> the stable whole (log: sigmoid -> ...)
-    pole_fix: Callable | None = None   # `(call: Written) -> text | None`: a rewrite keeping a call off its pole
-    slope_fix: Callable | None = None  # `(call: Written) -> text | None`: a rewrite where its slope is infinite
+from gradcli.records import NEW, ValueRecord
 
 
-@dataclass(frozen=True, slots=True)
-class Written:
+class Hints(ValueRecord):
+    """What is known of one op's numerics (every field optional; a plain class, records.py)."""
+
+    _fields = __slots__ = ("domain", "pole", "overflows_above", "underflows_below", "invalid_reason",
+                           "nonfinite_reason", "suggestions", "where_trap", "selects", "stable_forms", "pole_fix",
+                           "slope_fix")
+    domain: float | None         # the argument's lowest value (log 0, log1p -1, sqrt 0): NaN below it
+    pole: tuple | None           # (argument, words): the argument whose 0 gives an infinity, as messages say
+    overflows_above: Callable | None  # `(largest) -> x`: the argument past which it overflows (exp: log)
+    underflows_below: float | None    # the argument below which it underflows to 0 in float64 (exp: -745)
+    invalid_reason: str | None   # what a NaN from finite inputs means, in messages (divide: "0 / 0")
+    nonfinite_reason: str | None  # what a non-finite gradient equation of it means (inverse_gaps)
+    suggestions: dict            # diagnostic kind -> a suggestion in words; `{limit}`: overflows_above's value
+    where_trap: int | None       # the argument a discarded where branch must keep off its poles (divide: y)
+    selects: tuple               # the arguments it chooses between (where: x, y): the where trap's branches
+    stable_forms: dict           # its argument's op -> the stable whole (log: sigmoid -> ...)
+    pole_fix: Callable | None    # `(call: Written) -> text | None`: a rewrite keeping a call off its pole
+    slope_fix: Callable | None   # `(call: Written) -> text | None`: a rewrite where its slope is infinite
+
+    def __init__(self, domain=None, pole=None, overflows_above=None, underflows_below=None, invalid_reason=None,
+                 nonfinite_reason=None, suggestions=NEW, where_trap=None, selects=(), stable_forms=NEW,
+                 pole_fix=None, slope_fix=None):
+        self.domain, self.pole, self.overflows_above, self.underflows_below = domain, pole, overflows_above, \
+            underflows_below
+        self.invalid_reason, self.nonfinite_reason = invalid_reason, nonfinite_reason
+        self.suggestions = {} if suggestions is NEW else suggestions
+        self.where_trap, self.selects = where_trap, selects
+        self.stable_forms = {} if stable_forms is NEW else stable_forms
+        self.pole_fix, self.slope_fix = pole_fix, slope_fix
+
+
+class Written(ValueRecord):
     """A call as the user wrote it, for an op's rewrite rules (`pole_fix`, `slope_fix`)."""
+
+    _fields = __slots__ = ("args", "operands", "kind", "underflowed")
     args: tuple           # each argument's text
     operands: tuple       # the same, parenthesized unless a name, a number or a call
-    kind: str | None = None    # the diagnostic's kind (divide_by_zero, invalid, overflow)
-    underflowed: bool = False  # the pole's argument may be a nonzero number that underflowed
+    kind: str | None      # the diagnostic's kind (divide_by_zero, invalid, overflow)
+    underflowed: bool     # the pole's argument may be a nonzero number that underflowed
+
+    def __init__(self, args, operands, kind=None, underflowed=False):
+        self.args, self.operands, self.kind, self.underflowed = args, operands, kind, underflowed
 
 
 def _guarded_division(call: Written):
