@@ -9,6 +9,7 @@ how it runs given once as `RunOptions`.
 from __future__ import annotations
 
 import functools
+import math
 import gc
 
 import numpy as np
@@ -581,11 +582,12 @@ class Program:
     def check(self, wrt: list[str], of: list[str] | None = None, *, eps: float = 1e-6, rtol: float = 1e-5,
               atol: float = 1e-8):
         """Reverse-mode gradients against float64 central finite differences, with blame."""
-        if not eps > 0:
-            raise OptionError(f"{{option}} must be positive, not {eps:g}", "eps")
-        for option, tolerance in (("rtol", rtol), ("atol", atol)):
-            if not tolerance >= 0:
-                raise OptionError(f"{{option}} must not be negative, not {tolerance:g}", option)
+        for option, number in (("eps", eps), ("rtol", rtol), ("atol", atol)):
+            if number == math.inf:  # (an infinite tolerance passes any gradient; an infinite step measures nothing)
+                raise OptionError(f"{{option}} must be finite, not {number:g}", option)
+            if not (number > 0 if option == "eps" else number >= 0):
+                rule = "be positive" if option == "eps" else "not be negative"
+                raise OptionError(f"{{option}} must {rule}, not {number:g}", option)
         graph, max_memory, wrt = _fork(self._host_graph()), self.options.max_memory, _names(wrt)
         ys, y_ids, x_ids = _targets(graph, _names(of) or None, wrt)
         # the forward program (run twice per difference) and the gradients, before anything runs;

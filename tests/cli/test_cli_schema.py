@@ -179,6 +179,10 @@ def test_the_library_names_its_own_arguments_and_the_cli_names_the_flags():
     cases = [(["grad", "-e", "y = x * 2", "--wrt", "q", "--set", "x=1"], "unknown name for --wrt 'q'"),
              (["eval", "-e", "y = 1", "--print", "z"], "unknown name for --print 'z'"),
              (["check", "-e", "y = x * x", "--wrt", "x", "--set", "x=1", "--eps", "-1"], "--eps must be positive"),
+             # an infinite tolerance would pass any gradient (and 0 * inf leaked a RuntimeWarning: the fuzz)
+             (["check", "-e", "y = x * 0", "--wrt", "x", "--set", "x=0", "--rtol", "inf"], "--rtol must be finite, not inf"),
+             (["check", "-e", "y = x * 0", "--wrt", "x", "--set", "x=0", "--atol", "inf"], "--atol must be finite, not inf"),
+             (["check", "-e", "y = x * 0", "--wrt", "x", "--set", "x=0", "--eps", "inf"], "--eps must be finite, not inf"),
              (["grad", "-e", "y = x * 2", "--wrt", "x", "--set", "x=1", "--grad-ys", "z=1"],
               "--grad-ys z: 'z' is not a differentiated output (those are y)")]
     for args, message in cases:
