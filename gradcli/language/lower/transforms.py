@@ -94,17 +94,8 @@ def fresh(lowering, x: int, pos: Pos, scope) -> int:
     return lowering.graph.add(OPS["identity"], (x,), {}, pos, "identity", scope.stack)
 
 
-def _shapes_known(lowering, ids) -> None:
-    """A gradient of values whose shape is unknown (they depend on a missing input) cannot be
-    built: the error is the missing inputs'."""
-    shapes = lowering.graph.shapes
-    if any(i is not None and shapes[i] is None for i in ids):
-        raise lowering.missing_inputs_error()
-
-
 def differentiate(lowering, ys: list, xs: list, pos: Pos, by: str, grad_ys=None, recorded=None) -> list:
     """d(sum of ys)/dx for each x, taken inside the program by the call `by` at `pos`."""
-    _shapes_known(lowering, [*ys, *xs, *(grad_ys or ())])
     graph = lowering.graph
     start = len(graph.equations)
     result = autodiff.gradients(graph, ys, xs, grad_ys, recorded=recorded)
@@ -158,7 +149,6 @@ def jacobian(lowering, y: int, x: int, pos: Pos, by: str, scope, recorded=None, 
 
     import numpy as np
 
-    _shapes_known(lowering, [y, x])
     graph = lowering.graph
     y_shape, x_shape = graph.shapes[y], graph.shapes[x]
     count = math.prod(y_shape)
@@ -183,7 +173,6 @@ def pushforward(lowering, ys: list, xs: list, tangents: list, pos: Pos, by: str,
     import numpy as np
 
 
-    _shapes_known(lowering, [*ys, *xs, *tangents])
     graph = lowering.graph
     start = len(graph.equations)
     found = forward.jvp(graph, ys, xs, tangents)
