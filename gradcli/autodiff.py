@@ -92,6 +92,9 @@ def _accumulate(graph: Graph, cotangent: dict, j: int, ct: Sym) -> None:
     target, shape = shapes[j], shapes[ct.id]
     if shape != target:
         ct = G.sum_to(ct, shape=target) if len(shape) >= len(target) else G.broadcast_to(ct, shape=target)
+    dtypes = graph.dtypes
+    if dtypes is not None and dtypes.get(ct.id) != dtypes.get(j):  # a cotangent has its value's type (a cast's)
+        ct = G.cast(ct, dtype=dtypes.get(j, "float64"))
     previous = cotangent.get(j)
     cotangent[j] = ct.id if previous is None else G.add(Sym(graph, previous), ct).id
 

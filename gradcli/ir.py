@@ -13,6 +13,7 @@ import numpy as np
 
 from gradcli.errors import GradcliError, OptionError, Pos, ShapeError, Source
 from gradcli.ops import OPS, Op, Sym
+from gradcli.ops.casts import declared_type
 from gradcli.ops import broadcast_shapes as ops_broadcast
 from gradcli.ops.shapes import _broadcast as _BROADCAST, _same as _SAME
 from gradcli.records import NEW, ValueRecord
@@ -96,6 +97,12 @@ class Graph(ValueRecord):
     # (the condition's id, the message, the assert's Pos)
     assertions = ()
     unread_inputs = frozenset()  # (not a field) input equations made from a ShapeOnly: no values yet
+    # (not a field) where the program casts (x.half()): equation id -> the type it is computed in,
+    # for those not of the run's type (gradcli/ops/casts.py); None: the program casts nowhere.
+    # `zero_dims_promote`: whether a 0-d value's type counts beside values of dimensions (NumPy's
+    # and JAX's rule) or not (PyTorch's)
+    dtypes = None
+    zero_dims_promote = True
 
     def __init__(self, source, equations=NEW, shapes=NEW, names=NEW, inputs=NEW, value_names=NEW, result=None,
                  warnings=NEW, context=None, differentiated=NEW, _memo=NEW):
@@ -128,6 +135,8 @@ class Graph(ValueRecord):
         vars(forked).update({k: v for k, v in vars(self).items() if k not in self._fields and k != "numbers"})
         if self.made_by:
             forked.made_by = dict(self.made_by)
+        if self.dtypes is not None:
+            forked.dtypes = dict(self.dtypes)
         return forked
 
     # ----------------------------------------------------------------- adding equations
@@ -172,6 +181,10 @@ class Graph(ValueRecord):
                                "(user functions are expanded where they are called)", pos, self.source)
         self.equations.append(Equation(op, inputs, params, pos, label, stack, backward))
         shapes.append(shape)
+        if self.dtypes is not None and inputs:  # (a program that casts: the new value's type)
+            declared = declared_type(self, op, inputs, params)
+            if declared is not None:
+                self.dtypes[len(shapes) - 1] = declared
         return len(shapes) - 1
 
     def _unshaped_error(self, inputs: tuple, message: str, pos: Pos | None) -> GradcliError | None:

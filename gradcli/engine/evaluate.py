@@ -19,6 +19,7 @@ from gradcli.ops import DataError
 from gradcli.engine import fusion
 from gradcli.engine.backends import backend_for
 from gradcli.engine.half import Half, refuse as refuse_in_half
+from gradcli.engine import mixed as mixed_types
 
 DTYPES = NAMES
 
@@ -87,6 +88,11 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
     if dtype in HALF:  # computed op by op in float32, rounded: no buffer written in place, no scalar path
         refuse_in_half(graph, order, dtype)
         half, in_place = Half(dtype, accumulate), False
+    mixed = None
+    types = graph.dtypes is not None and mixed_types.effective(graph, order, dtype)
+    if types:  # the program's casts: each value in its own type, op by op (gradcli/engine/mixed.py)
+        mixed_types.refusal(graph, types, backend)
+        mixed, in_place = mixed_types.Mixed(types, dtype, accumulate), False
     dtype = backend.dtype(dtype)  # compared with each result's: a dtype object, not its name
     equations = graph.equations
     keep = set(fetch)
@@ -103,7 +109,7 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
     # Numbers (0-d values) on NumPy are held as NumPy scalars: +, -, *, / and negation of two
     # scalars of the dtype are the same IEEE operations as the ufuncs' (rounded in the same
     # dtype), without a ufunc call's cost (tests/engine/test_scalar_path.py compares them bit for bit).
-    scalar = dtype.type if backend.scalars and half is None else None
+    scalar = dtype.type if backend.scalars and half is None and mixed is None else None
     scalar_operators = SCALAR_OPERATORS if scalar is not None else {}
     chains, inlined = {}, ()
     # a chain writes its chunks into buffers it owns, and needs arrays (a program of numbers has none)
@@ -154,6 +160,8 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
                     value = getattr(xp, ufunc)(*args, out=out)
                 elif lazy:
                     value = _lazy_forward(backend, graph, i, args, dtype)
+                elif mixed is not None:
+                    value = mixed.forward(i, op, args, eq.params)
                 elif half is not None:
                     value = half.forward(op, args, eq.params)
                 else:
@@ -187,6 +195,8 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
         dead = args = None  # not held into the next operation's allocation (a 64 MiB copy too many)
     # Values are written once: what is returned is the caller's own, never a buffer that is
     # reused (the Jacobian's seed is rewritten for every row) or part of the graph.
+    if mixed is not None:
+        return {f: mixed.finish(env[f]) for f in fetch}
     if not in_place:  # nothing is written twice: no copy needed
         return {f: env[f] for f in fetch}
     return {f: env[f].copy() if f in borrowed and hasattr(env[f], "copy") else env[f] for f in fetch}

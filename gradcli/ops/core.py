@@ -11,6 +11,7 @@ from gradcli.ops.shapes import (
 from gradcli.ops.table import (
     NO_GRADIENT, NOT_DIFFERENTIABLE, OPS, REQUIRED, UNBOUNDED, DataError, Op, core_registered, register)
 from gradcli.ops.trace import G, Sym
+from gradcli.ops import casts
 
 
 # --------------------------------------------------------------------------- forward helpers
@@ -591,6 +592,13 @@ register(Op("scatter", _scatter, lambda x_shape, shape, index: tuple(shape),
 register(Op("stack", lambda xp, *xs: xp.stack(xs), _stack_shape,
             (lambda i: lambda g, ans, *xs: G.index(g, index=(i,)),), args=(), variadic=True, public=False,
             doc="[a, b, ...] of computed values"))
+
+# A cast written in the program (x.half(), x.astype(np.float16)): its value rounded to the type
+# `dtype` names, as its library rounds it; the types of the values after it: gradcli/ops/casts.py
+register(Op("cast", casts.forward, _same, (casts.cotangent,), params={"dtype": REQUIRED},
+            public=False, bound=UNBOUNDED, underflows="rounds",
+            doc="a cast to another floating type (x.half(), x.astype(np.float16), tf.cast(x, tf.bfloat16)): "
+                "the value rounded to that type; the gradient is rounded back to the input's"))
 
 
 # Sources: a constant written in the program, and an input (`--set`, or a literal default).

@@ -64,9 +64,10 @@ FIRST_ARGUMENT_KEYWORDS = ("input_tensor", "input", "a", "x", "t", "tensor", "lo
 # The keywords by which libraries name a sequence of arrays (`tf.concat(values=...)`, `torch.cat(tensors=...)`)
 SEQUENCE_KEYWORDS = ("values", "tensors", "arrays", "tup", "seq", "condlist", "choicelist")
 
-# dtype names in pasted code (`tf.float32`, `np.float64`, 'float32'): floating types are what
-# gradcli computes in; the others would change the numbers
-FLOAT_DTYPES = {"float16", "float32", "float64", "double", "single", "half", "float", "bfloat16", "float_"}
+# dtype names in pasted code (`tf.float32`, `np.float64`, 'float32'): a cast to a floating type
+# rounds to it as its library does (gradcli/ops/casts.py); the others would change the numbers
+FLOAT_DTYPES = {"float16", "float32", "float64", "double", "single", "half", "float", "bfloat16", "float_",
+                "float8_e4m3fn", "float8_e5m2"}
 OTHER_DTYPES = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool", "bool_",
                 "int", "complex64", "complex128", "complex", "long"}
 # Functions of pasted code that are numbers: Keras' fuzz factor

@@ -163,14 +163,16 @@ def _text(value) -> str | None:
 
 
 def _tensor_to(lowering, node, values, scope):
-    """x.to(torch.float64), x.to('cuda'), x.to(dtype=..., device=...), x.to(y), x.type_as(y): the value
-    itself, where the type is a floating one (gradcli computes in one floating type, --dtype) and
-    the rest names a device; a cast to an integer or bool type would change the numbers (refused)."""
+    """x.to(torch.float16), x.to('cuda'), x.to(dtype=..., device=...), x.to(y), x.type_as(y): the value
+    cast to the floating type named (lowering.cast: rounded as PyTorch rounds it), or to y's type;
+    a device leaves the numbers as they are; a cast to an integer or bool type would change them
+    (refused)."""
     if not node.method or not values:
         raise lowering.error(f"{node.func}() is a tensor's method: write x.{node.func}(...)", node.pos)
     if len(values) < 2:
         raise lowering.error(f"x.{node.func}() needs a dtype, a device or a tensor", node.pos)
     names = [None] * len(node.args) + [kw.name for kw in node.keywords]
+    cast = None
     for name, value, written in zip(names[1:], values[1:], list(node.args[1:]) + list(node.keywords)):
         text = _text(value)
         if name in _TO_FLAGS:
@@ -179,9 +181,12 @@ def _tensor_to(lowering, node, values, scope):
             continue  # a device: the numbers are the same on every device
         if text is not None:
             lowering.check_dtype(value, written.pos)  # a floating type passes, any other is refused
+            cast = value
         elif name is not None and name not in ("dtype", "device", "other", "tensor"):
             raise lowering.error(f"x.{node.func}() has no argument '{name}'", written.pos)
-    return values[0]
+        elif name != "device" and lowering.graph.dtypes and type(value) is int:
+            cast = lowering.graph.dtypes.get(value, "float64")  # x.to(y): y's type
+    return values[0] if cast is None else lowering.cast(values[0], cast, node, scope)
 
 
 _DROPOUT_TRAINING = {"dropout": True, "dropout1d": True, "dropout2d": True, "dropout3d": True,

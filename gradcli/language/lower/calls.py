@@ -19,6 +19,7 @@ from gradcli.language.dialects import (
     ABSENT, ATTRIBUTES, CONSTANT_FUNCTIONS, CONSTANTS, FIRST_ARGUMENT_KEYWORDS, FLOAT_DTYPES, KEYWORD_ALIASES,
     OTHER_DTYPES, SEQUENCE_KEYWORDS, SPECIAL_CALLS, ReadingError, Spelling, meaning, split_spelling, strip_prefixes)
 from gradcli.ops import OPS, REQUIRED, Op, Sym, fmt_shape
+from gradcli.ops.casts import CANONICAL
 from gradcli.ops.shapes import nested_ints
 
 MAX_CONSTANT_ELEMENTS = 100_000_000      # an array a constructor (`zeros`, `eye`) makes while lowering
@@ -99,8 +100,9 @@ class Resolution:
             return Literal(np.float64(len(shape)), pos)
         if name == "size":
             return Literal(np.float64(math.prod(shape)), pos)
-        if name == "dtype":  # what gradcli computes in: a floating type (--dtype says which)
-            return Text("float", pos)
+        if name == "dtype":  # a cast's type (gradcli/ops/casts.py), else the run's (--dtype says which)
+            dtypes = self.graph.dtypes
+            return Text(dtypes.get(target, "float") if dtypes and type(target) is int else "float", pos)
         if name in ATTRIBUTES:
             op = meaning(ATTRIBUTES[name])
             if op is not None:
@@ -231,7 +233,7 @@ class Resolution:
         found = self.readings.get(key)
         if found is not None:  # this call written the same way before: the same op, read the same way
             return self.call_builtin(found[0], node, values, scope, found[1], found[2])
-        special = self.call_special(bare, node, values)
+        special = self.call_special(bare, node, values, scope)
         if special is not None:
             return special
         op = meaning(bare)
@@ -316,7 +318,7 @@ class Resolution:
                     f"truth values (and 'and'/'or' give one of their operands), NumPy's {op.name} "
                     f"gives 0 or 1; compare first (x > 0), or write where(...) for the value you mean", arg.pos)
 
-    def call_special(self, bare: str, node: ast.Call, values: list):
+    def call_special(self, bare: str, node: ast.Call, values: list, scope: Scope):
         """Calls that are numbers or casts rather than operations: `len(x)`, `K.epsilon()`,
         `tf.cast(x, tf.float32)`, `x.astype(np.float32)`, `np.float32(x)`. None otherwise."""
         if bare in CONSTANT_FUNCTIONS and not values:
@@ -348,10 +350,35 @@ class Resolution:
                 raise self.error("len() of a number: it has no length", node.pos)
             return Literal(np.float64(shape[0]), node.pos)
         if bare in ("cast", "astype") and len(values) == 2 or bare in FLOAT_DTYPES | OTHER_DTYPES and len(values) == 1:
-            dtype = values[1] if len(values) == 2 else Text(bare, node.pos)
-            self.check_dtype(dtype, node.pos)
-            return values[0]
+            # (x.float() is PyTorch's float32; Python's float(x) and NumPy's float are float64)
+            dtype = values[1] if len(values) == 2 else Text("float32" if node.method and bare == "float" else bare,
+                                                              node.pos)
+            return self.cast(values[0], dtype, node, scope)
         return None
+
+    def cast(self, value, dtype, node: ast.Call, scope: Scope):
+        """`value` cast to the floating type `dtype` (a Text) names, as its library rounds it: a cast
+        equation (its type and the types after it: gradcli/ops/casts.py), or the value itself
+        where its type is that type already. A number written in the program cast to float32 or
+        float64 is rounded here and stays a number (np.float32(1e-7) as an epsilon)."""
+        if not isinstance(dtype, str):  # (a name of the table's: a value's own type)
+            self.check_dtype(dtype, node.pos)
+            dtype = dtype.value
+        name = CANONICAL[dtype]
+        graph = self.graph
+        if isinstance(value, Literal) and value.value.ndim == 0 and name in ("float32", "float64"):
+            rounded = Literal(np.float64(np.asarray(value.value).astype(name)), value.pos, value.boolean)
+            rounded.library = value.library
+            return rounded
+        if not isinstance(value, Literal) and type(value) is not int:
+            value = self.materialize(value, scope, node.pos)
+        held = graph.dtypes.get(value, "float64") if type(value) is int and graph.dtypes else "float64"
+        if held == name:
+            return value
+        if graph.dtypes is None:  # the program's first cast: every value from here on has a type
+            graph.dtypes, graph.zero_dims_promote = {}, self.method_library != "torch"
+        ids = (value if type(value) is int else self.materialize(value, scope, node.pos),)
+        return graph.add(OPS["cast"], ids, {"dtype": name}, node.pos, node.symbol or node.func, scope.stack)
 
     def check_dtype(self, dtype, pos: Pos) -> None:
         """A floating dtype is what gradcli computes in (--dtype chooses which); any other
@@ -369,9 +396,27 @@ class Binding:
     emitted. Reads `self.graph`; uses `self.error`, `self.materialize`, `self.constant_value`,
     `self.check_dtype`, `self.check_truth_values`."""
 
+    def call_in_type(self, op: Op, node: ast.Call, values: list, scope: Scope, preset, label: str):
+        """A call given `dtype=` (`torch.zeros(3, dtype=torch.float16)`, `np.sum(x, dtype=np.float32)`,
+        `F.softmax(x, -1, dtype=torch.float32)`): its array arguments written in place cast to the
+        type (the call computes in it, as the libraries' do), or, for a call without them (a
+        constructor), its result."""
+        k = next(k for k, kw in enumerate(node.keywords) if kw.name == "dtype")
+        dtype = values[len(node.args) + k]
+        self.check_dtype(dtype, node.keywords[k].pos)
+        keywords = node.keywords[:k] + node.keywords[k + 1:]
+        values = values[:len(node.args) + k] + values[len(node.args) + k + 1:]
+        node = ast.Call(node.func, node.args, node.pos, keywords, node.symbol, node.method)
+        arrays = 0 if op.variadic else min(len(op.args), len(node.args))
+        values = [self.cast(v, dtype, node, scope) for v in values[:arrays]] + values[arrays:]
+        result = self.call_builtin(op, node, values, scope, preset, label)
+        return result if arrays else self.cast(result, dtype, node, scope)
+
     def call_builtin(self, op: Op, node: ast.Call, values: list, scope: Scope, preset: dict | None = None,
                      label: str | None = None):
         label = label or node.symbol or strip_prefixes(node.func)
+        if node.keywords and any(kw.name == "dtype" for kw in node.keywords):
+            return self.call_in_type(op, node, values, scope, preset, label)
         if op.expand is not None:
             return self.call_composite(op, node, values, scope, label, preset)
         if node.symbol is not None and op.symbol_reads_truth:

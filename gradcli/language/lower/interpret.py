@@ -369,7 +369,8 @@ class Interpreter:
         if bare in CONSTANTS and (bare == name or library != "python" or "." in name):
             return Literal(np.float64(CONSTANTS[bare]), node.pos)
         if "." in name and bare in FLOAT_DTYPES | OTHER_DTYPES or name in _PYTHON_TYPES:
-            return Text(bare, node.pos)  # (Python's float, int, bool as a dtype: x.astype(float))
+            # (Python's float, int, bool as a dtype: x.astype(float); PyTorch's torch.float is float32)
+            return Text("float32" if bare == "float" and library == "torch" else bare, node.pos)
         if "." in name and library == "numpy" and bare == numpy_dialect.NEW_AXIS:  # None in a subscript
             return NONE
         if "." not in name and name in self.assigned_at:
