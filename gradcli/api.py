@@ -588,10 +588,7 @@ class Program:
             if not (number > 0 if option == "eps" else number >= 0):
                 rule = "be positive" if option == "eps" else "not be negative"
                 raise OptionError(f"{{option}} must {rule}, not {number:g}", option)
-        graph, max_memory, wrt = _fork(self._host_graph()), self.options.max_memory, _names(wrt)
-        # the rules against float64 differences: the program's casts read as float64 (a difference
-        # across a rounding to float16 measures the rounding, not the derivative)
-        graph.dtypes = None
+        graph, max_memory, wrt = self._host_graph().fork(casts=False), self.options.max_memory, _names(wrt)
         ys, y_ids, x_ids = _targets(graph, _names(of) or None, wrt)
         # the forward program (run twice per difference) and the gradients, before anything runs;
         # the gradient equations built here are the ones the check reuses

@@ -125,9 +125,11 @@ class Graph(ValueRecord):
             if not np.all(values[j]):
                 raise GradcliError(message, pos, self.source)
 
-    def fork(self) -> Graph:
+    def fork(self, casts: bool = True) -> Graph:
         """A copy to add equations to, this graph left as it is (the equations, never changed
-        once made, are shared), with the in-program gradients' calls and what the program prints."""
+        once made, are shared), with the in-program gradients' calls and what the program prints.
+        `casts=False`: the program's casts read as the run's type (`check` compares the rules with
+        float64 differences: a difference across a rounding to float16 measures the rounding)."""
         forked = Graph(self.source, list(self.equations), list(self.shapes), dict(self.names), dict(self.inputs),
                        dict(self.value_names), self.result, list(self.warnings), None, set(self.differentiated),
                        dict(self._memo))
@@ -135,8 +137,7 @@ class Graph(ValueRecord):
         vars(forked).update({k: v for k, v in vars(self).items() if k not in self._fields and k != "numbers"})
         if self.made_by:
             forked.made_by = dict(self.made_by)
-        if self.dtypes is not None:
-            forked.dtypes = dict(self.dtypes)
+        forked.dtypes = dict(self.dtypes) if self.dtypes is not None and casts else None
         return forked
 
     # ----------------------------------------------------------------- adding equations

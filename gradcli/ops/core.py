@@ -596,7 +596,7 @@ register(Op("stack", lambda xp, *xs: xp.stack(xs), _stack_shape,
 # A cast written in the program (x.half(), x.astype(np.float16)): its value rounded to the type
 # `dtype` names, as its library rounds it; the types of the values after it: gradcli/ops/casts.py
 register(Op("cast", casts.forward, _same, (casts.cotangent,), params={"dtype": REQUIRED},
-            public=False, bound=UNBOUNDED, underflows="rounds",
+            public=False, bound=UNBOUNDED, underflows="rounds", prints_as=lambda x, dtype: f"{x}.astype('{dtype}')",
             doc="a cast to another floating type (x.half(), x.astype(np.float16), tf.cast(x, tf.bfloat16)): "
                 "the value rounded to that type; the gradient is rounded back to the input's"))
 
