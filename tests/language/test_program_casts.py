@@ -105,6 +105,13 @@ _X3 = np.array([300.0, 300.0])
      lambda: np.exp(np.asarray(np.array([12.0]), dtype=np.float16))),
     ("import numpy as np\nx = np.array([12.0, 1.0])\ny = np.sum(np.exp(x), dtype=np.float16)",
      lambda: np.sum(np.exp(np.array([12.0, 1.0])), dtype=np.float16)),
+    # a constructor's dtype= rounds what it made (35000 is 35008 in float16; 70000 is inf)
+    ("import numpy as np\ny = np.linspace(0.0, 70000.0, 3, dtype=np.float16)",
+     lambda: np.linspace(0.0, 70000.0, 3, dtype=np.float16)),
+    ("import numpy as np\nx = np.array([1.0001, 3.3])\ny = np.cumsum(x, dtype=np.float16)",
+     lambda: np.cumsum(np.array([1.0001, 3.3]), dtype=np.float16)),
+    ("import numpy as np\nx = np.array([1.0001, 3.3])\ny = x.astype(np.float16, copy=False) * 2.0",
+     lambda: np.array([1.0001, 3.3]).astype(np.float16, copy=False) * 2.0),
 ])
 def test_types_combine_as_numpy_promotes(program, numpy_computes):
     with np.errstate(over="ignore"):
@@ -121,6 +128,8 @@ def test_types_combine_as_numpy_promotes(program, numpy_computes):
     ("import torch\nx = torch.tensor([40000.0])\ny = x.to(torch.float16) * 2.0 + x.to(dtype=torch.float16, device='cpu')",
      [np.inf]),
     ("import tensorflow as tf\nx = tf.constant([40000.0])\ny = tf.cast(x, tf.float16) * 2.0", [np.inf]),
+    ("import tensorflow as tf\nx = tf.constant([40000.0])\ny = tf.cast(x, dtype=tf.float16, name='c') * 2.0",
+     [np.inf]),
 ])
 def test_types_combine_as_the_library_promotes(program, expected):
     assert outputs(program)["y"].tolist() == expected

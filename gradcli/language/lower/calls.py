@@ -22,6 +22,9 @@ from gradcli.ops import OPS, REQUIRED, Op, Sym, fmt_shape
 from gradcli.ops.casts import CANONICAL
 from gradcli.ops.shapes import nested_ints
 
+# Beside the reductions, the calls whose `dtype=` is the type they compute in (their arguments are
+# cast to it); any other call's `dtype=` is its result's
+_COMPUTE_IN_DTYPE = frozenset({"softmax", "log_softmax", "softmin", "cumsum", "cumprod", "cumlogsumexp"})
 MAX_CONSTANT_ELEMENTS = 100_000_000      # an array a constructor (`zeros`, `eye`) makes while lowering
 
 # Static parameters that are integers or (nested) lists of integers: constant indices, widths
@@ -349,6 +352,9 @@ class Resolution:
             if not shape:
                 raise self.error("len() of a number: it has no length", node.pos)
             return Literal(np.float64(shape[0]), node.pos)
+        if bare in ("cast", "astype") and node.keywords:  # (x.astype(t, copy=False), tf.cast(x, t, name='c'))
+            values = values[:len(node.args)] + [v for kw, v in zip(node.keywords, values[len(node.args):])
+                                                if kw.name not in ("copy", "name", "casting")]
         if bare in ("cast", "astype") and len(values) == 2 or bare in FLOAT_DTYPES | OTHER_DTYPES and len(values) == 1:
             # (x.float() is PyTorch's float32; Python's float(x) and NumPy's float are float64)
             dtype = values[1] if len(values) == 2 else Text("float32" if node.method and bare == "float" else bare,
@@ -397,17 +403,18 @@ class Binding:
     `self.check_dtype`, `self.check_truth_values`."""
 
     def call_in_type(self, op: Op, node: ast.Call, values: list, scope: Scope, preset, label: str):
-        """A call given `dtype=` (`torch.zeros(3, dtype=torch.float16)`, `np.sum(x, dtype=np.float32)`,
-        `F.softmax(x, -1, dtype=torch.float32)`): its array arguments written in place cast to the
-        type (the call computes in it, as the libraries' do), or, for a call without them (a
-        constructor), its result."""
+        """A call given `dtype=`: a reduction's or a softmax's (`np.sum(x, dtype=np.float32)`,
+        `F.softmax(x, -1, dtype=torch.float32)`) array arguments cast to the type (it computes in
+        it, as the libraries' do); any other call's result (`torch.zeros(3, dtype=torch.float16)`,
+        `np.linspace(0, 7e4, 3, dtype=np.float16)`: computed, then rounded)."""
         k = next(k for k, kw in enumerate(node.keywords) if kw.name == "dtype")
         dtype = values[len(node.args) + k]
         self.check_dtype(dtype, node.keywords[k].pos)
         keywords = node.keywords[:k] + node.keywords[k + 1:]
         values = values[:len(node.args) + k] + values[len(node.args) + k + 1:]
         node = ast.Call(node.func, node.args, node.pos, keywords, node.symbol, node.method)
-        arrays = 0 if op.variadic else min(len(op.args), len(node.args))
+        computes_in_type = "keepdims" in op.params or op.name in _COMPUTE_IN_DTYPE
+        arrays = min(len(op.args), len(node.args)) if computes_in_type and not op.variadic else 0
         values = [self.cast(v, dtype, node, scope) for v in values[:arrays]] + values[arrays:]
         result = self.call_builtin(op, node, values, scope, preset, label)
         return result if arrays else self.cast(result, dtype, node, scope)
