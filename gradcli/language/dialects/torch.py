@@ -254,6 +254,14 @@ def _distribution_method(lowering, node, values, scope):
     return lowering.call_builtin(op, call, [values[1], receiver.params["loc"], receiver.params["scale"]], scope)
 
 
+def _autocast(lowering, node, values, scope):
+    """torch.autocast(...): each op of its region runs in the type PyTorch's tables give it
+    (matmul in float16, exp and softmax in float32 on CUDA ...), which gradcli does not read."""
+    raise lowering.error(f"{node.func}(): an autocast region is not read (PyTorch chooses each op's type from its own "
+                         "tables): write the casts it makes, as in torch.matmul(a.half(), b.half()) and "
+                         "x.float() back, or give the whole run one type with --dtype float16", node.pos)
+
+
 def _random_method(lowering, node, values, scope):
     raise lowering.error(f"x.{node.func}() draws random numbers (a new draw at each call): it has no one value or "
                          "gradient", node.pos)
@@ -264,6 +272,7 @@ NAMES = {
     **{name: _distribution_method for name in _NORMAL_METHODS}, "sample": _random_method, "rsample": _random_method,
     # x.to(dtype or device), x.type_as(y): the value itself (a float dtype); F.dropout in evaluation
     "to": _tensor_to, "type_as": _tensor_to, **{name: _dropout for name in _DROPOUT_TRAINING},
+    **{name: _autocast for name in ("autocast", "amp.autocast", "cuda.amp.autocast", "cpu.amp.autocast")},
     "mv": "matmul", "cpu": "identity", "cuda": "identity",  # a device: the same numbers
     # torch.tensor([...]) and its kin in pasted code: the value itself
     "tensor": "identity", "as_tensor": "identity", "contiguous": "identity", "clone": "identity",
