@@ -103,6 +103,7 @@ class Graph(ValueRecord):
     # and JAX's rule) or not (PyTorch's)
     dtypes = None
     zero_dims_promote = True
+    accumulates_in_type = frozenset()  # (not a field) the cast parts' sums that add in their type (np.cumsum)
 
     def __init__(self, source, equations=NEW, shapes=NEW, names=NEW, inputs=NEW, value_names=NEW, result=None,
                  warnings=NEW, context=None, differentiated=NEW, _memo=NEW):

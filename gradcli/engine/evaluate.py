@@ -92,7 +92,7 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
     types = graph.dtypes is not None and mixed_types.effective(graph, order, dtype)
     if types:  # the program's casts: each value in its own type, op by op (gradcli/engine/mixed.py)
         mixed_types.refusal(graph, types, backend)
-        mixed, in_place = mixed_types.Mixed(types, dtype, accumulate), False
+        mixed, in_place = mixed_types.Mixed(types, dtype, accumulate, graph.accumulates_in_type), False
     dtype = backend.dtype(dtype)  # compared with each result's: a dtype object, not its name
     equations = graph.equations
     keep = set(fetch)

@@ -59,23 +59,23 @@ class Mixed:
     """How one run computes a program whose values have several types: `forward(i, op, args,
     params)` -> value i in its type; `finish(value)` -> a returned value in the run's type."""
 
-    def __init__(self, types: dict, run: str, accumulate: str = "float32"):
+    def __init__(self, types: dict, run: str, accumulate: str = "float32", in_type=frozenset()):
         self.types = types
+        self.in_type = in_type  # the equations whose sums add in their own type (NumPy's cumsum)
         self.run = numpy_dtype(run)
         self.run_name = run
         self.accumulate = accumulate
-        self.halves: dict[str, Half] = {}
-        if run in HALF:
-            self.halves[run] = Half(run, accumulate)
+        self.halves: dict[tuple, Half] = {}  # (type, accumulate) -> its Half
 
     def forward(self, i: int, op, args, params):
         name = self.types.get(i, self.run_name)
         if op.name == "cast":  # rounded once, from the argument's own type
             return np.asarray(args[0]).astype(numpy_dtype(name))
         if name in HALF:
-            half = self.halves.get(name)
+            accumulate = "same" if i in self.in_type else self.accumulate
+            half = self.halves.get((name, accumulate))
             if half is None:
-                half = self.halves[name] = Half(name, self.accumulate)
+                half = self.halves[name, accumulate] = Half(name, accumulate)
             return half.forward(op, args, params)
         dtype = numpy_dtype(name)
         args = [a.astype(dtype) if getattr(a, "dtype", dtype) != dtype else a for a in args]

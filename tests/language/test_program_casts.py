@@ -110,6 +110,10 @@ _X3 = np.array([300.0, 300.0])
      lambda: np.linspace(0.0, 70000.0, 3, dtype=np.float16)),
     ("import numpy as np\nx = np.array([1.0001, 3.3])\ny = np.cumsum(x, dtype=np.float16)",
      lambda: np.cumsum(np.array([1.0001, 3.3]), dtype=np.float16)),
+    # NumPy sums float16 in float32, but its cumsum adds in float16: 3000 ones stop at 2048
+    ("import numpy as np\nx = np.ones(3000)\ny = np.sum(x.astype(np.float16))", lambda: np.sum(np.ones(3000, np.float16))),
+    ("import numpy as np\nx = np.ones(3000)\ny = np.cumsum(x.astype(np.float16))[-1]",
+     lambda: np.cumsum(np.ones(3000, np.float16))[-1]),
     ("import numpy as np\nx = np.array([1.0001, 3.3])\ny = x.astype(np.float16, copy=False) * 2.0",
      lambda: np.array([1.0001, 3.3]).astype(np.float16, copy=False) * 2.0),
 ])
@@ -128,6 +132,8 @@ def test_types_combine_as_numpy_promotes(program, numpy_computes):
     ("import torch\nx = torch.tensor([40000.0])\ny = x.to(torch.float16) * 2.0 + x.to(dtype=torch.float16, device='cpu')",
      [np.inf]),
     ("import tensorflow as tf\nx = tf.constant([40000.0])\ny = tf.cast(x, tf.float16) * 2.0", [np.inf]),
+    # PyTorch 2.13.0+cpu: torch.ones(3000, dtype=torch.float16).cumsum(0)[-1] is 3000.0 (it adds in float32)
+    ("import torch\nx = torch.ones(3000)\ny = torch.cumsum(x.half(), 0)[-1:]", [3000.0]),
     ("import tensorflow as tf\nx = tf.constant([40000.0])\ny = tf.cast(x, dtype=tf.float16, name='c') * 2.0",
      [np.inf]),
 ])

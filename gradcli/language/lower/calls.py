@@ -116,6 +116,10 @@ class Resolution:
 
     def call(self, node: ast.Call, values: list, scope: Scope, work: list):
         result = self.read_call(node, values, scope, work)
+        if self.graph.dtypes and type(result) is int and self.graph.equations[result].op.name == "cumsum" \
+                and not node.method and self.spelled(node.func).startswith(("np.", "numpy.")):
+            # NumPy's cumsum of float16 adds in float16 (its sums, means and products in float32)
+            self.graph.accumulates_in_type = self.graph.accumulates_in_type | {result}
         if result is not None and self.torch_beside_others:
             self.mark_made_by(node, values, result)
         return result
