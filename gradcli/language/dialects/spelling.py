@@ -35,3 +35,14 @@ class Distribution:
 
     def __init__(self, name: str, params: dict, pos):
         self.name, self.params, self.pos = name, params, pos
+
+
+class Autocast:
+    """PyTorch's `torch.autocast(device_type, dtype)` as a context: in its region the ops of
+    PyTorch's tables for `device` ("cuda" or "cpu") compute in `dtype` or in float32
+    (gradcli/language/lower/autocast.py); `enabled` False: a region like any other."""
+
+    __slots__ = ("device", "dtype", "enabled", "pos")
+
+    def __init__(self, device: str, dtype: str, enabled: bool, pos):
+        self.device, self.dtype, self.enabled, self.pos = device, dtype, enabled, pos

@@ -11,9 +11,10 @@ import re
 import numpy as np
 
 from gradcli.language import syntax as ast
-from gradcli.language.dialects.spelling import Distribution, ReadingError
+from gradcli.language.dialects.spelling import Autocast, Distribution, ReadingError
 from gradcli.language.dialects.numpy import jax_numpy as _jax_numpy
 from gradcli.ops import OPS, index as ops_index
+from gradcli.ops.casts import CANONICAL
 
 
 def options_by_keyword(op, call) -> None:
@@ -255,11 +256,33 @@ def _distribution_method(lowering, node, values, scope):
 
 
 def _autocast(lowering, node, values, scope):
-    """torch.autocast(...): each op of its region runs in the type PyTorch's tables give it
-    (matmul in float16, exp and softmax in float32 on CUDA ...), which gradcli does not read."""
-    raise lowering.error(f"{node.func}(): an autocast region is not read (PyTorch chooses each op's type from its own "
-                         "tables): write the casts it makes, as in torch.matmul(a.half(), b.half()) and "
-                         "x.float() back, or give the whole run one type with --dtype float16", node.pos)
+    """torch.autocast(device_type, dtype=None, enabled=True), torch.cuda.amp.autocast(enabled=True,
+    dtype=torch.float16), torch.cpu.amp.autocast(...): a region whose ops of PyTorch's autocast
+    tables compute in `dtype` or in float32 (gradcli/language/lower/autocast.py)."""
+    bare = node.func.rpartition(".")[2] if "." in node.func else node.func
+    device = "cuda" if "cuda.amp." in node.func else "cpu" if "cpu.amp." in node.func else None
+    slots = ("enabled", "dtype", "cache_enabled") if device else ("device_type", "dtype", "enabled", "cache_enabled")
+    names = list(slots[:len(node.args)]) + [kw.name for kw in node.keywords]
+    given = dict(zip(names, values))
+    unknown = [name for name in names if name not in slots]
+    if unknown or len(node.args) > len(slots):
+        raise lowering.error(f"{node.func}() takes {', '.join(slots)}", node.pos)
+    if device is None:
+        device = _text(given.get("device_type"))
+        if device not in ("cuda", "cpu"):
+            raise lowering.error(f"{node.func}(): give device_type 'cuda' or 'cpu' (gradcli knows PyTorch's autocast "
+                                 "tables of those two)", node.pos)
+    dtype = given.get("dtype")
+    if dtype is None or _text(dtype) is None and getattr(dtype, "value", 0) is None:
+        name = "float16" if device == "cuda" else "bfloat16"
+    else:
+        lowering.check_dtype(dtype, node.pos)
+        name = CANONICAL[dtype.value]
+    enabled = given.get("enabled")
+    on = True if enabled is None else lowering.constant_truth(enabled)
+    if on is None:
+        raise lowering.error(f"{bare}(enabled=...) must be a constant True or False", node.pos)
+    return Autocast(device, name, on, node.pos)
 
 
 def _random_method(lowering, node, values, scope):

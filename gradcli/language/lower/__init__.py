@@ -14,6 +14,7 @@ import contextvars
 
 from gradcli.errors import GradcliError, Source
 from gradcli.language import syntax as ast
+from gradcli.language.lower.autocast import AutocastRegions
 from gradcli.language.lower.calls import Binding, Resolution
 from gradcli.language.lower.flow import Flow
 from gradcli.language.lower.fold import Constants
@@ -33,7 +34,7 @@ LOWERING_STEPS_PER_CHARACTER = 8         # ... and more for a longer text (a 50 
 
 
 class _Lowering(Interpreter, Statements, Flow, GradientCalls, TorchAutograd, TorchFunctional, CustomGradients, Resolution,
-                Binding, Subscripts, Constants):
+                Binding, Subscripts, Constants, AutocastRegions):
     """One program's lowering: its parts' methods on one object, which holds the graph being built."""
 
     def __init__(self, module: ast.Module, source: Source, feeds: dict, call: ast.Node | None = None,

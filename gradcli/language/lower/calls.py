@@ -426,6 +426,8 @@ class Binding:
     def call_builtin(self, op: Op, node: ast.Call, values: list, scope: Scope, preset: dict | None = None,
                      label: str | None = None):
         label = label or node.symbol or strip_prefixes(node.func)
+        if self.autocasts:  # (a torch.autocast region: autocast.py)
+            values = self.autocast_arguments(op, node, values, scope, label)
         if node.keywords and any(kw.name == "dtype" for kw in node.keywords):
             return self.call_in_type(op, node, values, scope, preset, label)
         if op.expand is not None:

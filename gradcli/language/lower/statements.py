@@ -14,7 +14,7 @@ from gradcli.language.lower.transforms import (
 from gradcli.language.lower.values import NONE, Literal, Scope, Text, TupleValue
 from gradcli.language.lower.torch_autograd import GradMode
 from gradcli.ops import OPS
-from gradcli.language.dialects.spelling import Distribution
+from gradcli.language.dialects.spelling import Autocast, Distribution
 
 TENSOR_CONSTRUCTORS = {"constant", "Variable", "convert_to_tensor"}
 # a statement the executor pushes after a `with` block's body: leave its contexts
@@ -232,6 +232,8 @@ class Statements:
     def enter(self, context, pos: Pos):
         if isinstance(context, GradMode):  # torch.no_grad() / torch.enable_grad() (torch_autograd.py)
             return self.torch_enter(context)
+        if isinstance(context, Autocast):  # torch.autocast(...) (autocast.py)
+            return self.autocast_enter(context)
         if isinstance(context, Tape):
             context.open_at = len(self.graph.equations)
             self.active_tapes.append(context)
@@ -248,6 +250,8 @@ class Statements:
     def leave(self, context) -> None:
         if isinstance(context, GradMode):
             return self.torch_leave(context)
+        if isinstance(context, Autocast):
+            return self.autocast_leave(context)
         if isinstance(context, Tape):
             if context.open_at is not None:
                 context.windows.append((context.open_at, len(self.graph.equations)))
