@@ -3,6 +3,7 @@ region's type (matrix products) or in float32 (on CUDA: exp, softmax, sums, loss
 others in their arguments' types. The CPU region is checked against what PyTorch 2.13.0+cpu
 printed for the same program (float32 leaves, recorded below; PyTorch is not imported by the
 tests); the CUDA region, which a CPU build cannot run, against its tables computed with NumPy."""
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -64,3 +65,20 @@ def test_an_autocast_of_another_device_is_refused():
     assert result.exit_code == 2, result.output
     assert "give device_type 'cuda' or 'cpu' (gradcli knows PyTorch's autocast tables of those two)" in \
         " ".join(result.output.split())
+
+
+@pytest.mark.parametrize("call, region_type", [
+    # PyTorch 2.13.0+cpu under torch.autocast('cpu') (bfloat16): einsum, tensordot, multi_dot, a @ v, mm,
+    # F.linear give bfloat16; torch.mv, torch.dot, torch.inner, torch.outer, softmax, prod give float32
+    ("torch.einsum('ij,jk->ik', a, a)", True), ("torch.tensordot(a, a, dims=1)", True),
+    ("torch.linalg.multi_dot([a, a])", True), ("a @ v", True), ("torch.mm(a, a)", True), ("F.linear(a, a)", True),
+    ("torch.mv(a, v)", False), ("torch.dot(v, v)", False), ("torch.outer(v, v)", False), ("F.softmax(a, 0)", False),
+    ("a.prod()", False),
+])
+def test_which_cpu_ops_compute_in_the_region_s_type(call, region_type):
+    a = np.array([[1.001, 2.0, -0.3], [3.0, 4.0, 0.7], [0.1, 0.2, 0.3]])
+    v = np.array([1.003, -2.0, 0.5])
+    program = f"import torch\nimport torch.nn.functional as F\nwith torch.autocast('cpu'):\n    y = {call}"
+    got = api.evaluate(program, feeds={"a": a, "v": v}, prints=["y"], fixes=False).outputs["y"]
+    in_bfloat16 = np.array_equal(np.asarray(got).astype(ml_dtypes.bfloat16).astype(np.float64), got)
+    assert in_bfloat16 == region_type

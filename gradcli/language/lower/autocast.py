@@ -9,15 +9,17 @@ from __future__ import annotations
 
 from gradcli.language import syntax as ast
 from gradcli.language.dialects.spelling import Autocast
-from gradcli.language.lower.values import Literal, Scope
+from gradcli.language.lower.values import Literal, Scope, TupleValue
 
 # the region's type: PyTorch's lower_precision_fp tables
 _LOWER_CUDA = frozenset({"conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
                          "prelu", "addmm", "addmv", "addr", "matmul", "einsum", "mm", "mv", "linear", "addbmm",
                          "baddbmm", "bmm", "chain_matmul", "multi_dot", "vecdot"})
+# (on the CPU einsum, tensordot and multi_dot are no table's, but compute with mm and bmm, which are:
+# their results are of the region's type too, as PyTorch 2.13.0+cpu gives them)
 _LOWER_CPU = frozenset({"conv1d", "conv2d", "conv3d", "bmm", "mm", "vecdot", "baddbmm", "addmm", "addbmm", "linear",
                         "matmul", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "prelu",
-                        "scaled_dot_product_attention"})
+                        "scaled_dot_product_attention", "einsum", "tensordot", "multi_dot"})
 # float32: PyTorch's fp32 and fp32_set_opt_dtype tables
 _LOSSES = frozenset({"mse_loss", "cosine_embedding_loss", "nll_loss", "hinge_embedding_loss", "poisson_nll_loss",
                      "smooth_l1_loss", "cross_entropy", "l1_loss", "huber_loss", "margin_ranking_loss",
@@ -59,8 +61,13 @@ class AutocastRegions:
         if target is None:
             return values
         arrays = len(node.args) if op.variadic else min(len(op.args), len(node.args))
-        return [self.cast(v, target, node, scope) if k < arrays and _a_tensor(self.graph, v) else v
+        cast = [self.cast(v, target, node, scope) if k < arrays and _a_tensor(self.graph, v) else v
                 for k, v in enumerate(values)]
+        if op.sequence:  # (multi_dot([a, b]): the tensors of its list)
+            cast = [TupleValue([self.cast(item, target, node, scope) if _a_tensor(self.graph, item) else item
+                                for item in v.items], v.pos) if isinstance(v, TupleValue) and k < op.sequence else v
+                    for k, v in enumerate(cast)]
+        return cast
 
 
 def _a_tensor(graph, value) -> bool:
