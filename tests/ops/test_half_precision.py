@@ -126,3 +126,39 @@ def _check_row(program, inputs, fixed, dtype, accumulate):
         assert np.array_equal(np.isfinite(value), finite), f"{key}: {value} vs {reference}"
         np.testing.assert_allclose(value[finite], reference[finite], rtol=16 * eps, atol=16 * eps * scale,
                                    err_msg=f"{key} of {program} in {dtype}")
+
+
+FLOAT8 = {"float8_e4m3fn": np.dtype(ml_dtypes.float8_e4m3fn), "float8_e5m2": np.dtype(ml_dtypes.float8_e5m2)}
+
+
+def _covering(rows):
+    """The rows, in order, that each call an op no row before them called: every op once."""
+    from gradcli.language.dialects import callable_ops
+    from gradcli.language.parser import BINARY_OPS
+    spellings = callable_ops().items()
+    chosen, seen = [], set()
+    for row in rows:
+        program = row.values[0]
+        ops = {op.name for name, op in spellings if re.search(rf"(?<!\w){re.escape(name)}\(", program)}
+        ops |= {name for symbol, name in BINARY_OPS.items() if f" {symbol} " in program}
+        if ops - seen:
+            chosen.append(row)
+            seen |= ops
+    return chosen
+
+
+@pytest.mark.parametrize("dtype", list(FLOAT8))
+@pytest.mark.parametrize("program,inputs,fixed", _covering(ROWS))
+def test_op_row_in_float8_answers_in_the_type_or_is_refused(program, inputs, fixed, dtype):
+    """float8 is honoured by every op half precision is (computed in float32, rounded): each row
+    answers in the type, or is refused as in float16. (With 3 or 2 bits of mantissa the numbers
+    are not compared with float64's: one or two digits is what the type keeps.)"""
+    t = FLOAT8[dtype]
+    feeds = {k: v.astype(t).astype(np.float64) for k, v in row_feeds(program, inputs, fixed).items()}
+    refused = _refused_call(program)
+    if refused is not None:
+        with pytest.raises(GradcliError, match=f"^{refused}: not computed in {dtype}: it needs a LAPACK factorization"):
+            _answer(program, list(inputs), feeds, dtype)
+        return
+    for key, value in _answer(program, list(inputs), feeds, dtype).items():
+        assert value is None or value.dtype == t, (key, value.dtype)
