@@ -107,3 +107,18 @@ def test_an_op_that_factorizes_for_some_parameters_is_refused_at_its_place():
     result = invoke("eval", "-e", "y = matrix_power(a, 2)", "--set", "a=[[2, 1], [1, 3]]", "--dtype", "float16",
                     "--format", "json")
     assert result.exit_code == 0 and strict(result.output)["outputs"]["y"]["value"] == [[5.0, 5.0], [5.0, 10.0]]
+
+
+def test_the_command_line_s_types_are_the_library_s():
+    from gradcli import dtypes
+    from gradcli.cli import spec
+    assert [d.value for d in spec.Dtype] == list(dtypes.NAMES)
+    assert [a.value for a in spec.Accumulate] == list(dtypes.ACCUMULATE)
+    facts = dtypes.finfo("float16")
+    assert (facts.max, facts.tiny, facts.smallest_subnormal, facts.eps, facts.bits) == (65504.0, 2.0 ** -14, 2.0 ** -24,
+                                                                                         2.0 ** -10, 16)
+    facts = dtypes.finfo("bfloat16")
+    assert (facts.tiny, facts.smallest_subnormal, facts.eps, facts.bits) == (2.0 ** -126, 2.0 ** -133, 2.0 ** -7, 16)
+    assert facts.max == float(np.float32(3.3895314e38)) and facts.accumulates_in_float32
+    assert not dtypes.finfo("float32").accumulates_in_float32
+    assert dtypes.finfo("float8_e4m3fn").max == 448.0 and dtypes.finfo("float8_e5m2").max == 57344.0
