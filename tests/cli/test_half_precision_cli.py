@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from cli_helpers import invoke, strict
+from test_cli_schema import VALIDATOR
 
 SOFTMAX = "y = sum(w * softmax(x))"
 FEEDS = ("--set", "x=[1, 2, 3]", "--set", "w=[0.1, 0.2, 0.3]")
@@ -31,6 +32,7 @@ def test_grad_answers_in_the_type(dtype):
     result = invoke("grad", "-e", SOFTMAX, "--wrt", "w", *FEEDS, "--dtype", dtype, "--format", "json")
     assert result.exit_code == 0, result.output
     doc = strict(result.output)
+    VALIDATOR.validate(doc)
     assert doc["outputs"]["y"]["dtype"] == doc["gradients"]["w"]["dtype"] == dtype
     value, softmax = _softmax_in(getattr(ml_dtypes, dtype) if dtype == "bfloat16" else dtype)
     # softmax is one op: its float32 result rounded once; d y/d w is that rounded softmax
@@ -105,3 +107,18 @@ def test_an_op_that_factorizes_for_some_parameters_is_refused_at_its_place():
     result = invoke("eval", "-e", "y = matrix_power(a, 2)", "--set", "a=[[2, 1], [1, 3]]", "--dtype", "float16",
                     "--format", "json")
     assert result.exit_code == 0 and strict(result.output)["outputs"]["y"]["value"] == [[5.0, 5.0], [5.0, 10.0]]
+
+
+def test_the_command_line_s_types_are_the_library_s():
+    from gradcli import dtypes
+    from gradcli.cli import spec
+    assert [d.value for d in spec.Dtype] == list(dtypes.NAMES)
+    assert [a.value for a in spec.Accumulate] == list(dtypes.ACCUMULATE)
+    facts = dtypes.finfo("float16")
+    assert (facts.max, facts.tiny, facts.smallest_subnormal, facts.eps, facts.bits) == (65504.0, 2.0 ** -14, 2.0 ** -24,
+                                                                                         2.0 ** -10, 16)
+    facts = dtypes.finfo("bfloat16")
+    assert (facts.tiny, facts.smallest_subnormal, facts.eps, facts.bits) == (2.0 ** -126, 2.0 ** -133, 2.0 ** -7, 16)
+    assert facts.max == float(np.float32(3.3895314e38)) and facts.accumulates_in_float32
+    assert not dtypes.finfo("float32").accumulates_in_float32
+    assert dtypes.finfo("float8_e4m3fn").max == 448.0 and dtypes.finfo("float8_e5m2").max == 57344.0
