@@ -53,6 +53,7 @@ class Interpreter:
         # another library, a value's: the library's whose function made it (calls.mark_made_by)
         self.method_library, self.torch_beside_others = dialects.spelled_libraries(module, source.text)
         self.made_by: dict[int, str] = {}  # value id -> that library
+        self.list_ids: set[int] = set()  # ids of pasted code's lists (`a = [x, 1.0]`): fold.list_arithmetic
         self.receiver_methods = self.method_library  # whose methods the method call being read has
         # how a call spelled so (name, operator symbol, method or not, arguments and keywords
         # given, a list first) reads, once found: (op, preset); an import renames, and forgets them

@@ -51,12 +51,13 @@ class Literal(ValueRecord):
     input with a default; as a static argument (`axis=0`) it is read directly."""
 
     _fields = ("value", "pos", "boolean", "from_tuple")
-    __slots__ = _fields + ("library",)
+    __slots__ = _fields + ("library", "listed")
     value: np.ndarray
     pos: Pos
     boolean: bool  # written with True/False (or a comparison): a mask where it indexes
     from_tuple: bool  # written as a tuple, `(0, 1)`: as a whole subscript, one index per axis
     library: str | None  # the array library whose function made it (`torch.tensor([1.0])`), if known
+    listed: bool  # written as a list display, `[1.0, 2.0]`: in pasted code, Python's list (fold.py)
 
     def __init__(self, value, pos, boolean=False, from_tuple=False):
         self.value = value
@@ -64,6 +65,7 @@ class Literal(ValueRecord):
         self.boolean = boolean
         self.from_tuple = from_tuple
         self.library = None
+        self.listed = False
 
 
 class TupleValue(ValueRecord):
