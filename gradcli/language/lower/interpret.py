@@ -12,11 +12,11 @@ from gradcli.language.dialects.spelling import Distribution
 from gradcli.language.dialects import (
     CONSTANTS, FLOAT_DTYPES, OTHER_DTYPES, SEQUENCE_KEYWORDS, meaning, numpy as numpy_dialect, split_spelling)
 from gradcli.language.lower.values import (
-    NONE, AtIndexed, AtRef, Closure, IndexTrick, Literal, NumberPolicy, Scope, ShapeAlone, Text, TupleValue)
+    NONE, AtIndexed, AtRef, Closure, IndexTrick, Literal, NumberPolicy, Scope, Text, TupleValue)
 from gradcli.language.lower.transforms import (
     _FINISH, FUNCTION_VALUES, GRADIENT_CALLS, DictValue, FunctionRef, Tape, TapeRecording, printed_text)
 from gradcli.ops import OPS
-from gradcli.ir import Equation, Graph
+from gradcli.ir import Equation, Graph, ShapeOnly
 
 _EVAL, _APPLY, _BIND, _DISCARD, _UNPACK, _DEFINE, _CHOOSE = range(7)
 _STATEMENT, _SET, _FLOW = 8, 9, 10  # (7 is statements._FINISH)
@@ -151,7 +151,7 @@ class Interpreter:
             return graph.inputs[name]
         if name in self.feeds:
             value = self.feeds[name]
-            if isinstance(value, ShapeAlone):
+            if isinstance(value, ShapeOnly) and not value.later:
                 return symbol(self, name, pos, value)
         elif default is not None:
             value = default.value
@@ -427,7 +427,7 @@ class Interpreter:
 
 
 
-def symbol(lowering: Interpreter, name: str, pos: Pos, given: ShapeAlone | None) -> int:
+def symbol(lowering: Interpreter, name: str, pos: Pos, given: ShapeOnly | None) -> int:
     """An input without values, what `derive` prints as a free name (`symbols`; refused otherwise):
     of the shape `given`, or where none is a number, remembered as such (gradcli.ir.Graph.unshaped)."""
     if given is not None and not lowering.symbols:

@@ -31,21 +31,6 @@ class NumberPolicy:
         return float(value) if value.ndim == 0 else None
 
 
-class ShapeAlone(ValueRecord):
-    """An input given a dtype and a shape but no values (`--set 'x=float64[3]'`): enough for what
-    reads only shapes (`derive`, `graph`), refused by what computes numbers."""
-
-    __slots__ = _fields = ("dtype", "shape")
-    dtype: str
-    shape: tuple
-
-    def __init__(self, dtype: str, shape: tuple):
-        self.dtype, self.shape = dtype, tuple(shape)
-
-    def __str__(self) -> str:
-        return f"{self.dtype}[{', '.join(map(str, self.shape))}]"
-
-
 class Literal(ValueRecord):
     """A constant not yet placed in the graph: `[1, 2]`, `-3`, `pi`. At top level it makes an
     input with a default; as a static argument (`axis=0`) it is read directly."""
