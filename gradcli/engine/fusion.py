@@ -413,7 +413,7 @@ def _chunk_work(steps, flat, full, out_flat, n, size, watched_facts, leaf_facts,
     return work
 
 
-_POOL: list = []  # [(the process id, a thread pool)]: made once, again after a fork
+_POOL: list = []  # [(the process id, its size, a thread pool)]: made once, again after a fork or to grow
 
 
 def _run_chunks(work, count: int, workers: int, buffers) -> None:
@@ -429,8 +429,9 @@ def _run_chunks(work, count: int, workers: int, buffers) -> None:
     import numpy as np
     from concurrent.futures import ThreadPoolExecutor
 
-    if not _POOL or _POOL[0][0] != os.getpid() or _POOL[0][1]._max_workers < workers - 1:
-        _POOL[:] = [(os.getpid(), ThreadPoolExecutor(max_workers=workers - 1, thread_name_prefix="gradcli-chunks"))]
+    if not _POOL or _POOL[0][0] != os.getpid() or _POOL[0][1] < workers - 1:
+        _POOL[:] = [(os.getpid(), workers - 1,
+                     ThreadPoolExecutor(max_workers=workers - 1, thread_name_prefix="gradcli-chunks"))]
     counter = itertools.count()
     errors = np.geterr()
 
@@ -440,7 +441,7 @@ def _run_chunks(work, count: int, workers: int, buffers) -> None:
             while (c := next(counter)) < count:
                 work(c, bufs)
 
-    helpers = [_POOL[0][1].submit(take) for _ in range(workers - 1)]
+    helpers = [_POOL[0][2].submit(take) for _ in range(workers - 1)]
     try:
         take()
     finally:
