@@ -140,6 +140,11 @@ def plan(graph, order, last_use, keep, overrides, backend) -> tuple[dict[int, Ch
                     chain.leaves.append(j)
                     if last_use[j] < r:  # (ids are in evaluation order)
                         last_use[j] = r
+    for i in order:  # a large elementwise op on its own: a chain of one (its chunks on the threads)
+        eq = equations[i]
+        if (i not in chains and i not in inlined and i not in overrides and eq.inputs
+                and _elementwise(graph, i, shapes)):
+            chains[i] = Chain(i, [i], list(dict.fromkeys(eq.inputs)))
     for q in order:  # a sum of a chain's root: taken in the chain's pass, not one of its own
         eq = equations[q]
         if (q not in overrides and len(eq.inputs) == 1 and eq.inputs[0] in chains
