@@ -230,7 +230,7 @@ def evaluate(chain: Chain, graph, env: dict, dtype, out, check, overrides, rerun
         if not check.origins.keys().isdisjoint(chain.leaves):
             return _unfused(chain, graph, env, dtype, check)  # non-finite numbers come in: the careful path
         watched, speculative = _watch(chain, graph, check, leaves, reducing)
-    n = math.prod(shapes[chain.leaves[0]] if len(chain.members) == 1 and reducing else shapes[chain.members[0]])
+    n = _elements(chain, shapes, reducing)
     if not reducing and out is None:
         out = np.empty(shapes[root], dtype=dtype)
     steps, slots, last = _schedule(chain, equations, reducing, watched)
@@ -254,7 +254,7 @@ def evaluate(chain: Chain, graph, env: dict, dtype, out, check, overrides, rerun
                        None if reducing else out.reshape(-1), n, size, [facts[k] if k in facts else None for k in watched],
                        leaf_facts, (getattr(np, root_op.reduce_ufunc).reduce, last, partials) if reducing else None,
                        [(ride, parts) for _, ride, parts in riders])
-    workers = max(1, min(threads, count, SCRATCH_CHUNKS // slots if slots else threads))
+    workers = _workers(threads, count, slots)
     _run_chunks(work, count, workers, lambda: [np.empty(size, dtype=dtype) for _ in range(slots)])
     if reducing:
         value = np.asarray(partials[0] if count == 1 else getattr(np, root_op.reduce_ufunc).reduce(partials),
@@ -454,9 +454,32 @@ def _run_chunks(work, count: int, workers: int, buffers) -> None:
             h.result()
 
 
-def scratch_bytes(threads: int) -> int:
-    """The chunk buffers the fused chains may hold at once on `threads` threads (the memory guard's)."""
-    return max(1, threads) * SCRATCH_CHUNKS * CHUNK_BYTES
+def _elements(chain: Chain, shapes, reducing) -> int:
+    """How many elements the chain's chunks cut (its reduced leaf's, for a reduction alone)."""
+    return math.prod(shapes[chain.leaves[0]] if len(chain.members) == 1 and reducing else shapes[chain.members[0]])
+
+
+def _workers(threads: int, count: int, slots: int) -> int:
+    """The threads computing a chain's `count` chunks: no more than there are chunks, nor than
+    hold SCRATCH_CHUNKS buffers each."""
+    return max(1, min(threads, count, SCRATCH_CHUNKS // slots if slots else threads))
+
+
+def scratch_bytes(chains: dict, graph, dtype, threads: int) -> int:
+    """The most that one chain's chunk buffers take at once, a set per thread computing its chunks
+    (what the memory guard, gradcli/engine/memory.py, counts beside the values)."""
+    import numpy as np
+
+    itemsize = np.dtype(dtype).itemsize
+    size = max(1, CHUNK_BYTES // itemsize)
+    most = 0
+    for chain in chains.values():
+        if chain.rides_on is None:
+            reducing = graph.equations[chain.root].op.ufunc is None
+            slots = _schedule(chain, graph.equations, reducing, [])[1]
+            n = _elements(chain, graph.shapes, reducing)
+            most = max(most, _workers(threads, -(-n // size), slots) * slots * min(size, n) * itemsize)
+    return most
 
 
 def _unfused(chain: Chain, graph, env: dict, dtype, check, leaves_checked: bool = False):

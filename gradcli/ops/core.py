@@ -310,8 +310,9 @@ def _bound_of_square(bounds, shapes, shape, args):
 
 
 def _bound_of_exp(bounds, shapes, shape, args):
-    # |exp(x)| <= exp(max|x|), with room for the rounding of exp in float32; none near the range's end
-    return math.exp(bounds[0]) * (1 + 1e-6) if bounds[0] < 700 else None
+    # |exp(x)| <= exp(max|x|), with room for exp's rounding in any dtype (float16's 5e-4 included);
+    # none near the end of float64's range
+    return math.exp(bounds[0]) * 1.01 if bounds[0] < 700 else None
 
 
 def _bound_of_quotient(bounds, shapes, shape, args):

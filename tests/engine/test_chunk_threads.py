@@ -168,7 +168,24 @@ def test_worker_threads_keep_the_callers_floating_point_error_state():
 
 
 def test_the_memory_guard_counts_each_threads_chunk_buffers():
-    graph = api.compile_program("y = sum(exp(x))\n", "<test>", {"x": np.ones(N)})
-    assert chunk_buffers(graph, backend(2)) == 2 * chunk_buffers(graph, backend(1)) > 0
-    small = api.compile_program("y = sum(exp(x))\n", "<test>", {"x": np.ones(10)})
-    assert chunk_buffers(small, backend(2)) == 0  # nothing is fused: no chunk buffers
+    program = "y = sum(exp(x) * sin(x))\n"  # two chunk buffers (exp's, sin's) before the product
+    graph = api.compile_program(program, "<test>", {"x": np.ones(N)})
+    fetch = [graph.names["y"]]
+    assert chunk_buffers(graph, fetch, "float64", backend(1)) == 2 * fusion.CHUNK_BYTES
+    assert chunk_buffers(graph, fetch, "float64", backend(2)) == 2 * 2 * fusion.CHUNK_BYTES
+    small = api.compile_program(program, "<test>", {"x": np.ones(10)})
+    assert chunk_buffers(small, [small.names["y"]], "float64", backend(2)) == 0  # nothing fused
+    alone = api.compile_program("y = x * 2.0\n", "<test>", {"x": np.ones(N)})
+    assert chunk_buffers(alone, [alone.names["y"]], "float64", backend(2)) == 0  # written into its output
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16"])
+def test_the_bound_of_exp_holds_for_numpys_exp(dtype):
+    # what lets exp(x - max(x)) be proven finite without a look at it: |exp(x)| <= rule(max|x|)
+    from gradcli.ops import OPS
+    rule = OPS["exp"].bound
+    top = {"float64": 699.0, "float32": 88.0, "float16": 11.0}[dtype]
+    for bound in (0.0, 1e-3, 0.5, 1.0, 10.0, top):
+        x = np.linspace(-bound, bound, 20001).astype(dtype)
+        assert float(np.max(np.exp(x))) <= rule([float(np.max(np.abs(x)))], [x.shape], x.shape, None)
+    assert rule([701.0], [()], (), None) is None  # near the end of float64's range: no bound claimed
