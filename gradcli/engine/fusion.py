@@ -439,19 +439,24 @@ def _run_chunks(work, count: int, workers: int, buffers) -> None:
                      ThreadPoolExecutor(max_workers=workers - 1, thread_name_prefix="gradcli-chunks"))]
     counter = itertools.count()
     errors = np.geterr()
+    stopped: list[bool] = []  # a thread failed (an interrupt, no memory): the others stop too
 
     def take():
-        bufs = buffers()
-        with np.errstate(**errors):
-            while (c := next(counter)) < count:
-                work(c, bufs)
+        try:
+            bufs = buffers()
+            with np.errstate(**errors):
+                while not stopped and (c := next(counter)) < count:
+                    work(c, bufs)
+        except BaseException:
+            stopped.append(True)
+            raise
 
     helpers = [_POOL[0][2].submit(take) for _ in range(workers - 1)]
     try:
         take()
     finally:
         for h in helpers:
-            h.result()
+            h.result()  # (a helper's error raised here, once every helper is done)
 
 
 def _elements(chain: Chain, shapes, reducing) -> int:

@@ -189,3 +189,17 @@ def test_the_bound_of_exp_holds_for_numpys_exp(dtype):
         x = np.linspace(-bound, bound, 20001).astype(dtype)
         assert float(np.max(np.exp(x))) <= rule([float(np.max(np.abs(x)))], [x.shape], x.shape, None)
     assert rule([701.0], [()], (), None) is None  # near the end of float64's range: no bound claimed
+
+
+@pytest.mark.parametrize("failing", [0, 7])  # one in this thread, then one anywhere
+def test_a_failure_in_any_chunk_ends_the_pass_with_its_error(failing):
+    done = []
+
+    def work(c, buffers):
+        if c == failing:
+            raise MemoryError
+        done.append(c)
+
+    with pytest.raises(MemoryError):
+        fusion._run_chunks(work, 10_000, 2, list)
+    assert len(done) < 9_999  # the other thread stopped too
