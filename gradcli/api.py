@@ -250,7 +250,7 @@ def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str,
         else:
             host = {k: np.asarray(chosen.to_host(values[j])) for k, j in fetch.items()}
     graph.check_assertions({j: chosen.to_host(values[j]) for j, _, _ in graph.assertions})
-    diagnostics = checker.finish(fetch)
+    diagnostics = checker.finish(fetch, None if chosen.lazy else host, overrides)
     for message, pos, *kind in graph.warnings:  # (message, pos) or (message, pos, kind, op)
         kind, op = kind or ("unused_input", "input")
         diagnostics.insert(0, Diagnostic("warning", kind, op, message, None, pos))

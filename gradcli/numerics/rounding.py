@@ -1,0 +1,161 @@
+"""What a run in half precision (float16, bfloat16: numerics/formats.py) loses, said in the
+format's own terms and measured against a float64 run of the same program:
+
+- `gradient_underflow` (and `value_underflow` for an output): elements that are 0 in the half run
+  where float64 gives a nonzero number (below the format's smallest subnormal, they round to 0),
+  and those that fell into the subnormal range, where they keep fewer significant bits;
+- `precision_loss`: a sum (any op whose hint `accumulates`: sum, mean, cumsum, matmul, dot, ...)
+  whose own additions, each rounded to the format, lose more than the format's epsilon.
+
+The overflow of a half run is a real infinity, found where it is made by the usual checks
+(diagnostics.py), which speak of the format's largest number.
+
+Cost: an accumulating op's result is compared, when it is made, with the same op computed in
+float64 on the same (rounded) inputs, which separates its own rounding from what its inputs
+already lost; at the end, the program is evaluated once more in float64 for the values fetched
+and the sums that lost digits. Neither happens unless the format is half.
+"""
+from __future__ import annotations
+
+import numpy
+
+from gradcli.engine.evaluate import run
+from gradcli.errors import GradcliError
+from gradcli.numerics.formats import Format, digits
+from gradcli.numerics.hints import hints_of
+
+# a result rounded once to the format is within half its epsilon: an accumulating op whose own
+# error passes the whole epsilon lost digits in its additions
+OWN_ERROR_IN_EPS = 1.0
+
+
+class _Accumulated:
+    """One accumulating op's result, noted when it was made."""
+
+    __slots__ = ("value", "terms", "own")
+
+    def __init__(self, value, terms: int, own: float):
+        self.value, self.terms, self.own = value, terms, own
+
+
+def _relative_error(value, reference) -> float:
+    """||value - reference|| / ||reference|| in float64 (0 where both are 0)."""
+    v = numpy.asarray(value, dtype=numpy.float64)
+    r = numpy.asarray(reference, dtype=numpy.float64)
+    scale = float(numpy.linalg.norm(r.reshape(-1)))
+    gap = float(numpy.linalg.norm((v - r).reshape(-1)))
+    if scale == 0.0:
+        return 0.0 if gap == 0.0 else float("inf")
+    return gap / scale
+
+
+class Rounding:
+    """What the half format loses (the module's doc), for the checker of a half run
+    (diagnostics.HalfPrecisionChecker): `see` each equation, then `diagnostics` at the end, as
+    the keyword arguments of each Diagnostic."""
+
+    def __init__(self, graph, fmt: Format, xp, to_host):
+        self.graph, self.format, self.dtype, self.xp, self._host = graph, fmt, fmt.name, xp, to_host
+        self.accumulated: dict[int, _Accumulated] = {}
+
+    def see(self, i, eq, value, args) -> None:
+        """Called with each equation's result (args None: not noted)."""
+        if args is not None and eq.backward is None and value.size:
+            terms_of = hints_of(eq.op).accumulates
+            if terms_of is not None:
+                self._note_accumulation(i, eq, value, args, terms_of)
+
+    def _note_accumulation(self, i, eq, value, args, terms_of) -> None:
+        terms = int(terms_of(args, eq.params))
+        if terms < 2:
+            return
+        host = self._host(value)
+        if not bool(numpy.all(numpy.isfinite(host))):
+            return  # (an overflow: said where it was made)
+        wide = [numpy.asarray(self._host(a), dtype=numpy.float64) for a in args]
+        with numpy.errstate(all="ignore"):
+            exact = eq.op.forward(numpy, *wide, **eq.params)
+        own = _relative_error(host, exact)
+        if own > OWN_ERROR_IN_EPS * self.format.eps:
+            self.accumulated[i] = _Accumulated(numpy.asarray(host, dtype=numpy.float64), terms, own)
+
+    def diagnostics(self, outputs: dict[str, int], values: dict, overrides: dict | None, carrying) -> list[dict]:
+        """Given the fetched `values` (host arrays by name), the underflows of the values fetched
+        and the sums that lost digits, against float64; `carrying`: the values that carry an
+        overflow's infinity or NaN (its zeros are the overflow's, said there)."""
+        found: list[dict] = []
+        wanted = [j for k, j in outputs.items() if values.get(k) is not None] + list(self.accumulated)
+        try:
+            with numpy.errstate(all="ignore"):
+                reference = run(self.graph, list(dict.fromkeys(wanted)), dtype="float64", xp=self.xp,
+                                overrides=overrides)
+        except (GradcliError, MemoryError) as err:
+            why = getattr(err, "message", None) or "not enough memory"
+            return [dict(severity="info", kind="precision_unmeasured", op="program",
+                         message=f"what {self.dtype} loses was not measured: the float64 run of the program that "
+                                 f"measures it failed ({why})")]
+        reference = {j: numpy.asarray(self._host(v), dtype=numpy.float64) for j, v in reference.items()}
+        found += self._precision_losses(reference)
+        ys = [k for k in outputs if not k.startswith("\0")]
+        for name, j in outputs.items():
+            value = values.get(name)
+            if value is not None and j not in carrying:  # (one carrying an overflow's NaN: said there)
+                found += self._underflows(name, j, numpy.asarray(value), reference[j], ys)
+        return found
+
+    def _precision_losses(self, reference: dict) -> list[dict]:
+        found = []
+        for i, noted in self.accumulated.items():
+            eq = self.graph.equations[i]
+            total = _relative_error(noted.value, reference[i])
+            found.append(dict(
+                severity="warning", kind="precision_loss", op=eq.label, message=f"this {eq.label} of {noted.terms} {self.dtype} terms has a relative error of {digits(total)} against "
+                f"float64; {digits(noted.own)} of it is its own rounding (each addition rounded to {self.dtype}, "
+                f"whose epsilon is {digits(self.format.eps)})",
+                suggestion="accumulate in float32 (--accumulate float32, as PyTorch's autocast and XLA do), or "
+                           "compute it in float32", pos=eq.pos, stack=eq.stack, count=noted.terms, value_id=i))
+        return found
+
+    def _underflows(self, name: str, j: int, value, reference, ys: list[str]) -> list[dict]:
+        """Elements of a fetched value that are 0 where float64 gives a nonzero number, and those
+        that are subnormal in the format."""
+        fmt, dtype = self.format, self.dtype
+        v = numpy.asarray(value, dtype=numpy.float64)
+        if v.shape != reference.shape:
+            return []
+        gradient = name.startswith("\0")
+        label = (f"d {ys[0]}/d {name[1:]}" if len(ys) == 1 else f"d/d {name[1:]}") if gradient else name
+        kind = "gradient_underflow" if gradient else "value_underflow"
+        size = v.size
+        lost = (v == 0) & (reference != 0) & numpy.isfinite(reference)
+        magnitude = numpy.abs(v)
+        subnormal = (magnitude > 0) & (magnitude < fmt.smallest_normal) & numpy.isfinite(v)
+        zeros, smalls = int(numpy.count_nonzero(lost)), int(numpy.count_nonzero(subnormal))
+        if not zeros and not smalls:
+            return []
+        eq = self.graph.equations[j]
+        of = f"{size} element{'s' * (size != 1)}"
+        if zeros:
+            below = float(numpy.max(numpy.abs(reference[lost])))
+            if below < fmt.smallest_subnormal:
+                said = (f"{zeros} of {of} {'are' if zeros != 1 else 'is'} below {dtype}'s smallest subnormal "
+                        f"({fmt.smallest_subnormal:.3g}) and became 0 (float64 gives "
+                        f"{'them, up to ' if zeros != 1 else ''}{below:.3g})")
+            else:
+                said = (f"{zeros} of {of} became 0 in {dtype} where float64 gives them nonzero (up to {below:.3g}): "
+                        f"a value they are made from underflowed")
+        else:
+            said = ""
+        if smalls:
+            error = _relative_error(v[subnormal], reference[subnormal])
+            said += ("; " if said else f"{smalls} of {of} ") + (f"{smalls} more " if zeros else "") + (
+                f"{'are' if smalls != 1 else 'is'} subnormal in {dtype} (below {fmt.smallest_normal:.3g}), with fewer "
+                f"significant bits: a relative error of {digits(error)} against float64")
+        if gradient:
+            remedy = ("scale the loss so that the gradients stay in the normal range (multiply the output's "
+                      "gradient by a power of two, and divide the gradients back in float32)")
+        else:
+            remedy = f"rescale the value, or compute it in a format with a wider range than {dtype}"
+        return [dict(severity="warning" if zeros else "info", kind=kind, op=label, message=f"{label}: {said}",
+                     suggestion=remedy, pos=eq.pos, stack=eq.stack, count=zeros or smalls, value_id=j)]
+

@@ -1,0 +1,156 @@
+"""Diagnostics in half precision (docs/diagnostics.md, "Half precision"): overflow and headroom at
+the format's own thresholds, gradients and outputs that underflow to 0 or into the subnormal
+range, sums that lose their digits, and fixes proven in the format the program runs in. Every
+expected number is worked out by hand from the formats' definitions (IEEE binary16: 5 exponent
+bits, 10 fraction bits; bfloat16: float32's 8 exponent bits, 7 fraction bits)."""
+import math
+
+import numpy as np
+import pytest
+
+from gradcli import api
+from gradcli.numerics.diagnostics import HalfPrecisionChecker, NumericsChecker
+from gradcli.numerics.exactness import judge
+from gradcli.numerics.formats import format_of
+
+FLOAT16_MAX = (2 - 2**-10) * 2**15            # 65504
+BFLOAT16_MAX = (2 - 2**-7) * 2**127           # 3.3895e38
+
+
+def kinds(diags, kind):
+    return [d for d in diags if d.kind == kind]
+
+
+def only(diags, kind):
+    found = kinds(diags, kind)
+    assert len(found) == 1, [(d.kind, d.message) for d in diags]
+    return found[0]
+
+
+def test_the_formats_facts_are_their_definitions():
+    f16 = format_of("float16")
+    assert (f16.largest, f16.smallest_normal, f16.smallest_subnormal, f16.eps) == (
+        FLOAT16_MAX, 2**-14, 2**-24, 2**-10)
+    bf16 = format_of("bfloat16")
+    assert (bf16.largest, bf16.smallest_normal, bf16.smallest_subnormal, bf16.eps) == (
+        BFLOAT16_MAX, 2**-126, 2**-133, 2**-7)
+    assert f16.half and bf16.half and not format_of("float32").half
+
+
+@pytest.mark.parametrize("dtype,x,limit", [("float16", 12.0, math.log(FLOAT16_MAX)),
+                                            ("bfloat16", 89.0, math.log(BFLOAT16_MAX))])
+def test_exp_overflows_at_the_format_s_own_threshold(dtype, x, limit):
+    assert f"{limit:.2f}" == {"float16": "11.09", "bfloat16": "88.72"}[dtype]
+    result = api.evaluate("y = exp(x)", feeds={"x": x}, dtype=dtype)
+    assert np.isinf(result.outputs["y"])
+    d = only(result.diagnostics, "overflow")
+    assert (d.op, d.pos.line, d.pos.column, d.count) == ("exp", 1, 5, 1)
+    assert f"its argument reaches {x:g}, and exp overflows {dtype} above {limit:.2f}" in d.message
+    assert d.reaches == ["y"]
+
+
+def test_the_gradient_of_an_overflow_in_float16_names_the_threshold_too():
+    result = api.grad("y = exp(x)", wrt="x", feeds={"x": 12.0}, dtype="float16")
+    d = only(result.diagnostics, "overflow")
+    assert "exp overflows float16 above 11.09" in d.message and set(d.reaches) == {"y", "d/dx"}
+
+
+def test_headroom_in_float16_names_the_largest_number_and_the_op_s_threshold():
+    # exp(10.5) = 36315.5, which float16 rounds to 36320 (its spacing there is 32): 65504 / 36320 = 1.80
+    d = only(api.evaluate("y = exp(x)", feeds={"x": 10.5}, dtype="float16").diagnostics, "headroom")
+    assert d.message == ("exp reaches 3.632e+04, within a factor of 1.8 of the largest float16 (6.55e+04): "
+                         "a little more overflows (exp overflows float16 above 11.09)")
+    # the note starts at 65504 / 64 = 1023.5: exp(6.9) = 992 gets none, exp(7) = 1097 gets it
+    assert not kinds(api.evaluate("y = exp(x)", feeds={"x": 6.9}, dtype="float16").diagnostics, "headroom")
+    assert kinds(api.evaluate("y = exp(x)", feeds={"x": 7.0}, dtype="float16").diagnostics, "headroom")
+
+
+def test_a_gradient_of_1e_9_underflows_to_0_in_float16_and_is_counted():
+    # d(x * 1e-9)/dx = 1e-9, below float16's smallest subnormal 2**-24 = 5.96e-8 (half of it rounds to 0)
+    result = api.grad("y = x * 1e-9", wrt="x", feeds={"x": 1.0}, dtype="float16")
+    assert float(result.gradients["x"]) == 0.0
+    d = only(result.diagnostics, "gradient_underflow")
+    assert d.severity == "warning" and d.count == 1 and (d.pos.line, d.pos.column) == (1, 7)  # the *
+    assert d.message == ("d y/d x: 1 of 1 element is below float16's smallest subnormal (5.96e-08) and became 0 "
+                         "(float64 gives 1e-09)")
+    assert "scale the loss" in d.suggestion
+    assert only(result.diagnostics, "value_underflow").message.startswith("y: 1 of 1 element is below")
+
+
+def test_312_of_1000_gradient_elements_underflow():
+    w = np.ones(1000)
+    w[::3][:312] = 1e-9       # 312 elements whose gradient is 1e-9; the rest are 1 (a normal float16)
+    result = api.grad("y = sum(w * x)", wrt="x", feeds={"x": np.full(1000, 0.5), "w": w}, dtype="float16")
+    assert int(np.count_nonzero(result.gradients["x"] == 0)) == 312
+    d = only(result.diagnostics, "gradient_underflow")
+    assert d.count == 312
+    assert d.message.startswith("d y/d x: 312 of 1000 elements are below float16's smallest subnormal (5.96e-08) "
+                                "and became 0")
+    assert not kinds(result.diagnostics, "value_underflow")  # y = 688 * 0.5 + tiny: a normal float16
+
+
+def test_subnormal_gradients_are_counted_with_their_lost_digits():
+    # 1e-6 is subnormal in float16 (below 2**-14 = 6.1e-5): it is 17 steps of 2**-24 = 1.0133e-6,
+    # a relative error of 1.3e-2, where a normal float16 is within 2**-11 = 4.9e-4
+    result = api.grad("y = sum(w * x)", wrt="x", feeds={"x": [1.0, 1.0], "w": [1e-6, 1.0]}, dtype="float16")
+    d = only(result.diagnostics, "gradient_underflow")
+    expected = abs(17 * 2**-24 - 1e-6) / 1e-6
+    assert f"{expected:.2g}" == "0.013"
+    assert d.severity == "info" and d.count == 1
+    assert d.message == ("d y/d x: 1 of 2 elements is subnormal in float16 (below 6.1e-05), with fewer significant "
+                         "bits: a relative error of 0.013 against float64")
+
+
+def test_bfloat16_keeps_float32_s_range_so_1e_9_does_not_underflow():
+    result = api.grad("y = x * 1e-9", wrt="x", feeds={"x": 1.0}, dtype="bfloat16")
+    assert float(result.gradients["x"]) != 0.0 and not kinds(result.diagnostics, "gradient_underflow")
+
+
+def test_an_overflow_s_zeros_are_not_called_an_underflow():
+    # exp(12) = inf in float16: the softmax's other elements are x / inf = 0, said by the overflow
+    result = api.evaluate("y = exp(x) / sum(exp(x))", feeds={"x": [10.0, 11.0, 12.0]}, dtype="float16")
+    assert kinds(result.diagnostics, "overflow") and not kinds(result.diagnostics, "value_underflow")
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_float64_and_float32_get_none_of_it(dtype):
+    graph = api.compile_program("y = x", feeds={"x": 1.0})
+    assert type(NumericsChecker(graph, np, dtype)) is NumericsChecker
+    assert type(NumericsChecker(graph, np, "float16")) is HalfPrecisionChecker
+    diags = api.grad("y = sum(w * x)", wrt="x", feeds={"x": [1.0], "w": [1e-300 if dtype == "float64" else 1e-40]},
+                     dtype=dtype).diagnostics
+    assert not [d for d in diags if d.kind in ("gradient_underflow", "value_underflow", "precision_loss")]
+
+
+def test_a_fix_is_proven_in_float16():
+    # exp(12) overflows float16; the shifted softmax is finite there, and within float16's rounding
+    # of the exact numbers (0.0900, 0.2447, 0.6652)
+    d = only(api.evaluate("y = exp(x) / sum(exp(x))", feeds={"x": [10.0, 11.0, 12.0]}, dtype="float16").diagnostics,
+             "overflow")
+    assert d.fix is not None and d.fix_json["verified"] is True
+    fixed = api.evaluate(d.fix.apply("y = exp(x) / sum(exp(x))"), feeds={"x": [10.0, 11.0, 12.0]}, dtype="float16")
+    np.testing.assert_allclose(fixed.outputs["y"].astype(np.float64), [0.0900306, 0.2447285, 0.6652410],
+                               rtol=2**-10)
+
+
+class _Exact:
+    def __init__(self, numbers):
+        self.numbers = numbers
+
+    def of(self, key):
+        return self.numbers.get(key)
+
+
+def test_a_rewrite_finite_in_float64_but_not_in_float16_is_not_proven():
+    # the rewrite leaves inf where the exact value is 30000, a float16 number: refused, and why
+    original = {"value y": np.array([np.nan, 1.0], dtype=np.float16)}
+    rewritten = {"value y": np.array([np.inf, 1.0], dtype=np.float16)}
+    exact = _Exact({"value y": np.array([30000.0, 1.0])})
+    verdict = judge(original, rewritten, exact, "float16", identities=True)
+    assert not verdict.ok
+    assert verdict.why == ("it gives inf at y[0] in float16, where the exact value is 30000, within float16's range: "
+                           "it would be finite in float64, not in float16, the format the program runs in")
+    # past float16's largest (65504), no form can hold it: not held against the rewrite
+    assert judge(original, rewritten, _Exact({"value y": np.array([80000.0, 1.0])}), "float16", identities=True).ok
+    # float64's judgement is as it was: an element left not finite is not judged there
+    assert judge({"value y": np.array([np.nan, 1.0])}, {"value y": np.array([np.inf, 1.0])}, exact, "float64").ok
