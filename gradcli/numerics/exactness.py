@@ -15,7 +15,8 @@ from gradcli.engine.evaluate import needed_equations
 from gradcli.engine.memory import check_memory
 from gradcli.errors import GradcliError
 from gradcli.ir import Graph
-from gradcli.numerics.formats import format_of, numpy_dtype
+from gradcli.dtypes import numpy_dtype
+from gradcli.numerics.formats import format_of
 from gradcli.ops.table import NO_GRADIENT, DataError
 
 

@@ -1,19 +1,14 @@
-"""The floating-point formats a program can run in, as the diagnostics speak of them: the largest
-finite number, the smallest normal and subnormal numbers, the machine epsilon, and how close to
-the largest number a value must come before the headroom note is given.
-
-NumPy knows float64, float32 and float16; bfloat16 and the float8 formats are ml_dtypes' (the
-library JAX uses), imported only when one of them is named, so that start-up never loads it.
+"""The floating-point formats a program can run in, as the diagnostics speak of them: the facts
+of gradcli/dtypes.py (the largest finite number, the smallest normal and subnormal numbers, the
+machine epsilon), and how close to the largest number a value must come before the headroom
+note is given.
 """
 from __future__ import annotations
 
 import math
 
-import numpy
-
+from gradcli.dtypes import HALF, finfo
 from gradcli.records import ValueRecord
-
-HALF = ("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")  # formats narrower than float32
 
 # "close to overflowing": within this factor of the largest number. float16's range is so short
 # (65504) that float32's factor would flag every value above 65; past 1024 (2**10) it takes a
@@ -45,29 +40,13 @@ class Format(ValueRecord):
 _KNOWN: dict[str, Format] = {}
 
 
-def numpy_dtype(name: str):
-    """The NumPy dtype of a format's name (ml_dtypes' for bfloat16 and the float8 formats)."""
-    if name in ("float64", "float32", "float16"):
-        return numpy.dtype(name)
-    import ml_dtypes  # only for a format NumPy lacks: never at start-up
-    return numpy.dtype(getattr(ml_dtypes, name))
-
-
 def format_of(name) -> Format:
     """The facts of the format `name` (a dtype's name, or a dtype)."""
     name = getattr(name, "name", None) or str(name)
     found = _KNOWN.get(name)
     if found is None:
-        dtype = numpy_dtype(name)
-        if name in ("float64", "float32", "float16"):
-            info = numpy.finfo(dtype)
-        else:
-            import ml_dtypes
-            info = ml_dtypes.finfo(dtype)
-        smallest_subnormal = float(getattr(info, "smallest_subnormal", 0.0) or 0.0)
-        if not smallest_subnormal:  # (an older finfo: the smallest subnormal is tiny * eps)
-            smallest_subnormal = float(info.tiny) * float(info.eps)
-        found = _KNOWN[name] = Format(name, float(info.max), float(info.tiny), smallest_subnormal, float(info.eps),
+        facts = finfo(name)
+        found = _KNOWN[name] = Format(name, facts.max, facts.tiny, facts.smallest_subnormal, facts.eps,
                                       _HEADROOM_FACTORS.get(name, HEADROOM_FACTOR))
     return found
 
