@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy
 
 from gradcli.engine.evaluate import run
+from gradcli.engine.memory import check_memory
 from gradcli.errors import GradcliError
 from gradcli.numerics.formats import Format, digits
 from gradcli.numerics.hints import hints_of
@@ -85,13 +86,16 @@ class Rounding:
         and the sums that lost digits, against float64; `carrying`: the values that carry an
         overflow's infinity or NaN (its zeros are the overflow's, said there)."""
         found: list[dict] = []
-        wanted = [j for k, j in outputs.items() if values.get(k) is not None] + list(self.accumulated)
+        wanted = list(dict.fromkeys([j for k, j in outputs.items() if values.get(k) is not None]
+                                    + list(self.accumulated)))
         try:
+            # (within the default memory limit: a float64 run holds four times a float16 one's bytes)
+            check_memory(self.graph, wanted, "float64", text=False)
             with numpy.errstate(all="ignore"):
-                reference = run(self.graph, list(dict.fromkeys(wanted)), dtype="float64", xp=self.xp,
-                                overrides=overrides)
+                reference = run(self.graph, wanted, dtype="float64", xp=self.xp, overrides=overrides)
         except (GradcliError, MemoryError) as err:
-            why = getattr(err, "message", None) or "not enough memory"
+            why = "it needs more memory than is allowed" if isinstance(err, MemoryError) or \
+                getattr(err, "option", None) == "max_memory" else err.message
             return [dict(severity="info", kind="precision_unmeasured", op="program",
                          message=f"what {self.dtype} loses was not measured: the float64 run of the program that "
                                  f"measures it failed ({why})")]
@@ -100,7 +104,8 @@ class Rounding:
         ys = [k for k in outputs if not k.startswith("\0")]
         for name, j in outputs.items():
             value = values.get(name)
-            if value is not None and j not in carrying:  # (one carrying an overflow's NaN: said there)
+            # (one carrying an overflow's NaN, or a sum that lost its digits: said there)
+            if value is not None and j not in carrying and j not in self.accumulated:
                 found += self._underflows(name, j, numpy.asarray(value), reference[j], ys)
         return found
 
@@ -143,8 +148,9 @@ class Rounding:
                         f"({fmt.smallest_subnormal:.3g}) and became 0 (float64 gives "
                         f"{'them, up to ' if zeros != 1 else ''}{below:.3g})")
             else:
-                said = (f"{zeros} of {of} became 0 in {dtype} where float64 gives them nonzero (up to {below:.3g}): "
-                        f"a value they are made from underflowed")
+                said = (f"{zeros} of {of} became 0 in {dtype} where float64 gives "
+                        f"{'them nonzero (up to ' if zeros != 1 else 'it nonzero ('}{below:.3g}): a value "
+                        f"{'they are' if zeros != 1 else 'it is'} made from underflowed or lost its digits")
         else:
             said = ""
         if smalls:

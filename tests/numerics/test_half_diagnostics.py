@@ -154,3 +154,69 @@ def test_a_rewrite_finite_in_float64_but_not_in_float16_is_not_proven():
     assert judge(original, rewritten, _Exact({"value y": np.array([80000.0, 1.0])}), "float16", identities=True).ok
     # float64's judgement is as it was: an element left not finite is not judged there
     assert judge({"value y": np.array([np.nan, 1.0])}, {"value y": np.array([np.inf, 1.0])}, exact, "float64").ok
+
+
+def test_a_bfloat16_running_sum_where_every_addition_after_the_first_rounds_away():
+    # 1, then 999 terms of 2**-9: in bfloat16 (7 fraction bits) 1 + 2**-9 is below half the spacing
+    # 2**-7 above 1, so a running sum accumulated in bfloat16 stays 1 at every element; float64
+    # gives c_k = 1 + k 2**-9. Normwise: sqrt(sum (k 2**-9)**2) / sqrt(sum (1 + k 2**-9)**2), k < 1000
+    x = [1.0] + [2.0**-9] * 999
+    n = 1000
+    squares = n * (n - 1) * (2 * n - 1) / 6          # sum of k**2
+    error = math.sqrt(squares * 2.0**-18) / math.sqrt(n + 2 * 2.0**-9 * n * (n - 1) / 2 + squares * 2.0**-18)
+    assert f"{error:.2g}" == "0.55"
+    result = api.evaluate("y = cumsum(x)", feeds={"x": x}, dtype="bfloat16", accumulate="same")
+    assert np.all(result.outputs["y"].astype(np.float64) == 1.0)
+    d = only(result.diagnostics, "precision_loss")
+    assert (d.op, d.pos.column, d.count, d.severity) == ("cumsum", 5, 1000, "warning")
+    assert d.message == ("this cumsum of 1000 bfloat16 terms has a relative error of 0.55 against float64; 0.55 of "
+                         "it is its own rounding (each addition rounded to bfloat16, whose epsilon is 7.8e-03)")
+    assert "--accumulate float32" in d.suggestion
+    # accumulated in float32 (the default), each prefix sum is exact there and rounded once: within
+    # half an epsilon, nothing to say
+    quiet = api.evaluate("y = cumsum(x)", feeds={"x": x}, dtype="bfloat16")
+    assert not kinds(quiet.diagnostics, "precision_loss")
+
+
+def test_a_bfloat16_sum_that_cancels_loses_every_digit_when_it_accumulates_in_bfloat16():
+    # pairwise, as NumPy sums: (1 + 2**-9) + (-1 + 0); the first partial sum rounds to 1 in bfloat16,
+    # so the sum is 0 where float64 gives 2**-9: a relative error of 1
+    x = [1.0, -1.0, 2.0**-9, 0.0]
+    same = api.evaluate("y = sum(x)", feeds={"x": x}, dtype="bfloat16", accumulate="same")
+    assert float(same.outputs["y"]) == 0.0
+    d = only(same.diagnostics, "precision_loss")
+    assert d.message.startswith("this sum of 4 bfloat16 terms has a relative error of 1 against float64; 1 of it")
+    assert not kinds(api.evaluate("y = sum(x)", feeds={"x": x}, dtype="bfloat16").diagnostics, "precision_loss")
+
+
+@pytest.mark.parametrize("accumulate", ["float32", "same"])
+def test_a_sum_is_not_blamed_for_the_rounding_of_its_terms(accumulate):
+    # 1 + 2**-9 is 1 in bfloat16: the sum of 1000 of them is 1000 (exact, pairwise: every partial sum
+    # is an integer below 1024 with at most 8 significant bits), 1.95e-3 from float64's 1001.95, all of
+    # it the terms' rounding, none the sum's
+    result = api.evaluate("y = sum(x)", feeds={"x": [1.0 + 2.0**-9] * 1000}, dtype="bfloat16", accumulate=accumulate)
+    assert float(result.outputs["y"]) == 1000.0
+    assert not kinds(result.diagnostics, "precision_loss")
+
+
+def test_the_diagnostics_in_json_keep_the_contract_s_fields():
+    result = api.grad("y = sum(w * x)", wrt="x", feeds={"x": [0.5, 0.5], "w": [1e-9, 1.0]}, dtype="float16")
+    d = only(result.diagnostics, "gradient_underflow").to_json()
+    assert d == {"severity": "warning", "kind": "gradient_underflow", "op": "d y/d x", "line": 1, "column": 9,
+                 "message": "d y/d x: 1 of 2 elements is below float16's smallest subnormal (5.96e-08) and became 0 "
+                            "(float64 gives 1e-09)", "suggestion": d["suggestion"], "count": 1}
+
+
+def test_when_the_float64_run_does_not_fit_it_says_so(monkeypatch):
+    from gradcli.errors import OptionError
+    from gradcli.numerics import rounding
+
+    def too_big(*args, **kwargs):
+        raise OptionError("the program needs 9 GiB, more than the {option} allowed", "max_memory")
+    monkeypatch.setattr(rounding, "check_memory", too_big)
+    result = api.grad("y = x * 1e-9", wrt="x", feeds={"x": 1.0}, dtype="float16")
+    d = only(result.diagnostics, "precision_unmeasured")
+    assert d.severity == "info" and d.message == ("what float16 loses was not measured: the float64 run of the "
+                                                  "program that measures it failed (it needs more memory than is "
+                                                  "allowed)")
+    assert not kinds(result.diagnostics, "gradient_underflow")
