@@ -86,8 +86,13 @@ class Rounding:
         and the sums that lost digits, against float64; `carrying`: the values that carry an
         overflow's infinity or NaN (its zeros are the overflow's, said there)."""
         found: list[dict] = []
-        wanted = list(dict.fromkeys([j for k, j in outputs.items() if values.get(k) is not None]
-                                    + list(self.accumulated)))
+        # only the values that hold a 0 or a subnormal can have underflowed: the float64 run computes
+        # those and the sums that lost digits, and nothing at all where there are none (the usual case)
+        looked_at = {name: j for name, j in outputs.items() if j not in carrying and j not in self.accumulated
+                     and values.get(name) is not None and self._may_have_underflowed(values[name])}
+        wanted = list(dict.fromkeys([*looked_at.values(), *self.accumulated]))
+        if not wanted:
+            return found
         try:
             # (within the default memory limit: a float64 run holds four times a float16 one's bytes)
             check_memory(self.graph, wanted, "float64", text=False)
@@ -102,12 +107,17 @@ class Rounding:
         reference = {j: numpy.asarray(self._host(v), dtype=numpy.float64) for j, v in reference.items()}
         found += self._precision_losses(reference)
         ys = [k for k in outputs if not k.startswith("\0")]
-        for name, j in outputs.items():
-            value = values.get(name)
-            # (one carrying an overflow's NaN, or a sum that lost its digits: said there)
-            if value is not None and j not in carrying and j not in self.accumulated:
-                found += self._underflows(name, j, numpy.asarray(value), reference[j], ys)
+        for name, j in looked_at.items():  # (not one carrying an overflow's NaN, nor a sum that lost digits)
+            found += self._underflows(name, j, numpy.asarray(values[name]), reference[j], ys)
         return found
+
+    def _may_have_underflowed(self, value) -> bool:
+        """Whether a fetched value holds a 0 or a subnormal number (one pass, in its own type)."""
+        value = numpy.asarray(value)
+        if value.dtype.kind not in "fV" or not value.size:  # (ml_dtypes' types are of kind V)
+            return False
+        with numpy.errstate(all="ignore"):
+            return bool(numpy.any(numpy.abs(value) < self.format.smallest_normal))
 
     def _precision_losses(self, reference: dict) -> list[dict]:
         found = []
@@ -115,8 +125,9 @@ class Rounding:
             eq = self.graph.equations[i]
             total = _relative_error(noted.value, reference[i])
             found.append(dict(
-                severity="warning", kind="precision_loss", op=eq.label, message=f"this {eq.label} of {noted.terms} {self.dtype} terms has a relative error of {digits(total)} against "
-                f"float64; {digits(noted.own)} of it is its own rounding (each addition rounded to {self.dtype}, "
+                severity="warning", kind="precision_loss", op=eq.label,
+                message=f"this {eq.label} of {noted.terms} {self.dtype} terms has a relative error of {digits(total)} "
+                f"against float64; {digits(noted.own)} of it is its own rounding (each addition rounded to {self.dtype}, "
                 f"whose epsilon is {digits(self.format.eps)})",
                 suggestion="accumulate in float32 (--accumulate float32, as PyTorch's autocast and XLA do), or "
                            "compute it in float32", pos=eq.pos, stack=eq.stack, count=noted.terms, value_id=i))

@@ -220,3 +220,18 @@ def test_when_the_float64_run_does_not_fit_it_says_so(monkeypatch):
                                                   "program that measures it failed (it needs more memory than is "
                                                   "allowed)")
     assert not kinds(result.diagnostics, "gradient_underflow")
+
+
+def test_the_float64_run_computes_only_what_can_have_underflowed(monkeypatch):
+    from gradcli.numerics import rounding
+    asked = []
+
+    def counting(graph, ids, **kwargs):
+        asked.append([graph.equations[i].label for i in ids])
+        return rounding_run(graph, ids, **kwargs)
+    rounding_run = rounding.run
+    monkeypatch.setattr(rounding, "run", counting)
+    api.grad("y = sum(exp(x))", wrt="x", feeds={"x": [1.0, 2.0]}, dtype="float16")
+    assert asked == []  # no 0, no subnormal, no sum that lost digits: no float64 run at all
+    api.grad("y = sum(w * x)", wrt="x", feeds={"x": [1.0, 2.0], "w": [1e-9, 1.0]}, dtype="float16")
+    assert len(asked) == 1 and len(asked[0]) == 1  # the gradient alone (y = 2 is a normal float16)
