@@ -385,7 +385,10 @@ class NumericsChecker:
         message = f"{said} is {noun} at {where}" if eq.backward is not None else f"{said} gives {noun} at {where}"
         if detail:
             message += f": {detail}"
-        diag = Diagnostic("warning", kind, label, message, self.suggestions.suggest(i, eq, kind),
+        suggestion = self.suggestions.suggest(i, eq, kind)
+        if kind == "overflow" and self.format.name == "float16":  # (bfloat16 has float32's range)
+            suggestion = f"{suggestion}; or run it in bfloat16, whose range is float32's" if suggestion else None
+        diag = Diagnostic("warning", kind, label, message, suggestion,
                           eq.pos, eq.stack, count, value_id=i, taken_by=taken_by_json(self.graph, i))
         self.diagnostics.append(diag)
         return len(self.diagnostics) - 1

@@ -47,6 +47,8 @@ def test_exp_overflows_at_the_format_s_own_threshold(dtype, x, limit):
     assert (d.op, d.pos.line, d.pos.column, d.count) == ("exp", 1, 5, 1)
     assert f"its argument reaches {x:g}, and exp overflows {dtype} above {limit:.2f}" in d.message
     assert d.reaches == ["y"]
+    # float16's short range is the cause: bfloat16 has float32's (and no such advice is given there)
+    assert d.suggestion.endswith("; or run it in bfloat16, whose range is float32's") == (dtype == "float16")
 
 
 def test_the_gradient_of_an_overflow_in_float16_names_the_threshold_too():
