@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy
 
+from gradcli.dtypes import numpy_dtype
 from gradcli.engine.evaluate import run
 from gradcli.engine.memory import check_memory
 from gradcli.errors import GradcliError
@@ -114,7 +115,9 @@ class Rounding:
     def _may_have_underflowed(self, value) -> bool:
         """Whether a fetched value holds a 0 or a subnormal number (one pass, in its own type)."""
         value = numpy.asarray(value)
-        if value.dtype.kind not in "fV" or not value.size:  # (ml_dtypes' types are of kind V)
+        # (only a value held in the format: a gradient given back in float32, as a loss scale
+        # divides it back, is float32's to judge)
+        if value.dtype != numpy_dtype(self.dtype) or not value.size:
             return False
         with numpy.errstate(all="ignore"):
             return bool(numpy.any(numpy.abs(value) < self.format.smallest_normal))

@@ -237,3 +237,18 @@ def test_the_float64_run_computes_only_what_can_have_underflowed(monkeypatch):
     assert asked == []  # no 0, no subnormal, no sum that lost digits: no float64 run at all
     api.grad("y = sum(w * x)", wrt="x", feeds={"x": [1.0, 2.0], "w": [1e-9, 1.0]}, dtype="float16")
     assert len(asked) == 1 and len(asked[0]) == 1  # the gradient alone (y = 2 is a normal float16)
+
+
+@pytest.mark.parametrize("dtype,x", [("float16", [10.0, 11.0, 12.0]), ("bfloat16", [87.0, 88.0, 89.0])])
+def test_gradcli_fix_proves_the_shifted_softmax_in_the_format_with_its_gradient(dtype, x):
+    # exp overflows past 11.09 (float16) and 88.72 (bfloat16); the shift keeps every exp at most 1
+    fixed = api.fix("y = sum(exp(x) / sum(exp(x)) * w)", feeds={"x": x, "w": [1.0, 2.0, 3.0]}, wrt=["x"], dtype=dtype)
+    assert fixed.text == "y = sum(exp(x - stop_gradient(max(x))) / sum(exp(x - stop_gradient(max(x)))) * w)\n"
+    assert fixed.nonfinite == [] and fixed.not_fixed == [] and fixed.remaining == []
+    # and the fixed program's gradient, in the format, is the softmax's within its rounding:
+    # d/dx_k sum(p * w) = p_k (w_k - sum(p * w)), p = softmax(x) = softmax([0, 1, 2])
+    p = np.exp([0.0, 1.0, 2.0]) / np.exp([0.0, 1.0, 2.0]).sum()
+    expected = p * (np.array([1.0, 2.0, 3.0]) - (p * [1.0, 2.0, 3.0]).sum())
+    got = api.grad(fixed.text, wrt="x", feeds={"x": x, "w": [1.0, 2.0, 3.0]}, dtype=dtype).gradients["x"]
+    np.testing.assert_allclose(got.astype(np.float64), expected, rtol=8 * format_of(dtype).eps,
+                               atol=8 * format_of(dtype).eps)
