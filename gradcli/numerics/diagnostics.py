@@ -28,6 +28,7 @@ from gradcli.numerics.hints import hints_of
 from gradcli.numerics.explain import Suggestions, classify, fmt_number, kink_count, kink_note
 from gradcli.numerics.broadcasts import accidental_broadcasts
 from gradcli.numerics.formats import HEADROOM_FACTOR  # noqa: F401 (float32's factor, which engine/backends.py names)
+from gradcli.dtypes import NAMES as FLOAT_NAMES
 from gradcli.numerics.formats import format_of, is_half, underflow_threshold
 from gradcli.numerics.rounding import Rounding
 
@@ -369,7 +370,11 @@ class NumericsChecker:
         count = int(xp.count_nonzero(mask))
         has_inf = bool(xp.any(xp.isinf(bad)))
         label = eq.label
-        kind, detail, zero_pole = classify(eq, value, args, mask, has_inf, xp, self.dtype)
+        # (in the type the value is held in: a value cast to another type inside the program is
+        # said in its own; every other is in the run's dtype)
+        held_in = getattr(getattr(value, "dtype", None), "name", None)
+        kind, detail, zero_pole = classify(eq, value, args, mask, has_inf, xp,
+                                           held_in if held_in in FLOAT_NAMES else self.dtype)
         if zero_pole is not None:  # a 0 at a pole: say so where it is a nonzero number that underflowed
             self._explain_underflow(eq.inputs[zero_pole], eq)
         if eq.backward is not None:

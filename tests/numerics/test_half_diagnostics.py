@@ -252,3 +252,17 @@ def test_gradcli_fix_proves_the_shifted_softmax_in_the_format_with_its_gradient(
     got = api.grad(fixed.text, wrt="x", feeds={"x": x, "w": [1.0, 2.0, 3.0]}, dtype=dtype).gradients["x"]
     np.testing.assert_allclose(got.astype(np.float64), expected, rtol=8 * format_of(dtype).eps,
                                atol=8 * format_of(dtype).eps)
+
+
+def test_an_overflow_is_said_in_the_type_its_value_is_held_in():
+    # a value held in float16 in a run of another dtype (as a cast inside a program makes it) is
+    # said in float16's terms; the run's dtype is what every other value is held in
+    from gradcli.numerics.explain import classify
+    graph = api.compile_program("y = exp(x)", feeds={"x": 12.0})
+    eq = graph.equations[graph.names["y"]]
+    value = np.array(np.inf, dtype=np.float16)
+    checker = NumericsChecker(graph, np, "float64")
+    checker._origin(graph.names["y"], eq, value, [np.array(12.0, dtype=np.float16)], np.array(True))
+    assert "exp overflows float16 above 11.09" in checker.diagnostics[0].message
+    assert "overflows float64 above 709.78" in classify(eq, np.array(np.inf), [np.array(800.0)], np.array(True),
+                                                        True, np, "float64")[1]
