@@ -61,12 +61,13 @@ def overflow_threshold(overflows_above, fmt: Format) -> float | None:
 
 
 def underflow_threshold(overflows_above, fmt: Format) -> float | None:
-    """The argument below which such an op's result is below `fmt`'s smallest subnormal (and so
-    rounds to 0): the same inverse at the other end of the range (exp: log(6e-8) = -16.6 in float16)."""
+    """The argument below which such an op's result is under half the format's smallest subnormal,
+    and so rounds to 0: the same inverse at the other end of the range (exp: log(2**-25) = -17.3
+    in float16, as log(2**-1075) = -745.1 in float64)."""
     if overflows_above is None:
         return None
     try:
-        return overflows_above(fmt.smallest_subnormal)
+        return overflows_above(fmt.smallest_subnormal / 2)
     except ValueError:
         return None
 

@@ -266,3 +266,13 @@ def test_an_overflow_is_said_in_the_type_its_value_is_held_in():
     assert "exp overflows float16 above 11.09" in checker.diagnostics[0].message
     assert "overflows float64 above 709.78" in classify(eq, np.array(np.inf), [np.array(800.0)], np.array(True),
                                                         True, np, "float64")[1]
+
+
+def test_an_underflow_that_is_divided_by_names_the_format_s_bottom():
+    # exp(-20) = 2.1e-9 is under half of float16's smallest subnormal (2**-25): it rounds to 0, below
+    # log(2**-25) = -25 log 2 = -17.33
+    assert f"{-25 * math.log(2):.1f}" == "-17.3"
+    diags = api.evaluate("y = 1.0 / exp(x)", feeds={"x": -20.0}, dtype="float16").diagnostics
+    d = only(diags, "underflow")
+    assert d.message == ("exp underflows to 0 at 1 element (its argument reaches -20; exp underflows below about "
+                         "-17.3 in float16), and / at 1:9 then divides by it")
