@@ -5,15 +5,17 @@ format's own terms and measured against a float64 run of the same program:
   where float64 gives a nonzero number (below the format's smallest subnormal, they round to 0),
   and those that fell into the subnormal range, where they keep fewer significant bits;
 - `precision_loss`: a sum (any op whose hint `accumulates`: sum, mean, cumsum, matmul, dot, ...)
-  whose own additions, each rounded to the format, lose more than the format's epsilon.
+  whose own additions, each rounded to the format, lose more than one rounding can (5/8 of the
+  format's epsilon: `--accumulate same`; accumulated in float32, a sum is rounded once).
 
 The overflow of a half run is a real infinity, found where it is made by the usual checks
 (diagnostics.py), which speak of the format's largest number.
 
 Cost: an accumulating op's result is compared, when it is made, with the same op computed in
 float64 on the same (rounded) inputs, which separates its own rounding from what its inputs
-already lost; at the end, the program is evaluated once more in float64 for the values fetched
-and the sums that lost digits. Neither happens unless the format is half.
+already lost; at the end, the program is evaluated once more in float64 for the fetched values
+that hold a 0 or a subnormal and the sums that lost digits (nothing at all where there are
+none). Neither happens unless the format is half.
 """
 from __future__ import annotations
 
