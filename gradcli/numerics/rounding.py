@@ -25,7 +25,9 @@ from gradcli.dtypes import numpy_dtype
 from gradcli.engine.evaluate import run
 from gradcli.engine.memory import check_memory
 from gradcli.errors import GradcliError
+from gradcli.numerics.exactness import _exact_run, _wide
 from gradcli.numerics.formats import Format, digits
+from gradcli.ops.table import DataError
 from gradcli.numerics.hints import hints_of
 
 # a result rounded once to the format is within half its epsilon (float32's own rounding, when
@@ -138,6 +140,27 @@ class Rounding:
                            "compute it in float32", pos=eq.pos, stack=eq.stack, count=noted.terms, value_id=i))
         return found
 
+    def _real_in_float64(self, j: int, reference):
+        """Which elements of float64's value j are numbers and not its rounding noise (a gradient
+        that is 0 in exact arithmetic comes out of float64 as 1e-17): those a wider float
+        (exactness.py's long double) agrees with to six digits. None where there is no wider
+        float, or value j cannot be computed in it."""
+        wide = _wide("float64")
+        if wide is None:
+            return None
+        try:
+            with numpy.errstate(all="ignore"):
+                env, inexact = _exact_run(self.graph, [j], "float64", wide)
+        except (GradcliError, DataError, ArithmeticError, ValueError, TypeError, MemoryError):
+            return None
+        if j in inexact:
+            return None
+        exact = numpy.asarray(env[j], dtype=wide)
+        if exact.shape != reference.shape:
+            return None
+        with numpy.errstate(all="ignore"):
+            return numpy.abs(exact - reference) <= 1e-6 * numpy.abs(exact)
+
     def _underflows(self, name: str, j: int, value, reference, ys: list[str]) -> list[dict]:
         """Elements of a fetched value that are 0 where float64 gives a nonzero number, and those
         that are subnormal in the format."""
@@ -152,6 +175,11 @@ class Rounding:
         lost = (v == 0) & (reference != 0) & numpy.isfinite(reference)
         magnitude = numpy.abs(v)
         subnormal = (magnitude > 0) & (magnitude < fmt.smallest_normal) & numpy.isfinite(v)
+        if lost.any() or subnormal.any():  # (the rare path: float64's own rounding noise is no number)
+            real = self._real_in_float64(j, reference)
+            if real is not None:
+                lost &= real
+                subnormal &= real
         zeros, smalls = int(numpy.count_nonzero(lost)), int(numpy.count_nonzero(subnormal))
         if not zeros and not smalls:
             return []

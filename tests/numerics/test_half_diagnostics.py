@@ -276,3 +276,14 @@ def test_an_underflow_that_is_divided_by_names_the_format_s_bottom():
     d = only(diags, "underflow")
     assert d.message == ("exp underflows to 0 at 1 element (its argument reaches -20; exp underflows below about "
                          "-17.3 in float16), and / at 1:9 then divides by it")
+
+
+def test_float64_s_rounding_noise_is_not_a_gradient_that_underflowed():
+    # sum(softmax(x)) is 1 whatever x: its gradient is 0 in exact arithmetic, which float64 misses
+    # by its rounding (1e-17); float16 gives 0, and that is no underflow
+    x = np.random.default_rng(2).standard_normal((4, 3))
+    noise = api.grad("y = softmax(x, axis=0)", wrt="x", feeds={"x": x}).gradients["x"]
+    assert np.any(noise != 0) and np.max(np.abs(noise)) < 1e-15  # (what the test stands on)
+    for dtype in ("float16", "bfloat16"):
+        result = api.grad("y = softmax(x, axis=0)", wrt="x", feeds={"x": x}, dtype=dtype)
+        assert not kinds(result.diagnostics, "gradient_underflow"), dtype
