@@ -174,7 +174,8 @@ class Rounding:
         size = v.size
         lost = (v == 0) & (reference != 0) & numpy.isfinite(reference)
         magnitude = numpy.abs(v)
-        subnormal = (magnitude > 0) & (magnitude < fmt.smallest_normal) & numpy.isfinite(v)
+        # (subnormal where float64 gives 0: the format's rounding noise, not a number it lost)
+        subnormal = (magnitude > 0) & (magnitude < fmt.smallest_normal) & numpy.isfinite(v) & (reference != 0)
         if lost.any() or subnormal.any():  # (the rare path: float64's own rounding noise is no number)
             real = self._real_in_float64(j, reference)
             if real is not None:

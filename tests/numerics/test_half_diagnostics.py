@@ -287,3 +287,15 @@ def test_float64_s_rounding_noise_is_not_a_gradient_that_underflowed():
     for dtype in ("float16", "bfloat16"):
         result = api.grad("y = softmax(x, axis=0)", wrt="x", feeds={"x": x}, dtype=dtype)
         assert not kinds(result.diagnostics, "gradient_underflow"), dtype
+
+
+def test_a_subnormal_where_float64_gives_0_is_the_format_s_noise_not_a_lost_number():
+    # sum(softmax(x)) is 1: its gradient is 0, which float64 (and long double) give exactly here;
+    # float16 accumulating in float16 gives a subnormal at 3 elements: its own rounding noise, not a
+    # number that lost digits (whose relative error against 0 would be infinite)
+    x = np.random.default_rng(5).standard_normal((4, 3))
+    exact = api.grad("y = softmax(x, axis=0)", wrt="x", feeds={"x": x}).gradients["x"]
+    result = api.grad("y = softmax(x, axis=0)", wrt="x", feeds={"x": x}, dtype="float16", accumulate="same")
+    got = result.gradients["x"].astype(np.float64)
+    assert np.count_nonzero((exact == 0) & (got != 0) & (np.abs(got) < 2.0**-14)) == 3  # (what it stands on)
+    assert not kinds(result.diagnostics, "gradient_underflow")
