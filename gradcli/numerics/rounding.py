@@ -34,6 +34,9 @@ from gradcli.numerics.hints import hints_of
 # it accumulates there, adds far less): an accumulating op whose own error passes 5/8 of the
 # epsilon lost digits in its additions
 OWN_ERROR_IN_EPS = 0.625
+# float64's rounding noise is a few of its epsilons (2**-52) of the numbers it was made from: an
+# element of a value above 2**-40 of its scale is a number, one below may be noise
+NOISE_BELOW = 2.0**-40
 
 
 class _Accumulated:
@@ -176,11 +179,15 @@ class Rounding:
         magnitude = numpy.abs(v)
         # (subnormal where float64 gives 0: the format's rounding noise, not a number it lost)
         subnormal = (magnitude > 0) & (magnitude < fmt.smallest_normal) & numpy.isfinite(v) & (reference != 0)
-        if lost.any() or subnormal.any():  # (the rare path: float64's own rounding noise is no number)
+        # float64's own rounding noise is no number: an element far below the value's scale (or 1)
+        # may be noise, and is asked of a wider float (the rare path: an evaluation of its own)
+        suspect = (lost | subnormal) & (numpy.abs(reference) < NOISE_BELOW * max(1.0, float(
+            numpy.max(numpy.abs(reference[numpy.isfinite(reference)]), initial=0.0))))
+        if suspect.any():
             real = self._real_in_float64(j, reference)
             if real is not None:
-                lost &= real
-                subnormal &= real
+                lost &= real | ~suspect
+                subnormal &= real | ~suspect
         zeros, smalls = int(numpy.count_nonzero(lost)), int(numpy.count_nonzero(subnormal))
         if not zeros and not smalls:
             return []

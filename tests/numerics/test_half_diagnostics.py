@@ -299,3 +299,19 @@ def test_a_subnormal_where_float64_gives_0_is_the_format_s_noise_not_a_lost_numb
     got = result.gradients["x"].astype(np.float64)
     assert np.count_nonzero((exact == 0) & (got != 0) & (np.abs(got) < 2.0**-14)) == 3  # (what it stands on)
     assert not kinds(result.diagnostics, "gradient_underflow")
+
+
+def test_the_wider_float_is_asked_only_of_elements_that_may_be_float64_s_noise(monkeypatch):
+    from gradcli.numerics import rounding
+    asked = []
+
+    def counting(graph, ids, *args, **kwargs):
+        asked.append(ids)
+        return wide_run(graph, ids, *args, **kwargs)
+    wide_run = rounding._exact_run
+    monkeypatch.setattr(rounding, "_exact_run", counting)
+    api.grad("y = x * 1e-9", wrt="x", feeds={"x": 1.0}, dtype="float16")
+    assert asked == []  # 1e-9 is far above float64's noise (2**-40 of 1)
+    api.grad("y = softmax(x, axis=0)", wrt="x", feeds={"x": np.random.default_rng(2).standard_normal((4, 3))},
+             dtype="float16")
+    assert len(asked) == 1  # the gradient of 1e-17s: asked
