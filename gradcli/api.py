@@ -226,7 +226,7 @@ def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str, max_memor
     if not memory_checked:  # (shapes alone decide it: a prepared program is checked once)
         check_memory(graph, list(fetch.values()), dtype, max_memory, text=text, backend=chosen,
                      gathered=store is None)
-    checker = NumericsChecker(graph, chosen, dtype)
+    checker = NumericsChecker(graph, chosen, dtype, accumulate)
     ids = list(dict.fromkeys([*fetch.values(), *(j for j, _, _ in graph.assertions)]))
     with np.errstate(all="ignore"):
         values = run(graph, ids, dtype=dtype, backend=chosen, check=checker, overrides=overrides, accumulate=accumulate)

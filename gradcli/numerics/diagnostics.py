@@ -133,14 +133,14 @@ def _bound_rule(op):
 class NumericsChecker:
     """Call it as `check(i, eq, value, args)` after each equation."""
 
-    def __new__(cls, graph: Graph, xp, dtype: str):
+    def __new__(cls, graph: Graph, xp, dtype: str, accumulate: str = "float32"):
         # in half precision (not on a lazy backend), the checker that also measures what the format
         # loses; a subclass, so that the per-equation call of every other run costs nothing more
         if cls is NumericsChecker and is_half(dtype) and not backend_for(xp).lazy:
             cls = HalfPrecisionChecker
         return object.__new__(cls)
 
-    def __init__(self, graph: Graph, xp, dtype: str):
+    def __init__(self, graph: Graph, xp, dtype: str, accumulate: str = "float32"):
         import numpy
 
         self.backend = backend_for(xp)
@@ -494,9 +494,10 @@ class HalfPrecisionChecker(NumericsChecker):
     """The checks of a half run (float16, bfloat16), and what the format loses against a float64
     run of the same program: gradients that became 0, sums that lost their digits (rounding.py)."""
 
-    def __init__(self, graph: Graph, xp, dtype: str):
+    def __init__(self, graph: Graph, xp, dtype: str, accumulate: str = "float32"):
         super().__init__(graph, xp, dtype)
-        self.rounding = Rounding(graph, self.format, self.xp, self._host)
+        # (a sum accumulated in float32 is rounded to the format once: its own error is one rounding)
+        self.rounding = Rounding(graph, self.format, self.xp, self._host, sums=accumulate == "same")
 
     def __call__(self, i, eq, value, args):
         self.rounding.see(i, eq, value, args)

@@ -11,7 +11,8 @@ format's own terms and measured against a float64 run of the same program:
 The overflow of a half run is a real infinity, found where it is made by the usual checks
 (diagnostics.py), which speak of the format's largest number.
 
-Cost: an accumulating op's result is compared, when it is made, with the same op computed in
+Cost: with `--accumulate same` (in float32, a sum is rounded once: nothing to measure), an
+accumulating op's result is compared, when it is made, with the same op computed in
 float64 on the same (rounded) inputs, which separates its own rounding from what its inputs
 already lost; at the end, the program is evaluated once more in float64 for the fetched values
 that hold a 0 or a subnormal and the sums that lost digits (nothing at all where there are
@@ -64,13 +65,14 @@ class Rounding:
     (diagnostics.HalfPrecisionChecker): `see` each equation, then `diagnostics` at the end, as
     the keyword arguments of each Diagnostic."""
 
-    def __init__(self, graph, fmt: Format, xp, to_host):
+    def __init__(self, graph, fmt: Format, xp, to_host, sums: bool = True):
         self.graph, self.format, self.dtype, self.xp, self._host = graph, fmt, fmt.name, xp, to_host
+        self.sums = sums  # whether the sums' own rounding is measured (--accumulate same)
         self.accumulated: dict[int, _Accumulated] = {}
 
     def see(self, i, eq, value, args) -> None:
         """Called with each equation's result (args None: not noted)."""
-        if args is not None and eq.backward is None and value.size:
+        if self.sums and args is not None and eq.backward is None and value.size:
             terms_of = hints_of(eq.op).accumulates
             if terms_of is not None:
                 self._note_accumulation(i, eq, value, args, terms_of)
