@@ -29,10 +29,10 @@ def _shared_by_lines(lines: bool, library_call, prepare, options):
     return cached(compute, lambda text, name, feeds, limit: prepare(text, **options(name, feeds, limit)))
 
 
-def eval_command(*, file, expr, set_, call, print_, format, dtype, device, strict, lines, max_memory, out, force,
-                 chunks, scheduler, debug) -> None:
+def eval_command(*, file, expr, set_, call, print_, format, dtype, accumulate, device, strict, lines, max_memory, out,
+                 force, chunks, scheduler, debug) -> None:
     def options(name, feeds, limit):
-        return dict(name=name, feeds=feeds, call=call, prints=print_ or [], dtype=dtype.value,
+        return dict(name=name, feeds=feeds, call=call, prints=print_ or [], dtype=dtype.value, accumulate=accumulate.value,
                     device=device.value, max_memory=limit, printed=out is None, chunks=chunk_size(chunks),
                     scheduler=scheduler, store=run.store)
 
@@ -40,13 +40,13 @@ def eval_command(*, file, expr, set_, call, print_, format, dtype, device, stric
     run.answer(render.EVAL, _shared_by_lines(lines, api.evaluate, api.prepare_evaluate, options))
 
 
-def grad_command(*, file, expr, wrt, of, grad_ys, unconnected, set_, call, format, dtype, device, strict, lines,
-                 max_memory, out, force, chunks, scheduler, debug) -> None:
+def grad_command(*, file, expr, wrt, of, grad_ys, unconnected, set_, call, format, dtype, accumulate, device, strict,
+                 lines, max_memory, out, force, chunks, scheduler, debug) -> None:
     def options(name, feeds, limit):
         return dict(name=name, feeds=feeds, call=call, wrt=wrt or [], of=of or None,
                     grad_ys=assignments(grad_ys or [], "--grad-ys", limit), unconnected=unconnected.value,
-                    dtype=dtype.value, device=device.value, max_memory=limit, printed=out is None,
-                    chunks=chunk_size(chunks), scheduler=scheduler, store=run.store)
+                    dtype=dtype.value, accumulate=accumulate.value, device=device.value, max_memory=limit,
+                    printed=out is None, chunks=chunk_size(chunks), scheduler=scheduler, store=run.store)
 
     run = Run(file, expr, set_, format.value, lines, strict, max_memory, debug, device.value).saving(out, force)
     run.answer(render.GRAD, _shared_by_lines(lines, api.grad, api.prepare_grad, options))
@@ -84,11 +84,11 @@ def derive_command(*, file, expr, wrt, of, set_, call, format, lines, max_memory
     Run(file, expr, set_, format.value, lines, False, max_memory, debug).answer(render.DERIVE, derive)
 
 
-def fix_command(*, file, expr, set_, call, wrt, of, diff, dtype, format, max_memory, debug) -> None:
+def fix_command(*, file, expr, set_, call, wrt, of, diff, dtype, accumulate, format, max_memory, debug) -> None:
     Run(file, expr, set_, format.value, False, False, max_memory, debug).answer(
         render.fix_view(diff), lambda text, name, feeds, limit: api.fix(
             text, name=name, feeds=feeds, call=call, wrt=wrt or [], of=of or None, dtype=dtype.value,
-            max_memory=limit))
+            accumulate=accumulate.value, max_memory=limit))
 
 
 def graph_command(*, file, expr, wrt, of, set_, call, format, max_memory, debug) -> None:
