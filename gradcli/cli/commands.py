@@ -40,8 +40,8 @@ def eval_command(*, file, expr, set_, call, print_, format, dtype, device, stric
     run.answer(render.EVAL, _shared_by_lines(lines, api.evaluate, api.prepare_evaluate, options))
 
 
-def grad_command(*, file, expr, wrt, of, grad_ys, unconnected, set_, call, format, dtype, device, strict, lines,
-                 max_memory, out, force, chunks, scheduler, debug) -> None:
+def grad_command(*, file, expr, wrt, of, grad_ys, unconnected, set_, call, format, dtype, loss_scale, device, strict,
+                 lines, max_memory, out, force, chunks, scheduler, debug) -> None:
     def options(name, feeds, limit):
         return dict(name=name, feeds=feeds, call=call, wrt=wrt or [], of=of or None,
                     grad_ys=assignments(grad_ys or [], "--grad-ys", limit), unconnected=unconnected.value,
@@ -49,7 +49,25 @@ def grad_command(*, file, expr, wrt, of, grad_ys, unconnected, set_, call, forma
                     chunks=chunk_size(chunks), scheduler=scheduler, store=run.store)
 
     run = Run(file, expr, set_, format.value, lines, strict, max_memory, debug, device.value).saving(out, force)
+    if loss_scale is not None:
+        run.answer(render.GRAD_SCALED, lambda text, name, feeds, limit: _scaled_grad(text, loss_scale, options(
+            name, feeds, limit)))
+        return
     run.answer(render.GRAD, _shared_by_lines(lines, api.grad, api.prepare_grad, options))
+
+
+def _scaled_grad(text: str, given: str, options: dict):
+    """grad with --loss-scale (gradcli.numerics.loss_scale): the program in --dtype, and in float32
+    for the measure of auto (and the suggestion after an overflow)."""
+    from gradcli.numerics import loss_scale  # (listed in gradcli.cli.LAZY_IMPORTS)
+
+    scale = loss_scale.parse_scale(given)
+    wrt, of, grad_ys, unconnected = (options.pop(k) for k in ("wrt", "of", "grad_ys", "unconnected"))
+    name, feeds, call = (options.pop(k) for k in ("name", "feeds", "call"))
+    program = api.compile(text, name=name, call=call, feeds=feeds, options=api.RunOptions(**options))
+    float32 = api.compile(text, name=name, call=call, feeds=feeds, options=api.RunOptions(
+        "float32", max_memory=options["max_memory"], printed=False))
+    return loss_scale.scaled_grad(program, float32, wrt, of, grad_ys, scale, unconnected)
 
 
 def check_command(*, file, expr, wrt, of, set_, call, eps, rtol, atol, format, lines, max_memory, debug) -> None:

@@ -621,6 +621,11 @@ EVAL = View("eval", lambda r: {}, lambda r: plain_lines(r, with_gradients=False)
             lambda r: table(r, with_gradients=False))
 GRAD = View("grad", lambda r: {"gradients": tensors_json(r.gradients, r.dtype)},
             lambda r: plain_lines(r, with_gradients=True), lambda r: table(r, with_gradients=True))
+# grad --loss-scale: the gradients are float32 (divided back from the scaled pass), the scale explained
+GRAD_SCALED = View("grad", lambda r: {"gradients": tensors_json(r.gradients, "float32"),
+                                      "loss_scale": r.loss_scale.to_json()},
+                   lambda r: plain_lines(r, with_gradients=True), lambda r: table(r, with_gradients=True),
+                   notes=lambda r: ["gradcli: " + line for line in r.loss_scale.lines()])
 CHECK = View("check", check_json, check_lines, check_table, passed=lambda r: r.passed)
 JACOBIAN = View("jacobian", jacobian_json, jacobian_lines, jacobian_table)
 HESSIAN = View("hessian", hessian_json, hessian_lines, hessian_table)

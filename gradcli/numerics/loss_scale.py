@@ -1,0 +1,372 @@
+"""Loss scaling, explained: the power-of-two scale that keeps every scaled gradient of a
+half-precision backward pass representable, and a gradient computed with it.
+
+Mixed-precision training (PyTorch's GradScaler, TensorFlow's LossScaleOptimizer) multiplies
+the seed of the backward pass (the output's cotangent, 1 or the user's grad_ys) by a scale S,
+runs the backward pass in the half-precision dtype, and divides the gradients by S in float32
+(the master gradients). The backward pass is linear in its seed, so every cotangent it computes
+is S times the unscaled one: a small one is lifted out of the underflow range, a large one may
+be pushed past the largest number. The frameworks find S by trial and error (halve it on every
+overflow); `measure` finds it from one float32 pass, by looking at every cotangent's magnitude.
+
+Which values scale: the backward equations that depend on a seed (a rule's other factors, such
+as the cos(x) of sin's rule, are forward values and do not scale).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from gradcli.engine.evaluate import run
+from gradcli.engine.memory import check_memory
+from gradcli.errors import GradcliError, OptionError
+from gradcli.ir import Graph
+from gradcli.numerics.diagnostics import Diagnostic
+from gradcli.records import Record
+
+
+class DtypeRange(Record):
+    """A floating-point type's limits: its smallest subnormal, smallest normal and largest
+    numbers, and its machine epsilon (the gap above 1)."""
+    __slots__ = _fields = ("name", "subnormal", "normal", "largest", "eps")
+
+    def __init__(self, name: str, subnormal: float, normal: float, largest: float, eps: float):
+        self.name, self.subnormal, self.normal, self.largest, self.eps = name, subnormal, normal, largest, eps
+
+
+# By the formats' definitions (IEEE 754 binary16/32/64; bfloat16: float32's exponent with 8
+# significant bits; the OCP float8 formats), as numpy.finfo and ml_dtypes.finfo give them
+# (tests/numerics/test_loss_scale.py compares): no import of ml_dtypes to read them.
+RANGES = {r.name: r for r in (
+    DtypeRange("float64", 2.0 ** -1074, 2.0 ** -1022, float(np.finfo(np.float64).max), 2.0 ** -52),
+    DtypeRange("float32", 2.0 ** -149, 2.0 ** -126, float(np.finfo(np.float32).max), 2.0 ** -23),
+    DtypeRange("float16", 2.0 ** -24, 2.0 ** -14, 65504.0, 2.0 ** -10),
+    DtypeRange("bfloat16", 2.0 ** -133, 2.0 ** -126, (2 - 2.0 ** -7) * 2.0 ** 127, 2.0 ** -7),
+    DtypeRange("float8_e4m3fn", 2.0 ** -9, 2.0 ** -6, 448.0, 2.0 ** -3),
+    DtypeRange("float8_e5m2", 2.0 ** -16, 2.0 ** -14, 57344.0, 2.0 ** -2),
+)}
+
+# The scaled values are kept at most half the largest number (one power of two of headroom).
+# Why: the measure is a float32 pass, and the dtype's own pass computes each cotangent with its
+# rounding compounded over the backward pass, and sums terms that the float32 pass summed with
+# more care; a factor 2 absorbs any such difference short of the result being wholly wrong. It
+# is also the step GradScaler grows its scale by (growth_factor=2): a scale chosen here is at
+# least one growth step away from an overflow.
+MARGIN = 2.0
+_MARGIN_POWER = 1
+
+
+def dtype_range(dtype: str) -> DtypeRange:
+    found = RANGES.get(dtype)
+    if found is None:
+        raise GradcliError(f"no range known for the dtype '{dtype}'")
+    return found
+
+
+def parse_scale(text) -> float | str:
+    """--loss-scale: 'auto', or a positive finite number (a power of two is exact)."""
+    if isinstance(text, str) and text.strip().lower() == "auto":
+        return "auto"
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise OptionError(f"{{option}} takes a positive number (such as 1024) or auto, not '{text}'",
+                          "loss_scale") from None
+    if not (value > 0 and math.isfinite(value)):
+        raise OptionError(f"{{option}} must be a positive finite number, not {text}", "loss_scale")
+    return value
+
+
+def power_text(power: int) -> str:
+    value = 2.0 ** power
+    return f"2^{power} = {value:g}" if -16 <= power <= 40 else f"2^{power}"
+
+
+class Place(Record):
+    """One value of the backward pass: its magnitude, what it is (`d y/d x`, the gradient
+    through an operation), and where that operation stands."""
+    __slots__ = _fields = ("magnitude", "what", "pos")
+
+    def __init__(self, magnitude: float, what: str, pos):
+        self.magnitude, self.what, self.pos = magnitude, what, pos
+
+    def to_json(self) -> dict:
+        return {"value": self.magnitude, "what": self.what,
+                "line": self.pos.line if self.pos else None, "column": self.pos.column if self.pos else None}
+
+    def said(self) -> str:
+        return f"{self.magnitude:.3g} ({self.what}{f' at {self.pos.line}:{self.pos.column}' if self.pos else ''})"
+
+
+class LossScale(Record):
+    """The loss scale of a run and why: `given` ('auto' or the number asked), `dtype`, `scale`
+    (the one used), `power` (its power of two, None for a number that is none), `low` and
+    `high` (the powers of the window that keeps every scaled cotangent in the dtype's normal
+    range without overflow; low > high where no single scale can), `smallest` and `largest`
+    (the Places that bound it), `values` (how many backward values were measured), `nonfinite`
+    (how many of those were not finite already in float32), `flushed` (elements that the chosen
+    scale leaves below the smallest subnormal: zero), `subnormal` (those left subnormal), and
+    `overflowed` (the gradients that were not finite with the scale: GradScaler skips the step)."""
+    __slots__ = _fields = ("given", "dtype", "scale", "power", "low", "high", "smallest", "largest", "values",
+                           "nonfinite", "flushed", "subnormal", "overflowed", "measured")
+
+    def __init__(self, given, dtype, scale, power=None, low=None, high=None, smallest=None, largest=None,
+                 values=0, nonfinite=0, flushed=0, subnormal=0, overflowed=(), measured=False):
+        self.given, self.dtype, self.scale, self.power, self.low, self.high = given, dtype, scale, power, low, high
+        self.smallest, self.largest, self.values, self.nonfinite = smallest, largest, values, nonfinite
+        self.flushed, self.subnormal, self.overflowed, self.measured = flushed, subnormal, list(overflowed), measured
+
+    @property
+    def fits(self) -> bool:
+        """Whether one scale keeps every measured value in range (True where nothing was measured)."""
+        return self.low is None or self.high is None or self.low <= self.high
+
+    def to_json(self) -> dict:
+        limits = dtype_range(self.dtype)
+        window = None if self.low is None or self.high is None else \
+            {"low": 2.0 ** self.low, "high": 2.0 ** self.high, "low_power": self.low, "high_power": self.high}
+        return {"given": self.given, "chosen": self.scale, "power": self.power, "dtype": self.dtype,
+                "fits": self.fits, "range": window if self.fits else None,
+                "needed": window if not self.fits else None,
+                "smallest": self.smallest and self.smallest.to_json(), "largest": self.largest and self.largest.to_json(),
+                "normal_min": limits.normal, "max": limits.largest, "margin": MARGIN, "values": self.values,
+                "nonfinite": self.nonfinite, "flushed_to_zero": self.flushed, "subnormal": self.subnormal,
+                "overflowed": self.overflowed}
+
+    def lines(self) -> list[str]:
+        """The explanation, for standard error."""
+        limits, name = dtype_range(self.dtype), self.dtype
+        chosen = power_text(self.power) if self.power is not None else f"{self.scale:g}"
+        out = []
+        if self.measured:
+            out.append(f"loss scale {chosen} (--loss-scale {self.given}), from a float32 pass over the "
+                       f"{self.values} values of the backward pass that the seed scales:")
+            out += ["  " + line for line in self._window_lines(limits)]
+        else:
+            out.append(f"loss scale {chosen} (--loss-scale {self.given})")
+        out.append(f"  the seed was multiplied by {chosen}, the backward pass ran in {name}, and the gradients "
+                   "were divided by it in float32 (master gradients, as GradScaler keeps them)")
+        if self.overflowed:
+            out.append(f"  not finite with this scale: {', '.join(self.overflowed)} (GradScaler would skip this step)")
+        return out
+
+    def _window_lines(self, limits) -> list[str]:
+        name = limits.name
+        if self.smallest is None:
+            return ["every value of the backward pass is zero (or not finite): no scale changes it; 1 is used"]
+        out = [f"smallest nonzero |value| {self.smallest.said()} needs a scale >= {power_text(self.low)} to reach "
+               f"{name}'s smallest normal number {limits.normal:.3g}",
+               f"largest |value| {self.largest.said()} allows a scale <= {power_text(self.high)} to stay below "
+               f"{name}'s largest {limits.largest:g} / {MARGIN:g} (one power of two of headroom)"]
+        if self.fits:
+            if self.low == self.high:
+                out.append(f"exactly one power of two works: {power_text(self.low)}")
+            else:
+                out.append(f"every scale from {power_text(self.low)} to {power_text(self.high)} works; "
+                           f"2^{self.power}, the middle, leaves a factor 2^{self.power - self.low} of room above "
+                           f"underflow and 2^{self.high - self.power} below overflow")
+        else:
+            apart = math.log2(self.largest.magnitude / self.smallest.magnitude)
+            span = math.log2(limits.largest / MARGIN / limits.normal)
+            out.append(f"no single scale can: these two values are 2^{apart:.1f} apart, more than {name}'s normal range "
+                       f"of 2^{span:.1f} ({limits.normal:.3g} to {limits.largest:g} / {MARGIN:g}); the largest scale "
+                       f"that does not overflow, 2^{self.power}, is used (an overflow loses the whole step; an "
+                       "underflow, the smallest values)")
+        if self.flushed or self.subnormal:
+            out.append(f"with it, {self.flushed} element(s) stay below {name}'s smallest subnormal (zero) and "
+                       f"{self.subnormal} are subnormal (fewer digits)")
+        if self.nonfinite:
+            out.append(f"{self.nonfinite} value(s) are not finite already in float32: no scale changes them")
+        return out
+
+
+# --------------------------------------------------------------------------- the measure
+
+def scaled_values(graph: Graph, first: int, seeds: list[int]) -> list[int]:
+    """The backward equations (ids from `first` on) whose values the seeds scale: those that
+    depend on a seed. (A rule's other factors, forward values, do not scale.)"""
+    scaled = set(seeds)
+    for i in range(first, len(graph.equations)):
+        if i not in scaled and any(j in scaled for j in graph.equations[i].inputs):
+            scaled.add(i)
+    return sorted(scaled)
+
+
+class _Ranges:
+    """The magnitudes seen as the float32 pass goes (engine.evaluate.run's `check`): the
+    smallest nonzero and largest of each watched value, and a histogram of every element's
+    binary exponent (how many would fall below a threshold under any scale)."""
+
+    OFFSET = 1100  # exponents of float64 run from -1074 to 1024
+
+    def __init__(self, watched: set):
+        self.watched = watched
+        self.smallest: dict[int, float] = {}
+        self.largest: dict[int, float] = {}
+        self.nonfinite = self.seen = 0
+        self.exponents = np.zeros(2 * self.OFFSET, dtype=np.int64)
+
+    def __call__(self, i, eq, value, args) -> None:
+        if i not in self.watched:
+            return
+        self.seen += 1
+        magnitude = np.abs(np.asarray(value, dtype=np.float64)).ravel()
+        finite = np.isfinite(magnitude)
+        if not finite.all():
+            self.nonfinite += int(magnitude.size - np.count_nonzero(finite))
+            magnitude = magnitude[finite]
+        nonzero = magnitude[magnitude > 0]
+        if nonzero.size:
+            self.smallest[i], self.largest[i] = float(nonzero.min()), float(nonzero.max())
+            _, exponent = np.frexp(nonzero)
+            self.exponents += np.bincount(exponent + self.OFFSET, minlength=2 * self.OFFSET)
+
+    def below(self, threshold: float, power: int) -> int:
+        """How many elements times 2**power are below `threshold` (a power of two)."""
+        _, limit = math.frexp(threshold)  # threshold = 0.5 * 2**limit: below it, an exponent < limit
+        cut = limit - power + self.OFFSET
+        return int(self.exponents[:max(0, min(cut, len(self.exponents)))].sum())
+
+
+def _window(smallest: float, largest: float, limits: DtypeRange) -> tuple[int, int]:
+    """(low, high): the powers k with smallest * 2**k >= normal and largest * 2**k <= largest / MARGIN."""
+    low = math.ceil(math.log2(limits.normal / smallest))
+    while smallest * 2.0 ** (low - 1) >= limits.normal:
+        low -= 1
+    while smallest * 2.0 ** low < limits.normal:
+        low += 1
+    high = math.floor(math.log2(limits.largest / MARGIN / largest))
+    while largest * 2.0 ** (high + 1) <= limits.largest / MARGIN:
+        high += 1
+    while largest * 2.0 ** high > limits.largest / MARGIN:
+        high -= 1
+    return low, high
+
+
+def measure(graph: Graph, first: int, seeds: list[int], fetch: list[int], dtype: str, names: dict[int, str],
+            given="auto", max_memory: int | None = None) -> LossScale:
+    """The loss scale for a backward pass, from one float32 run of `graph` (whose equations
+    from `first` on are the backward pass, seeded by the input equations `seeds`, unscaled);
+    `fetch`: the gradients' ids, `names`: {id: what it is} for the values that have a name."""
+    limits = dtype_range(dtype)
+    watched = scaled_values(graph, first, seeds)
+    ranges = _Ranges(set(watched))
+    check_memory(graph, fetch, "float32", max_memory, text=False)
+    with np.errstate(all="ignore"):
+        run(graph, fetch, dtype="float32", check=ranges)
+    if not ranges.smallest:
+        return LossScale(given, dtype, 1.0, 0, values=ranges.seen, nonfinite=ranges.nonfinite, measured=True)
+    low_id = min(ranges.smallest, key=ranges.smallest.__getitem__)
+    high_id = max(ranges.largest, key=ranges.largest.__getitem__)
+    smallest = Place(ranges.smallest[low_id], _what(graph, low_id, names), graph.equations[low_id].pos)
+    largest = Place(ranges.largest[high_id], _what(graph, high_id, names), graph.equations[high_id].pos)
+    low, high = _window(smallest.magnitude, largest.magnitude, limits)
+    power = (low + high) // 2 if low <= high else high
+    return LossScale(given, dtype, 2.0 ** power, power, low, high, smallest, largest, ranges.seen, ranges.nonfinite,
+                     flushed=ranges.below(limits.subnormal / 2, power),
+                     subnormal=ranges.below(limits.normal, power) - ranges.below(limits.subnormal / 2, power),
+                     measured=True)
+
+
+def _what(graph: Graph, i: int, names: dict[int, str]) -> str:
+    if i in names:
+        return names[i]
+    eq = graph.equations[i]
+    forward = graph.equations[eq.backward] if eq.backward is not None else eq
+    return f"the gradient through '{forward.label}'"
+
+
+# --------------------------------------------------------------------------- a gradient with a loss scale
+
+def _seeds(program, wrt: list[str], of: list[str], grad_ys: dict | None, scale: float) -> dict:
+    """Each differentiated output's seed times `scale` (ones where no grad_ys gives it)."""
+    graph = program.graph
+    ys = of or [graph.result[0]]
+    out = {}
+    for y in ys:
+        try:
+            shape = graph.shapes[graph.value_id(y, "name for {option}")]
+        except GradcliError as err:
+            raise OptionError(err.message, "of", err.pos, err.source, err.note) from None
+        given = (grad_ys or {}).get(y)
+        seed = np.ones(shape) if given is None else np.asarray(given, dtype=np.float64)
+        out[y] = seed * scale if scale != 1.0 else seed
+    return out
+
+
+def measured(program, float32_program, wrt: list[str], of: list[str], grad_ys: dict | None, dtype: str,
+             given="auto") -> LossScale:
+    """`measure` for a gradient of a Program (gradcli.api), from its float32 twin."""
+    unscaled = _seeds(float32_program, wrt, of, grad_ys, 1.0)
+    first = len(float32_program.graph.equations)
+    prepared = float32_program.prepare_grad(wrt, of, unscaled)
+    graph = prepared.graph
+    seeds = [i for i in range(first, len(graph.equations)) if graph.equations[i].op.name == "input"]
+    gradients = {key: i for key, i in prepared.fetch.items() if key.startswith("\0")}
+    y_names = ", ".join(of or [graph.result[0]])
+    names = {i: f"d{y_names}/d{key[1:]}" for key, i in gradients.items()}
+    names.update({i: f"the seed of {graph.equations[i].params['name'].partition(':')[2]}" for i in seeds})
+    return measure(graph, first, seeds, list(gradients.values()), dtype, names, given,
+                   float32_program.options.max_memory)
+
+
+def scaled_grad(program, float32_program, wrt: list[str], of: list[str] | None, grad_ys: dict | None,
+                scale, unconnected: str = "none", fixes: bool = True):
+    """`program.grad(...)` with a loss scale: `scale` a number, or "auto" (measured on
+    `float32_program`, the same program in float32). The seeds are multiplied by the scale,
+    the backward pass runs in the program's dtype, and the gradients come back divided by it
+    in float32. The Result carries the LossScale as `loss_scale`; a gradient that the scaled
+    pass overflowed gets a diagnostic naming it and the largest scale that would not."""
+    wrt, of = list(wrt or []), list(of or [])
+    dtype = program.options.dtype
+    limits = dtype_range(dtype)
+    if scale == "auto":
+        chosen = measured(program, float32_program, wrt, of, grad_ys, dtype)
+    else:
+        power = math.frexp(scale)[1] - 1 if math.frexp(scale)[0] == 0.5 else None
+        chosen = LossScale(_given(scale), dtype, float(scale), power)
+    seeds = _seeds(program, wrt, of, grad_ys, chosen.scale)
+    for y, seed in seeds.items():
+        if seed.size and float(np.abs(seed).max()) > limits.largest:
+            raise OptionError(f"{{option}} {chosen.scale:g}: the seed of {y} scaled by it, {float(np.abs(seed).max()):g}, "
+                              f"is beyond {dtype}'s largest number {limits.largest:g}; use a smaller scale "
+                              f"(at most 2^{math.floor(math.log2(limits.largest / MARGIN))}) or auto", "loss_scale")
+    result = program.grad(wrt, of or None, seeds, unconnected=unconnected, fixes=fixes)
+    with np.errstate(all="ignore"):
+        for x, g in result.gradients.items():
+            if g is not None:
+                result.gradients[x] = np.asarray(g, dtype=np.float32) / np.float32(chosen.scale)
+    overflowed = [x for x, g in result.gradients.items() if g is not None and not np.isfinite(g).all()]
+    if overflowed:
+        _overflow_diagnostics(result, program, float32_program, wrt, of, grad_ys, chosen, overflowed)
+    result.loss_scale = chosen
+    return result
+
+
+def _given(scale: float):
+    return int(scale) if float(scale).is_integer() and abs(scale) < 2 ** 53 else scale
+
+
+def _overflow_diagnostics(result, program, float32_program, wrt, of, grad_ys, chosen: LossScale,
+                          overflowed: list[str]) -> None:
+    """A diagnostic for each gradient that is not finite with the scale: the scale's doing
+    where the float32 pass, unscaled, is finite (then the largest scale that is not)."""
+    dtype = chosen.dtype
+    chosen.overflowed = [f"d/d{x}" for x in overflowed]
+    safe = chosen if chosen.measured else measured(program, float32_program, wrt, of, grad_ys, dtype, chosen.given)
+    plain = float32_program.grad(wrt, of or None, grad_ys, fixes=False).gradients
+    first_bad = next((d.pos for d in result.diagnostics if d.pos is not None and d.severity != "info"), None)
+    for x in overflowed:
+        if plain.get(x) is not None and not np.isfinite(plain[x]).all():
+            message = (f"d/d{x} is not finite with the loss scale {chosen.scale:g} in {dtype}, nor in float32 without "
+                       "a scale: the scale is not the cause")
+            suggestion = "see the diagnostics of the forward pass"
+        else:
+            message = (f"d/d{x} is not finite with the loss scale {chosen.scale:g}: the scaled backward pass overflowed "
+                       f"{dtype} (GradScaler would skip this step and halve its scale)")
+            suggestion = (f"use --loss-scale {2.0 ** safe.high:g} or smaller (the largest power of two that keeps "
+                          f"every scaled value below {dtype}'s largest / {MARGIN:g}, from a float32 pass), or "
+                          "--loss-scale auto" if safe.high is not None else "use a smaller --loss-scale, or auto")
+        result.diagnostics.append(Diagnostic("warning", "loss_scale_overflow", "loss scale", message, suggestion,
+                                             first_bad, reaches=[f"d/d{x}"]))
