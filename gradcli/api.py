@@ -17,7 +17,8 @@ import numpy as np
 from gradcli.autodiff import depends_on, gradients
 from gradcli.numerics.diagnostics import NONFINITE_KINDS, Diagnostic, NumericsChecker, unconnected_diagnostic
 from gradcli.errors import GradcliError, OptionError, Source
-from gradcli.engine.evaluate import DTYPES, needed_equations, run
+from gradcli.engine.evaluate import needed_equations, run
+from gradcli.dtypes import check as check_dtype
 from gradcli.engine.memory import check_memory
 from gradcli.limits import default_memory_limit
 from gradcli.ir import Graph, ShapeOnly
@@ -162,8 +163,7 @@ class RunOptions(ValueRecord):
 
     def __init__(self, dtype: str = "float64", device: str = "cpu", max_memory: int | None = None,
                  chunks: int | None = None, scheduler: str | None = None, store=None, printed: bool = True):
-        if dtype not in DTYPES:
-            raise GradcliError(f"unknown dtype '{dtype}': use float64 or float32")
+        check_dtype(dtype, device)
         for option, given in (("chunks", chunks), ("scheduler", scheduler)):
             if given is not None and device != "dask":
                 raise OptionError(f"{{option}} applies to --device dask only (this is --device {device})", option)

@@ -30,9 +30,13 @@ class GraphFormat(str, Enum):
     tree = "tree"  # the table's name before every command had --format
 
 
-class Dtype(str, Enum):
+class Dtype(str, Enum):  # (gradcli/dtypes.py holds what each can hold; a test keeps the two in step)
     float64 = "float64"
     float32 = "float32"
+    float16 = "float16"
+    bfloat16 = "bfloat16"
+    float8_e4m3fn = "float8_e4m3fn"
+    float8_e5m2 = "float8_e5m2"
 
 
 class Device(str, Enum):
@@ -104,7 +108,9 @@ SET_SHAPE = SET.but(help="Input value (repeatable): a literal such as [1, 2], @f
 FORMAT = Param("format", ("--format",), Format, Format.auto,
                "Output format: a table, one JSON document, or plain NAME<TAB>numbers lines; auto is a table on a "
                "terminal, plain otherwise (with --lines: json).")
-DTYPE = Param("dtype", ("--dtype",), Dtype, Dtype.float64, "Floating-point type of every value.")
+DTYPE = Param("dtype", ("--dtype",), Dtype, Dtype.float64,
+              "Floating-point type of every value; the half types (float16, bfloat16, float8) compute each operation "
+              "in float32 and round its result (docs/half-precision.md).")
 DEVICE = Param("device", ("--device",), Device, Device.cpu,
                "Evaluate on the CPU (NumPy), a GPU (CuPy), or chunk by chunk with Dask (inputs larger than memory, "
                "several cores, a cluster; needs gradcli[dask]).")

@@ -12,6 +12,7 @@ import math
 import os
 import sys
 
+from gradcli.dtypes import HALF, numpy_dtype
 from gradcli.errors import GradcliError, OptionError
 from gradcli.io.files import load_file, npy_layout
 from gradcli.limits import default_memory_limit, describe_size
@@ -45,6 +46,8 @@ class Backend:
         return self.namespace()
 
     def dtype(self, name: str):
+        if name in HALF:  # (NumPy's and ml_dtypes' types: RunOptions allows them on the CPU only)
+            return numpy_dtype(name)
         return self.xp.dtype(name)
 
     def asarray(self, value, dtype):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 
+from gradcli.dtypes import finfo
 from gradcli.autodiff import blocked_at
 from gradcli.errors import Pos
 from gradcli.ir import Graph
@@ -148,7 +149,7 @@ class NumericsChecker:
         self.differentiated = graph.differentiated
         self._seen_ties: set[int] = set()
         self._origin_of: dict[tuple, int] = {}  # (op, inputs, params) -> diagnostic index
-        self.largest = float(numpy.finfo(dtype).max)
+        self.largest = finfo(dtype).max
         self.bound: dict[int, float] = {}  # value id -> a bound on its magnitude, where known
         self._bound_rules: dict = {}  # op -> _bound_rule(op)
         self._bound_of = self.bound.get  # (the per-equation reads, bound once)

@@ -11,6 +11,7 @@ from typing import Callable
 
 import numpy as np
 
+from gradcli.dtypes import finfo
 from gradcli.engine.evaluate import needed_equations
 from gradcli.engine.memory import check_memory
 from gradcli.errors import GradcliError
@@ -288,7 +289,7 @@ class _KeyJudge:
         self.o, self.r = o.reshape(-1), r.reshape(-1)
         self.same_tol = _SAME.get(dtype, _SAME["float64"])
         self.tolerance = _EXACT.get(dtype, _EXACT["float64"])
-        self.floor = 2 * float(np.finfo(np.dtype(dtype)).tiny)
+        self.floor = 2 * finfo(dtype).tiny
         self.e = None
 
     def slices(self):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy
 
+from gradcli.dtypes import finfo
 from gradcli.ir import Graph
 from gradcli.numerics.hints import hints_of
 from gradcli.ops.shapes import normalize_axes
@@ -22,7 +23,7 @@ def classify(eq, value, args, mask, has_inf, xp, dtype) -> tuple[str | None, str
     non-finite elements `mask` (a gradient equation's are said by the caller: None, None, None)."""
     op = eq.op
     hints = hints_of(op)
-    largest = float(numpy.finfo(dtype).max)
+    largest = finfo(dtype).max
 
     def at_bad(a):
         return xp.broadcast_to(a, value.shape)[mask] if value.ndim else a

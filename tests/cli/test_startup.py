@@ -85,7 +85,8 @@ def test_a_small_eval_imports_only_what_it_needs():
     assert (p.returncode, p.stdout) == (0, "_\t2.718281828459045\n")
     modules = imported(p.stderr)
     assert {"numpy", "gradcli.api", "gradcli.cli.render"} <= modules  # (the check sees them)
-    unneeded = {m for m in modules if m.split(".")[0] in ("scipy", "rich", "lark", "matplotlib", "plotext", "typer")}
+    unneeded = {m for m in modules if m.split(".")[0] in ("scipy", "rich", "lark", "matplotlib", "plotext", "typer",
+                                                       "ml_dtypes")}
     unneeded |= modules & {"gradcli.numerics.fixes", "gradcli.insight.jacobians", "gradcli.insight.printer",
                            "gradcli.cli.lines", "gradcli.io.outputs", "gradcli.language.lower.literal",
                            "gradcli.ops._names", "gradcli.ops.elementwise",
