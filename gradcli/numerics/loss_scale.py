@@ -18,6 +18,7 @@ import math
 
 import numpy as np
 
+from gradcli.dtypes import finfo
 from gradcli.engine.evaluate import run
 from gradcli.engine.memory import check_memory
 from gradcli.errors import GradcliError, OptionError
@@ -25,27 +26,6 @@ from gradcli.ir import Graph
 from gradcli.numerics.diagnostics import Diagnostic
 from gradcli.records import Record
 
-
-class DtypeRange(Record):
-    """A floating-point type's limits: its smallest subnormal, smallest normal and largest
-    numbers, and its machine epsilon (the gap above 1)."""
-    __slots__ = _fields = ("name", "subnormal", "normal", "largest", "eps")
-
-    def __init__(self, name: str, subnormal: float, normal: float, largest: float, eps: float):
-        self.name, self.subnormal, self.normal, self.largest, self.eps = name, subnormal, normal, largest, eps
-
-
-# By the formats' definitions (IEEE 754 binary16/32/64; bfloat16: float32's exponent with 8
-# significant bits; the OCP float8 formats), as numpy.finfo and ml_dtypes.finfo give them
-# (tests/numerics/test_loss_scale.py compares): no import of ml_dtypes to read them.
-RANGES = {r.name: r for r in (
-    DtypeRange("float64", 2.0 ** -1074, 2.0 ** -1022, float(np.finfo(np.float64).max), 2.0 ** -52),
-    DtypeRange("float32", 2.0 ** -149, 2.0 ** -126, float(np.finfo(np.float32).max), 2.0 ** -23),
-    DtypeRange("float16", 2.0 ** -24, 2.0 ** -14, 65504.0, 2.0 ** -10),
-    DtypeRange("bfloat16", 2.0 ** -133, 2.0 ** -126, (2 - 2.0 ** -7) * 2.0 ** 127, 2.0 ** -7),
-    DtypeRange("float8_e4m3fn", 2.0 ** -9, 2.0 ** -6, 448.0, 2.0 ** -3),
-    DtypeRange("float8_e5m2", 2.0 ** -16, 2.0 ** -14, 57344.0, 2.0 ** -2),
-)}
 
 # The scaled values are kept at most half the largest number (one power of two of headroom).
 # Why: the measure is a float32 pass, and the dtype's own pass computes each cotangent with its
@@ -57,11 +37,10 @@ MARGIN = 2.0
 _MARGIN_POWER = 1
 
 
-def dtype_range(dtype: str) -> DtypeRange:
-    found = RANGES.get(dtype)
-    if found is None:
-        raise GradcliError(f"no range known for the dtype '{dtype}'")
-    return found
+def dtype_range(dtype: str):
+    """The type's limits (gradcli.dtypes.finfo): `tiny` (its smallest normal number),
+    `smallest_subnormal`, `max`, `eps`."""
+    return finfo(dtype)
 
 
 def parse_scale(text) -> float | str:
@@ -130,7 +109,7 @@ class LossScale(Record):
                 "fits": self.fits, "range": window if self.fits else None,
                 "needed": window if not self.fits else None,
                 "smallest": self.smallest and self.smallest.to_json(), "largest": self.largest and self.largest.to_json(),
-                "normal_min": limits.normal, "max": limits.largest, "margin": MARGIN, "values": self.values,
+                "normal_min": limits.tiny, "max": limits.max, "margin": MARGIN, "values": self.values,
                 "nonfinite": self.nonfinite, "flushed_to_zero": self.flushed, "subnormal": self.subnormal,
                 "overflowed": self.overflowed}
 
@@ -156,9 +135,9 @@ class LossScale(Record):
         if self.smallest is None:
             return ["every value of the backward pass is zero (or not finite): no scale changes it; 1 is used"]
         out = [f"smallest nonzero |value| {self.smallest.said()} needs a scale >= {power_text(self.low)} to reach "
-               f"{name}'s smallest normal number {limits.normal:.3g}",
+               f"{name}'s smallest normal number {limits.tiny:.3g}",
                f"largest |value| {self.largest.said()} allows a scale <= {power_text(self.high)} to stay below "
-               f"{name}'s largest {limits.largest:g} / {MARGIN:g} (one power of two of headroom)"]
+               f"{name}'s largest {limits.max:g} / {MARGIN:g} (one power of two of headroom)"]
         if self.fits:
             if self.low == self.high:
                 out.append(f"exactly one power of two works: {power_text(self.low)}")
@@ -168,9 +147,9 @@ class LossScale(Record):
                            f"underflow and 2^{self.high - self.power} below overflow")
         else:
             apart = math.log2(self.largest.magnitude / self.smallest.magnitude)
-            span = math.log2(limits.largest / MARGIN / limits.normal)
+            span = math.log2(limits.max / MARGIN / limits.tiny)
             out.append(f"no single scale can: these two values are 2^{apart:.1f} apart, more than {name}'s normal range "
-                       f"of 2^{span:.1f} ({limits.normal:.3g} to {limits.largest:g} / {MARGIN:g}); the largest scale "
+                       f"of 2^{span:.1f} ({limits.tiny:.3g} to {limits.max:g} / {MARGIN:g}); the largest scale "
                        f"that does not overflow, 2^{self.power}, is used (an overflow loses the whole step; an "
                        "underflow, the smallest values)")
         if self.flushed or self.subnormal:
@@ -229,17 +208,17 @@ class _Ranges:
         return int(self.exponents[:max(0, min(cut, len(self.exponents)))].sum())
 
 
-def _window(smallest: float, largest: float, limits: DtypeRange) -> tuple[int, int]:
+def _window(smallest: float, largest: float, limits) -> tuple[int, int]:
     """(low, high): the powers k with smallest * 2**k >= normal and largest * 2**k <= largest / MARGIN."""
-    low = math.ceil(math.log2(limits.normal / smallest))
-    while smallest * 2.0 ** (low - 1) >= limits.normal:
+    low = math.ceil(math.log2(limits.tiny / smallest))
+    while smallest * 2.0 ** (low - 1) >= limits.tiny:
         low -= 1
-    while smallest * 2.0 ** low < limits.normal:
+    while smallest * 2.0 ** low < limits.tiny:
         low += 1
-    high = math.floor(math.log2(limits.largest / MARGIN / largest))
-    while largest * 2.0 ** (high + 1) <= limits.largest / MARGIN:
+    high = math.floor(math.log2(limits.max / MARGIN / largest))
+    while largest * 2.0 ** (high + 1) <= limits.max / MARGIN:
         high += 1
-    while largest * 2.0 ** high > limits.largest / MARGIN:
+    while largest * 2.0 ** high > limits.max / MARGIN:
         high -= 1
     return low, high
 
@@ -264,8 +243,8 @@ def measure(graph: Graph, first: int, seeds: list[int], fetch: list[int], dtype:
     low, high = _window(smallest.magnitude, largest.magnitude, limits)
     power = (low + high) // 2 if low <= high else high
     return LossScale(given, dtype, 2.0 ** power, power, low, high, smallest, largest, ranges.seen, ranges.nonfinite,
-                     flushed=ranges.below(limits.subnormal / 2, power),
-                     subnormal=ranges.below(limits.normal, power) - ranges.below(limits.subnormal / 2, power),
+                     flushed=ranges.below(limits.smallest_subnormal / 2, power),
+                     subnormal=ranges.below(limits.tiny, power) - ranges.below(limits.smallest_subnormal / 2, power),
                      measured=True)
 
 
@@ -328,10 +307,10 @@ def scaled_grad(program, float32_program, wrt: list[str], of: list[str] | None, 
         chosen = LossScale(_given(scale), dtype, float(scale), power)
     seeds = _seeds(program, wrt, of, grad_ys, chosen.scale)
     for y, seed in seeds.items():
-        if seed.size and float(np.abs(seed).max()) > limits.largest:
+        if seed.size and float(np.abs(seed).max()) > limits.max:
             raise OptionError(f"{{option}} {chosen.scale:g}: the seed of {y} scaled by it, {float(np.abs(seed).max()):g}, "
-                              f"is beyond {dtype}'s largest number {limits.largest:g}; use a smaller scale "
-                              f"(at most 2^{math.floor(math.log2(limits.largest / MARGIN))}) or auto", "loss_scale")
+                              f"is beyond {dtype}'s largest number {limits.max:g}; use a smaller scale "
+                              f"(at most 2^{math.floor(math.log2(limits.max / MARGIN))}) or auto", "loss_scale")
     result = program.grad(wrt, of or None, seeds, unconnected=unconnected, fixes=fixes)
     with np.errstate(all="ignore"):
         for x, g in result.gradients.items():

@@ -3,7 +3,6 @@ case where no single scale can work, a scaled gradient divided back, and the err
 from __future__ import annotations
 
 import json
-import math
 import subprocess
 import sys
 
@@ -11,7 +10,6 @@ import numpy as np
 import pytest
 
 from gradcli import api
-from gradcli.errors import GradcliError
 from gradcli.numerics import loss_scale
 
 
@@ -24,18 +22,6 @@ def gradcli(*args):
 
 def float32_program(text, feeds):
     return api.compile(text, feeds=feeds, options=api.RunOptions("float32"))
-
-
-def test_ranges_are_the_formats_own():
-    import ml_dtypes
-
-    for name, finfo in (("float64", np.finfo(np.float64)), ("float32", np.finfo(np.float32)),
-                        ("float16", np.finfo(np.float16)), ("bfloat16", ml_dtypes.finfo(ml_dtypes.bfloat16)),
-                        ("float8_e4m3fn", ml_dtypes.finfo(ml_dtypes.float8_e4m3fn)),
-                        ("float8_e5m2", ml_dtypes.finfo(ml_dtypes.float8_e5m2))):
-        r = loss_scale.RANGES[name]
-        assert (r.subnormal, r.normal, r.largest, r.eps) == (
-            float(finfo.smallest_subnormal), float(finfo.smallest_normal), float(finfo.max), float(finfo.eps)), name
 
 
 def test_window_known_by_hand_float16():
@@ -136,13 +122,6 @@ def test_cli_refuses_a_bad_scale(given, message):
     assert p.returncode == 2 and message in p.stderr, p.stderr
 
 
-def test_unknown_dtype_has_no_range():
-    with pytest.raises(GradcliError):
-        loss_scale.dtype_range("int8")
-    assert math.isclose(loss_scale.RANGES["float16"].largest / loss_scale.MARGIN / loss_scale.RANGES["float16"].normal,
-                        2 ** 28.999, rel_tol=1e-3)
-
-
 def test_cli_json_when_no_single_scale_fits_follows_the_schema():
     from test_cli_schema import valid  # (tests/cli, on the path by conftest)
 
@@ -155,3 +134,67 @@ def test_cli_json_when_no_single_scale_fits_follows_the_schema():
     assert (scale["fits"], scale["range"], scale["chosen"]) == (False, None, 1.0)
     assert (scale["needed"]["low_power"], scale["needed"]["high_power"]) == (1, 0)
     assert (scale["smallest"]["what"], scale["largest"]["what"]) == ("dy/dx1", "dy/dx2")
+
+
+# --------------------------------------------------------------------------- float16 end to end
+
+UNDERFLOWING = "y = x * 1e-2 * 1e-2 * 1e-2 * 1e-2"  # dy/dx = 1e-8: below half float16's smallest subnormal 2^-24
+
+
+def grad16(*args):
+    p = gradcli("grad", "-e", *args, "--dtype", "float16", "--format", "json")
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout), p.stderr
+
+
+def test_a_scale_of_1024_brings_back_a_gradient_that_float16_flushed_to_zero():
+    reference = api.grad(UNDERFLOWING, wrt=["x"], feeds={"x": 1.0}).gradients["x"]  # float64
+    assert reference == pytest.approx(1e-8, rel=1e-12)
+    plain, _ = grad16(UNDERFLOWING, "--wrt", "x", "--set", "x=1")
+    assert plain["gradients"]["x"]["value"] == 0.0
+    scaled, _ = grad16(UNDERFLOWING, "--wrt", "x", "--set", "x=1", "--loss-scale", "1024")
+    assert scaled["gradients"]["x"]["dtype"] == "float32"
+    # scaled, the gradient is 1.024e-5: a float16 subnormal, within half its spacing 2^-25 (2.9e-3
+    # of it); each of the four float16 roundings of 0.01 adds at most 2^-11
+    tolerance = 2.0 ** -25 / 1.024e-5 + 4 * 2.0 ** -11
+    assert scaled["gradients"]["x"]["value"] == pytest.approx(reference, rel=tolerance)
+    assert scaled["loss_scale"]["chosen"] == 1024.0 and scaled["loss_scale"]["power"] == 10
+
+
+def test_auto_in_float16_uses_the_window_known_by_hand():
+    doc, said = grad16("y = 1e-6 * x1 + 3 * x2", "--wrt", "x1", "--wrt", "x2", "--set", "x1=1", "--set", "x2=2",
+                       "--loss-scale", "auto")
+    scale = doc["loss_scale"]
+    assert (scale["chosen"], scale["range"]["low_power"], scale["range"]["high_power"]) == (512.0, 6, 13)
+    # 1e-6 in float16 is the subnormal 17 * 2^-24; the gradient scaled by 512 is that times 512, exact
+    assert doc["gradients"]["x1"]["value"] == pytest.approx(17 * 2.0 ** -24, rel=1e-6)
+    assert doc["gradients"]["x2"]["value"] == 3.0
+
+
+def test_auto_in_float16_when_no_scale_fits_runs_the_largest_that_does_not_overflow():
+    doc, _ = grad16("y = 1e-9 * x1 + 1e4 * x2", "--wrt", "x1", "--wrt", "x2", "--set", "x1=1", "--set", "x2=2",
+                    "--loss-scale", "auto")
+    scale = doc["loss_scale"]
+    assert (scale["fits"], scale["chosen"], scale["flushed_to_zero"]) == (False, 2.0, 1)
+    assert doc["gradients"]["x1"]["value"] == 0.0  # 1e-9 * 2 is below 2^-25: as said, flushed
+    assert doc["gradients"]["x2"]["value"] == 10000.0  # (1e4 is 10000 exactly in float16)
+    p = gradcli("grad", "-e", "y = 1e-9 * x1 + 1e4 * x2", "--wrt", "x1", "--wrt", "x2", "--set", "x1=1",
+                "--set", "x2=2", "--loss-scale", "auto", "--dtype", "float16")
+    assert "no single scale can: these two values are 2^43.2 apart, more than float16's normal range of 2^29.0" \
+        in p.stderr
+
+
+def test_an_overflowing_float16_scale_names_the_gradient_and_the_largest_safe_scale():
+    doc, _ = grad16("y = 1000 * x", "--wrt", "x", "--set", "x=1", "--loss-scale", "128")
+    assert doc["gradients"]["x"]["value"] == "Infinity"
+    (diag,) = [d for d in doc["diagnostics"] if d["kind"] == "loss_scale_overflow"]
+    assert diag["message"].startswith("d/dx is not finite with the loss scale 128: the scaled backward pass overflowed "
+                                      "float16")
+    assert diag["suggestion"].startswith("use --loss-scale 32 or smaller")  # 1000 * 32 <= 65504 / 2 < 1000 * 64
+    assert doc["loss_scale"]["overflowed"] == ["d/dx"]
+
+
+def test_a_scale_whose_seed_float16_cannot_hold_is_refused():
+    p = gradcli("grad", "-e", "y = 3 * x", "--wrt", "x", "--set", "x=1", "--dtype", "float16", "--loss-scale", "65536")
+    assert p.returncode == 2
+    assert "--loss-scale 65536: the seed of y scaled by it, 65536, is beyond float16's largest number 65504" in p.stderr
