@@ -70,7 +70,14 @@ def _scaled_grad(text: str, given: str, options: dict):
     return loss_scale.scaled_grad(program, float32, wrt, of, grad_ys, scale, unconnected)
 
 
-def check_command(*, file, expr, wrt, of, set_, call, eps, rtol, atol, format, lines, max_memory, debug) -> None:
+def check_command(*, file, expr, wrt, of, set_, call, eps, rtol, atol, dtype, loss_scale, format, lines, max_memory,
+                  debug) -> None:
+    if dtype.value not in ("float64", "float32") or loss_scale is not None:
+        Run(file, expr, set_, format.value, lines, False, max_memory, debug).answer(
+            render.CHECK_PRECISION, lambda text, name, feeds, limit: _precision(
+                text, loss_scale, dict(name=name, feeds=feeds, call=call, wrt=wrt or [], of=of or [], dtype=dtype.value,
+                                       max_memory=limit)))
+        return
     Run(file, expr, set_, format.value, lines, False, max_memory, debug).answer(
         render.CHECK, lambda text, name, feeds, limit: api.check(
             text, name=name, feeds=feeds, call=call, wrt=wrt or [], of=of or None, eps=eps, rtol=rtol, atol=atol,
@@ -138,3 +145,24 @@ def plot_command(*, file, expr, wrt, range_, of, set_, call, order, points, png,
 
     files: list = []
     Run(file, expr, set_, "plain", False, False, max_memory, debug).answer(None, compute, present)
+
+
+def _precision(text: str, given: str | None, options: dict):
+    """check --dtype of a half type: the precision report (gradcli.numerics.precision), its
+    gradients computed with the loss scale given (auto: measured as grad measures it)."""
+    from gradcli.numerics import loss_scale, precision  # (listed in gradcli.cli.LAZY_IMPORTS)
+
+    dtype, limit, wrt, of = options["dtype"], options["max_memory"], options["wrt"], options["of"]
+    if dtype in ("float64", "float32"):
+        raise GradcliError(f"--loss-scale applies to check with a half-precision --dtype (float16, bfloat16, float8), "
+                           f"not {dtype}: the finite-difference check runs in float64")
+    program = api.compile(text, name=options["name"], call=options["call"], feeds=options["feeds"],
+                          options=api.RunOptions(dtype, max_memory=limit, printed=False))
+    if given is None:
+        return precision.report(program, wrt, of)
+    float32 = api.compile(text, name=options["name"], call=options["call"], feeds=options["feeds"],
+                          options=api.RunOptions("float32", max_memory=limit, printed=False))
+    result = loss_scale.scaled_grad(program, float32, wrt, of, None, loss_scale.parse_scale(given), fixes=False)
+    result.precision = precision.measure(program.graph.fork(), wrt, of, dtype, result.loss_scale.scale,
+                                         max_memory=limit)
+    return result

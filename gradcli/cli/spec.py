@@ -179,6 +179,11 @@ COMMANDS = (
         Param("eps", ("--eps",), float, 1e-6, "Finite-difference step, relative to the input's scale."),
         Param("rtol", ("--rtol",), float, 1e-5, "Relative tolerance."),
         Param("atol", ("--atol",), float, 1e-8, "Absolute tolerance."),
+        DTYPE.but(help="float64 or float32: the finite-difference check, in float64. A half type (float16, bfloat16, "
+                       "float8): the precision report instead: per operation, the relative error of its value and of "
+                       "its gradient in that type against float64, worst first, with a remedy; exit 1 where the type "
+                       "makes a value or gradient not finite that float64 computes."),
+        LOSS_SCALE.but(help="With a half --dtype: compute the report's gradients with this loss scale (N, or auto)."),
         FORMAT, LINES, MAX_MEMORY, DEBUG)),
     Command("jacobian", "The full Jacobian dY/dX of one --of Y for each --wrt X, shaped Y.shape + X.shape. "
                         "Forward mode (one pass per element of the --wrt inputs) where they have fewer elements "
