@@ -154,22 +154,22 @@ def _as_real(value) -> np.ndarray | ShapeOnly | ShapeAlone:
 
 
 class RunOptions(ValueRecord):
-    """How a program runs: `dtype` float64 or float32; `device` cpu, cuda or dask; `max_memory`
-    in bytes (None: gradcli's default); `chunks` (bytes a chunk) and `scheduler` (an address of
-    dask.distributed, "local" for one started here) for dask only; `store`: where values are
-    written as they are computed (see `_run`); `printed`: the values will be rendered as text,
-    which `max_memory` must hold too (False: saved to a file). Checked when made, fixed once made."""
-    __slots__ = _fields = ("dtype", "device", "max_memory", "chunks", "scheduler", "store", "printed")
+    """How a program runs: `dtype` (gradcli.dtypes.NAMES; `accumulate`: where a half type's sums do, float32
+    or same); `device` cpu, cuda or dask; `max_memory` in bytes (None: gradcli's default); `chunks` (bytes a
+    chunk) and `scheduler` (dask.distributed's address, "local" for one started here) for dask only; `store`:
+    where values are written as computed (`_run`); `printed`: the values will be rendered as text, which
+    `max_memory` must hold too (False: saved to a file). Checked when made, fixed once made."""
+    __slots__ = _fields = ("dtype", "device", "max_memory", "chunks", "scheduler", "store", "printed", "accumulate")
 
-    def __init__(self, dtype: str = "float64", device: str = "cpu", max_memory: int | None = None,
-                 chunks: int | None = None, scheduler: str | None = None, store=None, printed: bool = True):
-        check_dtype(dtype, device)
+    def __init__(self, dtype: str = "float64", device: str = "cpu", max_memory: int | None = None, chunks: int | None = None,
+                 scheduler: str | None = None, store=None, printed: bool = True, accumulate: str = "float32"):
+        check_dtype(dtype, device, accumulate)
         for option, given in (("chunks", chunks), ("scheduler", scheduler)):
             if given is not None and device != "dask":
                 raise OptionError(f"{{option}} applies to --device dask only (this is --device {device})", option)
         if device not in BACKENDS:
             raise GradcliError(f"unknown device '{device}': use {', '.join(BACKENDS)}")
-        for field, value in zip(self._fields, (dtype, device, max_memory, chunks, scheduler, store, printed)):
+        for field, value in zip(self._fields, (dtype, device, max_memory, chunks, scheduler, store, printed, accumulate)):
             object.__setattr__(self, field, value)
 
     def __setattr__(self, name, value):
@@ -210,9 +210,9 @@ def _fork(graph: Graph) -> Graph:
     return graph.fork()
 
 
-def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str,
-         max_memory: int | None = None, text: bool = True, backend=None,
-         overrides: dict | None = None, store=None, memory_checked: bool = False) -> tuple[dict, list[Diagnostic]]:
+def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str, max_memory: int | None = None,
+         text: bool = True, backend=None, overrides: dict | None = None, store=None, memory_checked: bool = False,
+         accumulate: str = "float32") -> tuple[dict, list[Diagnostic]]:
     """Evaluate `fetch` on the backend (`device`'s, or the one given). `store`, where given and
     the backend is lazy, writes the values instead of returning them (gradcli.io.outputs.ZarrStore):
     `store.write(key, value)` gets each value un-computed and returns its lazy write, a Dask
@@ -229,7 +229,7 @@ def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str,
     checker = NumericsChecker(graph, chosen, dtype)
     ids = list(dict.fromkeys([*fetch.values(), *(j for j, _, _ in graph.assertions)]))
     with np.errstate(all="ignore"):
-        values = run(graph, ids, dtype=dtype, backend=chosen, check=checker, overrides=overrides)
+        values = run(graph, ids, dtype=dtype, backend=chosen, check=checker, overrides=overrides, accumulate=accumulate)
         if chosen.lazy:
             if store is not None:
                 # the writes (each block written where it is made, its min, max and finiteness
@@ -426,7 +426,7 @@ class Program:
         options, chosen = self.options, self._compiled()[1]
         host, diagnostics = _run(command.graph, command.fetch, options.dtype, chosen.name, options.max_memory,
                                  text=options.printed, backend=chosen, overrides=given, store=command.store,
-                                 memory_checked=command.checked)
+                                 memory_checked=command.checked, accumulate=options.accumulate)
         command.checked = True  # overrides keep every shape: the check would say the same
         return command.finish(host, diagnostics)
 
@@ -805,27 +805,27 @@ _compile.__name__ = _compile.__qualname__ = "compile"
 def evaluate(text: str, *, call: str | None = None, name: str = "<expr>", feeds: dict | None = None,
              prints: list[str] | None = None, dtype: str = "float64", device: str = "cpu", max_memory: int | None = None,
              fixes: bool = True, printed: bool = True, chunks: int | None = None, scheduler: str | None = None,
-             store=None) -> Result:
+             store=None, accumulate: str = "float32") -> Result:
     """`Program.evaluate`, the options as `RunOptions` takes them."""
-    options = RunOptions(dtype, device, max_memory, chunks, scheduler, store, printed)
+    options = RunOptions(dtype, device, max_memory, chunks, scheduler, store, printed, accumulate)
     return Program(text, name=name, call=call, feeds=feeds, options=options).evaluate(prints, fixes=fixes)
 
 
 def prepare_evaluate(text: str, *, call: str | None = None, name: str = "<expr>", feeds: dict | None = None,
                      prints: list[str] | None = None, dtype: str = "float64", device: str = "cpu",
                      max_memory: int | None = None, printed: bool = True, chunks: int | None = None,
-                     scheduler: str | None = None, store=None) -> Program:
+                     scheduler: str | None = None, store=None, accumulate: str = "float32") -> Program:
     """`Program.prepare_evaluate`: `evaluate` up to running (`result()` runs it)."""
-    options = RunOptions(dtype, device, max_memory, chunks, scheduler, store, printed)
+    options = RunOptions(dtype, device, max_memory, chunks, scheduler, store, printed, accumulate)
     return Program(text, name=name, call=call, feeds=feeds, options=options).prepare_evaluate(prints)
 
 
 def grad(text: str, *, call: str | None = None, wrt: list[str], of: list[str] | None = None, name: str = "<expr>",
          feeds: dict | None = None, grad_ys: dict | None = None, unconnected: str = "none", dtype: str = "float64",
          device: str = "cpu", max_memory: int | None = None, fixes: bool = True, printed: bool = True,
-         chunks: int | None = None, scheduler: str | None = None, store=None) -> Result:
+         chunks: int | None = None, scheduler: str | None = None, store=None, accumulate: str = "float32") -> Result:
     """`Program.grad`, the options as `RunOptions` takes them."""
-    options = RunOptions(dtype, device, max_memory, chunks, scheduler, store, printed)
+    options = RunOptions(dtype, device, max_memory, chunks, scheduler, store, printed, accumulate)
     return Program(text, name=name, call=call, feeds=feeds, options=options).grad(
         wrt, of, grad_ys, unconnected=unconnected, fixes=fixes)
 
@@ -834,9 +834,9 @@ def prepare_grad(text: str, *, call: str | None = None, wrt: list[str], of: list
                  name: str = "<expr>", feeds: dict | None = None, grad_ys: dict | None = None,
                  unconnected: str = "none", dtype: str = "float64", device: str = "cpu",
                  max_memory: int | None = None, printed: bool = True, chunks: int | None = None,
-                 scheduler: str | None = None, store=None) -> Program:
+                 scheduler: str | None = None, store=None, accumulate: str = "float32") -> Program:
     """`Program.prepare_grad`: `grad` up to running (`result()` runs it)."""
-    options = RunOptions(dtype, device, max_memory, chunks, scheduler, store, printed)
+    options = RunOptions(dtype, device, max_memory, chunks, scheduler, store, printed, accumulate)
     return Program(text, name=name, call=call, feeds=feeds, options=options).prepare_grad(wrt, of, grad_ys, unconnected)
 
 
@@ -894,7 +894,7 @@ def curve(text: str, *, wrt: str, low: float, high: float, points: int = 200, of
 
 def fix(text: str, *, call: str | None = None, name: str = "<expr>", feeds: dict | None = None,
         wrt: list[str] | None = None, of: list[str] | None = None, grad_ys: dict | None = None,
-        dtype: str = "float64", max_memory: int | None = None) -> Fixed:
+        dtype: str = "float64", max_memory: int | None = None, accumulate: str = "float32") -> Fixed:
     """`Program.fix`."""
-    return Program(text, name=name, call=call, feeds=feeds, options=RunOptions(dtype, max_memory=max_memory)).fix(
-        wrt, of, grad_ys)
+    options = RunOptions(dtype, max_memory=max_memory, accumulate=accumulate)
+    return Program(text, name=name, call=call, feeds=feeds, options=options).fix(wrt, of, grad_ys)

@@ -28,12 +28,15 @@ def unknown(name) -> GradcliError:
     return GradcliError(f"unknown dtype '{name}': use {', '.join(NAMES)}")
 
 
-def check(name: str, device: str = "cpu") -> str:
-    """`name` if it names a type here that `device` computes in (GradcliError if not). An
+def check(name: str, device: str = "cpu", accumulate: str = "float32") -> str:
+    """`name` if it names a type here that `device` computes in, with sums accumulated as
+    `accumulate` says (float32 or same; GradcliError if not). An
     ml_dtypes type is loaded here, which registers its name with NumPy: `np.dtype("bfloat16")`
     works from then on."""
     if name not in NAMES:
         raise unknown(name)
+    if accumulate not in ACCUMULATE:
+        raise OptionError(f"{{option}} must be float32 or same, not '{accumulate}'", "accumulate")
     if name in HALF and device != "cpu":
         raise OptionError(f"--dtype {name} runs on --device cpu only (this is --device {device})", "device")
     if name in FROM_ML_DTYPES:

@@ -29,10 +29,10 @@ def _shared_by_lines(lines: bool, library_call, prepare, options):
     return cached(compute, lambda text, name, feeds, limit: prepare(text, **options(name, feeds, limit)))
 
 
-def eval_command(*, file, expr, set_, call, print_, format, dtype, device, strict, lines, max_memory, out, force,
-                 chunks, scheduler, debug) -> None:
+def eval_command(*, file, expr, set_, call, print_, format, dtype, accumulate, device, strict, lines, max_memory, out,
+                 force, chunks, scheduler, debug) -> None:
     def options(name, feeds, limit):
-        return dict(name=name, feeds=feeds, call=call, prints=print_ or [], dtype=dtype.value,
+        return dict(name=name, feeds=feeds, call=call, prints=print_ or [], dtype=dtype.value, accumulate=accumulate.value,
                     device=device.value, max_memory=limit, printed=out is None, chunks=chunk_size(chunks),
                     scheduler=scheduler, store=run.store)
 
@@ -40,13 +40,13 @@ def eval_command(*, file, expr, set_, call, print_, format, dtype, device, stric
     run.answer(render.EVAL, _shared_by_lines(lines, api.evaluate, api.prepare_evaluate, options))
 
 
-def grad_command(*, file, expr, wrt, of, grad_ys, unconnected, set_, call, format, dtype, loss_scale, device, strict,
-                 lines, max_memory, out, force, chunks, scheduler, debug) -> None:
+def grad_command(*, file, expr, wrt, of, grad_ys, unconnected, set_, call, format, dtype, accumulate, loss_scale, device,
+                 strict, lines, max_memory, out, force, chunks, scheduler, debug) -> None:
     def options(name, feeds, limit):
         return dict(name=name, feeds=feeds, call=call, wrt=wrt or [], of=of or None,
                     grad_ys=assignments(grad_ys or [], "--grad-ys", limit), unconnected=unconnected.value,
-                    dtype=dtype.value, device=device.value, max_memory=limit, printed=out is None,
-                    chunks=chunk_size(chunks), scheduler=scheduler, store=run.store)
+                    dtype=dtype.value, accumulate=accumulate.value, device=device.value, max_memory=limit,
+                    printed=out is None, chunks=chunk_size(chunks), scheduler=scheduler, store=run.store)
 
     run = Run(file, expr, set_, format.value, lines, strict, max_memory, debug, device.value).saving(out, force)
     if loss_scale is not None:
@@ -70,13 +70,13 @@ def _scaled_grad(text: str, given: str, options: dict):
     return loss_scale.scaled_grad(program, float32, wrt, of, grad_ys, scale, unconnected)
 
 
-def check_command(*, file, expr, wrt, of, set_, call, eps, rtol, atol, dtype, loss_scale, format, lines, max_memory,
-                  debug) -> None:
+def check_command(*, file, expr, wrt, of, set_, call, eps, rtol, atol, dtype, accumulate, loss_scale, format, lines,
+                  max_memory, debug) -> None:
     if dtype.value not in ("float64", "float32") or loss_scale is not None:
         Run(file, expr, set_, format.value, lines, False, max_memory, debug).answer(
             render.CHECK_PRECISION, lambda text, name, feeds, limit: _precision(
                 text, loss_scale, dict(name=name, feeds=feeds, call=call, wrt=wrt or [], of=of or [], dtype=dtype.value,
-                                       max_memory=limit)))
+                                       accumulate=accumulate.value, max_memory=limit)))
         return
     Run(file, expr, set_, format.value, lines, False, max_memory, debug).answer(
         render.CHECK, lambda text, name, feeds, limit: api.check(
@@ -109,11 +109,11 @@ def derive_command(*, file, expr, wrt, of, set_, call, format, lines, max_memory
     Run(file, expr, set_, format.value, lines, False, max_memory, debug).answer(render.DERIVE, derive)
 
 
-def fix_command(*, file, expr, set_, call, wrt, of, diff, dtype, format, max_memory, debug) -> None:
+def fix_command(*, file, expr, set_, call, wrt, of, diff, dtype, accumulate, format, max_memory, debug) -> None:
     Run(file, expr, set_, format.value, False, False, max_memory, debug).answer(
         render.fix_view(diff), lambda text, name, feeds, limit: api.fix(
             text, name=name, feeds=feeds, call=call, wrt=wrt or [], of=of or None, dtype=dtype.value,
-            max_memory=limit))
+            accumulate=accumulate.value, max_memory=limit))
 
 
 def graph_command(*, file, expr, wrt, of, set_, call, format, max_memory, debug) -> None:
@@ -152,17 +152,17 @@ def _precision(text: str, given: str | None, options: dict):
     gradients computed with the loss scale given (auto: measured as grad measures it)."""
     from gradcli.numerics import loss_scale, precision  # (listed in gradcli.cli.LAZY_IMPORTS)
 
-    dtype, limit, wrt, of = options["dtype"], options["max_memory"], options["wrt"], options["of"]
+    dtype, limit, wrt, of, accumulate = (options[k] for k in ("dtype", "max_memory", "wrt", "of", "accumulate"))
     if dtype in ("float64", "float32"):
         raise GradcliError(f"--loss-scale applies to check with a half-precision --dtype (float16, bfloat16, float8), "
                            f"not {dtype}: the finite-difference check runs in float64")
     program = api.compile(text, name=options["name"], call=options["call"], feeds=options["feeds"],
-                          options=api.RunOptions(dtype, max_memory=limit, printed=False))
+                          options=api.RunOptions(dtype, max_memory=limit, printed=False, accumulate=accumulate))
     if given is None:
-        return precision.report(program, wrt, of)
+        return precision.report(program, wrt, of, accumulate=accumulate)
     float32 = api.compile(text, name=options["name"], call=options["call"], feeds=options["feeds"],
                           options=api.RunOptions("float32", max_memory=limit, printed=False))
     result = loss_scale.scaled_grad(program, float32, wrt, of, None, loss_scale.parse_scale(given), fixes=False)
-    result.precision = precision.measure(program.graph.fork(), wrt, of, dtype, result.loss_scale.scale,
+    result.precision = precision.measure(program.graph.fork(), wrt, of, dtype, result.loss_scale.scale, accumulate,
                                          max_memory=limit)
     return result

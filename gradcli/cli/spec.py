@@ -39,6 +39,11 @@ class Dtype(str, Enum):  # (gradcli/dtypes.py holds what each can hold; a test k
     float8_e5m2 = "float8_e5m2"
 
 
+class Accumulate(str, Enum):
+    float32 = "float32"
+    same = "same"
+
+
 class Device(str, Enum):
     cpu = "cpu"
     cuda = "cuda"
@@ -111,6 +116,9 @@ FORMAT = Param("format", ("--format",), Format, Format.auto,
 DTYPE = Param("dtype", ("--dtype",), Dtype, Dtype.float64,
               "Floating-point type of every value; the half types (float16, bfloat16, float8) compute each operation "
               "in float32 and round its result (docs/half-precision.md).")
+ACCUMULATE = Param("accumulate", ("--accumulate",), Accumulate, Accumulate.float32,
+                   "With a half --dtype: sums, means, matrix products, softmax and norms accumulate in float32 and "
+                   "round once (as PyTorch's autocast and XLA), or in the type itself (same).")
 DEVICE = Param("device", ("--device",), Device, Device.cpu,
                "Evaluate on the CPU (NumPy), a GPU (CuPy), or chunk by chunk with Dask (inputs larger than memory, "
                "several cores, a cluster; needs gradcli[dask]).")
@@ -162,7 +170,7 @@ COMMANDS = (
     ), (FILE, EXPR, SET, CALL,
         Param("print_", ("--print",), help="Report this name's value (repeatable); default: the last statement.",
               metavar="NAME", multiple=True),
-        FORMAT, DTYPE, DEVICE, STRICT, LINES, MAX_MEMORY, OUT, FORCE, CHUNKS, SCHEDULER, DEBUG)),
+        FORMAT, DTYPE, ACCUMULATE, DEVICE, STRICT, LINES, MAX_MEMORY, OUT, FORCE, CHUNKS, SCHEDULER, DEBUG)),
     Command("grad", "Gradients of the --of values (summed) with respect to each --wrt value, as tf.gradients.", (
         "gradcli grad -e 'y = sum(x * x)' --wrt x --set x='[1, 2]'",
     ), (FILE, EXPR,
@@ -171,7 +179,8 @@ COMMANDS = (
         Param("grad_ys", ("--grad-ys",), help="Upstream gradient of an --of value, of exactly its shape (repeatable); "
                                               "default ones.", metavar="NAME=VALUE", multiple=True),
         UNCONNECTED.but(help="Gradient of a --wrt value that the outputs do not depend on: null or zeros."),
-        SET, CALL, FORMAT, DTYPE, LOSS_SCALE, DEVICE, STRICT, LINES, MAX_MEMORY, OUT, FORCE, CHUNKS, SCHEDULER, DEBUG)),
+        SET, CALL, FORMAT, DTYPE, ACCUMULATE, LOSS_SCALE, DEVICE, STRICT, LINES, MAX_MEMORY, OUT, FORCE, CHUNKS,
+        SCHEDULER, DEBUG)),
     Command("check", "Compare reverse-mode gradients with float64 central finite differences; exit 1 if any "
                      "disagrees, naming the operation whose gradient rule is wrong.", (
         "gradcli check -e 'y = sum(tanh(x) * x)' --wrt x --set x='[0.3, 1.2]'",
@@ -183,7 +192,8 @@ COMMANDS = (
                        "float8): the precision report instead: per operation, the relative error of its value and of "
                        "its gradient in that type against float64, worst first, with a remedy; exit 1 where the type "
                        "makes a value or gradient not finite that float64 computes."),
-        LOSS_SCALE.but(help="With a half --dtype: compute the report's gradients with this loss scale (N, or auto)."),
+        ACCUMULATE, LOSS_SCALE.but(help="With a half --dtype: compute the report's gradients with this loss scale (N, "
+                                        "or auto)."),
         FORMAT, LINES, MAX_MEMORY, DEBUG)),
     Command("jacobian", "The full Jacobian dY/dX of one --of Y for each --wrt X, shaped Y.shape + X.shape. "
                         "Forward mode (one pass per element of the --wrt inputs) where they have fewer elements "
@@ -210,7 +220,7 @@ COMMANDS = (
         WRT.but(help="Also prove the fixes on the gradients with respect to this value (repeatable)."),
         OF,
         Param("diff", ("--diff",), bool, False, "Print a unified diff instead of the whole program."),
-        DTYPE, FORMAT, MAX_MEMORY, DEBUG)),
+        DTYPE, ACCUMULATE, FORMAT, MAX_MEMORY, DEBUG)),
     Command("graph", "Show the program as a graph: each operation, where it stands, its shape and values, and "
                      "with --wrt its gradient.", (
         "gradcli graph -e 'x = [1.0, 2.0]; y = sum(x * x)' --wrt x --format table",

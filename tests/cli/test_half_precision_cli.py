@@ -81,3 +81,16 @@ def test_ml_dtypes_is_imported_only_for_its_own_types():
         stdout, modules = _imports(*args)
         assert stdout == out
         assert ("ml_dtypes" in modules) is loaded, args
+
+
+@pytest.mark.parametrize("dtype,float32,same", [("float16", 5000.0, 2048.0), ("bfloat16", 4992.0, 256.0)])
+def test_accumulate_same_accumulates_in_the_type(dtype, float32, same):
+    """0, 1/9999, ..., 1 sums to 5000. Accumulated in float32 and rounded once: 5000 in float16,
+    4992 (the nearest bfloat16) in bfloat16. A running sum in the type stops growing once the
+    terms are below half its spacing: at 2048 in float16 (spacing 2 there), 256 in bfloat16."""
+    program = "x = linspace(0.0, 1.0, 10000); s = cumsum(x)[9999]; y = sum(x)"
+    for accumulate, want in (("float32", float32), ("same", same)):
+        result = invoke("eval", "-e", program, "--print", "s", "--dtype", dtype, "--accumulate", accumulate,
+                        "--format", "json")
+        assert result.exit_code == 0, result.output
+        assert strict(result.output)["outputs"]["s"]["value"] == want
