@@ -316,6 +316,14 @@ def scaled_grad(program, float32_program, wrt: list[str], of: list[str] | None, 
         for x, g in result.gradients.items():
             if g is not None:
                 result.gradients[x] = np.asarray(g, dtype=np.float32) / np.float32(chosen.scale)
+    if not chosen.fits and chosen.flushed:  # (said in the explanation too; a diagnostic, so no number is silently 0)
+        result.diagnostics.append(Diagnostic(
+            "warning", "loss_scale_underflow", "loss scale",
+            f"no single loss scale keeps every gradient in {dtype}: with {power_text(chosen.power)}, {chosen.flushed} "
+            f"element(s) of the backward pass fall below {dtype}'s smallest subnormal and become 0, the smallest "
+            f"being {chosen.smallest.said()}",
+            f"compute this gradient in float32, or rescale the program so that its gradients are less than 2^"
+            f"{int(math.log2(limits.max / MARGIN / limits.tiny))} apart", chosen.smallest.pos))
     overflowed = [x for x, g in result.gradients.items() if g is not None and not np.isfinite(g).all()]
     if overflowed:
         _overflow_diagnostics(result, program, float32_program, wrt, of, grad_ys, chosen, overflowed)

@@ -178,6 +178,9 @@ def test_auto_in_float16_when_no_scale_fits_runs_the_largest_that_does_not_overf
     assert (scale["fits"], scale["chosen"], scale["flushed_to_zero"]) == (False, 2.0, 1)
     assert doc["gradients"]["x1"]["value"] == 0.0  # 1e-9 * 2 is below 2^-25: as said, flushed
     assert doc["gradients"]["x2"]["value"] == 10000.0  # (1e4 is 10000 exactly in float16)
+    (diag,) = [d for d in doc["diagnostics"] if d["kind"] == "loss_scale_underflow"]
+    assert (diag["line"], diag["column"]) == (1, 10)
+    assert diag["message"].startswith("no single loss scale keeps every gradient in float16: with 2^1 = 2, 1 element(s)")
     p = gradcli("grad", "-e", "y = 1e-9 * x1 + 1e4 * x2", "--wrt", "x1", "--wrt", "x2", "--set", "x1=1",
                 "--set", "x2=2", "--loss-scale", "auto", "--dtype", "float16")
     assert "no single scale can: these two values are 2^43.2 apart, more than float16's normal range of 2^29.0" \
