@@ -62,6 +62,9 @@ def _scaled_grad(text: str, given: str, options: dict):
     from gradcli.numerics import loss_scale  # (listed in gradcli.cli.LAZY_IMPORTS)
 
     scale = loss_scale.parse_scale(given)
+    if options["store"] is not None:  # (the gradients are divided back once computed: they come back whole)
+        raise GradcliError("--loss-scale divides the gradients once they are computed: it cannot write them to a "
+                           ".zarr directory chunk by chunk; use --out with .npz or .npy")
     wrt, of, grad_ys, unconnected = (options.pop(k) for k in ("wrt", "of", "grad_ys", "unconnected"))
     name, feeds, call = (options.pop(k) for k in ("name", "feeds", "call"))
     program = api.compile(text, name=name, call=call, feeds=feeds, options=api.RunOptions(**options))

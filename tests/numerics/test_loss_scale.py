@@ -201,3 +201,21 @@ def test_a_scale_whose_seed_float16_cannot_hold_is_refused():
     p = gradcli("grad", "-e", "y = 3 * x", "--wrt", "x", "--set", "x=1", "--dtype", "float16", "--loss-scale", "65536")
     assert p.returncode == 2
     assert "--loss-scale 65536: the seed of y scaled by it, 65536, is beyond float16's largest number 65504" in p.stderr
+
+
+def test_an_intermediate_cotangent_bounds_the_window():
+    # the gradient is 1e-2, but on its way the backward pass holds 1e-6 (d y/d(1e4 * x)): that
+    # value, at the outer product, needs 2^6; the seed 1 allows up to 2^14 (65504 / 2 / 1)
+    program = float32_program("y = 1e-6 * (1e4 * x)", {"x": 1.0})
+    found = loss_scale.measured(program, program, ["x"], [], None, "float16")
+    assert (found.low, found.high, found.power) == (6, 14, 10)
+    assert found.smallest.what == "the gradient through '*'" and found.smallest.magnitude == pytest.approx(1e-6)
+    assert (found.smallest.pos.line, found.smallest.pos.column) == (1, 10)
+    assert found.largest.what == "the seed of y" and found.largest.magnitude == 1.0
+
+
+def test_a_scale_cannot_write_a_zarr_store_chunk_by_chunk(tmp_path):
+    pytest.importorskip("zarr")
+    p = gradcli("grad", "-e", "y = x * x", "--wrt", "x", "--set", "x=[1, 2]", "--loss-scale", "8", "--device", "dask",
+                "--out", str(tmp_path / "g.zarr"))
+    assert p.returncode == 2 and "--loss-scale divides the gradients once they are computed" in p.stderr
