@@ -25,6 +25,7 @@ from gradcli.engine.evaluate import needed_equations, run
 from gradcli.engine.memory import check_memory
 from gradcli.errors import GradcliError, OptionError
 from gradcli.ir import Graph
+from gradcli.limits import default_memory_limit
 from gradcli.records import Record
 
 # ops whose overflow or loss of digits a stable form avoids (logsumexp, softmax, log1p, ...)
@@ -136,10 +137,10 @@ def _differentiated(graph: Graph, wrt: list[str], of: list[str], scale: float):
     return y_ids, {i: c for i, c in zip(on_path, cotangents) if c is not None}, first
 
 
-def _alone(graph: Graph, ids: list[int], reference: dict, dtype: str, accumulate: str) -> dict:
-    """Each equation computed alone in the dtype, on the float64 values of its inputs; None
-    where an input is finite in float64 but not once rounded to the dtype (that overflow is the
-    input's producer's, not this op's)."""
+def _own_errors(graph: Graph, ids: list[int], reference: dict, dtype: str, accumulate: str) -> dict[int, float]:
+    """Each equation's own error: computed alone in the dtype, on the float64 values of its inputs,
+    against float64. 0 where an input is finite in float64 but not once rounded to the dtype:
+    that overflow is the input's producer's, not this op's. (Each value is dropped once measured.)"""
     out = {}
     rounded_to = numpy_dtype(dtype)
     for k in ids:
@@ -147,15 +148,11 @@ def _alone(graph: Graph, ids: list[int], reference: dict, dtype: str, accumulate
         if not eq.inputs or eq.op.name in ("input", "const"):
             continue
         if any(_overflows(np.asarray(reference[j]).astype(rounded_to), reference[j]) for j in eq.inputs):
-            out[k] = None
+            out[k] = 0.0
             continue
-        out[k] = run(graph, [k], dtype=dtype, overrides={j: reference[j] for j in eq.inputs},
-                     accumulate=accumulate)[k]
+        alone = run(graph, [k], dtype=dtype, overrides={j: reference[j] for j in eq.inputs}, accumulate=accumulate)
+        out[k] = relative_error(alone[k], reference[k])
     return out
-
-
-def _own(alone: dict, reference: dict, k: int) -> float:
-    return 0.0 if alone.get(k) is None else relative_error(alone[k], reference[k])
 
 
 def measure(graph: Graph, wrt: list[str], of: list[str], dtype: str, scale: float = 1.0,
@@ -163,11 +160,12 @@ def measure(graph: Graph, wrt: list[str], of: list[str], dtype: str, scale: floa
     """The precision report of `graph` (a fork: equations are added to it) in `dtype`."""
     y_ids, cotangents, first = _differentiated(graph, wrt, of, scale)
     ids = needed_equations(graph, y_ids + list(cotangents.values()))
-    check_memory(graph, ids, "float64", max_memory, text=False)
+    # the float64 values and the dtype's are kept together: each within half the limit
+    check_memory(graph, ids, "float64", (max_memory or default_memory_limit()) // 2, text=False)
     with np.errstate(all="ignore"):
         reference = run(graph, ids, dtype="float64")
         computed = run(graph, ids, dtype=dtype, accumulate=accumulate)
-        alone = _alone(graph, ids, reference, dtype, accumulate)
+        own = _own_errors(graph, ids, reference, dtype, accumulate)
     rule_of: dict[int, list[int]] = {}
     for k in ids:
         if k >= first and graph.equations[k].backward is not None:
@@ -176,10 +174,10 @@ def measure(graph: Graph, wrt: list[str], of: list[str], dtype: str, scale: floa
     rows = []
     for i in ids:
         eq = graph.equations[i]
-        if i >= first or i not in alone:
+        if i >= first or i not in own:
             continue
         row = OpPrecision(i, eq.op, eq.label, eq.pos, relative_error(computed[i], reference[i]),
-                          _own(alone, reference, i), overflow=_overflows(computed[i], reference[i]),
+                          own[i], overflow=_overflows(computed[i], reference[i]),
                           underflow=_flushed(computed[i], reference[i]))
         row.subnormal = bool(((np.abs(np.asarray(reference[i], dtype=np.float64)) < limits.tiny)
                               & (np.asarray(reference[i]) != 0)).any())
@@ -187,9 +185,9 @@ def measure(graph: Graph, wrt: list[str], of: list[str], dtype: str, scale: floa
         if c is not None:
             row.gradient_error = relative_error(computed[c], reference[c])
             row.gradient_overflow = _overflows(computed[c], reference[c])
-        rule = [k for k in rule_of.get(i, ()) if k in alone]
+        rule = [k for k in rule_of.get(i, ()) if k in own]
         row.flushed = sum(_flushed(computed[k], reference[k]) for k in rule)
-        row.gradient_own = max((_own(alone, reference, k) for k in rule), default=None if c is None else 0.0)
+        row.gradient_own = max((own[k] for k in rule), default=None if c is None else 0.0)
         row.remedy = remedy(row, limits)
         rows.append(row)
     rows.sort(key=lambda r: (r.own, r.carried), reverse=True)
