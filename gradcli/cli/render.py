@@ -288,7 +288,7 @@ def check_table(result):
 
 def precision_json(result) -> dict:
     scale = getattr(result, "loss_scale", None)  # (with a loss scale, float32 master gradients)
-    doc = {"gradients": tensors_json(result.gradients, result.dtype if scale is None else "float32"),
+    doc = {"gradients": tensors_json(result.gradients, result.dtype if scale is None else scale.master),
            "precision": result.precision.to_json()}
     if scale is not None:
         doc["loss_scale"] = scale.to_json()
@@ -661,8 +661,8 @@ EVAL = View("eval", lambda r: {}, lambda r: plain_lines(r, with_gradients=False)
             lambda r: table(r, with_gradients=False))
 GRAD = View("grad", lambda r: {"gradients": tensors_json(r.gradients, r.dtype)},
             lambda r: plain_lines(r, with_gradients=True), lambda r: table(r, with_gradients=True))
-# grad --loss-scale: the gradients are float32 (divided back from the scaled pass), the scale explained
-GRAD_SCALED = View("grad", lambda r: {"gradients": tensors_json(r.gradients, "float32"),
+# grad --loss-scale: the gradients are float32 (float64 in a float64 run), divided back, the scale explained
+GRAD_SCALED = View("grad", lambda r: {"gradients": tensors_json(r.gradients, r.loss_scale.master),
                                       "loss_scale": r.loss_scale.to_json()},
                    lambda r: plain_lines(r, with_gradients=True), lambda r: table(r, with_gradients=True),
                    notes=lambda r: ["gradcli: " + line for line in r.loss_scale.lines()])

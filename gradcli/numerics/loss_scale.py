@@ -34,7 +34,6 @@ from gradcli.records import Record
 # is also the step GradScaler grows its scale by (growth_factor=2): a scale chosen here is at
 # least one growth step away from an overflow.
 MARGIN = 2.0
-_MARGIN_POWER = 1
 
 
 def dtype_range(dtype: str):
@@ -79,7 +78,8 @@ class Place(Record):
 
 
 class LossScale(Record):
-    """The loss scale of a run and why: `given` ('auto' or the number asked), `dtype`, `scale`
+    """The loss scale of a run and why: `given` ('auto' or the number asked), `dtype`, `master`
+    (the type the gradients are divided back in: float32, float64 for a float64 run), `scale`
     (the one used), `power` (its power of two, None for a number that is none), `low` and
     `high` (the powers of the window that keeps every scaled cotangent in the dtype's normal
     range without overflow; low > high where no single scale can), `smallest` and `largest`
@@ -97,6 +97,10 @@ class LossScale(Record):
         self.flushed, self.subnormal, self.overflowed, self.measured = flushed, subnormal, list(overflowed), measured
 
     @property
+    def master(self) -> str:
+        return "float64" if self.dtype == "float64" else "float32"
+
+    @property
     def fits(self) -> bool:
         """Whether one scale keeps every measured value in range (True where nothing was measured)."""
         return self.low is None or self.high is None or self.low <= self.high
@@ -106,6 +110,7 @@ class LossScale(Record):
         window = None if self.low is None or self.high is None else \
             {"low": 2.0 ** self.low, "high": 2.0 ** self.high, "low_power": self.low, "high_power": self.high}
         return {"given": self.given, "chosen": self.scale, "power": self.power, "dtype": self.dtype,
+                "master": self.master,
                 "fits": self.fits, "range": window if self.fits else None,
                 "needed": window if not self.fits else None,
                 "smallest": self.smallest and self.smallest.to_json(), "largest": self.largest and self.largest.to_json(),
@@ -125,7 +130,7 @@ class LossScale(Record):
         else:
             out.append(f"loss scale {chosen} (--loss-scale {self.given})")
         out.append(f"  the seed was multiplied by {chosen}, the backward pass ran in {name}, and the gradients "
-                   "were divided by it in float32 (master gradients, as GradScaler keeps them)")
+                   f"were divided by it in {self.master} (master gradients, as GradScaler keeps them)")
         if self.overflowed:
             out.append(f"  not finite with this scale: {', '.join(self.overflowed)} (GradScaler would skip this step)")
         return out
@@ -274,9 +279,9 @@ def _seeds(program, wrt: list[str], of: list[str], grad_ys: dict | None, scale: 
     return out
 
 
-def measured(program, float32_program, wrt: list[str], of: list[str], grad_ys: dict | None, dtype: str,
+def measured(float32_program, wrt: list[str], of: list[str], grad_ys: dict | None, dtype: str,
              given="auto") -> LossScale:
-    """`measure` for a gradient of a Program (gradcli.api), from its float32 twin."""
+    """`measure` for a gradient in `dtype` of a Program (gradcli.api), from its float32 twin."""
     unscaled = _seeds(float32_program, wrt, of, grad_ys, 1.0)
     first = len(float32_program.graph.equations)
     prepared = float32_program.prepare_grad(wrt, of, unscaled)
@@ -301,7 +306,7 @@ def scaled_grad(program, float32_program, wrt: list[str], of: list[str] | None, 
     dtype = program.options.dtype
     limits = dtype_range(dtype)
     if scale == "auto":
-        chosen = measured(program, float32_program, wrt, of, grad_ys, dtype)
+        chosen = measured(float32_program, wrt, of, grad_ys, dtype)
     else:
         power = math.frexp(scale)[1] - 1 if math.frexp(scale)[0] == 0.5 else None
         chosen = LossScale(_given(scale), dtype, float(scale), power)
@@ -312,10 +317,11 @@ def scaled_grad(program, float32_program, wrt: list[str], of: list[str] | None, 
                               f"is beyond {dtype}'s largest number {limits.max:g}; use a smaller scale "
                               f"(at most 2^{math.floor(math.log2(limits.max / MARGIN))}) or auto", "loss_scale")
     result = program.grad(wrt, of or None, seeds, unconnected=unconnected, fixes=fixes)
+    master = np.float64 if dtype == "float64" else np.float32  # (float64 gradients are not cut to float32)
     with np.errstate(all="ignore"):
         for x, g in result.gradients.items():
             if g is not None:
-                result.gradients[x] = np.asarray(g, dtype=np.float32) / np.float32(chosen.scale)
+                result.gradients[x] = np.asarray(g, dtype=master) / master(chosen.scale)
     if not chosen.fits and chosen.flushed:  # (said in the explanation too; a diagnostic, so no number is silently 0)
         result.diagnostics.append(Diagnostic(
             "warning", "loss_scale_underflow", "loss scale",
@@ -341,7 +347,7 @@ def _overflow_diagnostics(result, program, float32_program, wrt, of, grad_ys, ch
     where the float32 pass, unscaled, is finite (then the largest scale that is not)."""
     dtype = chosen.dtype
     chosen.overflowed = [f"d/d{x}" for x in overflowed]
-    safe = chosen if chosen.measured else measured(program, float32_program, wrt, of, grad_ys, dtype, chosen.given)
+    safe = chosen if chosen.measured else measured(float32_program, wrt, of, grad_ys, dtype, chosen.given)
     plain = float32_program.grad(wrt, of or None, grad_ys, fixes=False).gradients
     first_bad = next((d.pos for d in result.diagnostics if d.pos is not None and d.severity != "info"), None)
     for x in overflowed:
