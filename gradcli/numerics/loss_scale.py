@@ -57,8 +57,7 @@ def parse_scale(text) -> float | str:
 
 
 def power_text(power: int) -> str:
-    value = 2.0 ** power
-    return f"2^{power} = {value:g}" if -16 <= power <= 40 else f"2^{power}"
+    return f"2^{power} = {2.0 ** power:g}" if -16 <= power <= 40 else f"2^{power}"
 
 
 class Place(Record):
@@ -124,7 +123,7 @@ class LossScale(Record):
         chosen = power_text(self.power) if self.power is not None else f"{self.scale:g}"
         out = []
         if self.measured:
-            out.append(f"loss scale {chosen} (--loss-scale {self.given}), from a float32 pass over the "
+            out.append(f"loss scale {chosen} (--loss-scale {self.given}), from a {self.master} pass over the "
                        f"{self.values} values of the backward pass that the seed scales:")
             out += ["  " + line for line in self._window_lines(limits)]
         else:
@@ -206,50 +205,67 @@ class _Ranges:
             _, exponent = np.frexp(nonzero)
             self.exponents += np.bincount(exponent + self.OFFSET, minlength=2 * self.OFFSET)
 
-    def below(self, threshold: float, power: int) -> int:
-        """How many elements times 2**power are below `threshold` (a power of two)."""
-        _, limit = math.frexp(threshold)  # threshold = 0.5 * 2**limit: below it, an exponent < limit
-        cut = limit - power + self.OFFSET
+    def at_most(self, exponent: int, power: int) -> int:
+        """How many elements times 2**power are below 2**exponent (an element m * 2**e, m in
+        [0.5, 1), is below it for any m exactly when e + power <= exponent)."""
+        cut = exponent - power + self.OFFSET + 1
         return int(self.exponents[:max(0, min(cut, len(self.exponents)))].sum())
 
 
-def _window(smallest: float, largest: float, limits) -> tuple[int, int]:
-    """(low, high): the powers k with smallest * 2**k >= normal and largest * 2**k <= largest / MARGIN."""
-    low = math.ceil(math.log2(limits.tiny / smallest))
-    while smallest * 2.0 ** (low - 1) >= limits.tiny:
-        low -= 1
-    while smallest * 2.0 ** low < limits.tiny:
-        low += 1
-    high = math.floor(math.log2(limits.max / MARGIN / largest))
-    while largest * 2.0 ** (high + 1) <= limits.max / MARGIN:
-        high += 1
-    while largest * 2.0 ** high > limits.max / MARGIN:
+def _window(smallest: float, largest: float, limits, master) -> tuple[int, int]:
+    """(low, high): the powers k with smallest * 2**k >= tiny and largest * 2**k <= max / MARGIN,
+    worked out on the numbers' exponents (no power is ever computed that could overflow), and
+    kept to the scales the master type holds."""
+    _, tiny_exponent = math.frexp(limits.tiny)  # tiny = 2**(tiny_exponent - 1)
+    _, exponent = math.frexp(smallest)
+    # smallest = m * 2**exponent with m in [0.5, 1): times 2**k it reaches 2**(tiny_exponent - 1)
+    # exactly when k >= tiny_exponent - exponent (m = 0.5 needs that much, any larger m as much)
+    low = tiny_exponent - exponent
+    ceiling = limits.max / MARGIN
+    mantissa_c, exponent_c = math.frexp(ceiling)
+    mantissa_l, exponent_l = math.frexp(largest)
+    high = math.floor(math.log2(mantissa_c / mantissa_l)) + exponent_c - exponent_l
+
+    def fits(k: int) -> bool:
+        try:
+            return math.ldexp(largest, k) <= ceiling
+        except OverflowError:
+            return False
+
+    while not fits(high):  # (the logarithm rounded the wrong way)
         high -= 1
-    return low, high
+    while fits(high + 1):
+        high += 1
+    top, bottom = math.frexp(master.max)[1] - 2, math.frexp(master.tiny)[1] - 1
+    return max(low, bottom), min(high, top)
 
 
 def measure(graph: Graph, first: int, seeds: list[int], fetch: list[int], dtype: str, names: dict[int, str],
             given="auto", max_memory: int | None = None) -> LossScale:
-    """The loss scale for a backward pass, from one float32 run of `graph` (whose equations
+    """The loss scale for a backward pass in `dtype`, from one float32 run of `graph` (float64
+    for a float64 one) (whose equations
     from `first` on are the backward pass, seeded by the input equations `seeds`, unscaled);
     `fetch`: the gradients' ids, `names`: {id: what it is} for the values that have a name."""
     limits = dtype_range(dtype)
     watched = scaled_values(graph, first, seeds)
     ranges = _Ranges(set(watched))
-    check_memory(graph, fetch, "float32", max_memory, text=False)
+    measured_in = "float64" if dtype == "float64" else "float32"  # (float32's range holds the half types')
+    check_memory(graph, fetch, measured_in, max_memory, text=False)
     with np.errstate(all="ignore"):
-        run(graph, fetch, dtype="float32", check=ranges)
+        run(graph, fetch, dtype=measured_in, check=ranges)
     if not ranges.smallest:
         return LossScale(given, dtype, 1.0, 0, values=ranges.seen, nonfinite=ranges.nonfinite, measured=True)
     low_id = min(ranges.smallest, key=ranges.smallest.__getitem__)
     high_id = max(ranges.largest, key=ranges.largest.__getitem__)
     smallest = Place(ranges.smallest[low_id], _what(graph, low_id, names), graph.equations[low_id].pos)
     largest = Place(ranges.largest[high_id], _what(graph, high_id, names), graph.equations[high_id].pos)
-    low, high = _window(smallest.magnitude, largest.magnitude, limits)
+    low, high = _window(smallest.magnitude, largest.magnitude, limits, finfo(measured_in))
     power = (low + high) // 2 if low <= high else high
+    # below half the smallest subnormal a number becomes 0; below the smallest normal, a subnormal
+    zero_below, normal_from = math.frexp(limits.smallest_subnormal)[1] - 2, math.frexp(limits.tiny)[1] - 1
     return LossScale(given, dtype, 2.0 ** power, power, low, high, smallest, largest, ranges.seen, ranges.nonfinite,
-                     flushed=ranges.below(limits.smallest_subnormal / 2, power),
-                     subnormal=ranges.below(limits.tiny, power) - ranges.below(limits.smallest_subnormal / 2, power),
+                     flushed=ranges.at_most(zero_below, power), subnormal=ranges.at_most(normal_from, power)
+                     - ranges.at_most(zero_below, power),
                      measured=True)
 
 

@@ -219,3 +219,20 @@ def test_a_scale_cannot_write_a_zarr_store_chunk_by_chunk(tmp_path):
     p = gradcli("grad", "-e", "y = x * x", "--wrt", "x", "--set", "x=[1, 2]", "--loss-scale", "8", "--device", "dask",
                 "--out", str(tmp_path / "g.zarr"))
     assert p.returncode == 2 and "--loss-scale divides the gradients once they are computed" in p.stderr
+
+
+def test_elements_left_subnormal_by_the_chosen_scale_are_counted_apart_from_those_flushed():
+    # float16: 1e-6 needs 2^6, 1e4 allows 2^1: at 2^1, 2e-6 is a subnormal (above 2^-25), not 0
+    program = float32_program("y = 1e-6 * x1 + 1e4 * x2", {"x1": 1.0, "x2": 2.0})
+    found = loss_scale.measured(program, ["x1", "x2"], [], None, "float16")
+    assert (found.fits, found.power, found.flushed, found.subnormal) == (False, 1, 0, 1)
+
+
+def test_a_float64_window_spanning_its_whole_range_is_worked_out_without_overflow():
+    # 1e-300 * 2^k >= 2^-1022 from k = -25; 1 * 2^k <= 1.8e308 / 2 up to k = 1022 (the most float64 holds)
+    p = gradcli("grad", "-e", "y = 1e-300 * x", "--wrt", "x", "--set", "x=1", "--loss-scale", "auto", "--format", "json")
+    assert p.returncode == 0, p.stderr
+    scale = json.loads(p.stdout)["loss_scale"]
+    assert (scale["range"]["low_power"], scale["range"]["high_power"], scale["power"], scale["master"]) == (
+        -25, 1022, 498, "float64")
+    assert (scale["flushed_to_zero"], scale["subnormal"]) == (0, 0)
