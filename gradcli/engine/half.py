@@ -12,7 +12,8 @@ to the type (pairwise, as NumPy sums; a matrix product's inner sums likewise).
 
 The factorizations of linear algebra (LAPACK's: solve, inv, det, cholesky, qr, eigh, svd, lu
 ...) exist in float32 and float64 only; PyTorch 2.13 and JAX 0.10.2 refuse them in float16
-and bfloat16 on the CPU, and so does gradcli (`refuse`), before anything is computed.
+and bfloat16 on the CPU, and so does gradcli (`refuse`, before anything is computed; `_Linalg`
+for an op that needs one only for some parameters).
 """
 from __future__ import annotations
 
@@ -20,55 +21,48 @@ import numpy as np
 
 from gradcli.dtypes import numpy_dtype
 from gradcli.errors import GradcliError
+from gradcli.ops import DataError
 
-# The ops whose forward needs a LAPACK factorization (or an SVD, an eigendecomposition), which
-# has no half-precision form: refused in the half types, as PyTorch and JAX refuse them
+# The ops whose forward needs a LAPACK factorization (or an SVD, an eigendecomposition) through
+# SciPy or otherwise out of the namespace's sight: refused in the half types before anything is
+# computed, as PyTorch and JAX refuse them. Any other op that asks the namespace's linalg for
+# one (a matrix power of a negative exponent inverts, a norm of order 2 takes singular values)
+# is refused as it asks (`_Linalg`), at its place too.
 FACTORIZATIONS = frozenset({
     "inv", "solve", "solve_triangular", "cofactor", "det", "slogdet", "slogdet_sign", "slogdet_logabs", "logdet",
     "cholesky", "cholesky_solve", "cholesky_solve_b_first", "qr", "qr_q", "qr_r", "eigh", "eigvalsh",
     "eigh_vectors", "svd", "svdvals", "svd_values_only", "svd_u", "svd_vh", "svd_v", "cond", "pinv", "lstsq",
     "lstsq_solution", "lstsq_residuals", "lstsq_rank", "lstsq_singular_values", "matrix_rank", "matrix_exp",
     "expm_frechet", "tensorinv", "tensorsolve", "cholesky_inverse", "lu_packed", "lu_pivots", "lu_permutation",
-    "lu_lower", "lu_upper", "lu_factor", "lu", "lu_solve", "householder_product", "matrix_sqrth", "polar_positive",
+    "lu_lower", "lu_upper", "lu_factor", "lu", "lu_solve", "matrix_sqrth", "polar_positive",
     "polar_unitary", "polar", "eig", "eigvals",
 })
-# (matrix norms of order 2 and the nuclear norm are singular values: refused by their parameters)
-_SVD_NORMS = (2, -2, "nuc")
+# NumPy's linalg functions that factorize (the others, matmul, diagonal, vector_norm ..., are allowed)
+LAPACK = frozenset({"inv", "solve", "det", "slogdet", "cholesky", "qr", "eigh", "eigvalsh", "eig", "eigvals", "svd",
+                    "svdvals", "pinv", "lstsq", "matrix_rank", "cond", "tensorinv", "tensorsolve"})
 
 
-def refusal(op, params: dict, dtype: str) -> str | None:
-    """Why `op` is not computed in the half type `dtype`, or None where it is."""
-    if op.name in FACTORIZATIONS or op.name in ("matrix_norm", "norm") and _svd_order(params):
-        return (f"{op.name} is not computed in {dtype}: it needs a LAPACK factorization, which exists in float32 "
-                f"and float64 only (PyTorch 2.13 and JAX 0.10.2 refuse it in {dtype} too); run the program with "
-                "--dtype float32")
-    return None
-
-
-def _svd_order(params: dict) -> bool:
-    order = params.get("ord")
-    axis = params.get("axis", params.get("dim"))
-    matrix = params.get("matrix", False) or isinstance(axis, tuple) and len(axis) == 2
-    return order in _SVD_NORMS and (matrix or order == "nuc")
+def reason(dtype: str) -> str:
+    """Why a factorization is not computed in the half type `dtype`."""
+    return (f"not computed in {dtype}: it needs a LAPACK factorization, which exists in float32 and float64 only "
+            f"(PyTorch 2.13 and JAX 0.10.2 refuse it in {dtype} too); run the program with --dtype float32")
 
 
 def refuse(graph, order, dtype: str) -> None:
-    """GradcliError at the first equation of `order` that the type cannot compute."""
+    """GradcliError at the first equation of `order` that is a factorization, named as the program calls it."""
     for i in order:
         eq = graph.equations[i]
-        why = eq.inputs and refusal(eq.op, eq.params, dtype)
-        if why:
-            raise GradcliError(why, eq.pos, graph.source)
+        if eq.inputs and eq.op.name in FACTORIZATIONS:
+            raise GradcliError(f"{eq.label or eq.op.name}: {reason(dtype)}", eq.pos, graph.source)
 
 
 class Half:
-    """How one run computes in a half type: `forward(op, xp, args, params)` -> the result rounded."""
+    """How one run computes in a half type: `forward(op, args, params)` -> the result rounded."""
 
     def __init__(self, dtype: str, accumulate: str = "float32"):
         self.dtype = numpy_dtype(dtype)
-        self.name = dtype
         self.wide = np.dtype(np.float32)
-        self.xp = np if accumulate == "float32" else SameAccumulation(self.dtype)
+        self.xp = (HalfNumpy if accumulate == "float32" else SameAccumulation)(self.dtype)
 
     def forward(self, op, args, params):
         wide = self.wide
@@ -77,17 +71,37 @@ class Half:
         return np.asarray(value).astype(self.dtype)
 
 
-class SameAccumulation:
-    """NumPy, but its sums accumulate in `dtype`: every partial sum of sum, nansum, mean,
-    cumsum, matmul, einsum, tensordot, vecdot and vdot is rounded to `dtype` (on float32
-    arrays whose numbers are of `dtype`, the results are float32 arrays of `dtype`'s numbers).
-    Everything else is NumPy's own."""
+class _Linalg:
+    """NumPy's linalg, whose factorizations refuse (DataError: the evaluator says where)."""
 
     def __init__(self, dtype):
         self.dtype = dtype
 
     def __getattr__(self, name):
+        if name in LAPACK:
+            raise DataError(reason(self.dtype.name))
+        return getattr(np.linalg, name)
+
+
+class HalfNumpy:
+    """The namespace an op computes in for a half type: NumPy, on float32 arrays, but for the
+    factorizations of its linalg, refused."""
+
+    host_numpy = True  # (gradcli.ops.shapes.is_numpy: its arrays are NumPy's, SciPy applies to them)
+
+    def __init__(self, dtype):
+        self.dtype = dtype
+        self.linalg = _Linalg(dtype)
+
+    def __getattr__(self, name):
         return getattr(np, name)
+
+
+class SameAccumulation(HalfNumpy):
+    """HalfNumpy, but its sums accumulate in `dtype`: every partial sum of sum, nansum, mean,
+    cumsum, matmul, einsum, tensordot, vecdot and vdot is rounded to `dtype` (on float32
+    arrays whose numbers are of `dtype`, the results are float32 arrays of `dtype`'s numbers).
+    Everything else is NumPy's own."""
 
     def round(self, x, *args, **kwargs):  # NumPy's round, not this namespace's rounding
         return np.round(x, *args, **kwargs)
@@ -195,8 +209,8 @@ class SameAccumulation:
         """Every product of the operands rounded to the type, then summed over the contracted
         letters in the type (explicit letters only: `...` is refused)."""
         if "..." in subscripts:
-            raise GradcliError(f"einsum with '...' is not computed with --accumulate same in {self.dtype.name}; "
-                               "use --accumulate float32, or name every axis")
+            raise DataError(f"einsum with '...' is not computed with --accumulate same in {self.dtype.name}; "
+                            "use --accumulate float32, or name every axis")
         spec = subscripts.replace(" ", "")
         inputs, _, output = spec.partition("->")
         terms = inputs.split(",")

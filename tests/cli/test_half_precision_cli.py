@@ -57,7 +57,7 @@ def test_a_factorization_is_refused_in_a_half_type_with_its_reason():
                     "--dtype", "bfloat16")
     assert result.exit_code == 2
     assert result.output == (
-        "<expr>:1:9: error: inv is not computed in bfloat16: it needs a LAPACK factorization, which exists in "
+        "<expr>:1:9: error: inv: not computed in bfloat16: it needs a LAPACK factorization, which exists in "
         "float32 and float64 only (PyTorch 2.13 and JAX 0.10.2 refuse it in bfloat16 too); run the program with "
         "--dtype float32\n    y = sum(inv(a))\n            ^~~~~~\n")
 
@@ -94,3 +94,14 @@ def test_accumulate_same_accumulates_in_the_type(dtype, float32, same):
                         "--format", "json")
         assert result.exit_code == 0, result.output
         assert strict(result.output)["outputs"]["s"]["value"] == want
+
+
+def test_an_op_that_factorizes_for_some_parameters_is_refused_at_its_place():
+    # a negative power inverts (LAPACK), a positive one multiplies (computed)
+    result = invoke("eval", "-e", "y = matrix_power(a, -2)", "--set", "a=[[2, 1], [1, 3]]", "--dtype", "float16")
+    assert result.exit_code == 2
+    assert result.output.startswith("<expr>:1:5: error: matrix_power: not computed in float16: it needs a LAPACK "
+                                    "factorization")
+    result = invoke("eval", "-e", "y = matrix_power(a, 2)", "--set", "a=[[2, 1], [1, 3]]", "--dtype", "float16",
+                    "--format", "json")
+    assert result.exit_code == 0 and strict(result.output)["outputs"]["y"]["value"] == [[5.0, 5.0], [5.0, 10.0]]
