@@ -10,10 +10,11 @@ loses the digits; the second names that one, so the report is sorted by it (then
 The gradient likewise: `gradient_error` (the cotangent of the op's value), `gradient_own` (the
 worst of the equations of its gradient rule, each computed alone in the dtype on float64 values).
 
-Relative errors are elementwise, the largest over the elements (a gradient element flushed to
-zero is an error of 1 even beside large ones); an element whose float64 value is 0 is measured
-against the largest float64 magnitude of the array; elements that are not finite in float64 are
-left out; a finite float64 value that is not finite in the dtype is an error of infinity.
+A relative error is the largest error over the elements divided by the largest float64
+magnitude (normwise: an element near zero, where a sum cancels, does not make it huge); the
+small elements are counted apart: those flushed to zero in the dtype (nonzero in float64) and
+those below its normal range. Elements not finite in float64 are left out; a finite float64
+value that is not finite in the dtype is an error of infinity.
 """
 from __future__ import annotations
 
@@ -95,7 +96,8 @@ class Precision(Record):
 
 
 def relative_error(value, reference) -> float:
-    """The largest elementwise relative error of `value` against `reference` (module docstring)."""
+    """The largest error of `value` against `reference`, relative to the reference's largest
+    magnitude (module docstring)."""
     got = np.asarray(value, dtype=np.float64).reshape(-1)
     ref = np.asarray(reference, dtype=np.float64).reshape(-1)
     finite = np.isfinite(ref)
@@ -105,12 +107,11 @@ def relative_error(value, reference) -> float:
         return 0.0
     if not np.isfinite(got).all():
         return np.inf
-    magnitude = np.abs(ref)
-    largest = float(magnitude.max())
-    diff = np.abs(got - ref)
+    largest = float(np.abs(ref).max())
+    worst = float(np.abs(got - ref).max())
     if largest == 0.0:
-        return 1.0 if diff.max() > 0 else 0.0
-    return float((diff / np.where(magnitude == 0, largest, magnitude)).max())
+        return 1.0 if worst > 0 else 0.0
+    return worst / largest
 
 
 def _value_id(graph: Graph, name: str, option: str) -> int:
@@ -178,7 +179,7 @@ def measure(graph: Graph, wrt: list[str], of: list[str], dtype: str, scale: floa
             continue
         row = OpPrecision(i, eq.op, eq.label, eq.pos, relative_error(computed[i], reference[i]),
                           own[i], overflow=_overflows(computed[i], reference[i]),
-                          underflow=_flushed(computed[i], reference[i]))
+                          underflow=_flushed(computed[i], reference[i], limits.tiny))
         row.subnormal = bool(((np.abs(np.asarray(reference[i], dtype=np.float64)) < limits.tiny)
                               & (np.asarray(reference[i]) != 0)).any())
         c = cotangents.get(i)
@@ -186,17 +187,19 @@ def measure(graph: Graph, wrt: list[str], of: list[str], dtype: str, scale: floa
             row.gradient_error = relative_error(computed[c], reference[c])
             row.gradient_overflow = _overflows(computed[c], reference[c])
         rule = [k for k in rule_of.get(i, ()) if k in own]
-        row.flushed = sum(_flushed(computed[k], reference[k]) for k in rule)
+        row.flushed = sum(_flushed(computed[k], reference[k], limits.tiny) for k in rule)
         row.gradient_own = max((own[k] for k in rule), default=None if c is None else 0.0)
-        row.remedy = remedy(row, limits)
+        row.remedy = remedy(row, limits, accumulate)
         rows.append(row)
     rows.sort(key=lambda r: (r.own, r.carried), reverse=True)
     return Precision(dtype, limits.eps / 2, scale, accumulate, rows)
 
 
-def _flushed(value, reference) -> int:
-    """How many elements are nonzero in float64 and 0 in the dtype."""
-    return int(np.count_nonzero((np.asarray(reference) != 0) & (np.asarray(value) == 0)))
+def _flushed(value, reference, tiny: float) -> int:
+    """How many elements are nonzero in float64 but below the dtype's normal range, and 0 in the
+    dtype (an underflow; a 0 of a larger number is a cancellation, counted in the error)."""
+    magnitude = np.abs(np.asarray(reference, dtype=np.float64))
+    return int(np.count_nonzero((magnitude != 0) & (magnitude < tiny) & (np.asarray(value) == 0)))
 
 
 def _overflows(value, reference) -> bool:
@@ -205,7 +208,7 @@ def _overflows(value, reference) -> bool:
     return bool((np.isfinite(ref) & ~np.isfinite(got)).any())
 
 
-def remedy(row: OpPrecision, limits) -> str | None:
+def remedy(row: OpPrecision, limits, accumulate: str = "float32") -> str | None:
     """What would help, by what went wrong (None: the op is within its dtype's rounding)."""
     name, dtype, within = row.op.name, limits.name, OWN_ROUNDINGS * limits.eps / 2
     if row.overflow:
@@ -225,8 +228,11 @@ def remedy(row: OpPrecision, limits) -> str | None:
         return (f"its gradient underflows {dtype} ({row.flushed} element(s) became 0): a loss scale "
                 "(--loss-scale auto)")
     if row.value_own > within:
-        if not row.op.elementwise:
+        if not row.op.elementwise and accumulate == "same":
             return "accumulate in float32 (--accumulate float32, as PyTorch's autocast and XLA do)"
+        if not row.op.elementwise:
+            return (f"it accumulates in float32 already: its inputs rounded to {dtype} lose the digits; compute this "
+                    "op and what it reads in float32")
         if name in CANCELLING:
             return "nearly equal numbers cancel: compute it in float32, or rewrite it (log1p, expm1, a - b factored)"
         if name in STABLE_FORMS:
