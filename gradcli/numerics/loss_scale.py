@@ -241,11 +241,12 @@ def _window(smallest: float, largest: float, limits, master) -> tuple[int, int]:
 
 
 def measure(graph: Graph, first: int, seeds: list[int], fetch: list[int], dtype: str, names: dict[int, str],
-            given="auto", max_memory: int | None = None) -> LossScale:
+            given="auto", max_memory: int | None = None, places: dict | None = None) -> LossScale:
     """The loss scale for a backward pass in `dtype`, from one float32 run of `graph` (float64
     for a float64 one) (whose equations
     from `first` on are the backward pass, seeded by the input equations `seeds`, unscaled);
-    `fetch`: the gradients' ids, `names`: {id: what it is} for the values that have a name."""
+    `fetch`: the gradients' ids, `names`: {id: what it is} for the values that have a name,
+    `places`: {id: Pos} for those whose equation stands nowhere (a seed: where its output is)."""
     limits = dtype_range(dtype)
     watched = scaled_values(graph, first, seeds)
     ranges = _Ranges(set(watched))
@@ -257,8 +258,10 @@ def measure(graph: Graph, first: int, seeds: list[int], fetch: list[int], dtype:
         return LossScale(given, dtype, 1.0, 0, values=ranges.seen, nonfinite=ranges.nonfinite, measured=True)
     low_id = min(ranges.smallest, key=ranges.smallest.__getitem__)
     high_id = max(ranges.largest, key=ranges.largest.__getitem__)
-    smallest = Place(ranges.smallest[low_id], _what(graph, low_id, names), graph.equations[low_id].pos)
-    largest = Place(ranges.largest[high_id], _what(graph, high_id, names), graph.equations[high_id].pos)
+    places = places or {}
+    smallest = Place(ranges.smallest[low_id], _what(graph, low_id, names), places.get(low_id, graph.equations[low_id].pos))
+    largest = Place(ranges.largest[high_id], _what(graph, high_id, names),
+                    places.get(high_id, graph.equations[high_id].pos))
     low, high = _window(smallest.magnitude, largest.magnitude, limits, finfo(measured_in))
     power = (low + high) // 2 if low <= high else high
     # below half the smallest subnormal a number becomes 0; below the smallest normal, a subnormal
@@ -306,9 +309,11 @@ def measured(float32_program, wrt: list[str], of: list[str], grad_ys: dict | Non
     gradients = {key: i for key, i in prepared.fetch.items() if key.startswith("\0")}
     y_names = ", ".join(of or [graph.result[0]])
     names = {i: f"d{y_names}/d{key[1:]}" for key, i in gradients.items()}
-    names.update({i: f"the seed of {graph.equations[i].params['name'].partition(':')[2]}" for i in seeds})
+    outputs = {i: graph.equations[i].params["name"].partition(":")[2] for i in seeds}
+    names.update({i: f"the seed of {y}" for i, y in outputs.items()})
+    places = {i: graph.equations[graph.value_id(y)].pos for i, y in outputs.items()}
     return measure(graph, first, seeds, list(gradients.values()), dtype, names, given,
-                   float32_program.options.max_memory)
+                   float32_program.options.max_memory, places)
 
 
 def scaled_grad(program, float32_program, wrt: list[str], of: list[str] | None, grad_ys: dict | None,

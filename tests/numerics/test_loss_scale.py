@@ -212,6 +212,7 @@ def test_an_intermediate_cotangent_bounds_the_window():
     assert found.smallest.what == "the gradient through '*'" and found.smallest.magnitude == pytest.approx(1e-6)
     assert (found.smallest.pos.line, found.smallest.pos.column) == (1, 10)
     assert found.largest.what == "the seed of y" and found.largest.magnitude == 1.0
+    assert (found.largest.pos.line, found.largest.pos.column) == (1, 10)  # a seed stands where its output is
 
 
 def test_a_scale_cannot_write_a_zarr_store_chunk_by_chunk(tmp_path):
