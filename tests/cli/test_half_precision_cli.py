@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from cli_helpers import invoke, strict
+from test_cli_schema import VALIDATOR
 
 SOFTMAX = "y = sum(w * softmax(x))"
 FEEDS = ("--set", "x=[1, 2, 3]", "--set", "w=[0.1, 0.2, 0.3]")
@@ -31,6 +32,7 @@ def test_grad_answers_in_the_type(dtype):
     result = invoke("grad", "-e", SOFTMAX, "--wrt", "w", *FEEDS, "--dtype", dtype, "--format", "json")
     assert result.exit_code == 0, result.output
     doc = strict(result.output)
+    VALIDATOR.validate(doc)
     assert doc["outputs"]["y"]["dtype"] == doc["gradients"]["w"]["dtype"] == dtype
     value, softmax = _softmax_in(getattr(ml_dtypes, dtype) if dtype == "bfloat16" else dtype)
     # softmax is one op: its float32 result rounded once; d y/d w is that rounded softmax
