@@ -30,6 +30,8 @@ LAZY_IMPORTS = (
     ("gradcli.language.lower.literal", "the reader of NAME=VALUE literals: only with --set or --grad-ys"),
     ("gradcli.io.outputs", "the writers of array files: only with --out"),
     ("gradcli.numerics.fixes", "the fixes applied to the text as given: only `gradcli fix`"),
+    ("gradcli.numerics.loss_scale", "the loss scale and its measure: only with --loss-scale"),
+    ("gradcli.numerics.precision", "the precision report: only check --dtype of a half type"),
     ("gradcli.cli.plotting", "the drawing and the image files of `gradcli plot`: only plot"),
 )
 

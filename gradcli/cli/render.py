@@ -286,6 +286,46 @@ def check_table(result):
     return shown
 
 
+def precision_json(result) -> dict:
+    scale = getattr(result, "loss_scale", None)  # (with a loss scale, float32 master gradients)
+    doc = {"gradients": tensors_json(result.gradients, result.dtype if scale is None else scale.master),
+           "precision": result.precision.to_json()}
+    if scale is not None:
+        doc["loss_scale"] = scale.to_json()
+    return doc
+
+
+def _error_text(value) -> str:
+    return "-" if value is None else ("inf" if value == np.inf else f"{value:.3g}")
+
+
+def precision_lines(result) -> list[str]:
+    """One line per operation, worst first: LINE:COL, OP, then its value's error (its own, and
+    carried), its gradient's (its rule's own, and carried), and the remedy."""
+    return ["\t".join([f"{op.pos.line}:{op.pos.column}" if op.pos else "-", op.label,
+                       *map(_error_text, (op.value_own, op.value_error, op.gradient_own, op.gradient_error)),
+                       op.remedy or ""]) for op in result.precision.ops]
+
+
+def precision_table(result):
+    """The errors, worst first; the remedies under the table, each by its operation's place."""
+    from rich.table import Table
+    from rich.text import Text
+
+    report = result.precision
+    shown = Table("operation", "at", "value: own", "carried", "gradient: own", "carried", header_style="bold")
+    for op in report.ops:
+        shown.add_row(*_cells(op.label, f"{op.pos.line}:{op.pos.column}" if op.pos else "",
+                              *map(_error_text, (op.value_own, op.value_error, op.gradient_own, op.gradient_error))))
+    said = [f"relative errors in {report.dtype} against float64, worst first (own: what the operation adds; "
+            f"carried: with all before it); {report.dtype}'s unit roundoff is {report.unit_roundoff:.3g}"
+            + (f"; loss scale {report.scale:g}" if report.scale != 1 else "")]
+    said += [f"{op.label} at {op.pos.line}:{op.pos.column}: {op.remedy}" if op.pos else f"{op.label}: {op.remedy}"
+             for op in report.ops if op.remedy]
+    shown.caption = Text("\n".join(said))
+    return shown
+
+
 # How jacobian and hessian computed their blocks (gradcli.insight.jacobians' rule, in --help), under the table
 MODE_TEXT = {"forward": "forward mode (inputs < outputs)", "reverse": "reverse mode (outputs <= inputs)",
              "forward-over-reverse": "forward over reverse", "reverse-over-reverse": "reverse over reverse"}
@@ -621,7 +661,16 @@ EVAL = View("eval", lambda r: {}, lambda r: plain_lines(r, with_gradients=False)
             lambda r: table(r, with_gradients=False))
 GRAD = View("grad", lambda r: {"gradients": tensors_json(r.gradients, r.dtype)},
             lambda r: plain_lines(r, with_gradients=True), lambda r: table(r, with_gradients=True))
+# grad --loss-scale: the gradients are float32 (float64 in a float64 run), divided back, the scale explained
+GRAD_SCALED = View("grad", lambda r: {"gradients": tensors_json(r.gradients, r.loss_scale.master),
+                                      "loss_scale": r.loss_scale.to_json()},
+                   lambda r: plain_lines(r, with_gradients=True), lambda r: table(r, with_gradients=True),
+                   notes=lambda r: ["gradcli: " + line for line in r.loss_scale.lines()])
 CHECK = View("check", check_json, check_lines, check_table, passed=lambda r: r.passed)
+CHECK_PRECISION = View("check", precision_json, precision_lines, precision_table, multiline=True,
+                       passed=lambda r: not r.precision.broken,
+                       notes=lambda r: ["gradcli: " + line for line in r.loss_scale.lines()] if getattr(
+                           r, "loss_scale", None) is not None else [])
 JACOBIAN = View("jacobian", jacobian_json, jacobian_lines, jacobian_table)
 HESSIAN = View("hessian", hessian_json, hessian_lines, hessian_table)
 DERIVE = View("derive", derive_json, derive_lines, derive_table, multiline=True)

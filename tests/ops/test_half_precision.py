@@ -32,10 +32,10 @@ def _rows():
 ROWS = _rows()
 
 
-def _answer(program, wrt, feeds, dtype):
+def _answer(program, wrt, feeds, dtype, accumulate="float32"):
     with np.errstate(all="ignore"):
-        result = api.grad(program, wrt=wrt, feeds=feeds, dtype=dtype, fixes=False) if wrt else \
-            api.evaluate(program, feeds=feeds, dtype=dtype, fixes=False)
+        result = api.grad(program, wrt=wrt, feeds=feeds, dtype=dtype, fixes=False, accumulate=accumulate) if wrt \
+            else api.evaluate(program, feeds=feeds, dtype=dtype, fixes=False, accumulate=accumulate)
     return {**{f"value {k}": v for k, v in result.outputs.items()},
             **{f"d/d{k}": v for k, v in result.gradients.items()}}
 
@@ -75,6 +75,22 @@ def _refused_call(program):
 @pytest.mark.parametrize("dtype", list(TYPES))
 @pytest.mark.parametrize("program,inputs,fixed", ROWS)
 def test_op_row_in_half_precision(program, inputs, fixed, dtype):
+    _check_row(program, inputs, fixed, dtype, "float32")
+
+
+# the rows that add many terms somewhere (a sum, a product of matrices, a norm, a loss's mean)
+ACCUMULATING = re.compile(r"sum|mean|@|matmul|dot|einsum|tensordot|softmax|logsumexp|norm|var|std|loss|linear|"
+                          r"conv|entropy|trace|average|cov|corrcoef|trapezoid|bilinear|addmm|addmv|baddbmm|cdist")
+
+
+@pytest.mark.parametrize("program,inputs,fixed", [row for row in ROWS if ACCUMULATING.search(row.values[0])])
+def test_accumulating_op_row_in_float16_with_accumulate_same(program, inputs, fixed):
+    """The same rows with --accumulate same: in the type, within the same tolerance (the rows'
+    sums have a few terms: the type's own accumulation loses a few eps at most)."""
+    _check_row(program, inputs, fixed, "float16", "same")
+
+
+def _check_row(program, inputs, fixed, dtype, accumulate):
     if (program, dtype) in CHOICE_FLIPS:
         pytest.skip(CHOICE_FLIPS[program, dtype])
     t = TYPES[dtype]
@@ -85,12 +101,12 @@ def test_op_row_in_half_precision(program, inputs, fixed, dtype):
     refused = _refused_call(program)
     if refused is not None:
         with pytest.raises(GradcliError) as raised:
-            _answer(program, wrt, feeds, dtype)
+            _answer(program, wrt, feeds, dtype, accumulate)
         assert raised.value.message == (
             f"{refused}: not computed in {dtype}: it needs a LAPACK factorization, which exists in float32 and "
             f"float64 only (PyTorch 2.13 and JAX 0.10.2 refuse it in {dtype} too); run the program with --dtype float32")
         return
-    got = _answer(program, wrt, feeds, dtype)
+    got = _answer(program, wrt, feeds, dtype, accumulate)
     want = _answer(program, wrt, feeds, "float64")
     # a rounding's error is eps/2 of the number rounded: an answer of cancelling terms (a gradient
     # that is 0 in exact arithmetic) is off by a few eps of the terms, not of itself; the terms'
