@@ -45,6 +45,8 @@ class _ArrayText:
 def tensor_json(arr: np.ndarray | None, dtype: str) -> dict | None:
     if arr is None:
         return None
+    if type(arr) is float:  # a number of the numbers-only attempt (gradcli.ops.scalar): as a 0-d float64 array
+        return {"shape": [], "dtype": dtype, "value": arr}
     value = _ArrayText(arr) if arr.size > CHUNK and arr.dtype.kind == "f" else json_value(arr)
     return {"shape": list(arr.shape), "dtype": dtype, "value": value}
 
@@ -141,6 +143,8 @@ def plain_line(name: str, arr: np.ndarray | None, none: str = "") -> str:
     if arr is None:
         # an unconnected gradient: the name, no numbers; a printed None is `None`, as Python prints it
         return f"{name}\t{none}"
+    if type(arr) is float:  # a number of the numbers-only attempt (gradcli.ops.scalar): as a 0-d float64 array
+        return f"{name}\t{arr!r}"
     arr = np.asarray(arr, dtype=np.float64)
     if arr.size <= CHUNK:
         return f"{name}\t" + " ".join(map(repr, arr.ravel().tolist()))

@@ -20,6 +20,7 @@ import math
 from gradcli.autodiff import blocked_at
 from gradcli.errors import Pos
 from gradcli.ir import Graph
+from gradcli.ops import scalar as numbers
 from gradcli.numerics.gradient_calls import place, subject, taken_by_json
 from gradcli.records import NEW, ValueRecord
 from gradcli.engine.backends import backend_for
@@ -148,7 +149,8 @@ class NumericsChecker:
         self.differentiated = graph.differentiated
         self._seen_ties: set[int] = set()
         self._origin_of: dict[tuple, int] = {}  # (op, inputs, params) -> diagnostic index
-        self.largest = float(numpy.finfo(dtype).max)
+        # (the numbers-only attempt asks NumPy nothing: gradcli.ops.scalar)
+        self.largest = numbers.FLOAT64.max if numbers.numbers_only() else float(numpy.finfo(dtype).max)
         self.bound: dict[int, float] = {}  # value id -> a bound on its magnitude, where known
         self._bound_rules: dict = {}  # op -> _bound_rule(op)
         self._bound_of = self.bound.get  # (the per-equation reads, bound once)
@@ -161,6 +163,13 @@ class NumericsChecker:
 
     # ----------------------------------------------------------------- the per-equation check
     def __call__(self, i, eq, value, args):
+        if type(value) is float:  # a number of the numbers-only attempt (gradcli.ops.scalar)
+            if eq.op.name not in numbers.SCALAR_OPS:  # (the op has no scalar implementation: its number is not used)
+                raise numbers.NeedsArrays(f"{eq.op.name} has no numbers-only implementation")
+            if (eq.op.kink is None or i not in self.differentiated) and self.clean_by_square_sum(i, value * value):
+                return
+            # what the checks would say of it (not finite, near overflowing, a kink) is said on NumPy
+            raise numbers.NeedsArrays(f"{eq.op.name} gives {value!r}")
         if self.lazy:
             self._request(i, eq, value, args)
             return

@@ -84,13 +84,36 @@ def test_a_small_eval_imports_only_what_it_needs():
     p = run(["-m", "gradcli", "eval", "-e", "exp(1)", "--format", "plain"], python_args=("-X", "importtime"))
     assert (p.returncode, p.stdout) == (0, "_\t2.718281828459045\n")
     modules = imported(p.stderr)
-    assert {"numpy", "gradcli.api", "gradcli.cli.render"} <= modules  # (the check sees them)
-    unneeded = {m for m in modules if m.split(".")[0] in ("scipy", "rich", "lark", "matplotlib", "plotext", "typer")}
+    assert {"gradcli.api", "gradcli.cli.render"} <= modules  # (the check sees them)
+    # a program of numbers is computed on Python's floats (gradcli.ops.scalar): NumPy is not imported
+    unneeded = {m for m in modules if m.split(".")[0] in ("numpy", "scipy", "rich", "lark", "matplotlib", "plotext",
+                                                           "typer")}
     unneeded |= modules & {"gradcli.numerics.fixes", "gradcli.insight.jacobians", "gradcli.insight.printer",
                            "gradcli.cli.lines", "gradcli.io.outputs", "gradcli.language.lower.literal",
                            "gradcli.ops._names", "gradcli.ops.elementwise",
                            "gradcli.ops.reduce", "gradcli.ops.array", "gradcli.ops.linalg", "gradcli.ops.nn"}
     assert not unneeded
+
+
+def test_numpy_is_imported_only_for_a_program_that_needs_arrays():
+    """eval and grad of numbers never import NumPy (not even for --set, --format json); an array, an op
+    without a scalar implementation, a number Python's float refuses (NumPy's inf), float32 or a
+    file import it, and answer as NumPy always did."""
+    def numpy_imported(*args):
+        p = run(["-m", "gradcli", *args], python_args=("-X", "importtime"))
+        assert p.returncode == 0, p.stderr
+        return p.stdout, any(m.split(".")[0] == "numpy" for m in imported(p.stderr))
+
+    assert numpy_imported("eval", "-e", "exp(1)") == ("_\t2.718281828459045\n", False)
+    assert numpy_imported("grad", "-e", "y = sin(x) * x", "--wrt", "x", "--set", "x=2") == ("x\t0.0770037537313969\n",
+                                                                                           False)
+    out, loaded = numpy_imported("grad", "-e", "y = sigmoid(x) * x ** 2", "--wrt", "x", "--set", "x=3", "--format",
+                                 "json")
+    assert not loaded and out.startswith('{"command": "grad"')
+    assert numpy_imported("eval", "-e", "sum([1.0, 2.0])") == ("_\t3.0\n", True)
+    assert numpy_imported("eval", "-e", "tanh(1)") == ("_\t0.7615941559557649\n", True)  # (NumPy's own tanh)
+    assert numpy_imported("eval", "-e", "exp(1)", "--dtype", "float32")[1]
+    assert numpy_imported("eval", "-e", "exp(1000)") == ("_\tinf\n", True)
 
 
 _COLLECTOR_SEEN = """
