@@ -102,6 +102,18 @@ def _sign(x):  # NumPy's: sign(±0) is +0.0, sign(nan) is nan
     return 1.0 if x > 0 else -1.0 if x < 0 else x if x != x else 0.0
 
 
+def _power(x, y):
+    # NumPy's float64 power computes these exponents as a square, a reciprocal and a square root
+    # (sqrt(-0.0) is -0.0 where pow's is 0.0); any other by the C library's pow, as math.pow does
+    if y == 2.0:
+        return x * x
+    if y == -1.0:
+        return 1.0 / x
+    if y == 0.5:
+        return math.sqrt(x)
+    return math.pow(x, y)
+
+
 def _square(x):
     return x * x
 
@@ -137,6 +149,7 @@ class _Namespace:
     asinh = staticmethod(_guarded(math.asinh))
     acosh = staticmethod(_guarded(math.acosh))
     atanh = staticmethod(_guarded(math.atanh))
+    hypot = staticmethod(_guarded(math.hypot))
     abs = absolute = staticmethod(_guarded(math.fabs))
     sign = staticmethod(_guarded(_sign))
     square = staticmethod(_guarded(_square))
@@ -146,7 +159,7 @@ class _Namespace:
     subtract = staticmethod(_guarded(operator.sub))
     multiply = staticmethod(_guarded(operator.mul))
     divide = staticmethod(_guarded(_divide))
-    pow = power = staticmethod(_guarded(math.pow))
+    pow = power = staticmethod(_guarded(_power))
     maximum = staticmethod(_guarded(_maximum))
     minimum = staticmethod(_guarded(_minimum))
     where = staticmethod(_where)
@@ -181,10 +194,10 @@ SCALAR_OPS = frozenset({
     "const", "input", "identity", "positive", "negative", "stop_gradient",
     "add", "subtract", "multiply", "divide", "power", "square", "sqrt",
     "exp", "expm1", "log", "log1p", "sin", "cos", "tan",
-    "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh", "arccosh", "arctanh",
+    "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh", "arccosh", "arctanh", "hypot",
     "abs", "sign", "maximum", "minimum", "relu", "where",
     "less", "less_equal", "greater", "greater_equal", "equal", "not_equal",
-    "logical_and", "logical_or", "logical_not",
+    "logical_and", "logical_or",
     "sigmoid", "sigmoid_slope", "sigmoid_grad",
 })
 
