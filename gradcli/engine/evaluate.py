@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import math
 import operator
-from typing import Callable
+from collections.abc import Callable
 
 from gradcli.errors import GradcliError, OptionError
 from gradcli.ir import Graph
