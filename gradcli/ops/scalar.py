@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import math
 import operator
+import os
+import sys
 
 
 class NeedsArrays(BaseException):
@@ -187,17 +189,46 @@ NAMESPACE = _Namespace()
 OPERATORS = {"add": operator.add, "subtract": operator.sub, "multiply": operator.mul,
              "divide": NAMESPACE.divide, "negative": operator.neg}
 
-# The records whose forward computes on NAMESPACE, as NumPy's does on float64 (bit for bit), and
-# whose gradient rules emit only records of this set. tanh is not here: NumPy's float64 tanh is its
-# own, not the C library's, and differs in the last bit.
-SCALAR_OPS = frozenset({
+# The records whose forward computes on NAMESPACE as NumPy's does on float64, bit for bit, and whose
+# gradient rules emit only records of these sets. EXACT: IEEE's correctly rounded operations, the
+# same on every machine. LIBM: the C library's functions, which NumPy's float64 loops call on x86-64
+# without AVX-512 (tests/ops/test_scalar_ops.py compares them on the machine that runs it); with
+# AVX-512 NumPy computes them with its own vector code (SVML's), which may differ in the last bit,
+# and elsewhere it is not known: there they are left to NumPy. tanh is in neither: NumPy's float64
+# tanh is its own everywhere.
+EXACT_OPS = frozenset({
     "const", "input", "identity", "positive", "negative", "stop_gradient",
-    "add", "subtract", "multiply", "divide", "power", "square", "sqrt",
-    "exp", "expm1", "log", "log1p", "sin", "cos", "tan",
-    "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh", "arccosh", "arctanh", "hypot",
+    "add", "subtract", "multiply", "divide", "square", "sqrt",
     "abs", "sign", "maximum", "minimum", "relu", "where",
     "less", "less_equal", "greater", "greater_equal", "equal", "not_equal",
     "logical_and", "logical_or",
+})
+LIBM_OPS = frozenset({
+    "power", "exp", "expm1", "log", "log1p", "sin", "cos", "tan",
+    "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh", "arccosh", "arctanh", "hypot",
     "sigmoid", "sigmoid_slope", "sigmoid_grad",
 })
 
+
+def numpy_calls_the_c_library() -> bool:
+    """Whether NumPy's float64 loops of LIBM_OPS are the C library's here: x86-64 Linux whose CPU
+    has no AVX-512 (read from /proc/cpuinfo, the flags NumPy's dispatch reads from the CPU)."""
+    if sys.platform != "linux" or os.uname().machine != "x86_64":
+        return False
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as info:
+            for line in info:
+                if line.startswith("flags"):
+                    return "avx512f" not in line.split()
+    except OSError:
+        pass
+    return False
+
+
+if numpy_calls_the_c_library():
+    SCALAR_OPS = EXACT_OPS | LIBM_OPS
+else:  # the namespace itself refuses the C library's functions (NeedsArrays), whoever asks
+    SCALAR_OPS = EXACT_OPS
+    for _name in ("exp", "log", "log1p", "expm1", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
+                  "asinh", "acosh", "atanh", "hypot", "pow", "power"):
+        delattr(_Namespace, _name)
