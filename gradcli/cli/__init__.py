@@ -173,9 +173,11 @@ class _DeferredModule(type(sys)):
     def __getattr__(self, name):
         from gradcli.ops import scalar  # (gradcli.cli.LAZY_IMPORTS)
 
-        if scalar.numbers_only():
+        if scalar.numbers_only():  # (`__path__` too: no submodule of it is imported before it)
             raise scalar.NeedsArrays(f"numpy.{name}")
         self.__class__ = type(sys)
+        if self.__spec__.submodule_search_locations is not None:
+            self.__path__ = self.__spec__.submodule_search_locations
         self.__spec__.loader.exec_module(self)  # (what importing it does, into this module)
         return getattr(self, name)
 
@@ -187,6 +189,7 @@ def _defer(module_name: str) -> None:
     if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
         return
     module = importlib.util.module_from_spec(spec)
+    vars(module).pop("__path__", None)  # (read as a submodule is imported: the module is then imported first)
     module.__class__ = _DeferredModule
     sys.modules[module_name] = module
 

@@ -127,3 +127,42 @@ def test_the_numbers_only_path_answers_as_the_numpy_path_byte_for_byte():
     # and left where NumPy must speak: not finite, an array, an op with no scalar implementation
     for edge in (["eval", "-e", "1 / 0"], ["eval", "-e", "sum([1.0, 2.0])"], ["eval", "-e", "tanh(1)"]):
         assert edge not in without_numpy
+
+
+DEFERRED = """
+import sys
+sys.argv[0] = "gradcli"
+import gradcli.cli as cli
+from gradcli.ops import scalar
+cli._defer("numpy")
+import numpy
+
+
+def submodule():
+    import numpy.linalg  # noqa: F401
+
+
+def from_numpy():
+    from numpy import float64  # noqa: F401
+
+
+for text, attempt in (("import numpy.linalg", submodule), ("from numpy import float64", from_numpy),
+                      ("numpy.float64(1)", lambda: numpy.float64(1))):
+    try:
+        with scalar.attempt():
+            attempt()
+        print("imported", text)
+    except scalar.NeedsArrays:
+        print("gave way", text)
+print("numpy._core" in sys.modules, "numpy.linalg" in sys.modules)
+import numpy.linalg
+print(numpy.linalg.norm([3.0, 4.0]), numpy is sys.modules["numpy"], numpy.float64 is type(numpy.float64(1)))
+"""
+
+
+def test_deferred_numpy_gives_way_to_any_use_in_the_attempt_and_imports_whole_after_it():
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    p = subprocess.run([sys.executable, "-c", DEFERRED], capture_output=True, text=True, env=env, timeout=120)
+    assert (p.returncode, p.stderr) == (0, "")
+    assert p.stdout.splitlines() == ["gave way import numpy.linalg", "gave way from numpy import float64",
+                                     "gave way numpy.float64(1)", "False False", "5.0 True True"]
