@@ -30,6 +30,7 @@ import chunks  # noqa: E402
 import half  # noqa: E402
 from harness import Failed, Rounds, Table, call, environment, installed, mib, paired, process, seconds  # noqa: E402
 from peers import HESSIAN_PROGRAM  # noqa: E402
+from startup_numbers import numbers_startup  # noqa: E402
 
 GRADCLI = os.path.join(os.path.dirname(sys.executable), "gradcli")
 PEERS_PY = os.path.join(HERE, "peers.py")
@@ -75,6 +76,7 @@ def startup(table: Table, o) -> None:
                   "gradcli eval", ["numpy import"], 1.25, "≤ 1.25×", peers=["numpy import"])
     table.compare("start-up: `gradcli --help` vs `python -c 'import numpy'`", res, "gradcli --help",
                   ["numpy import"], 1.0, "≤ 1.0×", peers=["numpy import"])
+    numbers_startup(table, o, GRADCLI, PY)
 
 
 # --------------------------------------------------------------------------- 2. big arrays

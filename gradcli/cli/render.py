@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from collections.abc import Callable
 
 import numpy as np
 
 from gradcli.errors import GradcliError, Source, caret_lines
+from gradcli.records import NEW, Record
 
 _NONFINITE_TOKEN = re.compile(r"(?<![\w\"])(-?Infinity|NaN)(?![\w\"])")
 
@@ -45,6 +45,8 @@ class _ArrayText:
 def tensor_json(arr: np.ndarray | None, dtype: str) -> dict | None:
     if arr is None:
         return None
+    if type(arr) is float:  # a number of the numbers-only attempt (gradcli.ops.scalar): as a 0-d float64 array
+        return {"shape": [], "dtype": dtype, "value": arr}
     value = _ArrayText(arr) if arr.size > CHUNK and arr.dtype.kind == "f" else json_value(arr)
     return {"shape": list(arr.shape), "dtype": dtype, "value": value}
 
@@ -141,6 +143,8 @@ def plain_line(name: str, arr: np.ndarray | None, none: str = "") -> str:
     if arr is None:
         # an unconnected gradient: the name, no numbers; a printed None is `None`, as Python prints it
         return f"{name}\t{none}"
+    if type(arr) is float:  # a number of the numbers-only attempt (gradcli.ops.scalar): as a 0-d float64 array
+        return f"{name}\t{arr!r}"
     arr = np.asarray(arr, dtype=np.float64)
     if arr.size <= CHUNK:
         return f"{name}\t" + " ".join(map(repr, arr.ravel().tolist()))
@@ -622,21 +626,31 @@ def patch_text(before: str, after: str, name: str) -> str:
 
 # --------------------------------------------------------------------------- one view per command
 
-@dataclass(frozen=True)
-class View:
+class View(Record):
     """How one command's result is shown. `own`: the command's own keys of its JSON document;
     `lines`: its plain lines (`multiline`: they make one answer that `--lines` cannot give as
     one line); `table`: the Rich renderable; `outputs`: the values it reports; `passed`: False
-    where the command's verdict is exit 1 (a failed check)."""
+    where the command's verdict is exit 1 (a failed check); `formats`: the command's own formats,
+    {name: result -> text}; `notes`: said on stderr before the diagnostics. (A plain class,
+    gradcli/records.py: `dataclasses` is not imported at start-up.)"""
+
+    __slots__ = _fields = ("command", "own", "lines", "table", "outputs", "passed", "multiline", "formats", "notes")
     command: str
-    own: Callable[[Any], dict]
-    lines: Callable[[Any], list[str]]
-    table: Callable[[Any], Any]
-    outputs: Callable[[Any], dict] = lambda result: result.outputs
-    passed: Callable[[Any], bool] = lambda result: True
-    multiline: bool = False
-    formats: dict = field(default_factory=dict)  # the command's own formats: {name: result -> text}
-    notes: Callable[[Any], list[str]] = lambda result: []  # said on stderr before the diagnostics
+    own: Callable[[object], dict]
+    lines: Callable[[object], list[str]]
+    table: Callable[[object], object]
+    outputs: Callable[[object], dict]
+    passed: Callable[[object], bool]
+    multiline: bool
+    formats: dict
+    notes: Callable[[object], list[str]]
+
+    def __init__(self, command, own, lines, table, outputs=lambda result: result.outputs, passed=lambda result: True,
+                 multiline=False, formats=NEW, notes=lambda result: []):
+        self.command, self.own, self.lines, self.table = command, own, lines, table
+        self.outputs, self.passed, self.multiline = outputs, passed, multiline
+        self.formats = {} if formats is NEW else formats
+        self.notes = notes
 
 
 def document(view: View, result, line: int | None = None) -> dict:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import math
 import operator
-from typing import Callable
+from collections.abc import Callable
 
 from gradcli.dtypes import HALF, NAMES, check as check_dtype
 from gradcli.errors import GradcliError, OptionError
@@ -104,7 +104,7 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
     # scalars of the dtype are the same IEEE operations as the ufuncs' (rounded in the same
     # dtype), without a ufunc call's cost (tests/engine/test_scalar_path.py compares them bit for bit).
     scalar = dtype.type if backend.scalars and half is None else None
-    scalar_operators = SCALAR_OPERATORS if scalar is not None else {}
+    scalar_operators = getattr(backend, "operators", SCALAR_OPERATORS) if scalar is not None else {}
     chains, inlined = {}, ()
     # a chain writes its chunks into buffers it owns, and needs arrays (a program of numbers has none)
     if len(order) > 1 and in_place and any(map(shapes.__getitem__, order)):
@@ -126,7 +126,7 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
             if value is None:
                 value = eq.params["value"]
             value = asarray(value, dtype)
-            if scalar is not None and value.ndim == 0 and i not in keep:
+            if scalar is not None and type(value) is not scalar and value.ndim == 0 and i not in keep:
                 value = value[()]  # (a copy: no buffer of the caller's or the graph's is held)
             borrowed.add(i)
             args = inputs = ()

@@ -20,6 +20,7 @@ import math
 from gradcli.autodiff import blocked_at
 from gradcli.errors import Pos
 from gradcli.ir import Graph
+from gradcli.ops import scalar as numbers
 from gradcli.numerics.gradient_calls import place, subject, taken_by_json
 from gradcli.records import NEW, ValueRecord
 from gradcli.engine.backends import backend_for
@@ -173,6 +174,13 @@ class NumericsChecker:
 
     # ----------------------------------------------------------------- the per-equation check
     def __call__(self, i, eq, value, args):
+        if type(value) is float:  # a number of the numbers-only attempt (gradcli.ops.scalar)
+            if eq.op.name not in numbers.SCALAR_OPS:  # (the op has no scalar implementation: its number is not used)
+                raise numbers.NeedsArrays(f"{eq.op.name} has no numbers-only implementation")
+            if (eq.op.kink is None or i not in self.differentiated) and self.clean_by_square_sum(i, value * value):
+                return
+            # what the checks would say of it (not finite, near overflowing, a kink) is said on NumPy
+            raise numbers.NeedsArrays(f"{eq.op.name} gives {value!r}")
         if self.lazy:
             self._request(i, eq, value, args)
             return

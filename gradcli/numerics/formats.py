@@ -37,7 +37,9 @@ class Format(ValueRecord):
         return self.name in HALF
 
 
-_KNOWN: dict[str, Format] = {}
+# float64's facts (NumPy's finfo) written out: a program of numbers is checked without NumPy
+_KNOWN: dict[str, Format] = {"float64": Format("float64", 1.7976931348623157e308, 2.2250738585072014e-308, 5e-324,
+                                               2.220446049250313e-16, HEADROOM_FACTOR)}
 
 
 def format_of(name) -> Format:

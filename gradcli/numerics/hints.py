@@ -7,7 +7,7 @@ tests/numerics/test_hints.py checks that every entry names an op and arguments i
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 from gradcli.records import NEW, ValueRecord
 
