@@ -23,8 +23,7 @@ from gradcli.engine.memory import check_memory
 from gradcli.limits import default_memory_limit
 from gradcli.ir import Graph, ShapeOnly
 from gradcli.language.lower import lower
-from gradcli.language.lower.values import ShapeAlone
-from gradcli.ops import fmt_shape
+from gradcli.ops import fmt_shape, scalar as numbers
 from gradcli.language.parser import normalise, parse_program
 from gradcli.records import ValueRecord
 from gradcli.language import syntax as ast
@@ -146,9 +145,9 @@ def compile_program(text: str, name: str = "<expr>", feeds: dict | None = None, 
     return lower(module, source, {k: _as_real(v) for k, v in (feeds or {}).items()}, tail, symbols)
 
 
-def _as_real(value) -> np.ndarray | ShapeOnly | ShapeAlone:
-    if isinstance(value, (ShapeOnly, ShapeAlone)):  # a stand-in (Dask), or a shape alone (derive, graph)
-        return value
+def _as_real(value) -> np.ndarray | ShapeOnly:
+    if isinstance(value, ShapeOnly) or type(value) is float and numbers.numbers_only():
+        return value  # a stand-in (Dask), a shape alone (derive, graph), a number (gradcli.ops.scalar)
     arr = np.asarray(value)
     return arr if arr.dtype.kind == "f" and arr.dtype.itemsize >= 4 else arr.astype(np.float64)
 
@@ -200,7 +199,7 @@ def _names(given) -> list[str]:
 def _owned(feeds: dict | None) -> dict | None:
     """Feeds a Program keeps: its own copy of each array (one changed by its owner later would
     change the numbers, and not what was decided while the program was read)."""
-    return feeds and {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in feeds.items()}
+    return feeds and {k: v.copy() if type(v) is not float and isinstance(v, np.ndarray) else v for k, v in feeds.items()}
 
 
 def _fork(graph: Graph) -> Graph:
@@ -226,9 +225,9 @@ def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str, max_memor
     if not memory_checked:  # (shapes alone decide it: a prepared program is checked once)
         check_memory(graph, list(fetch.values()), dtype, max_memory, text=text, backend=chosen,
                      gathered=store is None)
-    checker = NumericsChecker(graph, chosen, dtype)
+    checker = NumericsChecker(graph, chosen, dtype, accumulate)
     ids = list(dict.fromkeys([*fetch.values(), *(j for j, _, _ in graph.assertions)]))
-    with np.errstate(all="ignore"):
+    with chosen.quiet():
         values = run(graph, ids, dtype=dtype, backend=chosen, check=checker, overrides=overrides, accumulate=accumulate)
         if chosen.lazy:
             if store is not None:
@@ -248,9 +247,9 @@ def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str, max_memor
                 checker.resolve(computed)
                 host = {k: computed["value", j] for k, j in fetch.items()}
         else:
-            host = {k: np.asarray(chosen.to_host(values[j])) for k, j in fetch.items()}
+            host = {k: chosen.host_array(values[j]) for k, j in fetch.items()}
     graph.check_assertions({j: chosen.to_host(values[j]) for j, _, _ in graph.assertions})
-    diagnostics = checker.finish(fetch)
+    diagnostics = checker.finish(fetch, None if chosen.lazy else host, overrides)
     for message, pos, *kind in graph.warnings:  # (message, pos) or (message, pos, kind, op)
         kind, op = kind or ("unused_input", "input")
         diagnostics.insert(0, Diagnostic("warning", kind, op, message, None, pos))

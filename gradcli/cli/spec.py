@@ -149,6 +149,11 @@ OUT = Param("out", ("--out",),
                  "and Jacobians as d_Y_d_X, Hessian blocks as d2_Y_d_X_d_Z. Standard output says each one's shape, "
                  "dtype, min, max and where it went. Written whole or not at all.", metavar="PATH")
 FORCE = Param("force", ("--force",), bool, False, "With --out: replace PATH if it exists.")
+LOSS_SCALE = Param("loss_scale", ("--loss-scale",),
+                   help="Multiply the output's seed by N (GradScaler's loss scale), run the backward pass in --dtype and "
+                        "divide the gradients by N in float32; auto: the power of two that keeps every scaled "
+                        "gradient in the dtype's normal range, from a float32 pass, explained on stderr.",
+                   metavar="N|auto")
 UNCONNECTED = Param("unconnected", ("--unconnected",), Unconnected, Unconnected.none,
                     "Result for a --wrt value that the output does not depend on: null or zeros.")
 
@@ -174,8 +179,8 @@ COMMANDS = (
         Param("grad_ys", ("--grad-ys",), help="Upstream gradient of an --of value, of exactly its shape (repeatable); "
                                               "default ones.", metavar="NAME=VALUE", multiple=True),
         UNCONNECTED.but(help="Gradient of a --wrt value that the outputs do not depend on: null or zeros."),
-        SET, CALL, FORMAT, DTYPE, ACCUMULATE, DEVICE, STRICT, LINES, MAX_MEMORY, OUT, FORCE, CHUNKS, SCHEDULER,
-        DEBUG)),
+        SET, CALL, FORMAT, DTYPE, ACCUMULATE, LOSS_SCALE, DEVICE, STRICT, LINES, MAX_MEMORY, OUT, FORCE, CHUNKS,
+        SCHEDULER, DEBUG)),
     Command("check", "Compare reverse-mode gradients with float64 central finite differences; exit 1 if any "
                      "disagrees, naming the operation whose gradient rule is wrong.", (
         "gradcli check -e 'y = sum(tanh(x) * x)' --wrt x --set x='[0.3, 1.2]'",
@@ -183,6 +188,12 @@ COMMANDS = (
         Param("eps", ("--eps",), float, 1e-6, "Finite-difference step, relative to the input's scale."),
         Param("rtol", ("--rtol",), float, 1e-5, "Relative tolerance."),
         Param("atol", ("--atol",), float, 1e-8, "Absolute tolerance."),
+        DTYPE.but(help="float64 or float32: the finite-difference check, in float64. A half type (float16, bfloat16, "
+                       "float8): the precision report instead: per operation, the relative error of its value and of "
+                       "its gradient in that type against float64, worst first, with a remedy; exit 1 where the type "
+                       "makes a value or gradient not finite that float64 computes."),
+        ACCUMULATE, LOSS_SCALE.but(help="With a half --dtype: compute the report's gradients with this loss scale (N, "
+                                        "or auto)."),
         FORMAT, LINES, MAX_MEMORY, DEBUG)),
     Command("jacobian", "The full Jacobian dY/dX of one --of Y for each --wrt X, shaped Y.shape + X.shape. "
                         "Forward mode (one pass per element of the --wrt inputs) where they have fewer elements "

@@ -8,6 +8,7 @@ registered in one place, `BACKENDS`, by the `--device` name that selects them.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import sys
@@ -16,6 +17,7 @@ from gradcli.dtypes import HALF, numpy_dtype
 from gradcli.errors import GradcliError, OptionError
 from gradcli.io.files import load_file, npy_layout
 from gradcli.limits import default_memory_limit, describe_size
+from gradcli.ops import scalar as numbers
 
 
 class Backend:
@@ -36,6 +38,13 @@ class Backend:
     scalars = True
     # The modules whose namespace this backend evaluates over (`backend_for`), by import name.
     modules = ("numpy",)
+    # How many threads may compute the chunks of a fused chain at once (gradcli/engine/fusion.py:
+    # NumPy's ufuncs release the GIL): None for the cores this process may run on.
+    threads: int | None = None
+
+    def chunk_threads(self) -> int:
+        """The threads a fused chain's chunks are computed on (the numbers do not depend on it)."""
+        return self.threads or available_cores()
 
     def namespace(self):
         import numpy
@@ -57,6 +66,16 @@ class Backend:
         """A NumPy array with the value's numbers."""
         import numpy
         return numpy.asarray(value)
+
+    def host_array(self, value):
+        """The value as a host ndarray (a number, on the numbers-only backend)."""
+        import numpy
+        return numpy.asarray(self.to_host(value))
+
+    def quiet(self):
+        """The context in which values are computed: NumPy's warnings off (the checks speak instead)."""
+        import numpy
+        return numpy.errstate(all="ignore")
 
     def compute(self, values: dict) -> dict:
         """{key: array} -> {key: host array}: every value at once (one pass for a lazy backend)."""
@@ -84,6 +103,60 @@ class Backend:
         write chunk by chunk without holding a whole value."""
         for k, v in values.items():
             write(k, self.to_host(v))
+
+
+_CORES: list[int] = []
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity, as `taskset` or a container sets it)."""
+    if not _CORES:
+        try:
+            _CORES.append(len(os.sched_getaffinity(0)) or 1)
+        except (AttributeError, OSError):  # (no sched_getaffinity on macOS or Windows)
+            _CORES.append(os.cpu_count() or 1)
+    return _CORES[0]
+
+
+class ScalarBackend(Backend):
+    """Numbers without NumPy (gradcli.ops.scalar): the values are Python floats computed as
+    NumPy's float64 computes them, for a program of numbers in the command's numbers-only
+    attempt; anything else it is asked for raises NeedsArrays (the command runs again on NumPy)."""
+
+    in_place = numpy = False
+    scalars = True  # (the evaluator's two-number operators: gradcli.ops.scalar.OPERATORS)
+    operators = numbers.OPERATORS
+    modules = ()
+
+    def namespace(self):
+        return numbers.NAMESPACE
+
+    def dtype(self, name: str):
+        if name != "float64":
+            raise numbers.NeedsArrays(f"dtype {name}")
+        return numbers.FLOAT64
+
+    def asarray(self, value, dtype):
+        if type(value) is not float or dtype is not numbers.FLOAT64:
+            raise numbers.NeedsArrays(f"a value of type {type(value).__name__}")
+        return value
+
+    def to_host(self, value):
+        if type(value) is not float:
+            raise numbers.NeedsArrays(f"a value of type {type(value).__name__}")
+        return value
+
+    def load(self, spec, label, max_bytes=None):
+        raise numbers.NeedsArrays("a file")
+
+    def square_sum(self, value) -> float:
+        return value * value
+
+    def host_array(self, value):
+        return self.to_host(value)
+
+    def quiet(self):
+        return contextlib.nullcontext()  # (Python's floats warn of nothing: they raise, see gradcli.ops.scalar)
 
 
 class CupyBackend(Backend):
@@ -788,6 +861,8 @@ BACKENDS = {"cpu": Backend, "cuda": CupyBackend, "dask": DaskBackend}
 
 def backend(device: str = "cpu", **options) -> Backend:
     """The backend `--device` names, its library checked now (a clear error, exit 2, if absent)."""
+    if device == "cpu" and numbers.numbers_only():
+        return ScalarBackend()
     cls = BACKENDS.get(device)
     if cls is None:
         raise GradcliError(f"unknown device '{device}': use {', '.join(BACKENDS)}")

@@ -155,6 +155,11 @@ def _scatter_claim(index, **_):
     return "NumPy's assignment through a new axis (None)" if any(i is None for i in index) else None
 
 
+def _shape_of(value) -> tuple:
+    """An array's shape; a Python float's (gradcli.ops.scalar: the numbers-only attempt) is ()."""
+    return () if type(value) is float else value.shape
+
+
 def _matmul_shape(a, b):
     if not a or not b:
         raise ShapeError(f"matmul needs arrays of rank 1 or more, got {fmt_shape(a)} and {fmt_shape(b)}; "
@@ -310,6 +315,12 @@ def _bound_of_square(bounds, shapes, shape, args):
     return bounds[0] * bounds[0]
 
 
+def _bound_of_exp(bounds, shapes, shape, args):
+    # |exp(x)| <= exp(max|x|), with room for exp's rounding in any dtype (float16's 5e-4 included);
+    # none near the end of float64's range
+    return math.exp(bounds[0]) * 1.01 if bounds[0] < 700 else None
+
+
 def _bound_of_quotient(bounds, shapes, shape, args):
     # by one number (a softmax's sum): |a / s| <= max|a| / |s|, rounding included
     if args is None or args[1].size != 1:
@@ -360,7 +371,7 @@ _unary("identity", lambda xp, x: x, lambda g, ans, x: g,
        finite_closed=True, literal=lambda value: value)
 _unary("positive", "positive", lambda g, ans, x: g, finite_closed=True, symbol="+", precedence=4,
        literal=lambda value: value)
-_unary("exp", "exp", lambda g, ans, x: g * ans, grows=True, underflows="rounds")
+_unary("exp", "exp", lambda g, ans, x: g * ans, grows=True, bound=_bound_of_exp, underflows="rounds")
 _unary("log", "log", lambda g, ans, x: g / x, bound=UNBOUNDED)
 _unary("log1p", "log1p", lambda g, ans, x: g / (1.0 + x), bound=UNBOUNDED)
 _unary("expm1", "expm1", lambda g, ans, x: g * (ans + 1.0), grows=True)
@@ -516,10 +527,10 @@ _reduction("prod", lambda xp, x, axis=None, keepdims=False: xp.prod(x, axis=axis
            grows=True, underflows="rounds")
 _reduction("max", lambda xp, x, axis=None, keepdims=False: xp.max(x, axis=axis, keepdims=keepdims),
            _extreme_vjp, _nonempty_reduction_shape, finite_closed=True,
-           kink="extremes")
+           kink="extremes", reduce_ufunc="maximum")
 _reduction("min", lambda xp, x, axis=None, keepdims=False: xp.min(x, axis=axis, keepdims=keepdims),
            _extreme_vjp, _nonempty_reduction_shape, finite_closed=True,
-           kink="extremes")
+           kink="extremes", reduce_ufunc="minimum")
 # d logsumexp(x) = softmax(x): computed shifted by the maximum, not as exp(x - ans), which
 # cancels catastrophically for large |x| (found by fuzzing: 1e-3 off at x ~ 1e13)
 _reduction("logsumexp", _logsumexp,
@@ -602,9 +613,9 @@ register(Op("cast", casts.forward, _same, (casts.cotangent,), params={"dtype": R
 
 
 # Sources: a constant written in the program, and an input (`--set`, or a literal default).
-register(Op("const", lambda xp, value: value, lambda value: value.shape, (), args=(),
+register(Op("const", lambda xp, value: value, lambda value: _shape_of(value), (), args=(),
             params={"value": REQUIRED}, public=False))
-register(Op("input", lambda xp, name, value: value, lambda name, value: value.shape, (), args=(),
+register(Op("input", lambda xp, name, value: value, lambda name, value: _shape_of(value), (), args=(),
             params={"name": REQUIRED, "value": REQUIRED}, public=False))
 
 

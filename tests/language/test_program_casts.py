@@ -31,6 +31,7 @@ def test_float16_exp_overflows_as_numpy_does():
     assert result.outputs["y"] == expected
     overflow = [d for d in result.diagnostics if d.kind == "overflow"]
     assert [(d.op, d.pos.line, d.pos.column) for d in overflow] == [("exp", 2, REPRO.split("\n")[1].index("np.exp") + 1)]
+    assert "exp overflows float16 above 11.09" in overflow[0].message
 
 
 def test_without_the_cast_the_same_program_is_finite():

@@ -4,7 +4,6 @@ keyword arguments, defaults, static parameters, any number of arrays, sequences 
 composites (`_Expansion`), tuples of results, constructors."""
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import numpy as np
@@ -136,6 +135,8 @@ class Resolution:
         (`t = torch.tensor([1.0])` is a tensor)."""
         if written.library is not None:
             self.made_by[id_] = written.library
+        if written.listed and self.pasted:
+            self.list_ids.add(id_)
         return id_
 
     def mark_made_by(self, node: ast.Call, values: list, result) -> None:
@@ -184,12 +185,12 @@ class Resolution:
         found = []
         for library in ("torch", "numpy"):
             try:
-                op, preset = dialects.resolve(dataclasses.replace(spelling, library=library))
+                op, preset = dialects.resolve(spelling.replace(library=library))
                 found.append(f"{op.name}({', '.join(f'{k}={v!r}' for k, v in preset.items())})")
             except ReadingError as exc:
                 found.append(f"refused ({exc})")
         if found[0] == found[1] and not found[0].startswith("refused"):
-            return dialects.resolve(dataclasses.replace(spelling, library="numpy"))
+            return dialects.resolve(spelling.replace(library="numpy"))
         raise self.error(f".{spelling.name}() reads two ways here: the program spells PyTorch beside another "
                          f"array library, and this value was made by neither's function; PyTorch reads it as "
                          f"{found[0]}, NumPy as {found[1]}: make the value with torch.as_tensor(...) or "
@@ -227,7 +228,7 @@ class Resolution:
             return self.type_name(values[0], node.pos)  # (flow.py: a label, `type(x).__name__`)
         if node.method and values and isinstance(values[0], AtIndexed):
             return self.at_update(node, values, scope)
-        if (joined := self.tuple_arithmetic(node, values)) is not None:  # `x.shape + (1,)`
+        if (joined := self.tuple_arithmetic(node, values, scope)) is not None:  # `x.shape + (1,)`
             return joined
         if node.method:  # whose method: the receiver's library's
             library, bare = self.receiver_library(values[0], name), name

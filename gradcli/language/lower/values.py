@@ -8,7 +8,14 @@ import numpy as np
 
 from gradcli.errors import Pos
 from gradcli.language import syntax as ast
+from gradcli.ops.scalar import numbers_only
 from gradcli.records import ValueRecord
+
+
+def float64(value):
+    """A number of the program as a float64: NumPy's scalar, or a Python float in the command's
+    numbers-only attempt (gradcli.ops.scalar), which computes with it as NumPy would."""
+    return float(value) if numbers_only() else np.float64(value)
 
 
 class NumberPolicy:
@@ -19,7 +26,7 @@ class NumberPolicy:
 
     def number_value(self, node: ast.Number):
         """The value of a number literal as the lowering meets it."""
-        return np.float64(node.value)
+        return float64(node.value)
 
     def made(self, graph, id_: int) -> None:
         """A constant's or an input's equation `id_` was just made (its parameters may be wrapped)."""
@@ -31,32 +38,18 @@ class NumberPolicy:
         return float(value) if value.ndim == 0 else None
 
 
-class ShapeAlone(ValueRecord):
-    """An input given a dtype and a shape but no values (`--set 'x=float64[3]'`): enough for what
-    reads only shapes (`derive`, `graph`), refused by what computes numbers."""
-
-    __slots__ = _fields = ("dtype", "shape")
-    dtype: str
-    shape: tuple
-
-    def __init__(self, dtype: str, shape: tuple):
-        self.dtype, self.shape = dtype, tuple(shape)
-
-    def __str__(self) -> str:
-        return f"{self.dtype}[{', '.join(map(str, self.shape))}]"
-
-
 class Literal(ValueRecord):
     """A constant not yet placed in the graph: `[1, 2]`, `-3`, `pi`. At top level it makes an
     input with a default; as a static argument (`axis=0`) it is read directly."""
 
     _fields = ("value", "pos", "boolean", "from_tuple")
-    __slots__ = _fields + ("library",)
+    __slots__ = _fields + ("library", "listed")
     value: np.ndarray
     pos: Pos
     boolean: bool  # written with True/False (or a comparison): a mask where it indexes
     from_tuple: bool  # written as a tuple, `(0, 1)`: as a whole subscript, one index per axis
     library: str | None  # the array library whose function made it (`torch.tensor([1.0])`), if known
+    listed: bool  # written as a list display, `[1.0, 2.0]`: in pasted code, Python's list (fold.py)
 
     def __init__(self, value, pos, boolean=False, from_tuple=False):
         self.value = value
@@ -64,6 +57,7 @@ class Literal(ValueRecord):
         self.boolean = boolean
         self.from_tuple = from_tuple
         self.library = None
+        self.listed = False
 
 
 class TupleValue(ValueRecord):
