@@ -26,6 +26,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
 import arrays  # noqa: E402
+import lines_shapes  # noqa: E402
 from harness import Failed, Rounds, Table, call, environment, installed, mib, paired, process, seconds  # noqa: E402
 from peers import HESSIAN_PROGRAM  # noqa: E402
 
@@ -36,7 +37,7 @@ PY = sys.executable
 # that the peak resident size counts each run's buffers (glibc's moving threshold would have the
 # measured run reuse heap pages that the warm-up run left resident)
 MALLOC_ENV = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "131072"}
-WORKLOADS = ("startup", "arrays", "terms", "deep", "lines", "hessian", "dask")
+WORKLOADS = ("startup", "arrays", "terms", "deep", "lines", "lines_shapes", "hessian", "dask")
 
 
 def log(msg: str) -> None:
@@ -282,7 +283,8 @@ def main() -> None:
     table = Table()
     with tempfile.TemporaryDirectory() as tmp:
         for name, fn in (("startup", startup), ("arrays", big_arrays), ("terms", terms), ("deep", deep),
-                         ("lines", lines), ("hessian", hessian), ("dask", dask)):
+                         ("lines", lines), ("lines_shapes", lambda table, o, tmp: lines_shapes.run(
+                             table, o, tmp, GRADCLI, paired, process, log)), ("hessian", hessian), ("dask", dask)):
             if o.only and name not in o.only:
                 continue
             log(f"{name} ...")
