@@ -37,7 +37,7 @@ MAX_SHARED_TEXT = 4096  # characters: far below the parse's fixed allowance (4 M
 MAX_TEMPLATES = 1024    # compiled programs kept (least recently used dropped)
 MAX_SHAPES = 8192       # shapes remembered (how often seen, how their numbers are split)
 BUILDS_PER_SHAPE = 8    # compilations spent learning one shape (its fixed numbers may vary)
-_ROUNDS = 4             # watch rounds: each may fix more numbers
+_ROUNDS = 8             # watch rounds: each may fix more numbers
 
 _SHAPE_ATTRIBUTES = frozenset({"shape", "ndim", "size", "dtype", "nbytes", "__class__", "__dict__",
                                "__array_finalize__", "__array_priority__"})
@@ -483,6 +483,10 @@ class LineCache:
             found = _slot_equations(prepared.graph, watch.standins, skip=set(watch.derived_eq.values()))
             free_eqs = [(slot, id_, sign, index) for slot, (id_, sign, index) in sorted(found.items())]
             free_eqs += [(slot, watch.derived_eq[slot], 1, None) for slot, _, _ in watch.derived]
+            named = _named(prepared, literals) & free
+            if named:  # a name taken from the text (`print(f(2.0))` is named `f(2.0)`): those are fixed
+                free -= named
+                continue
             template = _Template(prepared, free_eqs, watch.derived, sorted(watch.constraints | second[1].constraints))
             values = template.values(literals)
             unshared = set() if values is None else watch.based(template.unshared(values))
@@ -526,6 +530,12 @@ class LineCache:
             if type(graph.equations[id_].params) is not _WatchedParams:
                 unmade.add(slot)  # its reads were not watched: it cannot be shared
         return prepared, watch, unmade
+
+
+def _named(prepared, literals: list[str]) -> set[int]:
+    """The slots whose text is in a name of the answer (a printed expression's own text)."""
+    written = {m for name in prepared.fetch for m in _LITERAL.findall(name)}
+    return {i for i, literal in enumerate(literals) if literal in written}
 
 
 def _by_bits(standins: dict[int, float]) -> dict[bytes, tuple[int, int]]:
