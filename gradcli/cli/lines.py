@@ -27,7 +27,10 @@ from collections import OrderedDict
 
 import numpy as np
 
+from gradcli.engine.backends import Backend
+from gradcli.engine.evaluate import SCALAR_OPERATORS, needed_equations
 from gradcli.language.lower import NumberPolicy, numbers_read_by
+from gradcli.numerics.broadcasts import accidental_broadcasts
 
 # The grammar's NUMBER token, whole: not touching a name or a dot on either side (`x1`, `1.e`,
 # `a.1`, `2else`), so that what is taken out is always exactly one NUMBER token of the line.
@@ -336,7 +339,7 @@ class _Template:
     """A prepared program of a shape, the equation each free number's value goes to, and the
     constants folded of them (computed again for each line, as the fold computed them)."""
 
-    __slots__ = ("prepared", "numbers", "free", "derived", "constraints", "arrays")
+    __slots__ = ("prepared", "numbers", "free", "derived", "constraints", "arrays", "replay")
 
     def __init__(self, prepared, free: list[tuple[int, int, int, int | None]], derived: list, constraints):
         self.prepared = prepared
@@ -348,6 +351,7 @@ class _Template:
         graph = prepared.graph
         self.arrays = {id_: np.array(dict.__getitem__(graph.equations[id_].params, "value"))
                        for _, id_, _, index in free if index is not None}  # each array's other numbers
+        self.replay: _Replay | None | bool = None  # made after the first run (False: none can be)
 
 
     def values(self, literals: list[str]) -> dict[int, float] | None:
@@ -370,6 +374,78 @@ class _Template:
         """The slots whose value is one a simplification compared with (`x * 1`): a program
         compiled with it would be simplified differently."""
         return {slot for slot, sign, number in self.constraints if _signed(values[slot], sign) == number}
+
+
+class _Replay:
+    """A template's program run as `engine.evaluate.run` runs it on NumPy in float64 (the same
+    operations on the same values, in the same order: the same numbers), without the numerical
+    checks, for the lines where those checks would find nothing to say: every value (each
+    equation's, as it is made) finite and far below float32's largest number squared (the
+    checks' headroom), in a program with no kink or tie to look for (no differentiated op with
+    one), no assertion and nothing the shapes alone diagnose. Any other line (None) runs the
+    checked path: what it says is then the line's own compilation's (LineCache._run)."""
+
+    __slots__ = ("command", "order", "keep", "fetch")
+
+    @classmethod
+    def of(cls, prepared) -> _Replay | None:
+        command = prepared._default()  # (the command `result()` runs: its graph, fetch and finish)
+        graph, chosen = command.graph, prepared._compiled()[1]
+        if type(chosen) is not Backend or prepared.options.dtype != "float64" or command.store is not None \
+                or not command.checked or graph.assertions or graph.warnings or accidental_broadcasts(graph):
+            return None
+        order = needed_equations(graph, list(dict.fromkeys(command.fetch.values())))
+        equations = graph.equations
+        if any(equations[i].op.kink is not None and i in graph.differentiated for i in order) or any(
+                equations[i].inputs and equations[i].op.forward is None for i in order):
+            return None
+        replay = object.__new__(cls)
+        replay.command, replay.order = command, order
+        replay.keep = set(command.fetch.values())
+        replay.fetch = list(command.fetch.items())
+        return replay
+
+    def __call__(self, overrides: dict):
+        command = self.command
+        given = {**command.overrides, **overrides} if command.overrides else overrides
+        equations, keep, env = command.graph.equations, self.keep, {}
+        scalar, asarray, limit = np.float64, np.asarray, _SQUARE_LIMIT
+        try:
+            with np.errstate(all="ignore"):
+                for i in self.order:
+                    eq = equations[i]
+                    inputs = eq.inputs
+                    if not inputs:
+                        value = given.get(i)
+                        value = asarray(eq.params["value"] if value is None else value, np.float64)
+                        if value.ndim == 0 and i not in keep:
+                            value = value[()]
+                    else:
+                        args = [env[j] for j in inputs]
+                        op = eq.op
+                        operator_ = SCALAR_OPERATORS.get(op.ufunc)
+                        if operator_ is not None and type(args[0]) is scalar and type(args[-1]) is scalar:
+                            value = operator_(*args)
+                        else:
+                            value = op.forward(np, *args, **eq.params)
+                            if type(value) is not scalar and value.dtype != np.float64:
+                                value = value.astype(np.float64)
+                    if type(value) is scalar:
+                        square = float(value) * float(value)
+                    else:
+                        flat = value.reshape(-1)
+                        square = float(flat @ flat)
+                    if not square <= limit:  # (NaN too) the checks would look closer: their path
+                        return None
+                    env[i] = value
+        except Exception:
+            return None
+        host = {name: asarray(env[i]).copy() for name, i in self.fetch}
+        result = command.finish(host, [])
+        return None if result.diagnostics else result
+
+
+_SQUARE_LIMIT = float(np.finfo(np.float32).max) ** 2  # the checks' headroom trigger in float64
 
 
 def _signed(value: float, sign: int) -> float:
@@ -432,10 +508,17 @@ class LineCache:
                 overrides[id_] = np.array(_signed(values[slot], sign), dtype=np.float64)
             else:
                 overrides[id_].flat[index] = _signed(values[slot], sign)
+        replay = template.replay
+        if replay:
+            result = replay(overrides)
+            if result is not None:
+                return result
         try:
             result = template.prepared.result(overrides)
         except Exception:  # the line's own compilation says what went wrong, and where
             return self.full(text, name)
+        if replay is None:
+            template.replay = _Replay.of(template.prepared) or False
         if result.diagnostics:
             return self.full(text, name)
         return result

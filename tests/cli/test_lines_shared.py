@@ -237,3 +237,20 @@ def test_a_number_in_a_printed_expression_is_not_shared_into_its_name():
         got, want = cache(text, "<l>"), full(text, "<l>")
         assert list(got.outputs) == [f"g({v})"]
         _same_answer(got, want, text)
+
+
+def test_a_shared_program_runs_unchecked_only_where_the_checks_would_say_nothing():
+    cache, full = _grad_cache()
+    texts = ["x = [0.5, 1.5, 2.5]; y = log(sum(exp(x * 2.5)))",
+             "x = [0.5, 1.5, 2.5]; y = log(sum(exp(x * 3.5)))",
+             "x = [0.5, 1.5, 2.5]; y = log(sum(exp(x * 300.5)))",   # exp overflows: a diagnostic
+             "x = [0.5, 1.5, 2.5]; y = log(sum(exp(x * 0.0)))",     # x * 0: another program
+             "x = [0.5, 1.5, 2.5]; y = log(sum(exp(x * 40.5)))",    # exp(101): past float32's range
+             "x = [0.5, 1.5, 2.5]; y = log(sum(exp(x * 1.5)))"]
+    for text in texts:
+        _same_answer(cache(text, "<l>"), full(text, "<l>"), text)
+    (template,) = [t for t in cache.templates.values() if t is not None]
+    assert template.replay  # the clean lines ran without the checks
+    overflow = full(texts[2], "<l>")
+    assert [d.kind for d in overflow.diagnostics] and not full(texts[1], "<l>").diagnostics
+    assert {d.kind for d in full(texts[4], "<l>").diagnostics} == {"float32_overflow"}
