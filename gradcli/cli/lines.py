@@ -370,6 +370,16 @@ class _Template:
                                                                      else a[1]) for a in args)))
         return values
 
+    def overrides(self, values: dict[int, float]) -> dict[int, np.ndarray]:
+        """The free numbers' equations' values ({equation id: array}, as `result()` takes them)."""
+        overrides = {id_: base.copy() for id_, base in self.arrays.items()}
+        for slot, id_, sign, index in self.free:
+            if index is None:
+                overrides[id_] = np.array(_signed(values[slot], sign), dtype=np.float64)
+            else:
+                overrides[id_].flat[index] = _signed(values[slot], sign)
+        return overrides
+
     def unshared(self, values: dict[int, float]) -> set[int]:
         """The slots whose value is one a simplification compared with (`x * 1`): a program
         compiled with it would be simplified differently."""
@@ -385,7 +395,7 @@ class _Replay:
     one), no assertion and nothing the shapes alone diagnose. Any other line (None) runs the
     checked path: what it says is then the line's own compilation's (LineCache._run)."""
 
-    __slots__ = ("command", "order", "keep", "fetch")
+    __slots__ = ("command", "steps", "fetch")
 
     @classmethod
     def of(cls, prepared) -> _Replay | None:
@@ -394,54 +404,59 @@ class _Replay:
         if type(chosen) is not Backend or prepared.options.dtype != "float64" or command.store is not None \
                 or not command.checked or graph.assertions or graph.warnings or accidental_broadcasts(graph):
             return None
-        order = needed_equations(graph, list(dict.fromkeys(command.fetch.values())))
-        equations = graph.equations
-        if any(equations[i].op.kink is not None and i in graph.differentiated for i in order) or any(
-                equations[i].inputs and equations[i].op.forward is None for i in order):
-            return None
+        keep = set(command.fetch.values())
         replay = object.__new__(cls)
-        replay.command, replay.order = command, order
-        replay.keep = set(command.fetch.values())
-        replay.fetch = list(command.fetch.items())
+        replay.command, replay.fetch, replay.steps = command, list(command.fetch.items()), []
+        for i in needed_equations(graph, list(dict.fromkeys(command.fetch.values()))):
+            eq = graph.equations[i]
+            if eq.op.kink is not None and i in graph.differentiated:
+                return None  # (its check counts ties and kinks in the values)
+            if not eq.inputs:  # a source: (i, None, its value as the run holds it, whether kept an array)
+                value = np.asarray(dict.__getitem__(eq.params, "value"), np.float64)
+                held = value[()] if value.ndim == 0 and i not in keep else value
+                replay.steps.append((i, None, held, value.ndim == 0 and i not in keep))
+            else:  # an op: (i, its inputs, the scalar operator or None, (forward, parameters))
+                replay.steps.append((i, eq.inputs, SCALAR_OPERATORS.get(eq.op.ufunc),
+                                     (eq.op.forward, dict(dict.items(eq.params)))))
         return replay
 
-    def __call__(self, overrides: dict):
+    def __call__(self, template: _Template, values: dict[int, float]):
+        """The line's answer (its free numbers' `values`), or None where the checks must run."""
         command = self.command
-        given = {**command.overrides, **overrides} if command.overrides else overrides
-        equations, keep, env = command.graph.equations, self.keep, {}
-        scalar, asarray, limit = np.float64, np.asarray, _SQUARE_LIMIT
+        given = template.overrides(values)
+        if command.overrides:
+            given = {**command.overrides, **given}
+        env, scalar, f64, limit = {}, np.float64, np.float64, _SQUARE_LIMIT
         try:
             with np.errstate(all="ignore"):
-                for i in self.order:
-                    eq = equations[i]
-                    inputs = eq.inputs
-                    if not inputs:
+                for i, inputs, a, b in self.steps:
+                    if inputs is None:
                         value = given.get(i)
-                        value = asarray(eq.params["value"] if value is None else value, np.float64)
-                        if value.ndim == 0 and i not in keep:
-                            value = value[()]
+                        if value is None:
+                            value = a
+                        else:
+                            value = np.asarray(value, f64)
+                            if b:
+                                value = value[()]
                     else:
                         args = [env[j] for j in inputs]
-                        op = eq.op
-                        operator_ = SCALAR_OPERATORS.get(op.ufunc)
-                        if operator_ is not None and type(args[0]) is scalar and type(args[-1]) is scalar:
-                            value = operator_(*args)
+                        if a is not None and type(args[0]) is scalar and type(args[-1]) is scalar:
+                            value = a(*args)
                         else:
-                            value = op.forward(np, *args, **eq.params)
-                            if type(value) is not scalar and value.dtype != np.float64:
-                                value = value.astype(np.float64)
+                            value = b[0](np, *args, **b[1])
+                            if type(value) is not scalar and value.dtype != f64:
+                                value = value.astype(f64)
                     if type(value) is scalar:
-                        square = float(value) * float(value)
+                        square = value * value
                     else:
                         flat = value.reshape(-1)
-                        square = float(flat @ flat)
+                        square = flat @ flat
                     if not square <= limit:  # (NaN too) the checks would look closer: their path
                         return None
                     env[i] = value
         except Exception:
             return None
-        host = {name: asarray(env[i]).copy() for name, i in self.fetch}
-        result = command.finish(host, [])
+        result = command.finish({name: np.array(env[i]) for name, i in self.fetch}, [])
         return None if result.diagnostics else result
 
 
@@ -502,19 +517,13 @@ class LineCache:
         values = template.values(literals)
         if values is None or template.unshared(values):  # compiled alone, it would be another program
             return self.full(text, name)
-        overrides = {id_: base.copy() for id_, base in template.arrays.items()}
-        for slot, id_, sign, index in template.free:
-            if index is None:
-                overrides[id_] = np.array(_signed(values[slot], sign), dtype=np.float64)
-            else:
-                overrides[id_].flat[index] = _signed(values[slot], sign)
         replay = template.replay
         if replay:
-            result = replay(overrides)
+            result = replay(template, values)
             if result is not None:
                 return result
         try:
-            result = template.prepared.result(overrides)
+            result = template.prepared.result(template.overrides(values))
         except Exception:  # the line's own compilation says what went wrong, and where
             return self.full(text, name)
         if replay is None:
