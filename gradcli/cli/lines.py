@@ -395,26 +395,33 @@ class _Replay:
     one), no assertion and nothing the shapes alone diagnose. Any other line (None) runs the
     checked path: what it says is then the line's own compilation's (LineCache._run)."""
 
-    __slots__ = ("command", "steps", "fetch")
+    __slots__ = ("command", "steps", "fetch", "free")
 
     @classmethod
-    def of(cls, prepared) -> _Replay | None:
+    def of(cls, template: _Template) -> _Replay | None:
+        prepared = template.prepared
         command = prepared._default()  # (the command `result()` runs: its graph, fetch and finish)
         graph, chosen = command.graph, prepared._compiled()[1]
         if type(chosen) is not Backend or prepared.options.dtype != "float64" or command.store is not None \
-                or not command.checked or graph.assertions or graph.warnings or accidental_broadcasts(graph):
+                or not command.checked or command.overrides or graph.assertions or graph.warnings \
+                or accidental_broadcasts(graph):
             return None
         keep = set(command.fetch.values())
+        free = {id_: index is None for _, id_, _, index in template.free}
         replay = object.__new__(cls)
         replay.command, replay.fetch, replay.steps = command, list(command.fetch.items()), []
+        replay.free = [(slot, id_, sign) for slot, id_, sign, index in template.free if index is None]
         for i in needed_equations(graph, list(dict.fromkeys(command.fetch.values()))):
             eq = graph.equations[i]
             if eq.op.kink is not None and i in graph.differentiated:
                 return None  # (its check counts ties and kinks in the values)
-            if not eq.inputs:  # a source: (i, None, its value as the run holds it, whether kept an array)
+            if not eq.inputs:  # a source: (i, None, its value as the run holds it or None: the line's, a 0-d kept)
                 value = np.asarray(dict.__getitem__(eq.params, "value"), np.float64)
-                held = value[()] if value.ndim == 0 and i not in keep else value
-                replay.steps.append((i, None, held, value.ndim == 0 and i not in keep))
+                if not _clean(value):  # (a constant the checks would speak of)
+                    return None
+                number = value.ndim == 0 and i not in keep
+                replay.steps.append((i, None, None if i in free else value[()] if number else value,
+                                     value.ndim == 0 and i in keep))
             else:  # an op: (i, its inputs, the scalar operator or None, (forward, parameters))
                 replay.steps.append((i, eq.inputs, SCALAR_OPERATORS.get(eq.op.ufunc),
                                      (eq.op.forward, dict(dict.items(eq.params)))))
@@ -422,45 +429,52 @@ class _Replay:
 
     def __call__(self, template: _Template, values: dict[int, float]):
         """The line's answer (its free numbers' `values`), or None where the checks must run."""
-        command = self.command
-        given = template.overrides(values)
-        if command.overrides:
-            given = {**command.overrides, **given}
+        given = {id_: base.copy() for id_, base in template.arrays.items()}
+        for slot, id_, sign, index in template.free:
+            value = _signed(values[slot], sign)
+            if not abs(value) <= _LARGEST_CLEAN:
+                return None
+            if index is None:
+                given[id_] = np.float64(value)
+            else:
+                given[id_].flat[index] = value
         env, scalar, f64, limit = {}, np.float64, np.float64, _SQUARE_LIMIT
         try:
             with np.errstate(all="ignore"):
                 for i, inputs, a, b in self.steps:
-                    if inputs is None:
-                        value = given.get(i)
-                        if value is None:
-                            value = a
-                        else:
-                            value = np.asarray(value, f64)
-                            if b:
-                                value = value[()]
-                    else:
-                        args = [env[j] for j in inputs]
-                        if a is not None and type(args[0]) is scalar and type(args[-1]) is scalar:
-                            value = a(*args)
-                        else:
-                            value = b[0](np, *args, **b[1])
-                            if type(value) is not scalar and value.dtype != f64:
-                                value = value.astype(f64)
-                    if type(value) is scalar:
+                    if inputs is None:  # a source: checked once (a constant) or above (the line's)
+                        env[i] = (np.array(given[i]) if b else given[i]) if a is None else a
+                        continue
+                    args = [env[j] for j in inputs]
+                    if a is not None and type(args[0]) is scalar and type(args[-1]) is scalar:
+                        value = a(*args)
                         square = value * value
                     else:
-                        flat = value.reshape(-1)
-                        square = flat @ flat
+                        value = b[0](np, *args, **b[1])
+                        if type(value) is scalar:
+                            square = value * value
+                        else:
+                            if value.dtype != f64:
+                                value = value.astype(f64)
+                            square = np.vdot(value, value)
                     if not square <= limit:  # (NaN too) the checks would look closer: their path
                         return None
                     env[i] = value
         except Exception:
             return None
-        result = command.finish({name: np.array(env[i]) for name, i in self.fetch}, [])
+        result = self.command.finish({name: np.array(env[i]) for name, i in self.fetch}, [])
         return None if result.diagnostics else result
 
 
+def _clean(value: np.ndarray) -> bool:
+    flat = value.reshape(-1)
+    return bool(flat @ flat <= _SQUARE_LIMIT / 2)
+
+
 _SQUARE_LIMIT = float(np.finfo(np.float32).max) ** 2  # the checks' headroom trigger in float64
+# a number of the line, at most 4096 of them in an array (MAX_WATCHED_ELEMENTS) beside constants
+# whose square sum is at most half the trigger: the array's square sum stays below it
+_LARGEST_CLEAN = 1e30
 
 
 def _signed(value: float, sign: int) -> float:
@@ -527,7 +541,7 @@ class LineCache:
         except Exception:  # the line's own compilation says what went wrong, and where
             return self.full(text, name)
         if replay is None:
-            template.replay = _Replay.of(template.prepared) or False
+            template.replay = _Replay.of(template) or False
         if result.diagnostics:
             return self.full(text, name)
         return result
