@@ -363,11 +363,14 @@ class _Template:
             if not math.isfinite(value):
                 return None
             values[slot] = value
-        if self.derived:
-            with np.errstate(all="ignore"):
-                for slot, op, args in self.derived:
-                    values[slot] = float(op.forward(np, *(np.float64(_signed(values[a[1]], a[2]) if a[0] == "w"
-                                                                     else a[1]) for a in args)))
+        for slot, op, args in self.derived:
+            numbers = [_signed(values[a[1]], a[2]) if a[0] == "w" else a[1] for a in args]
+            exact = _EXACT.get(op.name)
+            if exact is not None and len(numbers) == len(exact.__code__.co_varnames):
+                values[slot] = exact(*numbers)  # (Python's float arithmetic: the same IEEE operation)
+            else:
+                with np.errstate(all="ignore"):
+                    values[slot] = float(op.forward(np, *map(np.float64, numbers)))
         return values
 
     def overrides(self, values: dict[int, float]) -> dict[int, np.ndarray]:
@@ -421,10 +424,10 @@ class _Replay:
                     return None
                 number = value.ndim == 0 and i not in keep
                 replay.steps.append((i, None, None if i in free else value[()] if number else value,
-                                     value.ndim == 0 and i in keep))
-            else:  # an op: (i, its inputs, the scalar operator or None, (forward, parameters))
-                replay.steps.append((i, eq.inputs, SCALAR_OPERATORS.get(eq.op.ufunc),
-                                     (eq.op.forward, dict(dict.items(eq.params)))))
+                                     value.ndim == 0 and i in keep, None))
+            else:  # an op: (i, its inputs, the scalar operator or None, its forward, its parameters or None)
+                replay.steps.append((i, eq.inputs, SCALAR_OPERATORS.get(eq.op.ufunc), eq.op.forward,
+                                     dict(dict.items(eq.params)) or None))
         return replay
 
     def __call__(self, template: _Template, values: dict[int, float]):
@@ -441,7 +444,7 @@ class _Replay:
         env, scalar, f64, limit = {}, np.float64, np.float64, _SQUARE_LIMIT
         try:
             with np.errstate(all="ignore"):
-                for i, inputs, a, b in self.steps:
+                for i, inputs, a, b, params in self.steps:
                     if inputs is None:  # a source: checked once (a constant) or above (the line's)
                         env[i] = (np.array(given[i]) if b else given[i]) if a is None else a
                         continue
@@ -450,7 +453,7 @@ class _Replay:
                         value = a(*args)
                         square = value * value
                     else:
-                        value = b[0](np, *args, **b[1])
+                        value = b(np, *args, **params) if params else b(np, *args)
                         if type(value) is scalar:
                             square = value * value
                         else:
@@ -475,6 +478,12 @@ _SQUARE_LIMIT = float(np.finfo(np.float32).max) ** 2  # the checks' headroom tri
 # a number of the line, at most 4096 of them in an array (MAX_WATCHED_ELEMENTS) beside constants
 # whose square sum is at most half the trigger: the array's square sum stays below it
 _LARGEST_CLEAN = 1e30
+
+
+# folds that Python's floats compute exactly as NumPy's float64 does (correctly rounded, an
+# overflow giving an infinity, not an exception; not division: Python raises on a zero)
+_EXACT = {"add": lambda a, b: a + b, "subtract": lambda a, b: a - b, "multiply": lambda a, b: a * b,
+          "negative": lambda a: -a}
 
 
 def _signed(value: float, sign: int) -> float:
