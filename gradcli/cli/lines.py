@@ -7,12 +7,22 @@ default): a number that lowering or differentiation reads (a shape `zeros(3)`, a
 index, `x ** 2` simplified, `x * 1` folded, a condition) is *fixed*: it becomes part of the
 key, as its text. A number that only ever becomes the value of one constant (or input
 default) equation, never read while compiling, is *free*: later lines of the shape run the
-same graph with that equation's value given anew (`evaluate.run`'s overrides).
+same graph with that equation's value given anew (`evaluate.run`'s overrides). A number in an
+array literal (`[a, 1.5, -2]`) is free the same way, as one element of its constant; a constant
+that building the gradient folds of free numbers (the seed times k of `sum(...) * k`, `p - 1` of
+`x ** p`) is *derived*: its own slot, computed again for each line by the same arithmetic.
 
 The watching is checked twice over: the program is compiled with two different sets of
 stand-in numbers, and the two graphs must be the same equation for equation (ops, inputs,
 parameters, constants) but for the free numbers' own equations; anything else and the shape
 is not shared (every line of it is compiled on its own, as without this module).
+
+A number in a name of the answer (`print(g(2.0))` is named `g(2.0)`) is fixed, and so is one
+whose line's own value meets a simplification's constraint (`x ** 2`: its `p - 1` is 1).
+
+A shared program runs without the numerical checks (`_Replay`: the same operations as the
+engine's on NumPy) where they would have nothing to say: every value finite and far from
+overflowing, no kink or tie to count; any other line runs the checked path.
 
 A line whose run gives any diagnostic (a NaN, an overflow, an unconnected gradient) or any
 error is answered by compiling it on its own: diagnostics and errors name places in the
