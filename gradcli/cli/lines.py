@@ -363,7 +363,6 @@ class _Template:
                        for _, id_, _, index in free if index is not None}  # each array's other numbers
         self.replay: _Replay | None | bool = None  # made after the first run (False: none can be)
 
-
     def values(self, literals: list[str]) -> dict[int, float] | None:
         """Each free number's value in a line (and each folded constant's), or None where one
         is not finite."""
