@@ -26,6 +26,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
 import arrays  # noqa: E402
+import chunks  # noqa: E402
 import lines_shapes  # noqa: E402
 from harness import Failed, Rounds, Table, call, environment, installed, mib, paired, process, seconds  # noqa: E402
 from peers import HESSIAN_PROGRAM  # noqa: E402
@@ -37,7 +38,7 @@ PY = sys.executable
 # that the peak resident size counts each run's buffers (glibc's moving threshold would have the
 # measured run reuse heap pages that the warm-up run left resident)
 MALLOC_ENV = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "131072"}
-WORKLOADS = ("startup", "arrays", "terms", "deep", "lines", "lines_shapes", "hessian", "dask")
+WORKLOADS = ("startup", "arrays", "chunks", "terms", "deep", "lines", "lines_shapes", "hessian", "dask")
 
 
 def log(msg: str) -> None:
@@ -282,7 +283,8 @@ def main() -> None:
     compile_bytecode()
     table = Table()
     with tempfile.TemporaryDirectory() as tmp:
-        for name, fn in (("startup", startup), ("arrays", big_arrays), ("terms", terms), ("deep", deep),
+        for name, fn in (("startup", startup), ("arrays", big_arrays),
+                         ("chunks", lambda table, o, tmp: chunks.workload(table, o, tmp, log)), ("terms", terms), ("deep", deep),
                          ("lines", lines), ("lines_shapes", lambda table, o, tmp: lines_shapes.run(
                              table, o, tmp, GRADCLI, paired, process, log)), ("hessian", hessian), ("dask", dask)):
             if o.only and name not in o.only:

@@ -22,7 +22,6 @@ from gradcli.engine.memory import check_memory
 from gradcli.limits import default_memory_limit
 from gradcli.ir import Graph, ShapeOnly
 from gradcli.language.lower import lower
-from gradcli.language.lower.values import ShapeAlone
 from gradcli.ops import fmt_shape
 from gradcli.language.parser import normalise, parse_program
 from gradcli.records import ValueRecord
@@ -145,8 +144,8 @@ def compile_program(text: str, name: str = "<expr>", feeds: dict | None = None, 
     return lower(module, source, {k: _as_real(v) for k, v in (feeds or {}).items()}, tail, symbols)
 
 
-def _as_real(value) -> np.ndarray | ShapeOnly | ShapeAlone:
-    if isinstance(value, (ShapeOnly, ShapeAlone)):  # a stand-in (Dask), or a shape alone (derive, graph)
+def _as_real(value) -> np.ndarray | ShapeOnly:
+    if isinstance(value, ShapeOnly):  # a stand-in (Dask), or a shape alone (derive, graph)
         return value
     arr = np.asarray(value)
     return arr if arr.dtype.kind == "f" and arr.dtype.itemsize >= 4 else arr.astype(np.float64)

@@ -49,17 +49,22 @@ _MAX_ELEMENTS = 2**63 - 1  # NumPy's intp
 
 
 class ShapeOnly:
-    """An input known only by its shape and dtype while the program is compiled (its values are
-    read later, lazily by Dask): the graph gets a stand-in that holds no memory, and the lowering
-    must not read values from it (a decision on data it has not seen would be a silent guess)."""
+    """An input known by its shape and dtype, not its values. `later`: its values come when the
+    program runs (read lazily by Dask), so the graph gets a stand-in that holds no memory and the
+    lowering must not read values from it (a decision on data it has not seen would be a silent
+    guess). Otherwise it has none (`--set 'x=float64[3]'`): enough for what reads only shapes
+    (`derive`, `graph`), refused by what computes numbers."""
 
-    __slots__ = ("shape", "dtype")
+    __slots__ = ("shape", "dtype", "later")
 
-    def __init__(self, shape: tuple, dtype):
-        self.shape, self.dtype = tuple(shape), np.dtype(dtype)
+    def __init__(self, shape: tuple, dtype, later: bool = True):
+        self.shape, self.dtype, self.later = tuple(shape), np.dtype(dtype), later
 
     def stand_in(self) -> np.ndarray:
         return np.broadcast_to(np.zeros((), dtype=self.dtype), self.shape)
+
+    def __str__(self) -> str:
+        return f"{self.dtype.name}[{', '.join(map(str, self.shape))}]"
 
 
 class Graph(ValueRecord):

@@ -88,7 +88,7 @@ def assignments(items: list[str], option: str, max_memory: int | None, device: s
     backend to read a chunk at a time."""
     if not items:
         return {}  # the literal reader is not imported for nothing
-    from gradcli.language.lower.literal import ShapeAlone, parse_value, split_assignment  # (gradcli.cli.LAZY_IMPORTS)
+    from gradcli.language.lower.literal import ShapeOnly, parse_value, split_assignment  # (gradcli.cli.LAZY_IMPORTS)
 
     out = {}
     for item in items:
@@ -101,7 +101,7 @@ def assignments(items: list[str], option: str, max_memory: int | None, device: s
         if value.lstrip().startswith("@") and ".zarr" in value.lower():
             raise GradcliError(f"{option} {name}: a Zarr array is read by --device dask (install gradcli[dask])")
         out[name] = parse_value(value, f"{option} {name}", max_memory or default_memory_limit())
-        if option != "--set" and isinstance(out[name], ShapeAlone):
+        if option != "--set" and isinstance(out[name], ShapeOnly):
             raise GradcliError(f"{option} {name}: {value.strip()} is a shape without values; {option} takes values")
     return out
 

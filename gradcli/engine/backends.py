@@ -35,6 +35,13 @@ class Backend:
     scalars = True
     # The modules whose namespace this backend evaluates over (`backend_for`), by import name.
     modules = ("numpy",)
+    # How many threads may compute the chunks of a fused chain at once (gradcli/engine/fusion.py:
+    # NumPy's ufuncs release the GIL): None for the cores this process may run on.
+    threads: int | None = None
+
+    def chunk_threads(self) -> int:
+        """The threads a fused chain's chunks are computed on (the numbers do not depend on it)."""
+        return self.threads or available_cores()
 
     def namespace(self):
         import numpy
@@ -81,6 +88,19 @@ class Backend:
         write chunk by chunk without holding a whole value."""
         for k, v in values.items():
             write(k, self.to_host(v))
+
+
+_CORES: list[int] = []
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity, as `taskset` or a container sets it)."""
+    if not _CORES:
+        try:
+            _CORES.append(len(os.sched_getaffinity(0)) or 1)
+        except (AttributeError, OSError):  # (no sched_getaffinity on macOS or Windows)
+            _CORES.append(os.cpu_count() or 1)
+    return _CORES[0]
 
 
 class CupyBackend(Backend):

@@ -4,6 +4,8 @@ from __future__ import annotations
 import math
 import os
 
+from gradcli.engine import fusion
+from gradcli.engine.backends import Backend
 from gradcli.engine.evaluate import needed_equations
 from gradcli.errors import GradcliError, OptionError
 from gradcli.ir import Graph
@@ -23,6 +25,7 @@ def check_memory(graph: Graph, fetch: list[int], dtype: str, limit: int | None =
     limit = limit or default_memory_limit()
     # chunked: the most of one value held at once, and the task graph's own memory
     per_value, graph_bytes = chunked_memory(graph, fetch, dtype, limit, backend)
+    graph_bytes += chunk_buffers(graph, fetch, dtype, backend)  # counted throughout, as the task graph
     itemsize = np.dtype(dtype).itemsize
     fetched = sum(math.prod(graph.shapes[f]) for f in set(fetch))
     text = output_text_bytes(fetched) if text else 0  # the fetched values printed (not for check, derive)
@@ -80,6 +83,18 @@ def check_memory(graph: Graph, fetch: list[int], dtype: str, limit: int | None =
         raise GradcliError(f"the output would be {fetched:,} numbers, about {describe_size(text)} of text, which with the "
                            f"{describe_size(live)} of values held is more than the {describe_size(limit)} allowed; raise the limit "
                            "with --max-memory if the machine has it", graph.equations[f].pos, graph.source)
+
+
+def chunk_buffers(graph: Graph, fetch: list[int], dtype: str, backend) -> int:
+    """The chunk buffers of the fused chains (gradcli/engine/fusion.py), a set per thread computing
+    a chain's chunks: NumPy's backend only, where a value is large enough to be fused."""
+    backend = backend or Backend()
+    if not backend.numpy or not any(math.prod(s) >= fusion.MIN_ELEMENTS for s in graph.shapes):
+        return 0
+    last_use: dict[int, int] = {}
+    order = needed_equations(graph, fetch, last_use=last_use)
+    chains, _ = fusion.plan(graph, order, last_use, set(fetch), {}, backend)
+    return fusion.scratch_bytes(chains, graph, dtype, backend.chunk_threads())
 
 
 # What Dask's task graph takes per block of each value computed (its tasks in every form Dask

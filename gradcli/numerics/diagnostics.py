@@ -158,6 +158,7 @@ class NumericsChecker:
         # v.v past this may hide a value close to overflowing (or past float32's range)
         limit = FLOAT32_MAX if dtype == "float64" else self.largest / HEADROOM_FACTOR
         self.headroom_trigger = limit * limit
+        self.headroom_limit = limit
 
     # ----------------------------------------------------------------- the per-equation check
     def __call__(self, i, eq, value, args):
@@ -322,6 +323,16 @@ class NumericsChecker:
         if not math.isfinite(square_sum) or square_sum > self.headroom_trigger:
             return False
         self.bound[i] = math.sqrt(square_sum) * (1 + 1e-6)
+        return True
+
+    def clean_by_magnitude(self, i, top: float) -> bool:
+        """The check of a value from its largest magnitude alone (max|v|, NaN where v holds one),
+        taken in the chunks that computed it (gradcli/engine/fusion.py): True (its bound recorded)
+        where the plain check would report nothing; False where it must be looked at closer:
+        not finite, or close enough to overflowing that its headroom is examined."""
+        if not top <= self.headroom_limit:
+            return False
+        self.bound[i] = top
         return True
 
     def _nonfinite_source(self, i, eq, value, finite):

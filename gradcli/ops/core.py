@@ -309,6 +309,12 @@ def _bound_of_square(bounds, shapes, shape, args):
     return bounds[0] * bounds[0]
 
 
+def _bound_of_exp(bounds, shapes, shape, args):
+    # |exp(x)| <= exp(max|x|), with room for exp's rounding in any dtype (float16's 5e-4 included);
+    # none near the end of float64's range
+    return math.exp(bounds[0]) * 1.01 if bounds[0] < 700 else None
+
+
 def _bound_of_quotient(bounds, shapes, shape, args):
     # by one number (a softmax's sum): |a / s| <= max|a| / |s|, rounding included
     if args is None or args[1].size != 1:
@@ -359,7 +365,7 @@ _unary("identity", lambda xp, x: x, lambda g, ans, x: g,
        finite_closed=True, literal=lambda value: value)
 _unary("positive", "positive", lambda g, ans, x: g, finite_closed=True, symbol="+", precedence=4,
        literal=lambda value: value)
-_unary("exp", "exp", lambda g, ans, x: g * ans, grows=True, underflows="rounds")
+_unary("exp", "exp", lambda g, ans, x: g * ans, grows=True, bound=_bound_of_exp, underflows="rounds")
 _unary("log", "log", lambda g, ans, x: g / x, bound=UNBOUNDED)
 _unary("log1p", "log1p", lambda g, ans, x: g / (1.0 + x), bound=UNBOUNDED)
 _unary("expm1", "expm1", lambda g, ans, x: g * (ans + 1.0), grows=True)
@@ -515,10 +521,10 @@ _reduction("prod", lambda xp, x, axis=None, keepdims=False: xp.prod(x, axis=axis
            grows=True, underflows="rounds")
 _reduction("max", lambda xp, x, axis=None, keepdims=False: xp.max(x, axis=axis, keepdims=keepdims),
            _extreme_vjp, _nonempty_reduction_shape, finite_closed=True,
-           kink="extremes")
+           kink="extremes", reduce_ufunc="maximum")
 _reduction("min", lambda xp, x, axis=None, keepdims=False: xp.min(x, axis=axis, keepdims=keepdims),
            _extreme_vjp, _nonempty_reduction_shape, finite_closed=True,
-           kink="extremes")
+           kink="extremes", reduce_ufunc="minimum")
 # d logsumexp(x) = softmax(x): computed shifted by the maximum, not as exp(x - ans), which
 # cancels catastrophically for large |x| (found by fuzzing: 1e-3 off at x ~ 1e13)
 _reduction("logsumexp", _logsumexp,

@@ -115,8 +115,10 @@ def test_softmax_loss_and_gradient_fused_against_numpy(dtype):
     program = "z = x - stop_gradient(max(x))\ne = exp(z)\ny = sum(w * (e / sum(e)))\n"
     (loss, grad), diags, graph, fetch = evaluate(program, {"x": x, "w": w}, dtype, True, wrt=("x",))
     chains = chains_of(graph, fetch)
-    # exp(x - m) with sum(e) taken in its pass; sum(w * (e / s)); the gradient's (w / s + c) * e
-    assert diags == [] and len(chains) == 4 and sum(c.rides_on is not None for c in chains.values()) == 1
+    # max(x) on its own, taking x's check; exp(x - m) with sum(e) taken in its pass; sum(w * (e / s)),
+    # taking w's check; the gradient's (w / s + c) * e
+    assert diags == [] and len(chains) == 5 and sum(c.rides_on is not None for c in chains.values()) == 1
+    assert sorted(j for c in chains.values() for j in c.deferred) == [graph.names["x"], graph.names["w"]]
     x64, w64 = x.astype(np.float64), w.astype(np.float64)
     p = np.exp(x64 - x64.max())
     p /= p.sum()

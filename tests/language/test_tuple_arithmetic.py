@@ -69,18 +69,37 @@ def test_lists_of_pasted_code_join_and_repeat_as_pythons(program):
     np.testing.assert_allclose(got, expected, rtol=1e-15)
 
 
-@pytest.mark.parametrize("program,message", [
-    ("import numpy as np\ny = np.array([x, 2.0] + [3.0])",
-     "[...] + [...] reads two ways: Python joins the lists, gradcli adds the arrays elementwise; write "
-     "np.concatenate([a, b]) to join, or np.array(a) + b to add"),
-    ("import numpy as np\ny = np.array([x] * 3)",
-     "[...] * 3 reads two ways: Python repeats the list 3 times, gradcli multiplies the array's numbers; "
-     "write np.tile(a, 3) to repeat, or np.array(a) * 3 to multiply"),
+@pytest.mark.parametrize("program", [
+    "y = np.array([x, 2.0] + [3.0])",                               # a computed item: joined as well
+    "y = np.array([x] * 3)",
+    "a = [1.0, 2.0]\ny = np.array(a + [3.0])",                      # was [4.0, 5.0]: a name bound to a list
+    "a = [1.0, 2.0]\ny = np.array([3.0] + a)",
+    "a = [1.0, 2.0]\nb = a * 2\ny = np.sum(np.array(b) ** 2)",      # was 20.0: Python's is 10.0
+    "a = [x, 2.0]\nb = a + a\ny = np.array(b)",
+    "def f(u):\n    a = [u, 1.0]\n    return np.array(a + [u])\ny = f(x)",
+    "a = [1.0, 2.0]\ny = np.array(a) + [3.0]",                        # an array beside a list: NumPy adds
+    "y = np.array([1.0, 2.0]) * 2",
 ])
-def test_a_pasted_list_of_computed_items_in_list_arithmetic_is_refused_naming_both_readings(program, message):
+def test_names_bound_to_pasted_lists_join_and_repeat_as_pythons(program):
+    scalar = np.float64(1.5)
+    expected = numpy_runs(program, x=scalar)
+    got = api.evaluate("import numpy as np\n" + program, feeds={"x": scalar}).outputs["y"]
+    assert np.shape(got) == np.shape(expected)
+    np.testing.assert_allclose(got, expected, rtol=1e-15)
+
+
+def test_a_gradient_flows_through_a_joined_list():
+    """d/dx sum([x, 2x] + [x**2]) = 1 + 2 + 2x, through the join (concatenate)."""
+    program = "import numpy as np\na = [x, 2.0 * x]\ny = np.sum(np.array(a + [x ** 2]))"
+    got = api.grad(program, wrt=["x"], feeds={"x": 1.5}).gradients["x"]
+    assert float(got) == 1.0 + 2.0 + 2 * 1.5
+
+
+def test_a_pasted_list_repeated_by_a_computed_count_is_refused_naming_both_readings():
     with pytest.raises(GradcliError) as info:
-        api.evaluate(program, feeds={"x": 1.5})
-    assert str(info.value) == message
+        api.evaluate("import numpy as np\na = [1.0, 2.0]\ny = np.array(a * n)", feeds={"n": 2.0})
+    assert str(info.value) == ("a list * n reads two ways: Python repeats the list, gradcli would multiply its "
+                               "numbers; write np.tile(a, n) to repeat, or np.array(a) * n to multiply")
 
 
 def test_the_languages_own_lists_are_arrays():

@@ -127,6 +127,8 @@ class Resolution:
         (`t = torch.tensor([1.0])` is a tensor)."""
         if written.library is not None:
             self.made_by[id_] = written.library
+        if written.listed and self.pasted:
+            self.list_ids.add(id_)
         return id_
 
     def mark_made_by(self, node: ast.Call, values: list, result) -> None:
@@ -218,7 +220,7 @@ class Resolution:
             return self.type_name(values[0], node.pos)  # (flow.py: a label, `type(x).__name__`)
         if node.method and values and isinstance(values[0], AtIndexed):
             return self.at_update(node, values, scope)
-        if (joined := self.tuple_arithmetic(node, values)) is not None:  # `x.shape + (1,)`
+        if (joined := self.tuple_arithmetic(node, values, scope)) is not None:  # `x.shape + (1,)`
             return joined
         if node.method:  # whose method: the receiver's library's
             library, bare = self.receiver_library(values[0], name), name

@@ -85,7 +85,7 @@ class Constants:
             return value
         return TupleValue(list(items), node.pos)
 
-    def tuple_arithmetic(self, node: ast.Call, values: list):
+    def tuple_arithmetic(self, node: ast.Call, values: list, scope: Scope):
         """Python's arithmetic of tuples, where both operands (or, for `*`, one) are tuples: `+`
         joins them (`x.shape + (1,)`, `(n,) + x.shape`), `*` by an integer repeats, `==` and `!=`
         compare them whole; the others are Python's TypeError. None where an operand is no tuple
@@ -93,7 +93,7 @@ class Constants:
         if node.symbol is None or len(values) != 2 or (
                 type(values[0]) is int and type(values[1]) is int and not self.pasted):
             return None  # (two values of the graph: arrays, the common case)
-        if (listed := self.list_arithmetic(node, values)) is not None:
+        if (listed := self.list_arithmetic(node, values, scope)) is not None:
             return listed
         left, right = (_tuple_items(v) for v in values)
         if left is None and right is None:
@@ -120,33 +120,42 @@ class Constants:
                          f"== and !=; for arithmetic of their numbers write np.array(...) {node.symbol} "
                          "np.array(...)", node.pos)
 
-    def list_arithmetic(self, node: ast.Call, values: list):
-        """`[a, b] + [c]` and `[0.0] * 3`: the language reads `[...]` as an array and adds or
-        multiplies its numbers (the contract), but pasted code (a program that imports a library)
-        means Python's lists, which join and repeat: there lists of constants are Python's, and a
-        list with a computed item is refused naming both readings. None: the array reading."""
+    def list_arithmetic(self, node: ast.Call, values: list, scope: Scope):
+        """`[a, b] + [c]`, `a + [c]` and `[0.0] * 3`: the language reads `[...]` as an array and adds
+        or multiplies its numbers (the contract), but pasted code (a program that imports a library)
+        means Python's lists, which join and repeat: there a list display, or a name bound to one,
+        joins (`np.concatenate` of the two, axis 0: `np.array` of the joined list) and repeats by an
+        integer written in the program. None: the array reading."""
         if not self.pasted or node.symbol not in ("+", "*") or len(node.args) != 2:
             return None
-        lists = [type(a) is ast.Array for a in node.args]
-        constant = all(isinstance(v, Literal) and v.value.ndim >= 1 for v, is_list in zip(values, lists) if is_list)
+        lists = [type(a) is ast.Array or (isinstance(v, Literal) and v.listed) or (type(v) is int and v in self.list_ids)
+                 for a, v in zip(node.args, values)]
         if node.symbol == "+" and all(lists):
-            if constant:
-                joined = np.concatenate([values[0].value, values[1].value], axis=0)
-                return Literal(joined, node.pos, values[0].boolean and values[1].boolean)
-            raise self.error("[...] + [...] reads two ways: Python joins the lists, gradcli adds the arrays "
-                             "elementwise; write np.concatenate([a, b]) to join, or np.array(a) + b to add",
-                             node.pos)
+            return self.joined_list(node, values, scope)
         if node.symbol == "*" and any(lists) and not all(lists):
             count = node.args[lists.index(False)]
             text = self.source.text[count.pos.start:count.pos.end] if count.pos and count.pos.start >= 0 else ""
             if type(count) is ast.Number and not count.boolean and text.isdigit():
-                if constant:
-                    items = values[lists.index(True)]
-                    return Literal(np.concatenate([items.value] * int(text), axis=0), node.pos, items.boolean)
-                raise self.error(f"[...] * {text} reads two ways: Python repeats the list {text} times, gradcli "
-                                 f"multiplies the array's numbers; write np.tile(a, {text}) to repeat, or "
-                                 f"np.array(a) * {text} to multiply", node.pos)
+                return self.joined_list(node, [values[lists.index(True)]] * int(text), scope)
+            if type(node.args[lists.index(True)]) is not ast.Array:
+                raise self.error(f"a list * {text or 'n'} reads two ways: Python repeats the list, gradcli would "
+                                 "multiply its numbers; write np.tile(a, n) to repeat, or np.array(a) * n to "
+                                 "multiply", node.pos)
         return None
+
+    def joined_list(self, node: ast.Call, items: list, scope: Scope):
+        """Python's join of lists (read as one array): constants folded, else `concatenate`."""
+        if not items:
+            return Literal(np.zeros((0,)), node.pos)
+        if all(isinstance(v, Literal) for v in items):
+            joined = Literal(np.concatenate([v.value for v in items], axis=0), node.pos, all(v.boolean for v in items))
+        else:
+            ids = tuple(self.materialize(v, scope) for v in items)
+            joined = self.emit(OPS["concatenate"], ids, {"axis": 0}, node.pos, node.symbol, scope)
+            self.list_ids.add(joined)
+            return joined
+        joined.listed = True
+        return joined
 
     def array(self, node, items: list, scope: Scope | None, as_value: bool = False):
         items = [self.flatten_tuple(v) for v in items]
@@ -164,9 +173,14 @@ class Constants:
                 value = np.array([v.value for v in items]).reshape((len(items),) + (shapes.pop() if items else ()))
             if as_value:
                 return self.graph.add_constant(value, node.pos, scope.stack if scope else ())
-            return Literal(value, node.pos, bool(items) and all(v.boolean for v in items))
+            made = Literal(value, node.pos, bool(items) and all(v.boolean for v in items))
+            made.listed = type(node) is ast.Array
+            return made
         ids = tuple(self.materialize(v, scope) for v in items)
-        return self.emit(OPS["stack"], ids, {}, node.pos, "[...]", scope)
+        stacked = self.emit(OPS["stack"], ids, {}, node.pos, "[...]", scope)
+        if self.pasted and type(node) is ast.Array:
+            self.list_ids.add(stacked)
+        return stacked
 
     def flatten_tuple(self, value):
         """A tuple inside an array literal, `[(1, 2), (3, 4)]`, is one of its rows."""

@@ -12,11 +12,11 @@ from gradcli.language.dialects.spelling import Distribution
 from gradcli.language.dialects import (
     CONSTANTS, FLOAT_DTYPES, OTHER_DTYPES, SEQUENCE_KEYWORDS, meaning, numpy as numpy_dialect, split_spelling)
 from gradcli.language.lower.values import (
-    NONE, AtIndexed, AtRef, Closure, IndexTrick, Literal, NumberPolicy, Scope, ShapeAlone, Text, TupleValue)
+    NONE, AtIndexed, AtRef, Closure, IndexTrick, Literal, NumberPolicy, Scope, Text, TupleValue)
 from gradcli.language.lower.transforms import (
     _FINISH, FUNCTION_VALUES, GRADIENT_CALLS, DictValue, FunctionRef, Tape, TapeRecording, printed_text)
 from gradcli.ops import OPS
-from gradcli.ir import Equation, Graph
+from gradcli.ir import Equation, Graph, ShapeOnly
 
 _EVAL, _APPLY, _BIND, _DISCARD, _UNPACK, _DEFINE, _CHOOSE = range(7)
 _STATEMENT, _SET, _FLOW = 8, 9, 10  # (7 is statements._FINISH)
@@ -53,6 +53,7 @@ class Interpreter:
         # another library, a value's: the library's whose function made it (calls.mark_made_by)
         self.method_library, self.torch_beside_others = dialects.spelled_libraries(module, source.text)
         self.made_by: dict[int, str] = {}  # value id -> that library
+        self.list_ids: set[int] = set()  # ids of pasted code's lists (`a = [x, 1.0]`): fold.list_arithmetic
         self.receiver_methods = self.method_library  # whose methods the method call being read has
         # how a call spelled so (name, operator symbol, method or not, arguments and keywords
         # given, a list first) reads, once found: (op, preset); an import renames, and forgets them
@@ -150,7 +151,7 @@ class Interpreter:
             return graph.inputs[name]
         if name in self.feeds:
             value = self.feeds[name]
-            if isinstance(value, ShapeAlone):
+            if isinstance(value, ShapeOnly) and not value.later:
                 return symbol(self, name, pos, value)
         elif default is not None:
             value = default.value
@@ -426,7 +427,7 @@ class Interpreter:
 
 
 
-def symbol(lowering: Interpreter, name: str, pos: Pos, given: ShapeAlone | None) -> int:
+def symbol(lowering: Interpreter, name: str, pos: Pos, given: ShapeOnly | None) -> int:
     """An input without values, what `derive` prints as a free name (`symbols`; refused otherwise):
     of the shape `given`, or where none is a number, remembered as such (gradcli.ir.Graph.unshaped)."""
     if given is not None and not lowering.symbols:

@@ -11,7 +11,8 @@ from gradcli.errors import GradcliError, Source
 from gradcli.io.files import load_file, max_dims, too_large
 from gradcli.language import syntax as ast
 from gradcli.language.lower import _Lowering
-from gradcli.language.lower.values import Literal, Scope, ShapeAlone
+from gradcli.ir import ShapeOnly
+from gradcli.language.lower.values import Literal, Scope
 from gradcli.language.parser import normalise, parse_value as parse
 from gradcli.limits import default_memory_limit
 
@@ -30,8 +31,8 @@ def split_assignment(text: str, option: str) -> tuple[str, str]:
 _SHAPE_ONLY = re.compile(r"(float64|float32)\s*\[\s*(\d+(?:\s*,\s*\d+)*)?\s*,?\s*\]")
 
 
-def parse_value(text: str, label: str, max_bytes: int | None = None) -> np.ndarray | ShapeAlone:
-    """A VALUE as an array, or a ShapeAlone for `float64[3, 4]`; `label` (e.g. `--set x`) names
+def parse_value(text: str, label: str, max_bytes: int | None = None) -> np.ndarray | ShapeOnly:
+    """A VALUE as an array, or a ShapeOnly without values for `float64[3, 4]`; `label` (e.g. `--set x`) names
     it in errors. Reading it never allocates an array larger than `max_bytes` (default:
     limits.default_memory_limit())."""
     if text.startswith("@"):
@@ -43,7 +44,7 @@ def parse_value(text: str, label: str, max_bytes: int | None = None) -> np.ndarr
             raise GradcliError(f"{label}: {len(shape)} dimensions; arrays have at most {max_dims()} (as in NumPy)")
         if math.prod(shape) > np.iinfo(np.intp).max:
             raise GradcliError(f"{label}: {math.prod(shape):.3g} elements, more than any array can hold")
-        return ShapeAlone(shaped.group(1), shape)
+        return ShapeOnly(shape, shaped.group(1), later=False)
     return literal(text, label, default_memory_limit() if max_bytes is None else max_bytes)
 
 

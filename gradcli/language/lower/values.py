@@ -44,32 +44,18 @@ class NumberPolicy:
         return float(value) if value.ndim == 0 else None
 
 
-class ShapeAlone(ValueRecord):
-    """An input given a dtype and a shape but no values (`--set 'x=float64[3]'`): enough for what
-    reads only shapes (`derive`, `graph`), refused by what computes numbers."""
-
-    __slots__ = _fields = ("dtype", "shape")
-    dtype: str
-    shape: tuple
-
-    def __init__(self, dtype: str, shape: tuple):
-        self.dtype, self.shape = dtype, tuple(shape)
-
-    def __str__(self) -> str:
-        return f"{self.dtype}[{', '.join(map(str, self.shape))}]"
-
-
 class Literal(ValueRecord):
     """A constant not yet placed in the graph: `[1, 2]`, `-3`, `pi`. At top level it makes an
     input with a default; as a static argument (`axis=0`) it is read directly."""
 
     _fields = ("value", "pos", "boolean", "from_tuple")
-    __slots__ = _fields + ("library",)
+    __slots__ = _fields + ("library", "listed")
     value: np.ndarray
     pos: Pos
     boolean: bool  # written with True/False (or a comparison): a mask where it indexes
     from_tuple: bool  # written as a tuple, `(0, 1)`: as a whole subscript, one index per axis
     library: str | None  # the array library whose function made it (`torch.tensor([1.0])`), if known
+    listed: bool  # written as a list display, `[1.0, 2.0]`: in pasted code, Python's list (fold.py)
 
     def __init__(self, value, pos, boolean=False, from_tuple=False):
         self.value = value
@@ -77,6 +63,7 @@ class Literal(ValueRecord):
         self.boolean = boolean
         self.from_tuple = from_tuple
         self.library = None
+        self.listed = False
 
 
 class TupleValue(ValueRecord):
