@@ -472,9 +472,9 @@ class _Replay:
                     if not square <= limit:  # (NaN too) the checks would look closer: their path
                         return None
                     env[i] = value
-        except Exception:
+            result = self.command.finish({name: np.array(env[i]) for name, i in self.fetch}, [])
+        except Exception:  # (the checked path meets it too, and says it in the line's own terms)
             return None
-        result = self.command.finish({name: np.array(env[i]) for name, i in self.fetch}, [])
         return None if result.diagnostics else result
 
 
