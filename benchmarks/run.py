@@ -27,9 +27,11 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 import arrays  # noqa: E402
 import chunks  # noqa: E402
+import half  # noqa: E402
 import lines_shapes  # noqa: E402
 from harness import Failed, Rounds, Table, call, environment, installed, mib, paired, process, seconds  # noqa: E402
 from peers import HESSIAN_PROGRAM  # noqa: E402
+from startup_numbers import numbers_startup  # noqa: E402
 
 GRADCLI = os.path.join(os.path.dirname(sys.executable), "gradcli")
 PEERS_PY = os.path.join(HERE, "peers.py")
@@ -38,7 +40,7 @@ PY = sys.executable
 # that the peak resident size counts each run's buffers (glibc's moving threshold would have the
 # measured run reuse heap pages that the warm-up run left resident)
 MALLOC_ENV = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "131072"}
-WORKLOADS = ("startup", "arrays", "chunks", "terms", "deep", "lines", "lines_shapes", "hessian", "dask")
+WORKLOADS = ("startup", "arrays", "chunks", "terms", "deep", "lines", "lines_shapes", "hessian", "dask", "half")
 
 
 def log(msg: str) -> None:
@@ -75,6 +77,7 @@ def startup(table: Table, o) -> None:
                   "gradcli eval", ["numpy import"], 1.25, "≤ 1.25×", peers=["numpy import"])
     table.compare("start-up: `gradcli --help` vs `python -c 'import numpy'`", res, "gradcli --help",
                   ["numpy import"], 1.0, "≤ 1.0×", peers=["numpy import"])
+    numbers_startup(table, o, GRADCLI, PY)
 
 
 # --------------------------------------------------------------------------- 2. big arrays
@@ -286,7 +289,8 @@ def main() -> None:
         for name, fn in (("startup", startup), ("arrays", big_arrays),
                          ("chunks", lambda table, o, tmp: chunks.workload(table, o, tmp, log)), ("terms", terms), ("deep", deep),
                          ("lines", lines), ("lines_shapes", lambda table, o, tmp: lines_shapes.run(
-                             table, o, tmp, GRADCLI, paired, process, log)), ("hessian", hessian), ("dask", dask)):
+                             table, o, tmp, GRADCLI, paired, process, log)), ("hessian", hessian), ("dask", dask),
+                         ("half", lambda table, o, tmp: half.half_arrays(table, o, log))):
             if o.only and name not in o.only:
                 continue
             log(f"{name} ...")

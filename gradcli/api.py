@@ -17,12 +17,13 @@ import numpy as np
 from gradcli.autodiff import depends_on, gradients
 from gradcli.numerics.diagnostics import NONFINITE_KINDS, Diagnostic, NumericsChecker, unconnected_diagnostic
 from gradcli.errors import GradcliError, OptionError, Source
-from gradcli.engine.evaluate import DTYPES, needed_equations, run
+from gradcli.engine.evaluate import needed_equations, run
+from gradcli.dtypes import check as check_dtype
 from gradcli.engine.memory import check_memory
 from gradcli.limits import default_memory_limit
 from gradcli.ir import Graph, ShapeOnly
 from gradcli.language.lower import lower
-from gradcli.ops import fmt_shape
+from gradcli.ops import fmt_shape, scalar as numbers
 from gradcli.language.parser import normalise, parse_program
 from gradcli.records import ValueRecord
 from gradcli.language import syntax as ast
@@ -145,30 +146,29 @@ def compile_program(text: str, name: str = "<expr>", feeds: dict | None = None, 
 
 
 def _as_real(value) -> np.ndarray | ShapeOnly:
-    if isinstance(value, ShapeOnly):  # a stand-in (Dask), or a shape alone (derive, graph)
-        return value
+    if isinstance(value, ShapeOnly) or type(value) is float and numbers.numbers_only():
+        return value  # a stand-in (Dask), a shape alone (derive, graph), a number (gradcli.ops.scalar)
     arr = np.asarray(value)
     return arr if arr.dtype.kind == "f" and arr.dtype.itemsize >= 4 else arr.astype(np.float64)
 
 
 class RunOptions(ValueRecord):
-    """How a program runs: `dtype` float64 or float32; `device` cpu, cuda or dask; `max_memory`
-    in bytes (None: gradcli's default); `chunks` (bytes a chunk) and `scheduler` (an address of
-    dask.distributed, "local" for one started here) for dask only; `store`: where values are
-    written as they are computed (see `_run`); `printed`: the values will be rendered as text,
-    which `max_memory` must hold too (False: saved to a file). Checked when made, fixed once made."""
-    __slots__ = _fields = ("dtype", "device", "max_memory", "chunks", "scheduler", "store", "printed")
+    """How a program runs: `dtype` (gradcli.dtypes.NAMES; `accumulate`: where a half type's sums do, float32
+    or same); `device` cpu, cuda or dask; `max_memory` in bytes (None: gradcli's default); `chunks` (bytes a
+    chunk) and `scheduler` (dask.distributed's address, "local" for one started here) for dask only; `store`:
+    where values are written as computed (`_run`); `printed`: the values will be rendered as text, which
+    `max_memory` must hold too (False: saved to a file). Checked when made, fixed once made."""
+    __slots__ = _fields = ("dtype", "device", "max_memory", "chunks", "scheduler", "store", "printed", "accumulate")
 
-    def __init__(self, dtype: str = "float64", device: str = "cpu", max_memory: int | None = None,
-                 chunks: int | None = None, scheduler: str | None = None, store=None, printed: bool = True):
-        if dtype not in DTYPES:
-            raise GradcliError(f"unknown dtype '{dtype}': use float64 or float32")
+    def __init__(self, dtype: str = "float64", device: str = "cpu", max_memory: int | None = None, chunks: int | None = None,
+                 scheduler: str | None = None, store=None, printed: bool = True, accumulate: str = "float32"):
+        check_dtype(dtype, device, accumulate)
         for option, given in (("chunks", chunks), ("scheduler", scheduler)):
             if given is not None and device != "dask":
                 raise OptionError(f"{{option}} applies to --device dask only (this is --device {device})", option)
         if device not in BACKENDS:
             raise GradcliError(f"unknown device '{device}': use {', '.join(BACKENDS)}")
-        for field, value in zip(self._fields, (dtype, device, max_memory, chunks, scheduler, store, printed)):
+        for field, value in zip(self._fields, (dtype, device, max_memory, chunks, scheduler, store, printed, accumulate)):
             object.__setattr__(self, field, value)
 
     def __setattr__(self, name, value):
@@ -199,7 +199,7 @@ def _names(given) -> list[str]:
 def _owned(feeds: dict | None) -> dict | None:
     """Feeds a Program keeps: its own copy of each array (one changed by its owner later would
     change the numbers, and not what was decided while the program was read)."""
-    return feeds and {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in feeds.items()}
+    return feeds and {k: v.copy() if type(v) is not float and isinstance(v, np.ndarray) else v for k, v in feeds.items()}
 
 
 def _fork(graph: Graph) -> Graph:
@@ -209,9 +209,9 @@ def _fork(graph: Graph) -> Graph:
     return graph.fork()
 
 
-def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str,
-         max_memory: int | None = None, text: bool = True, backend=None,
-         overrides: dict | None = None, store=None, memory_checked: bool = False) -> tuple[dict, list[Diagnostic]]:
+def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str, max_memory: int | None = None,
+         text: bool = True, backend=None, overrides: dict | None = None, store=None, memory_checked: bool = False,
+         accumulate: str = "float32") -> tuple[dict, list[Diagnostic]]:
     """Evaluate `fetch` on the backend (`device`'s, or the one given). `store`, where given and
     the backend is lazy, writes the values instead of returning them (gradcli.io.outputs.ZarrStore):
     `store.write(key, value)` gets each value un-computed and returns its lazy write, a Dask
@@ -225,10 +225,10 @@ def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str,
     if not memory_checked:  # (shapes alone decide it: a prepared program is checked once)
         check_memory(graph, list(fetch.values()), dtype, max_memory, text=text, backend=chosen,
                      gathered=store is None)
-    checker = NumericsChecker(graph, chosen, dtype)
+    checker = NumericsChecker(graph, chosen, dtype, accumulate)
     ids = list(dict.fromkeys([*fetch.values(), *(j for j, _, _ in graph.assertions)]))
-    with np.errstate(all="ignore"):
-        values = run(graph, ids, dtype=dtype, backend=chosen, check=checker, overrides=overrides)
+    with chosen.quiet():
+        values = run(graph, ids, dtype=dtype, backend=chosen, check=checker, overrides=overrides, accumulate=accumulate)
         if chosen.lazy:
             if store is not None:
                 # the writes (each block written where it is made, its min, max and finiteness
@@ -247,9 +247,9 @@ def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str,
                 checker.resolve(computed)
                 host = {k: computed["value", j] for k, j in fetch.items()}
         else:
-            host = {k: np.asarray(chosen.to_host(values[j])) for k, j in fetch.items()}
+            host = {k: chosen.host_array(values[j]) for k, j in fetch.items()}
     graph.check_assertions({j: chosen.to_host(values[j]) for j, _, _ in graph.assertions})
-    diagnostics = checker.finish(fetch)
+    diagnostics = checker.finish(fetch, None if chosen.lazy else host, overrides)
     for message, pos, *kind in graph.warnings:  # (message, pos) or (message, pos, kind, op)
         kind, op = kind or ("unused_input", "input")
         diagnostics.insert(0, Diagnostic("warning", kind, op, message, None, pos))
@@ -425,7 +425,7 @@ class Program:
         options, chosen = self.options, self._compiled()[1]
         host, diagnostics = _run(command.graph, command.fetch, options.dtype, chosen.name, options.max_memory,
                                  text=options.printed, backend=chosen, overrides=given, store=command.store,
-                                 memory_checked=command.checked)
+                                 memory_checked=command.checked, accumulate=options.accumulate)
         command.checked = True  # overrides keep every shape: the check would say the same
         return command.finish(host, diagnostics)
 
@@ -804,27 +804,27 @@ _compile.__name__ = _compile.__qualname__ = "compile"
 def evaluate(text: str, *, call: str | None = None, name: str = "<expr>", feeds: dict | None = None,
              prints: list[str] | None = None, dtype: str = "float64", device: str = "cpu", max_memory: int | None = None,
              fixes: bool = True, printed: bool = True, chunks: int | None = None, scheduler: str | None = None,
-             store=None) -> Result:
+             store=None, accumulate: str = "float32") -> Result:
     """`Program.evaluate`, the options as `RunOptions` takes them."""
-    options = RunOptions(dtype, device, max_memory, chunks, scheduler, store, printed)
+    options = RunOptions(dtype, device, max_memory, chunks, scheduler, store, printed, accumulate)
     return Program(text, name=name, call=call, feeds=feeds, options=options).evaluate(prints, fixes=fixes)
 
 
 def prepare_evaluate(text: str, *, call: str | None = None, name: str = "<expr>", feeds: dict | None = None,
                      prints: list[str] | None = None, dtype: str = "float64", device: str = "cpu",
                      max_memory: int | None = None, printed: bool = True, chunks: int | None = None,
-                     scheduler: str | None = None, store=None) -> Program:
+                     scheduler: str | None = None, store=None, accumulate: str = "float32") -> Program:
     """`Program.prepare_evaluate`: `evaluate` up to running (`result()` runs it)."""
-    options = RunOptions(dtype, device, max_memory, chunks, scheduler, store, printed)
+    options = RunOptions(dtype, device, max_memory, chunks, scheduler, store, printed, accumulate)
     return Program(text, name=name, call=call, feeds=feeds, options=options).prepare_evaluate(prints)
 
 
 def grad(text: str, *, call: str | None = None, wrt: list[str], of: list[str] | None = None, name: str = "<expr>",
          feeds: dict | None = None, grad_ys: dict | None = None, unconnected: str = "none", dtype: str = "float64",
          device: str = "cpu", max_memory: int | None = None, fixes: bool = True, printed: bool = True,
-         chunks: int | None = None, scheduler: str | None = None, store=None) -> Result:
+         chunks: int | None = None, scheduler: str | None = None, store=None, accumulate: str = "float32") -> Result:
     """`Program.grad`, the options as `RunOptions` takes them."""
-    options = RunOptions(dtype, device, max_memory, chunks, scheduler, store, printed)
+    options = RunOptions(dtype, device, max_memory, chunks, scheduler, store, printed, accumulate)
     return Program(text, name=name, call=call, feeds=feeds, options=options).grad(
         wrt, of, grad_ys, unconnected=unconnected, fixes=fixes)
 
@@ -833,9 +833,9 @@ def prepare_grad(text: str, *, call: str | None = None, wrt: list[str], of: list
                  name: str = "<expr>", feeds: dict | None = None, grad_ys: dict | None = None,
                  unconnected: str = "none", dtype: str = "float64", device: str = "cpu",
                  max_memory: int | None = None, printed: bool = True, chunks: int | None = None,
-                 scheduler: str | None = None, store=None) -> Program:
+                 scheduler: str | None = None, store=None, accumulate: str = "float32") -> Program:
     """`Program.prepare_grad`: `grad` up to running (`result()` runs it)."""
-    options = RunOptions(dtype, device, max_memory, chunks, scheduler, store, printed)
+    options = RunOptions(dtype, device, max_memory, chunks, scheduler, store, printed, accumulate)
     return Program(text, name=name, call=call, feeds=feeds, options=options).prepare_grad(wrt, of, grad_ys, unconnected)
 
 
@@ -893,7 +893,7 @@ def curve(text: str, *, wrt: str, low: float, high: float, points: int = 200, of
 
 def fix(text: str, *, call: str | None = None, name: str = "<expr>", feeds: dict | None = None,
         wrt: list[str] | None = None, of: list[str] | None = None, grad_ys: dict | None = None,
-        dtype: str = "float64", max_memory: int | None = None) -> Fixed:
+        dtype: str = "float64", max_memory: int | None = None, accumulate: str = "float32") -> Fixed:
     """`Program.fix`."""
-    return Program(text, name=name, call=call, feeds=feeds, options=RunOptions(dtype, max_memory=max_memory)).fix(
-        wrt, of, grad_ys)
+    options = RunOptions(dtype, max_memory=max_memory, accumulate=accumulate)
+    return Program(text, name=name, call=call, feeds=feeds, options=options).fix(wrt, of, grad_ys)

@@ -6,20 +6,42 @@ reported as `FILE:LINE:COL:` with the source line and a caret (docs/contract.md 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
 
-@dataclass(frozen=True, slots=True)
 class Source:
     """A program's text and the name it is reported under (a path, `<expr>` or `<stdin>`).
 
     A line ends at `\\n` and nowhere else, as for the lexer (not at `\\x0c`, `\\x85` or `\\u2028`,
     where `str.splitlines` would split); where lines start is indexed once, on first use, so
-    quoting any number of lines costs time linear in their length."""
+    quoting any number of lines costs time linear in their length. (Frozen, equal by name and
+    text: what `dataclass(frozen=True, slots=True)` makes, written out, see gradcli/records.py.)"""
 
-    name: str
-    text: str
-    _starts: list | None = field(default=None, init=False, repr=False, compare=False)
+    __slots__ = ("name", "text", "_starts")
+
+    def __init__(self, name: str, text: str):
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "text", text)
+        object.__setattr__(self, "_starts", None)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"cannot assign to field '{name}'")
+
+    def __delattr__(self, name):
+        raise AttributeError(f"cannot delete field '{name}'")
+
+    def __eq__(self, other):
+        if other.__class__ is self.__class__:
+            return (self.name, self.text) == (other.name, other.text)
+        return NotImplemented
+
+    def __hash__(self):
+        return hash((self.name, self.text))
+
+    def __repr__(self):
+        return f"Source(name={self.name!r}, text={self.text!r})"
+
+    def __reduce__(self):  # (pickled and copied by its constructor: the frozen fields are not set again)
+        return Source, (self.name, self.text)
 
     def _line_starts(self) -> list[int]:
         starts = self._starts

@@ -14,6 +14,8 @@ import numpy as np
 from gradcli.errors import GradcliError, OptionError, Pos, ShapeError, Source
 from gradcli.ops import OPS, Op, Sym
 from gradcli.ops import broadcast_shapes as ops_broadcast
+from gradcli.ops import scalar as numbers
+from gradcli.ops.scalar import numbers_only
 from gradcli.ops.shapes import _broadcast as _BROADCAST, _same as _SAME
 from gradcli.records import NEW, ValueRecord
 
@@ -209,7 +211,8 @@ class Graph(ValueRecord):
         """An input equation: a named source whose value can be given anew at each run (a
         ShapeOnly: given only when it runs)."""
         unread = isinstance(value, ShapeOnly)
-        value = value.stand_in() if unread else np.asarray(value)
+        if not (type(value) is float and numbers_only()):  # (a number of the numbers-only attempt stays one)
+            value = value.stand_in() if unread else np.asarray(value)
         id_ = self.add(OPS["input"], (), {"name": name, "value": value}, pos, label or name)
         if unread:
             self.unread_inputs = self.unread_inputs | {id_}
@@ -218,7 +221,10 @@ class Graph(ValueRecord):
         return id_
 
     def add_constant(self, value, pos: Pos | None = None, stack: tuple = (), backward: int | None = None) -> int:
-        value = np.asarray(value, dtype=np.float64)
+        if numbers_only():  # (gradcli.ops.scalar: numbers as Python floats; an array needs NumPy)
+            value = float(value) if type(value) in (float, int, bool) else _needs_arrays(value)
+        else:
+            value = np.asarray(value, dtype=np.float64)
         id_ = self.add(OPS["const"], (), {"value": value}, pos, "constant", stack, backward)
         if self.numbers is not None:
             self.numbers.made(self, id_)
@@ -243,7 +249,7 @@ class Graph(ValueRecord):
             if self.numbers is not None:
                 return self.numbers.constant_read(eq)
             value = eq.params["value"]
-            return float(value) if value.ndim == 0 else None
+            return float(value) if type(value) is float or value.ndim == 0 else None
         return None
 
     def derived(self, op: Op, inputs: tuple, params: dict) -> Sym:
@@ -328,10 +334,14 @@ class Graph(ValueRecord):
                     break
                 constants.append(c)
             if len(constants) == len(inputs) and all(self.shapes[j] == () for j in inputs):
-                if self.numbers is not None:
+                if self.numbers is not None:  # (a policy watching the numbers: gradcli.cli.lines)
                     return self.numbers.fold(self, op, constants)
-                with np.errstate(all="ignore"):
-                    folded = float(op.forward(np, *(np.float64(c) for c in constants)))
+                if numbers_only():
+                    folded = op.forward(numbers.NAMESPACE, *constants) if op.name in numbers.SCALAR_OPS \
+                        else _needs_arrays(op.name)
+                else:
+                    with np.errstate(all="ignore"):
+                        folded = float(op.forward(np, *(np.float64(c) for c in constants)))
                 return self.constant(folded).id
         if len(inputs) != 2 or op.identities == (None, None):
             return None
@@ -392,5 +402,9 @@ class Graph(ValueRecord):
 def _hashable(params: dict):
     if not params:
         return ()
-    return tuple(sorted((k, v.tobytes() if isinstance(v, np.ndarray) else v) for k, v in params.items()))
+    arrays = not numbers.MODE.active  # (no array in the numbers-only attempt, and NumPy is not asked)
+    return tuple(sorted((k, v.tobytes() if arrays and isinstance(v, np.ndarray) else v) for k, v in params.items()))
 
+
+def _needs_arrays(what):
+    raise numbers.NeedsArrays(f"{what!r} needs NumPy")

@@ -49,7 +49,7 @@ LAYER_RANKS = {
     "ir": 4,
     "ops": 3,
     "io": 2,                     # files, outputs: leaves beside limits, see IO_USERS_FROM
-    "limits": 1,
+    "limits": 1, "dtypes": 1,     # dtypes: what each --dtype can hold (NumPy's and ml_dtypes' facts)
     "errors": 0, "records": 0,
 }
 IO_USERS_FROM = LAYER_RANKS["engine"]  # io/ reads files for the engine and the layers above it only

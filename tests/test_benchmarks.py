@@ -15,7 +15,7 @@ def test_benchmark_help_names_every_workload():
     done = subprocess.run([sys.executable, str(BENCH / "run.py"), "--help"], capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0, done.stderr
-    for name in ("startup", "arrays", "chunks", "terms", "deep", "lines", "lines_shapes", "hessian", "dask"):
+    for name in ("startup", "arrays", "chunks", "terms", "deep", "lines", "lines_shapes", "hessian", "dask", "half"):
         assert name in done.stdout
     assert "--quick" in done.stdout and "--rounds" in done.stdout
 

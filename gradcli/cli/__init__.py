@@ -30,7 +30,10 @@ LAZY_IMPORTS = (
     ("gradcli.language.lower.literal", "the reader of NAME=VALUE literals: only with --set or --grad-ys"),
     ("gradcli.io.outputs", "the writers of array files: only with --out"),
     ("gradcli.numerics.fixes", "the fixes applied to the text as given: only `gradcli fix`"),
+    ("gradcli.numerics.loss_scale", "the loss scale and its measure: only with --loss-scale"),
+    ("gradcli.numerics.precision", "the precision report: only check --dtype of a half type"),
     ("gradcli.cli.plotting", "the drawing and the image files of `gradcli plot`: only plot"),
+    ("gradcli.ops.scalar", "the numbers-only attempt of eval and grad (NumPy deferred): only when a command runs"),
 )
 
 
@@ -142,10 +145,69 @@ def _without_typer(argv: list[str]):
     reading = spec.read_argv(argv)
     if reading is None:
         return None
+    command, kwargs = reading
+    if _numbers_first(command.function, kwargs):
+        _defer("numpy")
     from gradcli.cli import commands
 
-    command, kwargs = reading
     return getattr(commands, command.function), kwargs
+
+
+def _numbers_first(function: str, kwargs: dict) -> bool:
+    """Whether the command may first try its program on numbers alone, without NumPy
+    (gradcli.ops.scalar): eval and grad of a program given with --expr, on the CPU in float64,
+    answered on the standard output (no --lines, --out, --debug, Dask's options). Any other
+    command, and any of these whose program needs arrays, runs on NumPy as it always has."""
+    if not command_process or "numpy" in sys.modules or function not in ("eval_command", "grad_command"):
+        return False
+    return (kwargs.get("file") is None and kwargs.get("expr") is not None and not kwargs.get("lines")
+            and kwargs.get("out") is None and not kwargs.get("force") and not kwargs.get("debug")
+            and kwargs.get("chunks") is None and kwargs.get("scheduler") is None
+            and getattr(kwargs.get("dtype"), "value", None) == "float64"
+            and getattr(kwargs.get("device"), "value", None) == "cpu")
+
+
+class _DeferredModule(type(sys)):
+    """A module imported when one of its attributes is first read, not when it is imported:
+    NumPy, for the command's numbers-only attempt. Read during the attempt it is not imported:
+    the attempt gives way (NeedsArrays) and the command starts over on NumPy."""
+
+    def __getattr__(self, name):
+        from gradcli.ops import scalar  # (gradcli.cli.LAZY_IMPORTS)
+
+        if scalar.numbers_only():  # (`__path__` too: no submodule of it is imported before it)
+            raise scalar.NeedsArrays(f"numpy.{name}")
+        self.__class__ = type(sys)
+        if self.__spec__.submodule_search_locations is not None:
+            self.__path__ = self.__spec__.submodule_search_locations
+        self.__spec__.loader.exec_module(self)  # (what importing it does, into this module)
+        return getattr(self, name)
+
+
+def _defer(module_name: str) -> None:
+    import importlib.util
+
+    spec = importlib.util.find_spec(module_name)
+    if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+        return
+    module = importlib.util.module_from_spec(spec)
+    vars(module).pop("__path__", None)  # (read as a submodule is imported: the module is then imported first)
+    module.__class__ = _DeferredModule
+    sys.modules[module_name] = module
+
+
+def _answer(function, kwargs: dict) -> None:
+    """The command function called; with a program that may be numbers alone, first without
+    NumPy, then (where it needs arrays) again on NumPy, from the start: nothing was written."""
+    if isinstance(sys.modules.get("numpy"), _DeferredModule):
+        from gradcli.ops import scalar  # (gradcli.cli.LAZY_IMPORTS)
+
+        try:
+            with scalar.attempt():
+                function(**kwargs)
+        except scalar.NeedsArrays:
+            pass
+    function(**kwargs)
 
 
 def _with_typer(argv: list[str]) -> None:
@@ -174,7 +236,7 @@ def main() -> None:
         fast = _without_typer(argv)
         if fast is not None:
             function, kwargs = fast
-            function(**kwargs)
+            _answer(function, kwargs)
             sys.exit(0)  # click's ending of a command that returns
         _with_typer(argv)
     except (OSError, streams.OutputError) as exc:  # click could not write its own output (help, version)

@@ -29,10 +29,10 @@ def _shared_by_lines(lines: bool, library_call, prepare, options):
     return cached(compute, lambda text, name, feeds, limit: prepare(text, **options(name, feeds, limit)))
 
 
-def eval_command(*, file, expr, set_, call, print_, format, dtype, device, strict, lines, max_memory, out, force,
-                 chunks, scheduler, debug) -> None:
+def eval_command(*, file, expr, set_, call, print_, format, dtype, accumulate, device, strict, lines, max_memory, out,
+                 force, chunks, scheduler, debug) -> None:
     def options(name, feeds, limit):
-        return dict(name=name, feeds=feeds, call=call, prints=print_ or [], dtype=dtype.value,
+        return dict(name=name, feeds=feeds, call=call, prints=print_ or [], dtype=dtype.value, accumulate=accumulate.value,
                     device=device.value, max_memory=limit, printed=out is None, chunks=chunk_size(chunks),
                     scheduler=scheduler, store=run.store)
 
@@ -40,19 +40,47 @@ def eval_command(*, file, expr, set_, call, print_, format, dtype, device, stric
     run.answer(render.EVAL, _shared_by_lines(lines, api.evaluate, api.prepare_evaluate, options))
 
 
-def grad_command(*, file, expr, wrt, of, grad_ys, unconnected, set_, call, format, dtype, device, strict, lines,
-                 max_memory, out, force, chunks, scheduler, debug) -> None:
+def grad_command(*, file, expr, wrt, of, grad_ys, unconnected, set_, call, format, dtype, accumulate, loss_scale, device,
+                 strict, lines, max_memory, out, force, chunks, scheduler, debug) -> None:
     def options(name, feeds, limit):
         return dict(name=name, feeds=feeds, call=call, wrt=wrt or [], of=of or None,
                     grad_ys=assignments(grad_ys or [], "--grad-ys", limit), unconnected=unconnected.value,
-                    dtype=dtype.value, device=device.value, max_memory=limit, printed=out is None,
-                    chunks=chunk_size(chunks), scheduler=scheduler, store=run.store)
+                    dtype=dtype.value, accumulate=accumulate.value, device=device.value, max_memory=limit,
+                    printed=out is None, chunks=chunk_size(chunks), scheduler=scheduler, store=run.store)
 
     run = Run(file, expr, set_, format.value, lines, strict, max_memory, debug, device.value).saving(out, force)
+    if loss_scale is not None:
+        run.answer(render.GRAD_SCALED, lambda text, name, feeds, limit: _scaled_grad(text, loss_scale, options(
+            name, feeds, limit)))
+        return
     run.answer(render.GRAD, _shared_by_lines(lines, api.grad, api.prepare_grad, options))
 
 
-def check_command(*, file, expr, wrt, of, set_, call, eps, rtol, atol, format, lines, max_memory, debug) -> None:
+def _scaled_grad(text: str, given: str, options: dict):
+    """grad with --loss-scale (gradcli.numerics.loss_scale): the program in --dtype, and in float32
+    for the measure of auto (and the suggestion after an overflow)."""
+    from gradcli.numerics import loss_scale  # (listed in gradcli.cli.LAZY_IMPORTS)
+
+    scale = loss_scale.parse_scale(given)
+    if options["store"] is not None:  # (the gradients are divided back once computed: they come back whole)
+        raise GradcliError("--loss-scale divides the gradients once they are computed: it cannot write them to a "
+                           ".zarr directory chunk by chunk; use --out with .npz or .npy")
+    wrt, of, grad_ys, unconnected = (options.pop(k) for k in ("wrt", "of", "grad_ys", "unconnected"))
+    name, feeds, call = (options.pop(k) for k in ("name", "feeds", "call"))
+    program = api.compile(text, name=name, call=call, feeds=feeds, options=api.RunOptions(**options))
+    float32 = api.compile(text, name=name, call=call, feeds=feeds, options=api.RunOptions(
+        "float32", max_memory=options["max_memory"], printed=False))
+    return loss_scale.scaled_grad(program, float32, wrt, of, grad_ys, scale, unconnected)
+
+
+def check_command(*, file, expr, wrt, of, set_, call, eps, rtol, atol, dtype, accumulate, loss_scale, format, lines,
+                  max_memory, debug) -> None:
+    if dtype.value not in ("float64", "float32") or loss_scale is not None:
+        Run(file, expr, set_, format.value, lines, False, max_memory, debug).answer(
+            render.CHECK_PRECISION, lambda text, name, feeds, limit: _precision(
+                text, loss_scale, dict(name=name, feeds=feeds, call=call, wrt=wrt or [], of=of or [], dtype=dtype.value,
+                                       accumulate=accumulate.value, max_memory=limit)))
+        return
     Run(file, expr, set_, format.value, lines, False, max_memory, debug).answer(
         render.CHECK, lambda text, name, feeds, limit: api.check(
             text, name=name, feeds=feeds, call=call, wrt=wrt or [], of=of or None, eps=eps, rtol=rtol, atol=atol,
@@ -84,11 +112,11 @@ def derive_command(*, file, expr, wrt, of, set_, call, format, lines, max_memory
     Run(file, expr, set_, format.value, lines, False, max_memory, debug).answer(render.DERIVE, derive)
 
 
-def fix_command(*, file, expr, set_, call, wrt, of, diff, dtype, format, max_memory, debug) -> None:
+def fix_command(*, file, expr, set_, call, wrt, of, diff, dtype, accumulate, format, max_memory, debug) -> None:
     Run(file, expr, set_, format.value, False, False, max_memory, debug).answer(
         render.fix_view(diff), lambda text, name, feeds, limit: api.fix(
             text, name=name, feeds=feeds, call=call, wrt=wrt or [], of=of or None, dtype=dtype.value,
-            max_memory=limit))
+            accumulate=accumulate.value, max_memory=limit))
 
 
 def graph_command(*, file, expr, wrt, of, set_, call, format, max_memory, debug) -> None:
@@ -120,3 +148,24 @@ def plot_command(*, file, expr, wrt, range_, of, set_, call, order, points, png,
 
     files: list = []
     Run(file, expr, set_, "plain", False, False, max_memory, debug).answer(None, compute, present)
+
+
+def _precision(text: str, given: str | None, options: dict):
+    """check --dtype of a half type: the precision report (gradcli.numerics.precision), its
+    gradients computed with the loss scale given (auto: measured as grad measures it)."""
+    from gradcli.numerics import loss_scale, precision  # (listed in gradcli.cli.LAZY_IMPORTS)
+
+    dtype, limit, wrt, of, accumulate = (options[k] for k in ("dtype", "max_memory", "wrt", "of", "accumulate"))
+    if dtype in ("float64", "float32"):
+        raise GradcliError(f"--loss-scale applies to check with a half-precision --dtype (float16, bfloat16, float8), "
+                           f"not {dtype}: the finite-difference check runs in float64")
+    program = api.compile(text, name=options["name"], call=options["call"], feeds=options["feeds"],
+                          options=api.RunOptions(dtype, max_memory=limit, printed=False, accumulate=accumulate))
+    if given is None:
+        return precision.report(program, wrt, of, accumulate=accumulate)
+    float32 = api.compile(text, name=options["name"], call=options["call"], feeds=options["feeds"],
+                          options=api.RunOptions("float32", max_memory=limit, printed=False))
+    result = loss_scale.scaled_grad(program, float32, wrt, of, None, loss_scale.parse_scale(given), fixes=False)
+    result.precision = precision.measure(program.graph.fork(), wrt, of, dtype, result.loss_scale.scale, accumulate,
+                                         max_memory=limit)
+    return result

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from collections.abc import Callable
 
 import numpy as np
 
 from gradcli.errors import GradcliError, Source, caret_lines
+from gradcli.records import NEW, Record
 
 _NONFINITE_TOKEN = re.compile(r"(?<![\w\"])(-?Infinity|NaN)(?![\w\"])")
 
@@ -45,6 +45,8 @@ class _ArrayText:
 def tensor_json(arr: np.ndarray | None, dtype: str) -> dict | None:
     if arr is None:
         return None
+    if type(arr) is float:  # a number of the numbers-only attempt (gradcli.ops.scalar): as a 0-d float64 array
+        return {"shape": [], "dtype": dtype, "value": arr}
     value = _ArrayText(arr) if arr.size > CHUNK and arr.dtype.kind == "f" else json_value(arr)
     return {"shape": list(arr.shape), "dtype": dtype, "value": value}
 
@@ -141,6 +143,8 @@ def plain_line(name: str, arr: np.ndarray | None, none: str = "") -> str:
     if arr is None:
         # an unconnected gradient: the name, no numbers; a printed None is `None`, as Python prints it
         return f"{name}\t{none}"
+    if type(arr) is float:  # a number of the numbers-only attempt (gradcli.ops.scalar): as a 0-d float64 array
+        return f"{name}\t{arr!r}"
     arr = np.asarray(arr, dtype=np.float64)
     if arr.size <= CHUNK:
         return f"{name}\t" + " ".join(map(repr, arr.ravel().tolist()))
@@ -283,6 +287,46 @@ def check_table(result):
     reasons = [f"{k}: {r.reason}" for k, r in result.reports.items() if r.reason]
     if reasons:
         shown.caption = Text("\n".join(reasons))
+    return shown
+
+
+def precision_json(result) -> dict:
+    scale = getattr(result, "loss_scale", None)  # (with a loss scale, float32 master gradients)
+    doc = {"gradients": tensors_json(result.gradients, result.dtype if scale is None else scale.master),
+           "precision": result.precision.to_json()}
+    if scale is not None:
+        doc["loss_scale"] = scale.to_json()
+    return doc
+
+
+def _error_text(value) -> str:
+    return "-" if value is None else ("inf" if value == np.inf else f"{value:.3g}")
+
+
+def precision_lines(result) -> list[str]:
+    """One line per operation, worst first: LINE:COL, OP, then its value's error (its own, and
+    carried), its gradient's (its rule's own, and carried), and the remedy."""
+    return ["\t".join([f"{op.pos.line}:{op.pos.column}" if op.pos else "-", op.label,
+                       *map(_error_text, (op.value_own, op.value_error, op.gradient_own, op.gradient_error)),
+                       op.remedy or ""]) for op in result.precision.ops]
+
+
+def precision_table(result):
+    """The errors, worst first; the remedies under the table, each by its operation's place."""
+    from rich.table import Table
+    from rich.text import Text
+
+    report = result.precision
+    shown = Table("operation", "at", "value: own", "carried", "gradient: own", "carried", header_style="bold")
+    for op in report.ops:
+        shown.add_row(*_cells(op.label, f"{op.pos.line}:{op.pos.column}" if op.pos else "",
+                              *map(_error_text, (op.value_own, op.value_error, op.gradient_own, op.gradient_error))))
+    said = [f"relative errors in {report.dtype} against float64, worst first (own: what the operation adds; "
+            f"carried: with all before it); {report.dtype}'s unit roundoff is {report.unit_roundoff:.3g}"
+            + (f"; loss scale {report.scale:g}" if report.scale != 1 else "")]
+    said += [f"{op.label} at {op.pos.line}:{op.pos.column}: {op.remedy}" if op.pos else f"{op.label}: {op.remedy}"
+             for op in report.ops if op.remedy]
+    shown.caption = Text("\n".join(said))
     return shown
 
 
@@ -582,21 +626,31 @@ def patch_text(before: str, after: str, name: str) -> str:
 
 # --------------------------------------------------------------------------- one view per command
 
-@dataclass(frozen=True)
-class View:
+class View(Record):
     """How one command's result is shown. `own`: the command's own keys of its JSON document;
     `lines`: its plain lines (`multiline`: they make one answer that `--lines` cannot give as
     one line); `table`: the Rich renderable; `outputs`: the values it reports; `passed`: False
-    where the command's verdict is exit 1 (a failed check)."""
+    where the command's verdict is exit 1 (a failed check); `formats`: the command's own formats,
+    {name: result -> text}; `notes`: said on stderr before the diagnostics. (A plain class,
+    gradcli/records.py: `dataclasses` is not imported at start-up.)"""
+
+    __slots__ = _fields = ("command", "own", "lines", "table", "outputs", "passed", "multiline", "formats", "notes")
     command: str
-    own: Callable[[Any], dict]
-    lines: Callable[[Any], list[str]]
-    table: Callable[[Any], Any]
-    outputs: Callable[[Any], dict] = lambda result: result.outputs
-    passed: Callable[[Any], bool] = lambda result: True
-    multiline: bool = False
-    formats: dict = field(default_factory=dict)  # the command's own formats: {name: result -> text}
-    notes: Callable[[Any], list[str]] = lambda result: []  # said on stderr before the diagnostics
+    own: Callable[[object], dict]
+    lines: Callable[[object], list[str]]
+    table: Callable[[object], object]
+    outputs: Callable[[object], dict]
+    passed: Callable[[object], bool]
+    multiline: bool
+    formats: dict
+    notes: Callable[[object], list[str]]
+
+    def __init__(self, command, own, lines, table, outputs=lambda result: result.outputs, passed=lambda result: True,
+                 multiline=False, formats=NEW, notes=lambda result: []):
+        self.command, self.own, self.lines, self.table = command, own, lines, table
+        self.outputs, self.passed, self.multiline = outputs, passed, multiline
+        self.formats = {} if formats is NEW else formats
+        self.notes = notes
 
 
 def document(view: View, result, line: int | None = None) -> dict:
@@ -621,7 +675,16 @@ EVAL = View("eval", lambda r: {}, lambda r: plain_lines(r, with_gradients=False)
             lambda r: table(r, with_gradients=False))
 GRAD = View("grad", lambda r: {"gradients": tensors_json(r.gradients, r.dtype)},
             lambda r: plain_lines(r, with_gradients=True), lambda r: table(r, with_gradients=True))
+# grad --loss-scale: the gradients are float32 (float64 in a float64 run), divided back, the scale explained
+GRAD_SCALED = View("grad", lambda r: {"gradients": tensors_json(r.gradients, r.loss_scale.master),
+                                      "loss_scale": r.loss_scale.to_json()},
+                   lambda r: plain_lines(r, with_gradients=True), lambda r: table(r, with_gradients=True),
+                   notes=lambda r: ["gradcli: " + line for line in r.loss_scale.lines()])
 CHECK = View("check", check_json, check_lines, check_table, passed=lambda r: r.passed)
+CHECK_PRECISION = View("check", precision_json, precision_lines, precision_table, multiline=True,
+                       passed=lambda r: not r.precision.broken,
+                       notes=lambda r: ["gradcli: " + line for line in r.loss_scale.lines()] if getattr(
+                           r, "loss_scale", None) is not None else [])
 JACOBIAN = View("jacobian", jacobian_json, jacobian_lines, jacobian_table)
 HESSIAN = View("hessian", hessian_json, hessian_lines, hessian_table)
 DERIVE = View("derive", derive_json, derive_lines, derive_table, multiline=True)

@@ -11,6 +11,7 @@ import gradcli.cli
 from gradcli.cli import render, streams
 from gradcli.engine.backends import FileRef
 from gradcli.errors import GradcliError, OptionError, Pos, Source, format_error
+from gradcli.ops import scalar as numbers
 from gradcli.limits import TEXT_COPIES, default_memory_limit, out_of_memory, parse_size
 
 
@@ -201,24 +202,29 @@ class Run:
 
         limit = None
         try:
-            if self.max_memory is not None:
-                limit = parse_size(self.max_memory)
-            if self.out is not None or self.force:
-                present = self._saving(view)
-            fmt = self._resolved(view)
-            feeds = assignments(self.sets or [], "--set", limit, self.device)
-            if self.lines:
-                stream, _ = _open_program(self.file, self.expr)
-                try:
-                    code = self._each_line(view, fmt, lambda text, name: compute(text, name, feeds, limit),
-                                           stream, limit)
-                finally:
-                    _close(stream)
-            else:
-                text, name = read_program(self.file, self.expr, limit)
-                result = _computed_once(compute, text, name, feeds, limit)
-                units, code = (present or self._present(view, fmt))(result, name)
-                streams.write_output(units)
+            try:
+                if self.max_memory is not None:
+                    limit = parse_size(self.max_memory)
+                if self.out is not None or self.force:
+                    present = self._saving(view)
+                fmt = self._resolved(view)
+                feeds = assignments(self.sets or [], "--set", limit, self.device)
+                if self.lines:
+                    stream, _ = _open_program(self.file, self.expr)
+                    try:
+                        code = self._each_line(view, fmt, lambda text, name: compute(text, name, feeds, limit),
+                                               stream, limit)
+                    finally:
+                        _close(stream)
+                else:
+                    text, name = read_program(self.file, self.expr, limit)
+                    result = _computed_once(compute, text, name, feeds, limit)
+                    units, code = (present or self._present(view, fmt))(result, name)
+                    streams.write_output(units)
+            except Exception as exc:  # (gradcli.ops.scalar: the numbers-only attempt gives way to NumPy)
+                if numbers.numbers_only() and not isinstance(exc, (streams.ReaderGone, streams.OutputError)):
+                    raise numbers.NeedsArrays(f"{type(exc).__name__}: {exc}") from exc
+                raise
         except GradcliError as err:
             if self.debug:
                 import traceback

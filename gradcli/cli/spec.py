@@ -30,9 +30,18 @@ class GraphFormat(str, Enum):
     tree = "tree"  # the table's name before every command had --format
 
 
-class Dtype(str, Enum):
+class Dtype(str, Enum):  # (gradcli/dtypes.py holds what each can hold; a test keeps the two in step)
     float64 = "float64"
     float32 = "float32"
+    float16 = "float16"
+    bfloat16 = "bfloat16"
+    float8_e4m3fn = "float8_e4m3fn"
+    float8_e5m2 = "float8_e5m2"
+
+
+class Accumulate(str, Enum):
+    float32 = "float32"
+    same = "same"
 
 
 class Device(str, Enum):
@@ -104,7 +113,12 @@ SET_SHAPE = SET.but(help="Input value (repeatable): a literal such as [1, 2], @f
 FORMAT = Param("format", ("--format",), Format, Format.auto,
                "Output format: a table, one JSON document, or plain NAME<TAB>numbers lines; auto is a table on a "
                "terminal, plain otherwise (with --lines: json).")
-DTYPE = Param("dtype", ("--dtype",), Dtype, Dtype.float64, "Floating-point type of every value.")
+DTYPE = Param("dtype", ("--dtype",), Dtype, Dtype.float64,
+              "Floating-point type of every value; the half types (float16, bfloat16, float8) compute each operation "
+              "in float32 and round its result (docs/half-precision.md).")
+ACCUMULATE = Param("accumulate", ("--accumulate",), Accumulate, Accumulate.float32,
+                   "With a half --dtype: sums, means, matrix products, softmax and norms accumulate in float32 and "
+                   "round once (as PyTorch's autocast and XLA), or in the type itself (same).")
 DEVICE = Param("device", ("--device",), Device, Device.cpu,
                "Evaluate on the CPU (NumPy), a GPU (CuPy), or chunk by chunk with Dask (inputs larger than memory, "
                "several cores, a cluster; needs gradcli[dask]).")
@@ -135,6 +149,11 @@ OUT = Param("out", ("--out",),
                  "and Jacobians as d_Y_d_X, Hessian blocks as d2_Y_d_X_d_Z. Standard output says each one's shape, "
                  "dtype, min, max and where it went. Written whole or not at all.", metavar="PATH")
 FORCE = Param("force", ("--force",), bool, False, "With --out: replace PATH if it exists.")
+LOSS_SCALE = Param("loss_scale", ("--loss-scale",),
+                   help="Multiply the output's seed by N (GradScaler's loss scale), run the backward pass in --dtype and "
+                        "divide the gradients by N in float32; auto: the power of two that keeps every scaled "
+                        "gradient in the dtype's normal range, from a float32 pass, explained on stderr.",
+                   metavar="N|auto")
 UNCONNECTED = Param("unconnected", ("--unconnected",), Unconnected, Unconnected.none,
                     "Result for a --wrt value that the output does not depend on: null or zeros.")
 
@@ -151,7 +170,7 @@ COMMANDS = (
     ), (FILE, EXPR, SET, CALL,
         Param("print_", ("--print",), help="Report this name's value (repeatable); default: the last statement.",
               metavar="NAME", multiple=True),
-        FORMAT, DTYPE, DEVICE, STRICT, LINES, MAX_MEMORY, OUT, FORCE, CHUNKS, SCHEDULER, DEBUG)),
+        FORMAT, DTYPE, ACCUMULATE, DEVICE, STRICT, LINES, MAX_MEMORY, OUT, FORCE, CHUNKS, SCHEDULER, DEBUG)),
     Command("grad", "Gradients of the --of values (summed) with respect to each --wrt value, as tf.gradients.", (
         "gradcli grad -e 'y = sum(x * x)' --wrt x --set x='[1, 2]'",
     ), (FILE, EXPR,
@@ -160,7 +179,8 @@ COMMANDS = (
         Param("grad_ys", ("--grad-ys",), help="Upstream gradient of an --of value, of exactly its shape (repeatable); "
                                               "default ones.", metavar="NAME=VALUE", multiple=True),
         UNCONNECTED.but(help="Gradient of a --wrt value that the outputs do not depend on: null or zeros."),
-        SET, CALL, FORMAT, DTYPE, DEVICE, STRICT, LINES, MAX_MEMORY, OUT, FORCE, CHUNKS, SCHEDULER, DEBUG)),
+        SET, CALL, FORMAT, DTYPE, ACCUMULATE, LOSS_SCALE, DEVICE, STRICT, LINES, MAX_MEMORY, OUT, FORCE, CHUNKS,
+        SCHEDULER, DEBUG)),
     Command("check", "Compare reverse-mode gradients with float64 central finite differences; exit 1 if any "
                      "disagrees, naming the operation whose gradient rule is wrong.", (
         "gradcli check -e 'y = sum(tanh(x) * x)' --wrt x --set x='[0.3, 1.2]'",
@@ -168,6 +188,12 @@ COMMANDS = (
         Param("eps", ("--eps",), float, 1e-6, "Finite-difference step, relative to the input's scale."),
         Param("rtol", ("--rtol",), float, 1e-5, "Relative tolerance."),
         Param("atol", ("--atol",), float, 1e-8, "Absolute tolerance."),
+        DTYPE.but(help="float64 or float32: the finite-difference check, in float64. A half type (float16, bfloat16, "
+                       "float8): the precision report instead: per operation, the relative error of its value and of "
+                       "its gradient in that type against float64, worst first, with a remedy; exit 1 where the type "
+                       "makes a value or gradient not finite that float64 computes."),
+        ACCUMULATE, LOSS_SCALE.but(help="With a half --dtype: compute the report's gradients with this loss scale (N, "
+                                        "or auto)."),
         FORMAT, LINES, MAX_MEMORY, DEBUG)),
     Command("jacobian", "The full Jacobian dY/dX of one --of Y for each --wrt X, shaped Y.shape + X.shape. "
                         "Forward mode (one pass per element of the --wrt inputs) where they have fewer elements "
@@ -194,7 +220,7 @@ COMMANDS = (
         WRT.but(help="Also prove the fixes on the gradients with respect to this value (repeatable)."),
         OF,
         Param("diff", ("--diff",), bool, False, "Print a unified diff instead of the whole program."),
-        DTYPE, FORMAT, MAX_MEMORY, DEBUG)),
+        DTYPE, ACCUMULATE, FORMAT, MAX_MEMORY, DEBUG)),
     Command("graph", "Show the program as a graph: each operation, where it stands, its shape and values, and "
                      "with --wrt its gradient.", (
         "gradcli graph -e 'x = [1.0, 2.0]; y = sum(x * x)' --wrt x --format table",

@@ -8,13 +8,16 @@ registered in one place, `BACKENDS`, by the `--device` name that selects them.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import sys
 
+from gradcli.dtypes import HALF, numpy_dtype
 from gradcli.errors import GradcliError, OptionError
 from gradcli.io.files import load_file, npy_layout
 from gradcli.limits import default_memory_limit, describe_size
+from gradcli.ops import scalar as numbers
 
 
 class Backend:
@@ -52,6 +55,8 @@ class Backend:
         return self.namespace()
 
     def dtype(self, name: str):
+        if name in HALF:  # (NumPy's and ml_dtypes' types: RunOptions allows them on the CPU only)
+            return numpy_dtype(name)
         return self.xp.dtype(name)
 
     def asarray(self, value, dtype):
@@ -61,6 +66,16 @@ class Backend:
         """A NumPy array with the value's numbers."""
         import numpy
         return numpy.asarray(value)
+
+    def host_array(self, value):
+        """The value as a host ndarray (a number, on the numbers-only backend)."""
+        import numpy
+        return numpy.asarray(self.to_host(value))
+
+    def quiet(self):
+        """The context in which values are computed: NumPy's warnings off (the checks speak instead)."""
+        import numpy
+        return numpy.errstate(all="ignore")
 
     def compute(self, values: dict) -> dict:
         """{key: array} -> {key: host array}: every value at once (one pass for a lazy backend)."""
@@ -101,6 +116,47 @@ def available_cores() -> int:
         except (AttributeError, OSError):  # (no sched_getaffinity on macOS or Windows)
             _CORES.append(os.cpu_count() or 1)
     return _CORES[0]
+
+
+class ScalarBackend(Backend):
+    """Numbers without NumPy (gradcli.ops.scalar): the values are Python floats computed as
+    NumPy's float64 computes them, for a program of numbers in the command's numbers-only
+    attempt; anything else it is asked for raises NeedsArrays (the command runs again on NumPy)."""
+
+    in_place = numpy = False
+    scalars = True  # (the evaluator's two-number operators: gradcli.ops.scalar.OPERATORS)
+    operators = numbers.OPERATORS
+    modules = ()
+
+    def namespace(self):
+        return numbers.NAMESPACE
+
+    def dtype(self, name: str):
+        if name != "float64":
+            raise numbers.NeedsArrays(f"dtype {name}")
+        return numbers.FLOAT64
+
+    def asarray(self, value, dtype):
+        if type(value) is not float or dtype is not numbers.FLOAT64:
+            raise numbers.NeedsArrays(f"a value of type {type(value).__name__}")
+        return value
+
+    def to_host(self, value):
+        if type(value) is not float:
+            raise numbers.NeedsArrays(f"a value of type {type(value).__name__}")
+        return value
+
+    def load(self, spec, label, max_bytes=None):
+        raise numbers.NeedsArrays("a file")
+
+    def square_sum(self, value) -> float:
+        return value * value
+
+    def host_array(self, value):
+        return self.to_host(value)
+
+    def quiet(self):
+        return contextlib.nullcontext()  # (Python's floats warn of nothing: they raise, see gradcli.ops.scalar)
 
 
 class CupyBackend(Backend):
@@ -805,6 +861,8 @@ BACKENDS = {"cpu": Backend, "cuda": CupyBackend, "dask": DaskBackend}
 
 def backend(device: str = "cpu", **options) -> Backend:
     """The backend `--device` names, its library checked now (a clear error, exit 2, if absent)."""
+    if device == "cpu" and numbers.numbers_only():
+        return ScalarBackend()
     cls = BACKENDS.get(device)
     if cls is None:
         raise GradcliError(f"unknown device '{device}': use {', '.join(BACKENDS)}")

@@ -9,16 +9,18 @@ from __future__ import annotations
 import itertools
 import math
 import operator
-from typing import Callable
+from collections.abc import Callable
 
+from gradcli.dtypes import HALF, NAMES, check as check_dtype
 from gradcli.errors import GradcliError, OptionError
 from gradcli.ir import Graph
 from gradcli.limits import describe_size
 from gradcli.ops import DataError
 from gradcli.engine import fusion
 from gradcli.engine.backends import backend_for
+from gradcli.engine.half import Half, refuse as refuse_in_half
 
-DTYPES = ("float64", "float32")
+DTYPES = NAMES
 
 
 def needed_equations(graph: Graph, fetch: list[int], given=(), last_use: dict | None = None) -> list[int]:
@@ -51,7 +53,7 @@ SCALAR_OPERATORS = {"add": operator.add, "subtract": operator.sub, "multiply": o
 
 def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
         overrides: dict[int, object] | None = None,
-        check: Callable | None = None, backend=None) -> dict[int, object]:
+        check: Callable | None = None, backend=None, accumulate: str = "float32") -> dict[int, object]:
     """Evaluate the values `fetch`; returns {id: array} in the namespace `xp`.
 
     `overrides` gives the values of equations by id (inputs, or any value to hold fixed); `check(i, eq, value,
@@ -65,21 +67,27 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
     `backend` (gradcli/engine/backends.py) is asked what it allows (`in_place`, `lazy`,
     `scalars`, `numpy`); `xp`, a namespace, stands for its backend (`backend_for`).
 
+    In a half type (float16, bfloat16, float8_*) every op computes in float32 and rounds its
+    result (gradcli/engine/half.py); `accumulate` "same" makes its sums accumulate in the type.
+
     One function, longer than the size rule's 80 lines, on purpose: it is the loop every
     equation goes through, kept whole (no call per equation, locals not attributes) for
     `benchmarks/run.py --only deep` (100,000 equations of numbers, where the loop's own cost
     per equation is what is measured; `--only terms` likewise), and `--only arrays`."""
-    if dtype not in DTYPES:
-        raise GradcliError(f"unknown dtype '{dtype}': use float64 or float32")
+    check_dtype(dtype)
     if backend is None:
         backend = backend_for(xp)
     xp = backend.xp
     in_place = backend.in_place
     lazy = backend.lazy
     overrides = overrides or {}
-    dtype = backend.dtype(dtype)  # compared with each result's: a dtype object, not its name
     last_use: dict[int, int] = {}
     order = needed_equations(graph, fetch, overrides, last_use)
+    half = None
+    if dtype in HALF:  # computed op by op in float32, rounded: no buffer written in place, no scalar path
+        refuse_in_half(graph, order, dtype)
+        half, in_place = Half(dtype, accumulate), False
+    dtype = backend.dtype(dtype)  # compared with each result's: a dtype object, not its name
     equations = graph.equations
     keep = set(fetch)
     env: dict[int, object] = {}
@@ -95,8 +103,8 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
     # Numbers (0-d values) on NumPy are held as NumPy scalars: +, -, *, / and negation of two
     # scalars of the dtype are the same IEEE operations as the ufuncs' (rounded in the same
     # dtype), without a ufunc call's cost (tests/engine/test_scalar_path.py compares them bit for bit).
-    scalar = dtype.type if backend.scalars else None
-    scalar_operators = SCALAR_OPERATORS if scalar is not None else {}
+    scalar = dtype.type if backend.scalars and half is None else None
+    scalar_operators = getattr(backend, "operators", SCALAR_OPERATORS) if scalar is not None else {}
     chains, inlined = {}, ()
     # a chain writes its chunks into buffers it owns, and needs arrays (a program of numbers has none)
     if len(order) > 1 and in_place and any(map(shapes.__getitem__, order)):
@@ -118,7 +126,7 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
             if value is None:
                 value = eq.params["value"]
             value = asarray(value, dtype)
-            if scalar is not None and value.ndim == 0 and i not in keep:
+            if scalar is not None and type(value) is not scalar and value.ndim == 0 and i not in keep:
                 value = value[()]  # (a copy: no buffer of the caller's or the graph's is held)
             borrowed.add(i)
             args = inputs = ()
@@ -149,6 +157,8 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
                     value = getattr(xp, ufunc)(*args, out=out)
                 elif lazy:
                     value = _lazy_forward(backend, graph, i, args, dtype)
+                elif half is not None:
+                    value = half.forward(op, args, eq.params)
                 else:
                     value = op.forward(xp, *args, **eq.params)
                     # (a scalar of the dtype's type is of the dtype: no dtype to compare)

@@ -9,6 +9,7 @@ from gradcli.engine.backends import Backend
 from gradcli.engine.evaluate import needed_equations
 from gradcli.errors import GradcliError, OptionError
 from gradcli.ir import Graph
+from gradcli.ops import scalar as numbers
 from gradcli.limits import RENDER_COPIES, default_memory_limit, describe_size, output_text_bytes
 
 
@@ -26,7 +27,7 @@ def check_memory(graph: Graph, fetch: list[int], dtype: str, limit: int | None =
     # chunked: the most of one value held at once, and the task graph's own memory
     per_value, graph_bytes = chunked_memory(graph, fetch, dtype, limit, backend)
     graph_bytes += chunk_buffers(graph, fetch, dtype, backend)  # counted throughout, as the task graph
-    itemsize = np.dtype(dtype).itemsize
+    itemsize = numbers.FLOAT64.itemsize if numbers.numbers_only() else np.dtype(dtype).itemsize
     fetched = sum(math.prod(graph.shapes[f]) for f in set(fetch))
     text = output_text_bytes(fetched) if text else 0  # the fetched values printed (not for check, derive)
     rendering = RENDER_COPIES * text

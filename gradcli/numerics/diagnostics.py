@@ -20,6 +20,7 @@ import math
 from gradcli.autodiff import blocked_at
 from gradcli.errors import Pos
 from gradcli.ir import Graph
+from gradcli.ops import scalar as numbers
 from gradcli.numerics.gradient_calls import place, subject, taken_by_json
 from gradcli.records import NEW, ValueRecord
 from gradcli.engine.backends import backend_for
@@ -27,6 +28,10 @@ from gradcli.engine.evaluate import run
 from gradcli.numerics.hints import hints_of
 from gradcli.numerics.explain import Suggestions, classify, fmt_number, kink_count, kink_note
 from gradcli.numerics.broadcasts import accidental_broadcasts
+from gradcli.numerics.formats import HEADROOM_FACTOR  # noqa: F401 (float32's factor, which engine/backends.py names)
+from gradcli.dtypes import NAMES as FLOAT_NAMES
+from gradcli.numerics.formats import format_of, is_half, underflow_threshold
+from gradcli.numerics.rounding import Rounding
 
 NONFINITE_KINDS = ("overflow", "divide_by_zero", "invalid", "nonfinite_gradient")
 
@@ -36,7 +41,6 @@ NONFINITE_KINDS = ("overflow", "divide_by_zero", "invalid", "nonfinite_gradient"
 # Origins a value is known to carry, at most: a sum of 20,000 NaN terms carries 20,000, and
 # tracking them all at every partial sum is quadratic (the first ones are what a user reads)
 ORIGINS_TRACKED = 16
-HEADROOM_FACTOR = 1e3        # "close to overflowing": within this factor of the largest number
 FLOAT32_MAX = 3.4028234663852886e38
 
 
@@ -130,7 +134,14 @@ def _bound_rule(op):
 class NumericsChecker:
     """Call it as `check(i, eq, value, args)` after each equation."""
 
-    def __init__(self, graph: Graph, xp, dtype: str):
+    def __new__(cls, graph: Graph, xp, dtype: str, accumulate: str = "float32"):
+        # in half precision (not on a lazy backend), the checker that also measures what the format
+        # loses; a subclass, so that the per-equation call of every other run costs nothing more
+        if cls is NumericsChecker and is_half(dtype) and not backend_for(xp).lazy:
+            cls = HalfPrecisionChecker
+        return object.__new__(cls)
+
+    def __init__(self, graph: Graph, xp, dtype: str, accumulate: str = "float32"):
         import numpy
 
         self.backend = backend_for(xp)
@@ -148,7 +159,8 @@ class NumericsChecker:
         self.differentiated = graph.differentiated
         self._seen_ties: set[int] = set()
         self._origin_of: dict[tuple, int] = {}  # (op, inputs, params) -> diagnostic index
-        self.largest = float(numpy.finfo(dtype).max)
+        self.format = format_of(dtype)  # (float16's headroom factor is its own: numerics/formats.py)
+        self.largest = self.format.largest
         self.bound: dict[int, float] = {}  # value id -> a bound on its magnitude, where known
         self._bound_rules: dict = {}  # op -> _bound_rule(op)
         self._bound_of = self.bound.get  # (the per-equation reads, bound once)
@@ -156,12 +168,19 @@ class NumericsChecker:
         self._found_at: list[int] = []  # per diagnostic, the equation whose check found it
         self.suggestions = Suggestions(graph, self.largest)
         # v.v past this may hide a value close to overflowing (or past float32's range)
-        limit = FLOAT32_MAX if dtype == "float64" else self.largest / HEADROOM_FACTOR
+        limit = FLOAT32_MAX if dtype == "float64" else self.largest / self.format.headroom_factor
         self.headroom_trigger = limit * limit
         self.headroom_limit = limit
 
     # ----------------------------------------------------------------- the per-equation check
     def __call__(self, i, eq, value, args):
+        if type(value) is float:  # a number of the numbers-only attempt (gradcli.ops.scalar)
+            if eq.op.name not in numbers.SCALAR_OPS:  # (the op has no scalar implementation: its number is not used)
+                raise numbers.NeedsArrays(f"{eq.op.name} has no numbers-only implementation")
+            if (eq.op.kink is None or i not in self.differentiated) and self.clean_by_square_sum(i, value * value):
+                return
+            # what the checks would say of it (not finite, near overflowing, a kink) is said on NumPy
+            raise numbers.NeedsArrays(f"{eq.op.name} gives {value!r}")
         if self.lazy:
             self._request(i, eq, value, args)
             return
@@ -370,7 +389,11 @@ class NumericsChecker:
         count = int(xp.count_nonzero(mask))
         has_inf = bool(xp.any(xp.isinf(bad)))
         label = eq.label
-        kind, detail, zero_pole = classify(eq, value, args, mask, has_inf, xp, self.dtype)
+        # (in the type the value is held in: a value cast to another type inside the program is
+        # said in its own; every other is in the run's dtype)
+        held_in = getattr(getattr(value, "dtype", None), "name", None)
+        kind, detail, zero_pole = classify(eq, value, args, mask, has_inf, xp,
+                                           held_in if held_in in FLOAT_NAMES else self.dtype)
         if zero_pole is not None:  # a 0 at a pole: say so where it is a nonzero number that underflowed
             self._explain_underflow(eq.inputs[zero_pole], eq)
         if eq.backward is not None:
@@ -386,7 +409,10 @@ class NumericsChecker:
         message = f"{said} is {noun} at {where}" if eq.backward is not None else f"{said} gives {noun} at {where}"
         if detail:
             message += f": {detail}"
-        diag = Diagnostic("warning", kind, label, message, self.suggestions.suggest(i, eq, kind),
+        suggestion = self.suggestions.suggest(i, eq, kind)
+        if kind == "overflow" and self.format.name == "float16":  # (bfloat16 has float32's range)
+            suggestion = f"{suggestion}; or run it in bfloat16, whose range is float32's" if suggestion else None
+        diag = Diagnostic("warning", kind, label, message, suggestion,
                           eq.pos, eq.stack, count, value_id=i, taken_by=taken_by_json(self.graph, i))
         self.diagnostics.append(diag)
         return len(self.diagnostics) - 1
@@ -398,11 +424,13 @@ class NumericsChecker:
         else:
             top = max(float(xp.max(value)), -float(xp.min(value)))
         label = eq.label
-        if top > self.largest / HEADROOM_FACTOR:
+        if top > self.largest / self.format.headroom_factor:
+            above = hints_of(eq.op).overflows_above if self.format.half else None
+            limit = f" ({eq.op.name} overflows {self.dtype} above {above(self.largest):.2f})" if above else ""
             self.diagnostics.append(Diagnostic(
                 "info", "headroom", label, f"{label} reaches {top:.4g}, within a factor of "
-                f"{self.largest / top:.3g} of the largest {self.dtype} ({self.largest:.4g}): a little more overflows",
-                None, eq.pos, eq.stack, value_id=i))
+                f"{self.largest / top:.3g} of the largest {self.dtype} ({self.largest:.4g}): a little more overflows"
+                f"{limit}", None, eq.pos, eq.stack, value_id=i))
         elif self.dtype == "float64" and top > FLOAT32_MAX:
             above = hints_of(eq.op).overflows_above
             limit = f" ({eq.op.name} overflows float32 above {above(FLOAT32_MAX):.2f})" if above else ""
@@ -436,11 +464,14 @@ class NumericsChecker:
         if count:
             label = producer.label
             extra = ""
-            below = hints_of(producer.op).underflows_below
+            hints = hints_of(producer.op)
+            below = hints.underflows_below
             if below is not None:
+                if self.format.half:  # the same inverse at the bottom of the format's range
+                    below = round(underflow_threshold(hints.overflows_above, self.format), 1)
                 low = float(xp.min(xp.broadcast_to(values[producer.inputs[0]], out.shape)[underflowed]))
                 extra = (f" (its argument reaches {fmt_number(low)}; {producer.op.name} underflows below about "
-                         f"{below:g} in float64)")
+                         f"{below:g} in {self.dtype if self.format.half else 'float64'})")
             self.diagnostics.append(Diagnostic(
                 "info", "underflow", label, f"{label} underflows to 0 at {count} element{'s' * (count != 1)}"
                 f"{extra}, and {consumer.label} at {consumer.pos} then divides by it",
@@ -461,8 +492,10 @@ class NumericsChecker:
                                                value_id=i))
 
     # ----------------------------------------------------------------- after the run
-    def finish(self, outputs: dict[str, int]) -> list[Diagnostic]:
-        """Fill in which outputs (and gradients) each origin reaches."""
+    def finish(self, outputs: dict[str, int], values: dict | None = None, overrides: dict | None = None
+               ) -> list[Diagnostic]:
+        """Fill in which outputs (and gradients) each origin reaches. (`values`, the fetched values
+        by name, and the run's `overrides` are read in half precision only: rounding.HalfChecker.)"""
         for name, j in outputs.items():
             for k in self.origins.get(j, ()):
                 if name not in self.diagnostics[k].reaches:
@@ -474,6 +507,27 @@ class NumericsChecker:
             self._found_at.sort()
         # and the accidental broadcasts, which shapes alone decide (broadcasts.py)
         return self.diagnostics + [Diagnostic(*found) for found in accidental_broadcasts(self.graph)]
+
+
+class HalfPrecisionChecker(NumericsChecker):
+    """The checks of a half run (float16, bfloat16), and what the format loses against a float64
+    run of the same program: gradients that became 0, sums that lost their digits (rounding.py)."""
+
+    def __init__(self, graph: Graph, xp, dtype: str, accumulate: str = "float32"):
+        super().__init__(graph, xp, dtype)
+        # (a sum accumulated in float32 is rounded to the format once: its own error is one rounding)
+        self.rounding = Rounding(graph, self.format, self.xp, self._host, sums=accumulate == "same")
+
+    def __call__(self, i, eq, value, args):
+        self.rounding.see(i, eq, value, args)
+        super().__call__(i, eq, value, args)
+
+    def finish(self, outputs: dict[str, int], values: dict | None = None, overrides: dict | None = None
+               ) -> list[Diagnostic]:
+        found = super().finish(outputs)
+        if values is None:
+            return found
+        return found + [Diagnostic(**d) for d in self.rounding.diagnostics(outputs, values, overrides, self.origins)]
 
 
 def unconnected_diagnostic(graph: Graph, y_ids: list[int], ys: list[str], x: str, x_id: int) -> Diagnostic:

@@ -15,6 +15,8 @@ from gradcli.engine.evaluate import needed_equations
 from gradcli.engine.memory import check_memory
 from gradcli.errors import GradcliError
 from gradcli.ir import Graph
+from gradcli.dtypes import numpy_dtype
+from gradcli.numerics.formats import format_of
 from gradcli.ops.table import NO_GRADIENT, DataError
 
 
@@ -194,7 +196,7 @@ def _exact_run(graph: Graph, ids: list[int], dtype: str, wide, overrides: dict |
     keep = set(ids)
     env: dict[int, np.ndarray] = {}
     inexact: set[int] = set()
-    user = np.dtype(dtype)
+    user = numpy_dtype(dtype)
     with np.errstate(all="ignore"):
         for i in order:
             eq = graph.equations[i]
@@ -228,6 +230,15 @@ def _exact_run(graph: Graph, ids: list[int], dtype: str, wide, overrides: dict |
 _SAME = {"float64": (1e-9, 1e-12), "float32": (1e-5, 1e-6)}    # rounding: (rtol, atol as a share of the scale)
 _EXACT = {"float64": (1e-8, 1e-13), "float32": (1e-4, 1e-6)}   # against the exact numbers
 _SLOPE = (1e-6, 1e-9)                                           # against differences of them
+
+
+def _tolerances(dtype: str) -> tuple[tuple, tuple]:
+    """(_SAME's, _EXACT's) tolerances of `dtype`; a half format's from its epsilon (float16's
+    is 1e-3, bfloat16's 8e-3: a fix is judged in the format the user runs, by its rounding)."""
+    if dtype in _SAME:
+        return _SAME[dtype], _EXACT[dtype]
+    eps = format_of(dtype).eps
+    return (8 * eps, eps), (16 * eps, 2 * eps)
 
 
 def _close(a, b, tolerance, scale, floor=0.0):
@@ -286,9 +297,9 @@ class _KeyJudge:
     def __init__(self, key, o, r, exact: Exact, dtype: str, identities: bool):
         self.key, self.shape, self.exact, self.identities = key, o.shape, exact, identities
         self.o, self.r = o.reshape(-1), r.reshape(-1)
-        self.same_tol = _SAME.get(dtype, _SAME["float64"])
-        self.tolerance = _EXACT.get(dtype, _EXACT["float64"])
-        self.floor = 2 * float(np.finfo(np.dtype(dtype)).tiny)
+        self.same_tol, self.tolerance = _tolerances(dtype)
+        self.format = format_of(dtype)
+        self.floor = 2 * self.format.smallest_normal
         self.e = None
 
     def slices(self):
@@ -311,6 +322,10 @@ class _KeyJudge:
             if (fo & ~fr).any():
                 k = int(np.argmax(fo & ~fr))
                 return (f"it makes {_key_place(self.key, self.shape, start + k)} {r[k]:.6g} where it was {o[k]:.6g}")
+            if self.format.half and not fr.all():
+                why = self._not_finite_in_half(start, at, r, fr)
+                if why is not None:
+                    return why
             changed = fr & ~(fo & _close(r, o, self.same_tol, scale_o))
             if not changed.any():
                 continue
@@ -321,6 +336,7 @@ class _KeyJudge:
                     return (f"it gives {r[k]:.6g} at {_key_place(self.key, self.shape, start + k)} where the program gave "
                             f"{o[k]:.6g}, and the exact value is not known ({self.exact.why_unknown(self.key)})")
                 self.e = self.e.reshape(-1)
+            if scale_e is None:
                 scale_e = self.scale(self.e)
             wide = self.e[at]
             e = np.asarray(wide, dtype=np.float64)
@@ -363,6 +379,26 @@ class _KeyJudge:
         if better or past:
             verdict.improved.add(self.key)
         return None
+
+    def _not_finite_in_half(self, start: int, at, r, fr) -> str | None:
+        """In a half format, a rewrite is proven in that format: one that leaves an element not
+        finite where the exact number is within the format's range (finite in float64, not in
+        float16) is refused, and the reason says so. (Where the exact number is past the format's
+        largest, no form can hold it: that is not held against the rewrite.)"""
+        if self.e is None:
+            found = self.exact.of(self.key)
+            if found is None:
+                return None
+            self.e = found.reshape(-1)
+        e = np.asarray(self.e[at], dtype=np.float64)
+        stuck = ~fr & np.isfinite(e) & (np.abs(e) <= self.format.largest)
+        if not stuck.any():
+            return None
+        k = int(np.argmax(stuck))
+        name = self.format.name
+        return (f"it gives {r[k]:.6g} at {_key_place(self.key, self.shape, start + k)} in {name}, where the exact "
+                f"value is {e[k]:.6g}, within {name}'s range: it would be finite in float64, not in {name}, the "
+                f"format the program runs in")
 
     def _by_differences(self, unknown: np.ndarray, verdict: Verdict):
         """A gradient changed where even the wide float has no number (the where trap: 0 * inf

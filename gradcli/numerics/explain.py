@@ -4,9 +4,8 @@ derivative is a convention (`kink_count`, `kink_note`), and the suggestion in wo
 (`Suggestions`; a rewrite in code is offered only where gradcli.numerics.fixes has proven it)."""
 from __future__ import annotations
 
-import numpy
-
 from gradcli.ir import Graph
+from gradcli.numerics.formats import format_of
 from gradcli.numerics.hints import hints_of
 from gradcli.ops.shapes import normalize_axes
 
@@ -22,7 +21,7 @@ def classify(eq, value, args, mask, has_inf, xp, dtype) -> tuple[str | None, str
     non-finite elements `mask` (a gradient equation's are said by the caller: None, None, None)."""
     op = eq.op
     hints = hints_of(op)
-    largest = float(numpy.finfo(dtype).max)
+    largest = format_of(dtype).largest
 
     def at_bad(a):
         return xp.broadcast_to(a, value.shape)[mask] if value.ndim else a

@@ -7,7 +7,7 @@ tests/numerics/test_hints.py checks that every entry names an op and arguments i
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 from gradcli.records import NEW, ValueRecord
 
@@ -17,7 +17,7 @@ class Hints(ValueRecord):
 
     _fields = __slots__ = ("domain", "pole", "overflows_above", "underflows_below", "invalid_reason",
                            "nonfinite_reason", "suggestions", "where_trap", "selects", "stable_forms", "pole_fix",
-                           "slope_fix")
+                           "slope_fix", "accumulates")
     domain: float | None         # the argument's lowest value (log 0, log1p -1, sqrt 0): NaN below it
     pole: tuple | None           # (argument, words): the argument whose 0 gives an infinity, as messages say
     overflows_above: Callable | None  # `(largest) -> x`: the argument past which it overflows (exp: log)
@@ -30,10 +30,12 @@ class Hints(ValueRecord):
     stable_forms: dict           # its argument's op -> the stable whole (log: sigmoid -> ...)
     pole_fix: Callable | None    # `(call: Written) -> text | None`: a rewrite keeping a call off its pole
     slope_fix: Callable | None   # `(call: Written) -> text | None`: a rewrite where its slope is infinite
+    accumulates: Callable | None  # `(args, params) -> n`: it adds up to n terms into one element (sum: all),
+    #                               each addition rounded: its own rounding is measured in half precision
 
     def __init__(self, domain=None, pole=None, overflows_above=None, underflows_below=None, invalid_reason=None,
                  nonfinite_reason=None, suggestions=NEW, where_trap=None, selects=(), stable_forms=NEW,
-                 pole_fix=None, slope_fix=None):
+                 pole_fix=None, slope_fix=None, accumulates=None):
         self.domain, self.pole, self.overflows_above, self.underflows_below = domain, pole, overflows_above, \
             underflows_below
         self.invalid_reason, self.nonfinite_reason = invalid_reason, nonfinite_reason
@@ -41,6 +43,7 @@ class Hints(ValueRecord):
         self.where_trap, self.selects = where_trap, selects
         self.stable_forms = {} if stable_forms is NEW else stable_forms
         self.pole_fix, self.slope_fix = pole_fix, slope_fix
+        self.accumulates = accumulates
 
 
 class Written(ValueRecord):
@@ -77,6 +80,26 @@ def _past_half_of(largest):  # sinh and cosh: e^x / 2 overflows where e^x reache
     return math.log(largest) + math.log(2)
 
 
+def _terms_reduced(args, params):  # sum, mean: the elements of one reduced slice
+    a, axis = args[0], params.get("axis")
+    if axis is None:
+        return a.size
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    count = 1
+    for k in axes:
+        count *= a.shape[k]
+    return count
+
+
+def _terms_scanned(args, params):  # cumsum: its last element adds the whole scanned axis
+    a, axis = args[0], params.get("axis")
+    return a.size if axis is None else a.shape[axis]
+
+
+def _terms_contracted(args, params):  # matmul, dot, inner: the contracted (last) axis of the first
+    return args[0].shape[-1] if args[0].ndim else 1
+
+
 AT_ZERO = "its argument is 0"
 _NEAR_ZERO_SLOPE = "the gradient divides by a value that reaches 0: keep it away from 0 with an epsilon"
 _GUARD_DENOMINATOR = "the denominator reaches 0: guard it with a where, or add a small epsilon"
@@ -110,6 +133,13 @@ HINTS: dict[str, Hints] = {
     "log10": Hints(domain=0.0, pole=(0, AT_ZERO), where_trap=0),
     "reciprocal": Hints(pole=(0, AT_ZERO), where_trap=0),
     "rsqrt": Hints(where_trap=0),
+    "sum": Hints(accumulates=_terms_reduced),
+    "mean": Hints(accumulates=_terms_reduced),
+    "cumsum": Hints(accumulates=_terms_scanned),
+    "matmul": Hints(accumulates=_terms_contracted),
+    "dot": Hints(accumulates=_terms_contracted),
+    "inner": Hints(accumulates=_terms_contracted),
+    "vdot": Hints(accumulates=lambda args, params: args[0].size),
     "inverse_gaps": Hints(nonfinite_reason="eigenvalues (or singular values) repeat, and the gradient of their "
                                            "vectors does not exist there"),
 }

@@ -154,6 +154,11 @@ def _scatter_claim(index, **_):
     return "NumPy's assignment through a new axis (None)" if any(i is None for i in index) else None
 
 
+def _shape_of(value) -> tuple:
+    """An array's shape; a Python float's (gradcli.ops.scalar: the numbers-only attempt) is ()."""
+    return () if type(value) is float else value.shape
+
+
 def _matmul_shape(a, b):
     if not a or not b:
         raise ShapeError(f"matmul needs arrays of rank 1 or more, got {fmt_shape(a)} and {fmt_shape(b)}; "
@@ -600,9 +605,9 @@ register(Op("stack", lambda xp, *xs: xp.stack(xs), _stack_shape,
 
 
 # Sources: a constant written in the program, and an input (`--set`, or a literal default).
-register(Op("const", lambda xp, value: value, lambda value: value.shape, (), args=(),
+register(Op("const", lambda xp, value: value, lambda value: _shape_of(value), (), args=(),
             params={"value": REQUIRED}, public=False))
-register(Op("input", lambda xp, name, value: value, lambda name, value: value.shape, (), args=(),
+register(Op("input", lambda xp, name, value: value, lambda name, value: _shape_of(value), (), args=(),
             params={"name": REQUIRED, "value": REQUIRED}, public=False))
 
 

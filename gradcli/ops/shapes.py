@@ -87,8 +87,9 @@ def _reduction_shape(shape, axis=None, keepdims=False):
 
 def is_numpy(xp) -> bool:
     """Whether the namespace is NumPy itself: the module object asked, not its name (NumPy is
-    loaded wherever an array exists, so this module need not import it)."""
-    return xp is sys.modules.get("numpy")
+    loaded wherever an array exists, so this module need not import it); or NumPy as a half
+    type computes with it (gradcli/engine/half.py: host arrays, NumPy's functions)."""
+    return xp is sys.modules.get("numpy") or getattr(type(xp), "host_numpy", False)
 
 
 def to_host(xp, a):

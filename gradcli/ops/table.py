@@ -2,22 +2,25 @@
 needed (gradcli.ops describes the record)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from collections.abc import Callable
 
 
 NO_GRADIENT = "no gradient"  # marker: this input receives no gradient from the op
 NOT_DIFFERENTIABLE = (NO_GRADIENT,)  # the vjp of an op of one input that passes no gradient
 
 
-@dataclass(frozen=True, eq=False)
 class Op:
+    """One operation's record. A plain class written as `dataclass(frozen=True, eq=False)` would
+    make it (the same constructor, keywords and repr; equal only to itself), without the dataclass
+    machinery at start-up (its generated methods, and `dataclasses` with `inspect`): each field
+    below is declared with its default, which the class itself holds for a record not given it."""
+
     name: str
     forward: Callable
     shape: Callable
     vjp: tuple | None
     args: tuple[str, ...] = ("x",)           # tensor arguments, in call order
-    params: dict[str, Any] = field(default_factory=dict)  # static parameters and defaults
+    params: dict = None                       # static parameters and defaults (a new {} where not given)
     variadic: bool = False                    # takes any number of tensor arguments
     # `sequence` (of a variadic op): its leading arguments are sequences of arrays, as in
     # `concatenate([a, b], axis=0)`: a list or tuple written there gives its items (of any
@@ -94,13 +97,34 @@ class Op:
     # (what the few ops with a pole, a domain, an overflow limit or a where trap are known for, and the
     # words and rewrites said of them, is a table keyed by op name: gradcli/numerics/hints.py)
 
-    def __post_init__(self):
+    def __init__(self, name, forward, shape, vjp, args=("x",), params=None, **fields):
+        setter = object.__setattr__
+        for key, value in (("name", name), ("forward", forward), ("shape", shape), ("vjp", vjp), ("args", args),
+                           ("params", {} if params is None else params)):
+            setter(self, key, value)
+        for key, value in fields.items():
+            if key not in _FIELD_DEFAULTS:
+                raise TypeError(f"Op.__init__() got an unexpected keyword argument '{key}'")
+            setter(self, key, value)
         # what a call of the op needs, worked out once: argument slots in call order, the
         # parameters that take their default, and whether any parameter must be given
         object.__setattr__(self, "slots", tuple(self.args) + tuple(self.params))
         object.__setattr__(self, "defaults", {k: v for k, v in self.params.items()
                                               if v is not None and v is not REQUIRED})
         object.__setattr__(self, "required", any(v is REQUIRED for v in self.params.values()))
+
+    def __setattr__(self, name, value):  # (frozen: a record is shared by every equation of its op)
+        raise AttributeError(f"cannot assign to field '{name}'")
+
+    def __delattr__(self, name):
+        raise AttributeError(f"cannot delete field '{name}'")
+
+    def __repr__(self):
+        return f"Op({', '.join(f'{k}={getattr(self, k)!r}' for k in _FIELD_NAMES)})"
+
+    def replace(self, **changes) -> Op:
+        """A new record with these fields changed (as `dataclasses.replace`)."""
+        return Op(**{**{k: getattr(self, k) for k in _FIELD_NAMES}, **changes})
 
     @property
     def arity(self) -> int:
@@ -114,6 +138,10 @@ class Op:
         if self.variadic:
             return self.vjp[0](i)
         return self.vjp[i]
+
+
+_FIELD_NAMES = tuple(Op.__annotations__)  # the fields in the order declared (the constructor's)
+_FIELD_DEFAULTS = {k: getattr(Op, k) for k in _FIELD_NAMES[4:]}
 
 
 # A record's `bound`, declared: no bound on |result| from the inputs' is claimed (it may exceed

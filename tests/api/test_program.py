@@ -203,7 +203,10 @@ def test_returned_arrays_are_the_caller_s():
 
 
 def test_run_options_refuse_what_the_functions_refuse_with_the_same_words():
-    cases = [({"dtype": "float16"}, GradcliError, "unknown dtype 'float16': use float64 or float32", None),
+    cases = [({"dtype": "int8"}, GradcliError, "unknown dtype 'int8': use float64, float32, float16, bfloat16, "
+                                                "float8_e4m3fn, float8_e5m2", None),
+             ({"dtype": "bfloat16", "device": "dask"}, OptionError,
+              "--dtype bfloat16 runs on --device cpu only (this is --device dask)", "device"),
              ({"device": "tpu"}, GradcliError, "unknown device 'tpu': use cpu, cuda, dask", None),
              ({"chunks": 1 << 20}, OptionError, "chunks applies to --device dask only (this is --device cpu)",
               "chunks"),

@@ -72,7 +72,7 @@ def test_errors_exit_2_with_one_message(tmp_path):
     cases = [
         (["eval", "-e", "y = alpha * beta"], "missing inputs 'alpha', 'beta'"),
         (["eval", "-e", ""], "the program is empty"),
-        (["eval", "-e", "y = 1", "--dtype", "float16"], "float16"),
+        (["eval", "-e", "y = 1", "--dtype", "float128"], "float128"),
         (["eval", "-e", "y = 1", "--bogus"], "No such option"),
         (["frobnicate"], "No such command"),
         (["grad", "-e", "x = [1.0, 2.0]; y = x * 2", "--wrt", "x", "--grad-ys", "y=[1.0]"],

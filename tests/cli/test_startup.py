@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from gradcli.ops import scalar as numbers
+
 ROOT = Path(__file__).resolve().parents[2]
 KEPT_HELP = (ROOT / "gradcli" / "cli" / "help.txt").read_text(encoding="utf-8")
 
@@ -84,13 +86,39 @@ def test_a_small_eval_imports_only_what_it_needs():
     p = run(["-m", "gradcli", "eval", "-e", "exp(1)", "--format", "plain"], python_args=("-X", "importtime"))
     assert (p.returncode, p.stdout) == (0, "_\t2.718281828459045\n")
     modules = imported(p.stderr)
-    assert {"numpy", "gradcli.api", "gradcli.cli.render"} <= modules  # (the check sees them)
-    unneeded = {m for m in modules if m.split(".")[0] in ("scipy", "rich", "lark", "matplotlib", "plotext", "typer")}
+    assert {"gradcli.api", "gradcli.cli.render"} <= modules  # (the check sees them)
+    # a program of numbers is computed on Python's floats (gradcli.ops.scalar): NumPy is not imported
+    unneeded = {m for m in modules if m.split(".")[0] in ("scipy", "rich", "lark", "matplotlib", "plotext", "typer",
+                                                       "ml_dtypes")
+                or m.split(".")[0] == "numpy" and numbers.numpy_calls_the_c_library()}
     unneeded |= modules & {"gradcli.numerics.fixes", "gradcli.insight.jacobians", "gradcli.insight.printer",
                            "gradcli.cli.lines", "gradcli.io.outputs", "gradcli.language.lower.literal",
                            "gradcli.ops._names", "gradcli.ops.elementwise",
                            "gradcli.ops.reduce", "gradcli.ops.array", "gradcli.ops.linalg", "gradcli.ops.nn"}
     assert not unneeded
+
+
+def test_numpy_is_imported_only_for_a_program_that_needs_arrays():
+    """eval and grad of numbers never import NumPy (not even for --set, --format json); an array, an op
+    without a scalar implementation, a number Python's float refuses (NumPy's inf), float32 or a
+    file import it, and answer as NumPy always did."""
+    def numpy_imported(*args):
+        p = run(["-m", "gradcli", *args], python_args=("-X", "importtime"))
+        assert p.returncode == 0, p.stderr
+        return p.stdout, any(m.split(".")[0] == "numpy" for m in imported(p.stderr))
+
+    assert numpy_imported("eval", "-e", "x = 2.5\ny = x * x - 1 / x") == ("y\t5.85\n", False)
+    out, loaded = numpy_imported("grad", "-e", "y = x * x / 3 - 1 / x", "--wrt", "x", "--set", "x=2", "--format",
+                                 "json")
+    assert not loaded and out.startswith('{"command": "grad"')
+    assert numpy_imported("eval", "-e", "sum([1.0, 2.0])") == ("_\t3.0\n", True)
+    assert numpy_imported("eval", "-e", "tanh(1)") == ("_\t0.7615941559557649\n", True)  # (NumPy's own tanh)
+    assert numpy_imported("eval", "-e", "2 * 3", "--dtype", "float32")[1]
+    assert numpy_imported("eval", "-e", "1e300 * 1e300") == ("_\tinf\n", True)
+    if numbers.numpy_calls_the_c_library():  # (else exp and sin are NumPy's own loops: left to NumPy)
+        assert numpy_imported("eval", "-e", "exp(1)") == ("_\t2.718281828459045\n", False)
+        assert numpy_imported("grad", "-e", "y = sin(x) * x", "--wrt", "x", "--set", "x=2") == (
+            "x\t0.0770037537313969\n", False)
 
 
 _COLLECTOR_SEEN = """

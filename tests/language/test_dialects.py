@@ -42,7 +42,7 @@ def test_the_op_table_names_no_library():
         assert not code.search(text), f"{path.name}: {code.search(text).group(0)}"
         assert not quoted.search(text), f"{path.name}: {quoted.search(text).group(0)}"
     assert not [op.name for op in ops.OPS.values() if re.match(LIBRARY_PREFIX, op.name)]
-    assert not {"aliases", "reading", "absent", "fails_on_data"} & set(ops.Op.__dataclass_fields__)
+    assert not {"aliases", "reading", "absent", "fails_on_data"} & set(ops.Op.__annotations__)
 
 
 def spelling(library, name, positional=1, keywords=(), kinds=(), method=False, spelled=None):

@@ -1,22 +1,51 @@
 """What a dialect reads of a call (`Spelling`), and its refusal of a spelling that reads two ways."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 
-@dataclass(frozen=True, slots=True)
 class Spelling:
-    """What the lowering knows of a call when an op chooses its reading."""
+    """What the lowering knows of a call when an op chooses its reading. (Frozen, equal and hashed
+    by its fields: what `dataclass(frozen=True, slots=True)` makes, written out, see gradcli/records.py.)"""
+
+    __slots__ = _fields = ("library", "name", "positional", "keywords", "list_argument", "method", "spelled", "kinds")
     library: str          # "python" for a bare name, else "numpy", "tensorflow", "jax", "scipy", "nn"
     name: str             # the name without its library prefix (`max`, `reduce_max`)
     positional: int       # positional arguments given
     keywords: tuple       # keyword names given
     list_argument: bool   # the first argument is written as a list literal, `[a, b]`
-    method: bool = False  # written as a method of a value, `x.split(2)`
-    spelled: str = ""     # the name as written, prefixes included (`np.linalg.diagonal`)
+    method: bool          # (False) written as a method of a value, `x.split(2)`
+    spelled: str          # ("") the name as written, prefixes included (`np.linalg.diagonal`)
     # per positional argument, what was written: "constant" (`1`, `x.ndim - 1`), "number input"
     # (an input of shape (): given with --set, or a top-level `dim = 1`), or "array" (any other value)
-    kinds: tuple = ()
+    kinds: tuple          # (())
+
+    def __init__(self, library: str, name: str, positional: int, keywords: tuple, list_argument: bool,
+                 method: bool = False, spelled: str = "", kinds: tuple = ()):
+        for field, value in zip(self._fields, (library, name, positional, keywords, list_argument, method, spelled,
+                                               kinds)):
+            object.__setattr__(self, field, value)
+
+    def _values(self) -> tuple:
+        return tuple(getattr(self, field) for field in self._fields)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"cannot assign to field '{name}'")
+
+    def __eq__(self, other):
+        return self._values() == other._values() if other.__class__ is self.__class__ else NotImplemented
+
+    def __hash__(self):
+        return hash(self._values())
+
+    def __repr__(self):
+        return f"Spelling({', '.join(f'{k}={v!r}' for k, v in zip(self._fields, self._values()))})"
+
+    def __reduce__(self):
+        return Spelling, self._values()
+
+    def replace(self, **changes) -> Spelling:
+        """A new spelling with these fields changed (as `dataclasses.replace`)."""
+        return Spelling(**{**dict(zip(self._fields, self._values())), **changes})
 
 
 class ReadingError(Exception):

@@ -4,7 +4,6 @@ keyword arguments, defaults, static parameters, any number of arrays, sequences 
 composites (`_Expansion`), tuples of results, constructors."""
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import numpy as np
@@ -177,12 +176,12 @@ class Resolution:
         found = []
         for library in ("torch", "numpy"):
             try:
-                op, preset = dialects.resolve(dataclasses.replace(spelling, library=library))
+                op, preset = dialects.resolve(spelling.replace(library=library))
                 found.append(f"{op.name}({', '.join(f'{k}={v!r}' for k, v in preset.items())})")
             except ReadingError as exc:
                 found.append(f"refused ({exc})")
         if found[0] == found[1] and not found[0].startswith("refused"):
-            return dialects.resolve(dataclasses.replace(spelling, library="numpy"))
+            return dialects.resolve(spelling.replace(library="numpy"))
         raise self.error(f".{spelling.name}() reads two ways here: the program spells PyTorch beside another "
                          f"array library, and this value was made by neither's function; PyTorch reads it as "
                          f"{found[0]}, NumPy as {found[1]}: make the value with torch.as_tensor(...) or "

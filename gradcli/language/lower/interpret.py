@@ -12,7 +12,7 @@ from gradcli.language.dialects.spelling import Distribution
 from gradcli.language.dialects import (
     CONSTANTS, FLOAT_DTYPES, OTHER_DTYPES, SEQUENCE_KEYWORDS, meaning, numpy as numpy_dialect, split_spelling)
 from gradcli.language.lower.values import (
-    NONE, AtIndexed, AtRef, Closure, IndexTrick, Literal, NumberPolicy, Scope, Text, TupleValue)
+    NONE, AtIndexed, AtRef, Closure, IndexTrick, Literal, NumberPolicy, Scope, Text, TupleValue, float64)
 from gradcli.language.lower.transforms import (
     _FINISH, FUNCTION_VALUES, GRADIENT_CALLS, DictValue, FunctionRef, Tape, TapeRecording, printed_text)
 from gradcli.ops import OPS
@@ -368,7 +368,7 @@ class Interpreter:
                 return target
         library, bare = split_spelling(self.spelled(name))
         if bare in CONSTANTS and (bare == name or library != "python" or "." in name):
-            return Literal(np.float64(CONSTANTS[bare]), node.pos)
+            return Literal(float64(CONSTANTS[bare]), node.pos)
         if "." in name and bare in FLOAT_DTYPES | OTHER_DTYPES or name in _PYTHON_TYPES:
             return Text(bare, node.pos)  # (Python's float, int, bool as a dtype: x.astype(float))
         if "." in name and library == "numpy" and bare == numpy_dialect.NEW_AXIS:  # None in a subscript
@@ -464,7 +464,7 @@ def remember_local(graph: Graph, scope: Scope, name: str, value) -> None:
 
 def number_value(node: ast.Number):
     """The value of a number written in the program (NumberPolicy's, without a policy)."""
-    return np.float64(node.value)
+    return float64(node.value)
 
 
 def _bound_names(stmt) -> list[str]:

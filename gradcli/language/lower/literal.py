@@ -56,7 +56,7 @@ def literal(text: str, label: str, max_bytes: int) -> np.ndarray:
     source = Source(label, normalise(text))
     node = parse(source)
     # Before lowering: numbers that overflow and arrays deeper than NumPy allows (no recursion).
-    deepest = max_dims()
+    deepest = None  # (asked of NumPy at the first list: a number needs no NumPy)
     work = [(node, 0)]
     while work:
         item, depth = work.pop()
@@ -64,6 +64,7 @@ def literal(text: str, label: str, max_bytes: int) -> np.ndarray:
             raise GradcliError("number too large for float64", item.pos, source)
         if isinstance(item, ast.Array):
             depth += 1
+            deepest = max_dims() if deepest is None else deepest
             if depth > deepest:
                 raise GradcliError(f"lists nested deeper than {deepest} levels (NumPy's limit on dimensions)",
                                    item.pos, source)
@@ -72,6 +73,8 @@ def literal(text: str, label: str, max_bytes: int) -> np.ndarray:
     if not isinstance(value, Literal):
         raise GradcliError(f"{label}: the value must be a literal, such as 3, [1, 2] or [[1, 0], [0, 1]] "
                            "(or @file.npy)")
+    if type(value.value) is float:  # a number of the numbers-only attempt (gradcli.ops.scalar)
+        return value.value
     if value.value.nbytes > max_bytes:
         raise too_large(label, f"a {value.value.shape} array", value.value.nbytes, max_bytes)
     return value.value

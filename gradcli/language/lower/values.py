@@ -8,7 +8,14 @@ import numpy as np
 
 from gradcli.errors import Pos
 from gradcli.language import syntax as ast
+from gradcli.ops.scalar import numbers_only
 from gradcli.records import ValueRecord
+
+
+def float64(value):
+    """A number of the program as a float64: NumPy's scalar, or a Python float in the command's
+    numbers-only attempt (gradcli.ops.scalar), which computes with it as NumPy would."""
+    return float(value) if numbers_only() else np.float64(value)
 
 
 class NumberPolicy:
@@ -19,7 +26,7 @@ class NumberPolicy:
 
     def number_value(self, node: ast.Number):
         """The value of a number literal as the lowering meets it."""
-        return np.float64(node.value)
+        return float64(node.value)
 
     def array_of(self, values: list) -> np.ndarray:
         """An array literal's value from its items' values (each a number's, or each a row's)."""
