@@ -28,6 +28,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 import arrays  # noqa: E402
 import chunks  # noqa: E402
 import half  # noqa: E402
+import lines_shapes  # noqa: E402
 from harness import Failed, Rounds, Table, call, environment, installed, mib, paired, process, seconds  # noqa: E402
 from peers import HESSIAN_PROGRAM  # noqa: E402
 from startup_numbers import numbers_startup  # noqa: E402
@@ -39,7 +40,7 @@ PY = sys.executable
 # that the peak resident size counts each run's buffers (glibc's moving threshold would have the
 # measured run reuse heap pages that the warm-up run left resident)
 MALLOC_ENV = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "131072"}
-WORKLOADS = ("startup", "arrays", "chunks", "terms", "deep", "lines", "hessian", "dask", "half")
+WORKLOADS = ("startup", "arrays", "chunks", "terms", "deep", "lines", "lines_shapes", "hessian", "dask", "half")
 
 
 def log(msg: str) -> None:
@@ -287,7 +288,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for name, fn in (("startup", startup), ("arrays", big_arrays),
                          ("chunks", lambda table, o, tmp: chunks.workload(table, o, tmp, log)), ("terms", terms), ("deep", deep),
-                         ("lines", lines), ("hessian", hessian), ("dask", dask),
+                         ("lines", lines), ("lines_shapes", lambda table, o, tmp: lines_shapes.run(
+                             table, o, tmp, GRADCLI, paired, process, log)), ("hessian", hessian), ("dask", dask),
                          ("half", lambda table, o, tmp: half.half_arrays(table, o, log))):
             if o.only and name not in o.only:
                 continue

@@ -141,8 +141,9 @@ class Graph(ValueRecord):
         forked = Graph(self.source, list(self.equations), list(self.shapes), dict(self.names), dict(self.inputs),
                        dict(self.value_names), self.result, list(self.warnings), None, set(self.differentiated),
                        dict(self._memo))
-        # what is no field but known of the program (made_by, printed), not how its numbers are watched
-        vars(forked).update({k: v for k, v in vars(self).items() if k not in self._fields and k != "numbers"})
+        # what is no field but known of the program (made_by, printed), and how its numbers are
+        # watched (a gradient built on the fork reads the program's constants as the lowering did)
+        vars(forked).update({k: v for k, v in vars(self).items() if k not in self._fields})
         if self.made_by:
             forked.made_by = dict(self.made_by)
         forked.dtypes = dict(self.dtypes) if self.dtypes is not None and casts else None
@@ -348,6 +349,8 @@ class Graph(ValueRecord):
                     break
                 constants.append(c)
             if len(constants) == len(inputs) and all(self.shapes[j] == () for j in inputs):
+                if self.numbers is not None:  # (a policy watching the numbers: gradcli.cli.lines)
+                    return self.numbers.fold(self, op, constants)
                 if numbers_only():
                     folded = op.forward(numbers.NAMESPACE, *constants) if op.name in numbers.SCALAR_OPS \
                         else _needs_arrays(op.name)

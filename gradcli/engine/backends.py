@@ -9,6 +9,7 @@ registered in one place, `BACKENDS`, by the `--device` name that selects them.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import sys
@@ -105,17 +106,13 @@ class Backend:
             write(k, self.to_host(v))
 
 
-_CORES: list[int] = []
-
-
+@functools.cache
 def available_cores() -> int:
     """The cores this process may run on (its CPU affinity, as `taskset` or a container sets it)."""
-    if not _CORES:
-        try:
-            _CORES.append(len(os.sched_getaffinity(0)) or 1)
-        except (AttributeError, OSError):  # (no sched_getaffinity on macOS or Windows)
-            _CORES.append(os.cpu_count() or 1)
-    return _CORES[0]
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # (no sched_getaffinity on macOS or Windows)
+        return os.cpu_count() or 1
 
 
 class ScalarBackend(Backend):
@@ -152,8 +149,7 @@ class ScalarBackend(Backend):
     def square_sum(self, value) -> float:
         return value * value
 
-    def host_array(self, value):
-        return self.to_host(value)
+    host_array = to_host
 
     def quiet(self):
         return contextlib.nullcontext()  # (Python's floats warn of nothing: they raise, see gradcli.ops.scalar)

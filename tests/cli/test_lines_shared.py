@@ -153,3 +153,104 @@ def test_a_coprocess_gets_each_answer_before_it_writes_the_next_line():
         proc.wait(timeout=30)
     stderr = proc.stderr.read().decode()
     assert proc.returncode == 0 and stderr.count("<line 3>:1:") == 2 and stderr.count("<line 5>:1:") == 2
+
+
+def _same_answer(got, want, text):
+    assert list(got.outputs) == list(want.outputs), text
+    for name in want.outputs:
+        assert np.asarray(got.outputs[name]).tobytes() == np.asarray(want.outputs[name]).tobytes(), text
+    assert list(got.gradients) == list(want.gradients), text
+    for name, w in want.gradients.items():
+        g = got.gradients[name]
+        assert (g is None and w is None) or g.tobytes() == w.tobytes(), text
+    assert [d.to_json() for d in got.diagnostics] == [d.to_json() for d in want.diagnostics], text
+
+
+def _grad_cache(wrt="x", feeds=None):
+    def full(text, name):
+        return api.grad(text, name=name, wrt=[wrt], feeds=feeds)
+    return lines.LineCache(full, lambda text, name: api.prepare_grad(text, name=name, wrt=[wrt], feeds=feeds)), full
+
+
+# shapes whose every number only becomes a value: one program for all their lines
+SHARED_FORMS = [
+    ("x = [{a}, 1.5, -2]; sum(exp(x - stop_gradient(max(x)))) * {k}",
+     lambda a, k: (k * np.exp(np.array([a, 1.5, -2]) - max(a, 1.5)).sum())),
+    ("import torch; x = torch.tensor([{a}, 0.5, -1.25], requires_grad=True); "
+     "loss = torch.nn.functional.softplus(x * {k}).sum()",
+     lambda a, k: np.logaddexp(0, np.array([a, 0.5, -1.25]) * k).sum()),
+    ("x = [[{a}, 0.5], [-0.25, {k}]]; y = sum(tanh(x @ [1.5, -0.5]) ** 2)",
+     lambda a, k: (np.tanh(np.array([[a, 0.5], [-0.25, k]]) @ np.array([1.5, -0.5])) ** 2).sum()),
+]
+
+
+@pytest.mark.parametrize("form, formula", SHARED_FORMS)
+def test_array_literals_and_folded_gradient_constants_share_one_program(form, formula):
+    cache, full = _grad_cache()
+    # (all positive: a minus sign is part of a line's shape, its text without the numbers)
+    for a, k in [(0.25, 3.5), (1.75, 0.125), (2.5, 7.25), (0.75, 2.5), (3.0, 1.5)]:
+        text = form.format(a=a, k=k)
+        got = cache(text, "<l>")
+        _same_answer(got, full(text, "<l>"), text)
+        np.testing.assert_allclose(float(next(iter(got.outputs.values()))), formula(a, k), rtol=1e-14)
+    templates = [t for t in cache.templates.values() if t is not None]
+    assert len(templates) == 1 and len(templates[0].numbers) >= 2, form
+
+
+def test_a_matrix_in_a_def_is_shared():
+    x = np.array([0.3, -1.2])
+    cache, full = _grad_cache(feeds={"x": x})
+    for b, c, a in [(0.5, 1.5, 2.25), (1.25, 0.75, 0.5), (0.5, 2.5, 1.5), (0.125, 0.25, 3.0)]:
+        text = f"def loss(x): W = [[{b}, 0.5], [-0.25, {c}]]; return sum(tanh(W @ x) ** 2) + {a} * sum(x)"
+        got = cache(text, "<l>")
+        _same_answer(got, full(text, "<l>"), text)
+        t = np.tanh(np.array([[b, 0.5], [-0.25, c]]) @ x)
+        np.testing.assert_allclose(got.gradients["x"], np.array([[b, 0.5], [-0.25, c]]).T @ (2 * t * (1 - t * t)) + a,
+                                   rtol=1e-13)
+    assert len([t for t in cache.templates.values() if t is not None]) == 1
+
+
+def test_array_literals_and_folds_whose_numbers_change_the_program_are_not_shared():
+    cache, full = _grad_cache()
+    pairs = [("x = [1.5, 2.5, 3.5]; y = sum(x[[0, 2]] * x[0])", "x = [1.5, 2.5, 3.5]; y = sum(x[[1, 2]] * x[0])"),
+             ("x = [1.5, 2.5]; y = sum(zeros([2, 2]) + x)", "x = [1.5, 2.5]; y = sum(zeros([3, 2]) + x)"),
+             ("x = [1.5, 2.5]; y = sum(reshape(x, [2, 1]) * x)", "x = [1.5, 2.5]; y = sum(reshape(x, [1, 2]) * x)"),
+             ("x = [0.5, 2.0]; y = sum(x ** 3)", "x = [0.5, 2.0]; y = sum(x ** 2)"),  # p - 1 folded, then x ** 1
+             ("x = [0.5, 2.0]; y = sum(x ** 2.5)", "x = [0.5, 2.0]; y = sum(x ** 1)"),
+             ("x = [0.5, -1.5]; sum(exp(x)) * 2.5", "x = [0.5, -1.5]; sum(exp(x)) * 1"),  # the seed times 1
+             ("x = [0.5, -1.5]; sum(exp(x)) * 2.5", "x = [0.5, -1.5]; sum(exp(x)) * 0"),
+             ("x = [0.5, 1.5]; y = sum(sum([[1.0, 2.0], [3.0, 4.0]] * x, axis=0))",
+              "x = [0.5, 1.5]; y = sum(sum([[1.0, 2.0], [3.0, 4.0]] * x, axis=1))"),
+             ("x = [1.5, 1.5]; y = max(x) * 2.5", "x = [1.5, 2.5]; y = max(x) * 2.5"),  # a tie: its diagnostic
+             ("x = [0.5, -1.5]; y = sum(abs(x * 2.5))", "x = [0.0, -1.5]; y = sum(abs(x * 2.5))")]  # a kink
+    for first, second in pairs:
+        for text in (first, first, second, second, first):
+            _same_answer(cache(text, "<l>"), full(text, "<l>"), text)
+
+
+def test_a_number_in_a_printed_expression_is_not_shared_into_its_name():
+    def full(text, name):
+        return api.evaluate(text, name=name)
+    cache = lines.LineCache(full, lambda text, name: api.prepare_evaluate(text, name=name))
+    for v in ("2.0", "2.5", "2.5", "3.25", "2.0"):
+        text = f"import jax; import jax.numpy as jnp; g = jax.grad(jnp.tanh); print(g({v}))"
+        got, want = cache(text, "<l>"), full(text, "<l>")
+        assert list(got.outputs) == [f"g({v})"]
+        _same_answer(got, want, text)
+
+
+def test_a_shared_program_runs_unchecked_only_where_the_checks_would_say_nothing():
+    cache, full = _grad_cache()
+    texts = ["x = [0.5, 1.5, 2.5]; y = log(sum(exp(x * 2.5)))",
+             "x = [0.5, 1.5, 2.5]; y = log(sum(exp(x * 3.5)))",
+             "x = [0.5, 1.5, 2.5]; y = log(sum(exp(x * 300.5)))",   # exp overflows: a diagnostic
+             "x = [0.5, 1.5, 2.5]; y = log(sum(exp(x * 0.0)))",     # x * 0: another program
+             "x = [0.5, 1.5, 2.5]; y = log(sum(exp(x * 40.5)))",    # exp(101): past float32's range
+             "x = [0.5, 1.5, 2.5]; y = log(sum(exp(x * 1.5)))"]
+    for text in texts:
+        _same_answer(cache(text, "<l>"), full(text, "<l>"), text)
+    (template,) = [t for t in cache.templates.values() if t is not None]
+    assert template.replay  # the clean lines ran without the checks
+    overflow = full(texts[2], "<l>")
+    assert [d.kind for d in overflow.diagnostics] and not full(texts[1], "<l>").diagnostics
+    assert {d.kind for d in full(texts[4], "<l>").diagnostics} == {"float32_overflow"}

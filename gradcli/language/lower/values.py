@@ -28,6 +28,19 @@ class NumberPolicy:
         """The value of a number literal as the lowering meets it."""
         return float64(node.value)
 
+    def array_of(self, values: list) -> np.ndarray:
+        """An array literal's value from its items' values (each a number's, or each a row's)."""
+        if values and np.ndim(values[0]) == 0:
+            return np.array([float(v) for v in values])
+        return np.array(values).reshape((len(values),) + np.shape(values[0]))
+
+    def fold(self, graph, op, constants: list) -> int:
+        """The constant that an elementwise op of scalar constants (read by constant_read) is,
+        made while a gradient is built (gradcli.ir.Graph's simplification)."""
+        with np.errstate(all="ignore"):
+            folded = float(op.forward(np, *(np.float64(c) for c in constants)))
+        return graph.constant(folded).id
+
     def made(self, graph, id_: int) -> None:
         """A constant's or an input's equation `id_` was just made (its parameters may be wrapped)."""
 
