@@ -416,7 +416,7 @@ class _Replay:
         graph, chosen = command.graph, prepared._compiled()[1]
         if type(chosen) is not Backend or prepared.options.dtype != "float64" or command.store is not None \
                 or not command.checked or command.overrides or graph.assertions or graph.warnings \
-                or accidental_broadcasts(graph):
+                or graph.dtypes or accidental_broadcasts(graph):  # (dtypes: casts, each value in its type)
             return None
         keep = set(command.fetch.values())
         free = {id_: index is None for _, id_, _, index in template.free}

@@ -196,3 +196,12 @@ def test_where_the_types_cannot_be_kept_the_run_is_refused(options, message):
     result = invoke("eval", "-e", "y = sum(exp(x.astype(np.float16)))", "--set", "x=[1.0, 12.0]", *options)
     assert result.exit_code == 2, result.output
     assert message in " ".join(result.output.split())
+
+
+def test_lines_sharing_one_program_keep_its_casts():
+    # the second line shares the first's program with other numbers, and no check would speak:
+    # it must still be computed in float16 (exp(10) is 22032 there, exp(1) 2.71875)
+    lines = "y = exp(np.array([12.0, 1.0]).astype(np.float16))\ny = exp(np.array([10.0, 1.0]).astype(np.float16))\n"
+    result = invoke("eval", "--lines", "--format", "plain", stdin=lines)
+    assert result.exit_code == 0, result.output
+    assert "2\ty\t22032.0 2.71875" in result.output
