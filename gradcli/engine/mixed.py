@@ -16,8 +16,10 @@ from __future__ import annotations
 import numpy as np
 
 from gradcli.dtypes import HALF, numpy_dtype
+from gradcli.engine.backends import ScalarBackend
 from gradcli.engine.half import Half
 from gradcli.errors import GradcliError, OptionError
+from gradcli.ops import scalar as numbers
 from gradcli.ops.casts import capped
 
 
@@ -47,6 +49,8 @@ def refusal(graph, types: dict, backend) -> None:
     """OptionError where `backend` cannot compute values of several types (all but NumPy)."""
     if backend.numpy and not backend.lazy:
         return
+    if isinstance(backend, ScalarBackend):  # (the numbers-only attempt: the command starts over on NumPy)
+        raise numbers.NeedsArrays("a program's casts")
     first = min(types)
     cast = next((i for i in sorted(types) if graph.equations[i].op.name == "cast"), first)
     eq = graph.equations[cast]
