@@ -3,7 +3,6 @@ averages the two one-sided slopes, and the gradient takes one value between them
 convention (relu'(0) = 0, a tie of max split evenly, sort's order of equal elements). Such
 an element is compared with the one-sided differences, reported with both slopes, and never
 counted as a failed rule; a rule that leaves the slopes' range still fails and is blamed."""
-import dataclasses
 import json
 import subprocess
 import sys
@@ -77,7 +76,7 @@ def test_a_smooth_point_is_no_kink_even_with_a_large_curvature():
 @pytest.fixture
 def relu_rule_of(request):
     good = ops.OPS["relu"]
-    ops.register(dataclasses.replace(good, vjp=(request.param,)), replace=True)
+    ops.register(good.replace(vjp=(request.param,)), replace=True)
     yield
     ops.register(good, replace=True)
 
