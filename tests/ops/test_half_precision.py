@@ -2,6 +2,7 @@
 gradients of its inputs against float64 on the same inputs (rounded to the type first, so that
 only the computation differs), within a tolerance made of the type's eps; or, for the
 factorizations, refused with one message naming the op and the type."""
+import functools
 import importlib
 import pathlib
 import re
@@ -57,18 +58,37 @@ REFUSED_FOR_PARAMETERS = {"matrix_power(a, -2)": "matrix_power", "norm(x, 'nuc')
                           "norm(x, 2, axis=(2, 0))": "norm", "matrix_norm(x, ord=-2": "matrix_norm"}
 
 
+_CALL = re.compile(r"([A-Za-z_][\w.]*)\(")
+
+
+@functools.cache
+def _spellings() -> dict:
+    from gradcli.language.dialects import callable_ops
+    return {name: op.name for name, op in callable_ops().items()}
+
+
+@functools.cache
+def _called_ops(program) -> tuple:
+    """(place, spelling's last part, op name) of each call in the text whose spelling, or a
+    dotted tail of it (`np.linalg.inv`, `linalg.inv`, `inv`), names an op."""
+    spellings, calls = _spellings(), []
+    for found in _CALL.finditer(program):
+        parts = found.group(1).split(".")
+        for k in range(len(parts)):
+            op = spellings.get(".".join(parts[k:]))
+            if op is not None:
+                calls.append((found.start(1) + len(".".join(parts[:k])) + bool(k), parts[-1], op))
+    return tuple(calls)
+
+
+@functools.cache
 def _refused_call(program):
     """How the refusal of this row names the call refused (None: the row is not refused): the
     first call in its text of an op that factorizes."""
-    from gradcli.language.dialects import callable_ops
     for spelled, name in REFUSED_FOR_PARAMETERS.items():
         if spelled in program:
             return name
-    calls = []
-    for name, op in callable_ops().items():
-        found = re.search(rf"(?<!\w){re.escape(name)}\(", program)
-        if found and op.name in FACTORIZATIONS:
-            calls.append((found.start(), name.rpartition(".")[2]))
+    calls = [(place, name) for place, name, op in _called_ops(program) if op in FACTORIZATIONS]
     return min(calls)[1] if calls else None
 
 
@@ -133,13 +153,11 @@ FLOAT8 = {"float8_e4m3fn": np.dtype(ml_dtypes.float8_e4m3fn), "float8_e5m2": np.
 
 def _covering(rows):
     """The rows, in order, that each call an op no row before them called: every op once."""
-    from gradcli.language.dialects import callable_ops
     from gradcli.language.parser import BINARY_OPS
-    spellings = callable_ops().items()
     chosen, seen = [], set()
     for row in rows:
         program = row.values[0]
-        ops = {op.name for name, op in spellings if re.search(rf"(?<!\w){re.escape(name)}\(", program)}
+        ops = {op for _, _, op in _called_ops(program)}
         ops |= {name for symbol, name in BINARY_OPS.items() if f" {symbol} " in program}
         if ops - seen:
             chosen.append(row)
