@@ -9,29 +9,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from arrays import PROGRAM
+from arrays import _gradcli as arrays_gradcli
 from harness import Rounds, call, installed, paired, seconds
 
 
 def _gradcli(dtype: str):
-    from gradcli import api
-    from gradcli.autodiff import gradients
+    """gradcli's value and gradient in `dtype` (the arrays workload's, run in the half type)."""
     from gradcli.dtypes import numpy_dtype
-    from gradcli.engine.evaluate import run
-    from gradcli.numerics.diagnostics import NumericsChecker
 
-    t = numpy_dtype(dtype)
-
-    def ours(x, w):
-        graph = api.compile_program(PROGRAM, "<bench>", {"x": x, "w": w})
-        y = graph.names["L"]
-        (gx,) = gradients(graph, [y], [graph.names["x"]])
-        checker = NumericsChecker(graph, np, dtype)
-        with np.errstate(all="ignore"):
-            out = run(graph, [y, gx], dtype=dtype, check=checker)
-        return out[y], out[gx]
-
-    return ours, t
+    return arrays_gradcli(dtype), numpy_dtype(dtype)
 
 
 def _torch(dtype: str):
