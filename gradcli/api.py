@@ -202,13 +202,6 @@ def _owned(feeds: dict | None) -> dict | None:
     return feeds and {k: v.copy() if type(v) is not float and isinstance(v, np.ndarray) else v for k, v in feeds.items()}
 
 
-def _fork(graph: Graph) -> Graph:
-    """A copy of `graph` for a command to add its equations to (gradients, seeds), leaving the
-    program as compiled: which equations were differentiated decides the tie and kink
-    diagnostics of every later run. The equations, never changed once made, are shared."""
-    return graph.fork()
-
-
 def _run(graph: Graph, fetch: dict[str, int], dtype: str, device: str, max_memory: int | None = None,
          text: bool = True, backend=None, overrides: dict | None = None, store=None, memory_checked: bool = False,
          accumulate: str = "float32") -> tuple[dict, list[Diagnostic]]:
@@ -459,7 +452,7 @@ class Program:
 
     def _grad_command(self, wrt: list[str], of: list[str], grad_ys: dict | None, unconnected: str) -> _Command:
         compiled, _, lazy = self._compiled(runnable=True)
-        graph, dtype = _fork(compiled), self.options.dtype
+        graph, dtype = compiled.fork(), self.options.dtype
         ys = of or [graph.result[0]]
         y_ids = [_value_id(graph, y, "of") for y in ys]
         x_ids = [_value_id(graph, x, "wrt") for x in wrt]
@@ -541,31 +534,34 @@ class Program:
                      lambda text: prepared(Program(text, name=self.name, feeds=_host_feeds(self.feeds), options=host)),
                      self.name, self.feeds, options.dtype, options.max_memory, grad_ys)
 
+    _numbers = property(lambda self: {"dtype": self.options.dtype, "accumulate": self.options.accumulate})  # (run's)
+
     def _second_order(self, wrt, of, unconnected) -> tuple:
         """`jacobian`'s and `hessian`'s start: a graph to add to, Y, the Xs, Y's value and diagnostics."""
         _check_unconnected(unconnected)
-        graph = _fork(self._host_graph())
+        graph = self._host_graph().fork()
         ys, (y,), x_ids = _targets(graph, [of] if of else None, _names(wrt))
-        return (graph, y, x_ids, *_run(graph, {ys[0]: y}, "float64", "cpu", self.options.max_memory,
-                                       text=self.options.printed))
+        return (graph, y, x_ids, *_run(graph, {ys[0]: y}, self.options.dtype, "cpu", self.options.max_memory,
+                                       text=self.options.printed, accumulate=self.options.accumulate))
 
     @_collector_paused
     def jacobian(self, wrt: list[str], of: str | None = None, *, unconnected: str = "none") -> Result:
-        """The full Jacobian dY/dX of each X, shaped Y.shape + X.shape (float64); Y defaults
-        to the last statement."""
+        """The full Jacobian dY/dX of each X, shaped Y.shape + X.shape, computed in the
+        options' dtype; Y defaults to the last statement."""
         graph, y, x_ids, host, diagnostics = self._second_order(wrt, of, unconnected)
         from gradcli.insight.jacobians import jacobian as jacobian_blocks  # start-up: a small eval does not load it
-        blocks = jacobian_blocks(graph, y, x_ids, self.options.max_memory, text=self.options.printed)
+        blocks = jacobian_blocks(graph, y, x_ids, self.options.max_memory, text=self.options.printed, **self._numbers)
         jac = _fill_unconnected(_names(wrt), x_ids, blocks, unconnected, lambda x: graph.shapes[y] + graph.shapes[x])
-        return Result(host, {}, diagnostics, "float64", graph, jacobians=jac, mode=blocks.mode)
+        return Result(host, {}, diagnostics, self.options.dtype, graph, jacobians=jac, mode=blocks.mode)
 
     @_collector_paused
     def hessian(self, wrt: list[str], of: str | None = None, *, unconnected: str = "none") -> Result:
-        """The Hessian block d²Y/dX² of each X (Y a scalar), shaped X.shape + X.shape (float64),
-        and with several inputs the mixed blocks d²Y/dX dZ."""
+        """The Hessian block d²Y/dX² of each X (Y a scalar), shaped X.shape + X.shape (in the
+        options' dtype), and with several inputs the mixed blocks d²Y/dX dZ."""
         graph, y, x_ids, host, diagnostics = self._second_order(wrt, of, unconnected)
         from gradcli.insight.jacobians import hessian as hessian_blocks  # start-up: a small eval does not load it
-        blocks, mixed_blocks = found = hessian_blocks(graph, y, x_ids, self.options.max_memory, text=self.options.printed)
+        found = hessian_blocks(graph, y, x_ids, self.options.max_memory, text=self.options.printed, **self._numbers)
+        blocks, mixed_blocks = found
         wrt = _names(wrt)
         hes = _fill_unconnected(wrt, x_ids, blocks, unconnected, lambda x: graph.shapes[x] * 2)
         mixed = {}
@@ -575,7 +571,7 @@ class Program:
                 mixed[a] = _fill_unconnected([b for _, b, _ in others], [xb for _, _, xb in others],
                                              [mixed_blocks[i, j] for j, _, _ in others], unconnected,
                                              lambda xb: graph.shapes[xa] + graph.shapes[xb])
-        return Result(host, {}, diagnostics, "float64", graph, hessians=hes, mixed_hessians=mixed, mode=found.mode)
+        return Result(host, {}, diagnostics, self.options.dtype, graph, hessians=hes, mixed_hessians=mixed, mode=found.mode)
 
     @_collector_paused
     def check(self, wrt: list[str], of: list[str] | None = None, *, eps: float = 1e-6, rtol: float = 1e-5,
@@ -612,7 +608,7 @@ class Program:
         """The gradient d(sum of `of`)/d(`wrt`) as a program in gradcli's own language, which
         evaluates (with the same inputs) to the gradient; an input without a value (compiled
         with `symbols=True`) is a free name in it."""
-        graph = _fork(self._host_graph(runnable=False))
+        graph = self._host_graph(runnable=False).fork()
         ys, y_ids, (x,) = _targets(graph, _names(of) or None, [wrt])
         (g,) = gradients(graph, y_ids, [x])
         target = "+".join(ys)
@@ -634,7 +630,7 @@ class Program:
     def graph_view(self, of: str | None = None, wrt: list[str] | None = None) -> GraphView:
         """What `gradcli graph` shows: the equations `of` (default: the last statement) needs,
         their values, and with `wrt` each one's gradient d(of)/d(it)."""
-        graph = _fork(self._host_graph(runnable=False))
+        graph = self._host_graph(runnable=False).fork()
         y = _value_id(graph, of, "of") if of else graph.result[1]
         x_ids = [_value_id(graph, x, "wrt") for x in _names(wrt)]
         nodes = needed_equations(graph, [y])
@@ -672,7 +668,7 @@ class Program:
         base, index = plot.checked_options(wrt, low, high, points, order)
         program = self
         try:
-            graph = _fork(self._host_graph())
+            graph = self._host_graph().fork()
         except GradcliError as err:
             if index is not None or base in (self.feeds or {}):
                 raise
@@ -682,7 +678,7 @@ class Program:
                 raise err from None
             _value_id(named, base, "wrt")
             program = self.with_feeds({base: float(low)})  # (any error is then the program's)
-            graph = _fork(program._host_graph())
+            graph = program._host_graph().fork()
         (of_name,), (y,), (x,) = _targets(graph, [of] if of else None, [base])
         plot.check_target(graph, of_name, y, x, base, index, wrt)
         xs, max_memory = plot.evenly_spaced(low, high, points), self.options.max_memory  # (HIGH - LOW may overflow)
@@ -841,17 +837,17 @@ def prepare_grad(text: str, *, call: str | None = None, wrt: list[str], of: list
 
 def jacobian(text: str, *, call: str | None = None, of: str | None = None, wrt: list[str], name: str = "<expr>",
              feeds: dict | None = None, unconnected: str = "none", max_memory: int | None = None,
-             printed: bool = True) -> Result:
+             printed: bool = True, dtype: str = "float64", accumulate: str = "float32") -> Result:
     """`Program.jacobian`."""
-    options = RunOptions(max_memory=max_memory, printed=printed)
+    options = RunOptions(dtype, max_memory=max_memory, printed=printed, accumulate=accumulate)
     return Program(text, name=name, call=call, feeds=feeds, options=options).jacobian(wrt, of, unconnected=unconnected)
 
 
 def hessian(text: str, *, call: str | None = None, of: str | None = None, wrt: list[str], name: str = "<expr>",
             feeds: dict | None = None, unconnected: str = "none", max_memory: int | None = None,
-            printed: bool = True) -> Result:
+            printed: bool = True, dtype: str = "float64", accumulate: str = "float32") -> Result:
     """`Program.hessian`."""
-    options = RunOptions(max_memory=max_memory, printed=printed)
+    options = RunOptions(dtype, max_memory=max_memory, printed=printed, accumulate=accumulate)
     return Program(text, name=name, call=call, feeds=feeds, options=options).hessian(wrt, of, unconnected=unconnected)
 
 

@@ -134,8 +134,10 @@ class Graph(ValueRecord):
                 raise GradcliError(message, pos, self.source)
 
     def fork(self, casts: bool = True) -> Graph:
-        """A copy to add equations to, this graph left as it is (the equations, never changed
-        once made, are shared), with the in-program gradients' calls and what the program prints.
+        """A copy to add equations to (a command's gradients and seeds), this graph left as it is
+        (the equations, never changed once made, are shared): which equations were differentiated
+        decides later runs' tie and kink diagnostics. With the in-program gradients' calls and what
+        the program prints.
         `casts=False`: the program's casts read as the run's type (`check` compares the rules with
         float64 differences: a difference across a rounding to float16 measures the rounding)."""
         forked = Graph(self.source, list(self.equations), list(self.shapes), dict(self.names), dict(self.inputs),

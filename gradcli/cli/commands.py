@@ -87,20 +87,20 @@ def check_command(*, file, expr, wrt, of, set_, call, eps, rtol, atol, dtype, ac
             max_memory=limit))
 
 
-def jacobian_command(*, file, expr, of, wrt, set_, call, unconnected, format, lines, max_memory, out, force,
-                     debug) -> None:
+def jacobian_command(*, file, expr, of, wrt, set_, call, unconnected, format, dtype, accumulate, lines, max_memory,
+                     out, force, debug) -> None:
     Run(file, expr, set_, format.value, lines, False, max_memory, debug).saving(out, force).answer(
         render.JACOBIAN, lambda text, name, feeds, limit: api.jacobian(
             text, name=name, feeds=feeds, call=call, of=of, wrt=wrt or [], unconnected=unconnected.value,
-            max_memory=limit, printed=out is None))
+            max_memory=limit, printed=out is None, dtype=dtype.value, accumulate=accumulate.value))
 
 
-def hessian_command(*, file, expr, of, wrt, set_, call, unconnected, format, lines, max_memory, out, force,
-                    debug) -> None:
+def hessian_command(*, file, expr, of, wrt, set_, call, unconnected, format, dtype, accumulate, lines, max_memory,
+                    out, force, debug) -> None:
     Run(file, expr, set_, format.value, lines, False, max_memory, debug).saving(out, force).answer(
         render.HESSIAN, lambda text, name, feeds, limit: api.hessian(
             text, name=name, feeds=feeds, call=call, of=of, wrt=wrt or [], unconnected=unconnected.value,
-            max_memory=limit, printed=out is None))
+            max_memory=limit, printed=out is None, dtype=dtype.value, accumulate=accumulate.value))
 
 
 def derive_command(*, file, expr, wrt, of, set_, call, format, lines, max_memory, debug) -> None:

@@ -200,14 +200,16 @@ COMMANDS = (
                         "than Y, as JAX's jacfwd; else reverse mode (one pass per element of Y). The mode chosen "
                         "is said under the table and in JSON's mode.", (
         "gradcli jacobian -e 'y = x * x' --of y --wrt x --set x='[1, 2]'",
-    ), (FILE, EXPR, OF_ONE, WRT, SET, CALL, UNCONNECTED, FORMAT, LINES, MAX_MEMORY, OUT, FORCE, DEBUG)),
+    ), (FILE, EXPR, OF_ONE, WRT, SET, CALL, UNCONNECTED, FORMAT, DTYPE, ACCUMULATE, LINES, MAX_MEMORY, OUT, FORCE,
+        DEBUG)),
     Command("hessian", "The Hessian block d²Y/dX² of a scalar Y for each --wrt X, shaped X.shape + X.shape (and "
                        "the mixed blocks d²Y/dX dZ with several --wrt). The Jacobian of the gradient, by the same "
                        "rule: forward over reverse where the inputs are fewer than the gradient's elements, which "
                        "never happens (they are as many), so reverse over reverse, one gradient pass per input "
                        "element; said under the table and in JSON's mode.", (
         "gradcli hessian -e 'y = sum(x ** 3)' --wrt x --set x='[1, 2]'",
-    ), (FILE, EXPR, OF_ONE, WRT, SET, CALL, UNCONNECTED, FORMAT, LINES, MAX_MEMORY, OUT, FORCE, DEBUG)),
+    ), (FILE, EXPR, OF_ONE, WRT, SET, CALL, UNCONNECTED, FORMAT, DTYPE, ACCUMULATE, LINES, MAX_MEMORY, OUT, FORCE,
+        DEBUG)),
     Command("derive", "Print the gradient as a program in gradcli's own language, simplified.", (
         "gradcli derive -e 'y = sin(x) * x' --wrt x",
         "gradcli derive -e 'y = sum(tanh(x @ W))' --wrt W --set 'x=float64[3]' --set 'W=float64[3, 4]'",

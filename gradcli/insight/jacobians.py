@@ -65,7 +65,7 @@ def _seed(graph: Graph, shape, name: str) -> int:
     return graph.add_input(name, np.zeros(shape))
 
 
-def _held_values(graph: Graph, seed: int, outputs: list[int]) -> dict[int, np.ndarray]:
+def _held_values(graph: Graph, seed: int, outputs: list[int], numbers: dict) -> dict[int, np.ndarray]:
     """The values the passes read that the seed does not change, computed once: every needed
     equation that does not depend on the seed and is read by one that does (the program's
     values, and the parts of the derivative program that are the same for every seed)."""
@@ -78,12 +78,14 @@ def _held_values(graph: Graph, seed: int, outputs: list[int]) -> dict[int, np.nd
             reads.update(j for j in equations[i].inputs if j not in varies)
     reads = [j for j in reads if equations[j].inputs]  # sources are cheap to recreate
     with np.errstate(all="ignore"):
-        return run(graph, sorted(reads)) if reads else {}
+        return run(graph, sorted(reads), **numbers) if reads else {}
 
 
-def _rows(graph: Graph, seed: int, seed_shape, outputs: list[int], held: dict) -> list[np.ndarray]:
+def _rows(graph: Graph, seed: int, seed_shape, outputs: list[int], numbers: dict) -> list[np.ndarray]:
     """For each basis vector e_k of the seed, the values of `outputs`: rows of one array
-    each, written in place (no list of rows beside it)."""
+    each, written in place (no list of rows beside it). `numbers`: run's dtype and accumulate
+    (a half type's values are held exactly in the float64 rows)."""
+    held = _held_values(graph, seed, outputs, numbers)
     n = int(np.prod(seed_shape))
     results = [np.zeros((n,) + graph.shapes[o]) for o in outputs]
     basis = np.zeros(n)
@@ -91,13 +93,13 @@ def _rows(graph: Graph, seed: int, seed_shape, outputs: list[int], held: dict) -
         basis[:] = 0.0
         basis[k] = 1.0
         with np.errstate(all="ignore"):
-            values = run(graph, outputs, overrides={**held, seed: basis.reshape(seed_shape)})
+            values = run(graph, outputs, overrides={**held, seed: basis.reshape(seed_shape)}, **numbers)
         for r, o in zip(results, outputs):
             r[k] = values[o]
     return [r.reshape(tuple(seed_shape) + graph.shapes[o]) for r, o in zip(results, outputs)]
 
 
-def _columns(graph: Graph, ys: list[int], x: int, tag: str) -> list[np.ndarray | None]:
+def _columns(graph: Graph, ys: list[int], x: int, tag: str, numbers: dict) -> list[np.ndarray | None]:
     """dY/dX for each Y by forward mode, one Jacobian-vector product per element of X, each
     block shaped Y.shape + X.shape (None where Y does not depend on X)."""
     direction = _seed(graph, graph.shapes[x], tag)
@@ -105,7 +107,7 @@ def _columns(graph: Graph, ys: list[int], x: int, tag: str) -> list[np.ndarray |
     live = [p for p in products if p is not None]
     if not live:
         return [None] * len(ys)
-    found = iter(_rows(graph, direction, graph.shapes[x], live, _held_values(graph, direction, live)))
+    found = iter(_rows(graph, direction, graph.shapes[x], live, numbers))
     blocks = []
     n_x = len(graph.shapes[x])
     for y, p in zip(ys, products):
@@ -142,13 +144,14 @@ def _guard_blocks(graph: Graph, what: str, passes: int, block_elements: int, lim
 
 
 def jacobian(graph: Graph, y: int, xs: list[int], max_memory: int | None = None,
-             text: bool = True, mode: str | None = None) -> Jacobians:
+             text: bool = True, mode: str | None = None, **numbers) -> Jacobians:
     """dY/dX for each X, shaped Y.shape + X.shape (None where Y does not depend on X), with
     the mode that computed them (`mode` forces one; the default follows `jacobian_mode`).
 
     Reverse mode evaluates the gradient program once per element of Y, for every X at once;
     forward mode evaluates a Jacobian-vector product once per element of each X
-    (gradcli.forward). The cost and the result's size are checked before anything runs."""
+    (gradcli.forward). The cost and the result's size are checked before anything runs.
+    `numbers`: the evaluation's `dtype` and `accumulate` (engine.evaluate.run's)."""
     if mode not in (None, FORWARD, REVERSE):
         raise ValueError(f"unknown Jacobian mode {mode!r}: {FORWARD!r} or {REVERSE!r}")
     n_y = math.prod(graph.shapes[y])
@@ -157,19 +160,19 @@ def jacobian(graph: Graph, y: int, xs: list[int], max_memory: int | None = None,
     for n_x in sizes:
         _guard_blocks(graph, "Jacobian", n_x if mode == FORWARD else n_y, n_x * n_y, max_memory, y, text)
     if mode == FORWARD:
-        return Jacobians([_columns(graph, [y], x, "jacobian direction")[0] for x in xs], mode)
+        return Jacobians([_columns(graph, [y], x, "jacobian direction", numbers)[0] for x in xs], mode)
     out: list[np.ndarray | None] = [None] * len(xs)
     seed = _seed(graph, graph.shapes[y], "jacobian seed")
     grads = gradients(graph, [y], xs, [seed])
     live = [g for g in grads if g is not None]
     if live:
-        rows = iter(_rows(graph, seed, graph.shapes[y], live, _held_values(graph, seed, live)))
+        rows = iter(_rows(graph, seed, graph.shapes[y], live, numbers))
         out = [next(rows) if g is not None else None for g in grads]
     return Jacobians(out, mode)
 
 
 def hessian(graph: Graph, y: int, xs: list[int], max_memory: int | None = None, text: bool = True,
-            mode: str | None = None) -> HessianBlocks:
+            mode: str | None = None, **numbers) -> HessianBlocks:
     """d²Y/dXi dXj (Y a scalar). Returns each X's own block, shaped X.shape + X.shape, and the
     mixed blocks {(i, j): shaped Xi.shape + Xj.shape} for i != j (Himmelblau's d²f/dx dy);
     None where Y does not depend on Xi; and the mode that computed them.
@@ -198,10 +201,10 @@ def hessian(graph: Graph, y: int, xs: list[int], max_memory: int | None = None, 
     live = [i for i, g in enumerate(grads) if g is not None]
     for k, x in enumerate(xs):
         if mode == FORWARD_OVER_REVERSE:
-            found = _columns(graph, [grads[i] for i in live], x, "hessian direction")
+            found = _columns(graph, [grads[i] for i in live], x, "hessian direction", numbers)
             pairs = [((i, k), block) for i, block in zip(live, found)]  # d grad_i / d x_k
         elif k in live:
-            pairs = list(zip([(k, j) for j in range(len(xs))], _gradient_rows(graph, grads[k], x, xs)))
+            pairs = list(zip([(k, j) for j in range(len(xs))], _gradient_rows(graph, grads[k], x, xs, numbers)))
         else:
             continue
         for (i, j), block in pairs:
@@ -212,14 +215,14 @@ def hessian(graph: Graph, y: int, xs: list[int], max_memory: int | None = None, 
     return HessianBlocks(own, mixed, mode)
 
 
-def _gradient_rows(graph: Graph, g: int, x: int, xs: list[int]) -> list[np.ndarray | None]:
+def _gradient_rows(graph: Graph, g: int, x: int, xs: list[int], numbers: dict) -> list[np.ndarray | None]:
     """d g / dXj for each Xj by reverse mode, one pass per element of g (shaped as X)."""
     seed = _seed(graph, graph.shapes[x], "hessian seed")
     hs = gradients(graph, [g], xs, [seed])
     live = [h for h in hs if h is not None]
     if not live:
         return [None] * len(xs)
-    rows = iter(_rows(graph, seed, graph.shapes[x], live, _held_values(graph, seed, live)))
+    rows = iter(_rows(graph, seed, graph.shapes[x], live, numbers))
     return [next(rows) if h is not None else None for h in hs]
 
 

@@ -122,3 +122,39 @@ def test_the_command_line_s_types_are_the_library_s():
     assert facts.max == float(np.float32(3.3895314e38)) and facts.accumulates_in_float32
     assert not dtypes.finfo("float32").accumulates_in_float32
     assert dtypes.finfo("float8_e4m3fn").max == 448.0 and dtypes.finfo("float8_e5m2").max == 57344.0
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_jacobian_and_hessian_answer_in_the_type(dtype):
+    """d exp(x)/dx is exp(x) rounded to the type (one op: float32, rounded once); d²(x³)/dx² =
+    6x, where x is first rounded to the type and the product 6x rounded again."""
+    t = np.dtype(getattr(ml_dtypes, dtype) if dtype == "bfloat16" else dtype)
+    result = invoke("jacobian", "-e", "y = exp(x)", "--of", "y", "--wrt", "x", "--set", "x=[1, 0.5]", "--dtype", dtype,
+                    "--format", "json")
+    assert result.exit_code == 0, result.output
+    doc = strict(result.output)
+    VALIDATOR.validate(doc)
+    block = doc["jacobians"]["x"]
+    x = np.array([1, 0.5], np.float32).astype(t).astype(np.float32)
+    assert block["dtype"] == dtype
+    assert block["value"] == np.diag(np.exp(x).astype(t).astype(np.float32)).tolist()
+    result = invoke("hessian", "-e", "y = sum(x ** 3)", "--wrt", "x", "--set", "x=[1.1, 2]", "--dtype", dtype,
+                    "--format", "json")
+    assert result.exit_code == 0, result.output
+    doc = strict(result.output)
+    VALIDATOR.validate(doc)
+    x = np.array([1.1, 2], np.float32).astype(t).astype(np.float32)
+    six_x = np.diag((6 * x).astype(t).astype(np.float32))
+    assert doc["hessians"]["x"] == {"shape": [2, 2], "dtype": dtype, "value": six_x.tolist()}
+    assert six_x[0, 0] != 6.6  # (the type's 1.1 and its product: not float64's 6.6)
+
+
+def test_a_jacobian_that_overflows_float16_is_diagnosed_at_its_place():
+    result = invoke("jacobian", "-e", "y = exp(x)", "--of", "y", "--wrt", "x", "--set", "x=[12, 1]", "--dtype",
+                    "float16", "--format", "json")
+    assert result.exit_code == 0, result.output
+    doc = strict(result.output)
+    assert doc["jacobians"]["x"]["value"][0][0] == "Infinity"
+    (overflow,) = [d for d in doc["diagnostics"] if d["kind"] == "overflow"]
+    assert (overflow["line"], overflow["column"]) == (1, 5)
+    assert "exp overflows float16 above 11.09" in overflow["message"]
