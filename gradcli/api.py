@@ -687,10 +687,11 @@ class Program:
         if index is None and all(graph.equations[i].op.elementwise or not reach[i] or i == x
                                  for i in needed_equations(graph, [y])):
             found = plot.at_once(program.with_feeds({base: xs})._host_graph(), base, of_name, xs, order,
-                                 lambda graph, fetch: _run(graph, fetch, "float64", "cpu", max_memory))
+                                 lambda graph, fetch: _run(graph, fetch, self.options.dtype, "cpu", max_memory,
+                                                           accumulate=self.options.accumulate))
         vectorised = found is not None
         if found is None:
-            found = plot.by_point(graph, y, x, index, xs, order, max_memory)
+            found = plot.by_point(graph, y, x, index, xs, order, max_memory, **self._numbers)
         values, derivatives, marked, diagnostics = found
         return Curve(of_name, wrt.strip(), xs, values, derivatives, marked, diagnostics, vectorised, graph)
 
@@ -881,10 +882,10 @@ def graph_view(text: str, *, call: str | None = None, of: str | None = None, wrt
 
 def curve(text: str, *, wrt: str, low: float, high: float, points: int = 200, of: str | None = None,
           order: int = 1, call: str | None = None, name: str = "<expr>", feeds: dict | None = None,
-          max_memory: int | None = None) -> Curve:
+          max_memory: int | None = None, dtype: str = "float64", accumulate: str = "float32") -> Curve:
     """`Program.curve`."""
-    return Program(text, name=name, call=call, feeds=feeds, options=RunOptions(max_memory=max_memory)).curve(
-        wrt, low, high, points, of, order)
+    options = RunOptions(dtype, max_memory=max_memory, accumulate=accumulate)
+    return Program(text, name=name, call=call, feeds=feeds, options=options).curve(wrt, low, high, points, of, order)
 
 
 def fix(text: str, *, call: str | None = None, name: str = "<expr>", feeds: dict | None = None,

@@ -126,15 +126,15 @@ def graph_command(*, file, expr, wrt, of, set_, call, format, max_memory, debug)
             text, name=name, feeds=feeds, call=call, of=of, wrt=wrt or [], max_memory=limit))
 
 
-def plot_command(*, file, expr, wrt, range_, of, set_, call, order, points, png, svg, force, max_memory,
-                 debug) -> None:
+def plot_command(*, file, expr, wrt, range_, of, set_, call, order, points, png, svg, force, dtype, accumulate,
+                 max_memory, debug) -> None:
     from gradcli.cli import plotting  # (gradcli.cli.LAZY_IMPORTS)
 
     def compute(text, name, feeds, limit):
         files[:] = plotting.check_files(png, svg, force)  # before anything is computed
         low, high = plotting.parse_range(range_)
         return api.curve(text, name=name, feeds=feeds, call=call, wrt=wrt, low=low, high=high, points=points,
-                         of=of, order=order, max_memory=limit)
+                         of=of, order=order, max_memory=limit, dtype=dtype.value, accumulate=accumulate.value)
 
     def present(curve, name):
         for diag in curve.diagnostics:

@@ -249,7 +249,7 @@ COMMANDS = (
         Param("png", ("--png",), help="Write a PNG (needs Matplotlib: pip install 'gradcli[plot]').", metavar="PATH"),
         Param("svg", ("--svg",), help="Write an SVG (needs Matplotlib).", metavar="PATH"),
         Param("force", ("--force",), bool, False, "Replace the --png or --svg file if it exists."),
-        MAX_MEMORY, DEBUG)),
+        DTYPE, ACCUMULATE, MAX_MEMORY, DEBUG)),
 )
 
 BY_NAME = {command.name: command for command in COMMANDS}

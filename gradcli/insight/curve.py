@@ -85,9 +85,10 @@ def at_once(graph: Graph, base: str, of_name: str, xs: np.ndarray, order: int, e
     return arrays[0], arrays[1:], marked, diagnostics
 
 
-def by_point(graph: Graph, y: int, x: int, index: tuple | None, xs: np.ndarray, order: int, max_memory):
-    """One run per point on the program as compiled; the derivatives by reverse mode (the second
-    as the gradient of the first along the element's direction)."""
+def by_point(graph: Graph, y: int, x: int, index: tuple | None, xs: np.ndarray, order: int, max_memory,
+             dtype: str = "float64", accumulate: str = "float32"):
+    """One run per point on the program as compiled, in `dtype`; the derivatives by reverse mode
+    (the second as the gradient of the first along the element's direction)."""
     shape = graph.shapes[x]
     base_value = np.array(graph.equations[x].params["value"], dtype=np.float64)
     direction = None
@@ -102,7 +103,7 @@ def by_point(graph: Graph, y: int, x: int, index: tuple | None, xs: np.ndarray, 
         if g is None:
             g = graph.add_constant(np.zeros(shape))
         ids.append(g)
-    check_memory(graph, ids, "float64", max_memory)
+    check_memory(graph, ids, dtype, max_memory)
     columns = [np.empty(len(xs)) for _ in ids]
     marked: dict[int, list[str]] = {}
     explained: dict[tuple, tuple[Diagnostic, list[float]]] = {}
@@ -110,9 +111,9 @@ def by_point(graph: Graph, y: int, x: int, index: tuple | None, xs: np.ndarray, 
     for k, point in enumerate(xs):
         value = base_value.copy()
         value[index if index is not None else ()] = point
-        checker = NumericsChecker(graph, np, "float64")
+        checker = NumericsChecker(graph, np, dtype, accumulate)
         with np.errstate(all="ignore"):
-            out = run(graph, ids, overrides={x: value}, check=checker)
+            out = run(graph, ids, overrides={x: value}, check=checker, dtype=dtype, accumulate=accumulate)
         for c, i in enumerate(ids):
             v = np.asarray(out[i], dtype=np.float64)
             columns[c][k] = v[index] if (c > 0 and index is not None) else v

@@ -158,3 +158,18 @@ def test_a_jacobian_that_overflows_float16_is_diagnosed_at_its_place():
     (overflow,) = [d for d in doc["diagnostics"] if d["kind"] == "overflow"]
     assert (overflow["line"], overflow["column"]) == (1, 5)
     assert "exp overflows float16 above 11.09" in overflow["message"]
+
+
+@pytest.mark.parametrize("program,wrt,feeds", [("y = exp(x)", "x", None),                       # all points at once
+                                               ("y = exp(x[1]) + x[0]", "x[1]", {"x": np.zeros(2)})])  # point by point
+def test_a_curve_in_float16_is_float16s_and_marks_where_it_overflows(program, wrt, feeds):
+    """exp and its derivative at 9, 10, 11, 12 in float16: float32's exp rounded to the type, and
+    infinity past 11.09, where the overflow diagnostic marks the point."""
+    from gradcli import api
+    c = api.curve(program, wrt=wrt, low=9.0, high=12.0, points=4, dtype="float16", feeds=feeds)
+    with np.errstate(over="ignore"):
+        expected = np.exp(np.array([9, 10, 11, 12], np.float32)).astype(np.float16).astype(np.float64)
+    assert c.values.tolist() == expected.tolist() == c.derivatives[0].tolist()
+    assert expected[-1] == np.inf and np.isfinite(expected[:3]).all()
+    (overflow,) = [d for d in c.diagnostics if d.kind == "overflow"]
+    assert "exp overflows float16 above 11.09" in overflow.message
