@@ -67,8 +67,38 @@ class Half:
     def forward(self, op, args, params):
         wide = self.wide
         args = [a.astype(wide) if getattr(a, "dtype", None) != wide else a for a in args]
-        value = op.forward(self.xp, *args, **params)
+        form = FRAMEWORK_FORMS.get(op.name)
+        value = op.forward(self.xp, *args, **params) if form is None else form(self.dtype, *args)
         return np.asarray(value).astype(self.dtype)
+
+
+def _held(dtype, value):
+    """`value` (float32) as the type holds it, in float32."""
+    return np.asarray(value, np.float32).astype(dtype).astype(np.float32)
+
+
+def _tanh_slope(dtype, x):
+    y = _held(dtype, np.tanh(x))
+    return 1 - y * y
+
+
+def _sigmoid_slope(dtype, x):
+    with np.errstate(over="ignore"):
+        s = _held(dtype, 1 / (1 + np.exp(-x)))
+    return s * (1 - s)
+
+
+# The gradients through tanh and sigmoid as PyTorch's and JAX's kernels compute them in a half
+# type: from the forward value as the type holds it (torch's tanh_backward is grad * (1 - y²) and
+# sigmoid_backward grad * y * (1 - y), y the rounded output; JAX's rules read `ans` alike), where
+# gradcli's rule reads x (sech², exact as tanh(x) nears 1): in bfloat16 tanh(2.95) is held as
+# 0.9961, and 1 - y² is 0.0078 where sech² is 0.0108. The float32 computation, rounded once.
+FRAMEWORK_FORMS = {
+    "tanh_slope": _tanh_slope,
+    "tanh_grad": lambda dtype, g, x: g * _tanh_slope(dtype, x),
+    "sigmoid_slope": _sigmoid_slope,
+    "sigmoid_grad": lambda dtype, g, x: g * _sigmoid_slope(dtype, x),
+}
 
 
 class _Linalg:
