@@ -213,8 +213,8 @@ class Rounding:
                 f"{'are' if smalls != 1 else 'is'} subnormal in {dtype} (below {fmt.smallest_normal:.3g}), with fewer "
                 f"significant bits: a relative error of {digits(error)} against float64")
         if gradient:
-            remedy = ("scale the loss so that the gradients stay in the normal range (multiply the output's "
-                      "gradient by a power of two, and divide the gradients back in float32)")
+            remedy = ("scale the loss so that the gradients stay in the normal range: --loss-scale auto finds the "
+                      "power of two (the output's gradient multiplied by it, the gradients divided back in float32)")
         else:
             remedy = f"rescale the value, or compute it in a format with a wider range than {dtype}"
         return [dict(severity="warning" if zeros else "info", kind=kind, op=label, message=f"{label}: {said}",
