@@ -138,7 +138,7 @@ class SameAccumulation(HalfNumpy):
 
     def to_type(self, x):
         """`x` rounded to the type, held as float32."""
-        return np.asarray(x, dtype=np.float32).astype(self.dtype).astype(np.float32)
+        return _held(self.dtype, x)
 
     def _pairwise(self, x, axis):
         """The sum of `x` along `axis`, every partial sum rounded (pairwise, as NumPy sums)."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 from gradcli.dtypes import HALF, finfo
+from gradcli.ops.scalar import FLOAT64
 from gradcli.records import ValueRecord
 
 # "close to overflowing": within this factor of the largest number. float16's range is so short
@@ -37,9 +38,9 @@ class Format(ValueRecord):
         return self.name in HALF
 
 
-# float64's facts (NumPy's finfo) written out: a program of numbers is checked without NumPy
-_KNOWN: dict[str, Format] = {"float64": Format("float64", 1.7976931348623157e308, 2.2250738585072014e-308, 5e-324,
-                                               2.220446049250313e-16, HEADROOM_FACTOR)}
+# float64's facts as the numbers-only path holds them: a program of numbers is checked without NumPy
+_KNOWN: dict[str, Format] = {"float64": Format("float64", FLOAT64.max, FLOAT64.smallest_normal, FLOAT64.smallest_subnormal,
+                                               FLOAT64.eps, HEADROOM_FACTOR)}
 
 
 def format_of(name) -> Format:

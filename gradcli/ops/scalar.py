@@ -62,6 +62,7 @@ class Float64:
     # NumPy's finfo(float64)
     max = 1.7976931348623157e308
     tiny = smallest_normal = 2.2250738585072014e-308
+    smallest_subnormal = 5e-324
     eps = 2.220446049250313e-16
 
     def __eq__(self, other):
