@@ -125,6 +125,10 @@ class Graph(ValueRecord):
         self.context = context
         self.differentiated = set() if differentiated is NEW else differentiated
         self._memo = {} if _memo is NEW else _memo
+        # (the defaults of what is no field, on the instance: read for every equation, a class's
+        # default would be read through Python's slow path for attributes)
+        self.numbers = self.dtypes = self.made_by = self.printed = self.unshaped = self.local_values = None
+        self.unread_inputs = self.accumulates_in_type = frozenset()
 
     def check_assertions(self, values: dict) -> None:
         """The program's asserts on data given from outside, on the values just computed (id ->

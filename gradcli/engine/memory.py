@@ -90,7 +90,7 @@ def chunk_buffers(graph: Graph, fetch: list[int], dtype: str, backend) -> int:
     """The chunk buffers of the fused chains (gradcli/engine/fusion.py), a set per thread computing
     a chain's chunks: NumPy's backend only, where a value is large enough to be fused."""
     backend = backend or Backend()
-    if not backend.numpy or not any(math.prod(s) >= fusion.MIN_ELEMENTS for s in graph.shapes):
+    if not backend.numpy or max(map(math.prod, graph.shapes), default=0) < fusion.MIN_ELEMENTS:
         return 0
     last_use: dict[int, int] = {}
     order = needed_equations(graph, fetch, last_use=last_use)

@@ -137,6 +137,8 @@ def accidental_broadcasts(graph: Graph) -> list[tuple]:
     found, seen = [], set()
     on_purpose = []  # per value, once a crossing is found (shaped_on_purpose)
     shapes = graph.shapes
+    if max(map(len, filter(None, shapes)), default=0) < 2:  # (no value of two axes: no crossing)
+        return found
     for i, eq in enumerate(graph.equations):
         result = shapes[i]
         # the common cases first, cheaply (a large program has one equation per line or more):

@@ -99,12 +99,13 @@ class Op:
 
     def __init__(self, name, forward, shape, vjp, args=("x",), params=None, **fields):
         setter = object.__setattr__
-        for key, value in (("name", name), ("forward", forward), ("shape", shape), ("vjp", vjp), ("args", args),
-                           ("params", {} if params is None else params)):
-            setter(self, key, value)
         for key, value in fields.items():
             if key not in _FIELD_DEFAULTS:
                 raise TypeError(f"Op.__init__() got an unexpected keyword argument '{key}'")
+        # every field on the record itself, defaults too: a default read from the class would
+        # take Python's slow path for attributes, on every equation of every program
+        for key, value in {**_FIELD_DEFAULTS, "name": name, "forward": forward, "shape": shape, "vjp": vjp,
+                           "args": args, "params": {} if params is None else params, **fields}.items():
             setter(self, key, value)
         # what a call of the op needs, worked out once: argument slots in call order, the
         # parameters that take their default, and whether any parameter must be given

@@ -58,6 +58,16 @@ def test_functions_expand_with_globals_defaults_and_shadowing():
     assert value("def exp(a): return a + 1\ny = exp(1)") == 2.0
 
 
+
+@pytest.mark.parametrize("name", ["multiply", "mul", "add", "subtract", "negative", "power", "matmul"])
+def test_an_operator_is_its_op_whatever_the_program_names(name):
+    # Python's `a * b` calls the type's __mul__, never a function the program names `multiply`
+    # (this read 8.0 as 1.0 once: `x * 3` called the user's `multiply`, which subtracts)
+    program = f"def {name}(a, b=0):\n    return a - b\nx = 2.0\ny = -x * 3 + x ** 2 - 1 + [1.0] @ [x]"
+    assert value(program) == -2.0 * 3 + 4.0 - 1 + 2.0
+    # nor a module imported under its name
+    assert value(f"import numpy as {name}\nx = 2.0\ny = {name}.exp(0.0) + x * 3 - -x") == 9.0
+
 def test_a_literal_binding_is_an_input_that_set_overrides():
     program = "x = [1.0, 2.0]\nb = -0.5\ny = x * 2 + b\n"
     np.testing.assert_array_equal(value(program), [1.5, 3.5])

@@ -33,7 +33,9 @@ INTEGER_ARRAY_PARAMS = {"indices", "index", "repeats", "reps", "pad_width", "pad
 
 
 def _reading_key(node: ast.Call, name: str, library: str | None) -> tuple:
-    """What decides a call's op and reading when only its spelling does (see read_call)."""
+    """What decides a call's op and reading when only its spelling does (see read_call). A
+    method's library is its receiver's; a function's follows from its name (the readings are
+    forgotten when an import renames a module), so a function's key holds None."""
     args = node.args
     return (name, node.symbol, node.method, library, len(args),
             tuple([k.name for k in node.keywords]) if node.keywords else (), bool(args) and type(args[0]) is ast.Array)
@@ -199,7 +201,8 @@ class Resolution:
     def read_call(self, node: ast.Call, values: list, scope: Scope, work: list):
         name = node.func
         bound = None
-        if not node.method:
+        operator = node.symbol is not None  # (`a * b` is multiply whatever the program calls `multiply`)
+        if not operator and not node.method:
             bound = scope.lookup(name) if scope.locals is not None else None
             if bound is None:
                 bound = self.globals.get(name)
@@ -209,12 +212,14 @@ class Resolution:
             return self.call_user(bound.fn, node, values, scope, work, bound.scope)
         if bound is not None and isinstance(bound, FUNCTION_VALUES):
             return self.apply_function(bound, node, values, scope, work)
-        if bound is None and node.symbol is None and not node.method and not self.active_tapes:
+        if bound is None and not node.method and (not self.active_tapes if not operator else (
+                node.symbol not in ("is", "is not") and not self.pasted and type(values[0]) is int
+                and type(values[-1]) is int)):  # (an operator of arrays: no tuple arithmetic)
             # a call of an op written the same way before (found NOT_MINE by the gradient API then)
-            found = self.readings.get(_reading_key(node, name, split_spelling(self.spelled(name))[0]))
+            found = self.readings.get(_reading_key(node, name, None))
             if found is not None:
                 return self.call_builtin(found[0], node, values, scope, found[1], found[2])
-        if node.symbol is None:  # (an operator takes no gradient and sets none up)
+        if not operator:  # (an operator takes no gradient and sets none up)
             taken = self.call_gradient_api(node, values, scope, work)
             if taken is not NOT_MINE:
                 return taken
@@ -235,9 +240,11 @@ class Resolution:
             self.receiver_methods = library  # (check_empty_dims: the method being bound is this one's)
             if library is not None:
                 node, values = self.receiver_moved(node, values, library)
+        elif operator:
+            library, bare = "python", name
         else:
             library, bare = split_spelling(self.spelled(name))
-        key = _reading_key(node, name, library)
+        key = _reading_key(node, name, library if node.method else None)
         found = self.readings.get(key)
         if found is not None:  # this call written the same way before: the same op, read the same way
             return self.call_builtin(found[0], node, values, scope, found[1], found[2])

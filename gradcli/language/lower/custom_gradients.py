@@ -83,6 +83,9 @@ def _clone_rule(original, placeholder: int, result: int, forward: tuple):
 class CustomGradients:
     """Part of the lowering (gradcli.language.lower): user-defined gradients."""
 
+    _custom_depth = 0  # (rules being lowered now; defaults here: reading them costs no AttributeError)
+    _custom_rules: dict | None = None
+
     def custom_kind(self, fn: ast.FuncDef) -> str | None:
         return self.custom_spec(fn)[0]
 

@@ -7,6 +7,7 @@ import numpy as np
 
 from gradcli.errors import GradcliError, OptionError, Pos, Source
 from gradcli.language import syntax as ast
+from gradcli.language.ast_builder import ITEM_ASSIGNMENT
 from gradcli.language import dialects
 from gradcli.language.dialects.spelling import Distribution
 from gradcli.language.dialects import (
@@ -23,6 +24,11 @@ _STATEMENT, _SET, _FLOW = 8, 9, 10  # (7 is statements._FINISH)
 
 
 _PYTHON_TYPES = ("float", "int", "bool", "complex")
+
+# values a statement computes for its effect (`tape.watch(x)`), and values that are no array
+_SHOWN_NOTHING = FUNCTION_VALUES + (Tape, TapeRecording, Text)
+_NOT_ARRAYS = FUNCTION_VALUES + (Tape, TapeRecording, DictValue, Distribution)
+
 
 class Interpreter:
     """Part of the lowering (gradcli.language.lower): the program's statements and expressions."""
@@ -63,6 +69,8 @@ class Interpreter:
         self.variables: set = set()  # ids made by tf.Variable (a tape watches them)
         self.shown: list = []  # (source text, value id or None, whether printed): print() and bare expressions
         self.deleted: dict[str, Pos] = {}  # a top-level name -> where `del` unbound it
+        # (read at every call: an instance's own attributes are read faster than a mixin's defaults)
+        self.pasted, self.autocasts = False, ()
 
     def error(self, message: str, pos: Pos | None) -> GradcliError:
         return GradcliError(message, pos, self.source)
@@ -83,7 +91,9 @@ class Interpreter:
         pending = list(reversed(statements))
         while pending:
             stmt = pending.pop()
-            if self.expand_statement(stmt, pending, top):
+            plain = type(stmt) is ast.Assign and (  # (`name = expression`: most lines, no compound statement)
+                type(stmt.value) is not ast.Call or stmt.value.symbol != ITEM_ASSIGNMENT)
+            if not plain and self.expand_statement(stmt, pending, top):
                 continue
             if isinstance(stmt, ast.FuncDef):
                 self.globals[stmt.name] = stmt
@@ -103,9 +113,10 @@ class Interpreter:
                 for (name, pos), item in zip(stmt.names, self.unpack(value, len(stmt.names), stmt.pos, top)):
                     self.bind_global(name, item, pos, top)
             elif isinstance(stmt, ast.Assign):
-                value = self.in_place_update(stmt, value, top)  # `w -= ...` of a PyTorch leaf (torch_autograd.py)
+                if self.torch_leaves:  # `w -= ...` of a PyTorch leaf (torch_autograd.py)
+                    value = self.in_place_update(stmt, value, top)
                 self.bind_global(stmt.name, value, stmt.pos, top)
-            elif value is NONE or isinstance(value, FUNCTION_VALUES + (Tape, TapeRecording, Text)) or \
+            elif value is NONE or isinstance(value, _SHOWN_NOTHING) or \
                     self.show_tree(node, value, top):  # a dict: one output per item (pytrees.py)
                 continue  # `tape.watch(x)`: a statement for its effect
             else:
@@ -118,12 +129,7 @@ class Interpreter:
             raise self.missing_inputs_error()
         if graph.result is None and not self.shown:
             raise self.error("the program defines functions but computes nothing", None)
-        for name in self.feeds:
-            if name not in graph.inputs:
-                where = self.assigned_at.get(name)
-                why = (f"'{name}' is computed by the program (line {where.line}), so it is not an input"
-                       if where else f"the program does not use '{name}'")
-                graph.warnings.append((f"the value given for {name} is ignored: {why}", None))
+        graph.warnings.extend(_ignored_feeds(self.feeds, graph, self.assigned_at))
         return graph
 
     def bind_global(self, name: str, value, pos: Pos, scope: Scope) -> None:
@@ -132,7 +138,7 @@ class Interpreter:
         written = value if isinstance(value, (TupleValue, Literal)) else None  # (torch_autograd.py)
         if isinstance(value, Literal) and name not in self.globals and deleted is None:
             value = self.made_value(self.input(name, pos, default=value), written)  # (given anew or not)
-        elif isinstance(value, FUNCTION_VALUES + (Tape, TapeRecording, DictValue, Distribution)) or value is NONE or (
+        elif isinstance(value, _NOT_ARRAYS) or value is NONE or (
                 isinstance(value, TupleValue) and not one_array(value, graph)):
             self.globals[name] = value  # not an array: a function, a tape, a list of gradients
             return
@@ -142,7 +148,7 @@ class Interpreter:
         graph.names[name] = value
         graph.value_names.setdefault(value, name)
         graph.result = (name, value)
-        if written is not None:
+        if written is not None and (type(written) is TupleValue or written.from_tuple):
             self.remember_tuple(written, value)
 
     def input(self, name: str, pos: Pos, default: Literal | None = None) -> int:
@@ -173,6 +179,8 @@ class Interpreter:
         return id_
 
     def materialize(self, value, scope: Scope, pos: Pos | None = None) -> int:
+        if type(value) is int:  # (a value of the graph already: the common case)
+            return value
         if isinstance(value, Literal):
             return self.made_value(self.graph.add_constant(value.value, value.pos, scope.stack), value)
         if isinstance(value, TupleValue):  # read as one array, as np.asarray reads a tuple
@@ -184,7 +192,7 @@ class Interpreter:
         if isinstance(value, IndexTrick):
             raise self.error(f"{value.spelled} is not a value: it joins the arrays in its brackets, as in "
                              f"{value.spelled}[a, b]", value.pos)
-        if isinstance(value, FUNCTION_VALUES + (Tape, TapeRecording, DictValue, Distribution)):
+        if isinstance(value, _NOT_ARRAYS):
             self.refuse_as_number(value)
         if isinstance(value, (AtRef, AtIndexed)):
             raise self.error("x.at[index] is not a value: JAX's update syntax needs its method, as in "
@@ -461,6 +469,18 @@ def remember_local(graph: Graph, scope: Scope, name: str, value) -> None:
     if calls:
         calls[-1][0] = None  # (only the current call's dict is held)
     calls.append([scope.locals, value])
+
+
+def _ignored_feeds(feeds: dict, graph: Graph, assigned_at: dict) -> list:
+    """The warnings for values given (--set) for names that are no input of the program."""
+    found = []
+    for name in feeds:
+        if name not in graph.inputs:
+            where = assigned_at.get(name)
+            why = (f"'{name}' is computed by the program (line {where.line}), so it is not an input"
+                   if where else f"the program does not use '{name}'")
+            found.append((f"the value given for {name} is ignored: {why}", None))
+    return found
 
 
 def number_value(node: ast.Number):

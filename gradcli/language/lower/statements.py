@@ -216,9 +216,10 @@ class Statements:
         when all the statements after it bind data (`inputs = np.array([...])`, `weights =
         np.array([0.0, 0.0])`), as a script is pasted without its training loop; that call
         waits (as `_CALL_AFTER_DATA`) until the data turns out constant, known once lowered."""
-        last = max((k for k, stmt in enumerate(statements) if isinstance(stmt, ast.FuncDef)), default=None)
-        if last is None:
+        kinds = list(map(type, statements))
+        if ast.FuncDef not in kinds:
             return []
+        last = len(kinds) - 1 - kinds[::-1].index(ast.FuncDef)
         tail = [stmt for stmt in statements[last + 1:] if not isinstance(stmt, ast.Import)
                 and not (isinstance(stmt, ast.ExprStmt) and isinstance(stmt.value, ast.Str))]
         if not tail:

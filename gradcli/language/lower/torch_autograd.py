@@ -78,12 +78,21 @@ def _apply_as_function(cls: ClassValue, pos: Pos) -> FunctionRef:
 class TorchAutograd(GradCheck):
     """Part of the lowering (gradcli.language.lower): PyTorch's autograd."""
 
+    # (made on first use, by `self.torch`; a default here, so that reading it costs no AttributeError)
+    _torch_state: TorchState | None = None
+
     @property
     def torch(self) -> TorchState:
         state = getattr(self, "_torch_state", None)
         if state is None:
             state = self._torch_state = TorchState()
         return state
+
+    @property
+    def torch_leaves(self) -> bool:
+        """Whether the program has made a PyTorch leaf (`requires_grad=True`) so far."""
+        state = getattr(self, "_torch_state", None)
+        return state is not None and bool(state.leaves)
 
     def remember_tuple(self, written, value: int) -> None:
         """A top-level `name = (a, b)` became the array `value`: remembered as the tuple it was."""

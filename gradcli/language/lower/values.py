@@ -8,14 +8,14 @@ import numpy as np
 
 from gradcli.errors import Pos
 from gradcli.language import syntax as ast
-from gradcli.ops.scalar import numbers_only
+from gradcli.ops.scalar import MODE
 from gradcli.records import ValueRecord
 
 
 def float64(value):
     """A number of the program as a float64: NumPy's scalar, or a Python float in the command's
     numbers-only attempt (gradcli.ops.scalar), which computes with it as NumPy would."""
-    return float(value) if numbers_only() else np.float64(value)
+    return float(value) if MODE.active else np.float64(value)
 
 
 class NumberPolicy:
