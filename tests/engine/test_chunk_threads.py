@@ -203,3 +203,31 @@ def test_a_failure_in_any_chunk_ends_the_pass_with_its_error(failing):
     with pytest.raises(MemoryError):
         fusion._run_chunks(work, 10_000, 2, list)
     assert len(done) < 9_999  # the other thread stopped too
+
+
+# One element in the last (short) chunk that only a chunk's smallest element shows: the softmax's
+# max(x) is the chain's own reduction, so x's other fact, and w's two, are what see these
+LATE = N - 2
+ALONE_IN_A_LATE_CHUNK = [  # (program, input, its value there in float64 / float32, what is reported)
+    pytest.param(PROGRAMS["softmax"], "x", (-math.inf, -math.inf), {"nonfinite_input"}, id="softmax x -inf"),
+    pytest.param(PROGRAMS["softmax"], "x", (math.nan, math.nan), {"nonfinite_input"}, id="softmax x nan"),
+    pytest.param(PROGRAMS["softmax"], "w", (-math.inf, -math.inf), {"nonfinite_input"}, id="softmax w -inf"),
+    pytest.param("y = sum(x * w)\n", "w", (-1e300, -1e36), {"headroom", "float32_overflow"},
+                 id="headroom below 0"),
+    pytest.param("y = sum(w / exp(x))\n", "x", (-800.0, -120.0), {"divide_by_zero"}, id="exp underflows"),
+    pytest.param("y = sum(exp(x) * w)\n", "x", (800.0, 120.0), {"overflow"}, id="exp overflows"),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("program,name,values,kinds", ALONE_IN_A_LATE_CHUNK)
+def test_one_element_in_the_last_chunk_gets_the_plain_paths_diagnostics(program, name, values, kinds, dtype):
+    feeds = feeds_for(dtype)
+    feeds[name][LATE] = values[dtype == "float32"]
+    plain, plain_diags = evaluate(program, feeds, dtype, 1, fused=False)
+    assert kinds & {d["kind"] for d in plain_diags}
+    for threads in (1, 2):
+        fused, fused_diags = evaluate(program, feeds, dtype, threads)
+        assert fused_diags == plain_diags
+        for f, p in zip(fused, plain):
+            np.testing.assert_array_equal(np.isfinite(f), np.isfinite(p))
