@@ -58,11 +58,6 @@ def is_half(name) -> bool:
     return (getattr(name, "name", None) or str(name)) in HALF
 
 
-def overflow_threshold(overflows_above, fmt: Format) -> float | None:
-    """The argument past which an op with the hint `overflows_above` (exp: log) overflows `fmt`."""
-    return None if overflows_above is None else overflows_above(fmt.largest)
-
-
 def underflow_threshold(overflows_above, fmt: Format) -> float | None:
     """The argument below which such an op's result is under half the format's smallest subnormal,
     and so rounds to 0: the same inverse at the other end of the range (exp: log(2**-25) = -17.3
