@@ -618,10 +618,8 @@ def patch_text(before: str, after: str, name: str) -> str:
         parts = text.split("\n")
         return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
 
-    out = []
-    for line in difflib.unified_diff(lines(before), lines(after), fromfile=name, tofile=f"{name} (fixed)"):
-        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
-    return "".join(out)
+    diff = difflib.unified_diff(lines(before), lines(after), fromfile=name, tofile=f"{name} (fixed)")
+    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in diff)
 
 
 # --------------------------------------------------------------------------- one view per command

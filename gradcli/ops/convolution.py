@@ -56,9 +56,8 @@ def _patches(xp, x, fshape, strides, dilations, padding, out_hw):
     (sh, sw), (dh, dw), (oh, ow) = strides, dilations, out_hw
     rows = []
     for i in range(fshape[0]):
-        cols = []
-        for j in range(fshape[1]):
-            cols.append(xp_[:, i * dh: i * dh + sh * (oh - 1) + 1: sh, j * dw: j * dw + sw * (ow - 1) + 1: sw, :])
+        cols = [xp_[:, i * dh: i * dh + sh * (oh - 1) + 1: sh, j * dw: j * dw + sw * (ow - 1) + 1: sw, :]
+                for j in range(fshape[1])]
         rows.append(xp.stack(cols, axis=3))
     return xp.stack(rows, axis=3)
 
