@@ -129,7 +129,7 @@ register(Op("conv2d_filter_grad", _conv_filter_grad, _filter_grad_shape,
             doc="the gradient of conv2d_nhwc in its filters", nonstandard="NumPy's pad and einsum"))
 
 
-def _pair(value, name, n_spatial=2, data_format="NHWC"):
+def _pair(value, name, data_format="NHWC"):
     """strides or dilations as (h, w): an int, a list of 1, 2 or 4 (TensorFlow: N and C must be 1)."""
     if value is None:
         return (1, 1)
