@@ -29,10 +29,6 @@ class Format(ValueRecord):
     eps: float                 # the gap between 1 and the next number
     headroom_factor: float     # within this factor of `largest`, a value gets the headroom note
 
-    def __init__(self, name, largest, smallest_normal, smallest_subnormal, eps, headroom_factor):
-        self.name, self.largest, self.smallest_normal = name, largest, smallest_normal
-        self.smallest_subnormal, self.eps, self.headroom_factor = smallest_subnormal, eps, headroom_factor
-
     @property
     def half(self) -> bool:
         return self.name in HALF
