@@ -63,11 +63,6 @@ def is_half(dtype) -> bool:
     return (dtype if isinstance(dtype, str) else np.dtype(dtype).name) in HALF
 
 
-def compute_dtype(name: str) -> str:
-    """The type an operation on values of type `name` computes in: float32 for the half types."""
-    return "float32" if name in HALF else name
-
-
 class Facts:
     """What a type can hold: `max` (its largest finite number), `tiny` (its smallest normal
     number: below it, digits are lost), `smallest_subnormal` (below half of it, a number becomes

@@ -618,10 +618,8 @@ def patch_text(before: str, after: str, name: str) -> str:
         parts = text.split("\n")
         return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
 
-    out = []
-    for line in difflib.unified_diff(lines(before), lines(after), fromfile=name, tofile=f"{name} (fixed)"):
-        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
-    return "".join(out)
+    diff = difflib.unified_diff(lines(before), lines(after), fromfile=name, tofile=f"{name} (fixed)")
+    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in diff)
 
 
 # --------------------------------------------------------------------------- one view per command
@@ -737,64 +735,3 @@ def saved_notes(saved) -> list[str]:
     """Said on stderr beside the summary: the arrays that were not written, and why."""
     return [f"gradcli: --out: {name} not written: no gradient (unconnected; --unconnected zero writes zeros)"
             for name in saved.not_written]
-
-
-# --------------------------------------------------------------------------- plot
-
-def _curve_series(curve) -> list[tuple[str, np.ndarray]]:
-    names = [curve.of, f"d{curve.of}/d{curve.wrt}", f"d²{curve.of}/d{curve.wrt}²"]
-    return list(zip(names, [curve.values, *curve.derivatives]))
-
-
-def _marks_said(curve) -> str:
-    kinds = sorted({why for whys in curve.marked.values() for why in whys})
-    return f"marked: {len(curve.marked)} point{'s' * (len(curve.marked) != 1)} ({', '.join(kinds)})" if kinds else ""
-
-
-def plot_terminal(curve, width: int, height: int, colour: bool) -> str:
-    """The curves drawn in the terminal with plotext (one panel each, the same x axis); a marked
-    point is a vertical line where its value or derivative is not finite, or at a tie or kink."""
-    import plotext as plt
-
-    series = _curve_series(curve)
-    plt.clear_figure()
-    plt.subplots(len(series), 1)
-    plt.plotsize(width, height)
-    if not colour:
-        plt.theme("clear")
-    for row, (label, ys) in enumerate(series, 1):
-        plt.subplot(row, 1)
-        if not colour:
-            plt.theme("clear")
-        good = np.isfinite(ys)
-        plt.plot(curve.xs[good].tolist(), ys[good].tolist(), label=label, marker="braille")
-        for k in curve.marked:
-            plt.vline(float(curve.xs[k]), "red")
-        plt.title(label if row > 1 else f"{label} over {curve.wrt} from {curve.xs[0]:g} to {curve.xs[-1]:g}"
-                  + (f"; {_marks_said(curve)}" if curve.marked else ""))
-    text = plt.build() if colour else plt.uncolorize(plt.build())
-    plt.clear_figure()
-    return text + ("" if text.endswith("\n") else "\n")
-
-
-def plot_file(curve, path: str) -> None:
-    """The curves drawn with Matplotlib to `path` (PNG or SVG, by its suffix)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    series = _curve_series(curve)
-    figure, axes = plt.subplots(len(series), 1, sharex=True, figsize=(7, 2.2 * len(series) + 0.6), squeeze=False)
-    for ax, (label, ys) in zip(axes[:, 0], series):
-        ax.plot(curve.xs, np.where(np.isfinite(ys), ys, np.nan), label=label)
-        for k in curve.marked:
-            ax.axvline(curve.xs[k], color="red", linestyle=":", linewidth=1)
-        shown = [k for k in curve.marked if np.isfinite(ys[k])]
-        ax.plot(curve.xs[shown], ys[shown], "o", color="red", markersize=4)
-        ax.set_ylabel(label)
-        ax.grid(True, alpha=0.3)
-    axes[0, 0].set_title(f"{curve.of} over {curve.wrt}" + (f" ({_marks_said(curve)})" if curve.marked else ""))
-    axes[-1, 0].set_xlabel(curve.wrt)
-    figure.tight_layout()
-    figure.savefig(path, metadata={"Software": "gradcli"} if str(path).lower().endswith(".png") else None)
-    plt.close(figure)

@@ -25,7 +25,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from gradcli.errors import GradcliError, OptionError
+from gradcli.errors import OptionError
 
 FORMATS = {".npz": "npz", ".npy": "npy", ".zarr": "zarr"}
 

@@ -9,7 +9,9 @@ from gradcli.errors import Pos
 from gradcli.records import NEW, Record
 
 # The nodes are plain classes with slots (gradcli.records), as dataclass(slots=True, eq=False)
-# made them: the same fields, constructor and repr.
+# made them: the same fields, constructor and repr. The nodes a program makes one of per name,
+# number or statement write out their `__init__` (Record's, a loop over the fields, costs a
+# 100,000-term program tens of milliseconds); the rarer ones take Record's.
 
 
 class Node(Record):
@@ -184,11 +186,6 @@ class Unpack(Record):
     value: Node
     pos: Pos  # of the first name
 
-    def __init__(self, names, value, pos):
-        self.names = names
-        self.value = value
-        self.pos = pos
-
 
 class Import(Record):
     """`import numpy as onp`, `from jax import numpy as jnp`: (module, the name it is bound to)."""
@@ -197,29 +194,17 @@ class Import(Record):
     bindings: list[tuple[str, str]]
     pos: Pos
 
-    def __init__(self, bindings, pos):
-        self.bindings = bindings
-        self.pos = pos
-
 
 class ExprStmt(Record):
     __slots__ = _fields = ("value", "pos")
     value: Node
     pos: Pos
 
-    def __init__(self, value, pos):
-        self.value = value
-        self.pos = pos
-
 
 class Return(Record):
     __slots__ = _fields = ("value", "pos")
     value: Node
     pos: Pos
-
-    def __init__(self, value, pos):
-        self.value = value
-        self.pos = pos
 
 
 class FuncDef(Record):
@@ -242,9 +227,6 @@ class FuncDef(Record):
 class Module(Record):
     __slots__ = _fields = ("statements",)
     statements: list  # Assign | Unpack | ExprStmt | FuncDef | Import
-
-    def __init__(self, statements):
-        self.statements = statements
 
 
 def children(node) -> list:
@@ -296,10 +278,6 @@ class Lambda(Node):
     fn: FuncDef
     pos: Pos
 
-    def __init__(self, fn, pos):
-        self.fn = fn
-        self.pos = pos
-
 
 class CallValue(Node):
     """`grad(f)(x)`, `(lambda v: v)(2.0)`: a call of a computed function value."""
@@ -310,12 +288,6 @@ class CallValue(Node):
     keywords: list[Keyword]
     pos: Pos
 
-    def __init__(self, callee, args, keywords, pos):
-        self.callee = callee
-        self.args = args
-        self.keywords = keywords
-        self.pos = pos
-
 
 class With(Record):
     """`with A as a, B:` then a block: each item entered in order, left in reverse order."""
@@ -324,11 +296,6 @@ class With(Record):
     items: list  # of (Node, name or None, Pos of the name or None)
     body: list
     pos: Pos
-
-    def __init__(self, items, body, pos):
-        self.items = items
-        self.body = body
-        self.pos = pos
 
 
 class For(Record):
@@ -340,12 +307,6 @@ class For(Record):
     body: list
     pos: Pos
 
-    def __init__(self, names, iterable, body, pos):
-        self.names = names
-        self.iterable = iterable
-        self.body = body
-        self.pos = pos
-
 
 class If(Record):
     """`if c: ... elif d: ... else: ...`: the branch is chosen before evaluation."""
@@ -354,11 +315,6 @@ class If(Record):
     branches: list  # of (condition Node, body list)
     orelse: list
     pos: Pos
-
-    def __init__(self, branches, orelse, pos):
-        self.branches = branches
-        self.orelse = orelse
-        self.pos = pos
 
 
 class TailIf(If):
@@ -373,22 +329,11 @@ class SetAttribute(Record):
 
     __slots__ = _fields = ("target", "name", "value", "pos")
 
-    def __init__(self, target, name, value, pos):
-        self.target = target
-        self.name = name
-        self.value = value
-        self.pos = pos
-
 
 class Dict(Node):
     """`{'w': w, 'b': b}`: a mapping of sources for tape.gradient, read by constant keys."""
 
     __slots__ = _fields = ("keys", "values", "pos")
-
-    def __init__(self, keys, values, pos):
-        self.keys = keys
-        self.values = values
-        self.pos = pos
 
 
 class Field(Record):
@@ -396,20 +341,11 @@ class Field(Record):
 
     __slots__ = _fields = ("value", "text", "shown")
 
-    def __init__(self, value, text, shown):
-        self.value = value
-        self.text = text
-        self.shown = shown
-
 
 class FString(Node):
     """An f-string: text (str parts) and fields; in a print its fields are the printed values."""
 
     __slots__ = _fields = ("parts", "pos")
-
-    def __init__(self, parts, pos):
-        self.parts = parts
-        self.pos = pos
 
 
 class ClassDef(Record):
@@ -417,22 +353,11 @@ class ClassDef(Record):
 
     __slots__ = _fields = ("name", "bases", "body", "pos")
 
-    def __init__(self, name, bases, body, pos):
-        self.name = name
-        self.bases = bases
-        self.body = body
-        self.pos = pos
-
 
 class While(Record):
     """`while c: ...`: unrolled while its condition, known before evaluation, holds."""
 
     __slots__ = _fields = ("condition", "body", "pos")
-
-    def __init__(self, condition, body, pos):
-        self.condition = condition
-        self.body = body
-        self.pos = pos
 
 
 class Delete(Record):
@@ -441,20 +366,11 @@ class Delete(Record):
     __slots__ = _fields = ("names", "pos")
     names: list  # of (name, Pos)
 
-    def __init__(self, names, pos):
-        self.names = names
-        self.pos = pos
-
 
 class Assert(Record):
     """`assert c, message`: checked before evaluation where c is known then, else after it."""
 
     __slots__ = _fields = ("condition", "message", "pos")
-
-    def __init__(self, condition, message, pos):
-        self.condition = condition
-        self.message = message
-        self.pos = pos
 
 
 class Comprehension(Node):
@@ -466,9 +382,3 @@ class Comprehension(Node):
     element: object  # a Node, or (key Node, value Node) for a dict
     clauses: list  # of (names [(name, Pos)], iterable Node, conditions [Node])
     pos: Pos
-
-    def __init__(self, kind, element, clauses, pos):
-        self.kind = kind
-        self.element = element
-        self.clauses = clauses
-        self.pos = pos

@@ -112,9 +112,7 @@ class Exact:
         self._say("an extended-precision evaluation of the program")
         env, inexact = _exact_run(s.graph, ids, s.dtype, self.wide)
         self._inexact = inexact
-        out = {}
-        for key, i in s.keys.items():
-            out[key] = None if i in inexact else env[i]
+        out = {key: None if i in inexact else env[i] for key, i in s.keys.items()}
         self.bytes = sum(v.nbytes for v in out.values() if v is not None)
         return out
 

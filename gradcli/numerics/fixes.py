@@ -66,9 +66,7 @@ class _Syntax:
             module = parse_program(graph.source)
         except GradcliError:
             return
-        pending = []
-        for stmt in module.statements:
-            pending.append(stmt)
+        pending = list(module.statements)
         while pending:  # a walk with a stack: no recursion over the program's depth
             item = pending.pop()
             if isinstance(item, ast.Node):

@@ -29,10 +29,6 @@ class Format(ValueRecord):
     eps: float                 # the gap between 1 and the next number
     headroom_factor: float     # within this factor of `largest`, a value gets the headroom note
 
-    def __init__(self, name, largest, smallest_normal, smallest_subnormal, eps, headroom_factor):
-        self.name, self.largest, self.smallest_normal = name, largest, smallest_normal
-        self.smallest_subnormal, self.eps, self.headroom_factor = smallest_subnormal, eps, headroom_factor
-
     @property
     def half(self) -> bool:
         return self.name in HALF
@@ -56,11 +52,6 @@ def format_of(name) -> Format:
 
 def is_half(name) -> bool:
     return (getattr(name, "name", None) or str(name)) in HALF
-
-
-def overflow_threshold(overflows_above, fmt: Format) -> float | None:
-    """The argument past which an op with the hint `overflows_above` (exp: log) overflows `fmt`."""
-    return None if overflows_above is None else overflows_above(fmt.largest)
 
 
 def underflow_threshold(overflows_above, fmt: Format) -> float | None:

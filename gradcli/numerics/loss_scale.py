@@ -64,9 +64,8 @@ class Place(Record):
     """One value of the backward pass: its magnitude, what it is (`d y/d x`, the gradient
     through an operation), and where that operation stands."""
     __slots__ = _fields = ("magnitude", "what", "pos")
-
-    def __init__(self, magnitude: float, what: str, pos):
-        self.magnitude, self.what, self.pos = magnitude, what, pos
+    magnitude: float
+    what: str
 
     def to_json(self) -> dict:
         return {"value": self.magnitude, "what": self.what,

@@ -81,10 +81,6 @@ class Precision(Record):
     `ops` (OpPrecision, worst first)."""
     __slots__ = _fields = ("dtype", "unit_roundoff", "scale", "accumulate", "ops")
 
-    def __init__(self, dtype, unit_roundoff, scale, accumulate, ops):
-        self.dtype, self.unit_roundoff, self.scale, self.accumulate, self.ops = \
-            dtype, unit_roundoff, scale, accumulate, ops
-
     def to_json(self) -> dict:
         return {"dtype": self.dtype, "reference": "float64", "unit_roundoff": self.unit_roundoff,
                 "loss_scale": self.scale, "accumulate": self.accumulate, "ops": [op.to_json() for op in self.ops]}

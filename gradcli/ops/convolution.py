@@ -56,9 +56,8 @@ def _patches(xp, x, fshape, strides, dilations, padding, out_hw):
     (sh, sw), (dh, dw), (oh, ow) = strides, dilations, out_hw
     rows = []
     for i in range(fshape[0]):
-        cols = []
-        for j in range(fshape[1]):
-            cols.append(xp_[:, i * dh: i * dh + sh * (oh - 1) + 1: sh, j * dw: j * dw + sw * (ow - 1) + 1: sw, :])
+        cols = [xp_[:, i * dh: i * dh + sh * (oh - 1) + 1: sh, j * dw: j * dw + sw * (ow - 1) + 1: sw, :]
+                for j in range(fshape[1])]
         rows.append(xp.stack(cols, axis=3))
     return xp.stack(rows, axis=3)
 
@@ -130,7 +129,7 @@ register(Op("conv2d_filter_grad", _conv_filter_grad, _filter_grad_shape,
             doc="the gradient of conv2d_nhwc in its filters", nonstandard="NumPy's pad and einsum"))
 
 
-def _pair(value, name, n_spatial=2, data_format="NHWC"):
+def _pair(value, name, data_format="NHWC"):
     """strides or dilations as (h, w): an int, a list of 1, 2 or 4 (TensorFlow: N and C must be 1)."""
     if value is None:
         return (1, 1)

@@ -18,7 +18,7 @@ import numpy as np
 
 from gradcli.errors import ShapeError
 from gradcli.ops.trace import G
-from gradcli.ops.table import NO_GRADIENT, NOT_DIFFERENTIABLE, REQUIRED, DataError, Op, register
+from gradcli.ops.table import NOT_DIFFERENTIABLE, REQUIRED, DataError, Op, register
 from gradcli.ops.core import _mT
 from gradcli.ops.shapes import fmt_shape, to_host
 from gradcli.ops.nn import composite

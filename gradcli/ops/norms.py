@@ -124,13 +124,6 @@ def _singular_norm_vjp(g, x, ord, axes):
     return G.transpose(out, axes=tuple(sorted(range(x.ndim), key=perm.__getitem__)))
 
 
-def _norm_shape(kind):
-    def shape_rule(shape, ord=None, axis=None, keepdims=False):
-        plan, axes = _norm_plan(shape, ord, axis, kind)
-        return reduced_shape(shape, axes, keepdims)
-    return shape_rule
-
-
 def _register_norm(name, kind, params, doc):
     ord0, axis0 = params.get("ord", 2), params["axis"]  # defaults: None ones are not passed
 

@@ -268,10 +268,6 @@ register(Op("cholesky", _cholesky, lambda a, **_: _square(a), (_cholesky_vjp,), 
                 "gives L^T (SciPy's default)"))
 
 
-def _cholesky_solve_lower(upper):
-    return not upper
-
-
 def _cholesky_solve(xp, chol, b, upper=False):
     lower = _triangle(xp, chol, not upper)
     if upper:

@@ -72,10 +72,6 @@ class GradientCheck(Transform):
     __slots__ = ("order",)
     _fields = Transform._fields + ("order",)
 
-    def __init__(self, kind, fn, argnums, has_aux, pos, by, order):
-        super().__init__(kind, fn, argnums, has_aux, pos, by)
-        self.order = order
-
 
 def _shown(jacobian: np.ndarray) -> str:
     return " ".join(np.array2string(jacobian, precision=6, separator=", ").split())

@@ -87,18 +87,6 @@ def path_text(text: str, path: tuple) -> str:
     return text + "".join(f"[{key!r}]" for key in path)
 
 
-def holds_dict(tree) -> bool:
-    """Whether a tree has a dict anywhere in it."""
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, DictValue):
-            return True
-        if isinstance(node, TupleValue):
-            stack.extend(node.items)
-    return False
-
-
 def printed_leaves(text: str, value, graph) -> list:
     """[(key, value)] for a printed value: a dict, or a tuple that is not one array (a None in
     it, items of several shapes, a dict in it), is one output per leaf (`text['w']`, `text[0]`);

@@ -5,7 +5,7 @@ from __future__ import annotations
 from gradcli.errors import Pos
 from gradcli.language import syntax as ast
 from gradcli.language.dialects import split_spelling
-from gradcli.language.lower.interpret import _BIND, _DEFINE, _DISCARD, _EVAL, _FLOW, _SET, _STATEMENT, _UNPACK, one_array
+from gradcli.language.lower.interpret import _BIND, _DEFINE, _DISCARD, _EVAL, _FLOW, _SET, _STATEMENT, _UNPACK
 from gradcli.language.ast_builder import ITEM_ASSIGNMENT
 from gradcli.language.lower.transforms import _FINISH, fresh, printed_text
 from gradcli.language.lower.pytrees import printed_leaves

@@ -41,10 +41,6 @@ class GradMode(ValueRecord):
 
     __slots__ = _fields = ("enabled", "pos")
 
-    def __init__(self, enabled, pos):
-        self.enabled = enabled
-        self.pos = pos
-
 
 class TorchState:
     """What the program's PyTorch autograd holds: the leaves and their .grad, the equation windows

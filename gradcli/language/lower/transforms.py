@@ -41,24 +41,13 @@ class FunctionRef(ValueRecord):
 
     __slots__ = _fields = ("fn", "name", "pos")
 
-    def __init__(self, fn, name, pos):
-        self.fn = fn
-        self.name = name
-        self.pos = pos
-
 
 class Transform(ValueRecord):
     """`jax.grad(f, argnums=0, has_aux=False)` and its kin: `kind` is grad, value_and_grad."""
 
     __slots__ = _fields = ("kind", "fn", "argnums", "has_aux", "pos", "by")
-
-    def __init__(self, kind, fn, argnums, has_aux, pos, by):
-        self.kind = kind
-        self.fn = fn
-        self.argnums = argnums  # an int or a tuple of ints
-        self.has_aux = has_aux
-        self.pos = pos
-        self.by = by  # as the program spelled it: "jax.grad"
+    argnums: int | tuple  # an int or a tuple of ints
+    by: str  # as the program spelled it: "jax.grad"
 
 
 class Tape(ValueRecord):
@@ -86,9 +75,6 @@ class TapeRecording(ValueRecord):
 
     __slots__ = _fields = ("tape",)
 
-    def __init__(self, tape):
-        self.tape = tape
-
 
 def fresh(lowering, x: int, pos: Pos, scope) -> int:
     return lowering.graph.add(OPS["identity"], (x,), {}, pos, "identity", scope.stack)
@@ -113,23 +99,12 @@ class Linear(ValueRecord):
 
     __slots__ = _fields = ("kind", "ys", "xs", "pos", "by")
 
-    def __init__(self, kind, ys, xs, pos, by):
-        self.kind = kind
-        self.ys = ys
-        self.xs = xs
-        self.pos = pos
-        self.by = by
-
 
 class Mapped(ValueRecord):
     """`jax.vmap(f, in_axes=0)`: f applied to each row of the mapped arguments, results stacked."""
 
     __slots__ = _fields = ("fn", "in_axes", "pos")
-
-    def __init__(self, fn, in_axes, pos):
-        self.fn = fn
-        self.in_axes = in_axes  # None: every argument mapped over axis 0; else one entry per argument
-        self.pos = pos
+    in_axes: object  # None: every argument mapped over axis 0; else one entry per argument
 
 
 def stack(lowering, ids: list, pos: Pos, scope) -> int:
@@ -189,20 +164,11 @@ class DictValue(ValueRecord):
 
     __slots__ = _fields = ("keys", "items", "pos")
 
-    def __init__(self, keys, items, pos):
-        self.keys = keys
-        self.items = items
-        self.pos = pos
-
 
 class Formatted(ValueRecord):
     """An f-string's fields as values, for print: [(text, value)]."""
 
     __slots__ = _fields = ("fields", "pos")
-
-    def __init__(self, fields, pos):
-        self.fields = fields
-        self.pos = pos
 
 
 FUNCTION_VALUES = (FunctionRef, Transform, Linear, Mapped)
@@ -218,22 +184,11 @@ class ClassValue(ValueRecord):
 
     __slots__ = _fields = ("name", "methods", "constants", "pos")
 
-    def __init__(self, name, methods, constants, pos):
-        self.name = name
-        self.methods = methods
-        self.constants = constants
-        self.pos = pos
-
 
 class ObjectValue(ValueRecord):
     """An object of a program's class: the attributes its methods set (`self.w = w`)."""
 
     __slots__ = _fields = ("cls", "attrs", "pos")
-
-    def __init__(self, cls, attrs, pos):
-        self.cls = cls
-        self.attrs = attrs
-        self.pos = pos
 
     def __hash__(self):
         return id(self)
@@ -246,11 +201,6 @@ class BoundMethod(ValueRecord):
     """`m.forward` taken as a value: the method with its object."""
 
     __slots__ = _fields = ("obj", "fn", "pos")
-
-    def __init__(self, obj, fn, pos):
-        self.obj = obj
-        self.fn = fn
-        self.pos = pos
 
 
 FUNCTION_VALUES = FUNCTION_VALUES + (ClassValue, ObjectValue, BoundMethod)
