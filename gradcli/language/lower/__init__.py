@@ -41,6 +41,8 @@ class _Lowering(Interpreter, Statements, Flow, GradientCalls, TorchAutograd, Tor
                  symbols: bool = False, numbers: NumberPolicy | None = None):
         super().__init__(module, source, feeds, call, symbols, MAX_LOWERING_STEPS, LOWERING_STEPS_PER_CHARACTER,
                          numbers)
+        # (read at every call: an instance's own attributes are read faster than its parts' defaults)
+        self.pasted, self.autocasts = False, ()
 
 
 # the policy of the programs lowered inside `numbers_read_by` (None: the plain reading)

@@ -21,8 +21,6 @@ from gradcli.ops import OPS
 class GradientCalls(PyTrees, ValuesApart):
     """Part of the lowering (gradcli.language.lower): in-program gradients as each library spells them."""
 
-    _numpy_under_tape = False  # (a default: reading it costs no AttributeError)
-
     # ------------------------------------------------------------------ library calls
     def call_gradient_api(self, node: ast.Call, values: list, scope: Scope, work: list):
         """A call that takes or sets up a gradient (None: its value comes by the work stack), or

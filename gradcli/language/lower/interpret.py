@@ -69,8 +69,6 @@ class Interpreter:
         self.variables: set = set()  # ids made by tf.Variable (a tape watches them)
         self.shown: list = []  # (source text, value id or None, whether printed): print() and bare expressions
         self.deleted: dict[str, Pos] = {}  # a top-level name -> where `del` unbound it
-        # (read at every call: an instance's own attributes are read faster than a mixin's defaults)
-        self.pasted, self.autocasts = False, ()
 
     def error(self, message: str, pos: Pos | None) -> GradcliError:
         return GradcliError(message, pos, self.source)
