@@ -4,6 +4,7 @@ a long run (GRADCLI_FUZZ_EXAMPLES set) explores new cases and prints the seed of
 The tests live in folders that mirror gradcli's packages; the helpers here (gradcheck,
 cli_helpers) and the generators some test modules share (test_fuzz's programs, test_values'
 hostile files, the op tables' CASES) are imported by module name from any folder."""
+import compileall
 import os
 import sys
 
@@ -15,6 +16,11 @@ for _folder in sorted(os.listdir(_HERE)):
         continue
     if os.path.isdir(os.path.join(_HERE, _folder)) and not _folder.startswith("snippets"):
         sys.path.insert(0, os.path.join(_HERE, _folder))
+
+# The tests start gradcli as a process hundreds of times; where PYTHONDONTWRITEBYTECODE is set
+# (as on some CI images), each start would compile the whole package from source again (a
+# fifth of the suite's time): it is compiled once here (compileall writes whatever that says).
+compileall.compile_dir(os.path.join(os.path.dirname(_HERE), "gradcli"), quiet=1)
 
 settings.register_profile("replay", derandomize=True)
 settings.register_profile("explore", derandomize=False, print_blob=True)
