@@ -30,14 +30,6 @@ from gradcli.language import syntax as ast
 from gradcli.engine.backends import BACKENDS, Backend, FileRef, backend as backend_named
 
 
-def _value_id(graph: Graph, name: str, option: str) -> int:
-    """The value a name given in the argument `option` stands for (OptionError if none)."""
-    try:
-        return graph.value_id(name, "name for {option}")
-    except GradcliError as err:
-        raise OptionError(err.message, option, err.pos, err.source, err.note) from None
-
-
 class _Answer(ValueRecord):
     """A command's answer: made from its `_fields` in order, positionally or by keyword; a field
     not given takes its default in `_defaults` (an empty dict or list is made anew each time)."""
@@ -430,7 +422,7 @@ class Program:
         def make() -> _Command:
             graph, _, lazy = self._compiled(runnable=True)
             printing = graph.printed and not prints  # a program that prints: each printed value, in print order
-            fetch = {p: _value_id(graph, p, "prints") for p in prints} if prints else \
+            fetch = {p: graph.option_value_id(p, "prints") for p in prints} if prints else \
                 {text: id_ for text, id_ in graph.printed if id_ is not None} if printing else \
                 {graph.result[0]: graph.result[1]}
             dtype, store = self.options.dtype, self.options.store
@@ -454,8 +446,8 @@ class Program:
         compiled, _, lazy = self._compiled(runnable=True)
         graph, dtype = compiled.fork(), self.options.dtype
         ys = of or [graph.result[0]]
-        y_ids = [_value_id(graph, y, "of") for y in ys]
-        x_ids = [_value_id(graph, x, "wrt") for x in wrt]
+        y_ids = [graph.option_value_id(y, "of") for y in ys]
+        x_ids = [graph.option_value_id(x, "wrt") for x in wrt]
         seeds = []  # each output's upstream gradient, an input of the graph (None: ones)
         for y, y_id in zip(ys, y_ids):
             if grad_ys and y in grad_ys:
@@ -631,8 +623,8 @@ class Program:
         """What `gradcli graph` shows: the equations `of` (default: the last statement) needs,
         their values, and with `wrt` each one's gradient d(of)/d(it)."""
         graph = self._host_graph(runnable=False).fork()
-        y = _value_id(graph, of, "of") if of else graph.result[1]
-        x_ids = [_value_id(graph, x, "wrt") for x in _names(wrt)]
+        y = graph.option_value_id(of, "of") if of else graph.result[1]
+        x_ids = [graph.option_value_id(x, "wrt") for x in _names(wrt)]
         nodes = needed_equations(graph, [y])
         cotangents: dict[int, int] = {}
         if x_ids:
@@ -676,7 +668,7 @@ class Program:
                 named = Program(self.text, name=self.name, call=self.call, feeds=self.feeds, symbols=True)._compiled()[0]
             except GradcliError:
                 raise err from None
-            _value_id(named, base, "wrt")
+            named.option_value_id(base, "wrt")
             program = self.with_feeds({base: float(low)})  # (any error is then the program's)
             graph = program._host_graph().fork()
         (of_name,), (y,), (x,) = _targets(graph, [of] if of else None, [base])
@@ -770,7 +762,7 @@ def _targets(graph: Graph, of: list[str] | None, wrt: list[str]) -> tuple[list[s
     if not wrt:
         raise OptionError("give at least one {option} NAME", "wrt")
     ys = of or [graph.result[0]]
-    return ys, [_value_id(graph, y, "of") for y in ys], [_value_id(graph, x, "wrt") for x in wrt]
+    return ys, [graph.option_value_id(y, "of") for y in ys], [graph.option_value_id(x, "wrt") for x in wrt]
 
 
 def _fill_unconnected(wrt, x_ids, blocks, unconnected, shape_of) -> dict:

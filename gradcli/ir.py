@@ -89,28 +89,28 @@ class Graph(ValueRecord):
     context: int | None = None
     differentiated: set
     _memo: dict
-    numbers = None  # (not a field: how the program's numbers are watched, not what it computes)
+    numbers: object  # (not a field: how the program's numbers are watched, not what it computes)
     # (not fields either) a gradient taken inside the program: equation id -> (the call that took
     # it as spelled, "tf.gradients", and its Pos); what the program prints: [(text, id or None)]
-    made_by = None
-    printed = None
+    made_by: dict | None
+    printed: list | None
     # (not a field) the inputs given neither values nor a shape, each taken to be a number
     # (`derive`, `graph`): {id: name}; a shape rule that fails on one of them says it needs a shape
-    unshaped = None
+    unshaped: dict | None
     # (not a field) the local names of the user functions called: {"loss.probs": [[_, value id]
     # of each call]}, which the options naming values may name (value_id)
-    local_values = None
+    local_values: dict | None
     # (not a field) the program's asserts on data given from outside, checked after evaluation:
     # (the condition's id, the message, the assert's Pos)
     assertions = ()
-    unread_inputs = frozenset()  # (not a field) input equations made from a ShapeOnly: no values yet
+    unread_inputs: frozenset  # (not a field) input equations made from a ShapeOnly: no values yet
     # (not a field) where the program casts (x.half()): equation id -> the type it is computed in,
     # for those not of the run's type (gradcli/ops/casts.py); None: the program casts nowhere.
     # `zero_dims_promote`: whether a 0-d value's type counts beside values of dimensions (NumPy's
     # and JAX's rule) or not (PyTorch's)
-    dtypes = None
+    dtypes: dict | None
     zero_dims_promote = True
-    accumulates_in_type = frozenset()  # (not a field) the cast parts' sums that add in their type (np.cumsum)
+    accumulates_in_type: frozenset  # (not a field) the cast parts' sums that add in their type (np.cumsum)
 
     def __init__(self, source, equations=NEW, shapes=NEW, names=NEW, inputs=NEW, value_names=NEW, result=None,
                  warnings=NEW, context=None, differentiated=NEW, _memo=NEW):
@@ -125,8 +125,8 @@ class Graph(ValueRecord):
         self.context = context
         self.differentiated = set() if differentiated is NEW else differentiated
         self._memo = {} if _memo is NEW else _memo
-        # (the defaults of what is no field, on the instance: read for every equation, a class's
-        # default would be read through Python's slow path for attributes)
+        # what is no field, declared above, starts here: on the instance, as what is read for
+        # every equation must be (a class's default is read through Python's slow path)
         self.numbers = self.dtypes = self.made_by = self.printed = self.unshaped = self.local_values = None
         self.unread_inputs = self.accumulates_in_type = frozenset()
 
@@ -383,6 +383,14 @@ class Graph(ValueRecord):
             if (eq.op.name == "input" and eq.params.get("value") is None) or any(j in found for j in eq.inputs):
                 found.add(i)
         return found
+
+    def option_value_id(self, name: str, option: str) -> int:
+        """The value a name given to the argument `option` (--of, --wrt, --print) stands for
+        (an OptionError naming the option if none)."""
+        try:
+            return self.value_id(name, "name for {option}")
+        except GradcliError as err:
+            raise OptionError(err.message, option, err.pos, err.source, err.note) from None
 
     def value_id(self, name: str, what: str = "name") -> int:
         if name in self.names:

@@ -24,7 +24,7 @@ from gradcli.autodiff import depends_on, gradients
 from gradcli.dtypes import finfo, numpy_dtype
 from gradcli.engine.evaluate import needed_equations, run
 from gradcli.engine.memory import check_memory
-from gradcli.errors import GradcliError, OptionError
+from gradcli.errors import OptionError
 from gradcli.ir import Graph
 from gradcli.limits import default_memory_limit
 from gradcli.records import Record
@@ -110,21 +110,14 @@ def relative_error(value, reference) -> float:
     return worst / largest
 
 
-def _value_id(graph: Graph, name: str, option: str) -> int:
-    try:
-        return graph.value_id(name, "name for {option}")
-    except GradcliError as err:
-        raise OptionError(err.message, option, err.pos, err.source, err.note) from None
-
-
 def _differentiated(graph: Graph, wrt: list[str], of: list[str], scale: float):
     """The graph with the seeds (scaled) and the cotangent of every operation on a path from
     the wrt values to the outputs: (y ids, {forward id: cotangent id}, first backward id)."""
     if not wrt:
         raise OptionError("give at least one {option} NAME", "wrt")
     ys = of or [graph.result[0]]
-    y_ids = [_value_id(graph, y, "of") for y in ys]
-    x_ids = [_value_id(graph, x, "wrt") for x in wrt]
+    y_ids = [graph.option_value_id(y, "of") for y in ys]
+    x_ids = [graph.option_value_id(x, "wrt") for x in wrt]
     first = len(graph.equations)
     seeds = [graph.add_input(f"grad_ys:{y}", np.full(graph.shapes[i], scale), label=f"seed of {y}")
              for y, i in zip(ys, y_ids)]

@@ -99,9 +99,9 @@ class Op:
 
     def __init__(self, name, forward, shape, vjp, args=("x",), params=None, **fields):
         setter = object.__setattr__
-        for key, value in fields.items():
-            if key not in _FIELD_DEFAULTS:
-                raise TypeError(f"Op.__init__() got an unexpected keyword argument '{key}'")
+        unknown = [key for key in fields if key not in _FIELD_DEFAULTS]
+        if unknown:
+            raise TypeError(f"Op.__init__() got an unexpected keyword argument '{unknown[0]}'")
         # every field on the record itself, defaults too: a default read from the class would
         # take Python's slow path for attributes, on every equation of every program
         for key, value in {**_FIELD_DEFAULTS, "name": name, "forward": forward, "shape": shape, "vjp": vjp,

@@ -41,7 +41,7 @@ class _Lowering(Interpreter, Statements, Flow, GradientCalls, TorchAutograd, Tor
                  symbols: bool = False, numbers: NumberPolicy | None = None):
         super().__init__(module, source, feeds, call, symbols, MAX_LOWERING_STEPS, LOWERING_STEPS_PER_CHARACTER,
                          numbers)
-        # (read at every call: an instance's own attributes are read faster than its parts' defaults)
+        # (the parts' state read at every call, on the instance: a class's default is read slowly)
         self.pasted, self.autocasts = False, ()
 
 

@@ -40,7 +40,7 @@ class AutocastRegions:
     """Part of the lowering (gradcli.language.lower): the autocast regions open (`self.autocasts`,
     innermost last); uses `self.cast`."""
 
-    autocasts: tuple = ()
+    autocasts: tuple  # (none open at first: set in _Lowering.__init__)
 
     def autocast_enter(self, context: Autocast) -> Autocast:
         self.autocasts = self.autocasts + (context,)

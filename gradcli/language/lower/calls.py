@@ -46,7 +46,7 @@ class Resolution:
     `self.globals`, `self.aliases`, `self.readings`, `self.sequence_ops`, `self.method_library`;
     uses the interpreter's and the binding's methods."""
 
-    pasted = False  # the program imports a library: its lists are Python's (set per lowering by imports)
+    pasted: bool  # the program imports a library: its lists are Python's (False in _Lowering.__init__; imports)
 
     def imports(self, stmt: ast.Import) -> None:
         self.pasted = True  # (a library's code: Python's lists, fold.list_arithmetic)

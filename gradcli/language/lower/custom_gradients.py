@@ -135,7 +135,7 @@ class CustomGradients:
             return
         rules = self.custom_rules.get(fn.name)
         if rules is None or (rules.fwd is None and rules.jvp is None and rules.jvps is None
-                             and rules.makers is None) or getattr(self, "_custom_depth", 0):
+                             and rules.makers is None) or self._custom_depth:
             return  # no rule given yet (or a call inside a rule): f's own derivative
         work.append((_FINISH, ("custom", "after_body", rules, xs, node, fixed, list(values[:count])), scope))
 
@@ -194,7 +194,7 @@ class CustomGradients:
 
     @property
     def custom_rules(self) -> dict:
-        rules = getattr(self, "_custom_rules", None)
+        rules = self._custom_rules
         if rules is None:
             rules = self._custom_rules = {}
         return rules
@@ -274,7 +274,7 @@ class CustomGradients:
 
         _, _, rules, xs, node, fixed, arguments = item
         y = self.materialize(values.pop(), scope, node.pos)
-        self._custom_depth = getattr(self, "_custom_depth", 0) + 1  # calls inside the rule: plain
+        self._custom_depth += 1  # calls inside the rule: plain
         work.append((_FINISH, ("custom", "depth_down"), scope))
         if rules.kind == "primitive":
             graph = self.graph

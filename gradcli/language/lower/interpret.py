@@ -3,11 +3,8 @@ expanded where they are called, inputs, and the explicit work stack that walks a
 (no recursion over the nesting depth; recursion of user functions is detected and refused)."""
 from __future__ import annotations
 
-import numpy as np
-
 from gradcli.errors import GradcliError, OptionError, Pos, Source
 from gradcli.language import syntax as ast
-from gradcli.language.ast_builder import ITEM_ASSIGNMENT
 from gradcli.language import dialects
 from gradcli.language.dialects.spelling import Distribution
 from gradcli.language.dialects import (
@@ -15,7 +12,7 @@ from gradcli.language.dialects import (
 from gradcli.language.lower.values import (
     NONE, AtIndexed, AtRef, Closure, IndexTrick, Literal, NumberPolicy, Scope, Text, TupleValue, float64)
 from gradcli.language.lower.transforms import (
-    _FINISH, FUNCTION_VALUES, GRADIENT_CALLS, DictValue, FunctionRef, Tape, TapeRecording, printed_text)
+    _FINISH, FUNCTION_VALUES, GRADIENT_CALLS, DictValue, FunctionRef, Tape, TapeRecording)
 from gradcli.ops import OPS
 from gradcli.ir import Equation, Graph, ShapeOnly
 
@@ -89,9 +86,7 @@ class Interpreter:
         pending = list(reversed(statements))
         while pending:
             stmt = pending.pop()
-            plain = type(stmt) is ast.Assign and (  # (`name = expression`: most lines, no compound statement)
-                type(stmt.value) is not ast.Call or stmt.value.symbol != ITEM_ASSIGNMENT)
-            if not plain and self.expand_statement(stmt, pending, top):
+            if self.expand_statement(stmt, pending, top):
                 continue
             if isinstance(stmt, ast.FuncDef):
                 self.globals[stmt.name] = stmt

@@ -45,6 +45,8 @@ class Statements:
     def expand_statement(self, stmt, pending: list, top: Scope) -> bool:
         """Handles a compound statement (pushing what it runs onto `pending`, last first);
         False where `stmt` is a plain one."""
+        if type(stmt) is ast.Assign:  # (first: most of a long program's lines; `x[i] = v` of a leaf)
+            return type(stmt.value) is ast.Call and stmt.value.symbol == ITEM_ASSIGNMENT and self.update_leaf_item(stmt, top)
         if isinstance(stmt, ast.For):
             items = self.loop_items(stmt, top)
             self.steps_left -= len(items)
@@ -101,8 +103,6 @@ class Statements:
         if isinstance(stmt, ast.SetAttribute):
             self.set_attribute(stmt, self.lower(stmt.value, top), top)
             return True
-        if isinstance(stmt, ast.Assign) and getattr(stmt.value, "symbol", None) == ITEM_ASSIGNMENT:
-            return self.update_leaf_item(stmt, top)
         if isinstance(stmt, ast.ClassDef):
             methods = {s.name: s for s in stmt.body if isinstance(s, ast.FuncDef)}
             constants = {s.name: self.lower(s.value, top) for s in stmt.body if isinstance(s, ast.Assign)}
@@ -313,7 +313,7 @@ class Statements:
         """`x[i] = v` where x is a PyTorch leaf that requires grad: refused where gradients are
         recorded, as PyTorch refuses it; under torch.no_grad() x is updated and stays the leaf.
         False where x is no such leaf (the update is a new value of x)."""
-        state = getattr(self, "_torch_state", None)
+        state = self._torch_state
         old = self.globals.get(stmt.name)
         if state is None or type(old) is not int or old not in state.leaves:
             return False
@@ -330,7 +330,7 @@ class Statements:
 
     def set_attribute(self, stmt, value, scope: Scope) -> None:
         target = self.resolve(stmt.target, scope) if isinstance(stmt.target, ast.Name) else None
-        state = getattr(self, "_torch_state", None)
+        state = self._torch_state
         if type(target) is int and stmt.name == "grad" and value is NONE and state is not None:
             for grads in (state.leaves, state.retained):  # `x.grad = None`: as before any backward()
                 if target in grads:

@@ -79,7 +79,7 @@ class TorchAutograd(GradCheck):
 
     @property
     def torch(self) -> TorchState:
-        state = getattr(self, "_torch_state", None)
+        state = self._torch_state
         if state is None:
             state = self._torch_state = TorchState()
         return state
@@ -87,7 +87,7 @@ class TorchAutograd(GradCheck):
     @property
     def torch_leaves(self) -> bool:
         """Whether the program has made a PyTorch leaf (`requires_grad=True`) so far."""
-        state = getattr(self, "_torch_state", None)
+        state = self._torch_state
         return state is not None and bool(state.leaves)
 
     def remember_tuple(self, written, value: int) -> None:
@@ -98,7 +98,7 @@ class TorchAutograd(GradCheck):
             self.torch.written_tuples[value] = written
 
     def torch_recorded(self):
-        state = getattr(self, "_torch_state", None)
+        state = self._torch_state
         if state is None or not (state.off_windows or state.modes):
             return None
         now = len(self.graph.equations)
@@ -107,7 +107,7 @@ class TorchAutograd(GradCheck):
     def requires_grad(self, x) -> bool:
         if type(x) is not int:
             return False
-        state = getattr(self, "_torch_state", None)
+        state = self._torch_state
         if state is None or not state.leaves:
             return False
         if x in state.leaves:
@@ -246,7 +246,7 @@ class TorchAutograd(GradCheck):
     def in_place_update(self, stmt: ast.Assign, value, scope: Scope):
         """`w -= lr * w.grad` where w is a leaf: PyTorch updates the leaf in place, so w stays the
         leaf (its .grad kept) under torch.no_grad(), and refuses it where gradients are recorded."""
-        state = getattr(self, "_torch_state", None)
+        state = self._torch_state
         old = self.globals.get(stmt.name)
         node = stmt.value
         if state is None or type(old) is not int or old not in state.leaves or not isinstance(node, ast.Call) \
