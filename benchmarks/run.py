@@ -3,6 +3,7 @@
     python benchmarks/run.py                 # everything (about 15 minutes on 2 cores)
     python benchmarks/run.py --quick         # smaller sizes: a smoke test (under a minute)
     python benchmarks/run.py --only terms    # one workload; --rounds N to change the rounds
+    python benchmarks/run.py --only regression --baseline DIR   # this code against DIR's (a source tree)
 
 The peers are the libraries installed beside this Python (`pip install -e '.[bench]'`: JAX and
 autograd; PyTorch's CPU wheel by hand, see benchmarks/README.md); a missing one gives "not installed".
@@ -29,6 +30,7 @@ import arrays  # noqa: E402
 import chunks  # noqa: E402
 import half  # noqa: E402
 import lines_shapes  # noqa: E402
+import regression  # noqa: E402
 from harness import Failed, Rounds, Table, call, environment, installed, mib, paired, process, seconds  # noqa: E402
 from peers import HESSIAN_PROGRAM  # noqa: E402
 from startup_numbers import numbers_startup  # noqa: E402
@@ -40,7 +42,8 @@ PY = sys.executable
 # that the peak resident size counts each run's buffers (glibc's moving threshold would have the
 # measured run reuse heap pages that the warm-up run left resident)
 MALLOC_ENV = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "131072"}
-WORKLOADS = ("startup", "arrays", "chunks", "terms", "deep", "lines", "lines_shapes", "hessian", "dask", "half")
+WORKLOADS = ("startup", "arrays", "chunks", "terms", "deep", "lines", "lines_shapes", "hessian", "dask", "half",
+             "regression")
 
 
 def log(msg: str) -> None:
@@ -277,6 +280,8 @@ def main() -> None:
     ap.add_argument("--only", choices=WORKLOADS, action="append", help="run this workload only (repeatable)")
     ap.add_argument("--rounds", type=int, help="rounds for every workload (default: per workload)")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds before a process is given up [300]")
+    ap.add_argument("--baseline", metavar="DIR", help="another version's source tree, for the workload 'regression' "
+                    "(this code against it on start-up, arrays, terms, deep and lines)")
     o = ap.parse_args()
     if not os.path.exists(GRADCLI):
         sys.exit(f"no gradcli console script beside {sys.executable}: pip install -e '.[bench]' first")
@@ -290,8 +295,10 @@ def main() -> None:
                          ("chunks", lambda table, o, tmp: chunks.workload(table, o, tmp, log)), ("terms", terms), ("deep", deep),
                          ("lines", lines), ("lines_shapes", lambda table, o, tmp: lines_shapes.run(
                              table, o, tmp, GRADCLI, paired, process, log)), ("hessian", hessian), ("dask", dask),
-                         ("half", lambda table, o, tmp: half.half_arrays(table, o, log))):
-            if o.only and name not in o.only:
+                         ("half", lambda table, o, tmp: half.half_arrays(table, o, log)),
+                         ("regression", lambda table, o, tmp: regression.run(
+                             table, o, tmp, PY, os.path.dirname(HERE), log))):
+            if (o.only and name not in o.only) or (name == "regression" and not o.only and not o.baseline):
                 continue
             log(f"{name} ...")
             try:
