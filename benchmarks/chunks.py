@@ -27,14 +27,13 @@ def _gradcli(dtype: str, checked: bool, threads: int | None):
     from gradcli.autodiff import gradients
     from gradcli.engine.backends import Backend
     from gradcli.engine.evaluate import run
-    from gradcli.io.files import load_file
     from gradcli.numerics.diagnostics import NumericsChecker
 
     backend = Backend()
     backend.threads = threads
 
     def ours(xs, ws):
-        x, w = load_file(xs, "x"), load_file(ws, "w")
+        x, w = backend.load(xs, "x"), backend.load(ws, "w")  # (as the command reads them: on the backend's threads)
         graph = api.compile_program(arrays.PROGRAM, "<bench>", {"x": x, "w": w})
         y = graph.names["L"]
         (gx,) = gradients(graph, [y], [graph.names["x"]])

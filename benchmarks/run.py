@@ -86,8 +86,9 @@ def startup(table: Table, o) -> None:
 # --------------------------------------------------------------------------- 2. big arrays
 
 def big_arrays(table: Table, o, tmp: str) -> None:
-    from gradcli.io.files import load_file
+    from gradcli.engine.backends import Backend
 
+    load_file = Backend().load  # (as the command reads them: on the threads the chunks may use)
     n = 1_000_000 if o.quick else 10_000_000
     rng = np.random.default_rng(0)
     x64, w64 = rng.standard_normal(n), rng.standard_normal(n)

@@ -83,8 +83,8 @@ class Backend:
         return {k: self.to_host(v) for k, v in values.items()}
 
     def load(self, spec: str, label: str, max_bytes: int | None = None):
-        """`PATH` (`.npy`, `.npz:KEY`, `.json`, `.csv`) as an array of this backend."""
-        return load_file(spec, label, max_bytes)
+        """`PATH` (`.npy`, `.npz:KEY`, `.json`, `.csv`) as an array (a big `.npy` read on the chunks' threads)."""
+        return load_file(spec, label, max_bytes, self.chunk_threads())
 
     def square_sum(self, value) -> float:
         """v.v in one pass over memory: BLAS dot where the value is contiguous (the fastest pass

@@ -26,6 +26,7 @@ from hypothesis.extra import numpy as hnp
 import gradcli.engine.evaluate  # noqa: F401 (imported before memory is measured: error messages use it)
 from gradcli.cli.run import in_cli_terms
 from gradcli.errors import GradcliError, format_error
+from gradcli.io import files
 from gradcli.io.files import load_file
 from gradcli.language.lower.literal import parse_value
 from test_fuzz import Tally  # (tests/robustness/test_fuzz.py: how a property test's cases ended)
@@ -369,6 +370,48 @@ def test_npy_larger_than_the_limit_is_refused_unread(tmp_path):
     assert peak[0] < MiB // 4
     # widening integers to float64 counts too
     assert "needs 1.5 MiB" in refusal(tmp_path, "int.npy", npy_bytes(np.zeros(100_000, dtype=np.int64)), max_bytes=MiB)
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.parametrize("arr", [
+    np.random.default_rng(5).standard_normal((3, 1001)), np.asfortranarray(np.random.default_rng(6).standard_normal((7, 333))),
+    np.random.default_rng(7).standard_normal(5000).astype(np.float32), np.arange(1000.0).astype(">f8"),
+    np.arange(3000, dtype=np.int16),
+])
+def test_a_large_npy_read_on_several_threads_is_the_same_array(tmp_path, monkeypatch, arr, threads):
+    """A .npy of PARALLEL_READ_BYTES or more is read in parts at once (what needs no conversion:
+    native floats, either order); every one gives np.load's array, dtype, order and all."""
+    monkeypatch.setattr(files, "PARALLEL_READ_BYTES", 1024)
+    path = tmp_path / "v.npy"
+    path.write_bytes(npy_bytes(arr))
+    parts = []
+    real = files._read_in_parts
+    monkeypatch.setattr(files, "_read_in_parts", lambda *a: parts.append(a[-1]) or real(*a))
+    got = load_file(str(path), "--set x", threads=threads)
+    expected = np.load(path)
+    expected = expected.astype(np.float64) if expected.dtype.kind != "f" else expected.astype(expected.dtype.newbyteorder("="))
+    assert got.dtype == expected.dtype and got.flags.f_contiguous == expected.flags.f_contiguous
+    np.testing.assert_array_equal(got, expected)
+    assert parts == ([threads] if arr.dtype.isnative and arr.dtype.kind == "f" else [])
+
+
+def test_a_npy_cut_short_while_read_in_parts_is_an_error(tmp_path, monkeypatch):
+    """The header promised the bytes (checked), then the file lost them before they were read."""
+    monkeypatch.setattr(files, "PARALLEL_READ_BYTES", 1024)
+    path = tmp_path / "v.npy"
+    path.write_bytes(npy_bytes(np.arange(4096.0)))
+    checked = files._npy_header
+
+    def then_truncated(fp, *args, **kwargs):
+        found = checked(fp, *args, **kwargs)
+        os.truncate(path, 20_000)
+        return found
+
+    monkeypatch.setattr(files, "_npy_header", then_truncated)
+    with pytest.raises(GradcliError) as err:
+        load_file(str(path), "--set x", threads=2)
+    assert str(err.value) == (f"--set x: cannot read '{path}' as .npy: the file is shorter than its header says "
+                              "(was it changed while being read?)")
 
 
 def test_non_regular_files_are_refused_without_waiting(tmp_path):
