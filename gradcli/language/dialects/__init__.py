@@ -70,6 +70,9 @@ FLOAT_DTYPES = {"float16", "float32", "float64", "double", "single", "half", "fl
                 "float8_e4m3fn", "float8_e5m2"}
 OTHER_DTYPES = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool", "bool_",
                 "int", "complex64", "complex128", "complex", "long"}
+# Constructors whose second positional argument is the dtype (`tf.constant([1, 2], tf.float32)`,
+# `np.array(x, float)`, `torch.as_tensor(x, torch.float64)`)
+DTYPE_SECOND_ARGUMENT = frozenset({"constant", "convert_to_tensor", "array", "asarray", "as_tensor"})
 # Functions of pasted code that are numbers: Keras' fuzz factor
 CONSTANT_FUNCTIONS = {"epsilon": 1e-7}
 # the names the lowering may read as something other than their op (numbers, shapes, casts)
@@ -206,3 +209,10 @@ def sizes_written_apart(library: str, op, count: int) -> bool:
 def empty_axes_refusal(library: str, label: str) -> str | None:
     """Why a reduction over an empty list of axes is refused in this library, or None."""
     return torch.empty_dims_refusal(label) if library == "torch" else None
+
+
+def integer_refusal(library: str | None, name: str) -> str | None:
+    """What a library does instead of gradcli's floating-point answer when `name` (as written,
+    prefix stripped) reduces an integer tensor (`tf.reduce_mean([1, 2])` is 1), or None."""
+    table = tensorflow.ON_INTEGERS if library == "tensorflow" else torch.ON_INTEGERS if library == "torch" else None
+    return None if table is None else table.get(name)

@@ -225,3 +225,11 @@ READINGS = {
 }
 
 ABSENT: dict = {}
+
+# Reductions whose answer on an integer tensor TensorFlow gives otherwise than gradcli's floating
+# point: name as written -> what TensorFlow does (gradcli refuses, saying so)
+ON_INTEGERS = {
+    "reduce_mean": "is an integer division in TensorFlow (tf.reduce_mean([1, 2]) is 1, not 1.5)",
+    "reduce_variance": "is an error in TensorFlow (TypeError: Input must be either real or complex)",
+    "reduce_std": "is an error in TensorFlow (TypeError: Input must be either real or complex)",
+}

@@ -373,6 +373,17 @@ READINGS = {
 
 ABSENT: dict = {}
 
+# Reductions that PyTorch refuses on an integer tensor (gradcli, computing in floating point,
+# would answer): name as written -> PyTorch's error
+ON_INTEGERS = {
+    "mean": "is an error in PyTorch (RuntimeError: mean(): could not infer output dtype. Input dtype must be "
+            "either a floating point or complex dtype)",
+    "nanmean": "is an error in PyTorch (RuntimeError: nanmean(): expected input to have floating point or complex "
+               "dtype)",
+    **{name: f"is an error in PyTorch (RuntimeError: {'std and var' if '_' not in name else name} only support "
+             "floating point and complex dtypes)" for name in ("var", "std", "var_mean", "std_mean")},
+}
+
 # Tensor methods whose receiver is not the first argument of the function of the same name:
 # x.where(condition, y) is torch.where(condition, x, y), x.polygamma(n) torch.polygamma(n, x)
 RECEIVER_PLACES = {"where": 1, "polygamma": 1}

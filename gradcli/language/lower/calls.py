@@ -10,13 +10,15 @@ import numpy as np
 
 from gradcli.errors import GradcliError, OptionError, Pos, ShapeError
 from gradcli.language import syntax as ast
+from gradcli.language.lower.integers import INTEGER_SENSITIVE, integer_refusal
 from gradcli.language.lower.transforms import FUNCTION_VALUES, NOT_MINE, ObjectValue
 from gradcli.language.lower.values import (
     NONE, AtIndexed, AtRef, Closure, Literal, Scope, Text, TupleValue, TypeName)
 from gradcli.language import dialects
 from gradcli.language.dialects import (
-    ABSENT, ATTRIBUTES, CONSTANT_FUNCTIONS, CONSTANTS, FIRST_ARGUMENT_KEYWORDS, FLOAT_DTYPES, KEYWORD_ALIASES,
-    OTHER_DTYPES, SEQUENCE_KEYWORDS, SPECIAL_CALLS, ReadingError, Spelling, meaning, split_spelling, strip_prefixes)
+    ABSENT, ATTRIBUTES, CONSTANT_FUNCTIONS, CONSTANTS, DTYPE_SECOND_ARGUMENT, FIRST_ARGUMENT_KEYWORDS, FLOAT_DTYPES,
+    KEYWORD_ALIASES, OTHER_DTYPES, SEQUENCE_KEYWORDS, SPECIAL_CALLS, ReadingError, Spelling, meaning, split_spelling,
+    strip_prefixes)
 from gradcli.ops import OPS, REQUIRED, Op, Sym, fmt_shape
 from gradcli.ops.casts import CANONICAL
 from gradcli.ops.shapes import nested_ints
@@ -256,9 +258,24 @@ class Resolution:
             raise self.unknown_call(node, name, bare)
         if type(op) is not Op:  # a dialect's transformation (not an op): it lowers the call itself
             return op(self, node, values, scope)
+        return self.call_as_read(node, values, scope, key, library, bare, op)
+
+    def call_as_read(self, node: ast.Call, values: list, scope: Scope, key: tuple, library, bare: str, op: Op):
+        """A call of `op`, read from its spelling (read_call): its reading resolved, remembered
+        under `key` where the spelling alone decides it, then bound and emitted."""
+        name = node.func
         # a call is remembered only where its spelling alone decides its reading: never where the
         # reading looks at what the arguments are (a constant, an input, an array) or rewrites them
         remember = bare not in SPECIAL_CALLS  # (call_special reads the values)
+        if self.pasted and bare in INTEGER_SENSITIVE:  # (`tf.reduce_mean([1, 2])` is 1 in TensorFlow)
+            remember = False
+            refused = integer_refusal(self, node, library, bare, op)
+            if refused is not None:
+                raise self.error(refused, node.pos)
+        if len(node.args) == 2 and bare in DTYPE_SECOND_ARGUMENT and library != "python":
+            remember = False  # (the dtype as its keyword: `tf.constant([1, 2], tf.float32)`)
+            node = ast.Call(node.func, node.args[:1], node.pos, [ast.Keyword("dtype", node.args[1], node.args[1].pos),
+                                                                 *node.keywords], node.symbol, node.method)
         if dialects.sizes_written_apart(library, op, len(node.args)):
             remember = False  # (`torch.ones(3, 4)`: the sizes as one shape)
             count = len(node.args)

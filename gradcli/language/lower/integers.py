@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from gradcli.language import dialects
 from gradcli.language import syntax as ast
 from gradcli.language.lower.values import Literal, Scope
 from gradcli.ops import OPS
@@ -39,15 +40,17 @@ def written_integer(lowering, node) -> bool:
             pending.extend(n.items)
         elif isinstance(n, ast.Call) and n.symbol == "-" and len(n.args) == 1:
             pending.append(n.args[0])
-        elif isinstance(n, ast.Call) and not n.method and n.args \
-                and lowering.spelled(n.func).rpartition(".")[2] in CONSTRUCTORS:
+        elif isinstance(n, ast.Call) and not n.method and n.args and (
+                lowering.spelled(n.func).rpartition(".")[2] in CONSTRUCTORS or _tf_range(lowering, n)):
             dtype = next((k.value for k in n.keywords if k.name == "dtype"), None)
+            if dtype is None and len(n.args) > 1 and lowering.spelled(n.func).rpartition(".")[2] in dialects.DTYPE_SECOND_ARGUMENT:
+                dtype = n.args[1]  # `tf.constant([1, 2], tf.float32)`, `np.array([1, 2], float)`
             if dtype is not None:
                 written = text[dtype.pos.start:dtype.pos.end] if dtype.pos.start >= 0 else ""
                 if "int" not in written:
                     return False
                 continue
-            pending.extend(n.args if n.func.endswith("arange") else n.args[:1])
+            pending.extend(n.args if n.func.endswith(("arange", "range")) else n.args[:1])
         elif isinstance(n, ast.Name) and n.id not in seen:
             seen.add(n.id)
             value = _assigned_before(lowering.module, n)
@@ -57,6 +60,51 @@ def written_integer(lowering, node) -> bool:
         else:
             return False
     return False
+
+
+def _tf_range(lowering, node: ast.Call) -> bool:
+    """`tf.range(4)`: int32 where its bounds are integers (PyTorch's deprecated torch.range is float)."""
+    return dialects.split_spelling(lowering.spelled(node.func)) == ("tensorflow", "range")
+
+
+# The names (prefix stripped) of calls whose answer on integer arguments a library gives
+# otherwise than gradcli's floating point (see integer_refusal): never remembered by spelling
+INTEGER_SENSITIVE = frozenset({*dialects.tensorflow.ON_INTEGERS, *dialects.torch.ON_INTEGERS, "power", "pow"})
+
+
+def integer_refusal(lowering, node: ast.Call, library: str | None, bare: str, op) -> str | None:
+    """Why a call of pasted code is refused, or None: its library holds the argument as integers
+    and answers otherwise than gradcli computing in floating point (an integer mean, an error)."""
+    first = node.args[0] if node.args else next(
+        (k.value for k in node.keywords if k.name in dialects.FIRST_ARGUMENT_KEYWORDS), None)
+    if first is None:
+        return None
+    written = f".{bare}()" if node.method else node.func
+    said = dialects.integer_refusal(library, bare)
+    if said is not None and written_integer(lowering, first):
+        prefix = "tf" if library == "tensorflow" else "torch"
+        return (f"{written} of an integer tensor {said}; gradcli computes in floating point: write the numbers "
+                f"as floats ([1., 2.]), give a float dtype (dtype={prefix}.float32) or cast the tensor to one")
+    if op.name == "power" and len(node.args) == 2 and _negative_integer(node.args[1], lowering) and (
+            written_integer(lowering, first) and not (node.symbol is not None and _python_number(first))):
+        # (Python's own 2 ** -1 is 0.5; every array library refuses an integer array's)
+        return (f"{node.symbol or written}: integers to a negative integer power are an error in NumPy, PyTorch, "
+                "JAX and TensorFlow (Integers to negative integer powers are not allowed); gradcli computes in "
+                "floating point: write the numbers as floats ([1., 2.]) or the power as one (** -1.0)")
+    return None
+
+
+def _python_number(node) -> bool:
+    """A number written as such (`2`, `-2`): a Python int, not an array."""
+    if isinstance(node, ast.Call) and node.symbol == "-" and len(node.args) == 1:
+        node = node.args[0]
+    return isinstance(node, ast.Number)
+
+
+def _negative_integer(node, lowering) -> bool:
+    """`-1`, `-2`: a negative integer written as such."""
+    return (isinstance(node, ast.Call) and node.symbol == "-" and len(node.args) == 1
+            and isinstance(node.args[0], ast.Number) and node.args[0].value > 0 and written_integer(lowering, node))
 
 
 def _assigned_before(module, name: ast.Name):

@@ -1,0 +1,105 @@
+"""Integer tensors of pasted code: gradcli computes in floating point, so where a library answers
+otherwise on integers (TensorFlow's integer mean) or refuses them (PyTorch's mean, every
+library's integer to a negative integer power), the call is refused saying what the library does;
+where the library's answer is the floating-point one, it is given. Each library's own answer,
+as it printed it, is in the comments (TensorFlow 2.21.0, PyTorch 2.13.0+cpu, NumPy 2.4.6,
+JAX 0.10.2)."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from gradcli import api
+from gradcli.errors import GradcliError
+
+TF, TORCH, NP = "import tensorflow as tf\n", "import torch\n", "import numpy as np\n"
+
+
+def value(program):
+    return next(iter(api.evaluate(program).outputs.values()))
+
+
+def refusal(program) -> str:
+    with pytest.raises(GradcliError) as info:
+        api.evaluate(program)
+    return str(info.value)
+
+
+@pytest.mark.parametrize("program,words", [
+    # tf.reduce_mean(tf.constant([1, 2])) -> tf.Tensor(1, shape=(), dtype=int32)
+    (TF + "y = tf.reduce_mean(tf.constant([1, 2]))", "tf.reduce_mean of an integer tensor is an integer division in "
+                                                      "TensorFlow (tf.reduce_mean([1, 2]) is 1, not 1.5)"),
+    # tf.reduce_mean([1, 2]) -> 1; tf.reduce_mean(tf.range(4)) -> 1
+    (TF + "y = tf.reduce_mean([1, 2])", "integer division in TensorFlow"),
+    (TF + "y = tf.math.reduce_mean(tf.range(4))", "tf.math.reduce_mean of an integer tensor"),
+    (TF + "y = tf.reduce_mean(input_tensor=[1, 2])", "integer division in TensorFlow"),
+    # tf.reduce_mean(tf.constant([[1, 2], [3, 6]]), 0) -> [2 4]
+    (TF + "x = tf.constant([[1, 2], [3, 6]])\ny = tf.reduce_mean(x, 0)", "integer division in TensorFlow"),
+    # tf.math.reduce_std(tf.constant([1, 2])) -> TypeError: Input must be either real or complex.
+    (TF + "y = tf.math.reduce_std(tf.constant([1, 2]))", "is an error in TensorFlow (TypeError: Input must be"),
+    # torch.mean(torch.tensor([1, 2, 3])) -> RuntimeError: mean(): could not infer output dtype. ...
+    (TORCH + "y = torch.tensor([1, 2, 3]).mean()", ".mean() of an integer tensor is an error in PyTorch (RuntimeError: "
+                                                   "mean(): could not infer output dtype"),
+    (TORCH + "y = torch.mean(torch.arange(4))", "torch.mean of an integer tensor is an error in PyTorch"),
+    # torch.tensor([1, 2, 3]).var() -> RuntimeError: std and var only support floating point and complex dtypes
+    (TORCH + "y = torch.var(torch.tensor([1, 2, 3]))", "(RuntimeError: std and var only support floating point"),
+    (TORCH + "x = torch.tensor([1, 2, 3])\ny = x.std()", ".std() of an integer tensor"),
+    # np.array([1, 2, 3]) ** -1 -> ValueError: Integers to negative integer powers are not allowed.
+    # (torch and tf: the same words; jnp: TypeError: Integers cannot be raised to negative powers)
+    (NP + "y = np.array([1, 2, 3]) ** -1", "**: integers to a negative integer power are an error"),
+    (NP + "y = np.power(np.arange(1, 4), -2)", "np.power: integers to a negative integer power"),
+    (TORCH + "y = torch.tensor([1, 2]) ** -1", "Integers to negative integer powers are not allowed"),
+])
+def test_what_a_library_does_otherwise_on_integers_is_refused_naming_it(program, words):
+    message = refusal(program)
+    assert words in message and "gradcli computes in floating point" in message, message
+
+
+@pytest.mark.parametrize("program,expected", [
+    # tf.reduce_mean(tf.constant([1., 2])) -> 1.5; tf.reduce_mean(tf.constant([1, 2], tf.float32)) -> 1.5
+    (TF + "y = tf.reduce_mean(tf.constant([1., 2]))", 1.5),
+    (TF + "y = tf.reduce_mean(tf.constant([1, 2], tf.float32))", 1.5),
+    (TF + "y = tf.reduce_mean(tf.constant([1, 2], dtype=tf.float64))", 1.5),
+    (TF + "y = tf.reduce_mean(tf.cast(tf.constant([1, 2]), tf.float32))", 1.5),
+    # keras.ops.mean promotes: tf.keras.ops.mean(tf.constant([1, 2])) -> 1.5 (float32)
+    (TF + "y = tf.keras.ops.mean(tf.constant([1, 2]))", 1.5),
+    # NumPy's and JAX's mean of integers is a float: np.mean(np.array([1, 2])) -> 1.5
+    (NP + "y = np.mean(np.array([1, 2]))", 1.5),
+    (TORCH + "y = torch.tensor([1, 2, 4]).float().mean()", np.float32(7 / 3)),  # (float32: tensor(2.3333))
+    (TORCH + "y = torch.as_tensor([1, 2], torch.float64).mean()", 1.5),
+    # np.array([1, 2, 3], float) ** -1 -> [1. 0.5 0.33333333]; Python's 2 ** -1 -> 0.5
+    (NP + "y = np.array([1, 2, 4], float) ** -1", [1, 0.5, 0.25]),
+    (NP + "y = np.array([1, 2, 4]) ** -1.0", [1, 0.5, 0.25]),
+    (NP + "y = 2 ** -1", 0.5),
+])
+def test_where_the_library_answers_in_floating_point_the_answer_is_given(program, expected):
+    np.testing.assert_array_equal(value(program), expected)
+
+
+def test_gradcli_s_own_language_reads_integers_as_numbers():
+    """Not pasted code (no library imported): every number is a float64, as the language says."""
+    assert value("y = mean([1, 2])") == 1.5
+    np.testing.assert_array_equal(value("y = [1, 2, 4] ** -1"), [1, 0.5, 0.25])
+
+
+def test_an_integer_call_written_again_after_a_float_one_is_still_refused():
+    """The reading of a spelling is remembered for the next call written the same way: never
+    where the argument's being integers decides."""
+    message = refusal(TF + "a = tf.reduce_mean(tf.constant([1., 2.]))\nb = tf.reduce_mean(tf.constant([1, 2]))")
+    assert message.startswith("tf.reduce_mean of an integer tensor")
+
+
+def test_the_refusal_is_a_positioned_exit_2():
+    done = subprocess.run([sys.executable, "-m", "gradcli", "eval", "-e", TF + "y = tf.reduce_mean([1, 2])"],
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("<expr>:2:5: error: tf.reduce_mean of an integer tensor"), done.stderr
+
+
+def test_a_tape_watches_a_constant_given_a_float_dtype_as_its_second_argument():
+    """tf.constant([1, 2], tf.float32) is float32 (TensorFlow 2.21.0: the tape's gradient of
+    sum(x * x) is [2. 4.]); its dtype was refused as a second argument before."""
+    program = (TF + "x = tf.constant([1, 2], tf.float32)\nwith tf.GradientTape() as t:\n    t.watch(x)\n"
+               "    y = tf.reduce_sum(x * x)\ng = t.gradient(y, x)")
+    np.testing.assert_array_equal(api.evaluate(program).outputs["g"], [2.0, 4.0])
