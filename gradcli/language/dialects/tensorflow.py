@@ -34,7 +34,7 @@ def _tensorflow_axis_zero(name):
 
 def _norm_reading(call):
     """tf.norm treats the array as one vector unless axis is a pair (NumPy's ord of a matrix is a
-    matrix norm): with ord it is refused, without it is vector_norm. torch.norm(x, p, dim) and
+    matrix norm): without axis or without ord it is vector_norm, with both it is refused. torch.norm(x, p, dim) and
     x.norm(p, dim) are PyTorch's own (norm_p: a number p is a vector norm over dim);
     torch.linalg.norm(x, ord, dim) is NumPy's (a matrix norm of a matrix)."""
     if call.library == "torch" and "linalg." in call.spelled:
@@ -42,11 +42,11 @@ def _norm_reading(call):
     if call.library == "torch":
         return "norm_p", {}
     if call.library == "tensorflow":
-        if call.positional > 1 or "ord" in call.keywords:
-            raise ReadingError(f"{call.library}'s norm with ord: TensorFlow's and torch.norm's ord applies to "
-                               "the flattened array unless axis is a pair, NumPy's to a matrix as a matrix norm; "
-                               "write vector_norm(x, ord=...) or matrix_norm(x, ord=...)")
-        return "vector_norm", {}
+        if (call.positional > 2 or "axis" in call.keywords) and (call.positional > 1 or "ord" in call.keywords):
+            raise ReadingError(f"{call.library}'s norm with ord and axis: TensorFlow's ord applies to the vectors "
+                               "along axis unless axis is a pair, then to matrices as a matrix norm; write "
+                               "vector_norm(x, ord=..., axis=...) or matrix_norm(x, ord=..., axis=...)")
+        return "vector_norm", {}  # (without axis, the whole tensor is one vector)
     return None
 
 

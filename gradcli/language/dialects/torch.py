@@ -57,6 +57,13 @@ def _moments_reading(name):
 
 
 def _moments_read(name, call):
+    if call.library == "torch" and call.kinds[1:2] == ("boolean",):
+        # PyTorch's older torch.std(x, unbiased): a bool second is no dimension
+        raise ReadingError(f"{call.name}() with True or False second: PyTorch reads it as unbiased (its older "
+                           f"signature, {call.name}(x, unbiased)), not as a dimension; write unbiased= or "
+                           "correction= by name")
+    if call.library == "torch" and call.positional in (3, 4) and set(call.kinds[2:]) == {"boolean"}:
+        return None  # x.var(dim, unbiased, keepdim): the bool binds to ddof, 1 for True and 0 for False
     if call.positional > 2:
         raise ReadingError(f"{call.name}() with {call.positional} arguments: NumPy's third argument is dtype, "
                            f"PyTorch's unbiased, TensorFlow's keepdims; write ddof= and keepdims= by name")

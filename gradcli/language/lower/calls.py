@@ -311,11 +311,14 @@ class Resolution:
         return self.error(f"unknown {what} '{'.' if node.method else ''}{name}'{hint}", node.pos)
 
     def written_kind(self, value, node) -> str:
-        """What an argument is, for an op's reading: "constant" (a number), "number input" (an
+        """What an argument is, for an op's reading: "constant" (a number), "boolean" (True or
+        False written), "number input" (an
         input of shape (), which pasted code may have meant as an int) or "array" (anything else:
         a computed value, a constant of more than one number, or one written as an array,
         `torch.tensor(0.0)`)."""
         if isinstance(value, Literal):
+            if value.boolean:
+                return "boolean"
             called = meaning(strip_prefixes(self.spelled(node.func))) \
                 if isinstance(node, ast.Call) and not node.method else None
             return "array" if value.value.ndim or called is OPS["identity"] else "constant"

@@ -1,9 +1,12 @@
-"""Integer tensors of pasted code: gradcli computes in floating point, so where a library answers
+"""Readings that depend on what an argument is written as, not only on the spelling.
+
+Integer tensors of pasted code: gradcli computes in floating point, so where a library answers
 otherwise on integers (TensorFlow's integer mean) or refuses them (PyTorch's mean, every
 library's integer to a negative integer power), the call is refused saying what the library does;
 where the library's answer is the floating-point one, it is given. Each library's own answer,
 as it printed it, is in the comments (TensorFlow 2.21.0, PyTorch 2.13.0+cpu, NumPy 2.4.6,
-JAX 0.10.2)."""
+JAX 0.10.2). Also a bool where PyTorch reads one (`torch.std(x, False)`), and `tf.norm`'s `ord`
+without an axis."""
 import subprocess
 import sys
 
@@ -103,3 +106,44 @@ def test_a_tape_watches_a_constant_given_a_float_dtype_as_its_second_argument():
     program = (TF + "x = tf.constant([1, 2], tf.float32)\nwith tf.GradientTape() as t:\n    t.watch(x)\n"
                "    y = tf.reduce_sum(x * x)\ng = t.gradient(y, x)")
     np.testing.assert_array_equal(api.evaluate(program).outputs["g"], [2.0, 4.0])
+
+
+# --------------------------------------------------------------------------- booleans and positions
+
+X2 = "x = torch.tensor([[3., 1., 5.], [2., -4., 0.5]])\n"
+
+
+def test_a_bool_second_to_torch_std_is_unbiased_not_a_dimension_and_is_refused():
+    """PyTorch 2.13.0: torch.std(x, False) -> tensor(2.7651) (unbiased=False over every element);
+    read as dim=0 it gave the three columns' deviations, a silently different number."""
+    for call in ("torch.std(x, False)", "x.std(True)", "torch.var(x, True)"):
+        message = refusal(TORCH + X2 + f"y = {call}")
+        assert "PyTorch reads it as unbiased" in message and "write unbiased= or correction= by name" in message
+
+
+@pytest.mark.parametrize("call,expected", [
+    # x.std(0, True, True) -> tensor([[0.7071, 3.5355, 3.1820]]); torch.var(x, 1, False, True) -> [[2.6667], [6.5000]]
+    ("x.std(0, True, True)", [[0.5 ** 0.5, 12.5 ** 0.5, 10.125 ** 0.5]]),
+    ("torch.var(x, 1, False, True)", [[8 / 3], [6.5]]),
+    ("torch.var(x, 1, False)", [8 / 3, 6.5]),
+    ("torch.std(x, dim=1, unbiased=False)", [(8 / 3) ** 0.5, 6.5 ** 0.5]),
+])
+def test_torch_moments_read_dim_unbiased_keepdim_positionally(call, expected):
+    np.testing.assert_allclose(value(TORCH + X2 + f"y = {call}"), expected, rtol=1e-15)
+
+
+@pytest.mark.parametrize("call,expected", [
+    # TensorFlow 2.21.0, A = [[3., 1.], [2., -4.]]: tf.norm(A, 1) -> 10.0, tf.norm(A, np.inf) -> 4.0,
+    # tf.norm(A, ord=1) -> 10.0, tf.norm(A) -> 5.477226, tf.norm(A, axis=1) -> [3.1622777 4.472136]
+    ("tf.norm(A, 1)", 10.0), ("tf.norm(A, ord=1)", 10.0), ("tf.norm(A, np.inf)", 4.0),
+    ("tf.norm(A)", 30 ** 0.5), ("tf.norm(A, axis=1)", [10 ** 0.5, 20 ** 0.5]),
+])
+def test_tf_norm_without_axis_is_the_norm_of_the_whole_tensor_as_one_vector(call, expected):
+    np.testing.assert_allclose(value(TF + NP + f"A = tf.constant([[3., 1.], [2., -4.]])\ny = {call}"), expected,
+                               rtol=1e-15)
+
+
+def test_tf_norm_with_ord_and_axis_is_refused():
+    """A pair of axes makes TensorFlow's ord a matrix norm's, one axis a vector norm's: the values decide."""
+    message = refusal(TF + "A = tf.constant([[3., 1.], [2., -4.]])\ny = tf.norm(A, ord=2, axis=[0, 1])")
+    assert "norm with ord and axis" in message and "matrix_norm(x, ord=..., axis=...)" in message
