@@ -105,3 +105,25 @@ def test_an_empty_dim_of_a_method_is_read_by_its_value_s_library(program, refuse
             value(TORCH_AND_NUMPY + program, x=U)
     else:
         np.testing.assert_allclose(value(TORCH_AND_NUMPY + program, x=U), np.exp(U), rtol=1e-15)
+
+
+@pytest.mark.parametrize("call,expected", [
+    # PyTorch 2.13.0: x = torch.tensor([1., 2.]); x.repeat(2) -> [1., 2., 1., 2.] (np.tile), x.repeat(2, 1) ->
+    # [[1., 2.], [1., 2.]]; x.repeat_interleave(2) -> [1., 1., 2., 2.] (np.repeat); x2 = [[1., 2.], [3., 4.]]:
+    # x2.repeat(1, 2) -> [[1., 2., 1., 2.], [3., 4., 3., 4.]], x2.repeat_interleave(2, dim=0) ->
+    # [[1., 2.], [1., 2.], [3., 4.], [3., 4.]], x2.repeat_interleave(2) -> [1., 1., 2., 2., 3., 3., 4., 4.]
+    ("x.repeat(2)", [1, 2, 1, 2]), ("x.repeat(2, 1)", [[1, 2], [1, 2]]), ("x.repeat_interleave(2)", [1, 1, 2, 2]),
+    ("torch.repeat_interleave(x, 2)", [1, 1, 2, 2]), ("x2.repeat(1, 2)", [[1, 2, 1, 2], [3, 4, 3, 4]]),
+    ("x2.repeat_interleave(2, dim=0)", [[1, 2], [1, 2], [3, 4], [3, 4]]),
+    ("x2.repeat_interleave(2)", [1, 1, 2, 2, 3, 3, 4, 4]),
+])
+def test_a_tensor_s_repeat_tiles_and_its_repeat_interleave_repeats(call, expected):
+    """PyTorch's x.repeat is np.tile (was refused as reading two ways although the receiver was a
+    tensor), its repeat_interleave np.repeat (was refused with repeat's words)."""
+    program = f"import torch\nx = torch.tensor([1., 2.])\nx2 = torch.tensor([[1., 2.], [3., 4.]])\ny = {call}"
+    np.testing.assert_array_equal(value(program), expected)
+
+
+def test_repeat_of_an_array_of_no_known_library_still_reads_two_ways():
+    with pytest.raises(GradcliError, match="reads two ways: NumPy's repeats each element"):
+        api.evaluate("y = x.repeat(2)", feeds={"x": U})

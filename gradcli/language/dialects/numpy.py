@@ -77,6 +77,10 @@ def _flip_reading(call):
 
 def _repeat_reading(call):
     # x.repeat(2, 3) is NumPy's repeat with axis=3, but PyTorch's tile by (2, 3)
+    if call.name == "repeat_interleave":  # PyTorch's np.repeat
+        return None
+    if call.method and call.library == "torch":
+        return "tile", {}
     if call.method and "axis" not in call.keywords:
         raise ReadingError("x.repeat(...) reads two ways: NumPy's repeats each element (np.repeat(x, n, axis)), "
                            "PyTorch's tiles the whole array (np.tile(x, reps)); write np.repeat(x, n, axis=...) "

@@ -479,8 +479,9 @@ class Binding:
             self.check_dtype(keyword_values[k], keywords[k].pos)
             del keywords[k], keyword_values[k]
         slots = op.slots
-        if node.method and len(positional) > len(slots) and len(slots) == 2 and slots[1] in ("shape", "axes"):
-            # NumPy's methods take a shape as separate numbers: x.reshape(2, 3), x.transpose(1, 0)
+        if node.method and len(positional) > len(slots) and len(slots) == 2 and slots[1] in ("shape", "axes", "reps"):
+            # NumPy's methods take a shape as separate numbers: x.reshape(2, 3), x.transpose(1, 0) (and
+            # PyTorch's x.repeat(2, 3), its tile)
             positional = [positional[0], TupleValue(positional[1:], node.pos)]
         given, where = self.bind_arguments(op, node, positional, keywords, keyword_values, label)
         absent = ABSENT.get(op.name, {})
