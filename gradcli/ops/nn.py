@@ -391,6 +391,13 @@ def _normalize(f, x, p, axis, eps):
     return x / clamp_min(f, n, float(eps))
 
 
+@composite("l2_normalize", ("x",), {"axis": None, "epsilon": 1e-12},
+           "x / sqrt(max(sum(x^2, axis), epsilon)): unit vectors along axis (every element when None)")
+def _l2_normalize(f, x, axis, epsilon):
+    squares = f.sum(f.square(x), axis=axis, keepdims=True)
+    return x / f.sqrt(clamp_min(f, squares, float(epsilon)))
+
+
 def _last_axes(x, normalized_shape, label):
     given = (normalized_shape,) if isinstance(normalized_shape, (int, float)) else normalized_shape
     if isinstance(given, str) or any(isinstance(d, str) or not math.isfinite(d) or d != int(d) for d in given):

@@ -221,6 +221,12 @@ def _optax_sce_int(f, x, z, axis):
     return -f.sum(f.where(onehot, logp, 0.0), axis=-1)
 
 
+@composite("sparse_softmax_cross_entropy", ("labels", "logits"), {},
+           "-log_softmax(logits)[labels] over the last axis: softmax cross entropy with class indices, labels first")
+def _sparse_sce(f, z, x):
+    return _optax_sce_int(f, x, z, -1)
+
+
 @composite("hinge_loss", ("predictor_outputs", "targets"), {}, "Optax: max(0, 1 - predictor_outputs targets)")
 def _optax_hinge(f, p, t):
     return f.maximum(1.0 - p * t, 0.0)

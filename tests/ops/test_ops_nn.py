@@ -332,6 +332,15 @@ CASES += [
      {"fixed": {"z": const(ONEHOT)}}),
     ("y = optax.softmax_cross_entropy_with_integer_labels(x, [1, 2])", {"x": normal()},
      lambda x: -log_softmax(x, -1)[[0, 1], [1, 2]], {}),
+    # TensorFlow's, labels first: tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits)
+    ("y = tf.nn.sparse_softmax_cross_entropy_with_logits([1, 2], x)", {"x": normal()},
+     lambda x: -log_softmax(x, -1)[[0, 1], [1, 2]], {}),
+    ("y = tf.nn.sparse_softmax_cross_entropy_with_logits(logits=x, labels=[2, 0])", {"x": normal()},
+     lambda x: -log_softmax(x, -1)[[0, 1], [2, 0]], {}),
+    # tf.nn.l2_normalize (tf.math.l2_normalize): x / sqrt(max(sum(x^2, axis), 1e-12))
+    ("y = tf.nn.l2_normalize(x, axis=1)", {"x": normal()}, lambda x: unit(x), {}),
+    ("y = tf.math.l2_normalize(x)", {"x": normal()}, lambda x: x / np.sqrt((x ** 2).sum()), {}),
+    ("y = tf.math.l2_normalize(x, axis=[0, 1], epsilon=1e3)", {"x": normal()}, lambda x: x / np.sqrt(1e3), {}),
     ("y = optax.hinge_loss(p, t)", {"p": u(-0.9, 0.9)}, lambda p, t: np.maximum(0, 1 - p * t),
      {"fixed": {"t": const([[1, -1, 1], [-1, 1, 1]])}}),
     ("y = optax.kl_divergence(lp, t)", {"lp": normal(), "t": u(0.05, 1)},

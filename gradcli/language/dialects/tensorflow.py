@@ -171,6 +171,7 @@ _KERAS_LOSSES = ("mean_squared_error", "mean_absolute_error", "mean_absolute_per
 NAMES = {
     # tf.constant([...]), tf.Variable([...]) in pasted code: the value itself
     "constant": "identity", "convert_to_tensor": "identity", "Variable": "identity",
+    "sparse_softmax_cross_entropy_with_logits": "sparse_softmax_cross_entropy",
     "truediv": "divide", "floordiv": "floor_divide", "floormod": "mod", "floor_mod": "mod",
     "clip_by_value": "clip",
     "reduce_sum": "sum", "reduce_mean": "mean", "reduce_prod": "prod", "reduce_max": "max", "reduce_min": "min",
