@@ -147,3 +147,23 @@ def test_tf_norm_with_ord_and_axis_is_refused():
     """A pair of axes makes TensorFlow's ord a matrix norm's, one axis a vector norm's: the values decide."""
     message = refusal(TF + "A = tf.constant([[3., 1.], [2., -4.]])\ny = tf.norm(A, ord=2, axis=[0, 1])")
     assert "norm with ord and axis" in message and "matrix_norm(x, ord=..., axis=...)" in message
+
+
+@pytest.mark.parametrize("program,expected", [
+    # TensorFlow 2.21.0, x = [0., 1., -1.] (float64), gradients from a tape:
+    # reduce_sum(tf.maximum(0., x)) -> [0. 1. 0.]: at the tie the gradient goes to the first argument (0.)
+    ("y = tf.reduce_sum(tf.maximum(0., x))", [0, 1, 0]),
+    # reduce_sum(tf.minimum(x, 0.) * [1., 2., 3.]) -> [1. 0. 3.]
+    ("y = tf.reduce_sum(tf.minimum(x, 0.) * tf.constant([1., 2., 3.]))", [1, 0, 3]),
+    # reduce_sum(tf.math.maximum(x, tf.zeros_like(x))) -> [1. 1. 0.]
+    ("y = tf.reduce_sum(tf.math.maximum(x, tf.zeros_like(x)))", [1, 1, 0]),
+    # NumPy's, JAX's and PyTorch's maximum split a tie evenly (torch.maximum's backward: 0.5 each)
+    ("y = np.sum(np.maximum(x, 0.))", [0.5, 1, 0]),
+])
+def test_tf_maximum_and_minimum_give_a_tie_s_gradient_to_their_first_argument(program, expected):
+    result = api.grad(TF + NP + program, wrt=["x"], feeds={"x": np.array([0.0, 1.0, -1.0])})
+    np.testing.assert_array_equal(result.gradients["x"], expected)
+    ties = [d for d in result.diagnostics if d.kind == "tie"]
+    assert len(ties) == 1 and ties[0].message.endswith(
+        "the gradient goes to the first argument there, as TensorFlow's does" if "tf." in program
+        else "the gradient is split evenly between the two arguments there"), ties

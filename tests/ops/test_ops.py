@@ -54,6 +54,8 @@ CASES = [
     ("y = a % b", {"a": lambda rng: rng.choice([-1.0, 1.0], (5,)) * rng.uniform(2.2, 2.8, (5,)),
                    "b": lambda rng: rng.uniform(1.0, 1.05, (5,))}),
     ("y = maximum(a, b)", {"a": normal((3, 1)), "b": normal((1, 4))}),
+    ("y = maximum_ties_first(a, b)", {"a": normal((3, 1)), "b": normal((1, 4))}),
+    ("y = minimum_ties_first(a, b)", {"a": normal((3, 1)), "b": normal((1, 4))}),
     ("y = minimum(a, b)", {"a": normal((3, 4)), "b": normal((4,))}),
     ("y = where(c, a, b)", {"a": normal((4,)), "b": normal((3, 1))}),
     ("y = clip(x, lo, hi)", {"x": lambda rng: rng.uniform(-3, 3, (8,)), "lo": lambda rng: rng.uniform(-2.1, -1.9, ()),
