@@ -268,6 +268,12 @@ def _extreme_vjp(g, ans, x, axis=None, keepdims=False):
     return _keep(g, x.shape, axis, keepdims) * tied / G.sum(tied, axis=axis, keepdims=True)
 
 
+def _first_extreme_vjp(g, ans, x, axis, keepdims=False):
+    # the first of tied extremes takes the gradient: the index PyTorch's max and min along a dim return
+    tied = G.equal(x, _keep(ans, x.shape, axis, keepdims))
+    return _keep(g, x.shape, axis, keepdims) * (tied * G.equal(G.cumsum(tied, axis=axis), 1.0))
+
+
 def _reduced_to(g: Sym, like: Sym) -> Sym:
     """g summed down to `like`'s shape where `like` was broadcast, before any more
     elementwise work (the engine would sum it afterwards, at full size)."""
@@ -538,6 +544,12 @@ _reduction("max", lambda xp, x, axis=None, keepdims=False: xp.max(x, axis=axis, 
 _reduction("min", lambda xp, x, axis=None, keepdims=False: xp.min(x, axis=axis, keepdims=keepdims),
            _extreme_vjp, _nonempty_reduction_shape, finite_closed=True,
            kink="extremes", reduce_ufunc="minimum")
+for _name, _ufunc_name in (("max", "maximum"), ("min", "minimum")):
+    register(Op(f"{_name}_first", (lambda fn: lambda xp, x, axis, keepdims=False: fn(xp, x, axis=axis, keepdims=keepdims))(
+                    OPS[_name].forward), _nonempty_reduction_shape, (_first_extreme_vjp,),
+                params={"axis": REQUIRED, "keepdims": False}, finite_closed=True, kink="extremes_first",
+                reduce_ufunc=_ufunc_name, public=False,
+                doc=f"{_name} along axis; at a tie the gradient goes to the first of the tied elements"))
 # d logsumexp(x) = softmax(x): computed shifted by the maximum, not as exp(x - ans), which
 # cancels catastrophically for large |x| (found by fuzzing: 1e-3 off at x ~ 1e13)
 _reduction("logsumexp", _logsumexp,
@@ -567,9 +579,10 @@ for _name, _fn in (("argmax", "argmax"), ("argmin", "argmin")):
     # PyTorch's torch.max(x, dim) / x.max(dim=...): the tuple (values, indices) along one axis
     register(Op(f"{_fn[3:]}_values_indices", None, None, None, params={"axis": REQUIRED, "keepdims": False},
                 parts=(lambda fn: lambda shape, axis, keepdims=False:
-                       [(fn[3:], {"axis": axis, "keepdims": keepdims}), (fn, {"axis": axis, "keepdims": keepdims})])(_fn),
+                       [(fn[3:] + "_first", {"axis": axis, "keepdims": keepdims}),
+                        (fn, {"axis": axis, "keepdims": keepdims})])(_fn),
                 fields=("values", "indices"),
-                public=False, doc="PyTorch's max/min along dim: (values, indices); tied values share the gradient"))
+                public=False, doc="PyTorch's max/min along dim: (values, indices); the index takes a tie's gradient"))
 
 register(Op("softmax", _softmax, _same_checking_axis,
             (lambda g, ans, x, axis=-1: ans * (g - G.sum(g * ans, axis=axis, keepdims=True)),),
