@@ -72,7 +72,7 @@ def kink_count(eq, value, args, xp):
         return xp.count_nonzero(counts > 1)
     if kink in ("pair", "pair_first"):
         return xp.count_nonzero(xp.broadcast_to(args[0] == args[1], value.shape))
-    if kink == "zero":
+    if kink in ("zero", "zero_right"):
         return xp.count_nonzero(args[0] == 0)
     return None
 
@@ -93,7 +93,8 @@ def kink_note(kink: str, label: str, count: int) -> tuple[str, str]:
         return "tie", (f"{label} has {count} equal pair{plural}; the gradient goes to the first argument "
                        "there, as TensorFlow's does")
     return "kink", (f"{label} is evaluated exactly at 0 for {count} element{plural}, where it has no "
-                    f"derivative; gradcli uses 0 there")
+                    f"derivative; " + ("JAX's rule takes the right derivative, 1, there" if kink == "zero_right"
+                                       else "gradcli uses 0 there"))
 
 
 # --------------------------------------------------------------------------- suggestions

@@ -385,6 +385,9 @@ _unary("sqrt", "sqrt", lambda g, ans, x: g / (2.0 * ans), bound=UNBOUNDED)
 _unary("square", "square", lambda g, ans, x: g * (2.0 * x), grows=True, bound=_bound_of_square, underflows="rounds")
 _unary("abs", lambda xp, x: xp.abs(x), lambda g, ans, x: g * G.sign(x), finite_closed=True, kink="zero",
        ufunc="absolute")
+# JAX's abs takes the right derivative, 1, at 0 (autograd's, TensorFlow's and PyTorch's take 0)
+_unary("abs_right_at_zero", lambda xp, x: xp.abs(x), lambda g, ans, x: g * G.where(G.less(x, 0.0), -1.0, 1.0),
+       finite_closed=True, kink="zero_right", ufunc="absolute", doc="|x|; its derivative at 0 is 1, the right one")
 _unary("sign", "sign", NOT_DIFFERENTIABLE, finite_closed=True, bound=(-1, 1))
 _unary("sin", "sin", lambda g, ans, x: g * G.cos(x), finite_closed=True, bound=(-1, 1))
 _unary("cos", "cos", lambda g, ans, x: -(g * G.sin(x)), finite_closed=True, bound=(-1, 1))

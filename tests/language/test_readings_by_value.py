@@ -167,3 +167,26 @@ def test_tf_maximum_and_minimum_give_a_tie_s_gradient_to_their_first_argument(pr
     assert len(ties) == 1 and ties[0].message.endswith(
         "the gradient goes to the first argument there, as TensorFlow's does" if "tf." in program
         else "the gradient is split evenly between the two arguments there"), ties
+
+
+JAX = "import jax\nimport jax.numpy as jnp\n"
+
+
+@pytest.mark.parametrize("program,expected,said", [
+    # JAX 0.10.2 (x64), x = [0., 1., -1., 0.5]: jax.grad(lambda x: jnp.sum(jnp.abs(x)))(x) -> [1. 1. -1. 1.]
+    ("y = jnp.sum(jnp.abs(x))", [1, 1, -1, 1], "JAX's rule takes the right derivative, 1, there"),
+    ("y = jnp.sum(jax.lax.abs(x))", [1, 1, -1, 1], "JAX's rule takes the right derivative, 1, there"),
+    # jnp.clip(x, 0., 1.) -> [0.5 0.5 0. 1.]; jnp.clip(x, min=0.) -> [0.5 1. 0. 1.];
+    # jnp.clip(x, max=0.5) -> [1. 0. 1. 0.5]
+    ("y = jnp.sum(jnp.clip(x, 0., 1.))", [0.5, 0.5, 0, 1], "split evenly"),
+    ("y = jnp.sum(jnp.clip(x, min=0.))", [0.5, 1, 0, 1], "split evenly"),
+    ("y = jnp.sum(jnp.clip(x, max=0.5))", [1, 0, 1, 0.5], "split evenly"),
+    # NumPy's (autograd's), TensorFlow's and PyTorch's: abs' (0) is 0, clip passes the gradient at its bounds
+    ("y = np.sum(np.abs(x))", [0, 1, -1, 1], "gradcli uses 0 there"),
+    ("y = np.sum(np.clip(x, 0., 1.))", [1, 1, 0, 1], None),
+])
+def test_jax_s_abs_and_clip_keep_jax_s_derivatives_at_their_kinks(program, expected, said):
+    result = api.grad(JAX + NP + program, wrt=["x"], feeds={"x": np.array([0.0, 1.0, -1.0, 0.5])})
+    np.testing.assert_array_equal(result.gradients["x"], expected)
+    notes = [d.message for d in result.diagnostics if d.kind in ("tie", "kink")]
+    assert (notes == []) if said is None else (len(notes) >= 1 and all(said in n for n in notes)), notes

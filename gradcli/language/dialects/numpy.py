@@ -175,7 +175,7 @@ READINGS = {
 # Array arguments that may be left out or written as None, and the value that stands for
 # them (clip's open bound: `np.clip(x, 0, None)`, `jnp.clip(x, min=0)`)
 ABSENT = {
-    "clip": {"lo": -math.inf, "hi": math.inf},
+    "clip": {"lo": -math.inf, "hi": math.inf}
 }
 
 # PyTorch's methods that NumPy's arrays (and JAX's, TensorFlow's) lack, where NumPy's function of

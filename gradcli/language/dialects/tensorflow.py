@@ -5,6 +5,7 @@ scans axis 0, its svd is reduced and ordered (s, u, v), Keras' losses average ea
 from __future__ import annotations
 
 from gradcli.language.dialects.spelling import ReadingError, Spelling
+from gradcli.language.dialects.numpy import jax_numpy
 
 
 def _library_default(op_name: str, param: str, values: dict, message: str, keywords=()):
@@ -200,9 +201,16 @@ def _ties_first(name):
     return lambda call: (f"{name}_ties_first", {}) if call.library == "tensorflow" else None
 
 
+def _clip_reading(call):
+    """tf.clip_by_value refuses lo > hi; jnp.clip is minimum(maximum(x, lo), hi), its ties split."""
+    if call.library in ("tensorflow", "keras"):
+        return "clip", {"ordered": True}
+    return ("clip_splitting_ties", {}) if jax_numpy(call) else None
+
+
 READINGS = {
     "maximum": _ties_first("maximum"), "minimum": _ties_first("minimum"),
-    "clip": lambda call: ("clip", {"ordered": True}) if call.library in ("tensorflow", "keras") else None,
+    "clip": _clip_reading,
     "matmul": lambda call: ("matmul_transposed", {}) if {"transpose_a", "transpose_b", "adjoint_a", "adjoint_b"}
     & set(call.keywords) else None,
     "cumsum": _tensorflow_axis_zero("cumsum"),
