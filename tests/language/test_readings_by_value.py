@@ -190,3 +190,26 @@ def test_jax_s_abs_and_clip_keep_jax_s_derivatives_at_their_kinks(program, expec
     np.testing.assert_array_equal(result.gradients["x"], expected)
     notes = [d.message for d in result.diagnostics if d.kind in ("tie", "kink")]
     assert (notes == []) if said is None else (len(notes) >= 1 and all(said in n for n in notes)), notes
+
+
+M = "x = np.array([[1., 2.], [3., 4.]])\n"
+
+
+@pytest.mark.parametrize("program,expected", [
+    # Python 3.11 with NumPy 2.4.6: sum(x) of a matrix iterates over its rows -> [4. 6.] (was 10.0, gradcli's
+    # own sum of every element); sum(np.ones((2, 2, 3))) -> twos of shape (2, 3); sum(x[0]) -> 3.0
+    ("y = sum(x)", [4, 6]), ("y = sum(x * 2) / 2", [4, 6]), ("y = sum(np.ones((2, 2, 3)))", np.full((2, 3), 2.0)),
+    ("y = sum(x[0])", 3), ("y = sum([x[0], x[1]])", [4, 6]), ("y = max(x[1])", 4),
+])
+def test_python_s_sum_of_a_matrix_in_pasted_code_adds_its_rows(program, expected):
+    np.testing.assert_array_equal(value(NP + M + program), expected)
+
+
+def test_python_s_max_of_a_matrix_is_refused_as_python_refuses_it():
+    """max(x) compares whole rows: ValueError: The truth value of an array with more than one element is ambiguous."""
+    message = refusal(NP + M + "y = max(x)")
+    assert message.startswith("max() of an array of 2 axes: Python's built-in max iterates over the first axis")
+
+
+def test_gradcli_s_own_sum_of_a_matrix_adds_every_element():
+    assert value("x = [[1., 2.], [3., 4.]]\ny = sum(x)") == 10.0
