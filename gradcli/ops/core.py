@@ -268,10 +268,14 @@ def _extreme_vjp(g, ans, x, axis=None, keepdims=False):
     return _keep(g, x.shape, axis, keepdims) * tied / G.sum(tied, axis=axis, keepdims=True)
 
 
-def _first_extreme_vjp(g, ans, x, axis, keepdims=False):
+def _first_extreme_vjp(g, ans, x, axis=None, keepdims=False):
     # the first of tied extremes takes the gradient: the index PyTorch's max and min along a dim return
     tied = G.equal(x, _keep(ans, x.shape, axis, keepdims))
-    return _keep(g, x.shape, axis, keepdims) * (tied * G.equal(G.cumsum(tied, axis=axis), 1.0))
+    if axis is None:  # (the first in the flattened order)
+        seen = G.reshape(G.cumsum(G.reshape(tied, shape=(math.prod(x.shape),)), axis=0), shape=x.shape)
+    else:
+        seen = G.cumsum(tied, axis=axis)
+    return _keep(g, x.shape, axis, keepdims) * (tied * G.equal(seen, 1.0))
 
 
 def _reduced_to(g: Sym, like: Sym) -> Sym:
@@ -548,7 +552,8 @@ _reduction("min", lambda xp, x, axis=None, keepdims=False: xp.min(x, axis=axis, 
            _extreme_vjp, _nonempty_reduction_shape, finite_closed=True,
            kink="extremes", reduce_ufunc="minimum")
 for _name, _ufunc_name in (("max", "maximum"), ("min", "minimum")):
-    register(Op(f"{_name}_first", (lambda fn: lambda xp, x, axis, keepdims=False: fn(xp, x, axis=axis, keepdims=keepdims))(
+    register(Op(f"{_name}_first", (lambda fn: lambda xp, x, axis=None, keepdims=False: fn(xp, x, axis=axis,
+                                                                                        keepdims=keepdims))(
                     OPS[_name].forward), _nonempty_reduction_shape, (_first_extreme_vjp,),
                 params={"axis": REQUIRED, "keepdims": False}, finite_closed=True, kink="extremes_first",
                 reduce_ufunc=_ufunc_name, public=False,

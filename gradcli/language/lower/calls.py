@@ -261,8 +261,7 @@ class Resolution:
         return self.call_as_read(node, values, scope, key, library, bare, op)
 
     def call_as_read(self, node: ast.Call, values: list, scope: Scope, key: tuple, library, bare: str, op: Op):
-        """A call of `op`, read from its spelling (read_call): its reading resolved, remembered
-        under `key` where the spelling alone decides it, then bound and emitted."""
+        """read_call's end for an op: its reading resolved, remembered under `key`, bound, emitted."""
         name = node.func
         # a call is remembered only where its spelling alone decides its reading: never where the
         # reading looks at what the arguments are (a constant, an input, an array) or rewrites them
@@ -299,9 +298,8 @@ class Resolution:
         return self.call_builtin(op, node, values, scope, preset)
 
     def iterated_by_python(self, op: Op, preset: dict, value, bare: str, pos: Pos) -> dict:
-        """Pasted code's built-in sum, max and min iterate over an array's first axis: `sum(x)` of
-        a matrix is its column sums (np.sum(x, axis=0)), `max(x)` compares whole rows, which NumPy
-        and PyTorch refuse. (gradcli's own `sum(x)` adds every element.)"""
+        """Pasted code's built-in sum, max and min iterate over the first axis: `sum(x)` of a matrix is
+        np.sum(x, axis=0); `max(x)` compares rows, which NumPy refuses (gradcli's own sum adds all)."""
         if op.name not in ("sum", "max", "min") or "axis" in preset or not isinstance(value, (int, Literal)):
             return preset
         ndim = len(self.shape_of(value))
@@ -309,10 +307,10 @@ class Resolution:
             return preset
         if op.name == "sum":
             return {**preset, "axis": 0}
-        raise self.error(f"{bare}() of an array of {ndim} axes: Python's built-in {bare} iterates over the first "
-                         "axis and compares whole rows, an error in NumPy and PyTorch (the truth value of an array "
-                         f"with more than one element is ambiguous); write np.{bare}(x) for every element, or "
-                         f"np.{bare}(x, axis=0)", pos)
+        raise self.error(f"{bare}() of an array of {ndim} axes: Python's built-in {bare} iterates over the first axis "
+                         "and compares whole rows, an error in NumPy and PyTorch (the truth value of an array with more "
+                         f"than one element is ambiguous); write np.{bare}(x) for every element, or np.{bare}(x, axis=0)",
+                         pos)
 
     def unknown_call(self, node: ast.Call, name: str, bare: str) -> GradcliError:
         """The error for a call of no op, method or function the program knows, with close names."""
