@@ -68,13 +68,10 @@ def _check_kinds(defaults: dict, given: dict) -> None:
 
 
 def reduce(f, loss: Sym, reduction) -> Sym:
+    _check_reduction(reduction)
     if reduction == "mean":
         return f.mean(loss)
-    if reduction == "sum":
-        return f.sum(loss)
-    if reduction == "none":
-        return loss
-    raise ShapeError(f"reduction must be 'mean', 'sum' or 'none', not {reduction!r}")
+    return f.sum(loss) if reduction == "sum" else loss
 
 
 def clamp_min(f, x: Sym, low) -> Sym:
