@@ -16,13 +16,9 @@ from gradcli.ops import casts
 
 # --------------------------------------------------------------------------- forward helpers
 
-def _dtype_of(xp, *arrays):
-    return xp.result_type(*arrays)
-
-
 def _compare(fn):
     def forward(xp, a, b):
-        return xp.astype(fn(a, b), _dtype_of(xp, a, b))
+        return xp.astype(fn(a, b), xp.result_type(a, b))
     return forward
 
 
