@@ -519,11 +519,8 @@ def _segment_reduce(xp, data, segment_ids, num_segments=None, kind="sum"):
     return on_host(xp, segment_reduce, data)
 
 
-def _take_rows(xp, x, rows):
-    return x[xp.asarray(rows, dtype=xp.int64)]
-
-
-register(Op("take_rows", _take_rows, lambda shape, rows: (len(rows),) + tuple(shape[1:]),
+register(Op("take_rows", lambda xp, x, rows: x[xp.asarray(rows, dtype=xp.int64)],
+            lambda shape, rows: (len(rows),) + tuple(shape[1:]),
             (lambda g, ans, x, rows: G.unsorted_segment_sum(g, segment_ids=rows, num_segments=x.shape[0]),),
             params={"rows": REQUIRED}, public=False, doc="x[rows] for a constant list of rows"))
 register(Op("unsorted_segment_sum", lambda xp, data, segment_ids, num_segments: _segment_reduce(

@@ -138,10 +138,6 @@ register(Op("solve_triangular", _solve_triangular, _solve_triangular_shape,
                 "default: upper; TensorFlow's: lower)"))
 
 
-def _det(xp, a):
-    return xp.linalg.det(a)
-
-
 def _cofactor(xp, a):
     """det(a) * inv(a)^T, also where a is singular (from the SVD: no division)."""
     if not _all_finite(xp, a):
@@ -166,8 +162,8 @@ def _matrix_of(g):  # (...) -> (..., 1, 1), to scale a stack of matrices
     return G.reshape(g, shape=g.shape + (1, 1))
 
 
-register(Op("det", _det, lambda a: _square(a)[:-2], (lambda g, ans, a: _matrix_of(g) * G.cofactor(a),),
-            doc="the determinant"))
+register(Op("det", lambda xp, a: xp.linalg.det(a), lambda a: _square(a)[:-2],
+            (lambda g, ans, a: _matrix_of(g) * G.cofactor(a),), doc="the determinant"))
 
 
 def _slogdet_parts(a):
