@@ -6,7 +6,7 @@ import math
 
 from gradcli.errors import ShapeError
 from gradcli.ops.shapes import (
-    _broadcast, _count, _keep, _nonempty_reduction_shape, _reduction_shape, _same, _spread, broadcast_shapes,
+    _broadcast, _count, _keep, _nonempty_reduction_shape, _same, _spread, broadcast_shapes,
     fmt_shape, normalize_axes, reduced_shape)
 from gradcli.ops.table import (
     NO_GRADIENT, NOT_DIFFERENTIABLE, OPS, REQUIRED, UNBOUNDED, DataError, Op, core_registered, register)
@@ -354,7 +354,7 @@ def _binary(name, forward, vjp, doc="", **hints):
                 doc=doc, **hints))
 
 
-def _reduction(name, forward, vjp, shape=_reduction_shape, doc="", **hints):
+def _reduction(name, forward, vjp, shape=reduced_shape, doc="", **hints):
     register(Op(name, forward, shape, (vjp,), params={"axis": None, "keepdims": False},
                 doc=doc, **hints))
 

@@ -50,7 +50,7 @@ def normalize_axes(axis, ndim: int) -> tuple[int, ...]:
     return tuple(sorted(out))
 
 
-def reduced_shape(shape, axis, keepdims):
+def reduced_shape(shape, axis=None, keepdims=False):
     axes = normalize_axes(axis, len(shape))
     if keepdims:
         return tuple(1 if i in axes else d for i, d in enumerate(shape))
@@ -77,10 +77,6 @@ def _same(shape, **_):
 
 def _broadcast(*shapes, **_):
     return broadcast_shapes(*shapes)
-
-
-def _reduction_shape(shape, axis=None, keepdims=False):
-    return reduced_shape(shape, axis, keepdims)
 
 
 # --------------------------------------------------------------------------- NumPy-only work on a device array
