@@ -10,9 +10,9 @@ from gradcli.ops.trace import G
 from gradcli.ops.table import NOT_DIFFERENTIABLE, REQUIRED, Op, register
 from gradcli.ops.core import _extreme_vjp, _reduction
 from gradcli.ops.shapes import (
-    _keep, _nonempty_reduction_shape, _spread, is_numpy, normalize_axes, on_host, reduced_shape)
+    FULL, _along, _keep, _nonempty_reduction_shape, _spread, is_numpy, normalize_axes, on_host, reduced_shape)
 from gradcli.ops.table import OPS
-from gradcli.ops.reduce import FULL, _along, _gather_along, _nonzero, _one_axis, _single_numbers
+from gradcli.ops.reduce import _gather_along, _nonzero, _one_axis, _single_numbers
 
 
 # --------------------------------------------------------------------------- norms

@@ -18,14 +18,7 @@ from gradcli.ops.trace import G
 from gradcli.ops.table import NO_GRADIENT, NOT_DIFFERENTIABLE, REQUIRED, DataError, Op, register
 from gradcli.ops.core import _reduction
 from gradcli.ops.shapes import (
-    _count, _keep, _nonempty_reduction_shape, _spread, broadcast_shapes, normalize_axes, on_host, reduced_shape)
-
-FULL = (None, None, None)  # a whole axis, as the static index of `G.index` / `G.scatter` spells slices
-
-
-def _along(axis: int, item) -> tuple:
-    """A static index selecting `item` (an int, or (start, stop, step)) on `axis`."""
-    return (FULL,) * axis + (item,)
+    _along, _count, _keep, _nonempty_reduction_shape, _spread, broadcast_shapes, normalize_axes, on_host, reduced_shape)
 
 
 def _shift_toward_start(a, axis: int):

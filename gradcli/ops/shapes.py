@@ -9,6 +9,14 @@ from gradcli.errors import ShapeError
 from gradcli.ops.trace import G, Sym
 
 
+FULL = (None, None, None)  # a whole axis, as the static index of `G.index` / `G.scatter` spells slices
+
+
+def _along(axis: int, item) -> tuple:
+    """A static index selecting `item` (an int, or (start, stop, step)) on `axis`."""
+    return (FULL,) * axis + (item,)
+
+
 def fmt_shape(shape) -> str:
     return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
 
