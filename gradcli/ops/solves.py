@@ -2,12 +2,6 @@
 (with their gradient rules) and the matrix exponential."""
 from __future__ import annotations
 
-
-# string's letters (the module is not imported at start-up: its Template compiles a regex)
-_LOWER = "abcdefghijklmnopqrstuvwxyz"
-_UPPER = _LOWER.upper()
-_LETTERS = _LOWER + _UPPER
-
 from gradcli.errors import ShapeError
 from gradcli.ops.trace import G
 from gradcli.ops.table import (
