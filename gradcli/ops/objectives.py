@@ -226,16 +226,12 @@ def _optax_hinge(f, p, t):
     return f.maximum(1.0 - p * t, 0.0)
 
 
+@composite("cosine_similarity_last", ("predictions", "targets"), {"epsilon": 0.0},
+           "Optax's cosine_similarity: sum(p t, axis=-1) / (sqrt(max(|p|^2, eps)) sqrt(max(|t|^2, eps)))", public=False)
 def _optax_cosine(f, p, t, epsilon):
     def unit(v):  # Optax clips the squared norm: sqrt(max(sum(v^2), epsilon))
         return v / f.sqrt(clamp_min(f, f.sum(f.square(v), axis=-1, keepdims=True), float(epsilon)))
     return f.sum(unit(p) * unit(t), axis=-1)
-
-
-@composite("cosine_similarity_last", ("predictions", "targets"), {"epsilon": 0.0},
-           "Optax's cosine_similarity: sum(p t, axis=-1) / (sqrt(max(|p|^2, eps)) sqrt(max(|t|^2, eps)))", public=False)
-def _optax_cos(f, p, t, epsilon):
-    return _optax_cosine(f, p, t, epsilon)
 
 
 @composite("cosine_distance", ("predictions", "targets"), {"epsilon": 0.0},
