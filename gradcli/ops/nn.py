@@ -26,7 +26,6 @@ from gradcli.ops.table import REQUIRED, UNBOUNDED, DataError, Op, register
 from gradcli.ops.shapes import broadcast_shapes, fmt_shape, normalize_axes
 
 
-
 def _unused(*_, **__):
     raise AssertionError("a composite op is expanded where it is called")
 
@@ -617,14 +616,10 @@ def _rsub(f, x, other, alpha):
     return other - (x if alpha == 1 else float(alpha) * x)
 
 
-@composite("clamp_min", ("input", "min"), {}, "max(input, min); the gradient passes where input >= min (PyTorch)")
-def _clamp_min(f, x, low):
-    return clamp_min(f, x, low)
-
-
-@composite("clamp_max", ("input", "max"), {}, "min(input, max); the gradient passes where input <= max (PyTorch)")
-def _clamp_max(f, x, high):
-    return clamp_max(f, x, high)
+composite("clamp_min", ("input", "min"), {}, "max(input, min); the gradient passes where input >= min (PyTorch)")(
+    clamp_min)
+composite("clamp_max", ("input", "max"), {}, "min(input, max); the gradient passes where input <= max (PyTorch)")(
+    clamp_max)
 
 
 @composite("clamp", ("input",), {"min": None, "max": None},
