@@ -359,7 +359,6 @@ def _reduction(name, forward, vjp, shape=reduced_shape, doc="", **hints):
                 doc=doc, **hints))
 
 
-
 _unary("negative", "negative", lambda g, ans, x: -g, finite_closed=True, involution=True,
        symbol="-", precedence=4, literal=lambda value: -value)
 _unary("identity", lambda xp, x: x, lambda g, ans, x: g,
