@@ -588,9 +588,7 @@ def _split_zarr(spec: str) -> tuple[str | None, str | None]:
     rest = spec[cut:].rstrip("/")
     if rest == "":
         return spec[:cut], None
-    if rest.startswith(":"):
-        return spec[:cut], rest[1:]
-    if rest.startswith("/"):  # DIR.zarr/NAME reads as a group member too
+    if rest[:1] in (":", "/"):  # DIR.zarr:NAME, and DIR.zarr/NAME reads as a group member too
         return spec[:cut], rest[1:]
     return None, None
 
