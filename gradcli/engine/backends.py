@@ -323,10 +323,8 @@ class DaskBackend(Backend):
     def _progress(self):
         import contextlib
         import sys
-        if not self.progress or not sys.stderr.isatty():
+        if not self.progress or not sys.stderr.isatty() or self.scheduler:  # a cluster's progress is on its dashboard
             return contextlib.nullcontext()
-        if self.scheduler:
-            return contextlib.nullcontext()  # a cluster's progress is on its dashboard
         from dask.diagnostics import ProgressBar
         return ProgressBar(minimum=1.0, out=sys.stderr)
 
