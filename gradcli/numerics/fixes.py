@@ -595,13 +595,10 @@ class Prover:
             if budget <= 0:
                 raise MemoryError
             numbers = self.numbers_of(program, budget)
-        except MemoryError:
+        except (MemoryError, GradcliError) as err:
+            if isinstance(err, GradcliError) and getattr(err, "option", None) != "max_memory":
+                return Verdict(False, f"the rewritten program fails: {err.message}")
             return Verdict(False, "proving it needs more memory than --max-memory leaves beside the original numbers")
-        except GradcliError as err:
-            if getattr(err, "option", None) == "max_memory":
-                return Verdict(False, "proving it needs more memory than --max-memory leaves beside the original "
-                                      "numbers")
-            return Verdict(False, f"the rewritten program fails: {err.message}")
         return judge(self.original, numbers, self.exact, self.setting.dtype, all(c.guard is None for c in chosen))
 
     def harmless(self, base: list[Candidate], trial: list[Candidate]) -> tuple[list, dict]:
