@@ -21,12 +21,6 @@ from gradcli.limits import default_memory_limit, describe_size
 _QUOTE_LINES_UP_TO = 100_000
 
 
-def _limit(max_bytes: int | None) -> int:
-    if max_bytes is None:
-        return default_memory_limit()
-    return max_bytes
-
-
 def max_dims() -> int:
     return 64 if int(np.__version__.split(".")[0]) >= 2 else 32
 
@@ -42,7 +36,7 @@ def load_file(spec: str, label: str, max_bytes: int | None = None) -> np.ndarray
     """`PATH` or `PATH.npz:KEY` as an array, allocating at most `max_bytes` for it."""
     import warnings
 
-    max_bytes = _limit(max_bytes)
+    max_bytes = default_memory_limit() if max_bytes is None else max_bytes
     path, key = spec, None
     lower = spec.lower()
     if ".npz:" in lower:
