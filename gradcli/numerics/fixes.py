@@ -119,12 +119,7 @@ class _Syntax:
 def _balanced(text: str, start: int, end: int) -> tuple[int, int]:
     """The span widened over the parentheses it opens or closes: an expression's span stops
     inside a parenthesised last operand (`1 / (x - 1)` ends before its `)`)."""
-    depth = 0
-    for ch in text[start:end]:
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
+    depth = text.count("(", start, end) - text.count(")", start, end)
     while depth > 0 and end < len(text):
         if text[end] == ")":
             depth -= 1
