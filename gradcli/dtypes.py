@@ -58,11 +58,6 @@ def numpy_dtype(name: str) -> np.dtype:
     return np.dtype(name)
 
 
-def is_half(dtype) -> bool:
-    """Whether values of this type (a name or a dtype) are computed in float32 and rounded to it."""
-    return (dtype if isinstance(dtype, str) else np.dtype(dtype).name) in HALF
-
-
 class Facts:
     """What a type can hold: `max` (its largest finite number), `tiny` (its smallest normal
     number: below it, digits are lost), `smallest_subnormal` (below half of it, a number becomes

@@ -121,14 +121,8 @@ def _answer_help() -> None:
         return
     if not text.isascii() and (out.encoding or "").lower().replace("_", "-") not in ("utf-8", "utf8"):
         return
-    try:  # whole, or exit 74 (a short write is finished or is an error); a reader gone is exit 0
-        streams.write_output([text])
-    except streams.ReaderGone:
-        streams.silence_stdout()
-    except streams.OutputError as exc:
-        streams.silence_stdout()
-        streams.say(f"gradcli: cannot write the output: {exc}")
-        sys.exit(streams.EXIT_OUTPUT)
+    # whole, or exit 74 (a short write is finished or is an error); a reader gone is exit 0 (main says so)
+    streams.write_output([text])
     sys.exit(0)
 
 
@@ -230,9 +224,9 @@ def main() -> None:
     streams.reserve_standard_fds()
     streams.take_signals("command")
     argv = sys.argv[1:]
-    if command_process and argv in (["--help"], ["-h"]):
-        _answer_help()
     try:
+        if command_process and argv in (["--help"], ["-h"]):
+            _answer_help()
         fast = _without_typer(argv)
         if fast is not None:
             function, kwargs = fast

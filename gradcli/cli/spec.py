@@ -74,10 +74,7 @@ class Param:
 
     def but(self, **changes) -> "Param":
         """This parameter with some of its fields changed (a command's own help for a shared option)."""
-        fields = {name: getattr(self, name) for name in self.__slots__}
-        fields.update(changes)
-        return Param(fields.pop("keyword"), fields.pop("names"), fields.pop("kind"), fields.pop("default"),
-                     fields.pop("help"), **fields)
+        return Param(**{**{name: getattr(self, name) for name in self.__slots__}, **changes})
 
 
 class Command:

@@ -307,7 +307,6 @@ class DaskBackend(Backend):
 
     def compute(self, values: dict) -> dict:
         """Every value in ONE dask.compute: work shared by outputs, gradients and checks is done once."""
-        import dask
         import numpy
 
         keys = list(values)
@@ -324,10 +323,8 @@ class DaskBackend(Backend):
     def _progress(self):
         import contextlib
         import sys
-        if not self.progress or not sys.stderr.isatty():
+        if not self.progress or not sys.stderr.isatty() or self.scheduler:  # a cluster's progress is on its dashboard
             return contextlib.nullcontext()
-        if self.scheduler:
-            return contextlib.nullcontext()  # a cluster's progress is on its dashboard
         from dask.diagnostics import ProgressBar
         return ProgressBar(minimum=1.0, out=sys.stderr)
 
@@ -428,7 +425,6 @@ class DaskBackend(Backend):
         optimised graph would read each input chunk a second time), as every value computed
         beside it is: dask.compute groups its results by the kind of collection."""
         import numpy
-        xp = self.xp
         per_block = value.map_blocks(_chunk_stats_block, new_axis=value.ndim,
                                      chunks=tuple((1,) * len(c) for c in value.chunks) + ((3,),),
                                      dtype=numpy.float64, meta=numpy.empty((0,) * (value.ndim + 1), numpy.float64))
@@ -544,7 +540,7 @@ def _dask_namespace(compat):
 
 
 # v.v of a chunk past which its finiteness and max|v| are looked at too: below the smallest
-# v.v at which the checker looks at headroom (float32's, diagnostics.HEADROOM_FACTOR below its
+# v.v at which the checker looks at headroom (float32's, formats.HEADROOM_FACTOR below its
 # largest, squared), v.v alone is read, so a chunk costs one pass
 _LARGE_SQUARE_SUM = (3.4028234663852886e38 / 1e3) ** 2
 
@@ -590,9 +586,7 @@ def _split_zarr(spec: str) -> tuple[str | None, str | None]:
     rest = spec[cut:].rstrip("/")
     if rest == "":
         return spec[:cut], None
-    if rest.startswith(":"):
-        return spec[:cut], rest[1:]
-    if rest.startswith("/"):  # DIR.zarr/NAME reads as a group member too
+    if rest[:1] in (":", "/"):  # DIR.zarr:NAME, and DIR.zarr/NAME reads as a group member too
         return spec[:cut], rest[1:]
     return None, None
 
@@ -840,16 +834,6 @@ def _quiet_numerics():
     """NumPy's floating-point warnings ignored in this (worker's) process."""
     import warnings
     warnings.filterwarnings("ignore", r"(overflow|underflow|invalid value|divide by zero) encountered", RuntimeWarning)
-
-
-def available(name: str) -> bool:
-    """Whether the backend's library can be imported here (the tests walk those that can)."""
-    import importlib.util
-    module = {"cpu": "numpy", "cuda": "cupy", "dask": "dask.array"}[name]
-    try:
-        return importlib.util.find_spec(module.split(".")[0]) is not None
-    except (ImportError, ValueError):
-        return False
 
 
 BACKENDS = {"cpu": Backend, "cuda": CupyBackend, "dask": DaskBackend}

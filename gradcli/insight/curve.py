@@ -67,13 +67,7 @@ def at_once(graph: Graph, base: str, of_name: str, xs: np.ndarray, order: int, e
     """All points in one run on `graph`, the program compiled with `base` fed as the vector of
     points (None where a tie or a kink must be placed at its point, which one run cannot say);
     `evaluate(graph, fetch)` runs a command's evaluation: (host values, diagnostics)."""
-    y, x = graph.names[of_name], graph.names[base]
-    ids = [y]
-    for _ in range(order):
-        (g,) = gradients(graph, [ids[-1]], [x])
-        if g is None:
-            g = graph.add_constant(np.zeros(len(xs)))
-        ids.append(g)
+    ids = _derivatives(graph, graph.names[of_name], graph.names[base], order, len(xs))
     host, diagnostics = evaluate(graph, {f"\0{k}": i for k, i in enumerate(ids)})
     if any(d.kind in MARKING for d in diagnostics):
         return None
@@ -96,13 +90,7 @@ def by_point(graph: Graph, y: int, x: int, index: tuple | None, xs: np.ndarray, 
         onehot = np.zeros(shape)
         onehot[index] = 1.0
         direction = graph.add_input("plot:direction", onehot)
-    ids = [y]
-    for k in range(order):
-        seeds = [direction] if (k > 0 and direction is not None) else None
-        (g,) = gradients(graph, [ids[-1]], [x], seeds)
-        if g is None:
-            g = graph.add_constant(np.zeros(shape))
-        ids.append(g)
+    ids = _derivatives(graph, y, x, order, shape, direction)
     check_memory(graph, ids, dtype, max_memory)
     columns = [np.empty(len(xs)) for _ in ids]
     marked: dict[int, list[str]] = {}
@@ -134,6 +122,17 @@ def by_point(graph: Graph, y: int, x: int, index: tuple | None, xs: np.ndarray, 
         _say_where(d, base_name, at)
         diagnostics.append(d)
     return columns[0], columns[1:], marked, diagnostics
+
+
+def _derivatives(graph: Graph, y: int, x: int, order: int, shape, direction: int | None = None) -> list[int]:
+    """y and its derivatives in x up to `order` (each past the first along `direction`, where
+    given); a derivative that does not depend on x is zeros of `shape`."""
+    ids = [y]
+    for k in range(order):
+        seeds = [direction] if (k > 0 and direction is not None) else None
+        (g,) = gradients(graph, [ids[-1]], [x], seeds)
+        ids.append(g if g is not None else graph.add_constant(np.zeros(shape)))
+    return ids
 
 
 def _point_name(key: str, of: str, wrt: str) -> str:

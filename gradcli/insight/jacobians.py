@@ -161,14 +161,7 @@ def jacobian(graph: Graph, y: int, xs: list[int], max_memory: int | None = None,
         _guard_blocks(graph, "Jacobian", n_x if mode == FORWARD else n_y, n_x * n_y, max_memory, y, text)
     if mode == FORWARD:
         return Jacobians([_columns(graph, [y], x, "jacobian direction", numbers)[0] for x in xs], mode)
-    out: list[np.ndarray | None] = [None] * len(xs)
-    seed = _seed(graph, graph.shapes[y], "jacobian seed")
-    grads = gradients(graph, [y], xs, [seed])
-    live = [g for g in grads if g is not None]
-    if live:
-        rows = iter(_rows(graph, seed, graph.shapes[y], live, numbers))
-        out = [next(rows) if g is not None else None for g in grads]
-    return Jacobians(out, mode)
+    return Jacobians(_gradient_rows(graph, y, xs, "jacobian seed", numbers), mode)
 
 
 def hessian(graph: Graph, y: int, xs: list[int], max_memory: int | None = None, text: bool = True,
@@ -204,7 +197,8 @@ def hessian(graph: Graph, y: int, xs: list[int], max_memory: int | None = None, 
             found = _columns(graph, [grads[i] for i in live], x, "hessian direction", numbers)
             pairs = [((i, k), block) for i, block in zip(live, found)]  # d grad_i / d x_k
         elif k in live:
-            pairs = list(zip([(k, j) for j in range(len(xs))], _gradient_rows(graph, grads[k], x, xs, numbers)))
+            rows = _gradient_rows(graph, grads[k], xs, "hessian seed", numbers)  # d grad_k / d x_j
+            pairs = list(zip([(k, j) for j in range(len(xs))], rows))
         else:
             continue
         for (i, j), block in pairs:
@@ -215,15 +209,17 @@ def hessian(graph: Graph, y: int, xs: list[int], max_memory: int | None = None, 
     return HessianBlocks(own, mixed, mode)
 
 
-def _gradient_rows(graph: Graph, g: int, x: int, xs: list[int], numbers: dict) -> list[np.ndarray | None]:
-    """d g / dXj for each Xj by reverse mode, one pass per element of g (shaped as X)."""
-    seed = _seed(graph, graph.shapes[x], "hessian seed")
-    hs = gradients(graph, [g], xs, [seed])
-    live = [h for h in hs if h is not None]
+def _gradient_rows(graph: Graph, y: int, xs: list[int], tag: str, numbers: dict) -> list[np.ndarray | None]:
+    """dY/dXj for each Xj by reverse mode, one pass per element of Y, each block shaped
+    Y.shape + Xj.shape (None where Y does not depend on Xj): a Jacobian's, or a Hessian's row
+    block (Y a gradient)."""
+    seed = _seed(graph, graph.shapes[y], tag)
+    grads = gradients(graph, [y], xs, [seed])
+    live = [g for g in grads if g is not None]
     if not live:
         return [None] * len(xs)
-    rows = iter(_rows(graph, seed, graph.shapes[x], live, numbers))
-    return [next(rows) if h is not None else None for h in hs]
+    rows = iter(_rows(graph, seed, graph.shapes[y], live, numbers))
+    return [next(rows) if g is not None else None for g in grads]
 
 
 # --------------------------------------------------------------------------- gradient check

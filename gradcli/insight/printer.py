@@ -33,8 +33,7 @@ def number(v: float) -> str:
         return "nan"
     if math.isinf(v):
         return "inf" if v > 0 else "-inf"
-    text = repr(float(v))
-    return text
+    return repr(float(v))
 
 
 def literal(value: np.ndarray) -> str:
@@ -222,12 +221,8 @@ class Printer:
             if (value is None and defaults.get(key) is None) or (key in defaults and defaults[key] == value) or (
                     eq.op.sequence and key == "counts"):
                 continue  # (a None that is not the default is written: sort(x, axis=None) flattens)
-            if value is None:
-                params.append(f"{key}=None")
-            elif isinstance(value, str):
+            if isinstance(value, str):
                 params.append(f"{key}={value!r}")
-            elif isinstance(value, bool):
-                params.append(f"{key}={value}")
             elif isinstance(value, tuple):
                 params.append(f"{key}=[{', '.join(str(v) for v in value)}]")
             else:

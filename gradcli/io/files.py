@@ -25,12 +25,6 @@ _QUOTE_LINES_UP_TO = 100_000
 PARALLEL_READ_BYTES = 16 << 20
 
 
-def _limit(max_bytes: int | None) -> int:
-    if max_bytes is None:
-        return default_memory_limit()
-    return max_bytes
-
-
 def max_dims() -> int:
     return 64 if int(np.__version__.split(".")[0]) >= 2 else 32
 
@@ -47,7 +41,7 @@ def load_file(spec: str, label: str, max_bytes: int | None = None, threads: int 
     is read by up to `threads` threads (the same bytes, only sooner)."""
     import warnings
 
-    max_bytes = _limit(max_bytes)
+    max_bytes = default_memory_limit() if max_bytes is None else max_bytes
     path, key = spec, None
     lower = spec.lower()
     if ".npz:" in lower:

@@ -13,6 +13,8 @@ or a number is never a crossing. Only the program's own equations are looked at,
 those of its gradients, and only their shapes: nothing is evaluated."""
 from __future__ import annotations
 
+import math
+
 from gradcli.ir import Graph
 
 # ops whose result's axes the program chose: a broadcast of such a value is asked for
@@ -51,8 +53,8 @@ def shaped_on_purpose(graph: Graph) -> list[bool]:
 def _crossed_length(shapes: list[tuple], result: tuple) -> int | None:
     """The length n that two operands hold on different axes, each where the other has 1 (or
     no axis), when the result is larger than every operand; None where there is none."""
-    size = _size(result)
-    if any(_size(s) >= size for s in shapes):
+    size = math.prod(result)
+    if any(math.prod(s) >= size for s in shapes):
         return None
     rank = len(result)
     padded = [(1,) * (rank - len(s)) + tuple(s) for s in shapes]
@@ -68,13 +70,6 @@ def _crossed_length(shapes: list[tuple], result: tuple) -> int | None:
             if holds_a and holds_b:
                 return n
     return None
-
-
-def _size(shape) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 def _transposed_pair(graph: Graph, operands: tuple) -> bool:
@@ -120,7 +115,7 @@ def _described(graph: Graph, j: int) -> str:
 def _suggestion(graph: Graph, operands: list, n: int) -> str:
     fixes = []
     for j in operands:
-        if len(graph.shapes[j]) > 1 and _size(graph.shapes[j]) == n:
+        if len(graph.shapes[j]) > 1 and math.prod(graph.shapes[j]) == n:
             written = _written(graph, j)
             how = f" with `{written if written.isidentifier() else f'({written})'}.reshape(-1)`" if written else ""
             fixes.append(f"{_described(graph, j)} to ({n},){how}")
@@ -162,7 +157,7 @@ def accidental_broadcasts(graph: Graph) -> list[tuple]:
 
 def _warning(graph: Graph, i: int, n: int) -> tuple:
     eq, shapes = graph.equations[i], graph.shapes
-    crossed = [j for j in eq.inputs if _size(shapes[j]) > 1]
+    crossed = [j for j in eq.inputs if math.prod(shapes[j]) > 1]
     message = (f"'{eq.label}' broadcasts " + " against ".join(_described(graph, j) for j in crossed)
                + f" into a {shapes[i]} result, larger than both: each of the {n} elements of one meets every one "
                "of the other's")

@@ -28,7 +28,6 @@ from gradcli.engine.evaluate import run
 from gradcli.numerics.hints import hints_of
 from gradcli.numerics.explain import Suggestions, classify, fmt_number, kink_count, kink_note
 from gradcli.numerics.broadcasts import accidental_broadcasts
-from gradcli.numerics.formats import HEADROOM_FACTOR  # noqa: F401 (float32's factor, which engine/backends.py names)
 from gradcli.dtypes import NAMES as FLOAT_NAMES
 from gradcli.numerics.formats import format_of, is_half, underflow_threshold
 from gradcli.numerics.rounding import Rounding

@@ -119,12 +119,7 @@ class _Syntax:
 def _balanced(text: str, start: int, end: int) -> tuple[int, int]:
     """The span widened over the parentheses it opens or closes: an expression's span stops
     inside a parenthesised last operand (`1 / (x - 1)` ends before its `)`)."""
-    depth = 0
-    for ch in text[start:end]:
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
+    depth = text.count("(", start, end) - text.count(")", start, end)
     while depth > 0 and end < len(text):
         if text[end] == ")":
             depth -= 1
@@ -595,13 +590,10 @@ class Prover:
             if budget <= 0:
                 raise MemoryError
             numbers = self.numbers_of(program, budget)
-        except MemoryError:
+        except (MemoryError, GradcliError) as err:
+            if isinstance(err, GradcliError) and getattr(err, "option", None) != "max_memory":
+                return Verdict(False, f"the rewritten program fails: {err.message}")
             return Verdict(False, "proving it needs more memory than --max-memory leaves beside the original numbers")
-        except GradcliError as err:
-            if getattr(err, "option", None) == "max_memory":
-                return Verdict(False, "proving it needs more memory than --max-memory leaves beside the original "
-                                      "numbers")
-            return Verdict(False, f"the rewritten program fails: {err.message}")
         return judge(self.original, numbers, self.exact, self.setting.dtype, all(c.guard is None for c in chosen))
 
     def harmless(self, base: list[Candidate], trial: list[Candidate]) -> tuple[list, dict]:

@@ -84,11 +84,7 @@ def _terms_reduced(args, params):  # sum, mean: the elements of one reduced slic
     a, axis = args[0], params.get("axis")
     if axis is None:
         return a.size
-    axes = axis if isinstance(axis, tuple) else (axis,)
-    count = 1
-    for k in axes:
-        count *= a.shape[k]
-    return count
+    return math.prod(a.shape[k] for k in (axis if isinstance(axis, tuple) else (axis,)))
 
 
 def _terms_scanned(args, params):  # cumsum: its last element adds the whole scanned axis

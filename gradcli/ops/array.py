@@ -29,17 +29,11 @@ import numpy as np
 from gradcli.ops.core import _reshape_shape
 from gradcli.ops.trace import G
 from gradcli.ops.table import REQUIRED, Op, register
-from gradcli.ops.shapes import fmt_shape, normalize_axes
+from gradcli.ops.shapes import _along, fmt_shape, normalize_axes
 from gradcli.errors import ShapeError
 
 MAX_INDICES = 100_000_000  # the most elements a constant index map (repeat, pad) or split may have
-FULL = (None, None, None)  # a whole axis, as the static index of `G.index` spells slices
 FLOAT_NAMES = {"float16", "float32", "float64", "double", "single", "half", "float", "bfloat16", "float_"}
-
-
-def _along(axis: int, item) -> tuple:
-    """A static index selecting `item` (an int, or (start, stop, step)) on `axis`."""
-    return (FULL,) * axis + (item,)
 
 
 def _axis(ndim: int, axis, what: str = "axis") -> int:

@@ -5,7 +5,6 @@ explicit padding; the libraries' spellings are composites (gradcli.ops.nn's `com
 normalize their arguments onto it."""
 from __future__ import annotations
 
-
 import numpy as np
 
 from gradcli.errors import ShapeError
@@ -17,11 +16,9 @@ from gradcli.ops.nn import composite
 
 # --------------------------------------------------------------------------- 2-D convolution
 #
-# One core, NHWC input (N, H, W, C) and HWIO filters (KH, KW, C, O), with strides, dilations
-# and explicit padding ((top, bottom), (left, right)); TensorFlow's and PyTorch's spellings are
-# composites that normalize their arguments onto it. The input gradient and the filter gradient
-# are ops too, and the three are each other's VJPs (the convolution is bilinear), so second
-# derivatives are exact.
+# The core's padding is explicit, ((top, bottom), (left, right)). The input gradient and the
+# filter gradient are ops too, and the three are each other's VJPs (the convolution is
+# bilinear), so second derivatives are exact.
 
 def _conv_out(size, k, stride, dilation, pad):
     span = (k - 1) * dilation + 1
@@ -267,8 +264,6 @@ def _torch_conv2d(f, x, w, bias, stride, padding, dilation, groups):
            tensors=("bias",), loose=("stride", "padding", "dilation"))
 def _conv1d(f, x, w, bias, stride, padding, dilation, groups):
     return _torch_conv(f, x, w, bias, stride, padding, dilation, groups, "conv1d", 1)
-
-
 
 
 # --------------------------------------------------------------------------- pooling over one axis

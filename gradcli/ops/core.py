@@ -6,7 +6,7 @@ import math
 
 from gradcli.errors import ShapeError
 from gradcli.ops.shapes import (
-    _broadcast, _count, _keep, _nonempty_reduction_shape, _reduction_shape, _same, _spread, broadcast_shapes,
+    _broadcast, _count, _keep, _nonempty_reduction_shape, _same, _spread, broadcast_shapes,
     fmt_shape, normalize_axes, reduced_shape)
 from gradcli.ops.table import (
     NO_GRADIENT, NOT_DIFFERENTIABLE, OPS, REQUIRED, UNBOUNDED, DataError, Op, core_registered, register)
@@ -16,13 +16,9 @@ from gradcli.ops import casts
 
 # --------------------------------------------------------------------------- forward helpers
 
-def _dtype_of(xp, *arrays):
-    return xp.result_type(*arrays)
-
-
 def _compare(fn):
     def forward(xp, a, b):
-        return xp.astype(fn(a, b), _dtype_of(xp, a, b))
+        return xp.astype(fn(a, b), xp.result_type(a, b))
     return forward
 
 
@@ -368,10 +364,9 @@ def _binary(name, forward, vjp, doc="", **hints):
                 doc=doc, **hints))
 
 
-def _reduction(name, forward, vjp, shape=_reduction_shape, doc="", **hints):
+def _reduction(name, forward, vjp, shape=reduced_shape, doc="", **hints):
     register(Op(name, forward, shape, (vjp,), params={"axis": None, "keepdims": False},
                 doc=doc, **hints))
-
 
 
 _unary("negative", "negative", lambda g, ans, x: -g, finite_closed=True, involution=True,

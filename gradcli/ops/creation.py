@@ -10,10 +10,10 @@ import numpy as np
 from gradcli.ops.trace import G
 from gradcli.ops.table import NO_GRADIENT, NOT_DIFFERENTIABLE, REQUIRED, DataError, Op, register
 from gradcli.ops.core import _index_shape, _basic_index
-from gradcli.ops.shapes import broadcast_shapes, fmt_shape
+from gradcli.ops.shapes import FULL, _along, broadcast_shapes, fmt_shape
 from gradcli.errors import ShapeError
 from gradcli.ops.array import (
-    FLOAT_NAMES, FULL, MAX_INDICES, _along, _axis, _back, _cotangent_zero, _int, _ints, _inverse,
+    FLOAT_NAMES, MAX_INDICES, _axis, _back, _cotangent_zero, _int, _ints, _inverse,
     _reshaped, _sizes_bounds, _slices, _split_length, _select_index, _shape_param)
 from gradcli.ops.selection import (
     _DIAGONAL, _diagonal_plan, _embed_diagonal, _gather_axis, _pad, _pad_shape, _pad_vjp, _part_number,

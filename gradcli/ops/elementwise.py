@@ -57,12 +57,14 @@ def _needs_scipy(shape_rule):
 
 def _scipy_unary(name, scipy_name, vjp, doc="", **hints):
     hints.setdefault("nonstandard", f"scipy.special's {scipy_name}")
+    hints.setdefault("bound", UNBOUNDED)  # (no bound on |result| follows from the inputs')
     register(Op(name, lambda xp, x: _special(xp, scipy_name)(x), _needs_scipy(_same),
                 vjp if isinstance(vjp, tuple) else (vjp,), elementwise=True, doc=doc, **hints))
 
 
 def _scipy_binary(name, scipy_name, vjp, args=("x", "y"), doc="", **hints):
     hints.setdefault("nonstandard", f"scipy.special's {scipy_name}")
+    hints.setdefault("bound", UNBOUNDED)
     register(Op(name, lambda xp, a, b: _special(xp, scipy_name)(a, b), _needs_scipy(_broadcast), vjp,
                 args=args, elementwise=True, doc=doc, **hints))
 
@@ -246,61 +248,55 @@ _binary("divide_no_nan", lambda xp, x, y: _where_zero(xp, y == 0, x / xp.where(y
 
 # --------------------------------------------------------------------------- SciPy's special functions
 
-_scipy_unary("erf", "erf", lambda g, ans, x: g * (TWO_OVER_SQRT_PI * G.exp(-(x * x))), bound=UNBOUNDED)
-_scipy_unary("erfc", "erfc", lambda g, ans, x: g * (-TWO_OVER_SQRT_PI * G.exp(-(x * x))), bound=UNBOUNDED)
-_scipy_unary("erfinv", "erfinv", lambda g, ans, x: g * (SQRT_PI_OVER_2 * G.exp(ans * ans)), bound=UNBOUNDED)
-_scipy_unary("erfcinv", "erfcinv", lambda g, ans, x: g * (-SQRT_PI_OVER_2 * G.exp(ans * ans)), bound=UNBOUNDED)
+_scipy_unary("erf", "erf", lambda g, ans, x: g * (TWO_OVER_SQRT_PI * G.exp(-(x * x))))
+_scipy_unary("erfc", "erfc", lambda g, ans, x: g * (-TWO_OVER_SQRT_PI * G.exp(-(x * x))))
+_scipy_unary("erfinv", "erfinv", lambda g, ans, x: g * (SQRT_PI_OVER_2 * G.exp(ans * ans)))
+_scipy_unary("erfcinv", "erfcinv", lambda g, ans, x: g * (-SQRT_PI_OVER_2 * G.exp(ans * ans)))
 _scipy_unary("erfcx", "erfcx", lambda g, ans, x: g * (2.0 * x * ans - TWO_OVER_SQRT_PI),
-             doc="exp(x^2) erfc(x)", bound=UNBOUNDED)
+             doc="exp(x^2) erfc(x)")
 _scipy_unary("ndtr", "ndtr", lambda g, ans, x: g * (INV_SQRT_2PI * G.exp(-0.5 * (x * x))),
-             doc="the standard normal CDF", bound=UNBOUNDED)
+             doc="the standard normal CDF")
 _scipy_unary("log_ndtr", "log_ndtr", lambda g, ans, x: g * (INV_SQRT_2PI * G.exp(-0.5 * (x * x) - ans)),
-             doc="log of the standard normal CDF", bound=UNBOUNDED)
+             doc="log of the standard normal CDF")
 _scipy_unary("ndtri", "ndtri", lambda g, ans, x: g * (SQRT_2PI * G.exp(0.5 * (ans * ans))),
-             doc="the inverse of the standard normal CDF", bound=UNBOUNDED)
-_scipy_unary("logit", "logit", lambda g, ans, x: g / (x * (1.0 - x)), doc="log(x / (1 - x))", bound=UNBOUNDED)
-_scipy_unary("entr", "entr", lambda g, ans, x: -(g * (G.log(x) + 1.0)), doc="-x log(x)", bound=UNBOUNDED)
-_scipy_unary("gammaln", "gammaln", lambda g, ans, x: g * G.digamma(x), doc="log |gamma(x)|",
-             bound=UNBOUNDED)
-_scipy_unary("digamma", "digamma", lambda g, ans, x: g * G.polygamma(1.0, x), bound=UNBOUNDED)
-_scipy_unary("gamma", "gamma", lambda g, ans, x: g * ans * G.digamma(x), bound=UNBOUNDED)
-_scipy_unary("rgamma", "rgamma", lambda g, ans, x: -(g * ans * G.digamma(x)), doc="1 / gamma(x)", bound=UNBOUNDED)
-_scipy_unary("gammasgn", "gammasgn", NOT_DIFFERENTIABLE, doc="the sign of gamma(x)", bound=UNBOUNDED)
+             doc="the inverse of the standard normal CDF")
+_scipy_unary("logit", "logit", lambda g, ans, x: g / (x * (1.0 - x)), doc="log(x / (1 - x))")
+_scipy_unary("entr", "entr", lambda g, ans, x: -(g * (G.log(x) + 1.0)), doc="-x log(x)")
+_scipy_unary("gammaln", "gammaln", lambda g, ans, x: g * G.digamma(x), doc="log |gamma(x)|")
+_scipy_unary("digamma", "digamma", lambda g, ans, x: g * G.polygamma(1.0, x))
+_scipy_unary("gamma", "gamma", lambda g, ans, x: g * ans * G.digamma(x))
+_scipy_unary("rgamma", "rgamma", lambda g, ans, x: -(g * ans * G.digamma(x)), doc="1 / gamma(x)")
+_scipy_unary("gammasgn", "gammasgn", NOT_DIFFERENTIABLE, doc="the sign of gamma(x)")
 _scipy_binary("polygamma", "polygamma", (None, lambda g, ans, n, x: g * G.polygamma(n + 1.0, x)), args=("n", "x"),
-              doc="polygamma(n, x): the n-th derivative of digamma (no gradient in n)", bound=UNBOUNDED)
+              doc="polygamma(n, x): the n-th derivative of digamma (no gradient in n)")
 _scipy_binary("beta", "beta", (lambda g, ans, a, b: g * ans * (G.digamma(a) - G.digamma(a + b)),
-                               lambda g, ans, a, b: g * ans * (G.digamma(b) - G.digamma(a + b))), args=("a", "b"),
-              bound=UNBOUNDED)
+                               lambda g, ans, a, b: g * ans * (G.digamma(b) - G.digamma(a + b))), args=("a", "b"))
 _scipy_binary("betaln", "betaln", (lambda g, ans, a, b: g * (G.digamma(a) - G.digamma(a + b)),
-                                   lambda g, ans, a, b: g * (G.digamma(b) - G.digamma(a + b))), args=("a", "b"),
-              bound=UNBOUNDED)
+                                   lambda g, ans, a, b: g * (G.digamma(b) - G.digamma(a + b))), args=("a", "b"))
 # regularized incomplete gamma and beta functions: gradients in x only (none in a, b)
 _scipy_binary("gammainc", "gammainc",
               (None, lambda g, ans, a, x: g * G.exp(G.xlogy(a - 1.0, x) - x - G.gammaln(a))), args=("a", "x"),
-              doc="gammainc(a, x): the regularized lower incomplete gamma function (no gradient in a)",
-              bound=UNBOUNDED)
+              doc="gammainc(a, x): the regularized lower incomplete gamma function (no gradient in a)")
 _scipy_binary("gammaincc", "gammaincc",
               (None, lambda g, ans, a, x: -(g * G.exp(G.xlogy(a - 1.0, x) - x - G.gammaln(a)))), args=("a", "x"),
-              doc="gammaincc(a, x): the regularized upper incomplete gamma function (no gradient in a)",
-              bound=UNBOUNDED)
+              doc="gammaincc(a, x): the regularized upper incomplete gamma function (no gradient in a)")
 register(Op("betainc", lambda xp, a, b, x: _special(xp, "betainc")(a, b, x), _needs_scipy(_broadcast),
             (None, None, lambda g, ans, a, b, x: g * G.exp(G.xlogy(a - 1.0, x) + G.xlog1py(b - 1.0, -x) - G.betaln(a, b))),
             args=("a", "b", "x"), elementwise=True, doc="betainc(a, b, x): gradient in x only", bound=UNBOUNDED))
 _scipy_binary("xlogy", "xlogy", (lambda g, ans, x, y: g * G.xlogy(G.not_equal(x, 0.0), y),
-                                 lambda g, ans, x, y: g * G.xdivy(x, y)), doc="x log(y), and 0 where x is 0",
-              bound=UNBOUNDED)
+                                 lambda g, ans, x, y: g * G.xdivy(x, y)), doc="x log(y), and 0 where x is 0")
 # SciPy's divergences, elementwise: rel_entr(x, y) = x log(x / y), kl_div(x, y) = x log(x / y) - x + y
 # (0 where x is 0 and y >= 0, plus y for kl_div; inf where x or y is negative, or y is 0 beside a
 # positive x). PyTorch's F.kl_div of the same name is a loss with its reduction (gradcli.ops.nn).
 _scipy_binary("rel_entr", "rel_entr", (lambda g, ans, x, y: g * (G.log(x / y) + 1.0),
                                        lambda g, ans, x, y: -(g * G.xdivy(x, y))),
-              doc="SciPy's relative entropy x log(x / y), elementwise (0 where x is 0)", bound=UNBOUNDED)
+              doc="SciPy's relative entropy x log(x / y), elementwise (0 where x is 0)")
 _scipy_binary("kl_div_elementwise", "kl_div", (lambda g, ans, x, y: g * G.log(x / y),
                                                 lambda g, ans, x, y: g * (1.0 - G.xdivy(x, y))),
-              doc="SciPy's kl_div: x log(x / y) - x + y, elementwise (y where x is 0)", bound=UNBOUNDED)
+              doc="SciPy's kl_div: x log(x / y) - x + y, elementwise (y where x is 0)")
 _scipy_binary("xlog1py", "xlog1py", (lambda g, ans, x, y: g * G.xlog1py(G.not_equal(x, 0.0), y),
-                                     lambda g, ans, x, y: g * G.xdivy(x, y + 1.0)), doc="x log1p(y), and 0 where x is 0",
-              bound=UNBOUNDED)
+                                     lambda g, ans, x, y: g * G.xdivy(x, y + 1.0)),
+              doc="x log1p(y), and 0 where x is 0")
 
 
 def _multigammaln(xp, a, d):
@@ -323,27 +319,23 @@ register(Op("multigammaln", _multigammaln, _needs_scipy(_multigammaln_shape),
 # Modified Bessel functions: d iv(v, x) = (iv(v-1, x) + iv(v+1, x)) / 2; the exponentially
 # scaled ive = iv exp(-|x|) adds -sign(x) ive.
 _scipy_binary("iv", "iv", (None, lambda g, ans, v, x: g * (0.5 * (G.iv(v - 1.0, x) + G.iv(v + 1.0, x)))),
-              args=("v", "x"), doc="iv(v, x): the modified Bessel function of the first kind (no gradient in v)",
-              bound=UNBOUNDED)
+              args=("v", "x"), doc="iv(v, x): the modified Bessel function of the first kind (no gradient in v)")
 _scipy_binary("ive", "ive", (None, lambda g, ans, v, x: g * (0.5 * (G.ive(v - 1.0, x) + G.ive(v + 1.0, x))
                                                               - G.sign(x) * ans)),
-              args=("v", "x"), doc="ive(v, x) = iv(v, x) exp(-|x|) (no gradient in v)", bound=UNBOUNDED)
-_scipy_unary("i0", "i0", lambda g, ans, x: g * G.i1(x), bound=UNBOUNDED)
-_scipy_unary("i1", "i1", lambda g, ans, x: g * (0.5 * (G.i0(x) + G.iv(2.0, x))), bound=UNBOUNDED)
-_scipy_unary("i0e", "i0e", lambda g, ans, x: g * (G.i1e(x) - G.sign(x) * ans), bound=UNBOUNDED)
-_scipy_unary("i1e", "i1e", lambda g, ans, x: g * (0.5 * (G.i0e(x) + G.ive(2.0, x)) - G.sign(x) * ans),
-             bound=UNBOUNDED)
+              args=("v", "x"), doc="ive(v, x) = iv(v, x) exp(-|x|) (no gradient in v)")
+_scipy_unary("i0", "i0", lambda g, ans, x: g * G.i1(x))
+_scipy_unary("i1", "i1", lambda g, ans, x: g * (0.5 * (G.i0(x) + G.iv(2.0, x))))
+_scipy_unary("i0e", "i0e", lambda g, ans, x: g * (G.i1e(x) - G.sign(x) * ans))
+_scipy_unary("i1e", "i1e", lambda g, ans, x: g * (0.5 * (G.i0e(x) + G.ive(2.0, x)) - G.sign(x) * ans))
 # Bessel functions: d jv(v, x) = (jv(v-1, x) - jv(v+1, x)) / 2, and the same for yv
 _scipy_binary("jv", "jv", (None, lambda g, ans, v, x: g * (0.5 * (G.jv(v - 1.0, x) - G.jv(v + 1.0, x)))),
-              args=("v", "x"), bound=UNBOUNDED,
-              doc="jv(v, x): the Bessel function of the first kind (no gradient in v)")
+              args=("v", "x"), doc="jv(v, x): the Bessel function of the first kind (no gradient in v)")
 _scipy_binary("yv", "yv", (None, lambda g, ans, v, x: g * (0.5 * (G.yv(v - 1.0, x) - G.yv(v + 1.0, x)))),
-              args=("v", "x"), bound=UNBOUNDED,
-              doc="yv(v, x): the Bessel function of the second kind (no gradient in v)")
-_scipy_unary("j0", "j0", lambda g, ans, x: -(g * G.j1(x)), bound=UNBOUNDED)
-_scipy_unary("j1", "j1", lambda g, ans, x: g * (0.5 * (G.j0(x) - G.jv(2.0, x))), bound=UNBOUNDED)
-_scipy_unary("y0", "y0", lambda g, ans, x: -(g * G.y1(x)), bound=UNBOUNDED)
-_scipy_unary("y1", "y1", lambda g, ans, x: g * (0.5 * (G.y0(x) - G.yv(2.0, x))), bound=UNBOUNDED)
+              args=("v", "x"), doc="yv(v, x): the Bessel function of the second kind (no gradient in v)")
+_scipy_unary("j0", "j0", lambda g, ans, x: -(g * G.j1(x)))
+_scipy_unary("j1", "j1", lambda g, ans, x: g * (0.5 * (G.j0(x) - G.jv(2.0, x))))
+_scipy_unary("y0", "y0", lambda g, ans, x: -(g * G.y1(x)))
+_scipy_unary("y1", "y1", lambda g, ans, x: g * (0.5 * (G.y0(x) - G.yv(2.0, x))))
 
 
 # --------------------------------------------------------------------------- neural-network activations

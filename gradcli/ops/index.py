@@ -89,8 +89,8 @@ def update(emit, constant, x: int, v: int | None, method: str, index: tuple, sha
     except ShapeError:
         fits = False
     if not fits:
-        raise ShapeError(f"values of shape {_fmt(v_shape)} cannot be written where the index selects "
-                         f"{_fmt(selected)} (they must broadcast to it)")
+        raise ShapeError(f"values of shape {fmt_shape(v_shape)} cannot be written where the index selects "
+                         f"{fmt_shape(selected)} (they must broadcast to it)")
     if tuple(v_shape) != selected:
         v = emit("broadcast_to", (v,), {"shape": selected})
     spread = emit("scatter", (v,), {"shape": tuple(shape), "index": index})
@@ -108,7 +108,3 @@ def update(emit, constant, x: int, v: int | None, method: str, index: tuple, sha
     factor = emit("where", (keep, constant(np.float64(1.0)), spread), {})
     name = {"multiply": "multiply", "mul": "multiply", "divide": "divide", "power": "power"}[method]
     return emit(name, (x, factor), {})
-
-
-def _fmt(shape) -> str:
-    return fmt_shape(tuple(shape))

@@ -241,11 +241,7 @@ def _product_with_scalar(rule, axes_of):
     return vjp
 
 
-def _dot(xp, a, b):
-    return xp.dot(a, b)
-
-
-register(Op("dot", _dot, _dot_shape,
+register(Op("dot", lambda xp, a, b: xp.dot(a, b), _dot_shape,
             (_product_with_scalar(_tensordot_vjp_a, _dot_axes), _product_with_scalar(_tensordot_vjp_b, _dot_axes)),
             args=("a", "b"),
             doc="NumPy's dot: the last axis of a with the second-to-last of b; a number multiplies",
@@ -279,14 +275,6 @@ register(Op("vdot", lambda xp, a, b: xp.asarray(xp.vdot(a, b)), _vdot_shape,
             args=("a", "b"), doc="the dot product of a and b flattened", nonstandard="NumPy's vdot"))
 
 
-def _outer_vjp_a(g, ans, a, b):
-    return G.reshape(G.matmul(g, G.reshape(b, shape=(-1,))), shape=a.shape)
-
-
-def _outer_vjp_b(g, ans, a, b):
-    return G.reshape(G.matmul(G.reshape(a, shape=(-1,)), g), shape=b.shape)
-
-
 def _outer_shape(a, b, flatten=True):
     if not flatten and (len(a) != 1 or len(b) != 1):  # torch.outer: NumPy's flattens
         raise ShapeError(f"outer of {fmt_shape(a)} and {fmt_shape(b)}: PyTorch's takes two vectors (NumPy's "
@@ -295,8 +283,9 @@ def _outer_shape(a, b, flatten=True):
 
 
 register(Op("outer", lambda xp, a, b, flatten=True: xp.outer(a, b), _outer_shape,
-            (lambda g, ans, a, b, flatten=True: _outer_vjp_a(g, ans, a, b),
-             lambda g, ans, a, b, flatten=True: _outer_vjp_b(g, ans, a, b)), args=("a", "b"),
+            (lambda g, ans, a, b, flatten=True: G.reshape(G.matmul(g, G.reshape(b, shape=(-1,))), shape=a.shape),
+             lambda g, ans, a, b, flatten=True: G.reshape(G.matmul(G.reshape(a, shape=(-1,)), g), shape=b.shape)),
+            args=("a", "b"),
             params={"flatten": True},
             doc="outer(a, b)[i, j] = a[i] * b[j] of a and b flattened (torch.outer: of two vectors)",
             nonstandard="NumPy's outer"))

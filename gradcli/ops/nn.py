@@ -26,7 +26,6 @@ from gradcli.ops.table import REQUIRED, UNBOUNDED, DataError, Op, register
 from gradcli.ops.shapes import broadcast_shapes, fmt_shape, normalize_axes
 
 
-
 def _unused(*_, **__):
     raise AssertionError("a composite op is expanded where it is called")
 
@@ -68,13 +67,10 @@ def _check_kinds(defaults: dict, given: dict) -> None:
 
 
 def reduce(f, loss: Sym, reduction) -> Sym:
+    _check_reduction(reduction)
     if reduction == "mean":
         return f.mean(loss)
-    if reduction == "sum":
-        return f.sum(loss)
-    if reduction == "none":
-        return loss
-    raise ShapeError(f"reduction must be 'mean', 'sum' or 'none', not {reduction!r}")
+    return f.sum(loss) if reduction == "sum" else loss
 
 
 def clamp_min(f, x: Sym, low) -> Sym:
@@ -635,14 +631,10 @@ def _rsub(f, x, other, alpha):
     return other - (x if alpha == 1 else float(alpha) * x)
 
 
-@composite("clamp_min", ("input", "min"), {}, "max(input, min); the gradient passes where input >= min (PyTorch)")
-def _clamp_min(f, x, low):
-    return clamp_min(f, x, low)
-
-
-@composite("clamp_max", ("input", "max"), {}, "min(input, max); the gradient passes where input <= max (PyTorch)")
-def _clamp_max(f, x, high):
-    return clamp_max(f, x, high)
+composite("clamp_min", ("input", "min"), {}, "max(input, min); the gradient passes where input >= min (PyTorch)")(
+    clamp_min)
+composite("clamp_max", ("input", "max"), {}, "min(input, max); the gradient passes where input <= max (PyTorch)")(
+    clamp_max)
 
 
 @composite("clamp", ("input",), {"min": None, "max": None},

@@ -10,9 +10,9 @@ from gradcli.ops.trace import G
 from gradcli.ops.table import NOT_DIFFERENTIABLE, REQUIRED, Op, register
 from gradcli.ops.core import _extreme_vjp, _reduction
 from gradcli.ops.shapes import (
-    _keep, _nonempty_reduction_shape, _spread, is_numpy, normalize_axes, on_host, reduced_shape)
+    FULL, _along, _keep, _nonempty_reduction_shape, _spread, is_numpy, normalize_axes, on_host, reduced_shape)
 from gradcli.ops.table import OPS
-from gradcli.ops.reduce import FULL, _along, _gather_along, _nonzero, _one_axis, _single_numbers
+from gradcli.ops.reduce import _gather_along, _nonzero, _one_axis, _single_numbers
 
 
 # --------------------------------------------------------------------------- norms
@@ -519,11 +519,8 @@ def _segment_reduce(xp, data, segment_ids, num_segments=None, kind="sum"):
     return on_host(xp, segment_reduce, data)
 
 
-def _take_rows(xp, x, rows):
-    return x[xp.asarray(rows, dtype=xp.int64)]
-
-
-register(Op("take_rows", _take_rows, lambda shape, rows: (len(rows),) + tuple(shape[1:]),
+register(Op("take_rows", lambda xp, x, rows: x[xp.asarray(rows, dtype=xp.int64)],
+            lambda shape, rows: (len(rows),) + tuple(shape[1:]),
             (lambda g, ans, x, rows: G.unsorted_segment_sum(g, segment_ids=rows, num_segments=x.shape[0]),),
             params={"rows": REQUIRED}, public=False, doc="x[rows] for a constant list of rows"))
 register(Op("unsorted_segment_sum", lambda xp, data, segment_ids, num_segments: _segment_reduce(
@@ -573,10 +570,11 @@ for _kind in ("max", "min"):
 
 # --------------------------------------------------------------------------- top_k, kthvalue, aminmax (tuples)
 
-def _top_k_plan(shape, k, axis=-1):
+def _k_plan(shape, k, axis=-1, least=0):
+    """The axis, k checked: an integer from `least` (top_k: 0, kthvalue: 1) to the axis length."""
     axis = _one_axis(shape, axis)
-    if not isinstance(k, int) or not 0 <= k <= shape[axis]:
-        raise ShapeError(f"k must be an integer from 0 to the axis length {shape[axis]}, not {k}")
+    if not isinstance(k, int) or not least <= k <= shape[axis]:
+        raise ShapeError(f"k must be an integer from {least} to the axis length {shape[axis]}, not {k}")
     return axis
 
 
@@ -590,7 +588,7 @@ def _top_k_indices(xp, x, k, axis=-1, largest=True, sorted=True):
 
 
 def _top_k_shape(shape, k, axis=-1, largest=True, sorted=True):
-    axis = _top_k_plan(shape, k, axis)
+    axis = _k_plan(shape, k, axis)
     return shape[:axis] + (k,) + shape[axis + 1:]
 
 
@@ -609,22 +607,15 @@ register(Op("top_k", None, None, None, params=dict(_TOP_K_PARAMS),
             doc="lax.top_k, tf.math.top_k, torch.topk: the tuple (values, indices) along the last axis"))
 
 
-def _kth_plan(shape, k, axis=-1):
-    axis = _one_axis(shape, axis)
-    if not isinstance(k, int) or not 1 <= k <= shape[axis]:
-        raise ShapeError(f"k must be an integer from 1 to the axis length {shape[axis]}, not {k}")
-    return axis
-
-
 def _kth_index(xp, x, k, axis=-1, keepdims=False):
-    axis = _kth_plan(x.shape, k, axis)
+    axis = _k_plan(x.shape, k, axis, least=1)
     index = _top_k_indices(xp, x, k, axis, largest=False)
     index = index[tuple(slice(k - 1, k) if i == axis else slice(None) for i in range(x.ndim))]
     return index if keepdims else xp.squeeze(index, axis=axis)
 
 
 def _kth_shape(shape, k, axis=-1, keepdims=False):
-    return reduced_shape(shape, _kth_plan(shape, k, axis), keepdims)
+    return reduced_shape(shape, _k_plan(shape, k, axis, least=1), keepdims)
 
 
 def _kth_vjp(g, ans, x, k, axis=-1, keepdims=False):

@@ -232,16 +232,12 @@ def _optax_hinge(f, p, t):
     return f.maximum(1.0 - p * t, 0.0)
 
 
+@composite("cosine_similarity_last", ("predictions", "targets"), {"epsilon": 0.0},
+           "Optax's cosine_similarity: sum(p t, axis=-1) / (sqrt(max(|p|^2, eps)) sqrt(max(|t|^2, eps)))", public=False)
 def _optax_cosine(f, p, t, epsilon):
     def unit(v):  # Optax clips the squared norm: sqrt(max(sum(v^2), epsilon))
         return v / f.sqrt(clamp_min(f, f.sum(f.square(v), axis=-1, keepdims=True), float(epsilon)))
     return f.sum(unit(p) * unit(t), axis=-1)
-
-
-@composite("cosine_similarity_last", ("predictions", "targets"), {"epsilon": 0.0},
-           "Optax's cosine_similarity: sum(p t, axis=-1) / (sqrt(max(|p|^2, eps)) sqrt(max(|t|^2, eps)))", public=False)
-def _optax_cos(f, p, t, epsilon):
-    return _optax_cosine(f, p, t, epsilon)
 
 
 @composite("cosine_distance", ("predictions", "targets"), {"epsilon": 0.0},
@@ -404,43 +400,39 @@ def _standardized(f, x, loc, scale):
     return z if scale is None else z / scale
 
 
-_NORM = {"loc": None, "scale": None}
+def _norm(name, doc, args=("x",)):
+    """Register a function of (x, loc=None, scale=None), loc and scale arrays or left out."""
+    return composite(name, args, {"loc": None, "scale": None}, doc, tensors=("loc", "scale"))
 
 
-@composite("norm_logpdf", ("x",), dict(_NORM), "the normal log density: -z^2/2 - log(scale) - log(2 pi)/2, "
-           "z = (x - loc) / scale", tensors=("loc", "scale"))
+@_norm("norm_logpdf", "the normal log density: -z^2/2 - log(scale) - log(2 pi)/2, z = (x - loc) / scale")
 def _norm_logpdf(f, x, loc, scale):
     z = _standardized(f, x, loc, scale)
     out = -0.5 * (z * z) - 0.5 * math.log(2 * math.pi)
     return out if scale is None else out - f.log(scale)
 
 
-@composite("norm_pdf", ("x",), dict(_NORM), "the normal density: exp(norm.logpdf)",
-           tensors=("loc", "scale"))
+@_norm("norm_pdf", "the normal density: exp(norm.logpdf)")
 def _norm_pdf(f, x, loc, scale):
     return f.exp(_norm_logpdf(f, x, loc, scale))
 
 
-@composite("norm_cdf", ("x",), dict(_NORM), "the normal distribution function: ndtr((x - loc) / scale)",
-           tensors=("loc", "scale"))
+@_norm("norm_cdf", "the normal distribution function: ndtr((x - loc) / scale)")
 def _norm_cdf(f, x, loc, scale):
     return f.ndtr(_standardized(f, x, loc, scale))
 
 
-@composite("norm_logcdf", ("x",), dict(_NORM), "log of the normal distribution function: log_ndtr((x - loc) / scale)",
-           tensors=("loc", "scale"))
+@_norm("norm_logcdf", "log of the normal distribution function: log_ndtr((x - loc) / scale)")
 def _norm_logcdf(f, x, loc, scale):
     return f.log_ndtr(_standardized(f, x, loc, scale))
 
 
-@composite("norm_sf", ("x",), dict(_NORM), "the normal survival function: ndtr(-(x - loc) / scale)",
-           tensors=("loc", "scale"))
+@_norm("norm_sf", "the normal survival function: ndtr(-(x - loc) / scale)")
 def _norm_sf(f, x, loc, scale):
     return f.ndtr(-_standardized(f, x, loc, scale))
 
 
-@composite("norm_ppf", ("q",), dict(_NORM), "the normal quantile function: loc + scale ndtri(q)",
-           tensors=("loc", "scale"))
+@_norm("norm_ppf", "the normal quantile function: loc + scale ndtri(q)", args=("q",))
 def _norm_ppf(f, q, loc, scale):
     z = f.ndtri(q)
     z = z if scale is None else z * scale

@@ -18,15 +18,7 @@ from gradcli.ops.trace import G
 from gradcli.ops.table import NO_GRADIENT, NOT_DIFFERENTIABLE, REQUIRED, DataError, Op, register
 from gradcli.ops.core import _reduction
 from gradcli.ops.shapes import (
-    _keep, _nonempty_reduction_shape, _spread, normalize_axes, on_host, reduced_shape)
-from gradcli.ops.shapes import broadcast_shapes
-
-FULL = (None, None, None)  # a whole axis, as the static index of `G.index` / `G.scatter` spells slices
-
-
-def _along(axis: int, item) -> tuple:
-    """A static index selecting `item` (an int, or (start, stop, step)) on `axis`."""
-    return (FULL,) * axis + (item,)
+    _along, _count, _keep, _nonempty_reduction_shape, _spread, broadcast_shapes, normalize_axes, on_host, reduced_shape)
 
 
 def _shift_toward_start(a, axis: int):
@@ -367,10 +359,6 @@ register(Op("partition", lambda xp, x, kth, axis=-1: _gather_along(xp, x, _argpa
 
 
 # --------------------------------------------------------------------------- moments: var, std, average
-
-def _count(shape, axis) -> int:
-    return math.prod(shape[a] for a in normalize_axes(axis, len(shape)))
-
 
 def _resolved_ddof(ddof, unbiased, default=0):
     """ddof (NumPy), correction (PyTorch, read as ddof) or unbiased (PyTorch's older spelling)."""

@@ -89,10 +89,6 @@ def _guarded(fn):
     return guarded
 
 
-def _divide(x, y):
-    return x / y
-
-
 def _maximum(x, y):  # NumPy's: a NaN wins, and a tie (0.0, -0.0) gives the second
     return x if x > y or x != x else y
 
@@ -119,14 +115,6 @@ def _power(x, y):
 
 def _square(x):
     return x * x
-
-
-def _negative(x):
-    return -x
-
-
-def _positive(x):
-    return +x
 
 
 def _where(condition, x, y):
@@ -156,12 +144,12 @@ class _Namespace:
     abs = absolute = staticmethod(_guarded(math.fabs))
     sign = staticmethod(_guarded(_sign))
     square = staticmethod(_guarded(_square))
-    negative = staticmethod(_guarded(_negative))
-    positive = staticmethod(_guarded(_positive))
+    negative = staticmethod(_guarded(operator.neg))
+    positive = staticmethod(_guarded(operator.pos))
     add = staticmethod(_guarded(operator.add))
     subtract = staticmethod(_guarded(operator.sub))
     multiply = staticmethod(_guarded(operator.mul))
-    divide = staticmethod(_guarded(_divide))
+    divide = staticmethod(_guarded(operator.truediv))
     pow = power = staticmethod(_guarded(_power))
     maximum = staticmethod(_guarded(_maximum))
     minimum = staticmethod(_guarded(_minimum))

@@ -22,14 +22,10 @@ import numpy as np
 
 from gradcli.errors import ShapeError
 from gradcli.ops.table import NO_GRADIENT, NOT_DIFFERENTIABLE, REQUIRED, DataError, Op, register
-from gradcli.ops.shapes import fmt_shape
+from gradcli.ops.shapes import FULL, _keep, broadcast_shapes, fmt_shape, on_host, reduced_shape, to_host
 from gradcli.ops.trace import G
-from gradcli.ops.shapes import _keep, on_host, reduced_shape, to_host
 from gradcli.ops.nn import composite
-from gradcli.ops.shapes import broadcast_shapes
 from gradcli.ops.index import IndexArray
-
-FULL = (None, None, None)  # a whole axis, as the static index of `index` / `scatter` spells slices
 
 
 # --------------------------------------------------------------------------- index values, checked at run time

@@ -163,13 +163,11 @@ def _repeat_shape(shape, repeats, axis=None):
 
 
 def _repeat(xp, x, repeats, axis=None):
-    indices, axis = _repeat_plan(x.shape, repeats, axis)
-    return _gather_axis(xp, xp.reshape(x, (-1,)), indices, 0) if axis is None else _gather_axis(xp, x, indices, axis)
+    return _take(xp, x, *_repeat_plan(x.shape, repeats, axis))
 
 
 def _repeat_vjp(g, ans, x, repeats, axis=None):
-    indices, axis = _repeat_plan(x.shape, repeats, axis)
-    return _take_vjp(g, ans, x, indices, axis)
+    return _take_vjp(g, ans, x, *_repeat_plan(x.shape, repeats, axis))
 
 
 register(Op("repeat", _repeat, _repeat_shape, (_repeat_vjp,), params={"repeats": REQUIRED, "axis": None},
@@ -602,8 +600,7 @@ register(Op("gather_flat", lambda xp, x, flat, shape: _gather_flat(xp, x, flat),
             (lambda g, ans, x, flat, shape: G.gather_flat_add(g, flat=flat, shape=x.shape),),
             params={"flat": REQUIRED, "shape": REQUIRED}, public=True,
             doc="the flattened x's elements at constant positions"))
-register(Op("gather_flat_add", lambda xp, g, flat, shape: _gather_flat_add(xp, g, flat, shape),
-            _gather_flat_add_shape,
+register(Op("gather_flat_add", _gather_flat_add, _gather_flat_add_shape,
             (lambda g, ans, v, flat, shape: G.gather_flat(g, flat=flat, shape=shape),),
             params={"flat": REQUIRED, "shape": REQUIRED}, public=True,
             doc="zeros of shape with v's elements added at constant flat positions (the gradient of gather_flat)",
@@ -716,18 +713,17 @@ def _narrow_index(shape, axis, start, length):
     return tuple((start, start + length, 1) if k == axis else (0, d, 1) for k, d in enumerate(shape))
 
 
-for _name, _plan, _params, _public, _doc in (
+for _name, _plan, _params, _doc in (
         ("slice_start_limit", _lax_slice_index, {"start_indices": REQUIRED, "limit_indices": REQUIRED, "strides": None},
-         True, "lax.slice(x, start_indices, limit_indices, strides=None)"),
-        ("slice_begin_size", _tf_slice_index, {"begin": REQUIRED, "size": REQUIRED}, True,
+         "lax.slice(x, start_indices, limit_indices, strides=None)"),
+        ("slice_begin_size", _tf_slice_index, {"begin": REQUIRED, "size": REQUIRED},
          "tf.slice(x, begin, size): size -1 runs to the end"),
-        ("dynamic_slice", _dynamic_index, {"start_indices": REQUIRED, "slice_sizes": REQUIRED}, True,
+        ("dynamic_slice", _dynamic_index, {"start_indices": REQUIRED, "slice_sizes": REQUIRED},
          "lax.dynamic_slice(x, start_indices, slice_sizes) with constant starts (clamped into the array)"),
-        ("narrow", _narrow_index, {"axis": REQUIRED, "start": REQUIRED, "length": REQUIRED}, True,
+        ("narrow", _narrow_index, {"axis": REQUIRED, "start": REQUIRED, "length": REQUIRED},
          "torch.narrow(x, dim, start, length)")):
     _f, _s, _v = _sliced(_plan)
-    register(Op(_name, _f, _s, (_v,), params=_params, public=_public, view=True, memory="view", finite_closed=True,
-                doc=_doc))
+    register(Op(_name, _f, _s, (_v,), params=_params, view=True, memory="view", finite_closed=True, doc=_doc))
 
 
 def _update_index(shape, u_shape, start_indices):

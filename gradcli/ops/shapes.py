@@ -9,6 +9,14 @@ from gradcli.errors import ShapeError
 from gradcli.ops.trace import G, Sym
 
 
+FULL = (None, None, None)  # a whole axis, as the static index of `G.index` / `G.scatter` spells slices
+
+
+def _along(axis: int, item) -> tuple:
+    """A static index selecting `item` (an int, or (start, stop, step)) on `axis`."""
+    return (FULL,) * axis + (item,)
+
+
 def fmt_shape(shape) -> str:
     return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
 
@@ -50,7 +58,7 @@ def normalize_axes(axis, ndim: int) -> tuple[int, ...]:
     return tuple(sorted(out))
 
 
-def reduced_shape(shape, axis, keepdims):
+def reduced_shape(shape, axis=None, keepdims=False):
     axes = normalize_axes(axis, len(shape))
     if keepdims:
         return tuple(1 if i in axes else d for i, d in enumerate(shape))
@@ -77,10 +85,6 @@ def _same(shape, **_):
 
 def _broadcast(*shapes, **_):
     return broadcast_shapes(*shapes)
-
-
-def _reduction_shape(shape, axis=None, keepdims=False):
-    return reduced_shape(shape, axis, keepdims)
 
 
 # --------------------------------------------------------------------------- NumPy-only work on a device array

@@ -2,12 +2,6 @@
 (with their gradient rules) and the matrix exponential."""
 from __future__ import annotations
 
-
-# string's letters (the module is not imported at start-up: its Template compiles a regex)
-_LOWER = "abcdefghijklmnopqrstuvwxyz"
-_UPPER = _LOWER.upper()
-_LETTERS = _LOWER + _UPPER
-
 from gradcli.errors import ShapeError
 from gradcli.ops.trace import G
 from gradcli.ops.table import (
@@ -138,10 +132,6 @@ register(Op("solve_triangular", _solve_triangular, _solve_triangular_shape,
                 "default: upper; TensorFlow's: lower)"))
 
 
-def _det(xp, a):
-    return xp.linalg.det(a)
-
-
 def _cofactor(xp, a):
     """det(a) * inv(a)^T, also where a is singular (from the SVD: no division)."""
     if not _all_finite(xp, a):
@@ -166,8 +156,8 @@ def _matrix_of(g):  # (...) -> (..., 1, 1), to scale a stack of matrices
     return G.reshape(g, shape=g.shape + (1, 1))
 
 
-register(Op("det", _det, lambda a: _square(a)[:-2], (lambda g, ans, a: _matrix_of(g) * G.cofactor(a),),
-            doc="the determinant"))
+register(Op("det", lambda xp, a: xp.linalg.det(a), lambda a: _square(a)[:-2],
+            (lambda g, ans, a: _matrix_of(g) * G.cofactor(a),), doc="the determinant"))
 
 
 def _slogdet_parts(a):

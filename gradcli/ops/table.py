@@ -272,7 +272,6 @@ def register(op: Op, *, replace: bool = False) -> Op:
     return op
 
 
-
 def core_registered() -> None:
     """The core's records are in: from now on a name missing from the tables imports its family."""
     global _core_registered
