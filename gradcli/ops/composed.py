@@ -194,3 +194,53 @@ def _polyval(f, p, x):
     for k in range(n):
         y = y * x + f.index(p, index=(k,))
     return y
+
+
+# --------------------------------------------------------------------------- the libraries' slopes at kinks
+# Where a function has no derivative (a tie of maximum, abs at 0, clip at a bound) each library
+# picks one, and a pasted program gets its library's: these are its definitions written as the
+# table's ops, so the slope there is the one the library computes (gradcli's own ops split a tie
+# evenly and give abs, relu and sign 0 at 0: docs/language.md).
+
+@composite("maximum_ties_first", ("x", "y"), {}, "TensorFlow's maximum: where(x >= y, x, y), so a tie's gradient "
+           "goes to x whole", public=False)
+def _maximum_ties_first(f, x, y):
+    return f.where(f.greater_equal(x, y), x, y)
+
+
+@composite("minimum_ties_first", ("x", "y"), {}, "TensorFlow's minimum: where(x <= y, x, y), so a tie's gradient "
+           "goes to x whole", public=False)
+def _minimum_ties_first(f, x, y):
+    return f.where(f.less_equal(x, y), x, y)
+
+
+@composite("abs_slope_one_at_zero", ("x",), {}, "JAX's abs: where(x >= 0, x, -x), slope 1 at 0", public=False)
+def _abs_slope_one_at_zero(f, x):
+    return f.where(f.greater_equal(x, 0.0), x, f.negative(x))
+
+
+@composite("clip_ties_split", ("x",), {"lo": None, "hi": None}, "JAX's clip: minimum(maximum(x, lo), hi), so at a "
+           "bound the gradient is split evenly between x and the bound (a bound left out or None: no bound)",
+           tensors=("lo", "hi"), public=False)
+def _clip_ties_split(f, x, lo=None, hi=None):
+    low = x if lo is None else f.maximum(x, lo)
+    return low if hi is None else f.minimum(low, hi)
+
+
+@composite("leaky_relu_slope_one_at_zero", ("x",), {"alpha": 0.01}, "JAX's leaky_relu: where(x >= 0, x, "
+           "alpha x), slope 1 at 0", public=False)
+def _leaky_relu_slope_one_at_zero(f, x, alpha):
+    return f.where(f.greater_equal(x, 0.0), x, _number(alpha, "negative_slope") * x)
+
+
+@composite("hard_tanh_slope_one_at_bounds", ("x",), {}, "JAX's hard_tanh: where(x > 1, 1, where(x < -1, -1, x)), "
+           "slope 1 at -1 and 1", public=False)
+def _hard_tanh_slope_one_at_bounds(f, x):
+    return f.where(f.greater(x, 1.0), 1.0, f.where(f.less(x, -1.0), -1.0, x))
+
+
+@composite("norm_by_square_root", ("x",), {"axis": None, "keepdims": False}, "JAX's linalg.norm and TensorFlow's "
+           "norm without ord: sqrt(sum(x * x, axis)) (the 2-norm, or Frobenius over two axes), whose gradient at "
+           "the zero vector is NaN, as theirs is", public=False)
+def _norm_by_square_root(f, x, axis=None, keepdims=False):
+    return f.sqrt(f.sum(x * x, axis=axis, keepdims=keepdims))

@@ -169,6 +169,8 @@ READINGS = {
     "eigh": _eigh_reading("eigh"),
     "eigvalsh": _eigh_reading("eigvalsh"),
     "eig": _complex_refusal,
+    # jnp.abs's slope at 0 is 1 (NumPy's autograd, PyTorch and TensorFlow give 0)
+    "abs": lambda call: ("abs_slope_one_at_zero", {}) if jax_numpy(call) else None,
     "eigvals": _complex_refusal,
 }
 

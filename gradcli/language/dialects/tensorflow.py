@@ -5,6 +5,7 @@ scans axis 0, its svd is reduced and ordered (s, u, v), Keras' losses average ea
 from __future__ import annotations
 
 from gradcli.language.dialects.spelling import ReadingError, Spelling
+from gradcli.language.dialects.numpy import jax_numpy as _jax_numpy
 
 
 def _library_default(op_name: str, param: str, values: dict, message: str, keywords=()):
@@ -32,9 +33,46 @@ def _tensorflow_axis_zero(name):
     return reading
 
 
+def _tensorflow_arg_extreme(name):
+    """tf.math.argmax/argmin without an axis take axis 0 (NumPy's, PyTorch's and Keras' flatten
+    the array)."""
+    def reading(call):
+        if call.library == "tensorflow" and call.positional < 2 and "axis" not in call.keywords:
+            return name, {"axis": 0}
+        return None
+    return reading
+
+
+def _clip_reading(call):
+    """tf.clip_by_value refuses lo > hi (ordered); jnp.clip is minimum(maximum(x, lo), hi), whose
+    slope at a bound is 1/2 (NumPy's and PyTorch's clip pass the whole gradient to x there)."""
+    if call.library in ("tensorflow", "keras"):
+        return "clip", {"ordered": True}
+    if _jax_numpy(call):
+        return "clip_ties_split", {}
+    return None
+
+
+_LEAKY_RELU_SLOPE = _library_default(
+    "leaky_relu", "alpha", {"tensorflow": 0.2, "keras": 0.2, "jax": 0.01, "torch": 0.01},
+    "{name}(x) without a slope: TensorFlow and Keras default to 0.2, JAX and PyTorch to 0.01; "
+    "write {name}(x, alpha=...)", keywords=("negative_slope",))
+
+
+def _leaky_relu_reading(call):
+    """The default slope per library; JAX's leaky_relu is where(x >= 0, x, alpha x): slope 1 at 0
+    (TensorFlow's and PyTorch's take alpha there)."""
+    chosen = _LEAKY_RELU_SLOPE(call)
+    if call.library != "jax":
+        return chosen
+    # (the preset slope is JAX's default, 0.01, the composite's own default too)
+    return "leaky_relu_slope_one_at_zero", chosen[1] if chosen else {}
+
+
 def _norm_reading(call):
     """tf.norm treats the array as one vector unless axis is a pair (NumPy's ord of a matrix is a
-    matrix norm): without axis or without ord it is vector_norm, with both it is refused. torch.norm(x, p, dim) and
+    matrix norm): without ord it is sqrt(reduce_sum(x * x)) along axis (norm_by_square_root), with ord
+    and no axis vector_norm, with both it is refused. torch.norm(x, p, dim) and
     x.norm(p, dim) are PyTorch's own (norm_p: a number p is a vector norm over dim);
     torch.linalg.norm(x, ord, dim) is NumPy's (a matrix norm of a matrix)."""
     if call.library == "torch" and "linalg." in call.spelled:
@@ -46,7 +84,11 @@ def _norm_reading(call):
             raise ReadingError(f"{call.library}'s norm with ord and axis: TensorFlow's ord applies to the vectors "
                                "along axis unless axis is a pair, then to matrices as a matrix norm; write "
                                "vector_norm(x, ord=..., axis=...) or matrix_norm(x, ord=..., axis=...)")
-        return "vector_norm", {}  # (without axis, the whole tensor is one vector)
+        if call.positional > 1 or "ord" in call.keywords:
+            return "vector_norm", {}  # (without axis, the whole tensor is one vector)
+        return "norm_by_square_root", {}  # 'euclidean', TensorFlow's sqrt(reduce_sum(x * x)): NaN slope at 0
+    if _jax_numpy(call) and call.positional < 2 and "ord" not in call.keywords:
+        return "norm_by_square_root", {}  # JAX's: the same (NumPy's autograd and PyTorch's give 0 there)
     return None
 
 
@@ -195,11 +237,16 @@ NAMES = {
 }
 
 READINGS = {
-    "clip": lambda call: ("clip", {"ordered": True}) if call.library in ("tensorflow", "keras") else None,
+    "clip": _clip_reading,
+    # tf.maximum/tf.minimum give a tie's gradient to x whole (gradcli's maximum splits it evenly)
+    "maximum": lambda call: ("maximum_ties_first", {}) if call.library == "tensorflow" else None,
+    "minimum": lambda call: ("minimum_ties_first", {}) if call.library == "tensorflow" else None,
     "matmul": lambda call: ("matmul_transposed", {}) if {"transpose_a", "transpose_b", "adjoint_a", "adjoint_b"}
     & set(call.keywords) else None,
     "cumsum": _tensorflow_axis_zero("cumsum"),
     "cumprod": _tensorflow_axis_zero("cumprod"),
+    "argmax": _tensorflow_arg_extreme("argmax"),
+    "argmin": _tensorflow_arg_extreme("argmin"),
     "norm": _norm_reading,
     "concatenate": _concat_reading,
     "diag": _diag_reading,
@@ -207,10 +254,7 @@ READINGS = {
     "solve_triangular": _triangular_reading,
     "svd": _svd_reading,
     "lstsq": lambda call: ("lstsq_solution", {}) if call.library == "tensorflow" else None,
-    "leaky_relu": _library_default(
-        "leaky_relu", "alpha", {"tensorflow": 0.2, "keras": 0.2, "jax": 0.01, "torch": 0.01},
-        "{name}(x) without a slope: TensorFlow and Keras default to 0.2, JAX and PyTorch to 0.01; "
-        "write {name}(x, alpha=...)", keywords=("negative_slope",)),
+    "leaky_relu": _leaky_relu_reading,
     "gelu": _library_default(
         "gelu", "approximate", {"tensorflow": False, "keras": False, "torch": False, "jax": True},
         "{name}(x) without approximate=: TensorFlow, Keras and PyTorch default to the exact x Phi(x), "
