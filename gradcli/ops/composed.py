@@ -197,22 +197,10 @@ def _polyval(f, p, x):
 
 
 # --------------------------------------------------------------------------- the libraries' slopes at kinks
-# Where a function has no derivative (a tie of maximum, abs at 0, clip at a bound) each library
+# Where a function has no derivative (abs at 0, clip at a bound, a norm at 0) each library
 # picks one, and a pasted program gets its library's: these are its definitions written as the
 # table's ops, so the slope there is the one the library computes (gradcli's own ops split a tie
 # evenly and give abs, relu and sign 0 at 0: docs/language.md).
-
-@composite("maximum_ties_first", ("x", "y"), {}, "TensorFlow's maximum: where(x >= y, x, y), so a tie's gradient "
-           "goes to x whole", public=False)
-def _maximum_ties_first(f, x, y):
-    return f.where(f.greater_equal(x, y), x, y)
-
-
-@composite("minimum_ties_first", ("x", "y"), {}, "TensorFlow's minimum: where(x <= y, x, y), so a tie's gradient "
-           "goes to x whole", public=False)
-def _minimum_ties_first(f, x, y):
-    return f.where(f.less_equal(x, y), x, y)
-
 
 @composite("abs_slope_one_at_zero", ("x",), {}, "JAX's abs: where(x >= 0, x, -x), slope 1 at 0", public=False)
 def _abs_slope_one_at_zero(f, x):
@@ -244,3 +232,16 @@ def _hard_tanh_slope_one_at_bounds(f, x):
            "the zero vector is NaN, as theirs is", public=False)
 def _norm_by_square_root(f, x, axis=None, keepdims=False):
     return f.sqrt(f.sum(x * x, axis=axis, keepdims=keepdims))
+
+
+@composite("clip_zero_at_bounds", ("x",), {"lo": None, "hi": None}, "autograd's clip: the gradient passes to x "
+           "strictly between the bounds only (0 at a bound), and to neither bound", tensors=("lo", "hi"), public=False)
+def _clip_zero_at_bounds(f, x, lo=None, hi=None):
+    clipped = x if lo is None else f.maximum(x, lo)
+    clipped = clipped if hi is None else f.minimum(clipped, hi)
+    clipped = f.stop_gradient(clipped)
+    at_bound = [f.not_equal(clipped, bound) for bound in (lo, hi) if bound is not None]
+    if not at_bound:
+        return x
+    inside = at_bound[0] if len(at_bound) == 1 else f.logical_and(*at_bound)
+    return f.where(inside, x, clipped)

@@ -552,17 +552,34 @@ register(Op("prod_others", _prod_others, _same_checking_axis,
             (lambda g, ans, x, axis=None: (G.sum(g * ans, axis=axis, keepdims=True) - g * ans) / x,),
             params={"axis": None},
             doc="for each element, the product of the others in its group (the gradient of prod)"))
+def _at_index_vjp(arg_extreme: str):
+    def vjp(g, ans, x, axis, keepdims=False):
+        (a,) = normalize_axes(axis, x.ndim)
+        at = getattr(G, arg_extreme)(x, axis=a, keepdims=True)  # (in range: no check needed)
+        return G.scatter_along(g if keepdims else G.expand_dims(g, axis=a), at, axis=a, size=x.shape[a])
+    return vjp
+
+
 for _name, _fn in (("argmax", "argmax"), ("argmin", "argmin")):
     register(Op(_name, (lambda fn: lambda xp, x, axis=None, keepdims=False:
                         xp.astype(getattr(xp, fn)(x, axis=axis, keepdims=keepdims), x.dtype))(_fn),
                 _arg_extreme_shape,
                 NOT_DIFFERENTIABLE, params={"axis": None, "keepdims": False}))
-    # PyTorch's torch.max(x, dim) / x.max(dim=...): the tuple (values, indices) along one axis
+    # PyTorch's torch.max(x, dim) / x.max(dim=...): the values (whose gradient goes to the element
+    # the index names, the first of tied ones, as PyTorch's), and the tuple (values, indices)
+    register(Op(f"{_fn[3:]}_at_index", (lambda fn: lambda xp, x, axis, keepdims=False:
+                                         getattr(xp, fn[3:])(x, axis=axis, keepdims=keepdims))(_fn),
+                _nonempty_reduction_shape, (_at_index_vjp(_fn),), params={"axis": REQUIRED, "keepdims": False},
+                finite_closed=True, public=False,
+                doc=f"PyTorch's {_fn[3:]} along dim: the gradient goes to the element {_fn}() names (the first of "
+                    "tied ones)"))
     register(Op(f"{_fn[3:]}_values_indices", None, None, None, params={"axis": REQUIRED, "keepdims": False},
                 parts=(lambda fn: lambda shape, axis, keepdims=False:
-                       [(fn[3:], {"axis": axis, "keepdims": keepdims}), (fn, {"axis": axis, "keepdims": keepdims})])(_fn),
+                       [(f"{fn[3:]}_at_index", {"axis": axis, "keepdims": keepdims}),
+                        (fn, {"axis": axis, "keepdims": keepdims})])(_fn),
                 fields=("values", "indices"),
-                public=False, doc="PyTorch's max/min along dim: (values, indices); tied values share the gradient"))
+                public=False, doc="PyTorch's max/min along dim: (values, indices); the gradient goes to the "
+                                  "element the index names"))
 
 register(Op("softmax", _softmax, _same_checking_axis,
             (lambda g, ans, x, axis=-1: ans * (g - G.sum(g * ans, axis=axis, keepdims=True)),),

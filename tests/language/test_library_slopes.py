@@ -1,5 +1,5 @@
-"""Pasted code gets its library's numbers where the libraries choose a derivative (ties of
-maximum and minimum, abs at 0, clip at a bound, the norm of the zero vector), and its library's
+"""Pasted code gets its library's numbers where the libraries choose a derivative (abs at 0,
+clip at a bound, a tie of torch.max along a dim, the norm of the zero vector), and its library's
 defaults and keywords (tf.math.argmax's axis 0, Tensor.backward's inputs=). Each expected value is
 what the library printed for the same code: TensorFlow 2.21.0, JAX 0.10.2, PyTorch 2.13.0+cpu
 (CPU, float32; gradcli computes in float64)."""
@@ -22,25 +22,6 @@ def close(got, want):
 
 
 # ------------------------------------------------------------------ TensorFlow
-
-def test_tf_maximum_and_minimum_give_a_tie_whole_to_their_first_argument():
-    out = outputs("""
-import tensorflow as tf
-a = tf.constant([0., 0., 0., 0.])
-c = tf.constant([-2., 0., 2., 5.])
-with tf.GradientTape(persistent=True) as tape:
-  tape.watch(a)
-  tape.watch(c)
-  high = tf.math.maximum(a, c)
-  low = tf.math.minimum(a, c)
-print(tape.gradient(high, [a, c]))
-print(tape.gradient(low, [a, c]))
-""")
-    # TensorFlow: [<tf.Tensor: [1., 1., 0., 0.]>, <tf.Tensor: [0., 0., 1., 1.]>] and
-    #             [<tf.Tensor: [0., 1., 1., 1.]>, <tf.Tensor: [1., 0., 0., 0.]>]
-    close(out["tape.gradient(high, [a, c])"], [[1, 1, 0, 0], [0, 0, 1, 1]])
-    close(out["tape.gradient(low, [a, c])"], [[0, 1, 1, 1], [1, 0, 0, 0]])
-
 
 def test_tf_argmax_and_argmin_without_an_axis_take_axis_0():
     out = outputs("""
@@ -191,3 +172,32 @@ print(c.grad)
     assert out["a.grad"] is None
     close(out["b.grad"], [6.0, 32.0])  # PyTorch: tensor([ 6., 32.])
     close(out["c.grad"], [6.0, 16.0])  # tensor([ 6., 16.])
+
+
+def test_torch_max_along_a_dim_gives_the_gradient_to_the_element_its_index_names():
+    out = outputs("""
+import torch
+a = torch.tensor([[1.0, 3.0, 3.0], [2.0, 2.0, -1.0]], requires_grad=True)
+v = a.max(dim=-1, keepdim=True).values
+w = torch.min(a, 0)[0]
+loss = (v ** 2).sum() + (w ** 3).sum()
+g, = torch.autograd.grad(loss, a, create_graph=True)
+print(g)
+h, = torch.autograd.grad(g.sum(), a)
+print(h)
+""")
+    close(out["g"], [[3, 6, 0], [4, 12, 3]])  # PyTorch: tensor([[ 3.,  6.,  0.], [ 4., 12.,  3.]])
+    close(out["h"], [[6, 2, 0], [2, 12, -6]])  # tensor([[ 6.,  2.,  0.], [ 2., 12., -6.]])
+
+
+def test_autograd_clip_passes_no_gradient_at_a_bound():
+    out = outputs("""
+import autograd.numpy as np
+from autograd import elementwise_grad
+x = np.array([-1.0, 0.0, 0.5, 1.0, 2.0])
+print(elementwise_grad(lambda x: np.clip(x, 0.0, 1.0))(x))
+print(elementwise_grad(lambda x: np.clip(x, 0.0, None))(x))
+""")
+    # autograd 1.9.1: [0. 0. 1. 0. 0.] and [0. 0. 1. 1. 1.]
+    close(out["elementwise_grad(lambda x: np.clip(x, 0.0, 1.0))(x)"], [0, 0, 1, 0, 0])
+    close(out["elementwise_grad(lambda x: np.clip(x, 0.0, None))(x)"], [0, 0, 1, 1, 1])

@@ -45,11 +45,14 @@ def _tensorflow_arg_extreme(name):
 
 def _clip_reading(call):
     """tf.clip_by_value refuses lo > hi (ordered); jnp.clip is minimum(maximum(x, lo), hi), whose
-    slope at a bound is 1/2 (NumPy's and PyTorch's clip pass the whole gradient to x there)."""
+    slope at a bound is 1/2, autograd's is 0 there (NumPy's and PyTorch's clip pass the whole
+    gradient to x there)."""
     if call.library in ("tensorflow", "keras"):
         return "clip", {"ordered": True}
     if _jax_numpy(call):
         return "clip_ties_split", {}
+    if call.spelled.startswith("autograd.numpy."):  # autograd's: 0 at a bound (ans != a_min and ans != a_max)
+        return "clip_zero_at_bounds", {}
     return None
 
 
@@ -238,9 +241,6 @@ NAMES = {
 
 READINGS = {
     "clip": _clip_reading,
-    # tf.maximum/tf.minimum give a tie's gradient to x whole (gradcli's maximum splits it evenly)
-    "maximum": lambda call: ("maximum_ties_first", {}) if call.library == "tensorflow" else None,
-    "minimum": lambda call: ("minimum_ties_first", {}) if call.library == "tensorflow" else None,
     "matmul": lambda call: ("matmul_transposed", {}) if {"transpose_a", "transpose_b", "adjoint_a", "adjoint_b"}
     & set(call.keywords) else None,
     "cumsum": _tensorflow_axis_zero("cumsum"),
