@@ -71,7 +71,6 @@ REFUSED = {
     "numpy_guide_04": "'right' must be a constant",  # a top-level number is an input: interp(..., right=UNDEF)
     "numpy_guide_07": "trapezoid with sample points x is not supported",
     "tensorflow_guide_07": "must end with 'return EXPR'",  # a function run for its assign_sub only
-    "tensorflow_guide_13": "tensorflow's norm with ord",  # tf.norm(m, ord=1) reads two ways
     "tensorflow_guide_16": "Keras 2 (log(p + 1e-7)) and Keras 3 (log(p)) differ",
 }
 # refused or other numbers, and should not be: known, not fixed on this branch (the test fails
