@@ -245,3 +245,10 @@ def _clip_zero_at_bounds(f, x, lo=None, hi=None):
         return x
     inside = at_bound[0] if len(at_bound) == 1 else f.logical_and(*at_bound)
     return f.where(inside, x, clipped)
+
+
+@composite("std_by_square_root", ("x",), {"axis": None, "ddof": None, "keepdims": False}, "TensorFlow's, JAX's and "
+           "autograd's std: sqrt(var(x)), whose gradient where all values are equal is NaN, as theirs is",
+           public=False)
+def _std_by_square_root(f, x, axis=None, ddof=None, keepdims=False):
+    return f.sqrt(f.var(x, axis=axis, ddof=ddof, keepdims=keepdims))

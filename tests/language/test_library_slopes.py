@@ -201,3 +201,32 @@ print(elementwise_grad(lambda x: np.clip(x, 0.0, None))(x))
     # autograd 1.9.1: [0. 0. 1. 0. 0.] and [0. 0. 1. 1. 1.]
     close(out["elementwise_grad(lambda x: np.clip(x, 0.0, 1.0))(x)"], [0, 0, 1, 0, 0])
     close(out["elementwise_grad(lambda x: np.clip(x, 0.0, None))(x)"], [0, 0, 1, 1, 1])
+
+
+def test_std_where_all_values_are_equal_has_a_nan_gradient_in_tensorflow_jax_and_autograd():
+    out = outputs("""
+import jax
+import jax.numpy as jnp
+import tensorflow as tf
+import autograd
+import autograd.numpy as anp
+import torch
+x = jnp.array([[1.0, 2.0, 4.0], [3.0, 3.0, 3.0]])
+print(jax.grad(lambda x: jnp.std(x, axis=1).sum())(x))
+v = tf.Variable([[1.0, 2.0, 4.0], [3.0, 3.0, 3.0]])
+with tf.GradientTape() as t:
+    s = tf.math.reduce_std(v, axis=1)
+print(t.gradient(s, v))
+print(autograd.grad(anp.std)(anp.array([2.0, 2.0, 2.0])))
+print(autograd.grad(anp.linalg.norm)(anp.zeros(3)))
+p = torch.tensor([2.0, 2.0, 2.0], requires_grad=True)
+torch.std(p).backward()
+print(p.grad)
+""")
+    # JAX 0.10.2 and TensorFlow 2.21.0: [[-0.35634837 -0.08908709  0.44543543] [nan nan nan]]
+    for name in ("jax.grad(lambda x: jnp.std(x, axis=1).sum())(x)", "t.gradient(s, v)"):
+        close(out[name][0], [-0.35634837, -0.08908709, 0.44543543])
+        assert np.isnan(out[name][1]).all()
+    assert np.isnan(out["autograd.grad(anp.std)(anp.array([2.0, 2.0, 2.0]))"]).all()  # autograd 1.9.1: [nan nan nan]
+    assert np.isnan(out["autograd.grad(anp.linalg.norm)(anp.zeros(3))"]).all()  # [nan nan nan]
+    close(out["p.grad"], [0, 0, 0])  # PyTorch: tensor([0., 0., 0.])

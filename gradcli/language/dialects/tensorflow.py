@@ -90,8 +90,9 @@ def _norm_reading(call):
         if call.positional > 1 or "ord" in call.keywords:
             return "vector_norm", {}  # (without axis, the whole tensor is one vector)
         return "norm_by_square_root", {}  # 'euclidean', TensorFlow's sqrt(reduce_sum(x * x)): NaN slope at 0
-    if _jax_numpy(call) and call.positional < 2 and "ord" not in call.keywords:
-        return "norm_by_square_root", {}  # JAX's: the same (NumPy's autograd and PyTorch's give 0 there)
+    if (_jax_numpy(call) or call.spelled.startswith("autograd.numpy.")) and call.positional < 2 \
+            and "ord" not in call.keywords:
+        return "norm_by_square_root", {}  # JAX's and autograd's: the same (PyTorch's gives 0 there)
     return None
 
 
