@@ -230,3 +230,18 @@ print(p.grad)
     assert np.isnan(out["autograd.grad(anp.std)(anp.array([2.0, 2.0, 2.0]))"]).all()  # autograd 1.9.1: [nan nan nan]
     assert np.isnan(out["autograd.grad(anp.linalg.norm)(anp.zeros(3))"]).all()  # [nan nan nan]
     close(out["p.grad"], [0, 0, 0])  # PyTorch: tensor([0., 0., 0.])
+
+
+def test_tf_reduce_euclidean_norm_of_a_zero_row_has_a_nan_gradient():
+    out = outputs("""
+import tensorflow as tf
+x = tf.Variable([[0.0, 0.0], [3.0, 4.0]])
+with tf.GradientTape() as t:
+    a = tf.math.reduce_euclidean_norm(x, axis=1)
+print(a)
+print(t.gradient(a, x))
+""")
+    close(out["a"], [0, 5])
+    # TensorFlow 2.21.0: [[nan nan] [0.6 0.8]]
+    assert np.isnan(out["t.gradient(a, x)"][0]).all()
+    close(out["t.gradient(a, x)"][1], [0.6, 0.8])

@@ -249,6 +249,8 @@ READINGS = {
     "argmax": _tensorflow_arg_extreme("argmax"),
     "argmin": _tensorflow_arg_extreme("argmin"),
     "norm": _norm_reading,
+    # tf.math.reduce_euclidean_norm is sqrt(reduce_sum(x * x)): NaN gradient at a zero vector, as TensorFlow's
+    "euclidean_norm": lambda call: ("norm_by_square_root", {}) if call.library == "tensorflow" else None,
     "concatenate": _concat_reading,
     "diag": _diag_reading,
     "take_batched": _gather_reading,
