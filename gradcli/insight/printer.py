@@ -467,6 +467,8 @@ SPELLINGS = {
     "top_k_values": _item(_TOP_K, 0), "top_k_indices": _item(_TOP_K, 1),
     "mode_values": _item("torch.mode({0}, dim={axis}, keepdim={keepdims})", 0),
     "mode_indices": _item("torch.mode({0}, dim={axis}, keepdim={keepdims})", 1),
+    "max_first": _item("torch.max({0}, dim={axis}, keepdim={keepdims})", 0),
+    "min_first": _item("torch.min({0}, dim={axis}, keepdim={keepdims})", 0),
     "kth_smallest": _item("torch.kthvalue({0}, {k}, dim={axis}, keepdim={keepdims})", 0),
     "kth_smallest_index": _item("torch.kthvalue({0}, {k}, dim={axis}, keepdim={keepdims})", 1),
     "take_rows": lambda graph, i, a: f"{a[0]}[[{', '.join(str(r) for r in graph.equations[i].params['rows'])}]]",

@@ -483,11 +483,11 @@ class NumericsChecker:
     # ----------------------------------------------------------------- ties and kinks
     def _check_kinks(self, i, eq, value, args):
         kink = eq.op.kink
-        if kink == "extremes" and i in self._seen_ties:  # (a tie is said once per value)
+        if kink in ("extremes", "extremes_first") and i in self._seen_ties:  # (a tie is said once per value)
             return
         count = int(self.known[i, "kink"]) if self.lazy else int(kink_count(eq, value, args, self.xp))
         if count:
-            if kink == "extremes":
+            if kink in ("extremes", "extremes_first"):
                 self._seen_ties.add(i)
             kind, message = kink_note(kink, eq.label, count)
             self.diagnostics.append(Diagnostic("info", kind, eq.label, message, None, eq.pos, eq.stack, count,

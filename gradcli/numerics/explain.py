@@ -65,14 +65,14 @@ def kink_count(eq, value, args, xp):
     """The number of ties (groups of tied extremes, equal pairs) or kinks (zeros) the op's
     `kink` names: a reduction, lazy on a lazy backend."""
     kink = eq.op.kink
-    if kink == "extremes":
+    if kink in ("extremes", "extremes_first"):
         axis = eq.params.get("axis")
         keep = value if eq.params.get("keepdims") else xp.expand_dims(value, normalize_axes(axis, args[0].ndim))
         counts = xp.count_nonzero(args[0] == keep, axis=axis, keepdims=True)
         return xp.count_nonzero(counts > 1)
-    if kink == "pair":
+    if kink in ("pair", "pair_first"):
         return xp.count_nonzero(xp.broadcast_to(args[0] == args[1], value.shape))
-    if kink == "zero":
+    if kink in ("zero", "zero_right"):
         return xp.count_nonzero(args[0] == 0)
     return None
 
@@ -83,11 +83,18 @@ def kink_note(kink: str, label: str, count: int) -> tuple[str, str]:
     if kink == "extremes":
         return "tie", (f"{label} has tied extremes in {count} group{plural}; its gradient is "
                        f"split evenly among the tied elements")
+    if kink == "extremes_first":
+        return "tie", (f"{label} has tied extremes in {count} group{plural}; the gradient goes to the first "
+                       "of the tied elements, the index it returns (PyTorch's rule)")
     if kink == "pair":
         return "tie", (f"{label} has {count} equal pair{plural}; the gradient is "
                        "split evenly between the two arguments there")
+    if kink == "pair_first":
+        return "tie", (f"{label} has {count} equal pair{plural}; the gradient goes to the first argument "
+                       "there, as TensorFlow's does")
     return "kink", (f"{label} is evaluated exactly at 0 for {count} element{plural}, where it has no "
-                    f"derivative; gradcli uses 0 there")
+                    f"derivative; " + ("JAX's rule takes the right derivative, 1, there" if kink == "zero_right"
+                                       else "gradcli uses 0 there"))
 
 
 # --------------------------------------------------------------------------- suggestions

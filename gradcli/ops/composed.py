@@ -202,19 +202,6 @@ def _polyval(f, p, x):
 # table's ops, so the slope there is the one the library computes (gradcli's own ops split a tie
 # evenly and give abs, relu and sign 0 at 0: docs/language.md).
 
-@composite("abs_slope_one_at_zero", ("x",), {}, "JAX's abs: where(x >= 0, x, -x), slope 1 at 0", public=False)
-def _abs_slope_one_at_zero(f, x):
-    return f.where(f.greater_equal(x, 0.0), x, f.negative(x))
-
-
-@composite("clip_ties_split", ("x",), {"lo": None, "hi": None}, "JAX's clip: minimum(maximum(x, lo), hi), so at a "
-           "bound the gradient is split evenly between x and the bound (a bound left out or None: no bound)",
-           tensors=("lo", "hi"), public=False)
-def _clip_ties_split(f, x, lo=None, hi=None):
-    low = x if lo is None else f.maximum(x, lo)
-    return low if hi is None else f.minimum(low, hi)
-
-
 @composite("leaky_relu_slope_one_at_zero", ("x",), {"alpha": 0.01}, "JAX's leaky_relu: where(x >= 0, x, "
            "alpha x), slope 1 at 0", public=False)
 def _leaky_relu_slope_one_at_zero(f, x, alpha):

@@ -268,6 +268,12 @@ def _extreme_vjp(g, ans, x, axis=None, keepdims=False):
     return _keep(g, x.shape, axis, keepdims) * tied / G.sum(tied, axis=axis, keepdims=True)
 
 
+def _first_extreme_vjp(g, ans, x, axis, keepdims=False):
+    # the first of tied extremes takes the gradient: the index PyTorch's max and min along a dim return
+    tied = G.equal(x, _keep(ans, x.shape, axis, keepdims))
+    return _keep(g, x.shape, axis, keepdims) * (tied * G.equal(G.cumsum(tied, axis=axis), 1.0))
+
+
 def _reduced_to(g: Sym, like: Sym) -> Sym:
     """g summed down to `like`'s shape where `like` was broadcast, before any more
     elementwise work (the engine would sum it afterwards, at full size)."""
@@ -379,6 +385,9 @@ _unary("sqrt", "sqrt", lambda g, ans, x: g / (2.0 * ans), bound=UNBOUNDED)
 _unary("square", "square", lambda g, ans, x: g * (2.0 * x), grows=True, bound=_bound_of_square, underflows="rounds")
 _unary("abs", lambda xp, x: xp.abs(x), lambda g, ans, x: g * G.sign(x), finite_closed=True, kink="zero",
        ufunc="absolute")
+# JAX's abs takes the right derivative, 1, at 0 (autograd's, TensorFlow's and PyTorch's take 0)
+_unary("abs_right_at_zero", lambda xp, x: xp.abs(x), lambda g, ans, x: g * G.where(G.less(x, 0.0), -1.0, 1.0),
+       finite_closed=True, kink="zero_right", ufunc="absolute", doc="|x|; its derivative at 0 is 1, the right one")
 _unary("sign", "sign", NOT_DIFFERENTIABLE, finite_closed=True, bound=(-1, 1))
 _unary("sin", "sin", lambda g, ans, x: g * G.cos(x), finite_closed=True, bound=(-1, 1))
 _unary("cos", "cos", lambda g, ans, x: -(g * G.sin(x)), finite_closed=True, bound=(-1, 1))
@@ -474,6 +483,13 @@ _binary("maximum", "maximum",
 _binary("minimum", "minimum",
         (lambda g, ans, x, y: g * _minimum_weight(x, y), lambda g, ans, x, y: g * (1.0 - _minimum_weight(x, y))),
         finite_closed=True, kink="pair")
+# TensorFlow's maximum and minimum give a tie's whole gradient to x (`x >= y`, `x <= y`)
+_binary("maximum_ties_first", "maximum",
+        (lambda g, ans, x, y: g * G.greater_equal(x, y), lambda g, ans, x, y: g * G.less(x, y)),
+        finite_closed=True, kink="pair_first", doc="maximum(x, y); at a tie the gradient goes to x")
+_binary("minimum_ties_first", "minimum",
+        (lambda g, ans, x, y: g * G.less_equal(x, y), lambda g, ans, x, y: g * G.greater(x, y)),
+        finite_closed=True, kink="pair_first", doc="minimum(x, y); at a tie the gradient goes to x")
 for _name, _fn, _symbol in (("less", lambda a, b: a < b, "<"), ("less_equal", lambda a, b: a <= b, "<="),
                             ("greater", lambda a, b: a > b, ">"), ("greater_equal", lambda a, b: a >= b, ">="),
                             ("equal", lambda a, b: a == b, "=="), ("not_equal", lambda a, b: a != b, "!=")):
@@ -531,6 +547,12 @@ _reduction("max", lambda xp, x, axis=None, keepdims=False: xp.max(x, axis=axis, 
 _reduction("min", lambda xp, x, axis=None, keepdims=False: xp.min(x, axis=axis, keepdims=keepdims),
            _extreme_vjp, _nonempty_reduction_shape, finite_closed=True,
            kink="extremes", reduce_ufunc="minimum")
+for _name, _ufunc_name in (("max", "maximum"), ("min", "minimum")):
+    register(Op(f"{_name}_first", (lambda fn: lambda xp, x, axis, keepdims=False: fn(xp, x, axis=axis, keepdims=keepdims))(
+                    OPS[_name].forward), _nonempty_reduction_shape, (_first_extreme_vjp,),
+                params={"axis": REQUIRED, "keepdims": False}, finite_closed=True, kink="extremes_first",
+                reduce_ufunc=_ufunc_name, public=False,
+                doc=f"{_name} along axis; at a tie the gradient goes to the first of the tied elements"))
 # d logsumexp(x) = softmax(x): computed shifted by the maximum, not as exp(x - ans), which
 # cancels catastrophically for large |x| (found by fuzzing: 1e-3 off at x ~ 1e13)
 _reduction("logsumexp", _logsumexp,
@@ -552,34 +574,18 @@ register(Op("prod_others", _prod_others, _same_checking_axis,
             (lambda g, ans, x, axis=None: (G.sum(g * ans, axis=axis, keepdims=True) - g * ans) / x,),
             params={"axis": None},
             doc="for each element, the product of the others in its group (the gradient of prod)"))
-def _at_index_vjp(arg_extreme: str):
-    def vjp(g, ans, x, axis, keepdims=False):
-        (a,) = normalize_axes(axis, x.ndim)
-        at = getattr(G, arg_extreme)(x, axis=a, keepdims=True)  # (in range: no check needed)
-        return G.scatter_along(g if keepdims else G.expand_dims(g, axis=a), at, axis=a, size=x.shape[a])
-    return vjp
-
-
 for _name, _fn in (("argmax", "argmax"), ("argmin", "argmin")):
     register(Op(_name, (lambda fn: lambda xp, x, axis=None, keepdims=False:
                         xp.astype(getattr(xp, fn)(x, axis=axis, keepdims=keepdims), x.dtype))(_fn),
                 _arg_extreme_shape,
                 NOT_DIFFERENTIABLE, params={"axis": None, "keepdims": False}))
-    # PyTorch's torch.max(x, dim) / x.max(dim=...): the values (whose gradient goes to the element
-    # the index names, the first of tied ones, as PyTorch's), and the tuple (values, indices)
-    register(Op(f"{_fn[3:]}_at_index", (lambda fn: lambda xp, x, axis, keepdims=False:
-                                         getattr(xp, fn[3:])(x, axis=axis, keepdims=keepdims))(_fn),
-                _nonempty_reduction_shape, (_at_index_vjp(_fn),), params={"axis": REQUIRED, "keepdims": False},
-                finite_closed=True, public=False,
-                doc=f"PyTorch's {_fn[3:]} along dim: the gradient goes to the element {_fn}() names (the first of "
-                    "tied ones)"))
+    # PyTorch's torch.max(x, dim) / x.max(dim=...): the tuple (values, indices) along one axis
     register(Op(f"{_fn[3:]}_values_indices", None, None, None, params={"axis": REQUIRED, "keepdims": False},
                 parts=(lambda fn: lambda shape, axis, keepdims=False:
-                       [(f"{fn[3:]}_at_index", {"axis": axis, "keepdims": keepdims}),
+                       [(fn[3:] + "_first", {"axis": axis, "keepdims": keepdims}),
                         (fn, {"axis": axis, "keepdims": keepdims})])(_fn),
                 fields=("values", "indices"),
-                public=False, doc="PyTorch's max/min along dim: (values, indices); the gradient goes to the "
-                                  "element the index names"))
+                public=False, doc="PyTorch's max/min along dim: (values, indices); the index takes a tie's gradient"))
 
 register(Op("softmax", _softmax, _same_checking_axis,
             (lambda g, ans, x, axis=-1: ans * (g - G.sum(g * ans, axis=axis, keepdims=True)),),

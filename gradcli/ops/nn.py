@@ -391,6 +391,14 @@ def _normalize(f, x, p, axis, eps):
     return x / clamp_min(f, n, float(eps))
 
 
+@composite("clip_splitting_ties", ("x",), {"lo": None, "hi": None},
+           "minimum(maximum(x, lo), hi): at a bound the gradient is split evenly (JAX's clip)", tensors=("lo", "hi"))
+def _clip_splitting_ties(f, x, lo, hi):
+    if lo is not None:
+        x = f.maximum(x, lo)
+    return x if hi is None else f.minimum(x, hi)
+
+
 @composite("l2_normalize", ("x",), {"axis": None, "epsilon": 1e-12},
            "x / sqrt(max(sum(x^2, axis), epsilon)): unit vectors along axis (every element when None)")
 def _l2_normalize(f, x, axis, epsilon):

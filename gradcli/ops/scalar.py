@@ -200,7 +200,7 @@ OPERATORS = {"add": operator.add, "subtract": operator.sub, "multiply": operator
 EXACT_OPS = frozenset({
     "const", "input", "identity", "positive", "negative", "stop_gradient",
     "add", "subtract", "multiply", "divide", "square", "sqrt",
-    "abs", "sign", "maximum", "minimum", "relu", "where",
+    "abs", "abs_right_at_zero", "sign", "maximum", "minimum", "maximum_ties_first", "minimum_ties_first", "relu", "where",
     "less", "less_equal", "greater", "greater_equal", "equal", "not_equal",
     "logical_and", "logical_or",
 })

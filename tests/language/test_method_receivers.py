@@ -127,3 +127,24 @@ def test_a_tensor_s_repeat_tiles_and_its_repeat_interleave_repeats(call, expecte
 def test_repeat_of_an_array_of_no_known_library_still_reads_two_ways():
     with pytest.raises(GradcliError, match="reads two ways: NumPy's repeats each element"):
         api.evaluate("y = x.repeat(2)", feeds={"x": U})
+
+
+TIES = np.array([[1.0, 3.0, 3.0, 0.0], [2.0, 2.0, 2.0, 2.0], [0.0, 5.0, 1.0, 5.0]])
+
+
+@pytest.mark.parametrize("program,expected", [
+    # PyTorch 2.13.0 (float64), x = TIES: v, i = torch.max(x, 1) -> i = [1, 0, 1]; the gradient of
+    # sum(v * [1, 2, 3]) goes to those indices, the first of each tie
+    ("v, i = torch.max(x, 1)\ny = (v * torch.tensor([1., 2., 3.])).sum()",
+     [[0, 1, 0, 0], [2, 0, 0, 0], [0, 3, 0, 0]]),
+    ("y = x.max(dim=1).values.sum()", [[0, 1, 0, 0], [1, 0, 0, 0], [0, 1, 0, 0]]),
+    # x.min(dim=0, keepdim=True)[0].sum() -> [[0, 0, 0, 1], [0, 1, 0, 0], [1, 0, 1, 0]]
+    ("y = x.min(dim=0, keepdim=True)[0].sum()", [[0, 0, 0, 1], [0, 1, 0, 0], [1, 0, 1, 0]]),
+    # x.amax(1).sum() splits ties evenly -> [[0, .5, .5, 0], [.25, .25, .25, .25], [0, .5, 0, .5]]
+    ("y = x.amax(1).sum()", [[0, 0.5, 0.5, 0], [0.25] * 4, [0, 0.5, 0, 0.5]]),
+])
+def test_torch_max_along_a_dim_gives_a_tie_s_gradient_to_the_index_it_returns(program, expected):
+    """PyTorch's max/min along a dim route the gradient through the indices they return (the first
+    of a tie): was split evenly among the tied elements, as amax does."""
+    result = api.grad("import torch\nx = torch.as_tensor(t)\n" + program, wrt=["t"], feeds={"t": TIES})
+    np.testing.assert_array_equal(result.gradients["t"], expected)

@@ -147,3 +147,69 @@ def test_tf_norm_with_ord_and_axis_is_refused():
     """A pair of axes makes TensorFlow's ord a matrix norm's, one axis a vector norm's: the values decide."""
     message = refusal(TF + "A = tf.constant([[3., 1.], [2., -4.]])\ny = tf.norm(A, ord=2, axis=[0, 1])")
     assert "norm with ord and axis" in message and "matrix_norm(x, ord=..., axis=...)" in message
+
+
+@pytest.mark.parametrize("program,expected", [
+    # TensorFlow 2.21.0, x = [0., 1., -1.] (float64), gradients from a tape:
+    # reduce_sum(tf.maximum(0., x)) -> [0. 1. 0.]: at the tie the gradient goes to the first argument (0.)
+    ("y = tf.reduce_sum(tf.maximum(0., x))", [0, 1, 0]),
+    # reduce_sum(tf.minimum(x, 0.) * [1., 2., 3.]) -> [1. 0. 3.]
+    ("y = tf.reduce_sum(tf.minimum(x, 0.) * tf.constant([1., 2., 3.]))", [1, 0, 3]),
+    # reduce_sum(tf.math.maximum(x, tf.zeros_like(x))) -> [1. 1. 0.]
+    ("y = tf.reduce_sum(tf.math.maximum(x, tf.zeros_like(x)))", [1, 1, 0]),
+    # NumPy's, JAX's and PyTorch's maximum split a tie evenly (torch.maximum's backward: 0.5 each)
+    ("y = np.sum(np.maximum(x, 0.))", [0.5, 1, 0]),
+])
+def test_tf_maximum_and_minimum_give_a_tie_s_gradient_to_their_first_argument(program, expected):
+    result = api.grad(TF + NP + program, wrt=["x"], feeds={"x": np.array([0.0, 1.0, -1.0])})
+    np.testing.assert_array_equal(result.gradients["x"], expected)
+    ties = [d for d in result.diagnostics if d.kind == "tie"]
+    assert len(ties) == 1 and ties[0].message.endswith(
+        "the gradient goes to the first argument there, as TensorFlow's does" if "tf." in program
+        else "the gradient is split evenly between the two arguments there"), ties
+
+
+JAX = "import jax\nimport jax.numpy as jnp\n"
+
+
+@pytest.mark.parametrize("program,expected,said", [
+    # JAX 0.10.2 (x64), x = [0., 1., -1., 0.5]: jax.grad(lambda x: jnp.sum(jnp.abs(x)))(x) -> [1. 1. -1. 1.]
+    ("y = jnp.sum(jnp.abs(x))", [1, 1, -1, 1], "JAX's rule takes the right derivative, 1, there"),
+    ("y = jnp.sum(jax.lax.abs(x))", [1, 1, -1, 1], "JAX's rule takes the right derivative, 1, there"),
+    # jnp.clip(x, 0., 1.) -> [0.5 0.5 0. 1.]; jnp.clip(x, min=0.) -> [0.5 1. 0. 1.];
+    # jnp.clip(x, max=0.5) -> [1. 0. 1. 0.5]
+    ("y = jnp.sum(jnp.clip(x, 0., 1.))", [0.5, 0.5, 0, 1], "split evenly"),
+    ("y = jnp.sum(jnp.clip(x, min=0.))", [0.5, 1, 0, 1], "split evenly"),
+    ("y = jnp.sum(jnp.clip(x, max=0.5))", [1, 0, 1, 0.5], "split evenly"),
+    # NumPy's (autograd's), TensorFlow's and PyTorch's: abs' (0) is 0, clip passes the gradient at its bounds
+    ("y = np.sum(np.abs(x))", [0, 1, -1, 1], "gradcli uses 0 there"),
+    ("y = np.sum(np.clip(x, 0., 1.))", [1, 1, 0, 1], None),
+])
+def test_jax_s_abs_and_clip_keep_jax_s_derivatives_at_their_kinks(program, expected, said):
+    result = api.grad(JAX + NP + program, wrt=["x"], feeds={"x": np.array([0.0, 1.0, -1.0, 0.5])})
+    np.testing.assert_array_equal(result.gradients["x"], expected)
+    notes = [d.message for d in result.diagnostics if d.kind in ("tie", "kink")]
+    assert (notes == []) if said is None else (len(notes) >= 1 and all(said in n for n in notes)), notes
+
+
+M = "x = np.array([[1., 2.], [3., 4.]])\n"
+
+
+@pytest.mark.parametrize("program,expected", [
+    # Python 3.11 with NumPy 2.4.6: sum(x) of a matrix iterates over its rows -> [4. 6.] (was 10.0, gradcli's
+    # own sum of every element); sum(np.ones((2, 2, 3))) -> twos of shape (2, 3); sum(x[0]) -> 3.0
+    ("y = sum(x)", [4, 6]), ("y = sum(x * 2) / 2", [4, 6]), ("y = sum(np.ones((2, 2, 3)))", np.full((2, 3), 2.0)),
+    ("y = sum(x[0])", 3), ("y = sum([x[0], x[1]])", [4, 6]), ("y = max(x[1])", 4),
+])
+def test_python_s_sum_of_a_matrix_in_pasted_code_adds_its_rows(program, expected):
+    np.testing.assert_array_equal(value(NP + M + program), expected)
+
+
+def test_python_s_max_of_a_matrix_is_refused_as_python_refuses_it():
+    """max(x) compares whole rows: ValueError: The truth value of an array with more than one element is ambiguous."""
+    message = refusal(NP + M + "y = max(x)")
+    assert message.startswith("max() of an array of 2 axes: Python's built-in max iterates over the first axis")
+
+
+def test_gradcli_s_own_sum_of_a_matrix_adds_every_element():
+    assert value("x = [[1., 2.], [3., 4.]]\ny = sum(x)") == 10.0

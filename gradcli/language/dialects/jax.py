@@ -45,6 +45,7 @@ READINGS = {
     "hsplit": lambda call: ("hsplit", {"ordered": True}) if _jax_numpy(call) else None,
     "vsplit": lambda call: ("vsplit", {"ordered": True}) if _jax_numpy(call) else None,
     "dsplit": lambda call: ("dsplit", {"ordered": True}) if _jax_numpy(call) else None,
+    "abs": lambda call: ("abs_right_at_zero", {}) if _jax_numpy(call) else None,  # (JAX's slope at 0 is 1)
     "select": _select_reading,
     "cond": _cond_reading,
     "slice_start_limit": _slice_reading,

@@ -169,15 +169,13 @@ READINGS = {
     "eigh": _eigh_reading("eigh"),
     "eigvalsh": _eigh_reading("eigvalsh"),
     "eig": _complex_refusal,
-    # jnp.abs's slope at 0 is 1 (NumPy's autograd, PyTorch and TensorFlow give 0)
-    "abs": lambda call: ("abs_slope_one_at_zero", {}) if jax_numpy(call) else None,
     "eigvals": _complex_refusal,
 }
 
 # Array arguments that may be left out or written as None, and the value that stands for
 # them (clip's open bound: `np.clip(x, 0, None)`, `jnp.clip(x, min=0)`)
 ABSENT = {
-    "clip": {"lo": -math.inf, "hi": math.inf},
+    "clip": {"lo": -math.inf, "hi": math.inf}
 }
 
 # PyTorch's methods that NumPy's arrays (and JAX's, TensorFlow's) lack, where NumPy's function of

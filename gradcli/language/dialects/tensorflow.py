@@ -5,7 +5,7 @@ scans axis 0, its svd is reduced and ordered (s, u, v), Keras' losses average ea
 from __future__ import annotations
 
 from gradcli.language.dialects.spelling import ReadingError, Spelling
-from gradcli.language.dialects.numpy import jax_numpy as _jax_numpy
+from gradcli.language.dialects.numpy import jax_numpy
 
 
 def _library_default(op_name: str, param: str, values: dict, message: str, keywords=()):
@@ -49,8 +49,8 @@ def _clip_reading(call):
     gradient to x there)."""
     if call.library in ("tensorflow", "keras"):
         return "clip", {"ordered": True}
-    if _jax_numpy(call):
-        return "clip_ties_split", {}
+    if jax_numpy(call):
+        return "clip_splitting_ties", {}
     if call.spelled.startswith("autograd.numpy."):  # autograd's: 0 at a bound (ans != a_min and ans != a_max)
         return "clip_zero_at_bounds", {}
     return None
@@ -90,7 +90,7 @@ def _norm_reading(call):
         if call.positional > 1 or "ord" in call.keywords:
             return "vector_norm", {}  # (without axis, the whole tensor is one vector)
         return "norm_by_square_root", {}  # 'euclidean', TensorFlow's sqrt(reduce_sum(x * x)): NaN slope at 0
-    if (_jax_numpy(call) or call.spelled.startswith("autograd.numpy.")) and call.positional < 2 \
+    if (jax_numpy(call) or call.spelled.startswith("autograd.numpy.")) and call.positional < 2 \
             and "ord" not in call.keywords:
         return "norm_by_square_root", {}  # JAX's and autograd's: the same (PyTorch's gives 0 there)
     return None
@@ -240,7 +240,14 @@ NAMES = {
     "kld": "kl_divergence", "KLD": "kl_divergence",
 }
 
+def _ties_first(name):
+    """tf.maximum and tf.minimum give a tie's gradient to their first argument (NumPy's, JAX's and
+    PyTorch's split it)."""
+    return lambda call: (f"{name}_ties_first", {}) if call.library == "tensorflow" else None
+
+
 READINGS = {
+    "maximum": _ties_first("maximum"), "minimum": _ties_first("minimum"),
     "clip": _clip_reading,
     "matmul": lambda call: ("matmul_transposed", {}) if {"transpose_a", "transpose_b", "adjoint_a", "adjoint_b"}
     & set(call.keywords) else None,

@@ -292,9 +292,27 @@ class Resolution:
                 op, preset = dialects.resolve(spelling) if library is not None else self.either_reading(spelling, node)
             except ReadingError as exc:
                 raise self.error(str(exc), node.pos) from None
+            if self.pasted and library == "python" and len(values) == 1 and not node.keywords:
+                preset = self.iterated_by_python(op, preset, values[0], bare, node.pos)
         if remember:
             self.readings[key] = (op, preset, node.symbol or strip_prefixes(name))
         return self.call_builtin(op, node, values, scope, preset)
+
+    def iterated_by_python(self, op: Op, preset: dict, value, bare: str, pos: Pos) -> dict:
+        """Pasted code's built-in sum, max and min iterate over an array's first axis: `sum(x)` of
+        a matrix is its column sums (np.sum(x, axis=0)), `max(x)` compares whole rows, which NumPy
+        and PyTorch refuse. (gradcli's own `sum(x)` adds every element.)"""
+        if op.name not in ("sum", "max", "min") or "axis" in preset or not isinstance(value, (int, Literal)):
+            return preset
+        ndim = len(self.shape_of(value))
+        if ndim < 2:
+            return preset
+        if op.name == "sum":
+            return {**preset, "axis": 0}
+        raise self.error(f"{bare}() of an array of {ndim} axes: Python's built-in {bare} iterates over the first "
+                         "axis and compares whole rows, an error in NumPy and PyTorch (the truth value of an array "
+                         f"with more than one element is ambiguous); write np.{bare}(x) for every element, or "
+                         f"np.{bare}(x, axis=0)", pos)
 
     def unknown_call(self, node: ast.Call, name: str, bare: str) -> GradcliError:
         """The error for a call of no op, method or function the program knows, with close names."""
