@@ -194,3 +194,48 @@ def _polyval(f, p, x):
     for k in range(n):
         y = y * x + f.index(p, index=(k,))
     return y
+
+
+# --------------------------------------------------------------------------- the libraries' slopes at kinks
+# Where a function has no derivative (abs at 0, clip at a bound, a norm at 0) each library
+# picks one, and a pasted program gets its library's: these are its definitions written as the
+# table's ops, so the slope there is the one the library computes (gradcli's own ops split a tie
+# evenly and give abs, relu and sign 0 at 0: docs/language.md).
+
+@composite("leaky_relu_slope_one_at_zero", ("x",), {"alpha": 0.01}, "JAX's leaky_relu: where(x >= 0, x, "
+           "alpha x), slope 1 at 0", public=False)
+def _leaky_relu_slope_one_at_zero(f, x, alpha):
+    return f.where(f.greater_equal(x, 0.0), x, _number(alpha, "negative_slope") * x)
+
+
+@composite("hard_tanh_slope_one_at_bounds", ("x",), {}, "JAX's hard_tanh: where(x > 1, 1, where(x < -1, -1, x)), "
+           "slope 1 at -1 and 1", public=False)
+def _hard_tanh_slope_one_at_bounds(f, x):
+    return f.where(f.greater(x, 1.0), 1.0, f.where(f.less(x, -1.0), -1.0, x))
+
+
+@composite("norm_by_square_root", ("x",), {"axis": None, "keepdims": False}, "JAX's linalg.norm and TensorFlow's "
+           "norm without ord: sqrt(sum(x * x, axis)) (the 2-norm, or Frobenius over two axes), whose gradient at "
+           "the zero vector is NaN, as theirs is", public=False)
+def _norm_by_square_root(f, x, axis=None, keepdims=False):
+    return f.sqrt(f.sum(x * x, axis=axis, keepdims=keepdims))
+
+
+@composite("clip_zero_at_bounds", ("x",), {"lo": None, "hi": None}, "autograd's clip: the gradient passes to x "
+           "strictly between the bounds only (0 at a bound), and to neither bound", tensors=("lo", "hi"), public=False)
+def _clip_zero_at_bounds(f, x, lo=None, hi=None):
+    clipped = x if lo is None else f.maximum(x, lo)
+    clipped = clipped if hi is None else f.minimum(clipped, hi)
+    clipped = f.stop_gradient(clipped)
+    at_bound = [f.not_equal(clipped, bound) for bound in (lo, hi) if bound is not None]
+    if not at_bound:
+        return x
+    inside = at_bound[0] if len(at_bound) == 1 else f.logical_and(*at_bound)
+    return f.where(inside, x, clipped)
+
+
+@composite("std_by_square_root", ("x",), {"axis": None, "ddof": None, "keepdims": False}, "TensorFlow's, JAX's and "
+           "autograd's std: sqrt(var(x)), whose gradient where all values are equal is NaN, as theirs is",
+           public=False)
+def _std_by_square_root(f, x, axis=None, ddof=None, keepdims=False):
+    return f.sqrt(f.var(x, axis=axis, ddof=ddof, keepdims=keepdims))

@@ -254,6 +254,35 @@ register(Op("array_equal", _array_equal, lambda a, b, equal_nan=False: (), NOT_D
 register(Op("array_equiv", _array_equiv, lambda a, b: (), NOT_DIFFERENTIABLE * 2, args=("a1", "a2"), boolean=True,
             finite_closed=True, doc="1 where the arrays broadcast to equal elements, else 0"))
 
+# np.isclose / np.allclose (also torch's and jnp's, with the same defaults): |a - b| <= atol + rtol |b|
+_CLOSE = {"rtol": 1e-05, "atol": 1e-08, "equal_nan": False}
+
+
+def _isclose(xp, a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return xp.astype(xp.isclose(a, b, rtol=rtol, atol=atol, equal_nan=bool(equal_nan)), xp.result_type(a, b))
+
+
+def _allclose(xp, a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return xp.asarray(float(bool(xp.all(xp.isclose(a, b, rtol=rtol, atol=atol, equal_nan=bool(equal_nan))))),
+                      dtype=xp.result_type(a, b))
+
+
+def _close_shape(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    for name, value in (("rtol", rtol), ("atol", atol)):
+        if isinstance(value, (bool, str, tuple, list)) or np.ndim(value) != 0 or not np.isfinite(value):
+            raise ShapeError(f"'{name}' must be a finite number, not {value!r}")
+    if np.ndim(equal_nan) != 0 or isinstance(equal_nan, str):
+        raise ShapeError(f"'equal_nan' must be True or False, not {equal_nan!r}")
+    return broadcast_shapes(a, b)
+
+
+register(Op("isclose", _isclose, _close_shape, NOT_DIFFERENTIABLE * 2, args=("a", "b"),
+            params=dict(_CLOSE), elementwise=True, boolean=True, finite_closed=True,
+            doc="1 where |a - b| <= atol + rtol |b| (or a == b), else 0"))
+register(Op("allclose", _allclose, lambda a, b, **params: (_close_shape(a, b, **params), ())[1], NOT_DIFFERENTIABLE * 2,
+            args=("a", "b"), params=dict(_CLOSE), boolean=True, finite_closed=True,
+            doc="1 where isclose(a, b) holds for every element, else 0"))
+
 
 # --------------------------------------------------------------------------- PyTorch's own array functions
 

@@ -32,12 +32,14 @@ from gradcli.language.dialects.spelling import ReadingError, Spelling  # noqa: F
 
 PREFIXES = {
     "tf.": "tensorflow", "tensorflow.": "tensorflow", "math_ops.": "tensorflow", "nn_ops.": "tensorflow",
+    "tf.dtypes.": "tensorflow", "tensorflow.dtypes.": "tensorflow",  # tf.dtypes.float32
     "np.": "numpy", "numpy.": "numpy", "jnp.": "numpy", "jax.numpy.": "numpy", "anp.": "numpy",
     "autograd.numpy.": "numpy", "linalg.": "numpy",
     "jax.nn.": "jax", "jax.lax.": "jax", "lax.": "jax", "jax.": "jax",
     "jax.scipy.special.": "scipy", "jax.scipy.": "scipy", "scipy.special.": "scipy", "scipy.": "scipy", "integrate.": "scipy",
     "jax.scipy.stats.": "scipy", "scipy.stats.": "scipy", "stats.": "scipy",
     "special.": "scipy",
+    "torch.func.": "torch",  # torch.func.grad, jacrev, hessian, vjp, vmap: JAX's transforms, as JAX spells them
     "torch.nn.functional.": "torch", "nn.functional.": "torch", "torch.special.": "torch", "torch.linalg.": "torch", "torch.": "torch",
     "F.": "torch", "optax.": "optax", "optax.losses.": "optax",
     "keras.ops.": "keras", "keras.backend.": "keras", "keras.activations.": "keras", "keras.": "keras",
@@ -59,6 +61,7 @@ KEYWORD_ALIASES = {
     "negative_slope": "alpha", "correction": "ddof", "interpolation": "method",
     "shifts": "shift", "paddings": "pad_width", "multiples": "reps", "dim1": "axis1", "dim2": "axis2",
     "reduction_indices": "axis", "dims": "axis", "depth": "num_classes", "diagonal": "k",
+    "steps": "num",  # torch.linspace(start, end, steps)
 }
 FIRST_ARGUMENT_KEYWORDS = ("input_tensor", "input", "a", "x", "t", "tensor", "logits", "features")
 # The keywords by which libraries name a sequence of arrays (`tf.concat(values=...)`, `torch.cat(tensors=...)`)

@@ -26,6 +26,15 @@ def _slice_reading(call):
                        "(and Python's slice is an index object): write lax.slice or tf.slice")
 
 
+def _cond_reading(call):
+    """lax.cond(pred, true_fun, false_fun, *operands) branches; np.linalg.cond(x, p) is the condition number."""
+    if call.library == "jax":
+        raise ReadingError("lax.cond(pred, true_fun, false_fun, *operands) is not supported (gradcli's "
+                           "cond is np.linalg.cond, a condition number): write true_fun(x) if pred else "
+                           "false_fun(x), or jnp.where(pred, true_fun(x), false_fun(x))")
+    return None
+
+
 NAMES = {
     "rem": "fmod", "soft_sign": "softsign", "hard_swish": "hard_silu",
     "slice": "slice_start_limit", "lax_slice": "slice_start_limit",
@@ -38,7 +47,10 @@ READINGS = {
     "dsplit": lambda call: ("dsplit", {"ordered": True}) if _jax_numpy(call) else None,
     "abs": lambda call: ("abs_right_at_zero", {}) if _jax_numpy(call) else None,  # (JAX's slope at 0 is 1)
     "select": _select_reading,
+    "cond": _cond_reading,
     "slice_start_limit": _slice_reading,
+    # jax.nn.hard_tanh is where(x > 1, 1, where(x < -1, -1, x)): slope 1 at -1 and 1 (PyTorch's hardtanh 0)
+    "hard_tanh": lambda call: ("hard_tanh_slope_one_at_bounds", {}) if call.library == "jax" else None,
     "l2_loss": lambda call: ("half_squared_error", {}) if call.library == "optax" else None,
 }
 

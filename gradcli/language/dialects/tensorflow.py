@@ -33,9 +33,49 @@ def _tensorflow_axis_zero(name):
     return reading
 
 
+def _tensorflow_arg_extreme(name):
+    """tf.math.argmax/argmin without an axis take axis 0 (NumPy's, PyTorch's and Keras' flatten
+    the array)."""
+    def reading(call):
+        if call.library == "tensorflow" and call.positional < 2 and "axis" not in call.keywords:
+            return name, {"axis": 0}
+        return None
+    return reading
+
+
+def _clip_reading(call):
+    """tf.clip_by_value refuses lo > hi (ordered); jnp.clip is minimum(maximum(x, lo), hi), whose
+    slope at a bound is 1/2, autograd's is 0 there (NumPy's and PyTorch's clip pass the whole
+    gradient to x there)."""
+    if call.library in ("tensorflow", "keras"):
+        return "clip", {"ordered": True}
+    if jax_numpy(call):
+        return "clip_splitting_ties", {}
+    if call.spelled.startswith("autograd.numpy."):  # autograd's: 0 at a bound (ans != a_min and ans != a_max)
+        return "clip_zero_at_bounds", {}
+    return None
+
+
+_LEAKY_RELU_SLOPE = _library_default(
+    "leaky_relu", "alpha", {"tensorflow": 0.2, "keras": 0.2, "jax": 0.01, "torch": 0.01},
+    "{name}(x) without a slope: TensorFlow and Keras default to 0.2, JAX and PyTorch to 0.01; "
+    "write {name}(x, alpha=...)", keywords=("negative_slope",))
+
+
+def _leaky_relu_reading(call):
+    """The default slope per library; JAX's leaky_relu is where(x >= 0, x, alpha x): slope 1 at 0
+    (TensorFlow's and PyTorch's take alpha there)."""
+    chosen = _LEAKY_RELU_SLOPE(call)
+    if call.library != "jax":
+        return chosen
+    # (the preset slope is JAX's default, 0.01, the composite's own default too)
+    return "leaky_relu_slope_one_at_zero", chosen[1] if chosen else {}
+
+
 def _norm_reading(call):
     """tf.norm treats the array as one vector unless axis is a pair (NumPy's ord of a matrix is a
-    matrix norm): without axis or without ord it is vector_norm, with both it is refused. torch.norm(x, p, dim) and
+    matrix norm): without ord it is sqrt(reduce_sum(x * x)) along axis (norm_by_square_root), with ord
+    and no axis vector_norm, with both it is refused. torch.norm(x, p, dim) and
     x.norm(p, dim) are PyTorch's own (norm_p: a number p is a vector norm over dim);
     torch.linalg.norm(x, ord, dim) is NumPy's (a matrix norm of a matrix)."""
     if call.library == "torch" and "linalg." in call.spelled:
@@ -47,7 +87,12 @@ def _norm_reading(call):
             raise ReadingError(f"{call.library}'s norm with ord and axis: TensorFlow's ord applies to the vectors "
                                "along axis unless axis is a pair, then to matrices as a matrix norm; write "
                                "vector_norm(x, ord=..., axis=...) or matrix_norm(x, ord=..., axis=...)")
-        return "vector_norm", {}  # (without axis, the whole tensor is one vector)
+        if call.positional > 1 or "ord" in call.keywords:
+            return "vector_norm", {}  # (without axis, the whole tensor is one vector)
+        return "norm_by_square_root", {}  # 'euclidean', TensorFlow's sqrt(reduce_sum(x * x)): NaN slope at 0
+    if (jax_numpy(call) or call.spelled.startswith("autograd.numpy.")) and call.positional < 2 \
+            and "ord" not in call.keywords:
+        return "norm_by_square_root", {}  # JAX's and autograd's: the same (PyTorch's gives 0 there)
     return None
 
 
@@ -201,13 +246,6 @@ def _ties_first(name):
     return lambda call: (f"{name}_ties_first", {}) if call.library == "tensorflow" else None
 
 
-def _clip_reading(call):
-    """tf.clip_by_value refuses lo > hi; jnp.clip is minimum(maximum(x, lo), hi), its ties split."""
-    if call.library in ("tensorflow", "keras"):
-        return "clip", {"ordered": True}
-    return ("clip_splitting_ties", {}) if jax_numpy(call) else None
-
-
 READINGS = {
     "maximum": _ties_first("maximum"), "minimum": _ties_first("minimum"),
     "clip": _clip_reading,
@@ -215,17 +253,18 @@ READINGS = {
     & set(call.keywords) else None,
     "cumsum": _tensorflow_axis_zero("cumsum"),
     "cumprod": _tensorflow_axis_zero("cumprod"),
+    "argmax": _tensorflow_arg_extreme("argmax"),
+    "argmin": _tensorflow_arg_extreme("argmin"),
     "norm": _norm_reading,
+    # tf.math.reduce_euclidean_norm is sqrt(reduce_sum(x * x)): NaN gradient at a zero vector, as TensorFlow's
+    "euclidean_norm": lambda call: ("norm_by_square_root", {}) if call.library == "tensorflow" else None,
     "concatenate": _concat_reading,
     "diag": _diag_reading,
     "take_batched": _gather_reading,
     "solve_triangular": _triangular_reading,
     "svd": _svd_reading,
     "lstsq": lambda call: ("lstsq_solution", {}) if call.library == "tensorflow" else None,
-    "leaky_relu": _library_default(
-        "leaky_relu", "alpha", {"tensorflow": 0.2, "keras": 0.2, "jax": 0.01, "torch": 0.01},
-        "{name}(x) without a slope: TensorFlow and Keras default to 0.2, JAX and PyTorch to 0.01; "
-        "write {name}(x, alpha=...)", keywords=("negative_slope",)),
+    "leaky_relu": _leaky_relu_reading,
     "gelu": _library_default(
         "gelu", "approximate", {"tensorflow": False, "keras": False, "torch": False, "jax": True},
         "{name}(x) without approximate=: TensorFlow, Keras and PyTorch default to the exact x Phi(x), "

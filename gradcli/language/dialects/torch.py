@@ -72,6 +72,10 @@ def _moments_read(name, call):
     if call.library == "tensorflow" and {"correction", "ddof", "unbiased"} & set(call.keywords):
         raise ReadingError(f"tf.math.reduce_{'variance' if name == 'var' else 'std'} has no ddof: TensorFlow's "
                            "divides by n; write np.{name}(x, ddof=...) for another divisor".replace("{name}", name))
+    if name == "std" and (call.library == "tensorflow" or _jax_numpy(call) or call.spelled.startswith("autograd.")):
+        # TensorFlow's, JAX's and autograd's std is sqrt(var): a NaN gradient where all values are
+        # equal (PyTorch's, and gradcli's own std, give 0 there)
+        return "std_by_square_root", {}
     return None
 
 

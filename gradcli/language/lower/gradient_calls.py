@@ -203,12 +203,12 @@ class GradientCalls(PyTrees, ValuesApart):
             return NONE
         full = transforms.jacobian(self, y, x, node.pos, "tape.batch_jacobian", scope, tape.recorded)
         y_shape, x_shape = self.graph.shapes[y], self.graph.shapes[x]
-
-        if len(x_shape) != 2 or len(y_shape) != 2:
-            raise self.error("tape.batch_jacobian: gradcli takes a target and a source of two dimensions each",
-                             node.pos)
-        rows = [self.emit(OPS["index"], (full,), {"index": (b, slice(None), b)}, node.pos, "[]", scope)
-                for b in range(y_shape[0])]
+        if len(x_shape) < 2 or len(y_shape) < 2 or x_shape[0] != y_shape[0]:
+            raise self.error("tape.batch_jacobian: the target and the source need two dimensions or more and one "
+                             f"batch size first (TensorFlow's), not shapes {y_shape} and {x_shape}", node.pos)
+        # row b: full[b, :, ..., b] (a slice as the index param writes it: (start, stop, step))
+        rows = [self.emit(OPS["index"], (full,), {"index": (b,) + ((None, None, None),) * (len(y_shape) - 1) + (b,)},
+                          node.pos, "[]", scope) for b in range(y_shape[0])]
         return transforms.stack(self, rows, node.pos, scope)
 
     def unconnected_zero(self, keywords: dict, pos: Pos) -> bool:

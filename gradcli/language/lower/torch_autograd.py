@@ -210,7 +210,8 @@ class TorchAutograd(GradCheck):
             create = keywords.get("create_graph", args[3] if len(args) > 3 else None)
             create = create is not None and create is not NONE and bool(self.constant_truth(create))
             retain = create if retain is None or retain is NONE else bool(self.constant_truth(retain))
-            self.backward(receiver, gradient, retain, create, node, scope)
+            only = _backward_inputs(self, node, keywords, args, scope)
+            self.backward(receiver, gradient, retain, create, node, scope, only)
             return NONE
         if node.func == "requires_grad_" and type(receiver) is int:
             flag = args[1] if len(args) > 1 else keywords.get("requires_grad")
@@ -331,7 +332,10 @@ class TorchAutograd(GradCheck):
         equations = self.graph.equations
         self.torch.freed.update(i for i in path if equations[i].op.name not in SAVES_NOTHING)
 
-    def backward(self, y: int, gradient, retain: bool, create: bool, node: ast.Call, scope: Scope) -> None:
+    def backward(self, y: int, gradient, retain: bool, create: bool, node: ast.Call, scope: Scope,
+                 only: list | None = None) -> None:
+        """y.backward(...): the gradient of y accumulated into the .grad of every leaf (and retained
+        tensor) it depends on; with `inputs=` (`only`), into those tensors' .grad alone, as PyTorch."""
         state = self.torch
         if not self.requires_grad(y):
             raise self.error("element 0 of tensors does not require grad and does not have a grad_fn "
@@ -354,6 +358,12 @@ class TorchAutograd(GradCheck):
         receiver = node.args[0]
         by = f"{receiver.id if isinstance(receiver, ast.Name) else 'tensor'}.backward"
         held = [(state.leaves, leaf) for leaf in leaves] + [(state.retained, i) for i in state.retained if i <= y]
+        if only is not None:
+            for i in only:  # a non-leaf named in inputs= gets a .grad, as retain_grad() gives it
+                if i not in state.leaves:
+                    state.retained.setdefault(i, None)
+            held = [(grads, i) for grads, i in held if i in only]
+            held += [(state.retained, i) for i in only if i not in state.leaves and (state.retained, i) not in held]
         found = transforms.differentiate(self, [y], [i for _, i in held], node.pos, by, grad_ys, recorded)
         for (grads, leaf), g in zip(held, found):
             if g is None:
@@ -563,3 +573,19 @@ def _written_tuple(lowering, value):
     if type(value) is int and state is not None and value in state.written_tuples:
         return state.written_tuples[value]
     return value
+
+
+def _backward_inputs(lowering, node: ast.Call, keywords: dict, args: list, scope: Scope) -> list | None:
+    """The tensors of `y.backward(inputs=...)` (None when not given): a tensor, or a list or
+    tuple written with the tensors' names (a list display is otherwise stacked into one array)."""
+    written = next((kw.value for kw in node.keywords if kw.name == "inputs"),
+                   node.args[4] if len(node.args) > 4 else None)
+    value = keywords.get("inputs", args[4] if len(args) > 4 else None)
+    if written is None or value is NONE:
+        return None
+    if isinstance(written, (ast.Array, ast.Tuple)):
+        if not all(isinstance(item, ast.Name) for item in written.items):
+            raise lowering.error("backward(inputs=[...]): name the tensors (a leaf or a tensor the program "
+                                 "named), as in inputs=[w, b]", written.pos)
+        return [lowering.materialize(lowering.resolve(item, scope), scope, item.pos) for item in written.items]
+    return lowering.sources(value, node.pos, scope)[0]
