@@ -81,8 +81,6 @@ REFUSED = {
 # refused or other numbers, and should not be: known, not fixed on this branch (the test fails
 # once one gives its library's numbers, to be taken out of this list)
 NOT_YET = {
-    "jax_guide_03": "two lambdas, one calling the other, are taken for recursion ('<lambda>' calls itself)",
-    "jax_guide_08": "two lambdas, one calling the other, are taken for recursion ('<lambda>' calls itself)",
     "pytorch_guide_07": "`dtype = torch.float` bound to a name is read as a number",
 }
 

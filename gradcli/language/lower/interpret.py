@@ -395,8 +395,9 @@ class Interpreter:
 
     def call_user(self, fn: ast.FuncDef, node: ast.Call, values: list, scope: Scope, work: list,
                   defined_in: Scope | None):
-        if fn.name in scope.active:
-            chain = " -> ".join(scope.active[scope.active.index(fn.name):] + (fn.name,))
+        label = fn.name if fn.name != "<lambda>" else f"<lambda at {fn.pos.line}:{fn.pos.column}>"  # (one per place)
+        if label in scope.active:
+            chain = " -> ".join(scope.active[scope.active.index(label):] + (label,))
             raise self.error(f"recursion is not supported: '{fn.name}' calls itself ({chain}); "
                              "functions are expanded where they are called", node.pos)
         params = [p for p, _ in fn.params]
@@ -415,7 +416,7 @@ class Interpreter:
         if missing:
             raise self.error(f"{fn.name}() takes {len(params)} argument{'s' * (len(params) != 1)} "
                              f"({', '.join(params)}); missing {', '.join(missing)}", node.pos)
-        inner = Scope(args, scope.stack + (node.pos,), scope.active + (fn.name,), defined_in)
+        inner = Scope(args, scope.stack + (node.pos,), scope.active + (label,), defined_in)
         *body, ret = fn.body
         # (`if c: return a else: return b`: the value of the branch chosen)
         work.append((_STATEMENT, ret, inner) if isinstance(ret, ast.TailIf) else (_EVAL, ret.value, inner))
