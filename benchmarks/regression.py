@@ -56,10 +56,10 @@ class _Version:
     """One version's process for one workload: its wall time (what harness.paired records), its
     CPU time and its output kept beside."""
 
-    def __init__(self, python: str, tree: str, argv: list[str], stdin: bytes | None, timeout: float | None):
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-        self.command, self.env, self.stdin, self.timeout = [python, "-m", "gradcli", *argv], dict(env, PYTHONPATH=tree), \
+    def __init__(self, python: str, tree: str, argv: list[str], stdin: bytes | None, timeout: float | None, cwd: str):
+        self.command, self.env, self.stdin, self.timeout = [python, "-m", "gradcli", *argv], _environment(tree), \
             stdin, timeout
+        self.cwd = cwd  # (not a checkout: `python -m` puts the working directory before PYTHONPATH)
         self.cpu: list[float] = []
         self.output: bytes | None = None
 
@@ -68,7 +68,7 @@ class _Version:
         start = time.perf_counter()
         try:
             done = subprocess.run(self.command, input=self.stdin, capture_output=True, env=self.env,
-                                  timeout=self.timeout, check=False)
+                                  timeout=self.timeout, check=False, cwd=self.cwd)
         except subprocess.TimeoutExpired:
             raise Failed(f"timed out (> {self.timeout:.0f} s)") from None
         wall = time.perf_counter() - start
@@ -79,6 +79,21 @@ class _Version:
         self.cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
         self.output = done.stdout
         return wall
+
+
+def _environment(tree: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    return dict(env, PYTHONPATH=tree)
+
+
+def _check_imported_from(python: str, tree: str, cwd: str) -> None:
+    """Each version's processes import gradcli from its own tree (a stray checkout on the path
+    would have both sides run the same code)."""
+    done = subprocess.run([python, "-c", "import gradcli, os; print(os.path.realpath(gradcli.__file__))"],
+                          capture_output=True, text=True, env=_environment(tree), cwd=cwd, check=False)
+    where = done.stdout.strip()
+    if not where.startswith(os.path.realpath(tree) + os.sep):
+        raise Failed(f"python -m gradcli with PYTHONPATH={tree} imports {where or done.stderr.strip()[-200:]}")
 
 
 def _spread(ratios: list[float]) -> str:
@@ -96,10 +111,11 @@ def run(table, o, tmp: str, python: str, here: str, log) -> None:
         raise Failed(f"--baseline {o.baseline}: no gradcli/__main__.py there (give a source tree of gradcli)")
     for tree in (here, baseline):
         compileall.compile_dir(os.path.join(tree, "gradcli"), quiet=1)
+        _check_imported_from(python, tree, tmp)
     rounds = o.rounds or (3 if o.quick else 7)
     for name, (argv, stdin) in _workloads(tmp, o.quick).items():
-        ours = _Version(python, here, argv, stdin, o.timeout)
-        theirs = _Version(python, baseline, argv, stdin, o.timeout)
+        ours = _Version(python, here, argv, stdin, o.timeout, tmp)
+        theirs = _Version(python, baseline, argv, stdin, o.timeout, tmp)
         log(f"  regression: {name}")
         res = paired({"this code": ours, "baseline": theirs}, rounds, warm=True, log=log)
         table.record(f"regression: {name} (whole process, python -m gradcli)", res)
