@@ -70,7 +70,7 @@ def kink_count(eq, value, args, xp):
         keep = value if eq.params.get("keepdims") else xp.expand_dims(value, normalize_axes(axis, args[0].ndim))
         counts = xp.count_nonzero(args[0] == keep, axis=axis, keepdims=True)
         return xp.count_nonzero(counts > 1)
-    if kink in ("pair", "pair_first"):
+    if kink == "pair":
         return xp.count_nonzero(xp.broadcast_to(args[0] == args[1], value.shape))
     if kink in ("zero", "zero_right"):
         return xp.count_nonzero(args[0] == 0)
@@ -89,9 +89,6 @@ def kink_note(kink: str, label: str, count: int) -> tuple[str, str]:
     if kink == "pair":
         return "tie", (f"{label} has {count} equal pair{plural}; the gradient is "
                        "split evenly between the two arguments there")
-    if kink == "pair_first":
-        return "tie", (f"{label} has {count} equal pair{plural}; the gradient goes to the first argument "
-                       "there, as TensorFlow's does")
     return "kink", (f"{label} is evaluated exactly at 0 for {count} element{plural}, where it has no "
                     f"derivative; " + ("JAX's rule takes the right derivative, 1, there" if kink == "zero_right"
                                        else "gradcli uses 0 there"))

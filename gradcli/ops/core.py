@@ -482,13 +482,6 @@ _binary("maximum", "maximum",
 _binary("minimum", "minimum",
         (lambda g, ans, x, y: g * _minimum_weight(x, y), lambda g, ans, x, y: g * (1.0 - _minimum_weight(x, y))),
         finite_closed=True, kink="pair")
-# TensorFlow's maximum and minimum give a tie's whole gradient to x (`x >= y`, `x <= y`)
-_binary("maximum_ties_first", "maximum",
-        (lambda g, ans, x, y: g * G.greater_equal(x, y), lambda g, ans, x, y: g * G.less(x, y)),
-        finite_closed=True, kink="pair_first", doc="maximum(x, y); at a tie the gradient goes to x")
-_binary("minimum_ties_first", "minimum",
-        (lambda g, ans, x, y: g * G.less_equal(x, y), lambda g, ans, x, y: g * G.greater(x, y)),
-        finite_closed=True, kink="pair_first", doc="minimum(x, y); at a tie the gradient goes to x")
 for _name, _fn, _symbol in (("less", lambda a, b: a < b, "<"), ("less_equal", lambda a, b: a <= b, "<="),
                             ("greater", lambda a, b: a > b, ">"), ("greater_equal", lambda a, b: a >= b, ">="),
                             ("equal", lambda a, b: a == b, "=="), ("not_equal", lambda a, b: a != b, "!=")):

@@ -188,7 +188,7 @@ OPERATORS = {"add": operator.add, "subtract": operator.sub, "multiply": operator
 EXACT_OPS = frozenset({
     "const", "input", "identity", "positive", "negative", "stop_gradient",
     "add", "subtract", "multiply", "divide", "square", "sqrt",
-    "abs", "abs_right_at_zero", "sign", "maximum", "minimum", "maximum_ties_first", "minimum_ties_first", "relu", "where",
+    "abs", "abs_right_at_zero", "sign", "maximum", "minimum", "relu", "where",
     "less", "less_equal", "greater", "greater_equal", "equal", "not_equal",
     "logical_and", "logical_or",
 })

@@ -93,7 +93,7 @@ class Op:
     bound: Callable | tuple | str | None = None
     grows: bool = False                # may overflow (exp, multiply, sum): large results are checked for headroom
     underflows: str | None = None      # a 0 result may be a nonzero lost: "rounds" (exp, multiply), "terms" (sum)
-    kink: str | None = None            # a derivative by convention: "extremes" (max), "extremes_first", "pair" (maximum), "pair_first", "zero" (abs), "zero_right"
+    kink: str | None = None            # a derivative by convention: "extremes" (max), "extremes_first", "pair" (maximum), "zero" (abs), "zero_right"
     # (what the few ops with a pole, a domain, an overflow limit or a where trap are known for, and the
     # words and rewrites said of them, is a table keyed by op name: gradcli/numerics/hints.py)
 

@@ -84,6 +84,12 @@ NOT_YET = {
     "pytorch_guide_07": "`dtype = torch.float` bound to a name is read as a number",
 }
 
+# gradcli's documented rule differs from the library's here, and only in these prints
+DIFFERENT = {
+    # TensorFlow gives a tie of tf.maximum/tf.minimum wholly to x; gradcli splits it (docs/language.md, Ties)
+    "tensorflow_guide_11": ("tape.gradient(high, [a, c])", "tape.gradient(low, [a, c])"),
+}
+
 
 @pytest.mark.parametrize("path", SNIPPETS, ids=[p.stem for p in SNIPPETS])
 def test_a_guide_snippet_gives_its_librarys_numbers_or_a_clear_refusal(path):
@@ -98,6 +104,10 @@ def test_a_guide_snippet_gives_its_librarys_numbers_or_a_clear_refusal(path):
         if problems:
             pytest.xfail(NOT_YET[name])
         pytest.fail(f"{name} now gives its library's numbers: take it out of NOT_YET")
+    if name in DIFFERENT:
+        problems = compare(record)
+        assert problems and all(any(expr in p for expr in DIFFERENT[name]) for p in problems), problems
+        return
     if name in REFUSED:
         with pytest.raises(GradcliError) as caught:
             compare(record)

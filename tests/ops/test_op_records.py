@@ -20,7 +20,7 @@ from test_ops import covered_operations
 # What the engine's readers accept in each field (gradcli/numerics/diagnostics.py, gradcli/numerics/fixes.py,
 # gradcli/language/lower/__init__.py); a value outside them would be silently ignored. (The numeric
 # hints of gradcli/numerics/hints.py are checked by tests/numerics/test_hints.py.)
-KINKS = {None, "extremes", "extremes_first", "pair", "pair_first", "zero", "zero_right"}
+KINKS = {None, "extremes", "extremes_first", "pair", "zero", "zero_right"}
 UNDERFLOWS = {None, "rounds", "terms"}
 REPEATS = {None, "broadcast", "reshape"}
 # `doc` words that say an argument (or the whole op) has no gradient rule on purpose

@@ -240,14 +240,7 @@ NAMES = {
     "kld": "kl_divergence", "KLD": "kl_divergence",
 }
 
-def _ties_first(name):
-    """tf.maximum and tf.minimum give a tie's gradient to their first argument (NumPy's, JAX's and
-    PyTorch's split it)."""
-    return lambda call: (f"{name}_ties_first", {}) if call.library == "tensorflow" else None
-
-
 READINGS = {
-    "maximum": _ties_first("maximum"), "minimum": _ties_first("minimum"),
     "clip": _clip_reading,
     "matmul": lambda call: ("matmul_transposed", {}) if {"transpose_a", "transpose_b", "adjoint_a", "adjoint_b"}
     & set(call.keywords) else None,
