@@ -240,3 +240,18 @@ def test_what_follows_the_last_def_decides_whether_it_is_called(tail, name, expe
 def test_a_def_called_after_data_needs_its_parameters():
     err = refusal("def f(a):\n    return a ** 2\nx = 3.0\n")
     assert format_error(err).splitlines()[0] == "<expr>:1:7: error: missing input 'a': give it with feeds a=VALUE"
+
+
+def test_devices_and_dtypes_bound_to_names_change_no_number():
+    """PyTorch's tutorials start `dtype = torch.float; device = torch.device("cuda" if
+    torch.cuda.is_available() else "cpu")` and pass `device=device` to every constructor: a
+    device changes no number (gradcli's PyTorch has no CUDA of its own), the dtype is float32.
+    PyTorch 2.13.0: the gradient of sum((a * x)^2) in a, x = linspace(-1, 1, 5), a = 0.1, is 0.5."""
+    program = ("import torch\ndtype = torch.float\n"
+               "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+               "x = torch.linspace(-1., 1., 5, device=device, dtype=dtype)\n"
+               "a = torch.tensor(0.1, device=device, dtype=dtype, requires_grad=True)\n"
+               "loss = (a * x).pow(2).sum()\nloss.backward()\ng = a.grad\n")
+    result = api.evaluate(program, prints=["loss", "g"])
+    # (float32 numbers: PyTorch printed loss 0.02500000037252903, the gradient 0.5)
+    np.testing.assert_allclose([result.outputs["loss"], result.outputs["g"]], [0.02500000037252903, 0.5], rtol=2e-7)

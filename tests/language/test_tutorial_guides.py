@@ -80,9 +80,7 @@ REFUSED = {
 }
 # refused or other numbers, and should not be: known, not fixed on this branch (the test fails
 # once one gives its library's numbers, to be taken out of this list)
-NOT_YET = {
-    "pytorch_guide_07": "`dtype = torch.float` bound to a name is read as a number",
-}
+NOT_YET: dict = {}
 
 # gradcli's documented rule differs from the library's here, and only in these prints
 DIFFERENT = {

@@ -76,8 +76,8 @@ OTHER_DTYPES = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", 
 # Constructors whose second positional argument is the dtype (`tf.constant([1, 2], tf.float32)`,
 # `np.array(x, float)`, `torch.as_tensor(x, torch.float64)`)
 DTYPE_SECOND_ARGUMENT = frozenset({"constant", "convert_to_tensor", "array", "asarray", "as_tensor"})
-# Functions of pasted code that are numbers: Keras' fuzz factor
-CONSTANT_FUNCTIONS = {"epsilon": 1e-7}
+# Functions of pasted code that are numbers: Keras' fuzz factor, torch.cuda.is_available()
+CONSTANT_FUNCTIONS = {"epsilon": 1e-7, "cuda.is_available": 0.0}  # (gradcli's PyTorch has no CUDA of its own)
 # the names the lowering may read as something other than their op (numbers, shapes, casts)
 SPECIAL_CALLS = frozenset(CONSTANT_FUNCTIONS) | {"len", "cast", "astype"} | FLOAT_DTYPES | OTHER_DTYPES
 # NumPy array attributes read as the functions they are

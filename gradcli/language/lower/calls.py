@@ -43,6 +43,30 @@ def _reading_key(node: ast.Call, name: str, library: str | None) -> tuple:
             tuple([k.name for k in node.keywords]) if node.keywords else (), bool(args) and type(args[0]) is ast.Array)
 
 
+def _without_keyword(node: ast.Call, values: list, name: str) -> tuple[ast.Call, list]:
+    """The call and its argument values without the keyword `name`."""
+    count = len(node.args)
+    kept = [k for k, kw in enumerate(node.keywords) if kw.name != name]
+    return (ast.Call(node.func, node.args, node.pos, [node.keywords[k] for k in kept], node.symbol, node.method),
+            values[:count] + [values[count + k] for k in kept])
+
+
+def _iterated_by_python(lowering, op: Op, preset: dict, value, bare: str, pos: Pos) -> dict:
+    """Pasted code's built-in sum, max and min iterate over the first axis: `sum(x)` of a matrix is
+    np.sum(x, axis=0); `max(x)` compares rows, which NumPy refuses (gradcli's own sum adds all)."""
+    if op.name not in ("sum", "max", "min") or "axis" in preset or not isinstance(value, (int, Literal)):
+        return preset
+    ndim = len(lowering.shape_of(value))
+    if ndim < 2:
+        return preset
+    if op.name == "sum":
+        return {**preset, "axis": 0}
+    raise lowering.error(f"{bare}() of an array of {ndim} axes: Python's built-in {bare} iterates over the first axis "
+                         "and compares whole rows, an error in NumPy and PyTorch (the truth value of an array with "
+                         f"more than one element is ambiguous); write np.{bare}(x) for every element, or "
+                         f"np.{bare}(x, axis=0)", pos)
+
+
 class Resolution:
     """Part of the lowering (gradcli.language.lower): which op a call means. Reads `self.graph`,
     `self.globals`, `self.aliases`, `self.readings`, `self.sequence_ops`, `self.method_library`;
@@ -275,6 +299,9 @@ class Resolution:
             remember = False  # (the dtype as its keyword: `tf.constant([1, 2], tf.float32)`)
             node = ast.Call(node.func, node.args[:1], node.pos, [ast.Keyword("dtype", node.args[1], node.args[1].pos),
                                                                  *node.keywords], node.symbol, node.method)
+        if library == "torch" and any(kw.name == "device" for kw in node.keywords):
+            remember = False  # (`torch.zeros(3, device=device)`: a device changes no number)
+            node, values = _without_keyword(node, values, "device")
         if dialects.sizes_written_apart(library, op, len(node.args)):
             remember = False  # (`torch.ones(3, 4)`: the sizes as one shape)
             count = len(node.args)
@@ -292,25 +319,10 @@ class Resolution:
             except ReadingError as exc:
                 raise self.error(str(exc), node.pos) from None
             if self.pasted and library == "python" and len(values) == 1 and not node.keywords:
-                preset = self.iterated_by_python(op, preset, values[0], bare, node.pos)
+                preset = _iterated_by_python(self, op, preset, values[0], bare, node.pos)
         if remember:
             self.readings[key] = (op, preset, node.symbol or strip_prefixes(name))
         return self.call_builtin(op, node, values, scope, preset)
-
-    def iterated_by_python(self, op: Op, preset: dict, value, bare: str, pos: Pos) -> dict:
-        """Pasted code's built-in sum, max and min iterate over the first axis: `sum(x)` of a matrix is
-        np.sum(x, axis=0); `max(x)` compares rows, which NumPy refuses (gradcli's own sum adds all)."""
-        if op.name not in ("sum", "max", "min") or "axis" in preset or not isinstance(value, (int, Literal)):
-            return preset
-        ndim = len(self.shape_of(value))
-        if ndim < 2:
-            return preset
-        if op.name == "sum":
-            return {**preset, "axis": 0}
-        raise self.error(f"{bare}() of an array of {ndim} axes: Python's built-in {bare} iterates over the first axis "
-                         "and compares whole rows, an error in NumPy and PyTorch (the truth value of an array with more "
-                         f"than one element is ambiguous); write np.{bare}(x) for every element, or np.{bare}(x, axis=0)",
-                         pos)
 
     def unknown_call(self, node: ast.Call, name: str, bare: str) -> GradcliError:
         """The error for a call of no op, method or function the program knows, with close names."""
@@ -374,6 +386,8 @@ class Resolution:
         `tf.cast(x, tf.float32)`, `x.astype(np.float32)`, `np.float32(x)`. None otherwise."""
         if bare in CONSTANT_FUNCTIONS and not values:
             return Literal(np.float64(CONSTANT_FUNCTIONS[bare]), node.pos)
+        if bare == "device" and len(values) == 1 and isinstance(values[0], Text) and not node.keywords:
+            return values[0]  # torch.device("cpu"): a device changes no number
         if bare in ("size", "dim", "numel") and node.method and not node.keywords and len(values) <= 2:
             # PyTorch's x.size() is the shape (x.size(d) one length), x.dim() the rank, x.numel()
             # the count (NumPy's x.size is an attribute, read in attribute())

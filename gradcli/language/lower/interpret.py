@@ -131,9 +131,9 @@ class Interpreter:
         written = value if isinstance(value, (TupleValue, Literal)) else None  # (torch_autograd.py)
         if isinstance(value, Literal) and name not in self.globals and deleted is None:
             value = self.made_value(self.input(name, pos, default=value), written)  # (given anew or not)
-        elif isinstance(value, _NOT_ARRAYS) or value is NONE or (
+        elif isinstance(value, _NOT_ARRAYS) or value is NONE or (isinstance(value, Text) and self.pasted) or (
                 isinstance(value, TupleValue) and not one_array(value, graph)):
-            self.globals[name] = value  # not an array: a function, a tape, a list of gradients
+            self.globals[name] = value  # not an array: a function, a tape, a list of gradients, `dtype = torch.float`
             return
         else:
             value = self.materialize(value, scope)
