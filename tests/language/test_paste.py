@@ -255,3 +255,22 @@ def test_devices_and_dtypes_bound_to_names_change_no_number():
     result = api.evaluate(program, prints=["loss", "g"])
     # (float32 numbers: PyTorch printed loss 0.02500000037252903, the gradient 0.5)
     np.testing.assert_allclose([result.outputs["loss"], result.outputs["g"]], [0.02500000037252903, 0.5], rtol=2e-7)
+
+
+@pytest.mark.parametrize("program,expected", [
+    # a tree bound last, and nothing else shown: shown as print shows it (was "computes nothing")
+    ("t = (np.ones(2), np.zeros(3))", {"t[0]": [1, 1], "t[1]": [0, 0, 0]}),
+    ("t = {'a': np.ones(2), 'b': 3.0}", {"t['a']": [1, 1], "t['b']": 3}),
+    # a tree shown by a bare expression (was an internal error, exit 70)
+    ("t = (np.ones(2), np.zeros(3))\nt", {"t[0]": [1, 1], "t[1]": [0, 0, 0]}),
+    ("t = {'a': np.ones(2)}\nt", {"t['a']": [1, 1]}),
+    # JAX 0.10.2: jax.grad(loss)((ones((2, 2)), zeros(2)), [[1., 2.]]) -> ([[6., 6.], [12., 12.]], [6., 6.])
+    ("import jax\nimport jax.numpy as jnp\ndef loss(params, x):\n    w, b = params\n    return jnp.sum((x @ w + b) ** 2)\n"
+     "params = (jnp.ones((2, 2)), jnp.zeros(2))\ng = jax.grad(loss)(params, jnp.array([[1., 2.]]))",
+     {"g[0]": [[6, 6], [12, 12]], "g[1]": [6, 6]}),
+])
+def test_a_tuple_or_dict_of_arrays_is_shown_leaf_by_leaf(program, expected):
+    outputs = api.evaluate("import numpy as np\n" + program).outputs
+    assert list(outputs) == list(expected)
+    for key, value in expected.items():
+        np.testing.assert_array_equal(outputs[key], value)

@@ -114,10 +114,7 @@ class Interpreter:
                 continue  # `tape.watch(x)`: a statement for its effect
             else:
                 self.show_expression(node, value, top)
-        if any(printed or value is None for _, value, printed in self.shown) or graph.made_by:
-            # a program that prints (or takes its own gradients, unconnected ones shown as None)
-            # outputs what it prints and shows
-            graph.printed = [(text, value) for text, value, _ in self.shown]
+        self.settle_outputs(top)
         if self.missing:
             raise self.missing_inputs_error()
         if graph.result is None and not self.shown:
@@ -134,6 +131,7 @@ class Interpreter:
         elif isinstance(value, _NOT_ARRAYS) or value is NONE or (isinstance(value, Text) and self.pasted) or (
                 isinstance(value, TupleValue) and not one_array(value, graph)):
             self.globals[name] = value  # not an array: a function, a tape, a list of gradients, `dtype = torch.float`
+            self.last_tree = (name, value, pos) if isinstance(value, (TupleValue, DictValue)) else self.last_tree
             return
         else:
             value = self.materialize(value, scope)

@@ -134,6 +134,21 @@ class PyTrees:
     (GradientCalls applies a transform leaf by leaf and places the results here), tree_map,
     dicts' methods, and a tree shown by a bare expression."""
 
+    last_tree = None  # (name, value, place) of the last top-level binding of a tuple or dict (bind_global)
+
+    def settle_outputs(self, scope: Scope) -> None:
+        """What the program outputs, once it has run: what it prints and shows, where it prints,
+        takes its own gradients (an unconnected one shown as None) or shows only trees; a tuple or
+        dict of arrays bound last (`g = jax.grad(loss)(params, x)`) shown as print(g) shows it,
+        where nothing else would be."""
+        graph = self.graph
+        if graph.result is None and not self.shown and self.last_tree is not None:
+            name, value, pos = self.last_tree
+            self.show_tree(ast.Name(name, pos), value, scope)
+        if any(printed or value is None for _, value, printed in self.shown) or graph.made_by or (
+                graph.result is None and self.shown):
+            graph.printed = [(text, value) for text, value, _ in self.shown]
+
     def show_tree(self, node, value, scope: Scope) -> bool:
         """A bare expression (a notebook's display) that is a dict or a tuple that is not one
         array: each leaf shown under its key, as print shows it. False where `value` is one array."""
