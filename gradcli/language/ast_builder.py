@@ -69,7 +69,7 @@ class AstBuilder:
             last = self._target(targets[-1], value)
             if not isinstance(last, ast.Assign):
                 raise _syntax("in `a = b = value`, the last target must be a name", targets[-1].pos)
-            return [last] + [self._target(t, ast.Name(last.name, value.pos)) for t in targets[:-1]]
+            return [last] + _statements([self._target(t, ast.Name(last.name, value.pos)) for t in targets[:-1]])
         return self._target(targets[0], value)
 
     def _target(self, target, value):
@@ -89,6 +89,9 @@ class AstBuilder:
             for name, pos in names:
                 self._check_target(name, pos)
             return ast.Unpack(names, value, names[0][1])
+        if isinstance(target, ast.Tuple) and target.items and all(
+                isinstance(t, (ast.Name, ast.Tuple, ast.Array)) for t in target.items):
+            return _nested_unpack(target, value)
         raise _syntax("only a name, names separated by commas, an attribute (obj.w) or an array's item "
                       "(x[i]) can be assigned to", target.pos)
 
@@ -518,6 +521,32 @@ def _tail_if(stmt: ast.If) -> ast.TailIf:
                 body[-1] = ast.TailIf(body[-1].branches, body[-1].orelse, body[-1].pos)
                 pending.append(body[-1])
     return top
+
+
+def _nested_unpack(target: ast.Tuple, value) -> list:
+    """`(v, aux), g = value` as Python unpacks it: the outer tuple first, each inner one bound
+    to a name of its own (one no program can write), then unpacked in turn (no recursion)."""
+    statements, pending = [], [(target, value)]
+    while pending:
+        outer, source = pending.pop(0)
+        if not outer.items:
+            raise _syntax("an empty tuple cannot be unpacked into", outer.pos)
+        names = []
+        for item in outer.items:
+            if isinstance(item, (ast.Tuple, ast.Array)):
+                hidden = f"<unpacked at {item.pos.line}:{item.pos.column}>"
+                pending.append((ast.Tuple(item.items, item.pos), ast.Name(hidden, item.pos)))
+                item = ast.Name(hidden, item.pos)
+            elif "." in item.id:
+                raise _syntax("only names can be unpacked into (a, (b, c) = ...)", item.pos)
+            else:
+                AstBuilder._check_target(item.id, item.pos)
+            names.append((item.id, item.pos))
+        statements.append(ast.Unpack(names, source, names[0][1]))
+    last = target.items[-1]
+    if isinstance(last, ast.Name):  # (the last name written is the last bound, the program's value, as in Python)
+        statements.append(ast.Assign(last.id, ast.Name(last.id, last.pos), last.pos))
+    return statements
 
 
 def _statements(items) -> list:

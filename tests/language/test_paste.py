@@ -274,3 +274,20 @@ def test_a_tuple_or_dict_of_arrays_is_shown_leaf_by_leaf(program, expected):
     assert list(outputs) == list(expected)
     for key, value in expected.items():
         np.testing.assert_array_equal(outputs[key], value)
+
+
+def test_nested_unpacking_binds_as_python_does():
+    """JAX's `(value, aux), grads = jax.value_and_grad(f, has_aux=True)(x)` (was refused: 'only a
+    name, names separated by commas ... can be assigned to'). JAX 0.10.2 printed
+    ((5., [2., 4.]), [2., 4.]) for f(x) = (sum(x ** 2), 2 x) at x = [1., 2.]."""
+    program = ("import jax\nimport jax.numpy as jnp\ndef f(x):\n    return jnp.sum(x ** 2), x * 2\n"
+               "(v, aux), g = jax.value_and_grad(f, has_aux=True)(jnp.array([1., 2.]))\n")
+    result = api.evaluate(program, prints=["v", "aux", "g"])
+    assert result.outputs["v"] == 5.0
+    np.testing.assert_array_equal(result.outputs["aux"], [2, 4])
+    np.testing.assert_array_equal(result.outputs["g"], [2, 4])
+    assert list(api.evaluate(program).outputs) == ["g"]  # the last name written, as for `v, g = ...`
+    assert value("(a, (b, c)), d = ((1., (2., 3.)), 4.)\ny = a + 10 * b + 100 * c + 1000 * d") == 4321.0
+    assert value("def h(t):\n    (p, q), r = t\n    return p * q + r\ny = h(((2., 3.), 4.))") == 10.0
+    assert str(refusal("(), c = (1., 2.)")).startswith("an empty tuple cannot be unpacked into")
+    assert str(refusal("(a.b, c), d = ((1., 2.), 3.)")).startswith("only names can be unpacked into")
