@@ -175,6 +175,16 @@ def _keras_bce(f, t, p, from_logits, label_smoothing, axis):
     return f.mean(loss, axis=axis) if loss.ndim else loss
 
 
+@composite("binary_crossentropy_elementwise", ("target", "output"), {"from_logits": False},
+           "keras.ops.binary_crossentropy (and tf.keras.backend's): the sigmoid cross-entropy of each element, "
+           "not averaged (probabilities are refused)", public=False)
+def _keras_ops_bce(f, t, p, from_logits):
+    if not from_logits:
+        raise ShapeError("from probabilities Keras 2 (log(p + 1e-7)) and Keras 3 (log(p)) differ; write "
+                         "from_logits=True with the logits, or the formula you mean")
+    return -(t * f.log_sigmoid(p) + (1.0 - t) * f.log_sigmoid(-p))
+
+
 # --------------------------------------------------------------------------- Optax's losses
 #
 # optax.NAME(predictions, targets): elementwise (or over the last axis), no reduction.

@@ -210,6 +210,36 @@ def _keras_reading(name, optax=None):
     return reading
 
 
+def keras_ops_spelling(call) -> bool:
+    """`keras.ops.NAME` (also `from keras import ops`, `tf.keras.ops.`) or a Keras backend's
+    `K.NAME`: the functions of one tensor, whose defaults differ from keras.losses' and
+    keras.activations' functions of the same names."""
+    spelled = call.spelled
+    return call.library in ("keras", "tensorflow") and (
+        spelled.startswith(("ops.", "K.", "backend.")) or ".ops." in spelled or ".backend." in spelled)
+
+
+def _gelu_reading(call):
+    """keras.ops.gelu(x) defaults to approximate=True (the tanh form), keras.activations.gelu and
+    tf.nn.gelu to the exact x Phi(x)."""
+    if call.positional < 2 and "approximate" not in call.keywords and keras_ops_spelling(call):
+        return "gelu", {"approximate": True}
+    return _GELU_DEFAULT(call)
+
+
+def _keras_bce_reading(call):
+    """keras.ops.binary_crossentropy and tf.keras.backend.binary_crossentropy give one loss per
+    element; keras.losses.binary_crossentropy averages the last axis."""
+    if keras_ops_spelling(call):
+        return "binary_crossentropy_elementwise", {}
+    return _keras_reading("binary_crossentropy")(call)
+
+
+_GELU_DEFAULT = _library_default(
+    "gelu", "approximate", {"tensorflow": False, "keras": False, "torch": False, "jax": True},
+    "{name}(x) without approximate=: TensorFlow, Keras and PyTorch default to the exact x Phi(x), "
+    "JAX (and Flax) to the tanh approximation; write {name}(x, approximate=False) or True")
+
 _KERAS_LOSSES = ("mean_squared_error", "mean_absolute_error", "mean_absolute_percentage_error",
                  "mean_squared_logarithmic_error", "poisson", "hinge", "squared_hinge", "categorical_hinge",
                  "categorical_crossentropy", "sparse_categorical_crossentropy", "binary_crossentropy")
@@ -265,10 +295,7 @@ READINGS = {
     "svd": _svd_reading,
     "lstsq": lambda call: ("lstsq_solution", {}) if call.library == "tensorflow" else None,
     "leaky_relu": _leaky_relu_reading,
-    "gelu": _library_default(
-        "gelu", "approximate", {"tensorflow": False, "keras": False, "torch": False, "jax": True},
-        "{name}(x) without approximate=: TensorFlow, Keras and PyTorch default to the exact x Phi(x), "
-        "JAX (and Flax) to the tanh approximation; write {name}(x, approximate=False) or True"),
+    "gelu": _gelu_reading,
     "hard_sigmoid": _hard_sigmoid_reading,
     "log_cosh": _log_cosh_reading,
     # keras.losses.huber(y_true, y_pred, delta): a loss per sample (gradcli.ops.nn)
@@ -276,6 +303,7 @@ READINGS = {
     "cosine_similarity": _cosine_reading,
     "conv2d": _conv2d_reading,
     **{name: _keras_reading(name) for name in _KERAS_LOSSES},
+    "binary_crossentropy": _keras_bce_reading,
     "kl_divergence": _keras_reading("kl_divergence", "kl_divergence_from_log"),
 }
 

@@ -1,0 +1,75 @@
+"""Library functions whose defaults differ by where they are spelled (keras.ops vs keras.losses or
+keras.activations): gradcli's numbers against what the real libraries printed, in float64.
+
+References: Keras 3.15.1 (TensorFlow 2.21.0 backend, keras.config.set_floatx("float64")),
+x = np.array([1.0, 2.0, -0.7])."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gradcli import api
+from gradcli.errors import GradcliError
+
+X = [1.0, 2.0, -0.7]
+
+
+def value(program: str, x=X) -> np.ndarray:
+    return np.asarray(api.evaluate(program, feeds={"x": x}, fixes=False).outputs["y"])
+
+
+# keras.ops.gelu(x) is the tanh approximation (its approximate=True default):
+# array([ 0.8411919902786764 ,  1.9545976932119538 , -0.16942986540356306])
+KERAS_OPS_GELU = [0.8411919902786764, 1.9545976932119538, -0.16942986540356306]
+# keras.activations.gelu(x) is the exact x Phi(x) (approximate=False):
+# array([ 0.8413447419273903 ,  1.9544997324075772 , -0.16937455917471037])
+KERAS_ACTIVATIONS_GELU = [0.8413447419273903, 1.9544997324075772, -0.16937455917471037]
+
+
+@pytest.mark.parametrize("program", [
+    "import keras\ny = keras.ops.gelu(x)",
+    "from keras import ops\ny = ops.gelu(x)",
+    "import keras\ny = keras.ops.nn.gelu(x)",
+    "import tensorflow as tf\ny = tf.keras.ops.gelu(x)",
+])
+def test_keras_ops_gelu_defaults_to_the_tanh_approximation(program):
+    np.testing.assert_allclose(value(program), KERAS_OPS_GELU, rtol=1e-7)  # (Keras rounds its constants)
+
+
+@pytest.mark.parametrize("program", [
+    "import keras\ny = keras.activations.gelu(x)",
+    "import tensorflow as tf\ny = tf.keras.activations.gelu(x)",
+    "import keras\ny = keras.ops.gelu(x, approximate=False)",
+])
+def test_keras_activations_gelu_stays_exact(program):
+    np.testing.assert_allclose(value(program), KERAS_ACTIVATIONS_GELU, rtol=1e-7)
+
+
+# keras.ops.binary_crossentropy(np.array([1.0, 0.0, 1.0]), x, from_logits=True), and
+# tf.keras.backend.binary_crossentropy of the same: one loss per element, not averaged
+# array([0.31326168751822286, 2.1269280110429727 , 1.103186048885458  ])
+KERAS_OPS_BCE = [0.31326168751822286, 2.1269280110429727, 1.103186048885458]
+
+
+@pytest.mark.parametrize("program", [
+    "import keras\ny = keras.ops.binary_crossentropy(keras.ops.convert_to_tensor([1.0, 0.0, 1.0]), x, "
+    "from_logits=True)",
+    "from keras import ops\ny = ops.binary_crossentropy(ops.convert_to_tensor([1.0, 0.0, 1.0]), x, from_logits=True)",
+    "import tensorflow as tf\ny = tf.keras.backend.binary_crossentropy(tf.constant([1.0, 0.0, 1.0]), x, "
+    "from_logits=True)",
+])
+def test_keras_ops_binary_crossentropy_is_elementwise(program):
+    np.testing.assert_allclose(value(program), KERAS_OPS_BCE, rtol=1e-10)
+
+
+def test_keras_losses_binary_crossentropy_still_averages_the_last_axis():
+    program = ("import keras\ny = keras.losses.binary_crossentropy(keras.ops.convert_to_tensor([1.0, 0.0, 1.0]), x, "
+               "from_logits=True)")
+    # keras.losses.binary_crossentropy(...) printed 1.1811252491488846
+    np.testing.assert_allclose(value(program), 1.1811252491488846, rtol=1e-10)
+
+
+def test_keras_ops_binary_crossentropy_of_probabilities_is_refused():
+    with pytest.raises(GradcliError, match="from_logits=True"):
+        value("import keras\ny = keras.ops.binary_crossentropy(keras.ops.convert_to_tensor([1.0, 0.0, 1.0]), x)",
+              [0.2, 0.7, 0.9])
