@@ -73,3 +73,28 @@ def test_keras_ops_binary_crossentropy_of_probabilities_is_refused():
     with pytest.raises(GradcliError, match="from_logits=True"):
         value("import keras\ny = keras.ops.binary_crossentropy(keras.ops.convert_to_tensor([1.0, 0.0, 1.0]), x)",
               [0.2, 0.7, 0.9])
+
+
+# jax.lax.cumsum / cumprod scan axis 0 by default (jnp.cumsum flattens). JAX 0.10.2 (x64) printed, for
+# x = jnp.array([[1.0, 2.0, 0.5], [3.0, -1.0, 2.0]]):
+# jax.lax.cumsum(x) [[1.0, 2.0, 0.5], [4.0, 1.0, 2.5]]; jax.lax.cumprod(x) [[1.0, 2.0, 0.5], [3.0, -2.0, 1.0]]
+# jax.lax.cumsum(x, reverse=True) [[4.0, 1.0, 2.5], [3.0, -1.0, 2.0]]
+LAX_X = [[1.0, 2.0, 0.5], [3.0, -1.0, 2.0]]
+
+
+@pytest.mark.parametrize("program, printed", [
+    ("import jax\ny = jax.lax.cumsum(x)", [[1.0, 2.0, 0.5], [4.0, 1.0, 2.5]]),
+    ("from jax import lax\ny = lax.cumsum(x)", [[1.0, 2.0, 0.5], [4.0, 1.0, 2.5]]),
+    ("import jax\ny = jax.lax.cumprod(x)", [[1.0, 2.0, 0.5], [3.0, -2.0, 1.0]]),
+    ("import jax\ny = jax.lax.cumsum(x, reverse=True)", [[4.0, 1.0, 2.5], [3.0, -1.0, 2.0]]),
+    ("import jax.numpy as jnp\ny = jnp.cumsum(x)", [1.0, 3.0, 3.5, 6.5, 5.5, 7.5]),
+])
+def test_lax_cumulative_ops_scan_axis_zero(program, printed):
+    np.testing.assert_allclose(value(program, LAX_X), printed, rtol=1e-12)
+
+
+def test_lax_cumsum_gradient_follows_axis_zero():
+    # jax.grad(lambda x: (jax.lax.cumsum(x) * w).sum())(x), w = [[1, 2, 3], [4, 5, 6]]: [[5, 7, 9], [4, 5, 6]]
+    program = "import jax\nimport jax.numpy as jnp\ny = jnp.sum(jax.lax.cumsum(x) * jnp.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]))"
+    grads = api.compile(program, feeds={"x": LAX_X}).grad(["x"]).gradients["x"]
+    np.testing.assert_allclose(grads, [[5.0, 7.0, 9.0], [4.0, 5.0, 6.0]], rtol=1e-12)

@@ -22,9 +22,9 @@ def _library_default(op_name: str, param: str, values: dict, message: str, keywo
 
 
 def _tensorflow_axis_zero(name):
-    """TensorFlow's cumsum/cumprod scan axis 0 by default; NumPy's flatten the array."""
+    """TensorFlow's cumsum/cumprod and jax.lax's scan axis 0 by default; NumPy's (jnp's) flatten the array."""
     def reading(call):
-        if call.library == "tensorflow" and call.positional < 2 and "axis" not in call.keywords:
+        if call.library in ("tensorflow", "jax") and call.positional < 2 and "axis" not in call.keywords:
             return name, {"axis": 0}
         if call.library == "torch" and call.positional < 2 and not {"axis", "dim"} & set(call.keywords):
             raise ReadingError(f"torch.{name}(x, dim) needs its dim (PyTorch has no default; NumPy's flattens "
