@@ -98,3 +98,26 @@ def test_lax_cumsum_gradient_follows_axis_zero():
     program = "import jax\nimport jax.numpy as jnp\ny = jnp.sum(jax.lax.cumsum(x) * jnp.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]))"
     grads = api.compile(program, feeds={"x": LAX_X}).grad(["x"]).gradients["x"]
     np.testing.assert_allclose(grads, [[5.0, 7.0, 9.0], [4.0, 5.0, 6.0]], rtol=1e-12)
+
+
+# keras.ops.linalg.lstsq(a, b) gives the solution alone (as tf.linalg.lstsq), not NumPy's tuple
+# (solution, residuals, rank, singular values): `[0]` is the solution's first row. Keras 3.15.1 printed
+# array([[ 0.4361068083770735 ], [ 0.21166876240753946], [-0.04915289373083226]]) and, for [0],
+# array([0.4361068083770735]).
+LSTSQ_A = [[1.0, 2.0, 0.5], [3.0, -1.0, 2.0], [0.7, 4.0, 1.5], [2.2, 0.3, -0.6]]
+
+
+def test_keras_lstsq_is_the_solution_alone():
+    got = value("import keras\ny = keras.ops.linalg.lstsq(x, keras.ops.ones((4, 1)))", LSTSQ_A)
+    np.testing.assert_allclose(got, [[0.4361068083770735], [0.21166876240753946], [-0.04915289373083226]], rtol=1e-10)
+
+
+def test_keras_lstsq_indexed_is_a_row_of_the_solution():
+    got = value("import keras\ny = keras.ops.linalg.lstsq(x, keras.ops.ones((4, 1)))[0]", LSTSQ_A)
+    np.testing.assert_allclose(got, [0.4361068083770735], rtol=1e-10)
+
+
+def test_numpy_lstsq_indexed_is_still_the_solution():
+    # np.linalg.lstsq(a, b, rcond=None)[0]: array([ 0.5699068836806285 , -0.07611688220139722,  0.10442616426828251])
+    got = value("import numpy as np\ny = np.linalg.lstsq(x, np.array([1.0, 2.0, 0.0, 1.0]), rcond=None)[0]", LSTSQ_A)
+    np.testing.assert_allclose(got, [0.5699068836806285, -0.07611688220139722, 0.10442616426828251], rtol=1e-10)

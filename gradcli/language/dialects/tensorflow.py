@@ -293,7 +293,8 @@ READINGS = {
     "take_batched": _gather_reading,
     "solve_triangular": _triangular_reading,
     "svd": _svd_reading,
-    "lstsq": lambda call: ("lstsq_solution", {}) if call.library == "tensorflow" else None,
+    # tf.linalg.lstsq and keras.ops.linalg.lstsq give the solution alone (NumPy's a tuple)
+    "lstsq": lambda call: ("lstsq_solution", {}) if call.library in ("tensorflow", "keras") else None,
     "leaky_relu": _leaky_relu_reading,
     "gelu": _gelu_reading,
     "hard_sigmoid": _hard_sigmoid_reading,
