@@ -121,3 +121,17 @@ def test_numpy_lstsq_indexed_is_still_the_solution():
     # np.linalg.lstsq(a, b, rcond=None)[0]: array([ 0.5699068836806285 , -0.07611688220139722,  0.10442616426828251])
     got = value("import numpy as np\ny = np.linalg.lstsq(x, np.array([1.0, 2.0, 0.0, 1.0]), rcond=None)[0]", LSTSQ_A)
     np.testing.assert_allclose(got, [0.5699068836806285, -0.07611688220139722, 0.10442616426828251], rtol=1e-10)
+
+
+# keras.ops.maximum / minimum call tf.maximum / tf.minimum (TensorFlow backend), which give a tie's
+# gradient to their first argument. tf.GradientTape over x = [1.0, 2.0, 0.5] (Keras 3.15.1, TF 2.21.0):
+# maximum(x, 1.0) [1. 1. 0.]; minimum(1.0, x) [0. 0. 1.]; minimum(x, 1.0) [1. 0. 1.]; maximum(x, x) [1. 1. 1.]
+@pytest.mark.parametrize("call, printed", [
+    ("keras.ops.maximum(x, 1.0)", [1.0, 1.0, 0.0]),
+    ("keras.ops.minimum(1.0, x)", [0.0, 0.0, 1.0]),
+    ("keras.ops.minimum(x, 1.0)", [1.0, 0.0, 1.0]),
+    ("keras.ops.maximum(x, x)", [1.0, 1.0, 1.0]),
+])
+def test_keras_maximum_minimum_ties_go_to_the_first_argument(call, printed):
+    grads = api.compile(f"import keras\ny = {call}", feeds={"x": [1.0, 2.0, 0.5]}).grad(["x"]).gradients["x"]
+    np.testing.assert_array_equal(grads, printed)

@@ -271,9 +271,9 @@ NAMES = {
 }
 
 def _ties_first(name):
-    """tf.maximum and tf.minimum give a tie's gradient to their first argument (NumPy's, JAX's and
-    PyTorch's split it)."""
-    return lambda call: (f"{name}_ties_first", {}) if call.library == "tensorflow" else None
+    """tf.maximum and tf.minimum (and keras.ops', which call them) give a tie's gradient to their
+    first argument (NumPy's, JAX's and PyTorch's split it)."""
+    return lambda call: (f"{name}_ties_first", {}) if call.library in ("tensorflow", "keras") else None
 
 
 READINGS = {
