@@ -135,3 +135,20 @@ def test_numpy_lstsq_indexed_is_still_the_solution():
 def test_keras_maximum_minimum_ties_go_to_the_first_argument(call, printed):
     grads = api.compile(f"import keras\ny = {call}", feeds={"x": [1.0, 2.0, 0.5]}).grad(["x"]).gradients["x"]
     np.testing.assert_array_equal(grads, printed)
+
+
+# selu's slope at 0: tf.nn.selu's SeluGrad (and Keras', which calls it) takes the linear branch there,
+# JAX's and PyTorch's the exponential one. Gradients of sum(selu(x)) at x = [-1.0, 0.0, 1.0]
+# (TF 2.21.0 GradientTape, Keras 3.15.1, jax 0.10.2 jax.grad, torch 2.13.0 backward):
+# TensorFlow / Keras [0.6467686030348141, 1.0507009873554805, 1.0507009873554805]
+# JAX / PyTorch      [0.6467686030348141, 1.7580993408473766, 1.0507009873554805]
+@pytest.mark.parametrize("call, printed", [
+    ("import tensorflow as tf\ny = tf.nn.selu(x)", [0.6467686030348141, 1.0507009873554805, 1.0507009873554805]),
+    ("import keras\ny = keras.ops.selu(x)", [0.6467686030348141, 1.0507009873554805, 1.0507009873554805]),
+    ("import keras\ny = keras.activations.selu(x)", [0.6467686030348141, 1.0507009873554805, 1.0507009873554805]),
+    ("import jax\ny = jax.nn.selu(x)", [0.6467686030348141, 1.7580993408473766, 1.0507009873554805]),
+    ("import torch\ny = torch.nn.functional.selu(x)", [0.6467686030348141, 1.7580993408473766, 1.0507009873554805]),
+])
+def test_selu_slope_at_zero_follows_each_library(call, printed):
+    grads = api.compile(call, feeds={"x": [-1.0, 0.0, 1.0]}).grad(["x"]).gradients["x"]
+    np.testing.assert_allclose(grads, printed, rtol=1e-12)

@@ -298,6 +298,8 @@ READINGS = {
     "leaky_relu": _leaky_relu_reading,
     "gelu": _gelu_reading,
     "hard_sigmoid": _hard_sigmoid_reading,
+    # tf.nn.selu's (and Keras', which calls it) slope at 0 is scale, JAX's and PyTorch's scale * alpha
+    "selu": lambda call: ("selu_zero_right", {}) if call.library in ("tensorflow", "keras") else None,
     "log_cosh": _log_cosh_reading,
     # keras.losses.huber(y_true, y_pred, delta): a loss per sample (gradcli.ops.nn)
     "huber": lambda call: ("huber_last_mean", {}) if call.library in ("keras", "tensorflow") else None,
