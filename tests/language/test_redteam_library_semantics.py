@@ -152,3 +152,16 @@ def test_keras_maximum_minimum_ties_go_to_the_first_argument(call, printed):
 def test_selu_slope_at_zero_follows_each_library(call, printed):
     grads = api.compile(call, feeds={"x": [-1.0, 0.0, 1.0]}).grad(["x"]).gradients["x"]
     np.testing.assert_allclose(grads, printed, rtol=1e-12)
+
+
+# keras.ops.hard_tanh (TensorFlow backend: clip_by_value) passes the gradient at -1 and 1, as
+# jax.nn.hard_tanh; PyTorch's F.hardtanh does not. tf.GradientTape of sum(hard_tanh(x)) at
+# x = [-3.0, -1.0, 0.0, 1.0, 3.0] (Keras 3.15.1): [0. 1. 1. 1. 0.] for keras.ops and keras.activations
+@pytest.mark.parametrize("call, printed", [
+    ("import keras\ny = keras.ops.hard_tanh(x)", [0.0, 1.0, 1.0, 1.0, 0.0]),
+    ("import keras\ny = keras.activations.hard_tanh(x)", [0.0, 1.0, 1.0, 1.0, 0.0]),
+    ("import torch\ny = torch.nn.functional.hardtanh(x)", [0.0, 0.0, 1.0, 0.0, 0.0]),
+])
+def test_hard_tanh_slope_at_its_bounds_follows_each_library(call, printed):
+    grads = api.compile(call, feeds={"x": [-3.0, -1.0, 0.0, 1.0, 3.0]}).grad(["x"]).gradients["x"]
+    np.testing.assert_array_equal(grads, printed)

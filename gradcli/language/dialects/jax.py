@@ -49,8 +49,9 @@ READINGS = {
     "select": _select_reading,
     "cond": _cond_reading,
     "slice_start_limit": _slice_reading,
-    # jax.nn.hard_tanh is where(x > 1, 1, where(x < -1, -1, x)): slope 1 at -1 and 1 (PyTorch's hardtanh 0)
-    "hard_tanh": lambda call: ("hard_tanh_slope_one_at_bounds", {}) if call.library == "jax" else None,
+    # jax.nn.hard_tanh is where(x > 1, 1, where(x < -1, -1, x)), keras.ops.hard_tanh TensorFlow's clip_by_value:
+    # slope 1 at -1 and 1 (PyTorch's hardtanh 0)
+    "hard_tanh": lambda call: ("hard_tanh_slope_one_at_bounds", {}) if call.library in ("jax", "keras") else None,
     "l2_loss": lambda call: ("half_squared_error", {}) if call.library == "optax" else None,
 }
 
