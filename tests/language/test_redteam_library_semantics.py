@@ -165,3 +165,32 @@ def test_selu_slope_at_zero_follows_each_library(call, printed):
 def test_hard_tanh_slope_at_its_bounds_follows_each_library(call, printed):
     grads = api.compile(call, feeds={"x": [-3.0, -1.0, 0.0, 1.0, 3.0]}).grad(["x"]).gradients["x"]
     np.testing.assert_array_equal(grads, printed)
+
+
+# Gradients of sum(f(x)) at x = [-3.0, -1.0, 0.0, 1.0, 3.0]:
+# jax.nn.sparse_sigmoid (0.5 jnp.clip(x + 1, 0, 2), jax 0.10.2 jax.grad): [0.   0.25 0.5  0.25 0.  ]
+# keras.ops.sparse_sigmoid (Keras 3.15.1, tf.GradientTape): [0.  0.  0.5 0.  0. ]
+# keras.ops.celu(x, alpha=0.5): array([0.00247875217666636, 0.1353352832366127 , 2., 1., 1.]) (slope 2 at 0:
+# tf.maximum(x, 0) + alpha expm1(tf.minimum(x, 0) / alpha), both ties to x); tf.keras.activations.celu(x):
+# [0.04978706836786394 0.3678794411714423 2. 1. 1.]; jax.nn.celu and F.celu: slope 1 at 0
+KINKS = [-3.0, -1.0, 0.0, 1.0, 3.0]
+
+
+@pytest.mark.parametrize("call, printed", [
+    ("import jax\ny = jax.nn.sparse_sigmoid(x)", [0.0, 0.25, 0.5, 0.25, 0.0]),
+    ("import keras\ny = keras.ops.sparse_sigmoid(x)", [0.0, 0.0, 0.5, 0.0, 0.0]),
+    ("import keras\ny = keras.ops.celu(x, alpha=0.5)", [0.00247875217666636, 0.1353352832366127, 2.0, 1.0, 1.0]),
+    ("import tensorflow as tf\ny = tf.keras.activations.celu(x)", [0.04978706836786394, 0.3678794411714423, 2.0, 1.0, 1.0]),
+    ("import tensorflow as tf\ny = tf.keras.activations.hard_tanh(x)", [0.0, 1.0, 1.0, 1.0, 0.0]),
+    ("import jax\ny = jax.nn.celu(x)", [0.04978706836786394, 0.3678794411714423, 1.0, 1.0, 1.0]),
+    ("import torch\ny = torch.nn.functional.celu(x)", [0.04978706836786394, 0.3678794411714423, 1.0, 1.0, 1.0]),
+])
+def test_activation_slopes_at_their_kinks_follow_each_library(call, printed):
+    grads = api.compile(call, feeds={"x": KINKS}).grad(["x"]).gradients["x"]
+    np.testing.assert_allclose(grads, printed, rtol=1e-12)
+
+
+def test_keras_celu_values_are_unchanged():
+    # keras.ops.celu(x, alpha=0.5): array([-0.4987606239116668, -0.43233235838169376, 0., 1., 3.])
+    np.testing.assert_allclose(value("import keras\ny = keras.ops.celu(x, alpha=0.5)", KINKS),
+                               [-0.4987606239116668, -0.43233235838169376, 0.0, 1.0, 3.0], rtol=1e-12)
