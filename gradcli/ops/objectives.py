@@ -93,7 +93,8 @@ def _hinge_labels(f, t, name):
 
 @_keras("hinge", "mean(max(1 - y_true y_pred, 0), axis=-1), labels all 0/1 read as -1/1")
 def _keras_hinge(f, t, p):
-    return _last_mean(f, f.maximum(1.0 - _hinge_labels(f, t, "hinge") * p, 0.0))
+    # Keras' maximum is tf.maximum: at the margin the gradient goes to its first argument
+    return _last_mean(f, f.maximum_ties_first(1.0 - _hinge_labels(f, t, "hinge") * p, 0.0))
 
 
 @_keras("squared_hinge", "mean(max(1 - y_true y_pred, 0)^2, axis=-1), labels all 0/1 read as -1/1")
@@ -105,7 +106,7 @@ def _keras_squared_hinge(f, t, p):
 def _keras_categorical_hinge(f, t, p):
     pos = f.sum(t * p, axis=-1)
     neg = f.max((1.0 - t) * p, axis=-1)
-    return f.maximum(neg - pos + 1.0, 0.0)
+    return f.maximum_ties_first(neg - pos + 1.0, 0.0)
 
 
 @composite("huber_last_mean", ("y_true", "y_pred"), {"delta": 1.0},
@@ -307,7 +308,7 @@ def _multi_margin(f, x, t, reduction, p, margin, weight):
         raise ShapeError(f"target of shape {fmt_shape(t.shape)} does not fit scores of shape {fmt_shape(x.shape)}")
     onehot, _ = _class_targets(f, x, t, cdim, None, "multi_margin_loss")  # no ignore_index: -100 is refused
     picked = f.sum(f.where(onehot, x, 0.0), axis=cdim, keepdims=True)
-    terms = clamp_min(f, float(margin) - picked + x, 0.0)
+    terms = f.relu(float(margin) - picked + x)  # PyTorch's backward passes nothing at the margin
     if p == 2:
         terms = f.square(terms)
     terms = f.where(onehot, 0.0, terms)

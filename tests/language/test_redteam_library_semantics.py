@@ -194,3 +194,35 @@ def test_keras_celu_values_are_unchanged():
     # keras.ops.celu(x, alpha=0.5): array([-0.4987606239116668, -0.43233235838169376, 0., 1., 3.])
     np.testing.assert_allclose(value("import keras\ny = keras.ops.celu(x, alpha=0.5)", KINKS),
                                [-0.4987606239116668, -0.43233235838169376, 0.0, 1.0, 3.0], rtol=1e-12)
+
+
+# At the margin: Keras' hinge and categorical_hinge are tf.maximum(..., 0), whose tie goes to the first
+# argument (the gradient passes); PyTorch's multi_margin_loss backward passes nothing where the term is 0.
+# x = [[1.0, 1.0, 1.5], [0.0, 1.0, -1.0]]; tf.GradientTape (Keras 3.15.1) of
+# sum(keras.losses.hinge([[0, 1, 0.5], [1, 0, 0]], x)): [[-0.0, -0.3333333333333333, -0.16666666666666666],
+# [-0.3333333333333333, -0.0, -0.0]]; torch 2.13.0 F.multi_margin_loss(x, tensor([0, 1])) 0.4166666666666667,
+# x.grad [[-0.3333333333333333, 0.16666666666666666, 0.16666666666666666], [0.0, 0.0, 0.0]]
+MARGIN_X = [[1.0, 1.0, 1.5], [0.0, 1.0, -1.0]]
+
+
+def test_keras_hinge_passes_the_gradient_at_the_margin():
+    program = "import keras\ny = keras.losses.hinge(keras.ops.convert_to_tensor([[0.0, 1.0, 0.5], [1.0, 0.0, 0.0]]), x)"
+    grads = api.compile(program, feeds={"x": MARGIN_X}).grad(["x"]).gradients["x"]
+    np.testing.assert_allclose(grads, [[0.0, -1 / 3, -1 / 6], [-1 / 3, 0.0, 0.0]], rtol=1e-12)
+
+
+def test_keras_categorical_hinge_passes_the_gradient_at_zero():
+    # keras.losses.categorical_hinge([[0, 1, 0]], [[1.0, 0.0, 0.5]]) is max(1 - 0 + 1 - ..., 0): written at a tie,
+    # neg - pos + 1 = 0 for x = [[1.0, 2.0, 0.5]] (neg 1.0, pos 2.0); TensorFlow's gradient there:
+    # [[1.0, -1.0, 0.0]] (tf.maximum's tie to its first argument)
+    program = "import keras\ny = keras.losses.categorical_hinge(keras.ops.convert_to_tensor([[0.0, 1.0, 0.0]]), x)"
+    grads = api.compile(program, feeds={"x": [[1.0, 2.0, 0.5]]}).grad(["x"]).gradients["x"]
+    np.testing.assert_allclose(grads, [[1.0, -1.0, 0.0]], rtol=1e-12)
+
+
+def test_torch_multi_margin_loss_passes_nothing_at_the_margin():
+    program = "import torch\ny = torch.nn.functional.multi_margin_loss(x, torch.tensor([0, 1]))"
+    result = api.compile(program, feeds={"x": MARGIN_X})
+    np.testing.assert_allclose(result.evaluate().outputs["y"], 0.4166666666666667, rtol=1e-12)
+    np.testing.assert_allclose(result.grad(["x"]).gradients["x"],
+                               [[-1 / 3, 1 / 6, 1 / 6], [0.0, 0.0, 0.0]], rtol=1e-12)
