@@ -362,6 +362,11 @@ register(Op("elu", _elu, _SAME,
 _unary("selu", lambda xp, x: SELU_SCALE * _elu(xp, x, SELU_ALPHA),
        lambda g, ans, x: G.where(G.greater(x, 0.0), g * SELU_SCALE, g * (ans + SELU_SCALE * SELU_ALPHA)),
        doc="scale * elu(x, alpha) with the self-normalizing constants", bound=UNBOUNDED)
+# TensorFlow's SeluGrad takes the exponential branch only where the output is below 0: its slope at
+# 0 is scale, where JAX's and PyTorch's is scale * alpha
+_unary("selu_zero_right", lambda xp, x: SELU_SCALE * _elu(xp, x, SELU_ALPHA),
+       lambda g, ans, x: G.where(G.less(x, 0.0), g * (ans + SELU_SCALE * SELU_ALPHA), g * SELU_SCALE),
+       doc="selu whose slope at 0 is scale (tf.nn.selu, Keras')", bound=UNBOUNDED)
 def _celu_shape(shape, alpha=1.0):
     if alpha == 0:  # PyTorch raises; jax.nn.celu gives NaN for every positive x
         raise ShapeError("alpha cannot be 0 for celu (it divides by alpha; PyTorch refuses it)")

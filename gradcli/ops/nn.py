@@ -395,6 +395,12 @@ def _clip_splitting_ties(f, x, lo, hi):
     return x if hi is None else f.minimum(x, hi)
 
 
+@composite("sparse_sigmoid_splitting_ties", ("x",), {},
+           "jax.nn.sparse_sigmoid: 0.5 clip(x + 1, 0, 2) with JAX's clip, slope 1/4 at -1 and 1", public=False)
+def _jax_sparse_sigmoid(f, x):
+    return 0.5 * _clip_splitting_ties(f, x + 1.0, 0.0, 2.0)
+
+
 @composite("l2_normalize", ("x",), {"axis": None, "epsilon": 1e-12},
            "x / sqrt(max(sum(x^2, axis), epsilon)): unit vectors along axis (every element when None)")
 def _l2_normalize(f, x, axis, epsilon):

@@ -175,6 +175,16 @@ def _keras_bce(f, t, p, from_logits, label_smoothing, axis):
     return f.mean(loss, axis=axis) if loss.ndim else loss
 
 
+@composite("binary_crossentropy_elementwise", ("target", "output"), {"from_logits": False},
+           "keras.ops.binary_crossentropy (and tf.keras.backend's): the sigmoid cross-entropy of each element, "
+           "not averaged (probabilities are refused)", public=False)
+def _keras_ops_bce(f, t, p, from_logits):
+    if not from_logits:
+        raise ShapeError("from probabilities Keras 2 (log(p + 1e-7)) and Keras 3 (log(p)) differ; write "
+                         "from_logits=True with the logits, or the formula you mean")
+    return -(t * f.log_sigmoid(p) + (1.0 - t) * f.log_sigmoid(-p))
+
+
 # --------------------------------------------------------------------------- Optax's losses
 #
 # optax.NAME(predictions, targets): elementwise (or over the last axis), no reduction.
@@ -297,7 +307,7 @@ def _multi_margin(f, x, t, reduction, p, margin, weight):
         raise ShapeError(f"target of shape {fmt_shape(t.shape)} does not fit scores of shape {fmt_shape(x.shape)}")
     onehot, _ = _class_targets(f, x, t, cdim, None, "multi_margin_loss")  # no ignore_index: -100 is refused
     picked = f.sum(f.where(onehot, x, 0.0), axis=cdim, keepdims=True)
-    terms = clamp_min(f, float(margin) - picked + x, 0.0)
+    terms = f.relu(float(margin) - picked + x)  # PyTorch's backward passes nothing at the margin
     if p == 2:
         terms = f.square(terms)
     terms = f.where(onehot, 0.0, terms)

@@ -49,9 +49,15 @@ READINGS = {
     "select": _select_reading,
     "cond": _cond_reading,
     "slice_start_limit": _slice_reading,
-    # jax.nn.hard_tanh is where(x > 1, 1, where(x < -1, -1, x)): slope 1 at -1 and 1 (PyTorch's hardtanh 0)
-    "hard_tanh": lambda call: ("hard_tanh_slope_one_at_bounds", {}) if call.library == "jax" else None,
+    # jax.nn.hard_tanh is where(x > 1, 1, where(x < -1, -1, x)), keras.ops.hard_tanh TensorFlow's clip_by_value:
+    # slope 1 at -1 and 1 (PyTorch's hardtanh 0)
+    "hard_tanh": lambda call: ("hard_tanh_slope_one_at_bounds", {})
+    if call.library in ("jax", "keras", "tensorflow") else None,
     "l2_loss": lambda call: ("half_squared_error", {}) if call.library == "optax" else None,
+    # jax.nn.sparse_sigmoid is 0.5 jnp.clip(x + 1, 0, 2): jnp.clip splits a tie, slope 1/4 at -1 and 1
+    "sparse_sigmoid": lambda call: ("sparse_sigmoid_splitting_ties", {}) if call.library == "jax" else None,
+    # Keras' celu (tf.keras' too: TensorFlow has no other) is maximum(x, 0) + alpha expm1(minimum(x, 0) / alpha)
+    # with tf.maximum's ties: slope 2 at 0
 }
 
 ABSENT: dict = {}

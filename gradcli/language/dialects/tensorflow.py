@@ -22,9 +22,9 @@ def _library_default(op_name: str, param: str, values: dict, message: str, keywo
 
 
 def _tensorflow_axis_zero(name):
-    """TensorFlow's cumsum/cumprod scan axis 0 by default; NumPy's flatten the array."""
+    """TensorFlow's cumsum/cumprod and jax.lax's scan axis 0 by default; NumPy's (jnp's) flatten the array."""
     def reading(call):
-        if call.library == "tensorflow" and call.positional < 2 and "axis" not in call.keywords:
+        if call.library in ("tensorflow", "jax") and call.positional < 2 and "axis" not in call.keywords:
             return name, {"axis": 0}
         if call.library == "torch" and call.positional < 2 and not {"axis", "dim"} & set(call.keywords):
             raise ReadingError(f"torch.{name}(x, dim) needs its dim (PyTorch has no default; NumPy's flattens "
@@ -210,6 +210,36 @@ def _keras_reading(name, optax=None):
     return reading
 
 
+def keras_ops_spelling(call) -> bool:
+    """`keras.ops.NAME` (also `from keras import ops`, `tf.keras.ops.`) or a Keras backend's
+    `K.NAME`: the functions of one tensor, whose defaults differ from keras.losses' and
+    keras.activations' functions of the same names."""
+    spelled = call.spelled
+    return call.library in ("keras", "tensorflow") and (
+        spelled.startswith(("ops.", "K.", "backend.")) or ".ops." in spelled or ".backend." in spelled)
+
+
+def _gelu_reading(call):
+    """keras.ops.gelu(x) defaults to approximate=True (the tanh form), keras.activations.gelu and
+    tf.nn.gelu to the exact x Phi(x)."""
+    if call.positional < 2 and "approximate" not in call.keywords and keras_ops_spelling(call):
+        return "gelu", {"approximate": True}
+    return _GELU_DEFAULT(call)
+
+
+def _keras_bce_reading(call):
+    """keras.ops.binary_crossentropy and tf.keras.backend.binary_crossentropy give one loss per
+    element; keras.losses.binary_crossentropy averages the last axis."""
+    if keras_ops_spelling(call):
+        return "binary_crossentropy_elementwise", {}
+    return _keras_reading("binary_crossentropy")(call)
+
+
+_GELU_DEFAULT = _library_default(
+    "gelu", "approximate", {"tensorflow": False, "keras": False, "torch": False, "jax": True},
+    "{name}(x) without approximate=: TensorFlow, Keras and PyTorch default to the exact x Phi(x), "
+    "JAX (and Flax) to the tanh approximation; write {name}(x, approximate=False) or True")
+
 _KERAS_LOSSES = ("mean_squared_error", "mean_absolute_error", "mean_absolute_percentage_error",
                  "mean_squared_logarithmic_error", "poisson", "hinge", "squared_hinge", "categorical_hinge",
                  "categorical_crossentropy", "sparse_categorical_crossentropy", "binary_crossentropy")
@@ -256,19 +286,20 @@ READINGS = {
     "take_batched": _gather_reading,
     "solve_triangular": _triangular_reading,
     "svd": _svd_reading,
-    "lstsq": lambda call: ("lstsq_solution", {}) if call.library == "tensorflow" else None,
+    # tf.linalg.lstsq and keras.ops.linalg.lstsq give the solution alone (NumPy's a tuple)
+    "lstsq": lambda call: ("lstsq_solution", {}) if call.library in ("tensorflow", "keras") else None,
     "leaky_relu": _leaky_relu_reading,
-    "gelu": _library_default(
-        "gelu", "approximate", {"tensorflow": False, "keras": False, "torch": False, "jax": True},
-        "{name}(x) without approximate=: TensorFlow, Keras and PyTorch default to the exact x Phi(x), "
-        "JAX (and Flax) to the tanh approximation; write {name}(x, approximate=False) or True"),
+    "gelu": _gelu_reading,
     "hard_sigmoid": _hard_sigmoid_reading,
+    # tf.nn.selu's (and Keras', which calls it) slope at 0 is scale, JAX's and PyTorch's scale * alpha
+    "selu": lambda call: ("selu_zero_right", {}) if call.library in ("tensorflow", "keras") else None,
     "log_cosh": _log_cosh_reading,
     # keras.losses.huber(y_true, y_pred, delta): a loss per sample (gradcli.ops.nn)
     "huber": lambda call: ("huber_last_mean", {}) if call.library in ("keras", "tensorflow") else None,
     "cosine_similarity": _cosine_reading,
     "conv2d": _conv2d_reading,
     **{name: _keras_reading(name) for name in _KERAS_LOSSES},
+    "binary_crossentropy": _keras_bce_reading,
     "kl_divergence": _keras_reading("kl_divergence", "kl_divergence_from_log"),
 }
 
