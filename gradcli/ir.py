@@ -395,6 +395,9 @@ class Graph(ValueRecord):
     def value_id(self, name: str, what: str = "name") -> int:
         if name in self.names:
             return self.names[name]
+        shown = next((id_ for text, id_ in self.printed or () if text == name and id_ is not None), None)
+        if shown is not None:  # a value the program prints or shows, by its text (`g[0]`, `grads['w']`)
+            return shown
         local = self._local_id(name, what)
         if local is not None:
             return local

@@ -291,3 +291,13 @@ def test_nested_unpacking_binds_as_python_does():
     assert value("def h(t):\n    (p, q), r = t\n    return p * q + r\ny = h(((2., 3.), 4.))") == 10.0
     assert str(refusal("(), c = (1., 2.)")).startswith("an empty tuple cannot be unpacked into")
     assert str(refusal("(a.b, c), d = ((1., 2.), 3.)")).startswith("only names can be unpacked into")
+
+
+def test_a_program_showing_only_a_tree_is_differentiated_through_its_leaves():
+    """`y = np.linalg.svd(m)` (a tuple of three arrays): `grad` without --of differentiates what
+    the program shows, as for a program that prints (was an internal error, exit 70)."""
+    m = np.array([[1.0, 2.0], [3.0, 4.0]])
+    result = api.grad("import numpy as np\nz = (np.linalg.svd(m, compute_uv=False), 2 * m)", wrt=["m"],
+                      feeds={"m": m})
+    u, s, vt = np.linalg.svd(m)
+    np.testing.assert_allclose(result.gradients["m"], u @ vt + 2, rtol=1e-12)  # d(s1 + s2)/dm = U V^T, d sum(2m)/dm = 2

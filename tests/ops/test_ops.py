@@ -55,6 +55,7 @@ CASES = [
                    "b": lambda rng: rng.uniform(1.0, 1.05, (5,))}),
     ("y = maximum(a, b)", {"a": normal((3, 1)), "b": normal((1, 4))}),
     ("y = abs_right_at_zero(x)", {"x": away_from_zero((2, 3))}),
+    ("y = selu_zero_right(x)", {"x": away_from_zero((2, 3))}),
     ("y = clip_splitting_ties(x, lo, hi)", {"x": normal((2, 3)), "lo": lambda rng: rng.uniform(-2, -1, (2, 1)),
                                             "hi": lambda rng: rng.uniform(1, 2, (1, 3))}),
     ("y = minimum(a, b)", {"a": normal((3, 4)), "b": normal((4,))}),

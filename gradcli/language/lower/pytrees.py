@@ -142,12 +142,15 @@ class PyTrees:
         dict of arrays bound last (`g = jax.grad(loss)(params, x)`) shown as print(g) shows it,
         where nothing else would be."""
         graph = self.graph
-        if graph.result is None and not self.shown and self.last_tree is not None:
+        trees_only = graph.result is None
+        if trees_only and not self.shown and self.last_tree is not None:
             name, value, pos = self.last_tree
             self.show_tree(ast.Name(name, pos), value, scope)
         if any(printed or value is None for _, value, printed in self.shown) or graph.made_by or (
-                graph.result is None and self.shown):
+                trees_only and self.shown):
             graph.printed = [(text, value) for text, value, _ in self.shown]
+        if trees_only:  # what a command differentiates unless told: the last leaf shown, as after print
+            graph.result = next(((text, value) for text, value, _ in reversed(self.shown) if value is not None), None)
 
     def show_tree(self, node, value, scope: Scope) -> bool:
         """A bare expression (a notebook's display) that is a dict or a tuple that is not one
