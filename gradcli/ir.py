@@ -403,7 +403,7 @@ class Graph(ValueRecord):
             return local
         import difflib
 
-        choices = ", ".join(sorted(self.names)) or "none"
+        choices = ", ".join(sorted(n for n in self.names if not n.startswith("<"))) or "none"  # (not `(a, b), c =`'s own)
         locals_ = sorted(self.local_values or ())
         bare = {q.rpartition(".")[2]: q for q in locals_}  # `prob` is close to loss.probs's `probs`
         close = [bare.get(c, c) for c in difflib.get_close_matches(name, list(self.names) + locals_ + list(bare), n=1)]
