@@ -57,8 +57,8 @@ class _Version:
     CPU time and its output kept beside."""
 
     def __init__(self, python: str, tree: str, argv: list[str], stdin: bytes | None, timeout: float | None, cwd: str):
-        self.command, self.env, self.stdin, self.timeout = [python, "-m", "gradcli", *argv], _environment(tree), \
-            stdin, timeout
+        self.command, self.env = [python, "-m", "gradcli", *argv], _environment(tree)
+        self.stdin, self.timeout = stdin, timeout
         self.cwd = cwd  # (not a checkout: `python -m` puts the working directory before PYTHONPATH)
         self.cpu: list[float] = []
         self.output: bytes | None = None

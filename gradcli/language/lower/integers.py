@@ -41,9 +41,9 @@ def written_integer(lowering, node) -> bool:
         elif isinstance(n, ast.Call) and n.symbol == "-" and len(n.args) == 1:
             pending.append(n.args[0])
         elif isinstance(n, ast.Call) and not n.method and n.args and (
-                lowering.spelled(n.func).rpartition(".")[2] in CONSTRUCTORS or _tf_range(lowering, n)):
+                (callee := lowering.spelled(n.func).rpartition(".")[2]) in CONSTRUCTORS or _tf_range(lowering, n)):
             dtype = next((k.value for k in n.keywords if k.name == "dtype"), None)
-            if dtype is None and len(n.args) > 1 and lowering.spelled(n.func).rpartition(".")[2] in dialects.DTYPE_SECOND_ARGUMENT:
+            if dtype is None and len(n.args) > 1 and callee in dialects.DTYPE_SECOND_ARGUMENT:
                 dtype = n.args[1]  # `tf.constant([1, 2], tf.float32)`, `np.array([1, 2], float)`
             if dtype is not None:
                 written = text[dtype.pos.start:dtype.pos.end] if dtype.pos.start >= 0 else ""
