@@ -44,7 +44,7 @@ PREFIXES = {
     "F.": "torch", "optax.": "optax", "optax.losses.": "optax",
     "keras.ops.": "keras", "keras.backend.": "keras", "keras.activations.": "keras", "keras.": "keras",
     "keras.losses.": "keras", "K.": "keras", "ops.": "keras", "activations.": "keras", "losses.": "keras",
-    "math.": "python",
+    "math.": "python", "functools.": "python",
     "autograd.": "autograd",  # HIPS autograd's grad, elementwise_grad, ... (its numpy is NumPy's, above)
     # `nn.` is TensorFlow's tf.nn, JAX's (and Flax's) nn or PyTorch's torch.nn: where
     # their meanings differ (gelu, leaky_relu) the op's reading refuses to choose

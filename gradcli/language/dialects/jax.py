@@ -3,7 +3,7 @@
 `where`, `lax.slice` takes start and limit indices, Optax's `l2_loss` halves the square."""
 from __future__ import annotations
 
-from gradcli.language.dialects.spelling import ReadingError
+from gradcli.language.dialects.spelling import ReadingError, setting
 from gradcli.language.dialects.numpy import jax_numpy as _jax_numpy
 
 
@@ -36,6 +36,7 @@ def _cond_reading(call):
 
 
 NAMES = {
+    "config.update": setting(),  # jax.config.update("jax_enable_x64", True): gradcli computes in float64
     "rem": "fmod", "soft_sign": "softsign", "hard_swish": "hard_silu",
     "slice": "slice_start_limit", "lax_slice": "slice_start_limit",
 }

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from gradcli.language.dialects.spelling import ReadingError
+from gradcli.language.dialects.spelling import ReadingError, setting
 
 
 def _average_reading(call):
@@ -124,6 +124,7 @@ def _eigh_reading(name):
 
 
 NAMES = {
+    "set_printoptions": setting(),
     # np.array([...]): the value itself
     "array": "identity", "asarray": "identity",
     "absolute": "abs", "true_divide": "divide", "float_power": "power", "remainder": "mod",

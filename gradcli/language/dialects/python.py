@@ -60,8 +60,14 @@ def _range_reading(call):
     return None
 
 
+def _partial(lowering, node, values, scope):
+    """functools.partial(f, *args, **keywords): f with those arguments given first (function_values.py)."""
+    return lowering.partial_of(node, values)
+
+
 NAMES = {
     "pow": "power",
+    "partial": _partial,
 }
 
 READINGS = {

@@ -48,6 +48,15 @@ class Spelling:
         return Spelling(**{**dict(zip(self._fields, self._values())), **changes})
 
 
+def setting(precision_at: int | None = None):
+    """A library's setting that changes no number gradcli computes (`jax.config.update(...)`,
+    `keras.config.set_floatx("float64")`): read as nothing by the lowering (lower/settings.py);
+    `precision_at`: where a floating type stands among its arguments (a half type is refused)."""
+    def lower(lowering, node, values, scope):
+        return lowering.library_setting(node, values, precision_at)
+    return lower
+
+
 class ReadingError(Exception):
     """A spelling whose meaning differs between Python and the array libraries."""
 

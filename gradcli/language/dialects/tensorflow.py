@@ -4,7 +4,7 @@
 scans axis 0, its svd is reduced and ordered (s, u, v), Keras' losses average each sample)."""
 from __future__ import annotations
 
-from gradcli.language.dialects.spelling import ReadingError, Spelling
+from gradcli.language.dialects.spelling import ReadingError, Spelling, setting
 from gradcli.language.dialects.numpy import jax_numpy
 
 
@@ -244,7 +244,33 @@ _KERAS_LOSSES = ("mean_squared_error", "mean_absolute_error", "mean_absolute_per
                  "mean_squared_logarithmic_error", "poisson", "hinge", "squared_hinge", "categorical_hinge",
                  "categorical_crossentropy", "sparse_categorical_crossentropy", "binary_crossentropy")
 
+def _loss_object(function: str, *positional: str):
+    """A Keras loss object: `keras.losses.<function>`'s per-sample losses, reduced by the object's
+    `reduction` (the mean by default: "sum_over_batch_size"); `positional`: the constructor's
+    names for its positional arguments (reduction and name last, as Keras orders them)."""
+    def make(lowering, node, values, scope):
+        return lowering.function_object(f"keras.losses.{function}", (*positional, "reduction", "name"), node, values,
+                                        dropped=("name",), keras=True)  # (a name is for Keras' logs)
+    return make
+
+
+LOSS_OBJECTS = {
+    "MeanSquaredError": _loss_object("mean_squared_error"), "MeanAbsoluteError": _loss_object("mean_absolute_error"),
+    "MeanAbsolutePercentageError": _loss_object("mean_absolute_percentage_error"),
+    "MeanSquaredLogarithmicError": _loss_object("mean_squared_logarithmic_error"),
+    "BinaryCrossentropy": _loss_object("binary_crossentropy", "from_logits", "label_smoothing", "axis"),
+    "CategoricalCrossentropy": _loss_object("categorical_crossentropy", "from_logits", "label_smoothing", "axis"),
+    "SparseCategoricalCrossentropy": _loss_object("sparse_categorical_crossentropy", "from_logits", "ignore_class"),
+    "Huber": _loss_object("huber", "delta"), "LogCosh": _loss_object("log_cosh"),
+    "KLDivergence": _loss_object("kl_divergence"), "Poisson": _loss_object("poisson"),
+    "Hinge": _loss_object("hinge"), "SquaredHinge": _loss_object("squared_hinge"),
+    "CategoricalHinge": _loss_object("categorical_hinge"),
+}
+
 NAMES = {
+    **LOSS_OBJECTS,
+    # keras.config.set_floatx("float64") (keras.backend.set_floatx), tf.config.run_functions_eagerly(True)
+    "config.set_floatx": setting(0), "set_floatx": setting(0), "config.run_functions_eagerly": setting(),
     # tf.constant([...]), tf.Variable([...]) in pasted code: the value itself
     "constant": "identity", "convert_to_tensor": "identity", "Variable": "identity",
     "sparse_softmax_cross_entropy_with_logits": "sparse_softmax_cross_entropy",

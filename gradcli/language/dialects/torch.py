@@ -11,7 +11,7 @@ import re
 import numpy as np
 
 from gradcli.language import syntax as ast
-from gradcli.language.dialects.spelling import Autocast, Distribution, ReadingError
+from gradcli.language.dialects.spelling import Autocast, Distribution, ReadingError, setting
 from gradcli.language.dialects.numpy import jax_numpy as _jax_numpy
 from gradcli.ops import OPS, index as ops_index
 from gradcli.ops.casts import CANONICAL
@@ -301,7 +301,42 @@ def _random_method(lowering, node, values, scope):
                          "gradient", node.pos)
 
 
+def _module(function: str, *positional: str):
+    """A torch.nn module: F.<function> with the constructor's arguments (`nn.MSELoss(reduction='sum')(a, b)`
+    is `F.mse_loss(a, b, reduction='sum')`); `positional`: the constructor's names for its positional
+    arguments (the deprecated size_average and reduce are not among them)."""
+    def make(lowering, node, values, scope):
+        return lowering.function_object(f"torch.nn.functional.{function}", positional, node, values,
+                                        dropped=("inplace",))  # (in place or not, the same numbers)
+    return make
+
+
+MODULES = {
+    "MSELoss": _module("mse_loss"), "L1Loss": _module("l1_loss"), "SmoothL1Loss": _module("smooth_l1_loss"),
+    "HuberLoss": _module("huber_loss", "reduction", "delta"), "BCELoss": _module("binary_cross_entropy", "weight"),
+    "BCEWithLogitsLoss": _module("binary_cross_entropy_with_logits", "weight"),
+    "CrossEntropyLoss": _module("cross_entropy", "weight"), "NLLLoss": _module("nll_loss", "weight"),
+    "KLDivLoss": _module("kl_div"), "SoftMarginLoss": _module("soft_margin_loss"),
+    "MarginRankingLoss": _module("margin_ranking_loss", "margin"),
+    "CosineEmbeddingLoss": _module("cosine_embedding_loss", "margin"),
+    "PoissonNLLLoss": _module("poisson_nll_loss", "log_input", "full"), "GaussianNLLLoss": _module("gaussian_nll_loss"),
+    "MultiMarginLoss": _module("multi_margin_loss", "p", "margin", "weight"),
+    "MultiLabelSoftMarginLoss": _module("multilabel_soft_margin_loss", "weight"),
+    "TripletMarginLoss": _module("triplet_margin_loss", "margin", "p"),
+    "ReLU": _module("relu", "inplace"), "ReLU6": _module("relu6", "inplace"), "Sigmoid": _module("sigmoid"),
+    "Tanh": _module("tanh"), "Softmax": _module("softmax", "dim"), "LogSoftmax": _module("log_softmax", "dim"),
+    "Softmin": _module("softmin", "dim"), "LeakyReLU": _module("leaky_relu", "negative_slope", "inplace"),
+    "ELU": _module("elu", "alpha", "inplace"), "CELU": _module("celu", "alpha", "inplace"),
+    "SELU": _module("selu", "inplace"), "GELU": _module("gelu", "approximate"), "SiLU": _module("silu", "inplace"),
+    "Mish": _module("mish", "inplace"), "Softplus": _module("softplus", "beta", "threshold"),
+    "Softsign": _module("softsign"), "Tanhshrink": _module("tanhshrink"), "LogSigmoid": _module("logsigmoid"),
+    "Hardtanh": _module("hardtanh", "min_val", "max_val", "inplace"),
+    "Hardsigmoid": _module("hardsigmoid", "inplace"), "Hardswish": _module("hardswish", "inplace"),
+    "Threshold": _module("threshold", "threshold", "value", "inplace"), "GLU": _module("glu", "dim"),
+}
+
 NAMES = {
+    **MODULES, "set_default_dtype": setting(0),
     "distributions.Normal": _distribution, "Normal": _distribution,
     **{name: _distribution_method for name in _NORMAL_METHODS}, "sample": _random_method, "rsample": _random_method,
     # x.to(dtype or device), x.type_as(y): the value itself (a float dtype); F.dropout in evaluation

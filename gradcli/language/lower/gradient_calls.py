@@ -12,7 +12,7 @@ from gradcli.language.lower.pytrees import TREE_CALLS, PyTrees
 from gradcli.language.lower.integers import ValuesApart, integer_items, written_integer
 from gradcli.language.lower.transforms import (
     _FINISH, FUNCTION_VALUES, JAX_TRANSFORMS, NOT_MINE, BoundMethod, ClassValue, DictValue, FunctionRef, Linear,
-    Mapped, ObjectValue, Tape, TapeRecording, Transform)
+    Mapped, ObjectValue, Partial, Tape, TapeRecording, Transform)
 from gradcli.language.lower.values import NONE, Closure, Literal, Scope, Text, TupleValue
 from gradcli.autodiff import depends_on
 from gradcli.ops import OPS
@@ -69,19 +69,7 @@ class GradientCalls(PyTrees, ValuesApart):
         if bare == "jit" and args and isinstance(args[0], FUNCTION_VALUES):
             return args[0]  # compiling changes no value
         if bare == "vmap" and args and isinstance(args[0], FUNCTION_VALUES):
-            if set(keywords) - {"in_axes"}:
-                raise self.error(f"vmap: gradcli reads in_axes= only, not '{sorted(set(keywords) - {'in_axes'})[0]}'",
-                                 node.pos)
-            in_axes = keywords.get("in_axes", args[1] if len(args) > 1 else None)
-            if in_axes is None or isinstance(in_axes, Literal) and in_axes.value.ndim == 0:
-                if in_axes is not None and self.static_int(in_axes, "in_axes", node.pos) != 0:
-                    raise self.error("vmap: gradcli maps over axis 0 only (in_axes=0 or None per argument)", node.pos)
-                axes = None
-            elif isinstance(in_axes, TupleValue):
-                axes = [None if v is NONE else self.static_int(v, "in_axes", node.pos) for v in in_axes.items]
-            else:
-                raise self.error("vmap: in_axes must be 0 or a tuple of 0 and None", node.pos)
-            return Mapped(args[0], axes, node.pos)
+            return self.vmap_of(args, keywords, node)  # (function_values.py)
         if bare in ("vjp", "jvp", "linearize") and args and isinstance(args[0], FUNCTION_VALUES):
             return self.linearization(bare, args, node, scope, work)
         if bare in JAX_TRANSFORMS and args and isinstance(args[0], FUNCTION_VALUES):
@@ -246,6 +234,8 @@ class GradientCalls(PyTrees, ValuesApart):
     def apply_function(self, fn, node, values: list, scope: Scope, work: list):
         """Call the function value `fn` with `values` (those of node.args, then node.keywords)."""
         call = ast.Call(getattr(fn, "name", "<function>") or "<function>", node.args, node.pos, node.keywords)
+        if type(fn) is Partial:  # (function_values.py)
+            return self.apply_partial(fn, node, values, scope, work)
         if isinstance(fn, FunctionRef):
             if isinstance(fn.fn, ast.FuncDef):
                 return self.call_user(fn.fn, call, values, scope, work, None)

@@ -18,7 +18,8 @@ The small API the lowering's library spellings call (gradient_calls.py: TensorFl
 - `stack`, `reshape`: the two ops the above assemble results with.
 - Values the lowering holds: `FunctionRef` (a def, closure, lambda or library function used as a
   value), `Transform` (grad(f) and its kin), `Linear` (vjp's pullback, linearize's pushforward),
-  `Mapped` (vmap), `Tape` / `TapeRecording` (a tf.GradientTape and its stop_recording()),
+  `Mapped` (vmap), `Partial` (functools.partial, a PyTorch module, a Keras loss object),
+  `Tape` / `TapeRecording` (a tf.GradientTape and its stop_recording()),
   `DictValue`, `Formatted` (an f-string's fields), `ClassValue` / `ObjectValue` / `BoundMethod`
   (a program's small classes). `FUNCTION_VALUES` are those a call may apply
   (`Interpreter.apply_function`).
@@ -171,7 +172,17 @@ class Formatted(ValueRecord):
     __slots__ = _fields = ("fields", "pos")
 
 
-FUNCTION_VALUES = (FunctionRef, Transform, Linear, Mapped)
+class Partial(ValueRecord):
+    """A function with some of its arguments given: `functools.partial(f, 2.0, axis=0)`, or a
+    library's function object (`nn.MSELoss(reduction='sum')` is F.mse_loss with that reduction,
+    `keras.losses.MeanSquaredError()` the mean of mean_squared_error's per-sample losses). `fn`:
+    the function value; `args`, `keywords`: the given arguments as written, `values` theirs (the
+    args' first); `then`: the op applied to the result (a Keras loss object's reduction), or None."""
+
+    __slots__ = _fields = ("fn", "args", "keywords", "values", "then", "pos")
+
+
+FUNCTION_VALUES = (FunctionRef, Transform, Linear, Mapped, Partial)
 JAX_TRANSFORMS = {"grad", "value_and_grad", "jacfwd", "jacrev", "jacobian", "hessian", "elementwise_grad"}
 # calls whose list arguments are lists of values (sources, targets), not one array
 GRADIENT_CALLS = {"gradient", "gradients", "jacobian", "watch", "grad", "check_grads"}  # (grad: torch.autograd.grad)

@@ -1,0 +1,89 @@
+"""Function values made from other functions: `functools.partial`, a library's function objects
+(a PyTorch module such as `nn.MSELoss(reduction='sum')`, a Keras loss object such as
+`keras.losses.BinaryCrossentropy(from_logits=True)`), and `jax.vmap`'s mapped function.
+
+A function object is its library's function with the constructor's arguments given: PyTorch's
+`nn.MSELoss(reduction='sum')(a, b)` is `F.mse_loss(a, b, reduction='sum')`; Keras'
+`MeanSquaredError()(t, p)` is the mean, over the batch, of `keras.losses.mean_squared_error(t, p)`
+(the loss object's default reduction, "sum_over_batch_size"). The dialects name which function
+each object is (their `_function_object` entries); this part builds and applies the value.
+"""
+from __future__ import annotations
+
+from gradcli.language import syntax as ast
+from gradcli.language.lower.transforms import FUNCTION_VALUES, FunctionRef, Mapped, Partial
+from gradcli.language.lower.values import NONE, Literal, Scope, TupleValue
+from gradcli.ops import OPS
+
+# Keras' reductions of a loss object's per-sample losses -> the op that reduces them (None: each kept)
+KERAS_REDUCTIONS = {"sum_over_batch_size": "mean", "mean": "mean", "sum": "sum", "none": None}
+
+
+class FunctionValues:
+    """Part of the lowering (gradcli.language.lower): functions with some arguments given, and vmap."""
+
+    def partial_of(self, node: ast.Call, values: list) -> Partial:
+        """`functools.partial(f, *args, **keywords)`: f with those arguments given first."""
+        if not node.args or not isinstance(values[0], FUNCTION_VALUES):
+            raise self.error(f"{node.func}(f, ...) needs a function first", node.pos)
+        return Partial(values[0], node.args[1:], node.keywords, values[1:], None, node.pos)
+
+    def function_object(self, function: str, positional: tuple, node: ast.Call, values: list,
+                        dropped: tuple = (), keras: bool = False) -> Partial:
+        """A library's function object: `function` (its spelled name) with the constructor's
+        arguments given by keyword (`positional`: the constructor's names for its positional
+        arguments; `dropped`: those that change no number, left out). `keras`: a Keras loss
+        object, whose `reduction` reduces the per-sample losses."""
+        label = node.func
+        if len(node.args) > len(positional):
+            takes = f"at most {len(positional)} ({', '.join(positional)})" if positional else "none"
+            raise self.error(f"{label}() takes {takes} positional arguments; give the others by name", node.pos)
+        keywords = [ast.Keyword(name, arg, arg.pos) for name, arg in zip(positional, node.args)] + list(node.keywords)
+        then = "mean" if keras else None
+        kept_keywords, kept_values = [], []
+        for kw, value in zip(keywords, values):
+            if kw.name in dropped:
+                continue
+            if keras and kw.name == "reduction":
+                reduction = "none" if value is NONE else self.static_param("reduction", value, label, kw.pos)
+                if reduction not in KERAS_REDUCTIONS:
+                    raise self.error(f"{label}(reduction={reduction!r}): Keras' reductions are "
+                                     f"{', '.join(map(repr, KERAS_REDUCTIONS))} or None", kw.pos)
+                then = KERAS_REDUCTIONS[reduction]
+                continue
+            kept_keywords.append(kw)
+            kept_values.append(value)
+        return Partial(FunctionRef(function, function, node.pos), [], kept_keywords, kept_values, then, node.pos)
+
+    def apply_partial(self, fn: Partial, node: ast.Call, values: list, scope: Scope, work: list):
+        """Call `fn`: its given arguments first, then the call's; a keyword given again at the call
+        replaces the given one (as functools.partial does)."""
+        given_at_call = {kw.name for kw in node.keywords}
+        bound_keywords = [(kw, v) for kw, v in zip(fn.keywords, fn.values[len(fn.args):]) if kw.name not in given_at_call]
+        label = getattr(fn.fn, "name", None) or "<function>"
+        call = ast.Call(label, list(fn.args) + list(node.args), node.pos,
+                        [kw for kw, _ in bound_keywords] + list(node.keywords))
+        call_values = (list(fn.values[:len(fn.args)]) + list(values[:len(node.args)])
+                       + [v for _, v in bound_keywords] + list(values[len(node.args):]))
+        result = self.apply_function(fn.fn, call, call_values, scope, work)
+        if fn.then is None:
+            return result
+        losses = self.materialize(result, scope, node.pos)
+        return self.emit(OPS[fn.then], (losses,), {"axis": None, "keepdims": False}, node.pos, label, scope)
+
+    def vmap_of(self, args: list, keywords: dict, node: ast.Call) -> Mapped:
+        """`jax.vmap(f, in_axes=0)`: f mapped over axis 0 of the arguments (in_axes: 0, or a tuple
+        of 0 and None, one per argument)."""
+        if set(keywords) - {"in_axes"}:
+            raise self.error(f"vmap: gradcli reads in_axes= only, not '{sorted(set(keywords) - {'in_axes'})[0]}'",
+                             node.pos)
+        in_axes = keywords.get("in_axes", args[1] if len(args) > 1 else None)
+        if in_axes is None or isinstance(in_axes, Literal) and in_axes.value.ndim == 0:
+            if in_axes is not None and self.static_int(in_axes, "in_axes", node.pos) != 0:
+                raise self.error("vmap: gradcli maps over axis 0 only (in_axes=0 or None per argument)", node.pos)
+            axes = None
+        elif isinstance(in_axes, TupleValue):
+            axes = [None if v is NONE else self.static_int(v, "in_axes", node.pos) for v in in_axes.items]
+        else:
+            raise self.error("vmap: in_axes must be 0 or a tuple of 0 and None", node.pos)
+        return Mapped(args[0], axes, node.pos)
