@@ -409,8 +409,7 @@ class _Finder:
         if self.op(i) == "log":
             inner = self.graph.equations[i].inputs[0]
             if self.op(inner) == "sum":
-                for c in self._log_of_sum_of_exp(inner):
-                    out.append(c)
+                out += self._log_of_sum_of_exp(inner)
         return out
 
     # --- log(1 + exp(a)), log(exp(a) + 1), log1p(exp(a)) -> softplus(a)
