@@ -61,7 +61,7 @@ def load_file(spec: str, label: str, max_bytes: int | None = None, threads: int 
                     return _npz(fh, key, label, path, max_bytes)
             text = _read_text(fh, size, label, path, max_bytes)
             if ext == ".json":
-                return _json(text, label, path, max_bytes)
+                return _JsonReader(text, label, path, max_bytes).read()
             return _csv(text, label, path, max_bytes)
         except (OSError, EOFError) as exc:
             raise GradcliError(f"{label}: cannot read '{path}' as {ext}: {exc}") from None
@@ -309,10 +309,6 @@ _JSON_SCALAR = r'-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|"(?:NaN|-?
 _JSON_TOKEN = (  # a list without lists (the common innermost list) is one token, checked apart
     rf"{_WS}(?:(?P<leaf>\[[^\[\]]*\])|(?P<open>\[)|(?P<close>\])|(?P<comma>,)|(?P<scalar>{_JSON_SCALAR})"
     r'|(?P<word>[A-Za-z_][A-Za-z0-9_]*)|(?P<string>"(?:[^"\\\n]|\\.){0,40}"?)|(?P<other>.)|(?P<end>\Z))')
-
-
-def _json(text: str, label: str, path: str, max_bytes: int) -> np.ndarray:
-    return _JsonReader(text, label, path, max_bytes).read()
 
 
 class _JsonReader:
