@@ -21,13 +21,9 @@ class Format(str, Enum):
     plain = "plain"
 
 
-class GraphFormat(str, Enum):
-    auto = "auto"
-    table = "table"
-    json = "json"
-    plain = "plain"
-    dot = "dot"
-    tree = "tree"  # the table's name before every command had --format
+# graph's --format: every command's, and Graphviz DOT; tree is the table's name before every command had --format
+GraphFormat = Enum("GraphFormat", [(f.name, f.value) for f in Format] + [("dot", "dot"), ("tree", "tree")],
+                   module=__name__, type=str)
 
 
 class Dtype(str, Enum):  # (gradcli/dtypes.py holds what each can hold; a test keeps the two in step)
