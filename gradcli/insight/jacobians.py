@@ -105,15 +105,9 @@ def _columns(graph: Graph, ys: list[int], x: int, tag: str, numbers: dict) -> li
     if not live:
         return [None] * len(ys)
     found = iter(_rows(graph, direction, graph.shapes[x], live, numbers))
-    blocks = []
     n_x = len(graph.shapes[x])
-    for y, p in zip(ys, products):
-        if p is None:
-            blocks.append(None)
-            continue
-        n_y = len(graph.shapes[y])
-        blocks.append(np.moveaxis(next(found), list(range(n_x)), list(range(n_y, n_y + n_x))))  # X+Y -> Y+X
-    return blocks
+    # a block comes as X.shape + Y.shape: its X axes go last
+    return [None if p is None else np.moveaxis(next(found), list(range(n_x)), list(range(-n_x, 0))) for p in products]
 
 
 # Work one derivative command may start, in (passes x equations evaluated): about a minute
