@@ -506,10 +506,7 @@ class LineCache:
             key = (shape, fixed, tuple(literals[i] for i in fixed))
             if key in self.templates:
                 self.templates.move_to_end(key)
-                template = self.templates[key]
-                if template is None:
-                    return self.full(text, name)
-                return self._run(template, text, name, literals)
+                return self._run(self.templates[key], text, name, literals)
         if known[1] <= 0:
             return self.full(text, name)
         known[1] -= 1
@@ -518,11 +515,11 @@ class LineCache:
         self.templates[(shape, fixed, tuple(literals[i] for i in fixed))] = template
         if len(self.templates) > MAX_TEMPLATES:
             self.templates.popitem(last=False)
-        if template is None:
-            return self.full(text, name)
         return self._run(template, text, name, literals)
 
-    def _run(self, template: _Template, text: str, name: str, literals: list[str]):
+    def _run(self, template: _Template | None, text: str, name: str, literals: list[str]):
+        if template is None:  # the shape is not shared
+            return self.full(text, name)
         values = template.values(literals)
         if values is None or template.unshared(values):  # compiled alone, it would be another program
             return self.full(text, name)
