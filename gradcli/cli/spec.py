@@ -410,8 +410,8 @@ def read_argv(argv: list[str]):
             kwargs[param.keyword] = param.default
             continue
         value = given[param.keyword]
-        try:
-            kwargs[param.keyword] = value if param.kind in (str, bool) or param.multiple else _typed(param.kind, value)
+        try:  # as click and Typer convert it: int(), float(), or a choice's Enum member by its value
+            kwargs[param.keyword] = value if param.kind in (str, bool) or param.multiple else param.kind(value)
         except ValueError:
             return None
     return command, kwargs
@@ -463,12 +463,3 @@ def _given(params: tuple[Param, ...], args: list[str]) -> dict | None:
     for param, value in zip(arguments, positional):
         given[param.keyword] = value
     return given
-
-
-def _typed(kind: type, text: str):
-    """A value as click and Typer convert it: int(), float(), or a choice as its Enum member."""
-    if kind is int or kind is float:
-        return kind(text)
-    if text not in kind._value2member_map_:
-        raise ValueError(text)
-    return kind(text)
