@@ -121,9 +121,7 @@ class Exact:
             self.progress.step(what)
 
     def why_unknown(self, key: str) -> str:
-        if self.unknown:
-            return self.unknown
-        return "an operation it reaches has no extended-precision form here"
+        return self.unknown or "an operation it reaches has no extended-precision form here"
 
     # ------------------------------------------------------------------ slopes by differences
     def slopes(self, key: str, mask: np.ndarray, ours: np.ndarray):
