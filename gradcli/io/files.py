@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import re  # (gradcli.errors has imported it: it costs the start-up nothing here)
 
 import numpy as np
 
@@ -266,7 +267,6 @@ def _read_text(fh, size: int, label: str, path: str, max_bytes: int) -> str:
 
 
 def _line_breaks():
-    import re
     return re.compile(r"\r\n?|\n")  # as in programs: \n, \r\n or \r ends a line
 
 
@@ -317,7 +317,6 @@ class _JsonReader:
 
     def __init__(self, text: str, label: str, path: str, max_bytes: int):
         import array
-        import re
 
         self.text, self.label, self.path, self.max_bytes = text, label, path, max_bytes
         self.token = re.compile(_JSON_TOKEN, re.S | re.A).match
@@ -470,7 +469,6 @@ def _csv(text: str, label: str, path: str, max_bytes: int) -> np.ndarray:
     (rows,), one row (columns,), and a single number a 0-d array."""
     import array
     import csv
-    import re
 
     is_number = re.compile(_CSV_NUMBER, re.I | re.A).fullmatch
     values = array.array("d")
@@ -530,8 +528,6 @@ def _plural(n: int, word: str) -> str:
 
 def _field_starts(line: str, delimiter: str) -> list[int]:
     """The 1-based column where each field of a CSV line starts (for error messages)."""
-    import re
-
     if delimiter == " ":
         return [m.start() + 1 for m in re.finditer(r"\S+", line)]
     starts, quoted = [1], False
