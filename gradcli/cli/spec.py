@@ -9,6 +9,7 @@ Two readers, which a test holds in step on every command (tests/cli/test_cli_wit
 A command's behaviour is its function in gradcli.cli.commands, `<name>_command`, which takes
 exactly the keywords declared here (with the converted values: a choice as its Enum member).
 """
+import os
 from enum import Enum  # (no `from __future__ import annotations`: Typer reads _version_option's)
 
 from gradcli import __version__
@@ -330,8 +331,6 @@ def named_command(argv: list[str]):
     """The app with only the command that `argv` names, when it names one: Typer turns every
     command's options into click's at start-up (about 1 ms a command), and a run needs only its
     own. Help, completion and a mistyped command get the whole app."""
-    import os
-
     whole = app()
     words = [a for a in argv if not a.startswith("-")][:1]
     if not words or any(k.endswith("_COMPLETE") for k in os.environ):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import os
 import re  # (gradcli.errors has imported it: it costs the start-up nothing here)
+import stat
 
 import numpy as np
 
@@ -71,8 +72,6 @@ def load_file(spec: str, label: str, max_bytes: int | None = None, threads: int 
 def _open_regular(path: str, label: str):
     """The file, opened once and checked through its descriptor (no race between the check and
     the read; a FIFO is not waited on)."""
-    import stat
-
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(path, flags)
