@@ -224,12 +224,13 @@ class Watched(np.ndarray):
         return super().__array_function__(func, types, args, kwargs)
 
 
-def _marking(name):
-    base = getattr(np.ndarray, name)
+def _marking(watched: type, base: type, name: str):
+    """`base`'s method `name` for the watched type: it marks the value read, then runs."""
+    method_of_base = getattr(base, name)
 
     def method(self, *args, **kwargs):
-        Watched._mark(self)
-        return base(self, *args, **kwargs)
+        watched._mark(self)
+        return method_of_base(self, *args, **kwargs)
     method.__name__ = name
     return method
 
@@ -239,7 +240,7 @@ for _name in ("__float__", "__int__", "__index__", "__bool__", "__complex__", "_
               "__str__", "__format__", "__copy__", "__deepcopy__", "__reduce__", "__reduce_ex__", "__array__",
               "__contains__", "__abs__", "__invert__", "__round__"):  # (- and + are ufuncs: below)
     if hasattr(np.ndarray, _name):
-        setattr(Watched, _name, _marking(_name))
+        setattr(Watched, _name, _marking(Watched, np.ndarray, _name))
 
 
 class _WatchedParams(dict):
@@ -267,26 +268,12 @@ class _WatchedParams(dict):
     def __iter__(self):  # makes dict(params) and {**params} go through __getitem__
         return super().__iter__()
 
-    def _marked(name):
-        base = getattr(dict, name)
-
-        def method(self, *args, **kwargs):
-            self._mark()
-            return base(self, *args, **kwargs)
-        return method
-
-    items = _marked("items")
-    values = _marked("values")
-    copy = _marked("copy")
-    __reduce__ = _marked("__reduce__")
-    __reduce_ex__ = _marked("__reduce_ex__")
-    __eq__ = _marked("__eq__")
-    __ne__ = _marked("__ne__")
-    __repr__ = _marked("__repr__")
-    __or__ = _marked("__or__")
-    __ror__ = _marked("__ror__")
     __hash__ = None
-    del _marked
+
+
+for _name in ("items", "values", "copy", "__reduce__", "__reduce_ex__", "__eq__", "__ne__", "__repr__", "__or__",
+              "__ror__"):
+    setattr(_WatchedParams, _name, _marking(_WatchedParams, dict, _name))
 
 
 class _WatchedFloat(float):
@@ -327,22 +314,12 @@ class _WatchedFloat(float):
         return _WatchedFloat._compare(self, other, False)
 
 
-def _float_marking(name):
-    base = getattr(float, name)
-
-    def method(self, *args):
-        _WatchedFloat._mark(self)
-        return base(self, *args)
-    method.__name__ = name
-    return method
-
-
 for _name in ("__hash__", "__float__", "__int__", "__bool__", "__lt__", "__le__", "__gt__", "__ge__", "__add__",
               "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__", "__pow__",
               "__rpow__", "__neg__", "__pos__", "__abs__", "__round__", "__floor__", "__ceil__", "__trunc__",
               "__repr__", "__str__", "__format__", "__mod__", "__rmod__", "__floordiv__", "__rfloordiv__",
               "__divmod__", "__rdivmod__", "__reduce__", "__reduce_ex__", "__getnewargs__"):
-    setattr(_WatchedFloat, _name, _float_marking(_name))
+    setattr(_WatchedFloat, _name, _marking(_WatchedFloat, float, _name))
 
 
 class _Template:
@@ -529,10 +506,7 @@ class LineCache:
             key = (shape, fixed, tuple(literals[i] for i in fixed))
             if key in self.templates:
                 self.templates.move_to_end(key)
-                template = self.templates[key]
-                if template is None:
-                    return self.full(text, name)
-                return self._run(template, text, name, literals)
+                return self._run(self.templates[key], text, name, literals)
         if known[1] <= 0:
             return self.full(text, name)
         known[1] -= 1
@@ -541,11 +515,11 @@ class LineCache:
         self.templates[(shape, fixed, tuple(literals[i] for i in fixed))] = template
         if len(self.templates) > MAX_TEMPLATES:
             self.templates.popitem(last=False)
-        if template is None:
-            return self.full(text, name)
         return self._run(template, text, name, literals)
 
-    def _run(self, template: _Template, text: str, name: str, literals: list[str]):
+    def _run(self, template: _Template | None, text: str, name: str, literals: list[str]):
+        if template is None:  # the shape is not shared
+            return self.full(text, name)
         values = template.values(literals)
         if values is None or template.unshared(values):  # compiled alone, it would be another program
             return self.full(text, name)

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 
@@ -32,10 +33,9 @@ def parse_range(text: str) -> tuple[float, float]:
     """--range LOW:HIGH: two finite numbers, LOW below HIGH."""
     low, _, high = text.partition(":")
     try:
-        low_value, high_value = float(low), float(high)
+        return float(low), float(high)
     except ValueError:
         raise GradcliError(f"--range: expected LOW:HIGH such as -5:5, not '{text}'") from None
-    return low_value, high_value
 
 
 def check_files(png: str | None, svg: str | None, force: bool) -> list[tuple[str, str]]:
@@ -52,7 +52,7 @@ def check_files(png: str | None, svg: str | None, force: bool) -> list[tuple[str
         import matplotlib  # noqa: F401
     except ImportError:
         raise GradcliError("--png and --svg need Matplotlib: pip install 'gradcli[plot]'") from None
-    if len(files) == 2 and _same_file(files[0][0], files[1][0]):
+    if len(files) == 2 and os.path.realpath(files[0][0]) == os.path.realpath(files[1][0]):
         raise GradcliError(f"--png and --svg name the same file '{files[0][0]}'; give each its own")
     for path, fmt in files:
         suffix = FORMATS[fmt]
@@ -64,11 +64,6 @@ def check_files(png: str | None, svg: str | None, force: bool) -> list[tuple[str
             _name_the_option(err, f"--{fmt}")
             raise
     return files
-
-
-def _same_file(a: str, b: str) -> bool:
-    import os
-    return os.path.realpath(a) == os.path.realpath(b)
 
 
 def _name_the_option(err: OptionError, option: str) -> None:

@@ -9,6 +9,7 @@ Two readers, which a test holds in step on every command (tests/cli/test_cli_wit
 A command's behaviour is its function in gradcli.cli.commands, `<name>_command`, which takes
 exactly the keywords declared here (with the converted values: a choice as its Enum member).
 """
+import os
 from enum import Enum  # (no `from __future__ import annotations`: Typer reads _version_option's)
 
 from gradcli import __version__
@@ -21,13 +22,9 @@ class Format(str, Enum):
     plain = "plain"
 
 
-class GraphFormat(str, Enum):
-    auto = "auto"
-    table = "table"
-    json = "json"
-    plain = "plain"
-    dot = "dot"
-    tree = "tree"  # the table's name before every command had --format
+# graph's --format: every command's, and Graphviz DOT; tree is the table's name before every command had --format
+GraphFormat = Enum("GraphFormat", [(f.name, f.value) for f in Format] + [("dot", "dot"), ("tree", "tree")],
+                   module=__name__, type=str)
 
 
 class Dtype(str, Enum):  # (gradcli/dtypes.py holds what each can hold; a test keeps the two in step)
@@ -334,8 +331,6 @@ def named_command(argv: list[str]):
     """The app with only the command that `argv` names, when it names one: Typer turns every
     command's options into click's at start-up (about 1 ms a command), and a run needs only its
     own. Help, completion and a mistyped command get the whole app."""
-    import os
-
     whole = app()
     words = [a for a in argv if not a.startswith("-")][:1]
     if not words or any(k.endswith("_COMPLETE") for k in os.environ):
@@ -414,8 +409,8 @@ def read_argv(argv: list[str]):
             kwargs[param.keyword] = param.default
             continue
         value = given[param.keyword]
-        try:
-            kwargs[param.keyword] = value if param.kind in (str, bool) or param.multiple else _typed(param.kind, value)
+        try:  # as click and Typer convert it: int(), float(), or a choice's Enum member by its value
+            kwargs[param.keyword] = value if param.kind in (str, bool) or param.multiple else param.kind(value)
         except ValueError:
             return None
     return command, kwargs
@@ -467,12 +462,3 @@ def _given(params: tuple[Param, ...], args: list[str]) -> dict | None:
     for param, value in zip(arguments, positional):
         given[param.keyword] = value
     return given
-
-
-def _typed(kind: type, text: str):
-    """A value as click and Typer convert it: int(), float(), or a choice as its Enum member."""
-    if kind is int or kind is float:
-        return kind(text)
-    if text not in kind._value2member_map_:
-        raise ValueError(text)
-    return kind(text)

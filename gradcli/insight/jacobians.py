@@ -14,6 +14,7 @@ import numpy as np
 
 from gradcli.autodiff import gradients
 from gradcli.numerics.diagnostics import Diagnostic, NumericsChecker
+from gradcli.numerics.explain import fmt_number
 from gradcli.errors import GradcliError, OptionError
 from gradcli.engine.evaluate import needed_equations, run
 from gradcli.forward import jvp
@@ -61,10 +62,6 @@ def hessian_mode(n_inputs: int) -> str:
     return FORWARD_OVER_REVERSE if jacobian_mode(n_inputs, n_inputs) == FORWARD else REVERSE_OVER_REVERSE
 
 
-def _seed(graph: Graph, shape, name: str) -> int:
-    return graph.add_input(name, np.zeros(shape))
-
-
 def _held_values(graph: Graph, seed: int, outputs: list[int], numbers: dict) -> dict[int, np.ndarray]:
     """The values the passes read that the seed does not change, computed once: every needed
     equation that does not depend on the seed and is read by one that does (the program's
@@ -102,21 +99,15 @@ def _rows(graph: Graph, seed: int, seed_shape, outputs: list[int], numbers: dict
 def _columns(graph: Graph, ys: list[int], x: int, tag: str, numbers: dict) -> list[np.ndarray | None]:
     """dY/dX for each Y by forward mode, one Jacobian-vector product per element of X, each
     block shaped Y.shape + X.shape (None where Y does not depend on X)."""
-    direction = _seed(graph, graph.shapes[x], tag)
+    direction = graph.add_input(tag, np.zeros(graph.shapes[x]))
     products = jvp(graph, ys, [x], [direction])
     live = [p for p in products if p is not None]
     if not live:
         return [None] * len(ys)
     found = iter(_rows(graph, direction, graph.shapes[x], live, numbers))
-    blocks = []
     n_x = len(graph.shapes[x])
-    for y, p in zip(ys, products):
-        if p is None:
-            blocks.append(None)
-            continue
-        n_y = len(graph.shapes[y])
-        blocks.append(np.moveaxis(next(found), list(range(n_x)), list(range(n_y, n_y + n_x))))  # X+Y -> Y+X
-    return blocks
+    # a block comes as X.shape + Y.shape: its X axes go last
+    return [None if p is None else np.moveaxis(next(found), list(range(n_x)), list(range(-n_x, 0))) for p in products]
 
 
 # Work one derivative command may start, in (passes x equations evaluated): about a minute
@@ -213,7 +204,7 @@ def _gradient_rows(graph: Graph, y: int, xs: list[int], tag: str, numbers: dict)
     """dY/dXj for each Xj by reverse mode, one pass per element of Y, each block shaped
     Y.shape + Xj.shape (None where Y does not depend on Xj): a Jacobian's, or a Hessian's row
     block (Y a gradient)."""
-    seed = _seed(graph, graph.shapes[y], tag)
+    seed = graph.add_input(tag, np.zeros(graph.shapes[y]))
     grads = gradients(graph, [y], xs, [seed])
     live = [g for g in grads if g is not None]
     if not live:
@@ -287,11 +278,6 @@ class _Differences:
     method: str
     step: float
     directions: np.ndarray
-
-    def where(self, k: int, shape) -> str:
-        if self.method != "all elements":
-            return f"random direction {k}"
-        return f"element {list(map(int, np.unravel_index(k, shape)))}" if shape else "this point"
 
     def kink(self, k: int, shape) -> dict:
         at = {"direction": k} if self.method != "all elements" else {
@@ -412,8 +398,8 @@ def _kink_notes(graph: Graph, reports: dict[str, CheckReport], known: list[Diagn
     for name, report in reports.items():
         if not report.kinks:
             continue
-        shown = "; ".join(f"at {_place(k)} the slope is {_number(k['left_slope'])} from the left and "
-                          f"{_number(k['right_slope'])} from the right, the gradient {_number(k['gradient'])}"
+        shown = "; ".join(f"at {_place(k)} the slope is {fmt_number(k['left_slope'])} from the left and "
+                          f"{fmt_number(k['right_slope'])} from the right, the gradient {fmt_number(k['gradient'])}"
                           for k in report.kinks[:5])
         more = f" (and {len(report.kinks) - 5} more)" if len(report.kinks) > 5 else ""
         count = len(report.kinks)
@@ -433,10 +419,6 @@ def _place(kink: dict) -> str:
     return f"element {kink['element']}" if kink["element"] else "this point"
 
 
-def _number(v: float) -> str:
-    return f"{v:.6g}"
-
-
 def _nonfinite_reason(diffs: _Differences, shape) -> str | None:
     ours, fd = diffs.ours, diffs.central
     bad = ~(np.isfinite(ours) & np.isfinite(fd))
@@ -445,7 +427,7 @@ def _nonfinite_reason(diffs: _Differences, shape) -> str | None:
     k = int(np.argmax(bad))
     count = int(bad.sum())
     more = f" (and {count - 1} more)" if count > 1 else ""
-    return (f"not finite at {diffs.where(k, shape)}{more}: the gradient gives {float(ours[k])!r}, finite differences "
+    return (f"not finite at {_place(diffs.kink(k, shape))}{more}: the gradient gives {float(ours[k])!r}, finite differences "
             f"{float(fd[k])!r}; the function is not differentiable there, or overflows")
 
 

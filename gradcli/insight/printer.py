@@ -45,8 +45,10 @@ def literal(value: np.ndarray) -> str:
     return re.sub(r"\s+", " ", text)
 
 
-def _prec_of_literal(text: str) -> int:
-    return UNARY if text.startswith("-") else ATOM
+def _literal_expression(value) -> tuple[str, int]:
+    """A value as a literal, and its precedence: a negative number's is a unary minus's."""
+    text = literal(value)
+    return text, UNARY if text.startswith("-") else ATOM
 
 
 class Printer:
@@ -168,11 +170,7 @@ class Printer:
             return {}
         with np.errstate(all="ignore"):
             values = run(g, small)
-        out = {}
-        for i in small:
-            t = literal(values[i])
-            out[i] = (t, _prec_of_literal(t))
-        return out
+        return {i: _literal_expression(values[i]) for i in small}
 
     def _expression(self, i: int, text: dict) -> tuple[str, int]:
         g = self.graph
@@ -184,8 +182,7 @@ class Printer:
             return arg[0] if arg[1] >= need else f"({arg[0]})"
 
         if op == "const":
-            t = literal(eq.params["value"])
-            return t, _prec_of_literal(t)
+            return _literal_expression(eq.params["value"])
         sym, p = eq.op.symbol, eq.op.precedence
         if sym is not None and p is not None and len(args) == 1:  # a prefix operator: -x
             return f"{sym}{wrap(args[0], p + 1)}", p

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 import os
+import re  # (gradcli.errors has imported it: it costs the start-up nothing here)
+import stat
 
 import numpy as np
 
@@ -61,7 +63,7 @@ def load_file(spec: str, label: str, max_bytes: int | None = None, threads: int 
                     return _npz(fh, key, label, path, max_bytes)
             text = _read_text(fh, size, label, path, max_bytes)
             if ext == ".json":
-                return _json(text, label, path, max_bytes)
+                return _JsonReader(text, label, path, max_bytes).read()
             return _csv(text, label, path, max_bytes)
         except (OSError, EOFError) as exc:
             raise GradcliError(f"{label}: cannot read '{path}' as {ext}: {exc}") from None
@@ -70,8 +72,6 @@ def load_file(spec: str, label: str, max_bytes: int | None = None, threads: int 
 def _open_regular(path: str, label: str):
     """The file, opened once and checked through its descriptor (no race between the check and
     the read; a FIFO is not waited on)."""
-    import stat
-
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(path, flags)
@@ -266,7 +266,6 @@ def _read_text(fh, size: int, label: str, path: str, max_bytes: int) -> str:
 
 
 def _line_breaks():
-    import re
     return re.compile(r"\r\n?|\n")  # as in programs: \n, \r\n or \r ends a line
 
 
@@ -311,17 +310,12 @@ _JSON_TOKEN = (  # a list without lists (the common innermost list) is one token
     r'|(?P<word>[A-Za-z_][A-Za-z0-9_]*)|(?P<string>"(?:[^"\\\n]|\\.){0,40}"?)|(?P<other>.)|(?P<end>\Z))')
 
 
-def _json(text: str, label: str, path: str, max_bytes: int) -> np.ndarray:
-    return _JsonReader(text, label, path, max_bytes).read()
-
-
 class _JsonReader:
     """One pass over the tokens with an explicit stack (no recursion): the shape is checked as
     lists close, and the numbers go into one flat buffer (no Python object per number)."""
 
     def __init__(self, text: str, label: str, path: str, max_bytes: int):
         import array
-        import re
 
         self.text, self.label, self.path, self.max_bytes = text, label, path, max_bytes
         self.token = re.compile(_JSON_TOKEN, re.S | re.A).match
@@ -474,7 +468,6 @@ def _csv(text: str, label: str, path: str, max_bytes: int) -> np.ndarray:
     (rows,), one row (columns,), and a single number a 0-d array."""
     import array
     import csv
-    import re
 
     is_number = re.compile(_CSV_NUMBER, re.I | re.A).fullmatch
     values = array.array("d")
@@ -534,8 +527,6 @@ def _plural(n: int, word: str) -> str:
 
 def _field_starts(line: str, delimiter: str) -> list[int]:
     """The 1-based column where each field of a CSV line starts (for error messages)."""
-    import re
-
     if delimiter == " ":
         return [m.start() + 1 for m in re.finditer(r"\S+", line)]
     starts, quoted = [1], False

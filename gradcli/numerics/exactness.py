@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Callable
 
 import numpy as np
@@ -87,18 +88,14 @@ class Exact:
         self.setting = setting
         self.held = held          # bytes the proof already holds (the original numbers)
         self.wide = _wide(setting.dtype)
-        self._values: dict | None = None
         self.unknown: str | None = None if self.wide is not None else "this machine has no float wider than float64"
         self._inexact: set = set()
         self.bytes = 0
         self.progress = None  # `step(words)` said as each long piece of work starts
 
+    @cached_property
     def values(self) -> dict:
-        if self._values is None:
-            self._values = {}
-            if self.unknown is None:
-                self._values = self._compute()
-        return self._values
+        return self._compute() if self.unknown is None else {}
 
     def _compute(self) -> dict:
         s = self.setting
@@ -117,16 +114,14 @@ class Exact:
         return out
 
     def of(self, key: str):
-        return self.values().get(key)
+        return self.values.get(key)
 
     def _say(self, what: str) -> None:
         if self.progress is not None:
             self.progress.step(what)
 
     def why_unknown(self, key: str) -> str:
-        if self.unknown:
-            return self.unknown
-        return "an operation it reaches has no extended-precision form here"
+        return self.unknown or "an operation it reaches has no extended-precision form here"
 
     # ------------------------------------------------------------------ slopes by differences
     def slopes(self, key: str, mask: np.ndarray, ours: np.ndarray):

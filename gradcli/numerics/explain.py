@@ -4,6 +4,8 @@ derivative is a convention (`kink_count`, `kink_note`), and the suggestion in wo
 (`Suggestions`; a rewrite in code is offered only where gradcli.numerics.fixes has proven it)."""
 from __future__ import annotations
 
+from functools import cached_property
+
 from gradcli.ir import Graph
 from gradcli.numerics.formats import format_of
 from gradcli.numerics.hints import hints_of
@@ -112,12 +114,10 @@ class Suggestions:
     def __init__(self, graph: Graph, largest: float):
         self.graph = graph
         self.largest = largest  # the dtype's largest number: an overflow limit's `{limit}`
-        self._consumers: dict[int, list[int]] | None = None
 
+    @cached_property
     def consumers(self) -> dict[int, list[int]]:
-        if self._consumers is None:
-            self._consumers = consumers_of(self.graph)
-        return self._consumers
+        return consumers_of(self.graph)
 
     def _op_of(self, j: int):
         return self.graph.equations[j].op
@@ -127,7 +127,7 @@ class Suggestions:
         g = self.graph
         if eq.backward is not None:
             forward = g.equations[eq.backward].op
-            for k in self.consumers().get(eq.backward, []):
+            for k in self.consumers.get(eq.backward, []):
                 w = g.equations[k]
                 if hints_of(w.op).selects:
                     return (f"the {w.op.name} at {w.pos} discards this branch's value but not its gradient: "
@@ -161,13 +161,13 @@ class Suggestions:
                 return f"{op.name} of {inner} underflows: {better} computes it without underflowing"
         name = op.name
         if name == "exp" and kind == "overflow":
-            for k in self.consumers().get(i, []):
+            for k in self.consumers.get(i, []):
                 c = g.equations[k]
                 if c.op.name == "divide" and c.inputs[0] == i:
                     return "this is a softmax: subtract the maximum before exp, or call softmax"
-                if c.op.name == "sum" and any(g.equations[m].op.name == "log" for m in self.consumers().get(k, [])):
+                if c.op.name == "sum" and any(g.equations[m].op.name == "log" for m in self.consumers.get(k, [])):
                     return "log of a sum of exp overflows: logsumexp computes it without overflowing"
-                if c.op.name == "add" and any(g.equations[m].op.name == "log" for m in self.consumers().get(k, [])):
+                if c.op.name == "add" and any(g.equations[m].op.name == "log" for m in self.consumers.get(k, [])):
                     return "log(1 + exp(...)) overflows: softplus computes it without overflowing"
         if name == "log" and self._op_of(eq.inputs[0]).name == "sum" \
                 and self._op_of(g.equations[eq.inputs[0]].inputs[0]).name == "exp":

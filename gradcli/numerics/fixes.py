@@ -78,13 +78,8 @@ class _Syntax:
                 pending.extend(ast.statement_parts(item))
 
     def node(self, graph: Graph, i: int):
-        pos = graph.equations[i].pos
-        if pos is None or pos.start < 0:
-            return None
-        return self.by_span.get((pos.start, pos.end))
-
-    def source(self, node) -> str:
-        return self.text[node.pos.start:node.pos.end]
+        pos = graph.equations[i].pos  # (a span with no place in the text, start < 0, is never kept)
+        return None if pos is None else self.by_span.get((pos.start, pos.end))
 
     def argument(self, graph: Graph, i: int, k: int = 0) -> str | None:
         """The text of argument k of the call that computed value i (`exp(z)` -> `z`)."""
@@ -409,8 +404,7 @@ class _Finder:
         if self.op(i) == "log":
             inner = self.graph.equations[i].inputs[0]
             if self.op(inner) == "sum":
-                for c in self._log_of_sum_of_exp(inner):
-                    out.append(c)
+                out += self._log_of_sum_of_exp(inner)
         return out
 
     # --- log(1 + exp(a)), log(exp(a) + 1), log1p(exp(a)) -> softplus(a)

@@ -14,8 +14,7 @@ from gradcli.ir import Equation, Graph
 
 def taken_by(graph: Graph, i: int) -> tuple[str, Pos | None] | None:
     """(the call as spelled, its place) of the in-program gradient that made equation i, if one did."""
-    made_by = graph.made_by
-    return made_by.get(i) if made_by else None
+    return (graph.made_by or {}).get(i)
 
 
 def _call_text(by: str, pos: Pos | None) -> str:
@@ -39,8 +38,7 @@ def subject(graph: Graph, i: int, eq: Equation) -> str:
 def place(graph: Graph, i: int, eq: Equation) -> str:
     """Where equation i stands, for "then ... turns the infinities into NaN": `exp at 5:25`, or
     `the gradient of exp at 5:25, taken by tape.gradient at 6:5`."""
-    found = taken_by(graph, i)
-    if found is None:
+    if taken_by(graph, i) is None:
         return f"{eq.label} at {eq.pos}"
     return subject(graph, i, eq)
 

@@ -36,12 +36,6 @@ from gradcli.records import Record
 MARGIN = 2.0
 
 
-def dtype_range(dtype: str):
-    """The type's limits (gradcli.dtypes.finfo): `tiny` (its smallest normal number),
-    `smallest_subnormal`, `max`, `eps`."""
-    return finfo(dtype)
-
-
 def parse_scale(text) -> float | str:
     """--loss-scale: 'auto', or a positive finite number (a power of two is exact)."""
     if isinstance(text, str) and text.strip().lower() == "auto":
@@ -104,7 +98,7 @@ class LossScale(Record):
         return self.low is None or self.high is None or self.low <= self.high
 
     def to_json(self) -> dict:
-        limits = dtype_range(self.dtype)
+        limits = finfo(self.dtype)
         window = None if self.low is None or self.high is None else \
             {"low": 2.0 ** self.low, "high": 2.0 ** self.high, "low_power": self.low, "high_power": self.high}
         return {"given": self.given, "chosen": self.scale, "power": self.power, "dtype": self.dtype,
@@ -118,7 +112,7 @@ class LossScale(Record):
 
     def lines(self) -> list[str]:
         """The explanation, for standard error."""
-        limits, name = dtype_range(self.dtype), self.dtype
+        limits, name = finfo(self.dtype), self.dtype
         chosen = power_text(self.power) if self.power is not None else f"{self.scale:g}"
         out = []
         if self.measured:
@@ -246,7 +240,7 @@ def measure(graph: Graph, first: int, seeds: list[int], fetch: list[int], dtype:
     from `first` on are the backward pass, seeded by the input equations `seeds`, unscaled);
     `fetch`: the gradients' ids, `names`: {id: what it is} for the values that have a name,
     `places`: {id: Pos} for those whose equation stands nowhere (a seed: where its output is)."""
-    limits = dtype_range(dtype)
+    limits = finfo(dtype)
     watched = scaled_values(graph, first, seeds)
     ranges = _Ranges(set(watched))
     measured_in = "float64" if dtype == "float64" else "float32"  # (float32's range holds the half types')
@@ -324,7 +318,7 @@ def scaled_grad(program, float32_program, wrt: list[str], of: list[str] | None, 
     pass overflowed gets a diagnostic naming it and the largest scale that would not."""
     wrt, of = list(wrt or []), list(of or [])
     dtype = program.options.dtype
-    limits = dtype_range(dtype)
+    limits = finfo(dtype)
     if scale == "auto":
         chosen = measured(float32_program, wrt, of, grad_ys, dtype)
     else:
