@@ -396,7 +396,7 @@ register(Op("squeeze", lambda xp, x, axis=None: xp.reshape(x, _squeeze_shape(x.s
             params={"axis": None}, view=True, memory="view", finite_closed=True,
             doc="x without its axes of length 1 (those named by axis, each of which must be 1)"))
 register(Op("squeeze_loose", lambda xp, x, axis=None: xp.reshape(x, _squeeze_loose_shape(x.shape, axis)),
-            _squeeze_loose_shape, (_back,), params={"axis": None}, public=True, view=True, memory="view",
+            _squeeze_loose_shape, (_back,), params={"axis": None}, view=True, memory="view",
             finite_closed=True, doc="torch.squeeze(x, dim): a dim of length other than 1 is kept"))
 register(Op("expand_dims", lambda xp, x, axis: xp.reshape(x, _expand_dims_shape(x.shape, axis)), _expand_dims_shape,
             (_back,), params={"axis": REQUIRED}, view=True, memory="view", finite_closed=True,
@@ -423,7 +423,7 @@ register(Op("ravel", lambda xp, x, order="C": xp.reshape(x, (-1,)), _ravel_shape
             doc="the elements in one axis, row-major (x.flatten(), np.ravel)"))
 register(Op("flatten_dims",
             lambda xp, x, start_dim=0, end_dim=-1: xp.reshape(x, _flatten_dims_shape(x.shape, start_dim, end_dim)),
-            _flatten_dims_shape, (_back,), params={"start_dim": 0, "end_dim": -1}, public=True, view=True,
+            _flatten_dims_shape, (_back,), params={"start_dim": 0, "end_dim": -1}, view=True,
             memory="reshape", finite_closed=True, doc="torch.flatten(x, start_dim, end_dim)"))
 
 for _rank in (1, 2, 3):

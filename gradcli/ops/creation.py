@@ -154,7 +154,7 @@ def _linspace_vjp_start(g, ans, start, stop, num=50, endpoint=True, axis=0):
 register(Op("linspace", lambda xp, start, stop, num=50, endpoint=True, axis=0:
             xp.linspace(start, stop, num, endpoint=bool(endpoint), axis=axis), _linspace_shape,
             (_linspace_vjp_start, _linspace_vjp_stop), args=("start", "stop"),
-            params={"num": 50, "endpoint": True, "axis": 0}, finite_closed=False,
+            params={"num": 50, "endpoint": True, "axis": 0},
             doc="num evenly spaced numbers from start to stop (differentiable in start and stop)",
             nonstandard="NumPy's linspace of arrays"))
 
@@ -199,7 +199,7 @@ register(Op("meshgrid", None, None, None, args=(), variadic=True,
             parts=lambda *shapes, **p: [("meshgrid_part", {"k": k, **p}) for k in range(len(shapes))],
             doc="X, Y = meshgrid(x, y, indexing='xy'): coordinate grids (torch.meshgrid: 'ij')"))
 register(Op("meshgrid_part", _meshgrid_part, _meshgrid_shape, (_meshgrid_rule,), args=(), variadic=True,
-            params={"k": 0, "indexing": "xy", "sparse": False, "copy": True, "flatten": True}, public=True,
+            params={"k": 0, "indexing": "xy", "sparse": False, "copy": True, "flatten": True},
             finite_closed=True, doc="the k-th grid of meshgrid"))
 
 

@@ -63,11 +63,11 @@ def _gather_axis_add_shape(shape, indices, axis, size):
 
 register(Op("gather_axis", _gather_axis, _gather_axis_shape,
             (lambda g, ans, x, indices, axis: G.gather_axis_add(g, indices=indices, axis=axis, size=x.shape[axis]),),
-            params={"indices": REQUIRED, "axis": REQUIRED}, public=True, finite_closed=True,
+            params={"indices": REQUIRED, "axis": REQUIRED}, finite_closed=True,
             doc="x's slices at constant indices along axis (np.take)"))
 register(Op("gather_axis_add", _gather_axis_add, _gather_axis_add_shape,
             (lambda g, ans, x, indices, axis, size: G.gather_axis(g, indices=indices, axis=axis),),
-            params={"indices": REQUIRED, "axis": REQUIRED, "size": REQUIRED}, public=True,
+            params={"indices": REQUIRED, "axis": REQUIRED, "size": REQUIRED},
             doc="zeros with x's slices added at constant indices along axis (the gradient of gather_axis)",
             nonstandard="NumPy's bincount"))
 
@@ -293,7 +293,7 @@ register(Op("pad_last_first", lambda xp, x, pad, mode="constant", value=0:
                                                                   0 if value is None else value),
             (lambda g, ans, x, pad, mode="constant", value=0:
              _pad_vjp(g, ans, x, _torch_pad_widths(x.shape, pad, mode), mode),),
-            params={"pad": REQUIRED, "mode": "constant", "value": 0}, public=True, finite_closed=True,
+            params={"pad": REQUIRED, "mode": "constant", "value": 0}, finite_closed=True,
             doc="torch.nn.functional.pad(x, pad): pad lists (before, after) pairs from the last axis back",
             nonstandard="NumPy's pad"))
 
@@ -322,7 +322,7 @@ register(Op("broadcast_arrays", None, None, None, args=(), variadic=True,
             doc="a, b = broadcast_arrays(a, b): each broadcast to the common shape"))
 register(Op("broadcast_part", lambda xp, *xs, k=0: xp.broadcast_to(xs[k], broadcast_shapes(*(x.shape for x in xs))),
             _broadcast_part_shape, (_nth_rule,), args=(), variadic=True,
-            params={"k": 0}, public=True, view=True, memory="view", finite_closed=True,
+            params={"k": 0}, view=True, memory="view", finite_closed=True,
             doc="the k-th array broadcast to the shape common to all"))
 
 
@@ -366,7 +366,7 @@ register(Op("diagonal", lambda xp, x, offset=0, axis1=0, axis2=1: xp.diagonal(x,
             finite_closed=True, doc="the offset diagonal of axes axis1, axis2, as the last axis"))
 register(Op("embed_diagonal", _embed_diagonal, _embed_diagonal_shape,
             (lambda g, ans, v, shape, **p: G.diagonal(g, **p),), params={"shape": REQUIRED, **_DIAGONAL},
-            public=True, finite_closed=True, doc="zeros with v on a diagonal (the gradient of diagonal)",
+            finite_closed=True, doc="zeros with v on a diagonal (the gradient of diagonal)",
             nonstandard="NumPy's writes through a view, by index arrays"))
 
 
@@ -488,8 +488,7 @@ def _checked_indices_shape(shape, size):
 
 
 register(Op("checked_indices", _checked_indices, _checked_indices_shape,
-            NOT_DIFFERENTIABLE,
-            params={"size": REQUIRED}, public=True,
+            NOT_DIFFERENTIABLE, params={"size": REQUIRED},
             doc="integer indices checked to be in range for an axis of length size, made non-negative"))
 
 
@@ -572,7 +571,7 @@ register(Op("gather_elements", lambda xp, x, axis, index, sparse_grad=False:
             lambda shape, axis, index, sparse_grad=False: _torch_gather_plan(shape, axis, index).shape,
             (lambda g, ans, x, axis, index, sparse_grad=False: G.gather_flat_add(
                 g, flat=nested_ints(_torch_gather_plan(x.shape, axis, index)), shape=x.shape),),
-            params={"axis": REQUIRED, "index": REQUIRED, "sparse_grad": False}, public=True,
+            params={"axis": REQUIRED, "index": REQUIRED, "sparse_grad": False},
             doc="torch.gather(x, dim, index): out[i][j] = x[index[i][j]][j] (dim 0) for constant indices"))
 def _flat_positions(flat, shape, of_shape=None):
     """Checks of gather_flat's constant positions: integers in range of an array of `shape`."""
@@ -598,11 +597,10 @@ def _gather_flat_shape(x_shape, flat, shape):
 
 register(Op("gather_flat", lambda xp, x, flat, shape: _gather_flat(xp, x, flat), _gather_flat_shape,
             (lambda g, ans, x, flat, shape: G.gather_flat_add(g, flat=flat, shape=x.shape),),
-            params={"flat": REQUIRED, "shape": REQUIRED}, public=True,
-            doc="the flattened x's elements at constant positions"))
+            params={"flat": REQUIRED, "shape": REQUIRED}, doc="the flattened x's elements at constant positions"))
 register(Op("gather_flat_add", _gather_flat_add, _gather_flat_add_shape,
             (lambda g, ans, v, flat, shape: G.gather_flat(g, flat=flat, shape=shape),),
-            params={"flat": REQUIRED, "shape": REQUIRED}, public=True,
+            params={"flat": REQUIRED, "shape": REQUIRED},
             doc="zeros of shape with v's elements added at constant flat positions (the gradient of gather_flat)",
             nonstandard="NumPy's bincount"))
 
