@@ -29,7 +29,7 @@ import numpy as np
 from gradcli.ops.core import _reshape_shape
 from gradcli.ops.trace import G
 from gradcli.ops.table import REQUIRED, Op, register
-from gradcli.ops.shapes import _along, fmt_shape, normalize_axes
+from gradcli.ops.shapes import _along, fmt_shape, inverse_permutation, normalize_axes
 from gradcli.errors import ShapeError
 
 MAX_INDICES = 100_000_000  # the most elements a constant index map (repeat, pad) or split may have
@@ -468,14 +468,10 @@ def _roll_axis_perm(ndim, axis, start=0):
     return tuple(order)
 
 
-def _inverse(perm):
-    return tuple(sorted(range(len(perm)), key=perm.__getitem__))
-
-
 def _permuting(name, perm_of, params=None, doc=""):
     register(Op(name, lambda xp, x, **p: xp.permute_dims(x, perm_of(x.ndim, **p)),
                 lambda shape, **p: tuple(shape[a] for a in perm_of(len(shape), **p)),
-                (lambda g, ans, x, **p: G.transpose(g, axes=_inverse(perm_of(x.ndim, **p))),),
+                (lambda g, ans, x, **p: G.transpose(g, axes=inverse_permutation(perm_of(x.ndim, **p))),),
                 params=params, view=True, memory="view", finite_closed=True, doc=doc))
 
 

@@ -7,7 +7,7 @@ import math
 from gradcli.errors import ShapeError
 from gradcli.ops.shapes import (
     _broadcast, _count, _keep, _nonempty_reduction_shape, _same, _spread, broadcast_shapes,
-    fmt_shape, normalize_axes, reduced_shape)
+    fmt_shape, inverse_permutation, normalize_axes, reduced_shape)
 from gradcli.ops.table import (
     NO_GRADIENT, NOT_DIFFERENTIABLE, OPS, REQUIRED, UNBOUNDED, DataError, Op, core_registered, register)
 from gradcli.ops.trace import G, Sym
@@ -226,7 +226,7 @@ def _transpose_vjp(g, ans, x, axes=None):
     if axes is None:
         return G.transpose(g)
     perm = [a % x.ndim for a in axes]
-    return G.transpose(g, axes=tuple(sorted(range(len(perm)), key=perm.__getitem__)))
+    return G.transpose(g, axes=inverse_permutation(perm))
 
 
 def _broadcast_to_shape(x_shape, shape):

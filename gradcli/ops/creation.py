@@ -10,10 +10,10 @@ import numpy as np
 from gradcli.ops.trace import G
 from gradcli.ops.table import NO_GRADIENT, NOT_DIFFERENTIABLE, REQUIRED, DataError, Op, register
 from gradcli.ops.core import _index_shape, _basic_index
-from gradcli.ops.shapes import FULL, _along, broadcast_shapes, fmt_shape
+from gradcli.ops.shapes import FULL, _along, broadcast_shapes, fmt_shape, inverse_permutation
 from gradcli.errors import ShapeError
 from gradcli.ops.array import (
-    FLOAT_NAMES, MAX_INDICES, _axis, _back, _cotangent_zero, _int, _ints, _inverse,
+    FLOAT_NAMES, MAX_INDICES, _axis, _back, _cotangent_zero, _int, _ints,
     _reshaped, _sizes_bounds, _slices, _split_length, _select_index, _shape_param)
 from gradcli.ops.selection import (
     _DIAGONAL, _diagonal_plan, _embed_diagonal, _gather_axis, _pad, _pad_shape, _pad_vjp, _part_number,
@@ -489,7 +489,7 @@ def _unfold_vjp(g, ans, x, dimension, size, step):
     axis, windows = _unfold_plan(x.shape, dimension, size, step)
     if axis is None:
         return G.sum(g)
-    moved = G.transpose(g, axes=_inverse(_unfold_perm(x.ndim, axis)))
+    moved = G.transpose(g, axes=inverse_permutation(_unfold_perm(x.ndim, axis)))
     return G.gather_axis_add(moved, indices=windows, axis=axis, size=x.shape[axis])
 
 

@@ -32,7 +32,8 @@ _LETTERS = _LOWER + _UPPER
 from gradcli.errors import GradcliError, ShapeError
 from gradcli.ops.trace import G
 from gradcli.ops.table import REQUIRED, DataError, Op, register
-from gradcli.ops.shapes import _keep, broadcast_shapes, fmt_shape, nonnegative_axes, normalize_axes
+from gradcli.ops.shapes import (
+    _keep, _permuted, broadcast_shapes, fmt_shape, inverse_permutation, nonnegative_axes, normalize_axes)
 from gradcli.ops.core import _mT
 
 
@@ -187,25 +188,13 @@ def _tensordot(xp, a, b, axes=2):
     return xp.tensordot(a, b, axes=_contracted(a.ndim, b.ndim, axes))
 
 
-def _inverse_permutation(order):
-    perm = [0] * len(order)
-    for position, axis in enumerate(order):
-        perm[axis] = position
-    return tuple(perm)
-
-
-def _transposed(x, order):
-    perm = _inverse_permutation(order)
-    return x if perm == tuple(range(len(perm))) else G.transpose(x, axes=perm)
-
-
 def _tensordot_vjp_a(g, ans, a, b, axes=2):
     ia, ib = _contracted(a.ndim, b.ndim, axes)
     free_a = [i for i in range(a.ndim) if i not in ia]
     free_b = [j for j in range(b.ndim) if j not in ib]
     g_b_axes = tuple(range(len(free_a), len(free_a) + len(free_b)))
     out = G.tensordot(g, b, axes=(g_b_axes, tuple(free_b)))  # axes: free a, then b's contracted ones in order
-    return _transposed(out, free_a + [ia[ib.index(j)] for j in sorted(ib)])
+    return _permuted(out, inverse_permutation(free_a + [ia[ib.index(j)] for j in sorted(ib)]))
 
 
 def _tensordot_vjp_b(g, ans, a, b, axes=2):
@@ -213,7 +202,7 @@ def _tensordot_vjp_b(g, ans, a, b, axes=2):
     free_a = [i for i in range(a.ndim) if i not in ia]
     free_b = [j for j in range(b.ndim) if j not in ib]
     out = G.tensordot(a, g, axes=(tuple(free_a), tuple(range(len(free_a)))))  # a's contracted axes, free b
-    return _transposed(out, [ib[ia.index(i)] for i in sorted(ia)] + free_b)
+    return _permuted(out, inverse_permutation([ib[ia.index(i)] for i in sorted(ia)] + free_b))
 
 
 register(Op("tensordot", _tensordot, _tensordot_shape, (_tensordot_vjp_a, _tensordot_vjp_b), args=("a", "b"),

@@ -18,7 +18,8 @@ from gradcli.ops.trace import G
 from gradcli.ops.table import NO_GRADIENT, NOT_DIFFERENTIABLE, REQUIRED, DataError, Op, register
 from gradcli.ops.core import _reduction
 from gradcli.ops.shapes import (
-    _along, _count, _keep, _nonempty_reduction_shape, _spread, broadcast_shapes, normalize_axes, on_host, reduced_shape)
+    _along, _count, _keep, _nonempty_reduction_shape, _permuted, _spread, broadcast_shapes, inverse_permutation,
+    normalize_axes, on_host, reduced_shape)
 
 
 def _shift_toward_start(a, axis: int):
@@ -542,7 +543,7 @@ def _moved(x, kept, axes, n):
     """x with the reduced axes moved last and merged into one of length n: shape lead + (n,)."""
     lead = tuple(x.shape[i] for i in kept)
     perm = kept + axes
-    moved = x if perm == tuple(range(x.ndim)) else G.transpose(x, axes=perm)
+    moved = _permuted(x, perm)
     return moved if moved.shape == lead + (n,) else G.reshape(moved, shape=lead + (n,))
 
 
@@ -555,9 +556,7 @@ def _through_sort(on_sorted, x, kept, axes, n):
     perm = kept + axes
     permuted = tuple(x.shape[i] for i in perm)
     out = out if out.shape == permuted else G.reshape(out, shape=permuted)
-    if perm == tuple(range(x.ndim)):
-        return out
-    return G.transpose(out, axes=tuple(sorted(range(x.ndim), key=perm.__getitem__)))
+    return _permuted(out, inverse_permutation(perm))
 
 
 def _quantile_vjp(g, ans, x, q, axis=None, method="linear", keepdims=False):
