@@ -215,24 +215,24 @@ def _dot_axes(a_ndim, b_ndim):
     return ((a_ndim - 1,), (max(b_ndim - 2, 0),))
 
 
-def _dot_shape(a, b):
-    if not a or not b:  # a number multiplies
-        return a or b
-    return _tensordot_shape(a, b, _dot_axes(len(a), len(b)))
+def _product_with_scalar(axes_of):
+    """The shape rule and the gradient rules of a tensordot over the axes `axes_of(a.ndim, b.ndim)`,
+    a product that multiplies where an operand is a number (np.dot(3, x))."""
+    def shape(a, b):
+        if not a or not b:  # a number multiplies
+            return a or b
+        return _tensordot_shape(a, b, axes_of(len(a), len(b)))
+
+    def with_scalar(rule):
+        def vjp(g, ans, a, b, **_):
+            if a.ndim == 0 or b.ndim == 0:
+                return g * (b if rule is _tensordot_vjp_a else a)
+            return rule(g, ans, a, b, axes=axes_of(a.ndim, b.ndim))
+        return vjp
+    return shape, (with_scalar(_tensordot_vjp_a), with_scalar(_tensordot_vjp_b))
 
 
-def _product_with_scalar(rule, axes_of):
-    """The rule of a product that multiplies where an operand is a number (np.dot(3, x))."""
-    def vjp(g, ans, a, b, **_):
-        if a.ndim == 0 or b.ndim == 0:
-            return g * (b if rule is _tensordot_vjp_a else a)
-        return rule(g, ans, a, b, axes=axes_of(a.ndim, b.ndim))
-    return vjp
-
-
-register(Op("dot", lambda xp, a, b: xp.dot(a, b), _dot_shape,
-            (_product_with_scalar(_tensordot_vjp_a, _dot_axes), _product_with_scalar(_tensordot_vjp_b, _dot_axes)),
-            args=("a", "b"),
+register(Op("dot", lambda xp, a, b: xp.dot(a, b), *_product_with_scalar(_dot_axes), args=("a", "b"),
             doc="NumPy's dot: the last axis of a with the second-to-last of b; a number multiplies",
             nonstandard="NumPy's dot"))
 
@@ -241,14 +241,7 @@ def _inner_axes(a_ndim, b_ndim):
     return ((a_ndim - 1,), (b_ndim - 1,))
 
 
-def _inner_shape(a, b):
-    if not a or not b:
-        return a or b
-    return _tensordot_shape(a, b, _inner_axes(len(a), len(b)))
-
-
-register(Op("inner", lambda xp, a, b: xp.inner(a, b), _inner_shape,
-            (_product_with_scalar(_tensordot_vjp_a, _inner_axes), _product_with_scalar(_tensordot_vjp_b, _inner_axes)),
+register(Op("inner", lambda xp, a, b: xp.inner(a, b), *_product_with_scalar(_inner_axes),
             args=("a", "b"), doc="sum products over the last axes of a and b; a number multiplies",
             nonstandard="NumPy's inner"))
 

@@ -647,8 +647,9 @@ register(Op("take_slice", lambda xp, x, axis, index: x[_basic_index(_select_inde
             doc="torch.select(x, dim, index): the slice at index along dim, the dim removed"))
 
 
-def _static_slice_index(shape, starts, limits, strides=None, what="slice"):
-    starts, limits = _ints(starts, "start_indices"), _ints(limits, "limit_indices")
+def _static_slice_index(shape, start_indices, limit_indices, strides=None, what="slice"):
+    """The index of lax.slice(x, start_indices, limit_indices, strides) (the other slices' too)."""
+    starts, limits = _ints(start_indices, "start_indices"), _ints(limit_indices, "limit_indices")
     steps = (1,) * len(shape) if strides is None else _ints(strides, "strides")
     if not len(starts) == len(limits) == len(steps) == len(shape):
         raise ShapeError(f"{what}: give one start, limit (and stride) per axis of the rank-{len(shape)} array")
@@ -674,10 +675,6 @@ def _sliced(params_to_index):
     def vjp(g, ans, x, **p):
         return G.scatter(g, shape=x.shape, index=params_to_index(x.shape, **p))
     return forward, shape, vjp
-
-
-def _lax_slice_index(shape, start_indices, limit_indices, strides=None):
-    return _static_slice_index(shape, start_indices, limit_indices, strides)
 
 
 def _tf_slice_index(shape, begin, size):
@@ -712,7 +709,7 @@ def _narrow_index(shape, axis, start, length):
 
 
 for _name, _plan, _params, _doc in (
-        ("slice_start_limit", _lax_slice_index, {"start_indices": REQUIRED, "limit_indices": REQUIRED, "strides": None},
+        ("slice_start_limit", _static_slice_index, {"start_indices": REQUIRED, "limit_indices": REQUIRED, "strides": None},
          "lax.slice(x, start_indices, limit_indices, strides=None)"),
         ("slice_begin_size", _tf_slice_index, {"begin": REQUIRED, "size": REQUIRED},
          "tf.slice(x, begin, size): size -1 runs to the end"),
