@@ -728,28 +728,30 @@ def _update_index(shape, u_shape, start_indices):
     return _dynamic_index(shape, start_indices, tuple(u_shape))
 
 
-def _dynamic_update_slice(xp, x, u, start_indices):
-    index = tuple(slice(*item) for item in _update_index(x.shape, u.shape, start_indices))
-    out = xp.asarray(x, dtype=xp.result_type(x, u), copy=True)
-    out[index] = u
-    return out
+def _replaced(index_of, doc, name, params, args=("x", "src")):
+    """x with the block `index_of(x shape, src shape, **params)` replaced by src (lax's
+    dynamic_update_slice, PyTorch's *_scatter)."""
+    def forward(xp, x, src, **p):
+        out = xp.asarray(x, dtype=xp.result_type(x, src), copy=True)
+        out[_basic_index(index_of(x.shape, src.shape, **p), x.ndim)] = src
+        return out
+
+    def shape(x_shape, src_shape, **p):
+        want = _index_shape(x_shape, index_of(x_shape, src_shape, **p))
+        if tuple(src_shape) != want:
+            raise ShapeError(f"src of shape {fmt_shape(src_shape)} does not fill the block of shape {fmt_shape(want)}")
+        return tuple(x_shape)
+
+    def vjp_x(g, ans, x, src, **p):
+        index = index_of(x.shape, src.shape, **p)
+        return g - G.scatter(G.index(g, index=index), shape=g.shape, index=index)
+
+    register(Op(name, forward, shape,
+                (vjp_x, lambda g, ans, x, src, **p: G.index(g, index=index_of(x.shape, src.shape, **p))),
+                args=args, params=params, finite_closed=True, doc=doc))
 
 
-def _dynamic_update_slice_shape(x_shape, u_shape, start_indices):
-    _update_index(x_shape, u_shape, start_indices)
-    return tuple(x_shape)
-
-
-def _dus_vjp_x(g, ans, x, u, start_indices):
-    index = _update_index(x.shape, u.shape, start_indices)
-    return g - G.scatter(G.index(g, index=index), shape=g.shape, index=index)
-
-
-register(Op("dynamic_update_slice", _dynamic_update_slice,
-            _dynamic_update_slice_shape,
-            (_dus_vjp_x, lambda g, ans, x, u, start_indices:
-             G.index(g, index=_update_index(x.shape, u.shape, start_indices))),
-            args=("operand", "update"), params={"start_indices": REQUIRED}, finite_closed=True,
-            doc="lax.dynamic_update_slice(x, update, start_indices): x with the block at start replaced"))
+_replaced(_update_index, "lax.dynamic_update_slice(x, update, start_indices): x with the block at start replaced",
+          "dynamic_update_slice", {"start_indices": REQUIRED}, args=("operand", "update"))
 
 
