@@ -195,20 +195,19 @@ def _matmul_vjp_b(g, ans, a, b):
 
 
 def _reshape_shape(x_shape, shape):
-    shape, shape_to = x_shape, shape
-    size = math.prod(shape)
-    target = list(shape_to)
+    size = math.prod(x_shape)
+    target = list(shape)
     if target.count(-1) > 1:
         raise ShapeError("reshape: at most one dimension may be -1")
     if any(d < -1 for d in target):
-        raise ShapeError(f"reshape: negative dimension in {fmt_shape(shape_to)}")
+        raise ShapeError(f"reshape: negative dimension in {fmt_shape(shape)}")
     if -1 in target:
         rest = math.prod(d for d in target if d != -1)
         if rest == 0 or size % rest:
-            raise ShapeError(f"cannot reshape {fmt_shape(shape)} ({size} elements) to {fmt_shape(shape_to)}")
+            raise ShapeError(f"cannot reshape {fmt_shape(x_shape)} ({size} elements) to {fmt_shape(shape)}")
         target[target.index(-1)] = size // rest
     if math.prod(target) != size:
-        raise ShapeError(f"cannot reshape {fmt_shape(shape)} ({size} elements) to {fmt_shape(shape_to)} "
+        raise ShapeError(f"cannot reshape {fmt_shape(x_shape)} ({size} elements) to {fmt_shape(shape)} "
                          f"({math.prod(target)} elements)")
     return tuple(target)
 
@@ -230,17 +229,15 @@ def _transpose_vjp(g, ans, x, axes=None):
 
 
 def _broadcast_to_shape(x_shape, shape):
-    shape, shape_to = x_shape, shape
-    out = broadcast_shapes(shape, tuple(shape_to))
-    if out != tuple(shape_to):
-        raise ShapeError(f"cannot broadcast {fmt_shape(shape)} to {fmt_shape(shape_to)}")
+    out = broadcast_shapes(x_shape, tuple(shape))
+    if out != tuple(shape):
+        raise ShapeError(f"cannot broadcast {fmt_shape(x_shape)} to {fmt_shape(shape)}")
     return out
 
 
 def _sum_to_shape(x_shape, shape):
-    shape, shape_to = x_shape, shape
-    _broadcast_to_shape(tuple(shape_to), shape)
-    return tuple(shape_to)
+    _broadcast_to_shape(tuple(shape), x_shape)
+    return tuple(shape)
 
 
 def _stack_shape(*shapes):

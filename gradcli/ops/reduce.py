@@ -519,10 +519,14 @@ def _quantile_plan(shape, q, axis, method):
     return axes, kept, n, picks
 
 
+def _sorted_rows(xp, x, kept, axes, n):
+    lead = tuple(x.shape[i] for i in kept)
+    return xp.sort(xp.reshape(xp.permute_dims(x, kept + axes), lead + (n,)), axis=-1)  # NaN last
+
+
 def _quantile_forward(xp, x, q, axis=None, method="linear", keepdims=False):
     axes, kept, n, picks = _quantile_plan(x.shape, q, axis, method)
-    lead = tuple(x.shape[i] for i in kept)
-    ordered = xp.sort(xp.reshape(xp.permute_dims(x, kept + axes), lead + (n,)), axis=-1)
+    ordered = _sorted_rows(xp, x, kept, axes, n)
     values = []
     for lo, hi, t in picks:
         a, b = ordered[..., lo], ordered[..., hi]
@@ -535,7 +539,7 @@ def _quantile_forward(xp, x, q, axis=None, method="linear", keepdims=False):
     out = xp.stack(values) if isinstance(q, tuple) else values[0]
     out = xp.astype(xp.where(xp.isnan(ordered[..., -1]), math.nan, out), x.dtype)  # a NaN makes the slice NaN
     if keepdims:
-        out = xp.reshape(out, out.shape[:out.ndim - len(lead)] + reduced_shape(x.shape, axes, True))
+        out = xp.reshape(out, out.shape[:out.ndim - len(kept)] + reduced_shape(x.shape, axes, True))
     return out
 
 
@@ -639,11 +643,6 @@ register(Op("percentile", *_in_percent(_quantile_forward, _quantile_vjp), params
 register(Op("median", *_at_half(_quantile_forward, _quantile_vjp, "median"),
             params={"axis": None, "keepdims": False}, finite_closed=True,
             doc="the middle value, or the mean of the two middle values; the gradient is split between them"))
-
-
-def _sorted_rows(xp, x, kept, axes, n):
-    lead = tuple(x.shape[i] for i in kept)
-    return xp.sort(xp.reshape(xp.permute_dims(x, kept + axes), lead + (n,)), axis=-1)  # NaN last
 
 
 def _nan_quantile_weights(xp, x, q, axis=None, method="linear"):
