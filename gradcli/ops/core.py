@@ -369,8 +369,7 @@ def _reduction(name, forward, vjp, shape=reduced_shape, doc="", **hints):
 _unary("negative", "negative", lambda g, ans, x: -g, finite_closed=True, involution=True,
        symbol="-", precedence=4, literal=lambda value: -value)
 _unary("identity", lambda xp, x: x, lambda g, ans, x: g,
-       view=True, memory="same",
-       finite_closed=True, literal=lambda value: value)
+       view=True, memory="same", finite_closed=True, literal=lambda value: value)
 _unary("positive", "positive", lambda g, ans, x: g, finite_closed=True, symbol="+", precedence=4,
        literal=lambda value: value)
 _unary("exp", "exp", lambda g, ans, x: g * ans, grows=True, bound=_bound_of_exp, underflows="rounds")

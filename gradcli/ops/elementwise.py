@@ -104,11 +104,9 @@ def _inv_sqrt_one_minus_square(x):  # 1 / sqrt(1 - x^2), accurate near |x| = 1
 
 
 _unary("arcsin", lambda xp, x: xp.asin(x), lambda g, ans, x: g * _inv_sqrt_one_minus_square(x),
-       ufunc="arcsin",
-       bound=UNBOUNDED)
+       ufunc="arcsin", bound=UNBOUNDED)
 _unary("arccos", lambda xp, x: xp.acos(x), lambda g, ans, x: -(g * _inv_sqrt_one_minus_square(x)),
-       ufunc="arccos",
-       bound=UNBOUNDED)
+       ufunc="arccos", bound=UNBOUNDED)
 _unary("arctan", lambda xp, x: xp.atan(x), lambda g, ans, x: g / (1.0 + x * x),
        ufunc="arctan", finite_closed=True)
 _unary("sinh", "sinh", lambda g, ans, x: g * G.cosh(x), bound=UNBOUNDED, grows=True)
