@@ -7,12 +7,11 @@ import math
 
 from gradcli.errors import ShapeError
 from gradcli.ops.trace import G
-from gradcli.ops.table import NOT_DIFFERENTIABLE, REQUIRED, Op, register
+from gradcli.ops.table import NOT_DIFFERENTIABLE, OPS, REQUIRED, Op, register
 from gradcli.ops.core import _extreme_vjp, _reduction
 from gradcli.ops.shapes import (
     FULL, _along, _keep, _nonempty_reduction_shape, _permuted, _spread, inverse_permutation, is_numpy, normalize_axes,
     on_host, reduced_shape)
-from gradcli.ops.table import OPS
 from gradcli.ops.reduce import _gather_along, _nonzero, _one_axis, _single_numbers
 
 
@@ -216,7 +215,7 @@ def _diff(xp, x, n=1, axis=-1):
 def _diff_vjp(g, ans, x, n=1, axis=-1):
     axis %= x.ndim
     for k in range(n - 1, -1, -1):
-        g = _transpose_stencil(g, tuple(max(d - k, 0) if i == axis else d for i, d in enumerate(x.shape)), axis, "diff")
+        g = _transpose_stencil(g, _diff_shape(x.shape, k, axis), axis, "diff")
     return g
 
 
