@@ -498,8 +498,7 @@ def _flip_shape(shape, axis=None):
 
 
 register(Op("flip", _flip, _flip_shape,
-            (lambda g, ans, x, axis=None: G.flip(g, axis=axis),), params={"axis": None},
-            view=True, memory="view",
+            (lambda g, ans, x, axis=None: G.flip(g, axis=axis),), params={"axis": None}, view=True, memory="view",
             finite_closed=True, doc="x in reverse order along axis (every axis where None); fliplr: axis 1, flipud: 0"))
 
 

@@ -608,8 +608,7 @@ register(Op("index", _index_of, _index_shape,
             prints_as=lambda x, index: f"{x}[{_subscripts(index)}]"))
 register(Op("scatter", _scatter, lambda x_shape, shape, index: tuple(shape),
             (lambda g, ans, x, shape, index: G.index(g, index=index),),
-            params={"shape": REQUIRED, "index": REQUIRED}, public=False,
-            nonstandard=_scatter_claim,
+            params={"shape": REQUIRED, "index": REQUIRED}, public=False, nonstandard=_scatter_claim,
             doc="zeros of `shape` with x placed at `index` (the gradient of indexing; where an index array "
                 "repeats a position, its values add up)"))
 register(Op("stack", lambda xp, *xs: xp.stack(xs), _stack_shape,

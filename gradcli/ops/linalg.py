@@ -267,8 +267,7 @@ def _outer_shape(a, b, flatten=True):
 register(Op("outer", lambda xp, a, b, flatten=True: xp.outer(a, b), _outer_shape,
             (lambda g, ans, a, b, flatten=True: G.reshape(G.matmul(g, G.reshape(b, shape=(-1,))), shape=a.shape),
              lambda g, ans, a, b, flatten=True: G.reshape(G.matmul(G.reshape(a, shape=(-1,)), g), shape=b.shape)),
-            args=("a", "b"),
-            params={"flatten": True},
+            args=("a", "b"), params={"flatten": True},
             doc="outer(a, b)[i, j] = a[i] * b[j] of a and b flattened (torch.outer: of two vectors)",
             nonstandard="NumPy's outer"))
 

@@ -295,8 +295,7 @@ register(Op("cholesky_solve", _cholesky_solve, _cholesky_solve_shape, (_cholesky
 register(Op("cholesky_solve_b_first", lambda xp, b, chol, upper=False: _cholesky_solve(xp, chol, b, upper),
             lambda b, chol, upper=False: _cholesky_solve_shape(chol, b, upper),
             (_b_first(_cholesky_solve_vjp_b), _b_first(_cholesky_solve_vjp_chol)), args=("b", "chol"),
-            params={"upper": False}, public=False,
-            doc="torch.cholesky_solve(b, L)"))
+            params={"upper": False}, public=False, doc="torch.cholesky_solve(b, L)"))
 
 
 # QR
