@@ -468,8 +468,7 @@ def _hard_tanh_shape(shape, min_val=-1.0, max_val=1.0):
 
 register(Op("hard_tanh", lambda xp, x, min_val=-1.0, max_val=1.0: xp.minimum(xp.maximum(x, min_val), max_val),
             _hard_tanh_shape, (lambda g, ans, x, min_val=-1.0, max_val=1.0: g * (G.greater(x, min_val) * G.less(x, max_val)),),
-            params={"min_val": -1.0, "max_val": 1.0}, elementwise=True,
-            doc="clip(x, -1, 1)", bound=UNBOUNDED))
+            params={"min_val": -1.0, "max_val": 1.0}, elementwise=True, doc="clip(x, -1, 1)", bound=UNBOUNDED))
 
 
 def _squareplus(xp, x, b=4.0):
@@ -505,8 +504,7 @@ def _log_cosh(xp, x):
     return xp.astype(xp.where(near, xp.log1p(2.0 * s * s), a - LN2 + xp.log1p(xp.exp(-2.0 * a))), x.dtype)
 
 
-_unary("log_cosh", _log_cosh, lambda g, ans, x: g * G.tanh(x), doc="log(cosh(x))",
-       bound=UNBOUNDED)
+_unary("log_cosh", _log_cosh, lambda g, ans, x: g * G.tanh(x), doc="log(cosh(x))", bound=UNBOUNDED)
 
 
 def _huber(xp, r, delta=1.0):
