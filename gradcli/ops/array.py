@@ -1,8 +1,7 @@
 """The op table, continued: shape and array functions, constructors, and selection with
 constant integer indices.
 
-Each op is one record registered with `gradcli.ops.register` (see gradcli/ops/__init__.py). Gradient
-rules are `G.` equations, so second derivatives come from differentiating them again:
+The gradient rules (`G.` equations, as everywhere in the table):
 - joining (`concatenate`, `stack`, `vstack`, ...) gives each input the slice of the cotangent
   it filled (`G.index`); splitting (`split`, `tf.split`, `torch.chunk`, ...) returns a tuple
   whose parts are constant slices (`index`), as NumPy's views are;

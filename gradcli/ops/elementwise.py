@@ -1,10 +1,8 @@
 """The op table, continued: elementwise functions (trigonometric, hyperbolic, exponential and
 logarithmic families, SciPy's special functions) and neural-network activations and losses.
 
-Each op is one record registered with `gradcli.ops.register` (see gradcli/ops/__init__.py). Gradient
-rules are written with `G.` ops, so they are equations that can be differentiated again;
-where a derivative needs a function of its own (lgamma' = digamma, digamma' = polygamma,
-i1' = (i0 + iv(2, x)) / 2), that function is an op too.
+Where a derivative needs a function of its own (lgamma' = digamma, digamma' = polygamma,
+i1' = (i0 + iv(2, x)) / 2), that function is an op too, so that the rule can be differentiated again.
 
 SciPy is imported by a forward only, so `import gradcli` does not load it; the shape rule of a
 SciPy op checks that it is installed, so a program that needs it is refused with its position.

@@ -1,8 +1,5 @@
 """The op table, continued: linear algebra.
 
-Each op is one record registered with `gradcli.ops.register` (see gradcli/ops/__init__.py). Gradient
-rules are written with `G.` ops, so they can be differentiated again.
-
 The family continues, in table order, in gradcli/ops/solves.py (inverses, solves, factorizations,
 the matrix exponential), whose records the conventions below are mostly about.
 

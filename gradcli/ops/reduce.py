@@ -1,8 +1,6 @@
 """The op table, continued: reductions, scans and statistics.
 
-Each op is one record registered with `gradcli.ops.register` (see gradcli/ops/__init__.py). Gradient
-rules are `G.` equations, so second derivatives come from differentiating them again. Ops that
-select elements (sort, partition, cummax, median, quantile) route the gradient through the
+Ops that select elements (sort, partition, cummax, median, quantile) route the gradient through the
 permutation their forward used, held as an index array (`argsort`, `cumargmax`), with the pair
 `gather_along` / `scatter_along` moving values along an axis by such indices.
 
