@@ -36,9 +36,11 @@ from gradcli.ops.core import _mT
 
 # --------------------------------------------------------------------------- shared helpers
 
-def _square(shape, what="a square matrix"):
+def _square(shape, label=None):
+    """shape, if it is a square matrix's (or a stack's); `label`, where given, names the function refusing it."""
     if len(shape) < 2 or shape[-1] != shape[-2]:
-        raise ShapeError(f"needs {what} (or a stack of them, shape (..., n, n)), got {fmt_shape(shape)}")
+        who = f"{label} needs" if label else "needs"
+        raise ShapeError(f"{who} a square matrix (or a stack of them, shape (..., n, n)), got {fmt_shape(shape)}")
     return shape
 
 
