@@ -20,16 +20,11 @@ from gradcli.ops.shapes import (
     normalize_axes, on_host, reduced_shape)
 
 
-def _shift_toward_start(a, axis: int):
-    """a[i + 1] at i, 0 at the end (along axis)."""
-    return G.scatter(G.index(a, index=_along(axis, (1, None, None))), shape=a.shape,
-                     index=_along(axis, (None, -1, None)))
-
-
-def _shift_toward_end(a, axis: int):
-    """a[i - 1] at i, 0 at the start (along axis)."""
-    return G.scatter(G.index(a, index=_along(axis, (None, -1, None))), shape=a.shape,
-                     index=_along(axis, (1, None, None)))
+def _shifted(a, axis: int, toward_start: bool):
+    """Along axis: a[i + 1] at i, 0 at the end (toward_start); else a[i - 1] at i, 0 at the start."""
+    ahead, behind = _along(axis, (1, None, None)), _along(axis, (None, -1, None))
+    source, place = (ahead, behind) if toward_start else (behind, ahead)
+    return G.scatter(G.index(a, index=source), shape=a.shape, index=place)
 
 
 def _single_numbers(**params):
@@ -70,13 +65,11 @@ def _linear_recurrence_shape(b, a, axis=0, reverse=False):
 
 
 def _linear_recurrence_vjp_b(g, ans, b, a, axis=0, reverse=False):
-    shift = _shift_toward_end if reverse else _shift_toward_start
-    return G.linear_recurrence(g, shift(a, axis), axis=axis, reverse=not reverse)
+    return G.linear_recurrence(g, _shifted(a, axis, toward_start=not reverse), axis=axis, reverse=not reverse)
 
 
 def _linear_recurrence_vjp_a(g, ans, b, a, axis=0, reverse=False):
-    shift = _shift_toward_start if reverse else _shift_toward_end
-    return shift(ans, axis) * _linear_recurrence_vjp_b(g, ans, b, a, axis, reverse)
+    return _shifted(ans, axis, toward_start=reverse) * _linear_recurrence_vjp_b(g, ans, b, a, axis, reverse)
 
 
 register(Op("linear_recurrence", _linear_recurrence, _linear_recurrence_shape,
@@ -124,10 +117,9 @@ def _cumsum_rule(g, ans, x, axis, exclusive=False, reverse=False):
 def _cumprod_rule(g, ans, x, axis, exclusive=False, reverse=False):
     # d out[j] / d x[i] = (product of the x before i) (product of x[i+1..j]): the first factor is
     # the exclusive cumprod, the sum over j a linear scan; exact with zeros, no division
-    shift = _shift_toward_end if reverse else _shift_toward_start
     before = G.cumprod(x, axis=axis, exclusive=True, reverse=reverse)
-    b = shift(g, axis) if exclusive else g
-    return before * G.linear_recurrence(b, shift(x, axis), axis=axis, reverse=not reverse)
+    b = _shifted(g, axis, toward_start=not reverse) if exclusive else g
+    return before * G.linear_recurrence(b, _shifted(x, axis, toward_start=not reverse), axis=axis, reverse=not reverse)
 
 
 _SCAN_PARAMS = {"axis": None, "exclusive": False, "reverse": False}
