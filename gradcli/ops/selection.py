@@ -43,9 +43,8 @@ def _gather_axis_add(xp, g, indices, axis, size):
     lead, rest = g.shape[:axis], g.shape[axis + k:]
     p, q, m = math.prod(lead), math.prod(rest), idx.size
     flat = ((np.arange(p).reshape(p, 1, 1) * size + (idx.reshape(-1) % max(size, 1)).reshape(1, m, 1)) * q
-            + np.arange(q).reshape(1, 1, q)).reshape(-1)
-    out = xp.bincount(xp.asarray(flat), weights=g.reshape(-1), minlength=p * size * q)
-    return xp.astype(xp.reshape(out, lead + (size,) + rest), g.dtype)
+            + np.arange(q).reshape(1, 1, q))
+    return _gather_flat_add(xp, g, flat, lead + (size,) + rest)
 
 
 def _gather_axis_add_shape(shape, indices, axis, size):
