@@ -1,8 +1,7 @@
 """The op table, continued: shape and array functions, constructors, and selection with
 constant integer indices.
 
-Each op is one record registered with `gradcli.ops.register` (see gradcli/ops/__init__.py). Gradient
-rules are `G.` equations, so second derivatives come from differentiating them again:
+The gradient rules (`G.` equations, as everywhere in the table):
 - joining (`concatenate`, `stack`, `vstack`, ...) gives each input the slice of the cotangent
   it filled (`G.index`); splitting (`split`, `tf.split`, `torch.chunk`, ...) returns a tuple
   whose parts are constant slices (`index`), as NumPy's views are;
@@ -29,7 +28,7 @@ import numpy as np
 from gradcli.ops.core import _reshape_shape
 from gradcli.ops.trace import G
 from gradcli.ops.table import REQUIRED, Op, register
-from gradcli.ops.shapes import _along, fmt_shape, normalize_axes
+from gradcli.ops.shapes import _along, fmt_shape, inverse_permutation, normalize_axes
 from gradcli.errors import ShapeError
 
 MAX_INDICES = 100_000_000  # the most elements a constant index map (repeat, pad) or split may have
@@ -396,7 +395,7 @@ register(Op("squeeze", lambda xp, x, axis=None: xp.reshape(x, _squeeze_shape(x.s
             params={"axis": None}, view=True, memory="view", finite_closed=True,
             doc="x without its axes of length 1 (those named by axis, each of which must be 1)"))
 register(Op("squeeze_loose", lambda xp, x, axis=None: xp.reshape(x, _squeeze_loose_shape(x.shape, axis)),
-            _squeeze_loose_shape, (_back,), params={"axis": None}, public=True, view=True, memory="view",
+            _squeeze_loose_shape, (_back,), params={"axis": None}, view=True, memory="view",
             finite_closed=True, doc="torch.squeeze(x, dim): a dim of length other than 1 is kept"))
 register(Op("expand_dims", lambda xp, x, axis: xp.reshape(x, _expand_dims_shape(x.shape, axis)), _expand_dims_shape,
             (_back,), params={"axis": REQUIRED}, view=True, memory="view", finite_closed=True,
@@ -423,7 +422,7 @@ register(Op("ravel", lambda xp, x, order="C": xp.reshape(x, (-1,)), _ravel_shape
             doc="the elements in one axis, row-major (x.flatten(), np.ravel)"))
 register(Op("flatten_dims",
             lambda xp, x, start_dim=0, end_dim=-1: xp.reshape(x, _flatten_dims_shape(x.shape, start_dim, end_dim)),
-            _flatten_dims_shape, (_back,), params={"start_dim": 0, "end_dim": -1}, public=True, view=True,
+            _flatten_dims_shape, (_back,), params={"start_dim": 0, "end_dim": -1}, view=True,
             memory="reshape", finite_closed=True, doc="torch.flatten(x, start_dim, end_dim)"))
 
 for _rank in (1, 2, 3):
@@ -468,14 +467,10 @@ def _roll_axis_perm(ndim, axis, start=0):
     return tuple(order)
 
 
-def _inverse(perm):
-    return tuple(sorted(range(len(perm)), key=perm.__getitem__))
-
-
 def _permuting(name, perm_of, params=None, doc=""):
     register(Op(name, lambda xp, x, **p: xp.permute_dims(x, perm_of(x.ndim, **p)),
                 lambda shape, **p: tuple(shape[a] for a in perm_of(len(shape), **p)),
-                (lambda g, ans, x, **p: G.transpose(g, axes=_inverse(perm_of(x.ndim, **p))),),
+                (lambda g, ans, x, **p: G.transpose(g, axes=inverse_permutation(perm_of(x.ndim, **p))),),
                 params=params, view=True, memory="view", finite_closed=True, doc=doc))
 
 
@@ -502,8 +497,7 @@ def _flip_shape(shape, axis=None):
 
 
 register(Op("flip", _flip, _flip_shape,
-            (lambda g, ans, x, axis=None: G.flip(g, axis=axis),), params={"axis": None},
-            view=True, memory="view",
+            (lambda g, ans, x, axis=None: G.flip(g, axis=axis),), params={"axis": None}, view=True, memory="view",
             finite_closed=True, doc="x in reverse order along axis (every axis where None); fliplr: axis 1, flipud: 0"))
 
 

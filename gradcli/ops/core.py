@@ -7,7 +7,7 @@ import math
 from gradcli.errors import ShapeError
 from gradcli.ops.shapes import (
     _broadcast, _count, _keep, _nonempty_reduction_shape, _same, _spread, broadcast_shapes,
-    fmt_shape, normalize_axes, reduced_shape)
+    fmt_shape, inverse_permutation, normalize_axes, reduced_shape)
 from gradcli.ops.table import (
     NO_GRADIENT, NOT_DIFFERENTIABLE, OPS, REQUIRED, UNBOUNDED, DataError, Op, core_registered, register)
 from gradcli.ops.trace import G, Sym
@@ -195,20 +195,19 @@ def _matmul_vjp_b(g, ans, a, b):
 
 
 def _reshape_shape(x_shape, shape):
-    shape, shape_to = x_shape, shape
-    size = math.prod(shape)
-    target = list(shape_to)
+    size = math.prod(x_shape)
+    target = list(shape)
     if target.count(-1) > 1:
         raise ShapeError("reshape: at most one dimension may be -1")
     if any(d < -1 for d in target):
-        raise ShapeError(f"reshape: negative dimension in {fmt_shape(shape_to)}")
+        raise ShapeError(f"reshape: negative dimension in {fmt_shape(shape)}")
     if -1 in target:
         rest = math.prod(d for d in target if d != -1)
         if rest == 0 or size % rest:
-            raise ShapeError(f"cannot reshape {fmt_shape(shape)} ({size} elements) to {fmt_shape(shape_to)}")
+            raise ShapeError(f"cannot reshape {fmt_shape(x_shape)} ({size} elements) to {fmt_shape(shape)}")
         target[target.index(-1)] = size // rest
     if math.prod(target) != size:
-        raise ShapeError(f"cannot reshape {fmt_shape(shape)} ({size} elements) to {fmt_shape(shape_to)} "
+        raise ShapeError(f"cannot reshape {fmt_shape(x_shape)} ({size} elements) to {fmt_shape(shape)} "
                          f"({math.prod(target)} elements)")
     return tuple(target)
 
@@ -226,21 +225,19 @@ def _transpose_vjp(g, ans, x, axes=None):
     if axes is None:
         return G.transpose(g)
     perm = [a % x.ndim for a in axes]
-    return G.transpose(g, axes=tuple(sorted(range(len(perm)), key=perm.__getitem__)))
+    return G.transpose(g, axes=inverse_permutation(perm))
 
 
 def _broadcast_to_shape(x_shape, shape):
-    shape, shape_to = x_shape, shape
-    out = broadcast_shapes(shape, tuple(shape_to))
-    if out != tuple(shape_to):
-        raise ShapeError(f"cannot broadcast {fmt_shape(shape)} to {fmt_shape(shape_to)}")
+    out = broadcast_shapes(x_shape, tuple(shape))
+    if out != tuple(shape):
+        raise ShapeError(f"cannot broadcast {fmt_shape(x_shape)} to {fmt_shape(shape)}")
     return out
 
 
 def _sum_to_shape(x_shape, shape):
-    shape, shape_to = x_shape, shape
-    _broadcast_to_shape(tuple(shape_to), shape)
-    return tuple(shape_to)
+    _broadcast_to_shape(tuple(shape), x_shape)
+    return tuple(shape)
 
 
 def _stack_shape(*shapes):
@@ -372,8 +369,7 @@ def _reduction(name, forward, vjp, shape=reduced_shape, doc="", **hints):
 _unary("negative", "negative", lambda g, ans, x: -g, finite_closed=True, involution=True,
        symbol="-", precedence=4, literal=lambda value: -value)
 _unary("identity", lambda xp, x: x, lambda g, ans, x: g,
-       view=True, memory="same",
-       finite_closed=True, literal=lambda value: value)
+       view=True, memory="same", finite_closed=True, literal=lambda value: value)
 _unary("positive", "positive", lambda g, ans, x: g, finite_closed=True, symbol="+", precedence=4,
        literal=lambda value: value)
 _unary("exp", "exp", lambda g, ans, x: g * ans, grows=True, bound=_bound_of_exp, underflows="rounds")
@@ -612,8 +608,7 @@ register(Op("index", _index_of, _index_shape,
             prints_as=lambda x, index: f"{x}[{_subscripts(index)}]"))
 register(Op("scatter", _scatter, lambda x_shape, shape, index: tuple(shape),
             (lambda g, ans, x, shape, index: G.index(g, index=index),),
-            params={"shape": REQUIRED, "index": REQUIRED}, public=False,
-            nonstandard=_scatter_claim,
+            params={"shape": REQUIRED, "index": REQUIRED}, public=False, nonstandard=_scatter_claim,
             doc="zeros of `shape` with x placed at `index` (the gradient of indexing; where an index array "
                 "repeats a position, its values add up)"))
 register(Op("stack", lambda xp, *xs: xp.stack(xs), _stack_shape,

@@ -9,14 +9,13 @@ import numpy as np
 
 from gradcli.ops.trace import G
 from gradcli.ops.table import NO_GRADIENT, NOT_DIFFERENTIABLE, REQUIRED, DataError, Op, register
-from gradcli.ops.core import _index_shape, _basic_index
-from gradcli.ops.shapes import FULL, _along, broadcast_shapes, fmt_shape
+from gradcli.ops.shapes import FULL, _along, broadcast_shapes, fmt_shape, inverse_permutation
 from gradcli.errors import ShapeError
 from gradcli.ops.array import (
-    FLOAT_NAMES, MAX_INDICES, _axis, _back, _cotangent_zero, _int, _ints, _inverse,
+    FLOAT_NAMES, MAX_INDICES, _axis, _back, _cotangent_zero, _int, _ints,
     _reshaped, _sizes_bounds, _slices, _split_length, _select_index, _shape_param)
 from gradcli.ops.selection import (
-    _DIAGONAL, _diagonal_plan, _embed_diagonal, _gather_axis, _pad, _pad_shape, _pad_vjp, _part_number,
+    _DIAGONAL, _diagonal_plan, _embed_diagonal, _gather_axis, _pad, _pad_shape, _pad_vjp, _part_number, _replaced,
     _torch_pad_widths)
 
 
@@ -154,7 +153,7 @@ def _linspace_vjp_start(g, ans, start, stop, num=50, endpoint=True, axis=0):
 register(Op("linspace", lambda xp, start, stop, num=50, endpoint=True, axis=0:
             xp.linspace(start, stop, num, endpoint=bool(endpoint), axis=axis), _linspace_shape,
             (_linspace_vjp_start, _linspace_vjp_stop), args=("start", "stop"),
-            params={"num": 50, "endpoint": True, "axis": 0}, finite_closed=False,
+            params={"num": 50, "endpoint": True, "axis": 0},
             doc="num evenly spaced numbers from start to stop (differentiable in start and stop)",
             nonstandard="NumPy's linspace of arrays"))
 
@@ -199,7 +198,7 @@ register(Op("meshgrid", None, None, None, args=(), variadic=True,
             parts=lambda *shapes, **p: [("meshgrid_part", {"k": k, **p}) for k in range(len(shapes))],
             doc="X, Y = meshgrid(x, y, indexing='xy'): coordinate grids (torch.meshgrid: 'ij')"))
 register(Op("meshgrid_part", _meshgrid_part, _meshgrid_shape, (_meshgrid_rule,), args=(), variadic=True,
-            params={"k": 0, "indexing": "xy", "sparse": False, "copy": True, "flatten": True}, public=True,
+            params={"k": 0, "indexing": "xy", "sparse": False, "copy": True, "flatten": True},
             finite_closed=True, doc="the k-th grid of meshgrid"))
 
 
@@ -321,27 +320,6 @@ register(Op("constant_pad_nd", lambda xp, x, pad, value=0: _pad(xp, x, _torch_pa
             doc="torch.constant_pad_nd(x, pad, value=0): F.pad in constant mode", nonstandard="NumPy's pad"))
 
 
-def _replaced(index_of, doc, name, params):
-    """x with the block `index_of(x shape, **params)` replaced by src (PyTorch's *_scatter)."""
-    def forward(xp, x, src, **p):
-        out = xp.asarray(x, dtype=xp.result_type(x, src), copy=True)
-        out[_basic_index(index_of(x.shape, **p), x.ndim)] = src
-        return out
-
-    def shape(x_shape, src_shape, **p):
-        want = _index_shape(x_shape, index_of(x_shape, **p))
-        if tuple(src_shape) != want:
-            raise ShapeError(f"src of shape {fmt_shape(src_shape)} does not fill the block of shape {fmt_shape(want)}")
-        return tuple(x_shape)
-
-    def vjp_x(g, ans, x, src, **p):
-        index = index_of(x.shape, **p)
-        return g - G.scatter(G.index(g, index=index), shape=g.shape, index=index)
-
-    register(Op(name, forward, shape, (vjp_x, lambda g, ans, x, src, **p: G.index(g, index=index_of(x.shape, **p))),
-                args=("x", "src"), params=params, finite_closed=True, doc=doc))
-
-
 def _slice_scatter_index(shape, axis=0, start=None, end=None, step=1):
     axis = _axis(len(shape), axis, "dim")
     if _int(step, "step") < 1:
@@ -352,9 +330,12 @@ def _slice_scatter_index(shape, axis=0, start=None, end=None, step=1):
     return _along(axis, (start, end, step))
 
 
-_replaced(_select_index, "torch.select_scatter(x, src, dim, index): x with x.select(dim, index) replaced by src",
+# (the block's place does not depend on src's shape, which _replaced checks against it)
+_replaced(lambda x_shape, src_shape, **p: _select_index(x_shape, **p),
+          "torch.select_scatter(x, src, dim, index): x with x.select(dim, index) replaced by src",
           "select_scatter", {"axis": REQUIRED, "index": REQUIRED})
-_replaced(_slice_scatter_index, "torch.slice_scatter(x, src, dim=0, start=None, end=None, step=1)",
+_replaced(lambda x_shape, src_shape, **p: _slice_scatter_index(x_shape, **p),
+          "torch.slice_scatter(x, src, dim=0, start=None, end=None, step=1)",
           "slice_scatter", {"axis": 0, "start": None, "end": None, "step": 1})
 
 
@@ -489,7 +470,7 @@ def _unfold_vjp(g, ans, x, dimension, size, step):
     axis, windows = _unfold_plan(x.shape, dimension, size, step)
     if axis is None:
         return G.sum(g)
-    moved = G.transpose(g, axes=_inverse(_unfold_perm(x.ndim, axis)))
+    moved = G.transpose(g, axes=inverse_permutation(_unfold_perm(x.ndim, axis)))
     return G.gather_axis_add(moved, indices=windows, axis=axis, size=x.shape[axis])
 
 

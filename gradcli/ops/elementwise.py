@@ -1,10 +1,8 @@
 """The op table, continued: elementwise functions (trigonometric, hyperbolic, exponential and
 logarithmic families, SciPy's special functions) and neural-network activations and losses.
 
-Each op is one record registered with `gradcli.ops.register` (see gradcli/ops/__init__.py). Gradient
-rules are written with `G.` ops, so they are equations that can be differentiated again;
-where a derivative needs a function of its own (lgamma' = digamma, digamma' = polygamma,
-i1' = (i0 + iv(2, x)) / 2), that function is an op too.
+Where a derivative needs a function of its own (lgamma' = digamma, digamma' = polygamma,
+i1' = (i0 + iv(2, x)) / 2), that function is an op too, so that the rule can be differentiated again.
 
 SciPy is imported by a forward only, so `import gradcli` does not load it; the shape rule of a
 SciPy op checks that it is installed, so a program that needs it is refused with its position.
@@ -104,11 +102,9 @@ def _inv_sqrt_one_minus_square(x):  # 1 / sqrt(1 - x^2), accurate near |x| = 1
 
 
 _unary("arcsin", lambda xp, x: xp.asin(x), lambda g, ans, x: g * _inv_sqrt_one_minus_square(x),
-       ufunc="arcsin",
-       bound=UNBOUNDED)
+       ufunc="arcsin", bound=UNBOUNDED)
 _unary("arccos", lambda xp, x: xp.acos(x), lambda g, ans, x: -(g * _inv_sqrt_one_minus_square(x)),
-       ufunc="arccos",
-       bound=UNBOUNDED)
+       ufunc="arccos", bound=UNBOUNDED)
 _unary("arctan", lambda xp, x: xp.atan(x), lambda g, ans, x: g / (1.0 + x * x),
        ufunc="arctan", finite_closed=True)
 _unary("sinh", "sinh", lambda g, ans, x: g * G.cosh(x), bound=UNBOUNDED, grows=True)
@@ -470,8 +466,7 @@ def _hard_tanh_shape(shape, min_val=-1.0, max_val=1.0):
 
 register(Op("hard_tanh", lambda xp, x, min_val=-1.0, max_val=1.0: xp.minimum(xp.maximum(x, min_val), max_val),
             _hard_tanh_shape, (lambda g, ans, x, min_val=-1.0, max_val=1.0: g * (G.greater(x, min_val) * G.less(x, max_val)),),
-            params={"min_val": -1.0, "max_val": 1.0}, elementwise=True,
-            doc="clip(x, -1, 1)", bound=UNBOUNDED))
+            params={"min_val": -1.0, "max_val": 1.0}, elementwise=True, doc="clip(x, -1, 1)", bound=UNBOUNDED))
 
 
 def _squareplus(xp, x, b=4.0):
@@ -507,8 +502,7 @@ def _log_cosh(xp, x):
     return xp.astype(xp.where(near, xp.log1p(2.0 * s * s), a - LN2 + xp.log1p(xp.exp(-2.0 * a))), x.dtype)
 
 
-_unary("log_cosh", _log_cosh, lambda g, ans, x: g * G.tanh(x), doc="log(cosh(x))",
-       bound=UNBOUNDED)
+_unary("log_cosh", _log_cosh, lambda g, ans, x: g * G.tanh(x), doc="log(cosh(x))", bound=UNBOUNDED)
 
 
 def _huber(xp, r, delta=1.0):

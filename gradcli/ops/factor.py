@@ -22,13 +22,7 @@ from gradcli.ops.table import NOT_DIFFERENTIABLE, REQUIRED, DataError, Op, regis
 from gradcli.ops.core import _mT
 from gradcli.ops.shapes import fmt_shape, to_host
 from gradcli.ops.nn import composite
-from gradcli.ops.linalg import _check_symmetric
-
-
-def _square(shape, label):
-    if len(shape) < 2 or shape[-1] != shape[-2]:
-        raise ShapeError(f"{label} needs a square matrix (or a stack of them, shape (..., n, n)), got {fmt_shape(shape)}")
-    return shape
+from gradcli.ops.linalg import _check_symmetric, _square
 
 
 # --------------------------------------------------------------------------- multi_dot

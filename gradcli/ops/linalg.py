@@ -1,8 +1,5 @@
 """The op table, continued: linear algebra.
 
-Each op is one record registered with `gradcli.ops.register` (see gradcli/ops/__init__.py). Gradient
-rules are written with `G.` ops, so they can be differentiated again.
-
 The family continues, in table order, in gradcli/ops/solves.py (inverses, solves, factorizations,
 the matrix exponential), whose records the conventions below are mostly about.
 
@@ -32,15 +29,18 @@ _LETTERS = _LOWER + _UPPER
 from gradcli.errors import GradcliError, ShapeError
 from gradcli.ops.trace import G
 from gradcli.ops.table import REQUIRED, DataError, Op, register
-from gradcli.ops.shapes import _keep, broadcast_shapes, fmt_shape, nonnegative_axes, normalize_axes
+from gradcli.ops.shapes import (
+    _keep, _permuted, broadcast_shapes, fmt_shape, inverse_permutation, nonnegative_axes, normalize_axes)
 from gradcli.ops.core import _mT
 
 
 # --------------------------------------------------------------------------- shared helpers
 
-def _square(shape, what="a square matrix"):
+def _square(shape, label=None):
+    """shape, if it is a square matrix's (or a stack's); `label`, where given, names the function refusing it."""
     if len(shape) < 2 or shape[-1] != shape[-2]:
-        raise ShapeError(f"needs {what} (or a stack of them, shape (..., n, n)), got {fmt_shape(shape)}")
+        who = f"{label} needs" if label else "needs"
+        raise ShapeError(f"{who} a square matrix (or a stack of them, shape (..., n, n)), got {fmt_shape(shape)}")
     return shape
 
 
@@ -187,25 +187,13 @@ def _tensordot(xp, a, b, axes=2):
     return xp.tensordot(a, b, axes=_contracted(a.ndim, b.ndim, axes))
 
 
-def _inverse_permutation(order):
-    perm = [0] * len(order)
-    for position, axis in enumerate(order):
-        perm[axis] = position
-    return tuple(perm)
-
-
-def _transposed(x, order):
-    perm = _inverse_permutation(order)
-    return x if perm == tuple(range(len(perm))) else G.transpose(x, axes=perm)
-
-
 def _tensordot_vjp_a(g, ans, a, b, axes=2):
     ia, ib = _contracted(a.ndim, b.ndim, axes)
     free_a = [i for i in range(a.ndim) if i not in ia]
     free_b = [j for j in range(b.ndim) if j not in ib]
     g_b_axes = tuple(range(len(free_a), len(free_a) + len(free_b)))
     out = G.tensordot(g, b, axes=(g_b_axes, tuple(free_b)))  # axes: free a, then b's contracted ones in order
-    return _transposed(out, free_a + [ia[ib.index(j)] for j in sorted(ib)])
+    return _permuted(out, inverse_permutation(free_a + [ia[ib.index(j)] for j in sorted(ib)]))
 
 
 def _tensordot_vjp_b(g, ans, a, b, axes=2):
@@ -213,7 +201,7 @@ def _tensordot_vjp_b(g, ans, a, b, axes=2):
     free_a = [i for i in range(a.ndim) if i not in ia]
     free_b = [j for j in range(b.ndim) if j not in ib]
     out = G.tensordot(a, g, axes=(tuple(free_a), tuple(range(len(free_a)))))  # a's contracted axes, free b
-    return _transposed(out, [ib[ia.index(i)] for i in sorted(ia)] + free_b)
+    return _permuted(out, inverse_permutation([ib[ia.index(i)] for i in sorted(ia)] + free_b))
 
 
 register(Op("tensordot", _tensordot, _tensordot_shape, (_tensordot_vjp_a, _tensordot_vjp_b), args=("a", "b"),
@@ -226,24 +214,24 @@ def _dot_axes(a_ndim, b_ndim):
     return ((a_ndim - 1,), (max(b_ndim - 2, 0),))
 
 
-def _dot_shape(a, b):
-    if not a or not b:  # a number multiplies
-        return a or b
-    return _tensordot_shape(a, b, _dot_axes(len(a), len(b)))
+def _product_with_scalar(axes_of):
+    """The shape rule and the gradient rules of a tensordot over the axes `axes_of(a.ndim, b.ndim)`,
+    a product that multiplies where an operand is a number (np.dot(3, x))."""
+    def shape(a, b):
+        if not a or not b:  # a number multiplies
+            return a or b
+        return _tensordot_shape(a, b, axes_of(len(a), len(b)))
+
+    def with_scalar(rule):
+        def vjp(g, ans, a, b, **_):
+            if a.ndim == 0 or b.ndim == 0:
+                return g * (b if rule is _tensordot_vjp_a else a)
+            return rule(g, ans, a, b, axes=axes_of(a.ndim, b.ndim))
+        return vjp
+    return shape, (with_scalar(_tensordot_vjp_a), with_scalar(_tensordot_vjp_b))
 
 
-def _product_with_scalar(rule, axes_of):
-    """The rule of a product that multiplies where an operand is a number (np.dot(3, x))."""
-    def vjp(g, ans, a, b, **_):
-        if a.ndim == 0 or b.ndim == 0:
-            return g * (b if rule is _tensordot_vjp_a else a)
-        return rule(g, ans, a, b, axes=axes_of(a.ndim, b.ndim))
-    return vjp
-
-
-register(Op("dot", lambda xp, a, b: xp.dot(a, b), _dot_shape,
-            (_product_with_scalar(_tensordot_vjp_a, _dot_axes), _product_with_scalar(_tensordot_vjp_b, _dot_axes)),
-            args=("a", "b"),
+register(Op("dot", lambda xp, a, b: xp.dot(a, b), *_product_with_scalar(_dot_axes), args=("a", "b"),
             doc="NumPy's dot: the last axis of a with the second-to-last of b; a number multiplies",
             nonstandard="NumPy's dot"))
 
@@ -252,14 +240,7 @@ def _inner_axes(a_ndim, b_ndim):
     return ((a_ndim - 1,), (b_ndim - 1,))
 
 
-def _inner_shape(a, b):
-    if not a or not b:
-        return a or b
-    return _tensordot_shape(a, b, _inner_axes(len(a), len(b)))
-
-
-register(Op("inner", lambda xp, a, b: xp.inner(a, b), _inner_shape,
-            (_product_with_scalar(_tensordot_vjp_a, _inner_axes), _product_with_scalar(_tensordot_vjp_b, _inner_axes)),
+register(Op("inner", lambda xp, a, b: xp.inner(a, b), *_product_with_scalar(_inner_axes),
             args=("a", "b"), doc="sum products over the last axes of a and b; a number multiplies",
             nonstandard="NumPy's inner"))
 
@@ -285,8 +266,7 @@ def _outer_shape(a, b, flatten=True):
 register(Op("outer", lambda xp, a, b, flatten=True: xp.outer(a, b), _outer_shape,
             (lambda g, ans, a, b, flatten=True: G.reshape(G.matmul(g, G.reshape(b, shape=(-1,))), shape=a.shape),
              lambda g, ans, a, b, flatten=True: G.reshape(G.matmul(G.reshape(a, shape=(-1,)), g), shape=b.shape)),
-            args=("a", "b"),
-            params={"flatten": True},
+            args=("a", "b"), params={"flatten": True},
             doc="outer(a, b)[i, j] = a[i] * b[j] of a and b flattened (torch.outer: of two vectors)",
             nonstandard="NumPy's outer"))
 

@@ -195,7 +195,7 @@ def _checked_range(xp, x, lo, hi=None, rule=""):
 # variance): the value passed on unchanged, or that refusal, at the call's place
 register(Op("checked_range", _checked_range, lambda shape, lo, hi=None, rule="": tuple(shape),
             (lambda g, ans, x, lo, hi=None, rule="": g,), params={"lo": REQUIRED, "hi": None, "rule": REQUIRED},
-            public=True, finite_closed=True,
+            finite_closed=True,
             doc="x unchanged when every element is in [lo, hi] (hi None: no upper end), else the error `rule`"))
 
 

@@ -7,11 +7,11 @@ import math
 
 from gradcli.errors import ShapeError
 from gradcli.ops.trace import G
-from gradcli.ops.table import NOT_DIFFERENTIABLE, REQUIRED, Op, register
+from gradcli.ops.table import NOT_DIFFERENTIABLE, OPS, REQUIRED, Op, register
 from gradcli.ops.core import _extreme_vjp, _reduction
 from gradcli.ops.shapes import (
-    FULL, _along, _keep, _nonempty_reduction_shape, _spread, is_numpy, normalize_axes, on_host, reduced_shape)
-from gradcli.ops.table import OPS
+    FULL, _along, _keep, _nonempty_reduction_shape, _permuted, _spread, inverse_permutation, is_numpy, normalize_axes,
+    on_host, reduced_shape)
 from gradcli.ops.reduce import _gather_along, _nonzero, _one_axis, _single_numbers
 
 
@@ -110,7 +110,7 @@ def _singular_norm_vjp(g, x, ord, axes):
     """ord nuc (the sum of the singular values), 2 (the largest), -2 (the smallest), through the
     gradient rule of svdvals; tied extreme singular values share the gradient, as max."""
     perm = tuple(i for i in range(x.ndim) if i not in axes) + tuple(axes)
-    moved = x if perm == tuple(range(x.ndim)) else G.transpose(x, axes=perm)
+    moved = _permuted(x, perm)
     s = G.svdvals(moved)
     g = G.reshape(g, shape=s.shape[:-1] + (1,))
     if ord == "nuc":
@@ -118,10 +118,7 @@ def _singular_norm_vjp(g, x, ord, axes):
     else:
         tied = G.equal(s, (G.max if ord == 2 else G.min)(s, axis=-1, keepdims=True))
         gs = g * tied / G.sum(tied, axis=-1, keepdims=True)
-    out = OPS["svdvals"].rule(0)(gs, s, moved)
-    if perm == tuple(range(x.ndim)):
-        return out
-    return G.transpose(out, axes=tuple(sorted(range(x.ndim), key=perm.__getitem__)))
+    return _permuted(OPS["svdvals"].rule(0)(gs, s, moved), inverse_permutation(perm))
 
 
 def _register_norm(name, kind, params, doc):
@@ -218,7 +215,7 @@ def _diff(xp, x, n=1, axis=-1):
 def _diff_vjp(g, ans, x, n=1, axis=-1):
     axis %= x.ndim
     for k in range(n - 1, -1, -1):
-        g = _transpose_stencil(g, tuple(max(d - k, 0) if i == axis else d for i, d in enumerate(x.shape)), axis, "diff")
+        g = _transpose_stencil(g, _diff_shape(x.shape, k, axis), axis, "diff")
     return g
 
 

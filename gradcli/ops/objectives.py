@@ -166,12 +166,9 @@ def _keras_scce(f, t, p, from_logits, axis):
            "Keras: mean(sigmoid cross-entropy, axis) with from_logits=True (probabilities are refused)")
 @keras_pair
 def _keras_bce(f, t, p, from_logits, label_smoothing, axis):
-    if not from_logits:
-        raise ShapeError("from probabilities Keras 2 (log(p + 1e-7)) and Keras 3 (log(p)) differ; write "
-                         "from_logits=True with the logits, or the formula you mean")
     if label_smoothing:
         t = t * (1.0 - label_smoothing) + 0.5 * label_smoothing
-    loss = -(t * f.log_sigmoid(p) + (1.0 - t) * f.log_sigmoid(-p))
+    loss = _keras_ops_bce(f, t, p, from_logits)
     return f.mean(loss, axis=axis) if loss.ndim else loss
 
 

@@ -1,8 +1,6 @@
 """The op table, continued: reductions, scans and statistics.
 
-Each op is one record registered with `gradcli.ops.register` (see gradcli/ops/__init__.py). Gradient
-rules are `G.` equations, so second derivatives come from differentiating them again. Ops that
-select elements (sort, partition, cummax, median, quantile) route the gradient through the
+Ops that select elements (sort, partition, cummax, median, quantile) route the gradient through the
 permutation their forward used, held as an index array (`argsort`, `cumargmax`), with the pair
 `gather_along` / `scatter_along` moving values along an axis by such indices.
 
@@ -18,19 +16,15 @@ from gradcli.ops.trace import G
 from gradcli.ops.table import NO_GRADIENT, NOT_DIFFERENTIABLE, REQUIRED, DataError, Op, register
 from gradcli.ops.core import _reduction
 from gradcli.ops.shapes import (
-    _along, _count, _keep, _nonempty_reduction_shape, _spread, broadcast_shapes, normalize_axes, on_host, reduced_shape)
+    _along, _count, _keep, _nonempty_reduction_shape, _permuted, _spread, broadcast_shapes, inverse_permutation,
+    normalize_axes, on_host, reduced_shape)
 
 
-def _shift_toward_start(a, axis: int):
-    """a[i + 1] at i, 0 at the end (along axis)."""
-    return G.scatter(G.index(a, index=_along(axis, (1, None, None))), shape=a.shape,
-                     index=_along(axis, (None, -1, None)))
-
-
-def _shift_toward_end(a, axis: int):
-    """a[i - 1] at i, 0 at the start (along axis)."""
-    return G.scatter(G.index(a, index=_along(axis, (None, -1, None))), shape=a.shape,
-                     index=_along(axis, (1, None, None)))
+def _shifted(a, axis: int, toward_start: bool):
+    """Along axis: a[i + 1] at i, 0 at the end (toward_start); else a[i - 1] at i, 0 at the start."""
+    ahead, behind = _along(axis, (1, None, None)), _along(axis, (None, -1, None))
+    source, place = (ahead, behind) if toward_start else (behind, ahead)
+    return G.scatter(G.index(a, index=source), shape=a.shape, index=place)
 
 
 def _single_numbers(**params):
@@ -71,13 +65,11 @@ def _linear_recurrence_shape(b, a, axis=0, reverse=False):
 
 
 def _linear_recurrence_vjp_b(g, ans, b, a, axis=0, reverse=False):
-    shift = _shift_toward_end if reverse else _shift_toward_start
-    return G.linear_recurrence(g, shift(a, axis), axis=axis, reverse=not reverse)
+    return G.linear_recurrence(g, _shifted(a, axis, toward_start=not reverse), axis=axis, reverse=not reverse)
 
 
 def _linear_recurrence_vjp_a(g, ans, b, a, axis=0, reverse=False):
-    shift = _shift_toward_start if reverse else _shift_toward_end
-    return shift(ans, axis) * _linear_recurrence_vjp_b(g, ans, b, a, axis, reverse)
+    return _shifted(ans, axis, toward_start=reverse) * _linear_recurrence_vjp_b(g, ans, b, a, axis, reverse)
 
 
 register(Op("linear_recurrence", _linear_recurrence, _linear_recurrence_shape,
@@ -125,10 +117,9 @@ def _cumsum_rule(g, ans, x, axis, exclusive=False, reverse=False):
 def _cumprod_rule(g, ans, x, axis, exclusive=False, reverse=False):
     # d out[j] / d x[i] = (product of the x before i) (product of x[i+1..j]): the first factor is
     # the exclusive cumprod, the sum over j a linear scan; exact with zeros, no division
-    shift = _shift_toward_end if reverse else _shift_toward_start
     before = G.cumprod(x, axis=axis, exclusive=True, reverse=reverse)
-    b = shift(g, axis) if exclusive else g
-    return before * G.linear_recurrence(b, shift(x, axis), axis=axis, reverse=not reverse)
+    b = _shifted(g, axis, toward_start=not reverse) if exclusive else g
+    return before * G.linear_recurrence(b, _shifted(x, axis, toward_start=not reverse), axis=axis, reverse=not reverse)
 
 
 _SCAN_PARAMS = {"axis": None, "exclusive": False, "reverse": False}
@@ -518,10 +509,14 @@ def _quantile_plan(shape, q, axis, method):
     return axes, kept, n, picks
 
 
+def _sorted_rows(xp, x, kept, axes, n):
+    lead = tuple(x.shape[i] for i in kept)
+    return xp.sort(xp.reshape(xp.permute_dims(x, kept + axes), lead + (n,)), axis=-1)  # NaN last
+
+
 def _quantile_forward(xp, x, q, axis=None, method="linear", keepdims=False):
     axes, kept, n, picks = _quantile_plan(x.shape, q, axis, method)
-    lead = tuple(x.shape[i] for i in kept)
-    ordered = xp.sort(xp.reshape(xp.permute_dims(x, kept + axes), lead + (n,)), axis=-1)
+    ordered = _sorted_rows(xp, x, kept, axes, n)
     values = []
     for lo, hi, t in picks:
         a, b = ordered[..., lo], ordered[..., hi]
@@ -534,7 +529,7 @@ def _quantile_forward(xp, x, q, axis=None, method="linear", keepdims=False):
     out = xp.stack(values) if isinstance(q, tuple) else values[0]
     out = xp.astype(xp.where(xp.isnan(ordered[..., -1]), math.nan, out), x.dtype)  # a NaN makes the slice NaN
     if keepdims:
-        out = xp.reshape(out, out.shape[:out.ndim - len(lead)] + reduced_shape(x.shape, axes, True))
+        out = xp.reshape(out, out.shape[:out.ndim - len(kept)] + reduced_shape(x.shape, axes, True))
     return out
 
 
@@ -542,7 +537,7 @@ def _moved(x, kept, axes, n):
     """x with the reduced axes moved last and merged into one of length n: shape lead + (n,)."""
     lead = tuple(x.shape[i] for i in kept)
     perm = kept + axes
-    moved = x if perm == tuple(range(x.ndim)) else G.transpose(x, axes=perm)
+    moved = _permuted(x, perm)
     return moved if moved.shape == lead + (n,) else G.reshape(moved, shape=lead + (n,))
 
 
@@ -555,9 +550,7 @@ def _through_sort(on_sorted, x, kept, axes, n):
     perm = kept + axes
     permuted = tuple(x.shape[i] for i in perm)
     out = out if out.shape == permuted else G.reshape(out, shape=permuted)
-    if perm == tuple(range(x.ndim)):
-        return out
-    return G.transpose(out, axes=tuple(sorted(range(x.ndim), key=perm.__getitem__)))
+    return _permuted(out, inverse_permutation(perm))
 
 
 def _quantile_vjp(g, ans, x, q, axis=None, method="linear", keepdims=False):
@@ -640,11 +633,6 @@ register(Op("percentile", *_in_percent(_quantile_forward, _quantile_vjp), params
 register(Op("median", *_at_half(_quantile_forward, _quantile_vjp, "median"),
             params={"axis": None, "keepdims": False}, finite_closed=True,
             doc="the middle value, or the mean of the two middle values; the gradient is split between them"))
-
-
-def _sorted_rows(xp, x, kept, axes, n):
-    lead = tuple(x.shape[i] for i in kept)
-    return xp.sort(xp.reshape(xp.permute_dims(x, kept + axes), lead + (n,)), axis=-1)  # NaN last
 
 
 def _nan_quantile_weights(xp, x, q, axis=None, method="linear"):

@@ -300,8 +300,7 @@ def _as_read(xp, x, values, mask=None, largest=None):
 
 register(Op("as_read", _as_read, lambda x, values, mask=None, largest=None: x, (lambda g, ans, x, values, **_: g,
                                                                                  NO_GRADIENT),
-            args=("x", "values"), params={"mask": None, "largest": None}, public=False,
-            view=True, memory="same",
+            args=("x", "values"), params={"mask": None, "largest": None}, public=False, view=True, memory="same",
             doc="x, checked that the values deciding a result's shape are those the program was read with"))
 
 

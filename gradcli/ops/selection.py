@@ -43,9 +43,8 @@ def _gather_axis_add(xp, g, indices, axis, size):
     lead, rest = g.shape[:axis], g.shape[axis + k:]
     p, q, m = math.prod(lead), math.prod(rest), idx.size
     flat = ((np.arange(p).reshape(p, 1, 1) * size + (idx.reshape(-1) % max(size, 1)).reshape(1, m, 1)) * q
-            + np.arange(q).reshape(1, 1, q)).reshape(-1)
-    out = xp.bincount(xp.asarray(flat), weights=g.reshape(-1), minlength=p * size * q)
-    return xp.astype(xp.reshape(out, lead + (size,) + rest), g.dtype)
+            + np.arange(q).reshape(1, 1, q))
+    return _gather_flat_add(xp, g, flat, lead + (size,) + rest)
 
 
 def _gather_axis_add_shape(shape, indices, axis, size):
@@ -63,11 +62,11 @@ def _gather_axis_add_shape(shape, indices, axis, size):
 
 register(Op("gather_axis", _gather_axis, _gather_axis_shape,
             (lambda g, ans, x, indices, axis: G.gather_axis_add(g, indices=indices, axis=axis, size=x.shape[axis]),),
-            params={"indices": REQUIRED, "axis": REQUIRED}, public=True, finite_closed=True,
+            params={"indices": REQUIRED, "axis": REQUIRED}, finite_closed=True,
             doc="x's slices at constant indices along axis (np.take)"))
 register(Op("gather_axis_add", _gather_axis_add, _gather_axis_add_shape,
             (lambda g, ans, x, indices, axis, size: G.gather_axis(g, indices=indices, axis=axis),),
-            params={"indices": REQUIRED, "axis": REQUIRED, "size": REQUIRED}, public=True,
+            params={"indices": REQUIRED, "axis": REQUIRED, "size": REQUIRED},
             doc="zeros with x's slices added at constant indices along axis (the gradient of gather_axis)",
             nonstandard="NumPy's bincount"))
 
@@ -293,7 +292,7 @@ register(Op("pad_last_first", lambda xp, x, pad, mode="constant", value=0:
                                                                   0 if value is None else value),
             (lambda g, ans, x, pad, mode="constant", value=0:
              _pad_vjp(g, ans, x, _torch_pad_widths(x.shape, pad, mode), mode),),
-            params={"pad": REQUIRED, "mode": "constant", "value": 0}, public=True, finite_closed=True,
+            params={"pad": REQUIRED, "mode": "constant", "value": 0}, finite_closed=True,
             doc="torch.nn.functional.pad(x, pad): pad lists (before, after) pairs from the last axis back",
             nonstandard="NumPy's pad"))
 
@@ -322,7 +321,7 @@ register(Op("broadcast_arrays", None, None, None, args=(), variadic=True,
             doc="a, b = broadcast_arrays(a, b): each broadcast to the common shape"))
 register(Op("broadcast_part", lambda xp, *xs, k=0: xp.broadcast_to(xs[k], broadcast_shapes(*(x.shape for x in xs))),
             _broadcast_part_shape, (_nth_rule,), args=(), variadic=True,
-            params={"k": 0}, public=True, view=True, memory="view", finite_closed=True,
+            params={"k": 0}, view=True, memory="view", finite_closed=True,
             doc="the k-th array broadcast to the shape common to all"))
 
 
@@ -366,7 +365,7 @@ register(Op("diagonal", lambda xp, x, offset=0, axis1=0, axis2=1: xp.diagonal(x,
             finite_closed=True, doc="the offset diagonal of axes axis1, axis2, as the last axis"))
 register(Op("embed_diagonal", _embed_diagonal, _embed_diagonal_shape,
             (lambda g, ans, v, shape, **p: G.diagonal(g, **p),), params={"shape": REQUIRED, **_DIAGONAL},
-            public=True, finite_closed=True, doc="zeros with v on a diagonal (the gradient of diagonal)",
+            finite_closed=True, doc="zeros with v on a diagonal (the gradient of diagonal)",
             nonstandard="NumPy's writes through a view, by index arrays"))
 
 
@@ -488,8 +487,7 @@ def _checked_indices_shape(shape, size):
 
 
 register(Op("checked_indices", _checked_indices, _checked_indices_shape,
-            NOT_DIFFERENTIABLE,
-            params={"size": REQUIRED}, public=True,
+            NOT_DIFFERENTIABLE, params={"size": REQUIRED},
             doc="integer indices checked to be in range for an axis of length size, made non-negative"))
 
 
@@ -572,7 +570,7 @@ register(Op("gather_elements", lambda xp, x, axis, index, sparse_grad=False:
             lambda shape, axis, index, sparse_grad=False: _torch_gather_plan(shape, axis, index).shape,
             (lambda g, ans, x, axis, index, sparse_grad=False: G.gather_flat_add(
                 g, flat=nested_ints(_torch_gather_plan(x.shape, axis, index)), shape=x.shape),),
-            params={"axis": REQUIRED, "index": REQUIRED, "sparse_grad": False}, public=True,
+            params={"axis": REQUIRED, "index": REQUIRED, "sparse_grad": False},
             doc="torch.gather(x, dim, index): out[i][j] = x[index[i][j]][j] (dim 0) for constant indices"))
 def _flat_positions(flat, shape, of_shape=None):
     """Checks of gather_flat's constant positions: integers in range of an array of `shape`."""
@@ -598,11 +596,10 @@ def _gather_flat_shape(x_shape, flat, shape):
 
 register(Op("gather_flat", lambda xp, x, flat, shape: _gather_flat(xp, x, flat), _gather_flat_shape,
             (lambda g, ans, x, flat, shape: G.gather_flat_add(g, flat=flat, shape=x.shape),),
-            params={"flat": REQUIRED, "shape": REQUIRED}, public=True,
-            doc="the flattened x's elements at constant positions"))
+            params={"flat": REQUIRED, "shape": REQUIRED}, doc="the flattened x's elements at constant positions"))
 register(Op("gather_flat_add", _gather_flat_add, _gather_flat_add_shape,
             (lambda g, ans, v, flat, shape: G.gather_flat(g, flat=flat, shape=shape),),
-            params={"flat": REQUIRED, "shape": REQUIRED}, public=True,
+            params={"flat": REQUIRED, "shape": REQUIRED},
             doc="zeros of shape with v's elements added at constant flat positions (the gradient of gather_flat)",
             nonstandard="NumPy's bincount"))
 
@@ -649,8 +646,9 @@ register(Op("take_slice", lambda xp, x, axis, index: x[_basic_index(_select_inde
             doc="torch.select(x, dim, index): the slice at index along dim, the dim removed"))
 
 
-def _static_slice_index(shape, starts, limits, strides=None, what="slice"):
-    starts, limits = _ints(starts, "start_indices"), _ints(limits, "limit_indices")
+def _static_slice_index(shape, start_indices, limit_indices, strides=None, what="slice"):
+    """The index of lax.slice(x, start_indices, limit_indices, strides) (the other slices' too)."""
+    starts, limits = _ints(start_indices, "start_indices"), _ints(limit_indices, "limit_indices")
     steps = (1,) * len(shape) if strides is None else _ints(strides, "strides")
     if not len(starts) == len(limits) == len(steps) == len(shape):
         raise ShapeError(f"{what}: give one start, limit (and stride) per axis of the rank-{len(shape)} array")
@@ -676,10 +674,6 @@ def _sliced(params_to_index):
     def vjp(g, ans, x, **p):
         return G.scatter(g, shape=x.shape, index=params_to_index(x.shape, **p))
     return forward, shape, vjp
-
-
-def _lax_slice_index(shape, start_indices, limit_indices, strides=None):
-    return _static_slice_index(shape, start_indices, limit_indices, strides)
 
 
 def _tf_slice_index(shape, begin, size):
@@ -714,7 +708,7 @@ def _narrow_index(shape, axis, start, length):
 
 
 for _name, _plan, _params, _doc in (
-        ("slice_start_limit", _lax_slice_index, {"start_indices": REQUIRED, "limit_indices": REQUIRED, "strides": None},
+        ("slice_start_limit", _static_slice_index, {"start_indices": REQUIRED, "limit_indices": REQUIRED, "strides": None},
          "lax.slice(x, start_indices, limit_indices, strides=None)"),
         ("slice_begin_size", _tf_slice_index, {"begin": REQUIRED, "size": REQUIRED},
          "tf.slice(x, begin, size): size -1 runs to the end"),
@@ -733,28 +727,30 @@ def _update_index(shape, u_shape, start_indices):
     return _dynamic_index(shape, start_indices, tuple(u_shape))
 
 
-def _dynamic_update_slice(xp, x, u, start_indices):
-    index = tuple(slice(*item) for item in _update_index(x.shape, u.shape, start_indices))
-    out = xp.asarray(x, dtype=xp.result_type(x, u), copy=True)
-    out[index] = u
-    return out
+def _replaced(index_of, doc, name, params, args=("x", "src")):
+    """x with the block `index_of(x shape, src shape, **params)` replaced by src (lax's
+    dynamic_update_slice, PyTorch's *_scatter)."""
+    def forward(xp, x, src, **p):
+        out = xp.asarray(x, dtype=xp.result_type(x, src), copy=True)
+        out[_basic_index(index_of(x.shape, src.shape, **p), x.ndim)] = src
+        return out
+
+    def shape(x_shape, src_shape, **p):
+        want = _index_shape(x_shape, index_of(x_shape, src_shape, **p))
+        if tuple(src_shape) != want:
+            raise ShapeError(f"src of shape {fmt_shape(src_shape)} does not fill the block of shape {fmt_shape(want)}")
+        return tuple(x_shape)
+
+    def vjp_x(g, ans, x, src, **p):
+        index = index_of(x.shape, src.shape, **p)
+        return g - G.scatter(G.index(g, index=index), shape=g.shape, index=index)
+
+    register(Op(name, forward, shape,
+                (vjp_x, lambda g, ans, x, src, **p: G.index(g, index=index_of(x.shape, src.shape, **p))),
+                args=args, params=params, finite_closed=True, doc=doc))
 
 
-def _dynamic_update_slice_shape(x_shape, u_shape, start_indices):
-    _update_index(x_shape, u_shape, start_indices)
-    return tuple(x_shape)
-
-
-def _dus_vjp_x(g, ans, x, u, start_indices):
-    index = _update_index(x.shape, u.shape, start_indices)
-    return g - G.scatter(G.index(g, index=index), shape=g.shape, index=index)
-
-
-register(Op("dynamic_update_slice", _dynamic_update_slice,
-            _dynamic_update_slice_shape,
-            (_dus_vjp_x, lambda g, ans, x, u, start_indices:
-             G.index(g, index=_update_index(x.shape, u.shape, start_indices))),
-            args=("operand", "update"), params={"start_indices": REQUIRED}, finite_closed=True,
-            doc="lax.dynamic_update_slice(x, update, start_indices): x with the block at start replaced"))
+_replaced(_update_index, "lax.dynamic_update_slice(x, update, start_indices): x with the block at start replaced",
+          "dynamic_update_slice", {"start_indices": REQUIRED}, args=("operand", "update"))
 
 

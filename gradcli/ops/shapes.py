@@ -130,5 +130,15 @@ def _spread(g: Sym, x: Sym, axis, keepdims) -> Sym:
     return G.broadcast_to(_keep(g, x.shape, axis, keepdims), shape=x.shape)
 
 
+def inverse_permutation(perm) -> tuple:
+    """The axes that undo a transpose by perm."""
+    return tuple(sorted(range(len(perm)), key=perm.__getitem__))
+
+
+def _permuted(x: Sym, perm) -> Sym:
+    """x transposed by perm; x itself where perm keeps every axis in place."""
+    return x if tuple(perm) == tuple(range(len(perm))) else G.transpose(x, axes=tuple(perm))
+
+
 def _count(shape, axis) -> int:
     return math.prod(shape[a] for a in normalize_axes(axis, len(shape)))

@@ -141,21 +141,18 @@ def _cofactor(xp, a):
     return (u * _prod_others(xp, s, axis=-1)[..., None, :]) @ vh * signs[..., None, None]
 
 
-def _cofactor_vjp(g, ans, a):
-    inv_t = _mT(G.inv(a))
-    weight = G.sum(g * ans, axis=(-2, -1))
-    return G.reshape(weight, shape=weight.shape + (1, 1)) * inv_t \
-        - G.reshape(G.det(a), shape=weight.shape + (1, 1)) * G.matmul(G.matmul(inv_t, _mT(g)), inv_t)
-
-
-register(Op("cofactor", _cofactor, lambda a: _square(a), (_cofactor_vjp,), public=False,
-            doc="the cofactor matrix det(a) inv(a)^T (the gradient of det)"))
-
-
 def _matrix_of(g):  # (...) -> (..., 1, 1), to scale a stack of matrices
     return G.reshape(g, shape=g.shape + (1, 1))
 
 
+def _cofactor_vjp(g, ans, a):
+    inv_t = _mT(G.inv(a))
+    weight = G.sum(g * ans, axis=(-2, -1))
+    return _matrix_of(weight) * inv_t - _matrix_of(G.det(a)) * G.matmul(G.matmul(inv_t, _mT(g)), inv_t)
+
+
+register(Op("cofactor", _cofactor, lambda a: _square(a), (_cofactor_vjp,), public=False,
+            doc="the cofactor matrix det(a) inv(a)^T (the gradient of det)"))
 register(Op("det", lambda xp, a: xp.linalg.det(a), lambda a: _square(a)[:-2],
             (lambda g, ans, a: _matrix_of(g) * G.cofactor(a),), doc="the determinant"))
 
@@ -298,8 +295,7 @@ register(Op("cholesky_solve", _cholesky_solve, _cholesky_solve_shape, (_cholesky
 register(Op("cholesky_solve_b_first", lambda xp, b, chol, upper=False: _cholesky_solve(xp, chol, b, upper),
             lambda b, chol, upper=False: _cholesky_solve_shape(chol, b, upper),
             (_b_first(_cholesky_solve_vjp_b), _b_first(_cholesky_solve_vjp_chol)), args=("b", "chol"),
-            params={"upper": False}, public=False,
-            doc="torch.cholesky_solve(b, L)"))
+            params={"upper": False}, public=False, doc="torch.cholesky_solve(b, L)"))
 
 
 # QR
