@@ -311,7 +311,16 @@ def _module(function: str, *positional: str):
     return make
 
 
+def _weighted_module(lowering, node, values, scope):
+    """nn.Linear(3, 2) and its kin draw their weights at random: no one value or gradient."""
+    raise lowering.error(f"{node.func}(...) draws its weights at random (a new draw at each run), so it has no one "
+                         "value or gradient: write the weights in the program (W = torch.tensor([...])) and call the "
+                         "functional (F.linear(x, W, b), F.conv2d(x, W, b))", node.pos)
+
+
 MODULES = {
+    **{name: _weighted_module for name in ("Linear", "Bilinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
+                                           "ConvTranspose2d", "Embedding", "RNN", "LSTM", "GRU", "MultiheadAttention")},
     "MSELoss": _module("mse_loss"), "L1Loss": _module("l1_loss"), "SmoothL1Loss": _module("smooth_l1_loss"),
     "HuberLoss": _module("huber_loss", "reduction", "delta"), "BCELoss": _module("binary_cross_entropy", "weight"),
     "BCEWithLogitsLoss": _module("binary_cross_entropy_with_logits", "weight"),
