@@ -76,7 +76,6 @@ REFUSED = {
     "jax_guide_22": "lax.cond(pred, true_fun, false_fun, *operands) is not supported",
     "jax_guide_23": "unknown function 'lax.scan'",
     "pytorch_guide_16": "unknown function 'fwAD.dual_level'",  # forward-mode dual numbers (jax.jvp is there)
-    "pytorch_guide_17": "unknown function 'torch.optim.SGD'",  # optimizers: objects of state
 }
 # refused or other numbers, and should not be: known, not fixed on this branch (the test fails
 # once one gives its library's numbers, to be taken out of this list)

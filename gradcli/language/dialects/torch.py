@@ -318,7 +318,15 @@ def _weighted_module(lowering, node, values, scope):
                          "functional (F.linear(x, W, b), F.conv2d(x, W, b))", node.pos)
 
 
+def _optimizer(kind: str):
+    """torch.optim.<kind>(params, lr=...): an optimizer of the program's leaves (lower/optimizers.py)."""
+    def make(lowering, node, values, scope):
+        return lowering.torch_optimizer(kind, node, values, scope)
+    return make
+
+
 MODULES = {
+    **{f"optim.{kind}": _optimizer(kind) for kind in ("SGD", "Adam", "AdamW")},
     **{name: _weighted_module for name in ("Linear", "Bilinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
                                            "ConvTranspose2d", "Embedding", "RNN", "LSTM", "GRU", "MultiheadAttention")},
     "MSELoss": _module("mse_loss"), "L1Loss": _module("l1_loss"), "SmoothL1Loss": _module("smooth_l1_loss"),

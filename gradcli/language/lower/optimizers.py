@@ -1,0 +1,152 @@
+"""PyTorch's optimizers in a training loop: `opt = torch.optim.SGD([w, b], lr=0.1)`, then
+`opt.zero_grad()`, `loss.backward()`, `opt.step()` (a Python `for` loop unrolls the steps).
+
+`step()` updates each parameter whose `.grad` is set in place, under no gradient, with PyTorch's
+formulas in PyTorch's order (SGD with momentum, dampening, Nesterov and weight decay; Adam and
+AdamW with their bias corrections): the name is bound to a new leaf holding the new value, its
+`.grad` kept, as torch_autograd.py's `w -= lr * w.grad` under `torch.no_grad()` does.
+`zero_grad()` sets every `.grad` to None (PyTorch's default; `set_to_none=False` makes zeros).
+Options PyTorch has and gradcli does not read (amsgrad, capturable, a learning-rate scheduler)
+are refused by name."""
+from __future__ import annotations
+
+import numpy as np
+
+from gradcli.language import syntax as ast
+from gradcli.language.lower import transforms
+from gradcli.language.lower.values import NONE, Literal, Scope, TupleValue
+from gradcli.records import ValueRecord
+from gradcli.ops import OPS
+
+# each optimizer's options and PyTorch's defaults (the order is the constructor's, after params)
+DEFAULTS = {
+    "SGD": {"lr": 0.001, "momentum": 0.0, "dampening": 0.0, "weight_decay": 0.0, "nesterov": False,
+            "maximize": False},
+    "Adam": {"lr": 0.001, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.0, "amsgrad": False,
+             "maximize": False},
+    "AdamW": {"lr": 0.001, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.01, "amsgrad": False,
+              "maximize": False},
+}
+_SWITCHES = {"nesterov", "maximize", "amsgrad"}  # (the options that are True or False)
+# options that change no number here
+_IGNORED = {"foreach", "differentiable", "fused", "capturable"}
+
+
+class Optimizer(ValueRecord):
+    """A torch.optim optimizer: its kind, its parameters (leaf ids, updated at each step), its
+    options, and its state per parameter (momentum buffer; Adam's averages and step count)."""
+
+    __slots__ = _fields = ("kind", "params", "options", "state", "pos")
+
+
+class TorchOptimizers:
+    """Part of the lowering (gradcli.language.lower): torch.optim's optimizers."""
+
+    def torch_optimizer(self, kind: str, node: ast.Call, values: list, scope: Scope) -> Optimizer:
+        """`torch.optim.<kind>(params, lr, ...)`: params written as a list or tuple of leaves."""
+        label = node.func
+        if not node.args:
+            raise self.error(f"{label}() needs its parameters: {label}([w, b], lr=...)", node.pos)
+        written = node.args[0]
+        if not isinstance(written, (ast.Array, ast.Tuple)) or not all(isinstance(e, ast.Name) for e in written.items):
+            raise self.error(f"{label}(params, ...): write the parameters as a list of the tensors ([w, b]); "
+                             "a model's .parameters() has no model here", written.pos)
+        params = [self.resolve(e, scope) for e in written.items]
+        for e, p in zip(written.items, params):
+            if p not in self.torch.leaves:
+                raise self.error(f"{e.id} is not a leaf tensor with requires_grad=True: {label} can't optimize a "
+                                 "non-leaf tensor (PyTorch: ValueError)", e.pos)
+        names = list(DEFAULTS[kind])
+        given = dict(zip(names, values[1:len(node.args)]))
+        for kw, value in zip(node.keywords, values[len(node.args):]):
+            if kw.name in _IGNORED:
+                continue
+            if kw.name not in DEFAULTS[kind] or kw.name in given:
+                raise self.error(f"{label}() takes {', '.join(names)}; got '{kw.name}'", kw.pos)
+            given[kw.name] = value
+        options = dict(DEFAULTS[kind])
+        for name, value in given.items():
+            options[name] = self._option(label, name, value, node.pos)
+        if options.get("amsgrad"):
+            raise self.error(f"{label}(amsgrad=True) is not supported: leave it out", node.pos)
+        if kind == "SGD" and options["nesterov"] and (options["momentum"] <= 0 or options["dampening"] != 0):
+            raise self.error("Nesterov momentum requires a momentum and zero dampening (PyTorch: ValueError)", node.pos)
+        return Optimizer(kind, params, options, {}, node.pos)
+
+    def _option(self, label: str, name: str, value, pos):
+        if name == "betas":  # (a tuple of two numbers is read as a literal array of two)
+            if isinstance(value, Literal) and value.value.shape == (2,):
+                return tuple(float(v) for v in value.value)
+            if not isinstance(value, TupleValue) or len(value.items) != 2:
+                raise self.error(f"{label}(betas=...) takes two numbers: betas=(0.9, 0.999)", pos)
+            return tuple(float(self.static_param("betas", v, label, pos)) for v in value.items)
+        number = self.static_param(name, value, label, pos)
+        if isinstance(number, (str, tuple)):
+            raise self.error(f"{label}({name}=...) takes a number, not {number!r}", pos)
+        return bool(number) if name in _SWITCHES else float(number)
+
+    def optimizer_method(self, optimizer: Optimizer, node: ast.Call, values: list, scope: Scope):
+        """`opt.zero_grad(set_to_none=True)` and `opt.step()` (values: the receiver's, then the arguments')."""
+        leaves = self.torch.leaves
+        args = values[1:len(node.args)]
+        keywords = {kw.name: v for kw, v in zip(node.keywords, values[len(node.args):])}
+        if node.func == "zero_grad":
+            to_none = keywords.get("set_to_none", args[0] if args else None)
+            to_none = to_none is None or to_none is NONE or bool(self.constant_truth(to_none))
+            for p in optimizer.params:
+                if leaves.get(p) is not None:
+                    leaves[p] = None if to_none else self.graph.add_constant(
+                        np.zeros(self.graph.shapes[p]), node.pos, scope.stack)
+            return NONE
+        if node.func != "step" or args or keywords:
+            raise self.error(f"{optimizer.kind}.{node.func}(...) is not supported: gradcli reads zero_grad() and step()",
+                             node.pos)
+        for k, p in enumerate(optimizer.params):
+            grad = leaves.get(p)
+            if grad is None:
+                continue
+            new = self._updated(optimizer, k, p, grad, node, scope)
+            leaf = transforms.fresh(self, self.emit(OPS["stop_gradient"], (new,), {}, node.pos, "step", scope),
+                                    node.pos, scope)
+            leaves[leaf] = leaves.pop(p)  # (in place: the same tensor, its .grad kept)
+            self.rebind_id(p, leaf, scope)
+            optimizer.params[k] = leaf
+        return NONE
+
+    def _updated(self, optimizer: Optimizer, k: int, p: int, grad: int, node: ast.Call, scope: Scope) -> int:
+        """The parameter after one step, by PyTorch's formulas in PyTorch's order."""
+        o = optimizer.options
+
+        def op(name, *ids):
+            return self.emit(OPS[name], ids, {}, node.pos, "step", scope)
+
+        def number(value):
+            return self.graph.add_constant(np.float64(value), node.pos, scope.stack)
+
+        if o["maximize"]:
+            grad = op("negative", grad)
+        if optimizer.kind == "AdamW":  # decoupled weight decay: the parameter shrinks first
+            p = op("multiply", p, number(1 - o["lr"] * o["weight_decay"]))
+        elif o["weight_decay"]:
+            grad = op("add", grad, op("multiply", p, number(o["weight_decay"])))
+        state = optimizer.state.setdefault(k, {})
+        if optimizer.kind == "SGD":
+            if o["momentum"]:
+                buf = state.get("momentum_buffer")
+                buf = grad if buf is None else op("add", op("multiply", buf, number(o["momentum"])),
+                                                  op("multiply", grad, number(1 - o["dampening"])))
+                state["momentum_buffer"] = buf
+                grad = op("add", grad, op("multiply", buf, number(o["momentum"]))) if o["nesterov"] else buf
+            return op("add", p, op("multiply", grad, number(-o["lr"])))
+        beta1, beta2 = o["betas"]
+        zeros = state.get("exp_avg")
+        exp_avg = op("multiply", grad, number(1 - beta1)) if zeros is None else \
+            op("add", zeros, op("multiply", op("subtract", grad, zeros), number(1 - beta1)))  # (lerp)
+        squares = op("multiply", op("multiply", grad, grad), number(1 - beta2))
+        exp_avg_sq = squares if state.get("exp_avg_sq") is None else \
+            op("add", op("multiply", state["exp_avg_sq"], number(beta2)), squares)
+        state["exp_avg"], state["exp_avg_sq"] = exp_avg, exp_avg_sq
+        step = state["step"] = state.get("step", 0) + 1  # (per parameter: one without a .grad is not stepped)
+        step_size = o["lr"] / (1 - beta1 ** step)
+        denom = op("add", op("divide", op("sqrt", exp_avg_sq), number((1 - beta2 ** step) ** 0.5)), number(o["eps"]))
+        return op("add", p, op("multiply", op("divide", exp_avg, denom), number(-step_size)))
