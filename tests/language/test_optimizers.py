@@ -74,8 +74,9 @@ def test_without_zero_grad_the_gradients_add_up_and_zero_grad_can_leave_zeros():
 
 
 @pytest.mark.parametrize("line, message", [
-    ("opt = torch.optim.SGD([w * 2], lr=0.1)", "write the parameters as a list of the tensors ([w, b])"),
-    ("params = (w, b)\nopt = torch.optim.SGD(params, lr=0.1)", "a model's .parameters() has no model here"),
+    ("opt = torch.optim.SGD([w * 2], lr=0.1)", "parameter 0 is not a leaf tensor with requires_grad=True"),
+    ("opt = torch.optim.SGD(w, lr=0.1)", "write the parameters as a list of the tensors ([w, b]), or "
+                                         "model.parameters() of a module the program defines"),
     ("v = w * 2\nopt = torch.optim.SGD([v], lr=0.1)", "v is not a leaf tensor with requires_grad=True"),
     ("opt = torch.optim.SGD([w], lr=0.1, momentun=0.9)", "got 'momentun'"),
     ("opt = torch.optim.Adam([w], amsgrad=True)", "amsgrad=True) is not supported"),
@@ -85,3 +86,91 @@ def test_without_zero_grad_the_gradients_add_up_and_zero_grad_can_leave_zeros():
 def test_an_optimizer_gradcli_does_not_read_is_refused_with_its_reason(line, message):
     with pytest.raises(GradcliError, match=re.escape(message)):
         api.evaluate(HEAD + line + "\nz = w\n", fixes=False)
+
+
+MODULE = """import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.tensor([0.5, -0.5], dtype=torch.float64))
+        self.b = nn.Parameter(torch.tensor(0.1, dtype=torch.float64))
+
+    def forward(self, x):
+        return x @ self.w + self.b
+
+model = Model()
+X = torch.tensor([[1.0, 2.0], [2.0, 1.0]], dtype=torch.float64)
+y = torch.tensor([1.0, 2.0], dtype=torch.float64)
+opt = torch.optim.Adam(model.parameters(), lr=0.1)
+loss_fn = nn.MSELoss()
+for epoch in range(5):
+    model.zero_grad()
+    loss = loss_fn(model(X), y)
+    loss.backward()
+    opt.step()
+print(model.w)
+print(model.b)
+print(loss)
+"""
+
+NESTED = """import torch
+import torch.nn as nn
+
+class Layer(nn.Module):
+    def __init__(self, w):
+        super().__init__()
+        self.w = nn.Parameter(torch.tensor(w, dtype=torch.float64))
+
+    def forward(self, x):
+        return torch.tanh(x * self.w)
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.first = Layer([0.5, -0.3])
+        self.scale = nn.Parameter(torch.tensor(1.5, dtype=torch.float64))
+        self.second = Layer([0.2, 0.8])
+
+    def forward(self, x):
+        return (self.second(self.first(x)) * self.scale).sum()
+
+net = Net()
+x = torch.tensor([1.0, 2.0], dtype=torch.float64)
+opt = torch.optim.SGD(net.parameters(), lr=0.5, momentum=0.9)
+for step in range(3):
+    opt.zero_grad()
+    out = net(x)
+    out.backward()
+    opt.step()
+print(net.first.w)
+print(net.second.w)
+print(net.scale)
+"""
+
+
+def test_a_module_s_parameters_are_optimized_and_model_zero_grad_clears_them():
+    # PyTorch 2.13: [0.9401938623336364, -0.05980613766636342] 0.5401938616484496 0.008532018367342045
+    outputs = api.evaluate(MODULE, fixes=False).outputs
+    np.testing.assert_allclose(outputs["model.w"], [0.9401938623336364, -0.05980613766636342], rtol=1e-13)
+    assert float(outputs["model.b"]) == pytest.approx(0.5401938616484496, rel=1e-13)
+    assert float(outputs["loss"]) == pytest.approx(0.008532018367342045, rel=1e-12)
+
+
+def test_a_module_made_of_modules_gives_its_parameters_in_pytorch_s_order():
+    # two classes' __init__ (Net's makes Layers) are no recursion; parameters() walks first.w,
+    # scale, second.w as PyTorch registers them. PyTorch 2.13:
+    # [1.0545358565462506, -2.322828269945047] [-1.6794785835969035, 2.392748724842212] 3.336421075401108
+    outputs = api.evaluate(NESTED, fixes=False).outputs
+    np.testing.assert_allclose(outputs["net.first.w"], [1.0545358565462506, -2.322828269945047], rtol=1e-13)
+    np.testing.assert_allclose(outputs["net.second.w"], [-1.6794785835969035, 2.392748724842212], rtol=1e-13)
+    assert float(outputs["net.scale"]) == pytest.approx(3.336421075401108, rel=1e-13)
+
+
+def test_a_method_that_calls_itself_is_still_recursion():
+    program = ("class A:\n    def f(self, x):\n        return self.f(x)\n\n"
+               "class B:\n    def f(self, x):\n        return x\n\n"
+               "y = B().f(2.0) + A().f(1.0)\n")
+    with pytest.raises(GradcliError, match=re.escape("recursion is not supported: 'f' calls itself (f at 2:9 -> f at 2:9)")):
+        api.evaluate(program, fixes=False)

@@ -22,6 +22,24 @@ KERAS_REDUCTIONS = {"sum_over_batch_size": "mean", "mean": "mean", "sum": "sum",
 class FunctionValues:
     """Part of the lowering (gradcli.language.lower): functions with some arguments given, and vmap."""
 
+    _function_labels: dict | None = None  # (made on first use) a def -> the name recursion is told by
+
+    def function_label(self, fn: ast.FuncDef) -> str:
+        """The name a call of `fn` is known by among the calls being expanded, which tell recursion:
+        its name, unless another def of that name came first (two classes' `__init__`: a module
+        whose __init__ makes a sub-module is no recursion), then its name and place; a lambda's
+        place (one per place)."""
+        if fn.name == "<lambda>":
+            return f"<lambda at {fn.pos.line}:{fn.pos.column}>"
+        labels = self._function_labels
+        if labels is None:
+            labels = self._function_labels = {}
+        label = labels.get(id(fn))
+        if label is None:
+            taken = fn.name in labels.values()
+            label = labels[id(fn)] = f"{fn.name} at {fn.pos.line}:{fn.pos.column}" if taken else fn.name
+        return label
+
     def partial_of(self, node: ast.Call, values: list) -> Partial:
         """`functools.partial(f, *args, **keywords)`: f with those arguments given first."""
         if not node.args or not isinstance(values[0], FUNCTION_VALUES):

@@ -14,7 +14,7 @@ from gradcli.language.lower.transforms import (
     _FINISH, FUNCTION_VALUES, JAX_TRANSFORMS, NOT_MINE, BoundMethod, ClassValue, DictValue, FunctionRef, Linear,
     Mapped, ObjectValue, Partial, Tape, TapeRecording, Transform)
 from gradcli.language.lower.values import NONE, Closure, Literal, Scope, Text, TupleValue
-from gradcli.language.lower.optimizers import Optimizer
+from gradcli.language.lower.optimizers import MODULE_METHODS, Optimizer
 from gradcli.autodiff import depends_on
 from gradcli.ops import OPS
 
@@ -301,6 +301,8 @@ class GradientCalls(PyTrees, ValuesApart):
         if isinstance(held, FUNCTION_VALUES):
             rest = ast.Call(node.func, node.args[1:], node.pos, node.keywords)
             return self.apply_function(held, rest, values[1:], scope, work)
+        if node.func in MODULE_METHODS:  # an nn.Module's model.parameters(), model.zero_grad() (optimizers.py)
+            return self.module_method(obj, node, values[1:])
         raise self.error(f"{obj.cls.name} has no method '{node.func}'", node.pos)
 
     def map_rows(self, fn: Mapped, node, values: list, scope: Scope, work: list):

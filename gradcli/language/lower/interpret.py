@@ -394,7 +394,7 @@ class Interpreter:
 
     def call_user(self, fn: ast.FuncDef, node: ast.Call, values: list, scope: Scope, work: list,
                   defined_in: Scope | None):
-        label = fn.name if fn.name != "<lambda>" else f"<lambda at {fn.pos.line}:{fn.pos.column}>"  # (one per place)
+        label = self.function_label(fn)  # (function_values.py)
         if label in scope.active:
             chain = " -> ".join(scope.active[scope.active.index(label):] + (label,))
             raise self.error(f"recursion is not supported: '{fn.name}' calls itself ({chain}); "

@@ -14,6 +14,7 @@ import numpy as np
 
 from gradcli.language import syntax as ast
 from gradcli.language.lower import transforms
+from gradcli.language.lower.transforms import ObjectValue
 from gradcli.language.lower.values import NONE, Literal, Scope, TupleValue
 from gradcli.records import ValueRecord
 from gradcli.ops import OPS
@@ -28,6 +29,8 @@ DEFAULTS = {
               "maximize": False},
 }
 _SWITCHES = {"nesterov", "maximize", "amsgrad"}  # (the options that are True or False)
+# the methods of a program's nn.Module subclass that torch.nn.Module gives it (module_method)
+MODULE_METHODS = ("parameters", "zero_grad")
 # options that change no number here
 _IGNORED = {"foreach", "differentiable", "fused", "capturable"}
 
@@ -43,19 +46,22 @@ class TorchOptimizers:
     """Part of the lowering (gradcli.language.lower): torch.optim's optimizers."""
 
     def torch_optimizer(self, kind: str, node: ast.Call, values: list, scope: Scope) -> Optimizer:
-        """`torch.optim.<kind>(params, lr, ...)`: params written as a list or tuple of leaves."""
+        """`torch.optim.<kind>(params, lr, ...)`: params a list or tuple of leaves, or a program's
+        module's `model.parameters()`."""
         label = node.func
         if not node.args:
             raise self.error(f"{label}() needs its parameters: {label}([w, b], lr=...)", node.pos)
-        written = node.args[0]
-        if not isinstance(written, (ast.Array, ast.Tuple)) or not all(isinstance(e, ast.Name) for e in written.items):
-            raise self.error(f"{label}(params, ...): write the parameters as a list of the tensors ([w, b]); "
-                             "a model's .parameters() has no model here", written.pos)
-        params = [self.resolve(e, scope) for e in written.items]
-        for e, p in zip(written.items, params):
+        given, written = values[0], node.args[0]
+        params = list(given.items) if isinstance(given, TupleValue) else None
+        if params is None or not all(type(p) is int for p in params):
+            raise self.error(f"{label}(params, ...): write the parameters as a list of the tensors ([w, b]), or "
+                             "model.parameters() of a module the program defines", written.pos)
+        for k, p in enumerate(params):
             if p not in self.torch.leaves:
-                raise self.error(f"{e.id} is not a leaf tensor with requires_grad=True: {label} can't optimize a "
-                                 "non-leaf tensor (PyTorch: ValueError)", e.pos)
+                name = written.items[k].id if isinstance(written, (ast.Array, ast.Tuple)) \
+                    and isinstance(written.items[k], ast.Name) else f"parameter {k}"
+                raise self.error(f"{name} is not a leaf tensor with requires_grad=True: {label} can't optimize a "
+                                 "non-leaf tensor (PyTorch: ValueError)", written.pos)
         names = list(DEFAULTS[kind])
         given = dict(zip(names, values[1:len(node.args)]))
         for kw, value in zip(node.keywords, values[len(node.args):]):
@@ -72,6 +78,23 @@ class TorchOptimizers:
         if kind == "SGD" and options["nesterov"] and (options["momentum"] <= 0 or options["dampening"] != 0):
             raise self.error("Nesterov momentum requires a momentum and zero dampening (PyTorch: ValueError)", node.pos)
         return Optimizer(kind, params, options, {}, node.pos)
+
+    def module_method(self, obj: ObjectValue, node: ast.Call, args: list):
+        """An nn.Module's `model.parameters()` (its leaves, in the order its attributes were set,
+        a sub-module's in its place) and `model.zero_grad()` (each one's .grad set to None)."""
+        leaves = self.torch.leaves
+        found, stack = [], [obj]
+        while stack:  # (no recursion: sub-modules are walked with a stack, in their order)
+            attributes = list(stack.pop().attrs.values())
+            for value in attributes:
+                if type(value) is int and value in leaves and value not in found:
+                    found.append(value)
+            stack.extend(reversed([v for v in attributes if isinstance(v, ObjectValue)]))
+        if node.func == "parameters":
+            return TupleValue(found, node.pos)
+        for p in found:
+            leaves[p] = None
+        return NONE
 
     def _option(self, label: str, name: str, value, pos):
         if name == "betas":  # (a tuple of two numbers is read as a literal array of two)
@@ -110,6 +133,7 @@ class TorchOptimizers:
                                     node.pos, scope)
             leaves[leaf] = leaves.pop(p)  # (in place: the same tensor, its .grad kept)
             self.rebind_id(p, leaf, scope)
+            self._rebind_attributes(p, leaf)
             optimizer.params[k] = leaf
         return NONE
 
@@ -150,3 +174,18 @@ class TorchOptimizers:
         step_size = o["lr"] / (1 - beta1 ** step)
         denom = op("add", op("divide", op("sqrt", exp_avg_sq), number((1 - beta2 ** step) ** 0.5)), number(o["eps"]))
         return op("add", p, op("multiply", op("divide", exp_avg, denom), number(-step_size)))
+
+    def _rebind_attributes(self, old: int, new: int) -> None:
+        """The objects of the program's classes (a module's `self.w`) that held `old` hold `new`."""
+        stack = [v for v in self.globals.values() if isinstance(v, ObjectValue)]
+        seen = set()
+        while stack:
+            obj = stack.pop()
+            if id(obj) in seen:
+                continue
+            seen.add(id(obj))
+            for name, value in obj.attrs.items():
+                if type(value) is int and value == old:
+                    obj.attrs[name] = new
+                elif isinstance(value, ObjectValue):
+                    stack.append(value)
