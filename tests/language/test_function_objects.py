@@ -110,7 +110,7 @@ def test_keras_log_cosh_object_agrees_within_keras_own_float32_log_2():
 @pytest.mark.parametrize("program, message", [
     ("y = nn.MSELoss('mean')(x, t)", "MSELoss() takes none positional arguments; give the others by name"),
     ("y = nn.Softmax(1, 2)(x)", "Softmax() takes at most 1 (dim) positional arguments; give the others by name"),
-    ("from functools import partial\nf = partial(2.0, x)", "partial(f, ...) needs a function first"),
+    ("from functools import partial\nf = partial(2.0, x)", "partial(f, ...) needs a function first: a def, a lambda"),
 ])
 def test_a_function_object_built_wrong_is_refused_with_its_reason(program, message):
     with pytest.raises(GradcliError, match=message.replace("(", r"\(").replace(")", r"\)")):

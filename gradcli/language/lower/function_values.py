@@ -43,7 +43,8 @@ class FunctionValues:
     def partial_of(self, node: ast.Call, values: list) -> Partial:
         """`functools.partial(f, *args, **keywords)`: f with those arguments given first."""
         if not node.args or not isinstance(values[0], FUNCTION_VALUES):
-            raise self.error(f"{node.func}(f, ...) needs a function first", node.pos)
+            raise self.error(f"{node.func}(f, ...) needs a function first: a def, a lambda or a library's "
+                             "function (np.power)", node.pos)
         return Partial(values[0], node.args[1:], node.keywords, values[1:], None, node.pos)
 
     def function_object(self, function: str, positional: tuple, node: ast.Call, values: list,

@@ -62,6 +62,8 @@ class TorchOptimizers:
                     and isinstance(written.items[k], ast.Name) else f"parameter {k}"
                 raise self.error(f"{name} is not a leaf tensor with requires_grad=True: {label} can't optimize a "
                                  "non-leaf tensor (PyTorch: ValueError)", written.pos)
+        if len(set(params)) != len(params):  # (PyTorch warns, then steps such a parameter once per mention)
+            raise self.error(f"{label}(params, ...): a parameter is given twice; give each once", written.pos)
         names = list(DEFAULTS[kind])
         given = dict(zip(names, values[1:len(node.args)]))
         for kw, value in zip(node.keywords, values[len(node.args):]):
