@@ -176,3 +176,67 @@ def test_a_method_that_calls_itself_is_still_recursion():
                "y = B().f(2.0) + A().f(1.0)\n")
     with pytest.raises(GradcliError, match=re.escape("recursion is not supported: 'f' calls itself (f at 2:9 -> f at 2:9)")):
         api.evaluate(program, fixes=False)
+
+
+OPTAX_HEAD = '''import jax
+jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp
+import optax
+
+params = {"w": jnp.array([0.5, -0.5]), "b": jnp.array(0.1)}
+X = jnp.array([[1.0, 2.0], [2.0, 1.0], [0.0, 1.0]])
+y = jnp.array([1.0, 2.0, 0.5])
+
+def loss_fn(p):
+    return jnp.mean((X @ p["w"] + p["b"] - y) ** 2)
+
+'''
+OPTAX_LOOP = '''state = opt.init(params)
+for i in range(4):
+    grads = jax.grad(loss_fn)(params)
+    updates, state = opt.update(grads, state, params)
+    params = optax.apply_updates(params, updates)
+print(params["w"])
+print(params["b"])
+print(loss_fn(params))
+'''
+OPTAX = {  # the optimizer: (w, b, the loss after four steps) as optax 0.2.8 (JAX 0.10.2, x64) printed them
+    "opt = optax.sgd(0.1)":
+        ([0.827284938271605, -0.08183506172839504], 0.4189333333333333, 0.011140196544022764),
+    "opt = optax.sgd(learning_rate=0.1, momentum=0.9)":
+        ([0.9288849382716049, 0.07794493827160498], 0.5605533333333332, 0.2273040882987551),
+    "opt = optax.sgd(0.05, 0.8, nesterov=True)":
+        ([0.9112227946666667, 0.028156984888888945], 0.5040777066666666, 0.11641912878417207),
+    "opt = optax.adam(0.1)":
+        ([0.8730269292834085, -0.12466265777016475], 0.4761788583572484, 0.013847821279458376),
+    "opt = optax.adam(0.05, b1=0.8, b2=0.99, eps=1e-6, eps_root=1e-10)":
+        ([0.6945544778167752, -0.30512427025422895], 0.29499462598749215, 0.34372224679834806),
+    "opt = optax.adamw(0.05, weight_decay=0.1)":
+        ([0.6851478377151048, -0.29483567894033214], 0.2933516091221805, 0.3411387221132737),
+}
+
+
+@pytest.mark.parametrize("constructor", list(OPTAX))
+def test_an_optax_training_loop_gives_optax_s_parameters(constructor):
+    outputs = api.evaluate(OPTAX_HEAD + constructor + "\n" + OPTAX_LOOP, fixes=False).outputs
+    w, b, loss = OPTAX[constructor]
+    np.testing.assert_allclose(outputs['params["w"]'], w, rtol=1e-13)
+    assert float(outputs['params["b"]']) == pytest.approx(b, rel=1e-13)
+    assert float(outputs["loss_fn(params)"]) == pytest.approx(loss, rel=1e-12)
+
+
+@pytest.mark.parametrize("lines, message", [
+    ("opt = optax.adam(lambda step: 0.1)", "optax.adam(learning_rate=...): a schedule is not supported"),
+    ("opt = optax.adam(0.1, nesterov=True)", "optax.adam(nesterov=True) is not supported"),
+    ("opt = optax.sgd()", "optax.sgd() needs its learning_rate"),
+    ("opt = optax.sgd(0.1, momentun=0.9)", "got 'momentun'"),
+    ("opt = optax.adamw(0.1)\nstate = opt.init(params)\nu, state = opt.update(params, state)",
+     "the decayed weights need the params"),
+    ("opt = optax.sgd(0.1)\nother = optax.adam(0.1)\nu, s = opt.update(params, other.init(params))",
+     "state must be what this optimizer's init or update gave"),
+    ("opt = optax.sgd(0.1)\nz = opt.step(params)", "gradcli reads init(params) and update(grads, state, params)"),
+    ("opt = sgd(0.1)", "unknown function 'sgd'"),
+])
+def test_an_optax_use_gradcli_does_not_read_is_refused_with_its_reason(lines, message):
+    with pytest.raises(GradcliError, match=re.escape(message)):
+        api.evaluate(OPTAX_HEAD + lines + "\nz = loss_fn(params)\n", fixes=False)

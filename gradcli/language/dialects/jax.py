@@ -35,7 +35,19 @@ def _cond_reading(call):
     return None
 
 
+def _optax(kind: str):
+    """optax.sgd / adam / adamw (lower/optimizers.py); optax.apply_updates(params, updates)."""
+    def lower(lowering, node, values, scope):
+        if not lowering.spelled(node.func).startswith("optax."):
+            raise lowering.error(f"unknown function '{node.func}'", node.pos)
+        if kind == "apply_updates":
+            return lowering.apply_updates(node, values, scope)
+        return lowering.optax_transform(kind, node, values)
+    return lower
+
+
 NAMES = {
+    **{kind: _optax(kind) for kind in ("sgd", "adam", "adamw", "apply_updates")},
     "config.update": setting(),  # jax.config.update("jax_enable_x64", True): gradcli computes in float64
     "rem": "fmod", "soft_sign": "softsign", "hard_swish": "hard_silu",
     "slice": "slice_start_limit", "lax_slice": "slice_start_limit",

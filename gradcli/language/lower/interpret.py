@@ -11,7 +11,7 @@ from gradcli.language.dialects import (
     CONSTANTS, FLOAT_DTYPES, OTHER_DTYPES, SEQUENCE_KEYWORDS, meaning, numpy as numpy_dialect, split_spelling)
 from gradcli.language.lower.values import (
     NONE, AtIndexed, AtRef, Closure, IndexTrick, Literal, NumberPolicy, Scope, Text, TupleValue, float64)
-from gradcli.language.lower.optimizers import Optimizer
+from gradcli.language.lower.optimizers import OPTIMIZER_VALUES
 from gradcli.language.lower.transforms import (
     _FINISH, FUNCTION_VALUES, GRADIENT_CALLS, DictValue, FunctionRef, Tape, TapeRecording)
 from gradcli.ops import OPS
@@ -24,8 +24,8 @@ _STATEMENT, _SET, _FLOW = 8, 9, 10  # (7 is statements._FINISH)
 _PYTHON_TYPES = ("float", "int", "bool", "complex")
 
 # values a statement computes for its effect (`tape.watch(x)`), and values that are no array
-_SHOWN_NOTHING = FUNCTION_VALUES + (Tape, TapeRecording, Text, Optimizer)
-_NOT_ARRAYS = FUNCTION_VALUES + (Tape, TapeRecording, DictValue, Distribution, Optimizer)
+_SHOWN_NOTHING = FUNCTION_VALUES + (Tape, TapeRecording, Text) + OPTIMIZER_VALUES
+_NOT_ARRAYS = FUNCTION_VALUES + (Tape, TapeRecording, DictValue, Distribution) + OPTIMIZER_VALUES
 
 
 class Interpreter:

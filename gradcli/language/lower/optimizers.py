@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from gradcli.language import syntax as ast
-from gradcli.language.lower import transforms
-from gradcli.language.lower.transforms import ObjectValue
+from gradcli.language.lower import pytrees, transforms
+from gradcli.language.lower.transforms import FUNCTION_VALUES, ObjectValue
 from gradcli.language.lower.values import NONE, Literal, Scope, TupleValue
 from gradcli.records import ValueRecord
 from gradcli.ops import OPS
@@ -191,3 +191,139 @@ class TorchOptimizers:
                     obj.attrs[name] = new
                 elif isinstance(value, ObjectValue):
                     stack.append(value)
+
+
+# ---------------------------------------------------------------------------------------- optax
+# optax's optimizers: their options in the constructor's order, and optax's defaults
+OPTAX_DEFAULTS = {
+    "sgd": {"learning_rate": None, "momentum": None, "nesterov": False},
+    "adam": {"learning_rate": None, "b1": 0.9, "b2": 0.999, "eps": 1e-8, "eps_root": 0.0, "nesterov": False},
+    "adamw": {"learning_rate": None, "b1": 0.9, "b2": 0.999, "eps": 1e-8, "eps_root": 0.0, "weight_decay": 1e-4,
+              "nesterov": False},
+}
+
+
+class OptaxTransform(ValueRecord):
+    """`optax.sgd(0.1)`, `optax.adam(1e-3)`, `optax.adamw(...)`: a gradient transformation."""
+
+    __slots__ = _fields = ("kind", "options", "pos")
+
+
+class OptaxState(ValueRecord):
+    """What `opt.init(params)` and `opt.update(...)` give: the step count and the moments, each a
+    list of leaf ids in JAX's leaf order ("trace" for SGD's momentum; "mu", "nu" for Adam's)."""
+
+    __slots__ = _fields = ("kind", "count", "moments", "pos")
+
+
+OPTIMIZER_VALUES = (Optimizer, OptaxTransform, OptaxState)
+
+
+class OptaxOptimizers:
+    """Part of the lowering (gradcli.language.lower): optax's sgd, adam and adamw, their init and
+    update, and optax.apply_updates, by optax's formulas (optax 0.2.8's `trace`, `scale_by_adam`,
+    `add_decayed_weights`, `scale_by_learning_rate`), leaf by leaf over JAX's trees."""
+
+    def optax_transform(self, kind: str, node: ast.Call, values: list) -> OptaxTransform:
+        label = node.func
+        names = list(OPTAX_DEFAULTS[kind])
+        given = dict(zip(names, values[:len(node.args)]))
+        for kw, value in zip(node.keywords, values[len(node.args):]):
+            if kw.name not in names or kw.name in given:
+                raise self.error(f"{label}() takes {', '.join(names)}; got '{kw.name}'", kw.pos)
+            given[kw.name] = value
+        if "learning_rate" not in given:
+            raise self.error(f"{label}() needs its learning_rate", node.pos)
+        options = dict(OPTAX_DEFAULTS[kind])
+        for name, value in given.items():
+            if value is NONE:
+                options[name] = None
+                continue
+            if isinstance(value, FUNCTION_VALUES):
+                raise self.error(f"{label}({name}=...): a schedule is not supported; give a number", node.pos)
+            number = self.static_param(name, value, label, node.pos)
+            if isinstance(number, (str, tuple)):
+                raise self.error(f"{label}({name}=...) takes a number, not {number!r}", node.pos)
+            options[name] = bool(number) if name == "nesterov" else float(number)
+        if kind != "sgd" and options["nesterov"]:
+            raise self.error(f"{label}(nesterov=True) is not supported: leave it out", node.pos)
+        return OptaxTransform(kind, options, node.pos)
+
+    def optax_method(self, transform: OptaxTransform, node: ast.Call, values: list, scope: Scope):
+        """`opt.init(params)` and `opt.update(grads, state, params=None)`."""
+        args = values[1:len(node.args)]
+        keywords = {kw.name: v for kw, v in zip(node.keywords, values[len(node.args):])}
+        if node.func == "init" and len(args) + len(keywords) == 1:
+            params = self._tree_leaves(args[0] if args else keywords.get("params"), node, scope)
+            zeros = [self.graph.add_constant(np.zeros(self.graph.shapes[p]), node.pos, scope.stack) for p in params]
+            if transform.kind == "sgd":
+                moments = {"trace": zeros} if transform.options["momentum"] else {}
+            else:
+                moments = {"mu": zeros, "nu": zeros}
+            return OptaxState(transform.kind, 0, moments, node.pos)
+        if node.func != "update" or not 2 <= len(args) + len(keywords) <= 3:
+            raise self.error(f"{transform.kind}.{node.func}(...) is not supported: gradcli reads init(params) and "
+                             "update(grads, state, params)", node.pos)
+        given = dict(zip(("updates", "state", "params"), args)) | keywords
+        grads, state = given.get("updates"), given.get("state")
+        if not isinstance(state, OptaxState) or state.kind != transform.kind:
+            raise self.error(f"{transform.kind}.update(grads, state): state must be what this optimizer's init "
+                             "or update gave", node.pos)
+        leaves = self._tree_leaves(grads, node, scope)
+        params = given.get("params")
+        params = None if params is None or params is NONE else self._tree_leaves(params, node, scope)
+        updates, state = self._optax_step(transform, state, leaves, params, node, scope)
+        return TupleValue([pytrees.rebuild(grads, updates, node.pos), state], node.pos)
+
+    def apply_updates(self, node: ast.Call, values: list, scope: Scope):
+        """`optax.apply_updates(params, updates)`: p + u leaf by leaf, in params' tree."""
+        if len(values) != 2:
+            raise self.error(f"{node.func}(params, updates) takes two trees", node.pos)
+        params, updates = (self._tree_leaves(v, node, scope) for v in values)
+        if len(params) != len(updates):
+            raise self.error(f"{node.func}: params and updates are different trees", node.pos)
+        summed = [self.emit(OPS["add"], (p, u), {}, node.pos, "apply_updates", scope) for p, u in zip(params, updates)]
+        return pytrees.rebuild(values[0], summed, node.pos)
+
+    def _tree_leaves(self, tree, node: ast.Call, scope: Scope) -> list:
+        if tree is None or tree is NONE:
+            raise self.error(f"{node.func}(...) needs a tree of arrays", node.pos)
+        return [self.materialize(leaf, scope, node.pos) for leaf in pytrees.leaves(tree)]
+
+    def _optax_step(self, transform: OptaxTransform, state: OptaxState, grads: list, params, node, scope):
+        """(the updates, the new state) of one update, leaf by leaf, in optax's order of operations."""
+        o = transform.options
+
+        def op(name, *ids):
+            return self.emit(OPS[name], ids, {}, node.pos, "update", scope)
+
+        def number(value):
+            return self.graph.add_constant(np.float64(value), node.pos, scope.stack)
+
+        count = state.count + 1
+        if transform.kind == "sgd":
+            moments = {}
+            if o["momentum"]:  # optax.trace: t = g + decay t; the update t (Nesterov: g + decay t again)
+                decay = number(o["momentum"])
+                trace = [op("add", g, op("multiply", decay, t)) for g, t in zip(grads, state.moments["trace"])]
+                moments["trace"] = trace
+                grads = [op("add", g, op("multiply", decay, t)) for g, t in zip(grads, trace)] if o["nesterov"] \
+                    else trace
+        else:
+            b1, b2 = o["b1"], o["b2"]
+            mu = [op("add", op("multiply", number(1 - b1), g), op("multiply", number(b1), m))
+                  for g, m in zip(grads, state.moments["mu"])]
+            nu = [op("add", op("multiply", number(1 - b2), op("square", g)), op("multiply", number(b2), v))
+                  for g, v in zip(grads, state.moments["nu"])]
+            moments = {"mu": mu, "nu": nu}
+            first, second = number(1 - b1 ** count), number(1 - b2 ** count)
+            grads = [op("divide", op("divide", m, first),
+                        op("add", op("sqrt", op("add", op("divide", v, second), number(o["eps_root"]))), number(o["eps"])))
+                     for m, v in zip(mu, nu)]
+            if transform.kind == "adamw":
+                if params is None:
+                    raise self.error("adamw.update(grads, state, params): the decayed weights need the params",
+                                     node.pos)
+                grads = [op("add", u, op("multiply", number(o["weight_decay"]), p)) for u, p in zip(grads, params)]
+        updates = [op("multiply", u, number(-o["learning_rate"])) for u in grads]
+        return updates, OptaxState(transform.kind, count, moments, node.pos)
