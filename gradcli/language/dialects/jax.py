@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from gradcli.language.dialects.spelling import ReadingError, setting
 from gradcli.language.dialects.numpy import jax_numpy as _jax_numpy
+from gradcli.ops import OPS
 
 
 def _select_reading(call):
@@ -35,6 +36,40 @@ def _cond_reading(call):
     return None
 
 
+def _standardize(lowering, node, values, scope):
+    """jax.nn.standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, algorithm="fast"):
+    (x - mean) * rsqrt(variance + epsilon), the variance mean(x^2) - mean^2 clipped at 0 ("fast",
+    JAX's default) or mean((x - mean)^2) ("stable"), as JAX computes them."""
+    given = lowering.arguments_by_name(node, values, ("x", "axis", "mean", "variance", "epsilon", "where", "algorithm"))
+    label, pos = node.func, node.pos
+    if "where" in given and not lowering.is_none(given["where"]):
+        raise lowering.error(f"{label}(where=...) is not supported: standardize the elements you mean", pos)
+    algorithm = lowering.static_param("algorithm", given["algorithm"], label, pos) if "algorithm" in given else "fast"
+    if algorithm not in ("fast", "stable"):
+        raise lowering.error(f"{label}: unknown algorithm {algorithm!r}; JAX's are 'fast' and 'stable'", pos)
+    axis = given.get("axis")
+    axis = -1 if axis is None else None if lowering.is_none(axis) else lowering.static_param("axis", axis, label, pos)
+
+    def op(name, *ids, **params):
+        return lowering.emit(OPS[name], ids, params, pos, label, scope)
+
+    def given_or(name, make):
+        value = given.get(name)
+        return make() if value is None or lowering.is_none(value) else lowering.materialize(value, scope)
+
+    x = lowering.materialize(given["x"], scope)
+    mean = given_or("mean", lambda: op("mean", x, axis=axis, keepdims=True))
+    if algorithm == "stable":
+        variance = given_or("variance", lambda: op("mean", op("square", op("subtract", x, mean)), axis=axis, keepdims=True))
+    else:
+        variance = given_or("variance", lambda: op("maximum", op("subtract", op("mean", op("square", x), axis=axis,
+                                                                                   keepdims=True), op("square", mean)),
+                                                  lowering.graph.add_constant(0.0, pos, scope.stack)))
+    epsilon = lowering.materialize(given["epsilon"], scope) if "epsilon" in given else \
+        lowering.graph.add_constant(1e-5, pos, scope.stack)
+    return op("multiply", op("subtract", x, mean), op("rsqrt", op("add", variance, epsilon)))
+
+
 def _optax(kind: str):
     """optax.sgd / adam / adamw (lower/optimizers.py); optax.apply_updates(params, updates)."""
     def lower(lowering, node, values, scope):
@@ -47,6 +82,7 @@ def _optax(kind: str):
 
 
 NAMES = {
+    "standardize": _standardize,
     **{kind: _optax(kind) for kind in ("sgd", "adam", "adamw", "apply_updates")},
     "config.update": setting(),  # jax.config.update("jax_enable_x64", True): gradcli computes in float64
     "rem": "fmod", "soft_sign": "softsign", "hard_swish": "hard_silu",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 from gradcli.language.dialects.spelling import ReadingError, setting
+from gradcli.ops import OPS
 
 
 def _average_reading(call):
@@ -123,7 +124,39 @@ def _eigh_reading(name):
     return reading
 
 
+def _ufunc_method(function: str, *positional: str):
+    """np.add.reduce(x, axis=0, ...) and its kin: a ufunc's reduce (accumulate) is the reduction
+    (scan) named `function` along axis 0 unless told otherwise (np.sum's own default is every axis)."""
+    def lower(lowering, node, values, scope):
+        return lowering.call_instead(f"numpy.{function}", node, values, scope, ("array", "axis", *positional), {"axis": 0})
+    return lower
+
+
+def _count_nonzero(lowering, node, values, scope):
+    """np.count_nonzero(a, axis=None, keepdims=False): sum(a != 0) along axis (no gradient)."""
+    given = lowering.arguments_by_name(node, values, ("a", "axis", "keepdims"))
+    x = lowering.materialize(given["a"], scope)
+    zero = lowering.graph.add_constant(0.0, node.pos, scope.stack)
+    nonzero = lowering.emit(OPS["not_equal"], (x, zero), {}, node.pos, node.func, scope)
+    params = {name: lowering.static_param(name, given[name], node.func, node.pos) for name in ("axis", "keepdims")
+              if name in given and not lowering.is_none(given[name])}
+    return lowering.emit(OPS["sum"], (nonzero,), dict(OPS["sum"].defaults, **params), node.pos, node.func, scope)
+
+
+UFUNC_METHODS = {
+    "add.reduce": _ufunc_method("sum", "dtype", "out", "keepdims"),
+    "multiply.reduce": _ufunc_method("prod", "dtype", "out", "keepdims"),
+    "maximum.reduce": _ufunc_method("max", "dtype", "out", "keepdims"),
+    "minimum.reduce": _ufunc_method("min", "dtype", "out", "keepdims"),
+    "logaddexp.reduce": _ufunc_method("logsumexp", "dtype", "out", "keepdims"),
+    "add.accumulate": _ufunc_method("cumsum", "dtype", "out"),
+    "multiply.accumulate": _ufunc_method("cumprod", "dtype", "out"),
+    "maximum.accumulate": _ufunc_method("cummax", "dtype", "out"),
+    "minimum.accumulate": _ufunc_method("cummin", "dtype", "out"),
+}
+
 NAMES = {
+    **UFUNC_METHODS, "count_nonzero": _count_nonzero,
     "set_printoptions": setting(),
     # np.array([...]): the value itself
     "array": "identity", "asarray": "identity",

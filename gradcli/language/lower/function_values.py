@@ -10,6 +10,8 @@ each object is (their `_function_object` entries); this part builds and applies 
 """
 from __future__ import annotations
 
+import numpy as np
+
 from gradcli.language import syntax as ast
 from gradcli.language.lower.transforms import FUNCTION_VALUES, FunctionRef, Mapped, Partial
 from gradcli.language.lower.values import NONE, Literal, Scope, TupleValue
@@ -89,6 +91,38 @@ class FunctionValues:
             return result
         losses = self.materialize(result, scope, node.pos)
         return self.emit(OPS[fn.then], (losses,), {"axis": None, "keepdims": False}, node.pos, label, scope)
+
+    def call_instead(self, function: str, node: ast.Call, values: list, scope: Scope, positional: tuple,
+                     defaults: dict):
+        """A call read as another function's (`np.add.reduce(x)` is `np.sum(x, axis=0)`): the call's
+        own arguments (`positional`: their names in order), and `defaults` where the call leaves
+        those out."""
+        given = set(positional[:len(node.args)]) | {kw.name for kw in node.keywords}
+        added = [(name, value) for name, value in defaults.items() if name not in given]
+        keywords = list(node.keywords) + [ast.Keyword(name, ast.Number(value, node.pos), node.pos) for name, value in added]
+        call = ast.Call(function, node.args, node.pos, keywords)
+        constants = [Literal(np.float64(value), node.pos) for _, value in added]
+        return self.apply_function(FunctionRef(function, function, node.pos), call, list(values) + constants, scope, [])
+
+    @staticmethod
+    def is_none(value) -> bool:
+        """Whether a value is Python's None (a left-out argument), for the dialects, which hold no values."""
+        return value is NONE
+
+    def arguments_by_name(self, node: ast.Call, values: list, names: tuple, required: int = 1) -> dict:
+        """A library call's arguments by name (`names`: its parameters in order; the first
+        `required` must be given), each given once."""
+        given = dict(zip(names, values[:len(node.args)]))
+        if len(node.args) > len(names):
+            raise self.error(f"{node.func}() takes at most {len(names)} arguments ({', '.join(names)})", node.pos)
+        for kw, value in zip(node.keywords, values[len(node.args):]):
+            if kw.name not in names or kw.name in given:
+                raise self.error(f"{node.func}() takes {', '.join(names)}; got '{kw.name}'", kw.pos)
+            given[kw.name] = value
+        missing = [name for name in names[:required] if name not in given]
+        if missing:
+            raise self.error(f"{node.func}() needs {', '.join(missing)}", node.pos)
+        return given
 
     def vmap_of(self, args: list, keywords: dict, node: ast.Call) -> Mapped:
         """`jax.vmap(f, in_axes=0)`: f mapped over axis 0 of the arguments (in_axes: 0, or a tuple
