@@ -4,7 +4,10 @@
 scans axis 0, its svd is reduced and ordered (s, u, v), Keras' losses average each sample)."""
 from __future__ import annotations
 
+import numpy as np
+
 from gradcli.language.dialects.spelling import ReadingError, Spelling, setting
+from gradcli.ops import OPS, index as ops_index
 from gradcli.language.dialects.numpy import jax_numpy
 
 
@@ -244,6 +247,66 @@ _KERAS_LOSSES = ("mean_squared_error", "mean_absolute_error", "mean_absolute_per
                  "mean_squared_logarithmic_error", "poisson", "hinge", "squared_hinge", "categorical_hinge",
                  "categorical_crossentropy", "sparse_categorical_crossentropy", "binary_crossentropy")
 
+def _indexed(lowering, node, x, index: tuple, scope):
+    """x[index] (a tuple of ints, slices, IndexArrays), checked against x's shape as a subscript is."""
+    return lowering.emit(OPS["index"], (x,), {"index": lowering.checked_index(x, index, node.pos)},
+                         node.pos, node.func, scope)
+
+
+def _boolean_mask(lowering, node, values, scope):
+    """tf.boolean_mask(tensor, mask, axis=None): the elements where the constant mask is True, the
+    mask covering the axes from `axis` (NumPy's x[mask])."""
+    given = lowering.arguments_by_name(node, values, ("tensor", "mask", "axis", "name"), required=2)
+    x = lowering.materialize(given["tensor"], scope)
+    mask = lowering.static_index(given["mask"], node.pos)
+    if not isinstance(mask, ops_index.IndexArray) or mask.array.dtype != bool:
+        raise lowering.error(f"{node.func}(tensor, mask): the mask must be booleans written in the program "
+                             "(True/False, or a comparison of constants)", node.pos)
+    axis = 0 if "axis" not in given or lowering.is_none(given["axis"]) else \
+        lowering.static_param("axis", given["axis"], node.func, node.pos)
+    ndim = len(lowering.graph.shapes[x])
+    if not 0 <= axis % max(ndim, 1) <= ndim - mask.array.ndim:
+        raise lowering.error(f"{node.func}: a mask of {mask.array.ndim} axes from axis {axis} does not fit a "
+                             f"tensor of {ndim} axes", node.pos)
+    return _indexed(lowering, node, x, ((None, None, None),) * (axis % max(ndim, 1)) + (mask,), scope)  # (a slice: a triple)
+
+
+def _gather_nd(lowering, node, values, scope):
+    """tf.gather_nd(params, indices): params[indices[..., 0], indices[..., 1], ...], the indices
+    constant integers (an index past an axis is an error, as TensorFlow's on CPU)."""
+    given = lowering.arguments_by_name(node, values, ("params", "indices", "batch_dims", "name"), required=2)
+    if "batch_dims" in given and lowering.static_param("batch_dims", given["batch_dims"], node.func, node.pos) != 0:
+        raise lowering.error(f"{node.func}(batch_dims=...) is not supported: index each batch", node.pos)
+    x = lowering.materialize(given["params"], scope)
+    indices = lowering.static_index(given["indices"], node.pos)
+    array = indices.array if isinstance(indices, ops_index.IndexArray) else None
+    if array is None or array.dtype == bool or array.ndim == 0:
+        raise lowering.error(f"{node.func}(params, indices): indices must be integers written in the program, "
+                             "their last axis one index per leading axis of params", node.pos)
+    if array.shape[-1] > len(lowering.graph.shapes[x]):
+        raise lowering.error(f"{node.func}: indices of length {array.shape[-1]} index a tensor of "
+                             f"{len(lowering.graph.shapes[x])} axes", node.pos)
+    index = tuple(ops_index.IndexArray(array[..., k]) for k in range(array.shape[-1]))
+    return _indexed(lowering, node, x, index, scope)
+
+
+def _band_part(lowering, node, values, scope):
+    """tf.linalg.band_part(input, num_lower, num_upper): the band of each innermost matrix kept
+    (num_lower subdiagonals, num_upper superdiagonals; a negative number keeps that whole
+    triangle), the rest 0."""
+    given = lowering.arguments_by_name(node, values, ("input", "num_lower", "num_upper", "name"), required=3)
+    x = lowering.materialize(given["input"], scope)
+    lower, upper = (lowering.static_param(name, given[name], node.func, node.pos) for name in ("num_lower", "num_upper"))
+    shape = lowering.graph.shapes[x]
+    if len(shape) < 2:
+        raise lowering.error(f"{node.func}: input must be at least a matrix, not of shape {shape}", node.pos)
+    rows, cols = np.arange(shape[-2])[:, None], np.arange(shape[-1])[None, :]
+    band = ((lower < 0) | (rows - cols <= lower)) & ((upper < 0) | (cols - rows <= upper))
+    keep = lowering.graph.add_constant(band.astype(np.float64), node.pos, scope.stack)
+    zero = lowering.graph.add_constant(0.0, node.pos, scope.stack)
+    return lowering.emit(OPS["where"], (keep, x, zero), {}, node.pos, node.func, scope)
+
+
 def _loss_object(function: str, *positional: str):
     """A Keras loss object: `keras.losses.<function>`'s per-sample losses, reduced by the object's
     `reduction` (the mean by default: "sum_over_batch_size"); `positional`: the constructor's
@@ -268,7 +331,8 @@ LOSS_OBJECTS = {
 }
 
 NAMES = {
-    **LOSS_OBJECTS,
+    **LOSS_OBJECTS, "boolean_mask": _boolean_mask, "gather_nd": _gather_nd, "band_part": _band_part,
+    "matrix_band_part": _band_part,
     # keras.config.set_floatx("float64") (keras.backend.set_floatx), tf.config.run_functions_eagerly(True)
     "config.set_floatx": setting(0), "set_floatx": setting(0), "config.run_functions_eagerly": setting(),
     # tf.constant([...]), tf.Variable([...]) in pasted code: the value itself

@@ -1,5 +1,6 @@
-"""NumPy's ufunc methods (`np.add.reduce`, `np.multiply.accumulate`, ...), `np.count_nonzero`
-and `jax.nn.standardize`, against what NumPy 2.4.6 and JAX 0.10.2 (x64) printed."""
+"""NumPy's ufunc methods (`np.add.reduce`, `np.multiply.accumulate`, ...), `np.count_nonzero`,
+`jax.nn.standardize`, and TensorFlow's `boolean_mask`, `gather_nd` and `linalg.band_part`, against
+what NumPy 2.4.6, JAX 0.10.2 (x64) and TensorFlow 2.21.0 printed."""
 from __future__ import annotations
 
 import re
@@ -77,3 +78,56 @@ def test_jax_standardize_gives_jax_s_numbers_and_gradient():
 def test_jax_standardize_with_where_is_refused():
     with pytest.raises(GradcliError, match=re.escape("standardize(where=...) is not supported")):
         api.evaluate(STANDARDIZE + "v = jax.nn.standardize(x, where=x > 0)\n", fixes=False)
+
+
+TF = """import tensorflow as tf
+x = tf.Variable([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]], dtype=tf.float64)
+with tf.GradientTape(persistent=True) as tape:
+    a = tf.boolean_mask(x, [True, False, True])
+    b = tf.boolean_mask(x, [[True, False, True], [False, True, False], [True, True, False]])
+    c = tf.boolean_mask(x, [False, True, True], axis=1)
+    d = tf.gather_nd(x, [[0, 1], [2, 2], [1, 0]])
+    e = tf.gather_nd(x, [[2], [0]])
+    f = tf.linalg.band_part(x, 0, -1)
+    h = tf.linalg.band_part(x, 1, 0)
+    L = (tf.reduce_sum(a * 2.0) + tf.reduce_sum(b) + tf.reduce_sum(c ** 2) + tf.reduce_sum(d * d)
+         + tf.reduce_sum(e) + tf.reduce_sum(f * h))
+g = tape.gradient(L, x)
+print(a)
+print(b)
+print(c)
+print(d)
+print(e)
+print(f)
+print(h)
+print(g)
+"""
+TENSORFLOW = {  # TensorFlow 2.21.0: tf.reshape(v, [-1]).numpy().tolist()
+    "a": [1.0, 2.0, 3.0, 7.0, 8.0, 9.0],
+    "b": [1.0, 3.0, 5.0, 7.0, 8.0],
+    "c": [2.0, 3.0, 5.0, 6.0, 8.0, 9.0],
+    "d": [2.0, 9.0, 4.0],
+    "e": [7.0, 8.0, 9.0, 1.0, 2.0, 3.0],
+    "f": [1.0, 2.0, 3.0, 0.0, 5.0, 6.0, 0.0, 0.0, 9.0],
+    "h": [1.0, 0.0, 0.0, 4.0, 5.0, 0.0, 0.0, 8.0, 9.0],
+    "g": [6.0, 11.0, 10.0, 8.0, 21.0, 12.0, 4.0, 20.0, 57.0],
+}
+
+
+def test_boolean_mask_gather_nd_and_band_part_give_tensorflow_s_values_and_gradient():
+    outputs = api.evaluate(TF, fixes=False).outputs
+    for name, expected in TENSORFLOW.items():
+        np.testing.assert_array_equal(np.ravel(outputs[name]), expected, err_msg=name)
+
+
+@pytest.mark.parametrize("line, message", [
+    ("y = tf.gather_nd(x, [[5, 0]])", "[]: index 5 is out of bounds for axis 0 with size 2"),
+    ("y = tf.gather_nd(x, [[0, 1, 0]])", "tf.gather_nd: indices of length 3 index a tensor of 2 axes"),
+    ("y = tf.gather_nd(x, [[0]], batch_dims=1)", "tf.gather_nd(batch_dims=...) is not supported"),
+    ("y = tf.boolean_mask(x, [True, False, True])", "boolean index did not match indexed array along axis 0"),
+    ("y = tf.boolean_mask(x, [1.0, 0.0])", "the mask must be booleans written in the program"),
+    ("y = tf.linalg.band_part(x[0], 0, 0)", "tf.linalg.band_part: input must be at least a matrix, not of shape (2,)"),
+])
+def test_tensorflow_s_indexing_functions_refuse_what_tensorflow_refuses(line, message):
+    with pytest.raises(GradcliError, match=re.escape(message)):
+        api.evaluate("import tensorflow as tf\nx = tf.constant([[1.0, 2.0], [3.0, 4.0]])\n" + line + "\n", fixes=False)
