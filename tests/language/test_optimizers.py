@@ -82,6 +82,7 @@ def test_without_zero_grad_the_gradients_add_up_and_zero_grad_can_leave_zeros():
     # PyTorch 2.13 warns and steps w twice (tensor([0.6000]) from 1.0 after one backward of w * w at lr 0.1)
     ("opt = torch.optim.SGD([w, w], lr=0.1)", "a parameter is given twice; give each once"),
     ("opt = torch.optim.Adam([w], amsgrad=True)", "amsgrad=True) is not supported"),
+    ("opt = torch.optim.SGD([w], lr=0.1, differentiable=True)", "differentiable=True) is not supported"),
     ("opt = torch.optim.SGD([w], lr=0.1, nesterov=True)", "Nesterov momentum requires a momentum and zero dampening"),
     ("opt = torch.optim.SGD([w], lr=0.1)\nopt.state_dict()", "gradcli reads zero_grad() and step()"),
 ])

@@ -6,8 +6,8 @@ formulas in PyTorch's order (SGD with momentum, dampening, Nesterov and weight d
 AdamW with their bias corrections): the name is bound to a new leaf holding the new value, its
 `.grad` kept, as torch_autograd.py's `w -= lr * w.grad` under `torch.no_grad()` does.
 `zero_grad()` sets every `.grad` to None (PyTorch's default; `set_to_none=False` makes zeros).
-Options PyTorch has and gradcli does not read (amsgrad, capturable, a learning-rate scheduler)
-are refused by name."""
+Options gradcli does not read (amsgrad; differentiable=True, a step that carries gradients) are
+refused by name; foreach, fused and capturable change no number and are left out."""
 from __future__ import annotations
 
 import numpy as np
@@ -22,17 +22,17 @@ from gradcli.ops import OPS
 # each optimizer's options and PyTorch's defaults (the order is the constructor's, after params)
 DEFAULTS = {
     "SGD": {"lr": 0.001, "momentum": 0.0, "dampening": 0.0, "weight_decay": 0.0, "nesterov": False,
-            "maximize": False},
+            "maximize": False, "differentiable": False},
     "Adam": {"lr": 0.001, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.0, "amsgrad": False,
-             "maximize": False},
+             "maximize": False, "differentiable": False},
     "AdamW": {"lr": 0.001, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.01, "amsgrad": False,
-              "maximize": False},
+              "maximize": False, "differentiable": False},
 }
-_SWITCHES = {"nesterov", "maximize", "amsgrad"}  # (the options that are True or False)
+_SWITCHES = {"nesterov", "maximize", "amsgrad", "differentiable"}  # (the options that are True or False)
 # the methods of a program's nn.Module subclass that torch.nn.Module gives it (module_method)
 MODULE_METHODS = ("parameters", "zero_grad")
 # options that change no number here
-_IGNORED = {"foreach", "differentiable", "fused", "capturable"}
+_IGNORED = {"foreach", "fused", "capturable"}
 
 
 class Optimizer(ValueRecord):
@@ -75,8 +75,9 @@ class TorchOptimizers:
         options = dict(DEFAULTS[kind])
         for name, value in given.items():
             options[name] = self._option(label, name, value, node.pos)
-        if options.get("amsgrad"):
-            raise self.error(f"{label}(amsgrad=True) is not supported: leave it out", node.pos)
+        for switch in ("amsgrad", "differentiable"):
+            if switch in given and self.constant_truth(given[switch]):
+                raise self.error(f"{label}({switch}=True) is not supported: leave it out", node.pos)
         if kind == "SGD" and options["nesterov"] and (options["momentum"] <= 0 or options["dampening"] != 0):
             raise self.error("Nesterov momentum requires a momentum and zero dampening (PyTorch: ValueError)", node.pos)
         return Optimizer(kind, params, options, {}, node.pos)
