@@ -8,6 +8,7 @@ keras.config.set_floatx("float64"), for
 x = [[0.3, -1.2, 2.0], [1.5, 0.2, -0.7]], t = [[0.1, 0.0, 1.0], [1.0, 0.5, 0.0]], lab = [2, 0]."""
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -149,3 +150,8 @@ def test_a_module_with_weights_of_its_own_is_refused_naming_the_functional(modul
     with pytest.raises(GradcliError, match=r"draws its weights at random \(a new draw at each run\), so it has no one "
                                            r"value or gradient: write the weights in the program"):
         api.evaluate(TORCH_HEAD + f"model = {module}\n", fixes=False)
+
+
+def test_a_function_object_printed_is_refused_as_no_number():
+    with pytest.raises(GradcliError, match=re.escape("this is not a number: a function, an optimizer")):
+        api.evaluate(TORCH_HEAD + "crit = nn.MSELoss()\nprint(crit)\n", fixes=False)

@@ -373,7 +373,8 @@ class Statements:
         if isinstance(value, ObjectValue):
             raise self.error(f"an object of class {value.cls.name} is not a number: use its attributes "
                              "(m.w) or call it", value.pos)
-        raise self.error("this is not a number: a gradient transform or a tape", value.pos)
+        raise self.error("this is not a number: a function, an optimizer, a gradient transform or a tape; "
+                         "call it or use what it gives", value.pos)
 
     def dict_key(self, value, node) -> str:
         if not isinstance(value, Text):
