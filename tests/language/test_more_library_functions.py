@@ -131,3 +131,66 @@ def test_boolean_mask_gather_nd_and_band_part_give_tensorflow_s_values_and_gradi
 def test_tensorflow_s_indexing_functions_refuse_what_tensorflow_refuses(line, message):
     with pytest.raises(GradcliError, match=re.escape(message)):
         api.evaluate("import tensorflow as tf\nx = tf.constant([[1.0, 2.0], [3.0, 4.0]])\n" + line + "\n", fixes=False)
+
+
+LAX = """import jax
+jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp
+from jax import lax
+
+def f(x):
+    def body(i, val):
+        return val * x + i
+    return lax.fori_loop(0, 4, body, 1.0)
+
+def g(w):
+    xs = jnp.array([[1.0, 2.0], [0.5, -1.0], [2.0, 0.0]])
+    def step(carry, x):
+        h = jnp.tanh(carry * w + x)
+        return h, jnp.sum(h)
+    final, ys = lax.scan(step, jnp.zeros(2), xs)
+    return jnp.sum(final) + jnp.sum(ys ** 2)
+
+def h(w):
+    def step(c, x):
+        return c * w + x, c
+    last, cs = lax.scan(step, 1.0, jnp.array([1.0, 2.0, 3.0]), reverse=True)
+    n, _ = lax.scan(lambda c, _: (c * w, None), 2.0, None, length=3)
+    return last + jnp.sum(cs * jnp.array([1.0, 10.0, 100.0])) + n
+
+def k(x):
+    v = jnp.array([1.0, 2.0, 3.0])
+    return lax.fori_loop(0, 3, lambda i, acc: acc + v[i] * x ** i, 0.0)
+
+print(f(1.5))
+print(jax.grad(f)(1.5))
+print(g(0.7))
+print(jax.grad(g)(0.7))
+print(h(0.5))
+print(jax.grad(h)(0.5))
+print(k(2.0))
+print(jax.grad(k)(2.0))
+"""
+JAX_LAX = {  # JAX 0.10.2, x64, as printed
+    "f(1.5)": 13.3125, "jax.grad(f)(1.5)": 18.5,
+    "g(0.7)": 4.556343828699518, "jax.grad(g)(0.7)": 1.8552333684712101,
+    "h(0.5)": 141.875, "jax.grad(h)(0.5)": 21.25,
+    "k(2.0)": 17.0, "jax.grad(k)(2.0)": 14.0,
+}
+
+
+def test_lax_fori_loop_and_scan_unroll_to_jax_s_values_and_gradients():
+    outputs = api.evaluate(LAX, fixes=False).outputs
+    for name, expected in JAX_LAX.items():
+        assert float(outputs[name]) == pytest.approx(expected, rel=1e-14), name
+
+
+@pytest.mark.parametrize("line, message", [
+    ("y = lax.fori_loop(0, 3, 2.0, 1.0)", "body_fun must be a function"),
+    ("y = lax.scan(lambda c, x: (c, x), 0.0)", "without xs, give length="),
+    ("y = lax.scan(lambda c, x: c + x, 0.0, jnp.array([1.0, 2.0]))", "f must return a pair (carry, y)"),
+    ("y = lax.scan(lambda c, x: (c, x), 0.0, 3.0)", "xs must have a leading axis to scan over"),
+])
+def test_lax_loops_written_wrong_are_refused_with_their_reason(line, message):
+    with pytest.raises(GradcliError, match=re.escape(message)):
+        api.evaluate("import jax.numpy as jnp\nfrom jax import lax\n" + line + "\n", fixes=False)

@@ -70,6 +70,15 @@ def _standardize(lowering, node, values, scope):
     return op("multiply", op("subtract", x, mean), op("rsqrt", op("add", variance, epsilon)))
 
 
+def _calling(method: str):
+    """lax.fori_loop / lax.scan: loops that call a function, lowered by lower/function_values.py
+    on the lowering's work stack (`calls_functions`: the transformation is handed it)."""
+    def lower(lowering, node, values, scope, work):
+        return getattr(lowering, method)(node, values, scope, work)
+    lower.calls_functions = True
+    return lower
+
+
 def _optax(kind: str):
     """optax.sgd / adam / adamw (lower/optimizers.py); optax.apply_updates(params, updates)."""
     def lower(lowering, node, values, scope):
@@ -82,7 +91,7 @@ def _optax(kind: str):
 
 
 NAMES = {
-    "standardize": _standardize,
+    "standardize": _standardize, "fori_loop": _calling("fori_loop"), "scan": _calling("scan"),
     **{kind: _optax(kind) for kind in ("sgd", "adam", "adamw", "apply_updates")},
     "config.update": setting(),  # jax.config.update("jax_enable_x64", True): gradcli computes in float64
     "rem": "fmod", "soft_sign": "softsign", "hard_swish": "hard_silu",

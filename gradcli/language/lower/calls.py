@@ -281,7 +281,8 @@ class Resolution:
         if op is None:
             raise self.unknown_call(node, name, bare)
         if type(op) is not Op:  # a dialect's transformation (not an op): it lowers the call itself
-            return op(self, node, values, scope)
+            return op(self, node, values, scope, work) if getattr(op, "calls_functions", False) \
+                else op(self, node, values, scope)
         return self.call_as_read(node, values, scope, key, library, bare, op)
 
     def call_as_read(self, node: ast.Call, values: list, scope: Scope, key: tuple, library, bare: str, op: Op):

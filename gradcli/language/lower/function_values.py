@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from gradcli.language import syntax as ast
-from gradcli.language.lower.transforms import FUNCTION_VALUES, FunctionRef, Mapped, Partial
+from gradcli.language.lower.transforms import _FINISH, FUNCTION_VALUES, FunctionRef, Mapped, Partial
 from gradcli.language.lower.values import NONE, Literal, Scope, TupleValue
 from gradcli.ops import OPS
 
@@ -123,6 +123,72 @@ class FunctionValues:
         if missing:
             raise self.error(f"{node.func}() needs {', '.join(missing)}", node.pos)
         return given
+
+    def fori_loop(self, node: ast.Call, values: list, scope: Scope, work: list):
+        """`lax.fori_loop(lower, upper, body_fun, init_val)`: body_fun(i, val) for i from lower to
+        upper, unrolled (the bounds constants, as a Python for loop's); each call is a work item
+        that takes the value the last one left, so no call nests in another."""
+        given = self.arguments_by_name(node, values, ("lower", "upper", "body_fun", "init_val", "unroll"), required=4)
+        lower, upper = (self.static_int(given[name], name, node.pos) for name in ("lower", "upper"))
+        body = given["body_fun"]
+        if not isinstance(body, FUNCTION_VALUES):
+            raise self.error(f"{node.func}(lower, upper, body_fun, init_val): body_fun must be a function", node.pos)
+        work.append((_FINISH, ("loop", "fori", body, node, lower, upper, None), scope))
+        return given["init_val"]
+
+    def scan(self, node: ast.Call, values: list, scope: Scope, work: list):
+        """`lax.scan(f, init, xs, length=None, reverse=False)`: carry, y = f(carry, x) over the rows
+        of xs (or `length` times with xs None), giving (the last carry, the ys stacked)."""
+        given = self.arguments_by_name(node, values, ("f", "init", "xs", "length", "reverse", "unroll"), required=2)
+        f = given["f"]
+        if not isinstance(f, FUNCTION_VALUES):
+            raise self.error(f"{node.func}(f, init, xs): f must be a function", node.pos)
+        xs = given.get("xs")
+        if xs is None or xs is NONE:
+            if "length" not in given:
+                raise self.error(f"{node.func}(f, init): without xs, give length=", node.pos)
+            rows = [NONE] * self.static_int(given["length"], "length", node.pos)
+        else:
+            xs = self.materialize(xs, scope, node.pos)
+            shape = self.graph.shapes[xs]
+            if not shape:
+                raise self.error(f"{node.func}: xs must have a leading axis to scan over", node.pos)
+            rows = [self.emit(OPS["index"], (xs,), {"index": (k,)}, node.pos, node.func, scope) for k in range(shape[0])]
+        if "reverse" in given and self.constant_truth(given["reverse"]):
+            rows = rows[::-1]
+        work.append((_FINISH, ("loop", "scan", f, node, 0, len(rows), (rows, [], "reverse" in given
+                                                                         and self.constant_truth(given["reverse"]))),
+                     scope))
+        return given["init"]
+
+    def loop_step(self, item, values: list, scope: Scope, work: list) -> None:
+        """One step of fori_loop or scan: the value the last call left is the next call's carry."""
+        _, kind, fn, node, i, end, scanned = item
+        carry = values.pop()
+        if kind == "scan" and i > 0:  # (f returned (carry, y))
+            if not isinstance(carry, TupleValue) or len(carry.items) != 2:
+                raise self.error(f"{node.func}: f must return a pair (carry, y)", node.pos)
+            carry, y = carry.items
+            scanned[1].append(y)
+        if i == end:
+            values.append(carry if kind == "fori" else TupleValue([carry, self._stacked(scanned, node, scope)], node.pos))
+            return
+        work.append((_FINISH, ("loop", kind, fn, node, i + 1, end, scanned), scope))
+        given = [Literal(np.float64(i), node.pos), carry] if kind == "fori" else [carry, scanned[0][i]]
+        call = ast.Call("<function>", [ast.Name("_", node.pos)] * 2, node.pos)
+        result = self.apply_function(fn, call, given, scope, work)
+        if result is not None:
+            values.append(result)
+
+    def _stacked(self, scanned, node: ast.Call, scope: Scope):
+        """scan's ys: stacked along a new leading axis (in xs' order, also when reversed); None if f gave None."""
+        _, ys, reverse = scanned
+        if not ys or all(y is NONE for y in ys):
+            return NONE
+        if reverse:
+            ys = ys[::-1]
+        ids = tuple(self.materialize(y, scope, node.pos) for y in ys)
+        return self.emit(OPS["stack"], ids, {}, node.pos, node.func, scope)
 
     def vmap_of(self, args: list, keywords: dict, node: ast.Call) -> Mapped:
         """`jax.vmap(f, in_axes=0)`: f mapped over axis 0 of the arguments (in_axes: 0, or a tuple

@@ -360,6 +360,8 @@ class GradientCalls(PyTrees, ValuesApart):
                                          work)
             if result is not None:
                 values.append(result)
+        elif tag == "loop":  # lax.fori_loop, lax.scan (function_values.py)
+            self.loop_step(item, values, scope, work)
         elif tag == "gradcheck":  # torch.autograd.gradcheck (gradcheck.py)
             self.gradcheck_finish(item, values, scope)
         elif tag == "tree":  # after tree_map's calls (pytrees.py)
