@@ -60,6 +60,9 @@ _OPENERS, _CLOSERS = {"LPAR", "LSQB", "LBRACE"}, {"RPAR": "LPAR", "RSQB": "LSQB"
 # that first turns a leaf's node back into its token (+ _RETOKEN, see _Parser._leaf_states),
 # the end, and no action
 _RETOKEN, _ACCEPT, _ERROR = 1 << 30, 1 << 31, (1 << 31) + 1
+# The characters that a STRING can start with (a prefix r, u, f, rf, or a quote): the lexer tests
+# them first, so that a name does not try the string's optional prefix in full at every token
+_STRING_STARTS = "rRuUfF\"'"
 _INPUT_LINE_TOKENS = 4  # NAME = NUMBER _NL, counted as the loop counts them (--max-memory)
 _TAB_WIDTH = 8
 
@@ -217,7 +220,9 @@ class _Parser:
         # terminal, tried in Lark's order. The terminal is optional so that trailing blanks match.
         ignore = set(tables["ignore"])
         skip = "|".join(f"(?:{regex})" for name, regex in tables["terminals"] if name in ignore)
-        terminals = "|".join(f"(?P<{name}>{regex})" for name, regex in tables["terminals"] if name not in ignore)
+        first = {"STRING": f"(?=[{_STRING_STARTS}])"}  # (the same matches: see _STRING_STARTS)
+        terminals = "|".join(f"{first.get(name, '')}(?P<{name}>{regex})" for name, regex in tables["terminals"]
+                             if name not in ignore)
         self.lexer = re.compile(f"(?:{skip})*(?:{terminals})?")
         self.keywords = tables["keywords"].get("NAME", {})
         self.special_names = frozenset(self.keywords) | frozenset(UNSUPPORTED)
@@ -441,7 +446,7 @@ class _Parser:
         match = self.input_line.match
         keywords = self.keywords
         offset = 0
-        while len(lines) < most:
+        for _ in range(most):  # (a `for`: CPython 3.11 specializes the code of this loop, not of a `while`)
             m = match(text, offset)
             if m is None:
                 break

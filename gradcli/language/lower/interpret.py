@@ -84,7 +84,11 @@ class Interpreter:
         else:
             statements.extend(self.implicit_calls(statements))  # a pasted function with no call line
         pending = list(reversed(statements))
-        while pending:
+        # `while True`, not `while pending`: CPython 3.11 specializes a loop's code (attribute and
+        # name lookups) only once it jumps back unconditionally, and this loop runs once, per statement
+        while True:
+            if not pending:
+                break
             stmt = pending.pop()
             if self.expand_statement(stmt, pending, top):
                 continue
