@@ -249,26 +249,32 @@ class _Parser:
         state -> the copy of the state after it."""
         leaves: dict[str, dict[int, int]] = {"NAME": {}, "NUMBER": {}}
         builds = {"NAME": "name", "NUMBER": "number"}  # the callbacks that the loop's leaves copy
-        copies: dict[int, int] = {}
+        copies: dict[int, int | None] = {}  # the state after a leaf -> its copy (None: none), decided once
         for state, actions in list(self.states.items()):
             for kind, leaves_of_kind in leaves.items():
                 after = actions.get(kind, -1)
                 if after < 0:
                     continue
-                reductions = {action for action in self.states[after].values() if action < 0}
-                if len(reductions) != 1:
-                    continue
-                rule = self.rules[~reductions.pop()]
-                if rule.size != 1 or rule.callback is None or rule.callback.__name__ != builds[kind]:
-                    continue
                 if after not in copies:
-                    kept = ~len(self.reductions)
-                    self.reductions[kept] = (1, None, rule.origin)  # no callback: the node stays
-                    copies[after] = len(self.states)
-                    self.states[copies[after]] = {sym: kept if action < 0 else action + _RETOKEN
-                                                  for sym, action in self.states[after].items()}
-                leaves_of_kind[state] = copies[after]
+                    copies[after] = self._leaf_copy(after, builds[kind])
+                if copies[after] is not None:
+                    leaves_of_kind[state] = copies[after]
         return leaves
+
+    def _leaf_copy(self, after: int, build: str) -> int | None:
+        """The copy of state `after` that _leaf_states shifts a leaf into (made here), or None
+        where the leaf is not read as its node whatever follows (its rule's callback is not `build`)."""
+        reductions = {action for action in self.states[after].values() if action < 0}
+        if len(reductions) != 1:
+            return None
+        rule = self.rules[~reductions.pop()]
+        if rule.size != 1 or rule.callback is None or rule.callback.__name__ != build:
+            return None
+        kept = ~len(self.reductions)
+        self.reductions[kept] = (1, None, rule.origin)  # no callback: the node stays
+        copy = len(self.states)
+        self.states[copy] = {sym: kept if action < 0 else action + _RETOKEN for sym, action in self.states[after].items()}
+        return copy
 
     def parse(self, text: str, start: str, max_memory: int | None = None):
         """Shift/reduce over the tokens of `text`, building the AST bottom-up (no recursion).
