@@ -148,8 +148,11 @@ class Graph(ValueRecord):
                        dict(self.value_names), self.result, list(self.warnings), None, set(self.differentiated),
                        dict(self._memo))
         # what is no field but known of the program (made_by, printed), and how its numbers are
-        # watched (a gradient built on the fork reads the program's constants as the lowering did)
-        vars(forked).update({k: v for k, v in vars(self).items() if k not in self._fields})
+        # watched (a gradient built on the fork reads the program's constants as the lowering did);
+        # attribute by attribute: reading vars() would give both graphs a real dict, whose
+        # attributes and methods CPython 3.11 then reads the slow way, at every equation
+        for name in _NOT_FIELDS:
+            setattr(forked, name, getattr(self, name))
         if self.made_by:
             forked.made_by = dict(self.made_by)
         forked.dtypes = dict(self.dtypes) if self.dtypes is not None and casts else None
@@ -429,6 +432,11 @@ class Graph(ValueRecord):
             raise GradcliError(f"ambiguous {what} '{name}': {function} is called {len(calls)} times, and "
                                f"{found[0]} has a value in each call; name the value you mean at the top level")
         return calls[-1][1]
+
+
+# What a graph holds beside its fields (declared in the class, "not a field"), copied by fork
+_NOT_FIELDS = tuple(name for name in Graph.__annotations__ if name not in Graph._fields) + (
+    "assertions", "zero_dims_promote")
 
 
 def _hashable(params: dict):

@@ -120,6 +120,7 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
     for f in keep:  # (after the plan, which reads them) a fetched value is never freed nor written over
         last_use.pop(f, None)
     asarray = backend.asarray
+    plain = not lazy and mixed is None and half is None  # (each op's forward, in the dtype: the common run)
     for i in order:
         if i in inlined:
             continue  # evaluated inside its chain, at the chain's root
@@ -161,17 +162,17 @@ def run(graph: Graph, fetch: list[int], *, dtype: str = "float64", xp=None,
                     value = scalar_operators[ufunc](*args)  # (two numbers: never written into a buffer)
                 elif out is not None:
                     value = getattr(xp, ufunc)(*args, out=out)
-                elif lazy:
-                    value = _lazy_forward(backend, graph, i, args, dtype)
-                elif mixed is not None:
-                    value = mixed.forward(i, op, args, eq.params)
-                elif half is not None:
-                    value = half.forward(op, args, eq.params)
-                else:
+                elif plain:
                     value = op.forward(xp, *args, **eq.params)
                     # (a scalar of the dtype's type is of the dtype: no dtype to compare)
                     if type(value) is not scalar and value.dtype is not dtype and value.dtype != dtype:
                         value = value.astype(dtype)
+                elif lazy:
+                    value = _lazy_forward(backend, graph, i, args, dtype)
+                elif mixed is not None:
+                    value = mixed.forward(i, op, args, eq.params)
+                else:
+                    value = half.forward(op, args, eq.params)
             except DataError as exc:  # the op cannot compute on these values: the user's data
                 raise GradcliError(f"{eq.label or op.name}: {exc}", eq.pos, graph.source) from None
             except MemoryError:

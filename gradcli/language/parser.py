@@ -60,6 +60,9 @@ _OPENERS, _CLOSERS = {"LPAR", "LSQB", "LBRACE"}, {"RPAR": "LPAR", "RSQB": "LSQB"
 # that first turns a leaf's node back into its token (+ _RETOKEN, see _Parser._leaf_states),
 # the end, and no action
 _RETOKEN, _ACCEPT, _ERROR = 1 << 30, 1 << 31, (1 << 31) + 1
+# The characters that a STRING can start with (a prefix r, u, f, rf, or a quote): the lexer tests
+# them first, so that a name does not try the string's optional prefix in full at every token
+_STRING_STARTS = "rRuUfF\"'"
 _INPUT_LINE_TOKENS = 4  # NAME = NUMBER _NL, counted as the loop counts them (--max-memory)
 _TAB_WIDTH = 8
 
@@ -217,7 +220,9 @@ class _Parser:
         # terminal, tried in Lark's order. The terminal is optional so that trailing blanks match.
         ignore = set(tables["ignore"])
         skip = "|".join(f"(?:{regex})" for name, regex in tables["terminals"] if name in ignore)
-        terminals = "|".join(f"(?P<{name}>{regex})" for name, regex in tables["terminals"] if name not in ignore)
+        first = {"STRING": f"(?=[{_STRING_STARTS}])"}  # (the same matches: see _STRING_STARTS)
+        terminals = "|".join(f"{first.get(name, '')}(?P<{name}>{regex})" for name, regex in tables["terminals"]
+                             if name not in ignore)
         self.lexer = re.compile(f"(?:{skip})*(?:{terminals})?")
         self.keywords = tables["keywords"].get("NAME", {})
         self.special_names = frozenset(self.keywords) | frozenset(UNSUPPORTED)
@@ -244,26 +249,32 @@ class _Parser:
         state -> the copy of the state after it."""
         leaves: dict[str, dict[int, int]] = {"NAME": {}, "NUMBER": {}}
         builds = {"NAME": "name", "NUMBER": "number"}  # the callbacks that the loop's leaves copy
-        copies: dict[int, int] = {}
+        copies: dict[int, int | None] = {}  # the state after a leaf -> its copy (None: none), decided once
         for state, actions in list(self.states.items()):
             for kind, leaves_of_kind in leaves.items():
                 after = actions.get(kind, -1)
                 if after < 0:
                     continue
-                reductions = {action for action in self.states[after].values() if action < 0}
-                if len(reductions) != 1:
-                    continue
-                rule = self.rules[~reductions.pop()]
-                if rule.size != 1 or rule.callback is None or rule.callback.__name__ != builds[kind]:
-                    continue
                 if after not in copies:
-                    kept = ~len(self.reductions)
-                    self.reductions[kept] = (1, None, rule.origin)  # no callback: the node stays
-                    copies[after] = len(self.states)
-                    self.states[copies[after]] = {sym: kept if action < 0 else action + _RETOKEN
-                                                  for sym, action in self.states[after].items()}
-                leaves_of_kind[state] = copies[after]
+                    copies[after] = self._leaf_copy(after, builds[kind])
+                if copies[after] is not None:
+                    leaves_of_kind[state] = copies[after]
         return leaves
+
+    def _leaf_copy(self, after: int, build: str) -> int | None:
+        """The copy of state `after` that _leaf_states shifts a leaf into (made here), or None
+        where the leaf is not read as its node whatever follows (its rule's callback is not `build`)."""
+        reductions = {action for action in self.states[after].values() if action < 0}
+        if len(reductions) != 1:
+            return None
+        rule = self.rules[~reductions.pop()]
+        if rule.size != 1 or rule.callback is None or rule.callback.__name__ != build:
+            return None
+        kept = ~len(self.reductions)
+        self.reductions[kept] = (1, None, rule.origin)  # no callback: the node stays
+        copy = len(self.states)
+        self.states[copy] = {sym: kept if action < 0 else action + _RETOKEN for sym, action in self.states[after].items()}
+        return copy
 
     def parse(self, text: str, start: str, max_memory: int | None = None):
         """Shift/reduce over the tokens of `text`, building the AST bottom-up (no recursion).
@@ -441,7 +452,7 @@ class _Parser:
         match = self.input_line.match
         keywords = self.keywords
         offset = 0
-        while len(lines) < most:
+        for _ in range(most):  # (a `for`: CPython 3.11 specializes the code of this loop, not of a `while`)
             m = match(text, offset)
             if m is None:
                 break

@@ -299,3 +299,19 @@ def test_a_program_and_its_graphs_are_freed_with_their_last_reference():
         assert [g() for g in graphs] == [None] * len(graphs)
     finally:
         gc.enable()
+
+
+def test_a_fork_of_a_graph_holds_what_the_program_knows_beside_its_equations():
+    from gradcli.errors import Source
+
+    graph = Graph(Source("t.gc", "y = x\n"))
+    graph.made_by, graph.printed, graph.unshaped = {1: "torch"}, [("y", 1)], {2: "z"}
+    graph.assertions, graph.zero_dims_promote, graph.dtypes = ((1, "x > 0", None),), False, {1: "float16"}
+    graph.accumulates_in_type, graph.local_values = frozenset({1}), {"f.a": [[0, 1]]}
+    forked = graph.fork()
+    for name in ("made_by", "printed", "unshaped", "assertions", "zero_dims_promote", "dtypes",
+                 "accumulates_in_type", "local_values", "unread_inputs", "numbers"):
+        assert getattr(forked, name) == getattr(graph, name), name
+    assert forked.made_by is not graph.made_by and forked.dtypes is not graph.dtypes  # (its own, to add to)
+    assert graph.fork(casts=False).dtypes is None
+    assert Graph(Source("t.gc", "")).fork().assertions == () and Graph(Source("t.gc", "")).fork().zero_dims_promote

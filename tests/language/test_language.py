@@ -238,9 +238,24 @@ def test_the_parser_builds_exactly_what_larks_parser_builds():
                "x = [[1, 2],\n [3, 4]]; y = tf.reduce_sum(x, axis=1, keepdims=True,)\n",
                "def f(a,):\n    # a comment\n\n    b = a \\\n      + 1\n    return b\ny = f(2)[...][:, 1:][::-1]\n",
                "y = f()\n", "y = []\n", "y = (1,)\n", "y = x[:]\n", "y = 1 < 2 < 3\n",
-               "#\\\n", "y = 1  # a \\ in a comment\nz = (y +\n  # inside brackets \\\n  2)\n"]
+               "#\\\n", "y = 1  # a \\ in a comment\nz = (y +\n  # inside brackets \\\n  2)\n",
+               "ru = 1\ny = fr'a' + Rf\"b\" + u'c' + r'''d''' + ru + fu\n"]
     for text in corpus:
         _agree(*_both_parse(reference, text))
+
+
+def test_the_lexer_looks_for_every_first_character_of_a_string():
+    """The lexer tries the STRING terminal only at the characters parser._STRING_STARTS lists: a
+    string prefix that the grammar adds must be listed there too, or its strings would be names."""
+    import json
+    from gradcli.language import parser
+
+    with open(parser._TABLES_FILE, encoding="utf-8") as file:
+        string = re.compile(dict(json.load(file)["terminals"])["STRING"])
+    characters = [chr(code) for code in range(32, 127)]
+    starts = {first for first in characters for second in ["", *characters]
+              for quoted in ("'a'", '"a"', "'''a'''", '"""a"""') if string.match(first + second + quoted)}
+    assert starts == set(parser._STRING_STARTS)
 
 
 def test_random_and_mutated_programs_parse_as_lark_parses_them():

@@ -46,7 +46,7 @@ class _Lowering(Interpreter, Statements, Flow, GradientCalls, TorchAutograd, Tor
         super().__init__(module, source, feeds, call, symbols, MAX_LOWERING_STEPS, LOWERING_STEPS_PER_CHARACTER,
                          numbers)
         # (the parts' state read at every call, on the instance: a class's default is read slowly)
-        self.pasted, self.autocasts = False, ()
+        self.pasted, self.autocasts, self._torch_state = False, (), None
 
 
 # the policy of the programs lowered inside `numbers_read_by` (None: the plain reading)

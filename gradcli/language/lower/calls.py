@@ -232,13 +232,14 @@ class Resolution:
             bound = scope.lookup(name) if scope.locals is not None else None
             if bound is None:
                 bound = self.globals.get(name)
-        if bound is not None and isinstance(bound, ast.FuncDef):
-            return self.call_user(bound, node, values, scope, work, None)
-        if bound is not None and isinstance(bound, Closure):
-            return self.call_user(bound.fn, node, values, scope, work, bound.scope)
-        if bound is not None and isinstance(bound, FUNCTION_VALUES):
-            return self.apply_function(bound, node, values, scope, work)
-        if bound is None and not node.method and (not self.active_tapes and not operator or operator and (
+        if bound is not None:
+            if isinstance(bound, ast.FuncDef):
+                return self.call_user(bound, node, values, scope, work, None)
+            if isinstance(bound, Closure):
+                return self.call_user(bound.fn, node, values, scope, work, bound.scope)
+            if isinstance(bound, FUNCTION_VALUES):
+                return self.apply_function(bound, node, values, scope, work)
+        elif not node.method and (not self.active_tapes and not operator or operator and (
                 node.symbol not in ("is", "is not") and not self.pasted and type(values[0]) is int
                 and type(values[-1]) is int)):  # (an operator of arrays: no tuple arithmetic)
             # a call of an op written the same way before (found NOT_MINE by the gradient API then)

@@ -85,9 +85,12 @@ class Interpreter:
         else:
             statements.extend(self.implicit_calls(statements))  # a pasted function with no call line
         pending = list(reversed(statements))
-        while pending:
+        while True:  # (not `while pending`: CPython 3.11 specializes a loop that jumps back unconditionally)
+            if not pending:
+                break
             stmt = pending.pop()
-            if self.expand_statement(stmt, pending, top):
+            if (type(stmt) is not ast.Assign or type(stmt.value) is ast.Call) and \
+                    self.expand_statement(stmt, pending, top):  # (a `name = value` line is never compound)
                 continue
             if isinstance(stmt, ast.FuncDef):
                 self.globals[stmt.name] = stmt
@@ -107,7 +110,7 @@ class Interpreter:
                 for (name, pos), item in zip(stmt.names, self.unpack(value, len(stmt.names), stmt.pos, top)):
                     self.bind_global(name, item, pos, top)
             elif isinstance(stmt, ast.Assign):
-                if self.torch_leaves:  # `w -= ...` of a PyTorch leaf (torch_autograd.py)
+                if self._torch_state is not None and self.torch_leaves:  # `w -= ...` of a PyTorch leaf
                     value = self.in_place_update(stmt, value, top)
                 self.bind_global(stmt.name, value, stmt.pos, top)
             elif value is NONE or isinstance(value, _SHOWN_NOTHING) or \
