@@ -38,6 +38,11 @@ _ITERATORS = {"range", "zip", "enumerate", "reversed", "list", "tuple"}
 class Flow:
     """Part of the lowering (gradcli.language.lower): loops, comprehensions, del, assert."""
 
+    # (made on first use; not through self.__dict__, which would move the lowering's attributes
+    # to a dict and slow every later read of them)
+    known_values: dict | None = None  # value id -> its Literal, once computed before evaluation
+    while_passes: dict | None = None  # a while statement's id -> the passes unrolled
+
     # ------------------------------------------------------------------ known before evaluation
     def known_literal(self, value):
         """A value computed from constants and the values the program writes for its inputs
@@ -48,7 +53,9 @@ class Flow:
         if isinstance(value, Literal):
             return value
         graph = self.graph
-        known = self.__dict__.setdefault("known_values", {})
+        known = self.known_values
+        if known is None:
+            known = self.known_values = {}
         if type(value) is not int:
             return None
         new, pending = set(), [value]
@@ -268,7 +275,9 @@ class Flow:
     # ------------------------------------------------------------------ while, del, assert
     def unroll_once(self, stmt) -> None:
         """One more pass of a while loop, counted against the expansion limit."""
-        passes = self.__dict__.setdefault("while_passes", {})
+        passes = self.while_passes
+        if passes is None:
+            passes = self.while_passes = {}
         passes[id(stmt)] = passes.get(id(stmt), 0) + 1
         self.steps_left -= 1 + len(stmt.body)
         if self.steps_left < 0 or passes[id(stmt)] > MAX_WHILE_PASSES:
