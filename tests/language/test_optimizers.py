@@ -241,14 +241,3 @@ def test_an_optax_training_loop_gives_optax_s_parameters(constructor):
 def test_an_optax_use_gradcli_does_not_read_is_refused_with_its_reason(lines, message):
     with pytest.raises(GradcliError, match=re.escape(message)):
         api.evaluate(OPTAX_HEAD + lines + "\nz = loss_fn(params)\n", fixes=False)
-
-
-def test_an_in_place_method_written_as_a_statement_is_not_shown():
-    # the hand-written loop of PyTorch's tutorials: `w.grad.zero_()` is a statement for its effect, as
-    # in a script (PyTorch 2.13 prints tensor([0.6400, 1.2800], requires_grad=True))
-    program = ("import torch\nw = torch.tensor([1.0, 2.0], requires_grad=True)\nfor i in range(2):\n"
-               "    loss = (w ** 2).sum()\n    loss.backward()\n    with torch.no_grad():\n"
-               "        w -= 0.1 * w.grad\n        w.grad.zero_()\nprint(w)\n")
-    outputs = api.evaluate(program, fixes=False).outputs
-    assert list(outputs) == ["w"]
-    np.testing.assert_allclose(outputs["w"], [0.64, 1.28], rtol=1e-15)

@@ -280,11 +280,8 @@ class Statements:
                     self.graph.result = (text, value)
 
     def show_expression(self, node, value, top: Scope) -> None:
-        """A top-level bare expression: shown (a notebook's display), the program's value so far;
-        not a statement made for its effect: `v.assign(...)`, a PyTorch in-place method (`w.grad.zero_()`)."""
-        bare = node.func.rpartition(".")[2] if isinstance(node, ast.Call) else ""
-        in_place = bare.endswith("_") and not bare.startswith("_") and (node.method or "." in node.func)
-        shown = not (bare.startswith("assign") or in_place)
+        """A top-level bare expression: shown (a notebook's display), the program's value so far."""
+        shown = not (isinstance(node, ast.Call) and node.func.rpartition(".")[2].startswith("assign"))
         for text, item in self.shown_fields(self.expression_text(node.pos), value):
             if item is NONE:
                 self.shown.append((text, None, False))
