@@ -22,9 +22,7 @@ checker reads are taken inside the chunks that compute the values, never in pass
 each value of the chain that the checker cannot prove finite from its inputs' bounds, and each
 large input whose first reader is the chain (its check deferred to it: `Chain.deferred`), gets
 its largest and smallest element per chunk while the chunk is in cache (NaN where the chunk
-holds one); an input whose bound reaches no op that grows faster than its input (exp, square),
-its square sum instead (one pass where those are two; its root bounds the largest element, as
-the plain check's square sum does). Where any of them is not finite or comes close to overflowing, the chain is
+holds one). Where any of them is not finite or comes close to overflowing, the chain is
 evaluated again unfused with the checker called after each equation, so what is reported, and
 where, is exactly the plain path's.
 
@@ -53,8 +51,6 @@ MIN_ELEMENTS = 1 << 16
 SCRATCH_CHUNKS = 4
 # Reductions whose result is the same number whether taken whole or chunk by chunk (no rounding)
 EXACT_REDUCTIONS = ("maximum", "minimum")
-# Types whose square sums BLAS takes in one pass (a half type's would overflow past 256)
-SQUARED_DTYPES = ("float64", "float32")
 
 
 class Chain(ValueRecord):
@@ -245,7 +241,6 @@ def evaluate(chain: Chain, graph, env: dict, dtype, out, check, overrides, rerun
     riders = [(q, getattr(np, equations[q].op.reduce_ufunc).reduce, np.empty(count, dtype=dtype))
               for q in chain.riders]
     leaf_facts = []
-    squared = set()  # deferred inputs checked by their square sums (facts[j]: one per chunk)
     for p, j in enumerate(chain.leaves):
         if check is not None and j in chain.deferred:
             high, low = facts[j]
@@ -254,12 +249,7 @@ def evaluate(chain: Chain, graph, env: dict, dtype, out, check, overrides, rerun
                     facts[j], high = (partials, low), None
                 else:
                     facts[j], low = (high, partials), None
-            elif dtype in SQUARED_DTYPES and check.loose_bound_suffices(j):
-                squared.add(j)
-                facts[j] = high  # (its square sums: one pass where the largest and smallest are two)
-                leaf_facts.append((p, high, None, True))
-                continue
-            leaf_facts.append((p, high, low, False))
+            leaf_facts.append((p, high, low))
     work = _chunk_work(steps, [a.reshape(-1) if f else a for f, a in zip(full, leaves)], full,
                        None if reducing else out.reshape(-1), n, size, [facts[k] if k in facts else None for k in watched],
                        leaf_facts, (getattr(np, root_op.reduce_ufunc).reduce, last, partials) if reducing else None,
@@ -271,7 +261,7 @@ def evaluate(chain: Chain, graph, env: dict, dtype, out, check, overrides, rerun
                            dtype=dtype).reshape(shapes[root])
     else:
         value = out
-    if check is not None and not _clean(chain, graph, env, check, leaves, value, reducing, speculative, facts, squared):
+    if check is not None and not _clean(chain, graph, env, check, leaves, value, reducing, speculative, facts):
         for m in chain.members:
             check.bound.pop(m, None)
         clobbered = [j for j, a in zip(chain.leaves, leaves) if a is out]
@@ -310,7 +300,7 @@ def _watch(chain: Chain, graph, check, leaves, reducing) -> tuple[list[int], set
     return watched, speculative
 
 
-def _clean(chain: Chain, graph, env, check, leaves, value, reducing, speculative, facts, squared) -> bool:
+def _clean(chain: Chain, graph, env, check, leaves, value, reducing, speculative, facts) -> bool:
     """The checks of the deferred inputs and the chain's values from the facts of the pass, in
     evaluation order: True where the plain path would report nothing (bounds recorded); False
     where the chain must be evaluated again unfused (a deferred input found not finite has had
@@ -324,17 +314,8 @@ def _clean(chain: Chain, graph, env, check, leaves, value, reducing, speculative
         return float(np.maximum(np.max(high), -np.min(low)))
 
     for j in chain.deferred:
-        if j in squared:
-            square_sum = float(np.max(facts[j]))  # (NaN where a chunk held a NaN)
-            if check.clean_by_square_sum(j, square_sum):
-                continue
-            if square_sum == square_sum:  # squares past the range, or a large value: its largest exactly (rare)
-                whole = env[j]
-                if check.clean_by_magnitude(j, float(np.maximum(np.max(whole), -np.min(whole)))):
-                    continue
+        if not check.clean_by_magnitude(j, top(j)):
             check(j, equations[j], env[j], ())  # the plain check: what it finds, it reports
-        elif not check.clean_by_magnitude(j, top(j)):
-            check(j, equations[j], env[j], ())
     if not check.origins.keys().isdisjoint(chain.deferred):
         return False
     known = dict(zip(chain.leaves, leaves))
@@ -410,7 +391,7 @@ def _chunk_work(steps, flat, full, out_flat, n, size, watched_facts, leaf_facts,
     locals bound once, no call per step beyond the ufunc's."""
     import numpy as np
 
-    largest, smallest, dot = np.maximum.reduce, np.minimum.reduce, np.dot
+    largest, smallest = np.maximum.reduce, np.minimum.reduce
     reduce, last, partials = reduction if reduction is not None else (None, 0, None)
 
     def work(c, buffers):
@@ -425,10 +406,7 @@ def _chunk_work(steps, flat, full, out_flat, n, size, watched_facts, leaf_facts,
                 high, low = watched_facts[watch]
                 high[c] = largest(result)
                 low[c] = smallest(result)
-        for p, high, low, squares in leaf_facts:
-            if squares:
-                high[c] = dot(chunk[p], chunk[p])
-                continue
+        for p, high, low in leaf_facts:
             if high is not None:
                 high[c] = largest(chunk[p])
             if low is not None:

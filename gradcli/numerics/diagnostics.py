@@ -116,9 +116,6 @@ class Diagnostic(ValueRecord):
 # How a bound on an op's result follows from its inputs', read from its record once per op
 # (`NumericsChecker.proven`): None, a number, this marker, or the record's rule
 _LARGEST_INPUT = "largest input"  # finite-closed without a rule of its own: as large as the largest input
-# Ops whose bound grows faster than their input's (every other rule is at most linear in each
-# input's bound, or a constant): a loose bound on an input fails their proof where a tight one holds
-_BOUNDS_GROW_FASTER = frozenset({"exp", "square"})
 _UNREAD = object()
 
 
@@ -166,7 +163,6 @@ class NumericsChecker:
         self.bound: dict[int, float] = {}  # value id -> a bound on its magnitude, where known
         self._bound_rules: dict = {}  # op -> _bound_rule(op)
         self._bound_of = self.bound.get  # (the per-equation reads, bound once)
-        self._reaching_fast_growth: set[int] | None = None  # loose_bound_suffices's, once asked
         self._shape_of = graph.shapes.__getitem__
         self._found_at: list[int] = []  # per diagnostic, the equation whose check found it
         self.suggestions = Suggestions(graph, self.largest)
@@ -348,21 +344,6 @@ class NumericsChecker:
             return False
         self.bound[i] = math.sqrt(square_sum) * (1 + 1e-6)
         return True
-
-    def loose_bound_suffices(self, i) -> bool:
-        """Whether a bound on value i from its square sum (up to sqrt(n) times its largest
-        magnitude) proves what the largest magnitude would: no op whose bound grows faster than
-        its input's (exp, square) reads i or a value computed from it. The set of values that
-        reach such an op is found once, in one sweep back over the program."""
-        reaching = self._reaching_fast_growth
-        if reaching is None:
-            reaching = self._reaching_fast_growth = set()
-            equations = self.graph.equations
-            for k in range(len(equations) - 1, -1, -1):
-                eq = equations[k]
-                if k in reaching or eq.op.name in _BOUNDS_GROW_FASTER:
-                    reaching.update(eq.inputs)
-        return i not in reaching
 
     def clean_by_magnitude(self, i, top: float) -> bool:
         """The check of a value from its largest magnitude alone (max|v|, NaN where v holds one),
