@@ -4,7 +4,7 @@ L = sum(w * softmax(x)) (benchmarks/arrays.py's program) over big arrays read fr
 Contenders, alternating within each round (harness.paired): gradcli with every numerical check
 on (its fused chains on the cores this process may run on), the same without the checks, the
 same with the checks on one thread, the hand-written NumPy VJP (one thread of Python; its
-float64 dot is BLAS's), and `np.add(x, w, out=)` of the same size, whose GB/s is the bandwidth
+float64 dot is BLAS's, on one thread too: run.py keeps this process's BLAS single-threaded), and `np.add(x, w, out=)` of the same size, whose GB/s is the bandwidth
 that the floor divides by. The floor of a workload is the least it must move, its inputs read
 once and its gradient written once (3 n numbers), at that bandwidth.
 

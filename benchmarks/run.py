@@ -20,7 +20,16 @@ import subprocess
 import sys
 import tempfile
 
-import numpy as np
+# BLAS on one thread in this process, unless the caller says otherwise: the hand-written VJP the
+# big-array goals divide by is single-threaded, and OpenBLAS's own threads (its float64 dot's)
+# keep spinning after each call, taking a core from whichever contender runs next (measured: the
+# checks' cost on 2 threads read 1.10-1.38x with them, 1.00-1.02x without). The processes this
+# starts get the caller's setting back.
+_CALLERS_BLAS_THREADS = os.environ.get("OPENBLAS_NUM_THREADS")
+os.environ["OPENBLAS_NUM_THREADS"] = _CALLERS_BLAS_THREADS or "1"
+import numpy as np  # noqa: E402
+if _CALLERS_BLAS_THREADS is None:
+    del os.environ["OPENBLAS_NUM_THREADS"]
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
