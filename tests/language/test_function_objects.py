@@ -81,18 +81,12 @@ def loss_and_gradient(program: str):
     return float(result.outputs["y"]), np.ravel(result.gradients["x"])
 
 
-@pytest.mark.parametrize("program", list(TORCH))
-def test_a_pytorch_module_is_its_functional_with_the_constructor_s_arguments(program):
-    value, gradient = loss_and_gradient(TORCH_HEAD + program)
-    expected_value, expected_gradient = TORCH[program]
-    assert value == pytest.approx(expected_value, rel=1e-12)
-    np.testing.assert_allclose(gradient, expected_gradient, rtol=1e-11, atol=1e-15)
-
-
-@pytest.mark.parametrize("program", list(KERAS))
-def test_a_keras_loss_object_reduces_its_function_s_losses(program):
-    value, gradient = loss_and_gradient(KERAS_HEAD + program)
-    expected_value, expected_gradient = KERAS[program]
+@pytest.mark.parametrize("head, table, program", [(TORCH_HEAD, TORCH, p) for p in TORCH]
+                         + [(KERAS_HEAD, KERAS, p) for p in KERAS])
+def test_a_module_or_loss_object_is_its_library_s_function_with_the_constructor_s_arguments(head, table, program):
+    # a PyTorch module is its functional; a Keras loss object reduces its function's per-sample losses
+    value, gradient = loss_and_gradient(head + program)
+    expected_value, expected_gradient = table[program]
     assert value == pytest.approx(expected_value, rel=1e-12)
     np.testing.assert_allclose(gradient, expected_gradient, rtol=1e-11, atol=1e-15)
 

@@ -229,7 +229,7 @@ def test_an_optax_training_loop_gives_optax_s_parameters(constructor):
 @pytest.mark.parametrize("lines, message", [
     ("opt = optax.adam(lambda step: 0.1)", "optax.adam(learning_rate=...): a schedule is not supported"),
     ("opt = optax.adam(0.1, nesterov=True)", "optax.adam(nesterov=True) is not supported"),
-    ("opt = optax.sgd()", "optax.sgd() needs its learning_rate"),
+    ("opt = optax.sgd()", "optax.sgd() needs learning_rate"),
     ("opt = optax.sgd(0.1, momentun=0.9)", "got 'momentun'"),
     ("opt = optax.adamw(0.1)\nstate = opt.init(params)\nu, state = opt.update(params, state)",
      "the decayed weights need the params"),

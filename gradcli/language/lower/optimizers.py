@@ -64,14 +64,8 @@ class TorchOptimizers:
                                  "non-leaf tensor (PyTorch: ValueError)", written.pos)
         if len(set(params)) != len(params):  # (PyTorch warns, then steps such a parameter once per mention)
             raise self.error(f"{label}(params, ...): a parameter is given twice; give each once", written.pos)
-        names = list(DEFAULTS[kind])
-        given = dict(zip(names, values[1:len(node.args)]))
-        for kw, value in zip(node.keywords, values[len(node.args):]):
-            if kw.name in _IGNORED:
-                continue
-            if kw.name not in DEFAULTS[kind] or kw.name in given:
-                raise self.error(f"{label}() takes {', '.join(names)}; got '{kw.name}'", kw.pos)
-            given[kw.name] = value
+        given = self.arguments_by_name(node, values, ("params", *DEFAULTS[kind], *_IGNORED))  # (function_values.py)
+        given = {name: value for name, value in given.items() if name != "params" and name not in _IGNORED}
         options = dict(DEFAULTS[kind])
         for name, value in given.items():
             options[name] = self._option(label, name, value, node.pos)
@@ -227,14 +221,7 @@ class OptaxOptimizers:
 
     def optax_transform(self, kind: str, node: ast.Call, values: list) -> OptaxTransform:
         label = node.func
-        names = list(OPTAX_DEFAULTS[kind])
-        given = dict(zip(names, values[:len(node.args)]))
-        for kw, value in zip(node.keywords, values[len(node.args):]):
-            if kw.name not in names or kw.name in given:
-                raise self.error(f"{label}() takes {', '.join(names)}; got '{kw.name}'", kw.pos)
-            given[kw.name] = value
-        if "learning_rate" not in given:
-            raise self.error(f"{label}() needs its learning_rate", node.pos)
+        given = self.arguments_by_name(node, values, tuple(OPTAX_DEFAULTS[kind]))  # (function_values.py)
         options = dict(OPTAX_DEFAULTS[kind])
         for name, value in given.items():
             if value is NONE:
