@@ -190,6 +190,7 @@ def test_lax_fori_loop_and_scan_unroll_to_jax_s_values_and_gradients():
     ("y = lax.scan(lambda c, x: (c, x), 0.0)", "without xs, give length="),
     ("y = lax.scan(lambda c, x: c + x, 0.0, jnp.array([1.0, 2.0]))", "f must return a pair (carry, y)"),
     ("y = lax.scan(lambda c, x: (c, x), 0.0, 3.0)", "xs must have a leading axis to scan over"),
+    ("y = lax.scan(lambda c, x: (c, (x, x)), 0.0, jnp.array([1.0, 2.0]))", "each y that f returns must be one array"),
 ])
 def test_lax_loops_written_wrong_are_refused_with_their_reason(line, message):
     with pytest.raises(GradcliError, match=re.escape(message)):

@@ -187,6 +187,8 @@ class FunctionValues:
             return NONE
         if reverse:
             ys = ys[::-1]
+        if any(y is NONE or not (type(y) is int or isinstance(y, Literal)) for y in ys):
+            raise self.error(f"{node.func}: each y that f returns must be one array (or None at every step)", node.pos)
         ids = tuple(self.materialize(y, scope, node.pos) for y in ys)
         return self.emit(OPS["stack"], ids, {}, node.pos, node.func, scope)
 
