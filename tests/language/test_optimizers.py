@@ -241,3 +241,60 @@ def test_an_optax_training_loop_gives_optax_s_parameters(constructor):
 def test_an_optax_use_gradcli_does_not_read_is_refused_with_its_reason(lines, message):
     with pytest.raises(GradcliError, match=re.escape(message)):
         api.evaluate(OPTAX_HEAD + lines + "\nz = loss_fn(params)\n", fixes=False)
+
+
+KERAS_HEAD = """import tensorflow as tf
+w = tf.Variable([0.5, -0.5], dtype=tf.float64)
+b = tf.Variable(0.2, dtype=tf.float64)
+X = tf.constant([[1.0, 2.0], [2.0, 1.0], [0.0, 1.0]], dtype=tf.float64)
+y = tf.constant([1.0, 2.0, 0.5], dtype=tf.float64)
+"""
+KERAS_LOOP = """for step in range(4):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean((tf.linalg.matvec(X, w) + b - y) ** 2)
+    grads = tape.gradient(loss, [w, b])
+    optimizer.apply_gradients(zip(grads, [w, b]))
+print(w)
+print(b)
+"""
+KERAS = {  # the optimizer: (w, b) after four steps as Keras 3.15.1 (TensorFlow 2.21.0) printed them; Keras
+    # holds the learning rate in float32 and casts 0.9 through float32, and so does gradcli here
+    "optimizer = tf.keras.optimizers.SGD(learning_rate=0.1)":
+        ([0.8073501233350495, -0.11562074062453376], 0.4905283954119976),
+    "optimizer = tf.keras.optimizers.SGD(learning_rate=0.1, momentum=0.9)":
+        ([0.9076501038650273, 0.02983923551549586], 0.616368377864457),
+    "optimizer = tf.keras.optimizers.SGD(0.05, 0.8, True)":
+        ([0.8865940875751729, -0.014663451084465137], 0.5678538861558438),
+    "optimizer = tf.keras.optimizers.Adam(learning_rate=0.1)":
+        ([0.8682687328901971, -0.12945498599474603], 0.5713905226787094),
+    "optimizer = tf.keras.optimizers.Adam(0.05, beta_1=0.8, beta_2=0.99, epsilon=1e-6)":
+        ([0.6939000156466804, -0.3057984998634391], 0.39431445576656166),
+}
+
+
+@pytest.mark.parametrize("constructor", list(KERAS))
+def test_a_keras_custom_training_loop_applies_keras_s_updates(constructor):
+    outputs = api.evaluate(KERAS_HEAD + constructor + "\n" + KERAS_LOOP, fixes=False).outputs
+    w, b = KERAS[constructor]
+    np.testing.assert_allclose(outputs["w"], w, rtol=1e-14)
+    assert float(outputs["b"]) == pytest.approx(b, rel=1e-14)
+
+
+@pytest.mark.parametrize("lines, message", [
+    ("optimizer = tf.keras.optimizers.Adam(0.1, weight_decay=0.01)", "Adam(weight_decay=...) is not supported"),
+    ("optimizer = tf.keras.optimizers.SGD(0.1, clipnorm=1.0)", "SGD(clipnorm=...) is not supported"),
+    ("optimizer = tf.keras.optimizers.SGD(0.1)\noptimizer.minimize(w)", "gradcli reads apply_gradients(zip(grads, variables))"),
+    ("optimizer = tf.keras.optimizers.SGD(0.1)\noptimizer.apply_gradients(zip([w], [X]))",
+     "each variable must be a tf.Variable of the program"),
+])
+def test_a_keras_optimizer_use_gradcli_does_not_read_is_refused(lines, message):
+    with pytest.raises(GradcliError, match=re.escape(message)):
+        api.evaluate(KERAS_HEAD + lines + "\nz = w\n", fixes=False)
+
+
+def test_zip_of_lists_holding_values_of_two_shapes_pairs_them():
+    # a list iterated is its items (before, `zip([w, b], ...)` stacked w and b into one array and failed)
+    program = KERAS_HEAD + ("for v, k in zip([w, b], [3.0, 4.0]):\n    last = v * k\n"
+                            "pairs = zip([w, b], [1.0, 2.0])\nz = pairs[1][0] + pairs[1][1]\n")
+    outputs = api.evaluate(program, fixes=False).outputs
+    assert float(outputs["z"]) == 2.2

@@ -60,6 +60,11 @@ def _range_reading(call):
     return None
 
 
+def _zip(lowering, node, values, scope):
+    """zip(a, b, ...) as a value: the tuples of the items at each place (lower/function_values.py)."""
+    return lowering.zipped(node, values, scope)
+
+
 def _partial(lowering, node, values, scope):
     """functools.partial(f, *args, **keywords): f with those arguments given first (function_values.py)."""
     return lowering.partial_of(node, values)
@@ -67,7 +72,7 @@ def _partial(lowering, node, values, scope):
 
 NAMES = {
     "pow": "power",
-    "partial": _partial,
+    "partial": _partial, "zip": _zip,
 }
 
 READINGS = {

@@ -317,6 +317,13 @@ def _loss_object(function: str, *positional: str):
     return make
 
 
+def _keras_optimizer(kind: str):
+    """keras.optimizers.SGD / Adam (tf.keras.optimizers.): for apply_gradients (lower/optimizers.py)."""
+    def make(lowering, node, values, scope):
+        return lowering.keras_optimizer(kind, node, values)
+    return make
+
+
 LOSS_OBJECTS = {
     "MeanSquaredError": _loss_object("mean_squared_error"), "MeanAbsoluteError": _loss_object("mean_absolute_error"),
     "MeanAbsolutePercentageError": _loss_object("mean_absolute_percentage_error"),
@@ -331,7 +338,8 @@ LOSS_OBJECTS = {
 }
 
 NAMES = {
-    **LOSS_OBJECTS, "boolean_mask": _boolean_mask, "gather_nd": _gather_nd, "band_part": _band_part,
+    **LOSS_OBJECTS, **{f"optimizers.{kind}": _keras_optimizer(kind) for kind in ("SGD", "Adam")},
+    "boolean_mask": _boolean_mask, "gather_nd": _gather_nd, "band_part": _band_part,
     "matrix_band_part": _band_part,
     # keras.config.set_floatx("float64") (keras.backend.set_floatx), tf.config.run_functions_eagerly(True)
     "config.set_floatx": setting(0), "set_floatx": setting(0), "config.run_functions_eagerly": setting(),
@@ -352,7 +360,7 @@ NAMES = {
     "tf_slice": "slice_begin_size",
     "diag_part": "diagonal", "matrix_diag_part": "diagonal", "matrix_diag": "diag_embed",
     "fill": "full", "range": "arange",
-    "matrix_inverse": "inv", "triangular_solve": "solve_triangular", "matrix_determinant": "det",
+    "matrix_inverse": "inv", "matvec": "matmul",  # (tf.linalg.matvec(a, b): a @ b of a vector b) "triangular_solve": "solve_triangular", "matrix_determinant": "det",
     # Keras' short names of its losses
     "mse": "mean_squared_error", "MSE": "mean_squared_error", "mae": "mean_absolute_error",
     "MAE": "mean_absolute_error", "mape": "mean_absolute_percentage_error", "MAPE": "mean_absolute_percentage_error",

@@ -123,7 +123,8 @@ class Flow:
                 return "enumerate", node.args[:1] + start
             if node.keywords:
                 raise self.error(f"{node.func}() with keywords is not supported in a loop", node.pos)
-            return node.func, list(node.args)
+            # (a list iterated is its items, as a tuple's: `zip([w, b], grads)` of values of two shapes)
+            return node.func, [ast.Tuple(a.items, a.pos) if isinstance(a, ast.Array) else a for a in node.args]
         if isinstance(node, ast.Call) and not node.args[node.method:] and not node.keywords:
             base, _, method = node.func.rpartition(".")
             if method in ("items", "keys", "values") and (node.method or base):

@@ -192,6 +192,14 @@ class FunctionValues:
         ids = tuple(self.materialize(y, scope, node.pos) for y in ys)
         return self.emit(OPS["stack"], ids, {}, node.pos, node.func, scope)
 
+    def zipped(self, node: ast.Call, values: list, scope: Scope) -> TupleValue:
+        """`zip(a, b, ...)` as a value (`optimizer.apply_gradients(zip(grads, variables))`): the
+        tuples of the items at each place, as far as the shortest goes (a loop's zip, flow.py)."""
+        if node.keywords:
+            raise self.error(f"{node.func}() with keywords is not supported", node.pos)
+        columns = [self.items_of(v, node.pos, scope) for v in values]
+        return TupleValue([TupleValue(list(row), node.pos) for row in zip(*columns)], node.pos)
+
     def vmap_of(self, args: list, keywords: dict, node: ast.Call) -> Mapped:
         """`jax.vmap(f, in_axes=0)`: f mapped over axis 0 of the arguments (in_axes: 0, or a tuple
         of 0 and None, one per argument)."""

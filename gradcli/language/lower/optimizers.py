@@ -10,6 +10,8 @@ Options gradcli does not read (amsgrad; differentiable=True, a step that carries
 refused by name; foreach, fused and capturable change no number and are left out."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from gradcli.language import syntax as ast
@@ -211,7 +213,7 @@ class OptaxState(ValueRecord):
     __slots__ = _fields = ("kind", "count", "moments", "pos")
 
 
-OPTIMIZER_VALUES = (Optimizer, OptaxTransform, OptaxState)
+OPTIMIZER_VALUES = (Optimizer, OptaxTransform, OptaxState)  # (and KerasOptimizer, below)
 
 
 class OptaxOptimizers:
@@ -315,3 +317,115 @@ class OptaxOptimizers:
                 grads = [op("add", u, op("multiply", number(o["weight_decay"]), p)) for u, p in zip(grads, params)]
         updates = [op("multiply", u, number(-o["learning_rate"])) for u in grads]
         return updates, OptaxState(transform.kind, count, moments, node.pos)
+
+
+# ---------------------------------------------------------------------------------------- Keras
+# Keras 3's optimizers: their options in the constructor's order, and Keras' defaults; the options
+# after them that would change the numbers (weight decay, clipping, EMA) are refused unless left at
+# their defaults
+KERAS_DEFAULTS = {
+    "SGD": {"learning_rate": 0.01, "momentum": 0.0, "nesterov": False},
+    "Adam": {"learning_rate": 0.001, "beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7, "amsgrad": False},
+}
+_KERAS_UNREAD = ("weight_decay", "clipnorm", "clipvalue", "global_clipnorm", "use_ema", "ema_momentum",
+                 "ema_overwrite_frequency", "loss_scale_factor", "gradient_accumulation_steps")
+_KERAS_IGNORED = ("name", "jit_compile")
+
+
+class KerasOptimizer(ValueRecord):
+    """`tf.keras.optimizers.SGD(...)` / `Adam(...)`: its options, its step count (`iterations`) and its
+    state per variable (the variable's current id -> momentum, velocity)."""
+
+    __slots__ = _fields = ("kind", "options", "iterations", "state", "pos")
+
+
+class KerasOptimizers:
+    """Part of the lowering (gradcli.language.lower): Keras' SGD and Adam in a custom training loop,
+    `optimizer.apply_gradients(zip(grads, variables))`, by Keras 3.15's `update_step` formulas."""
+
+    def keras_optimizer(self, kind: str, node: ast.Call, values: list) -> KerasOptimizer:
+        label = node.func
+        names = (*KERAS_DEFAULTS[kind], *_KERAS_UNREAD, *_KERAS_IGNORED)
+        given = self.arguments_by_name(node, values, names, required=0)  # (function_values.py)
+        options = dict(KERAS_DEFAULTS[kind])
+        for name, value in given.items():
+            if name in _KERAS_IGNORED or value is NONE:
+                continue
+            number = self.static_param(name, value, label, node.pos)
+            if isinstance(number, (str, tuple)) or isinstance(value, FUNCTION_VALUES):
+                raise self.error(f"{label}({name}=...) takes a number (a schedule is not supported)", node.pos)
+            if name in _KERAS_UNREAD or name == "amsgrad":
+                if number:
+                    raise self.error(f"{label}({name}=...) is not supported: leave it out", node.pos)
+                continue
+            options[name] = bool(number) if name == "nesterov" else float(number)
+        return KerasOptimizer(kind, options, 0, {}, node.pos)
+
+    def keras_apply_gradients(self, optimizer: KerasOptimizer, node: ast.Call, values: list, scope: Scope):
+        """`optimizer.apply_gradients(zip(grads, variables))`: each variable updated in place (its
+        name, every name holding it, bound to a new variable), one step counted."""
+        args = values[1:]
+        if node.func != "apply_gradients" or len(args) != 1 or not isinstance(args[0], TupleValue):
+            raise self.error(f"{optimizer.kind}.{node.func}(...) is not supported: gradcli reads "
+                             "apply_gradients(zip(grads, variables))", node.pos)
+        pairs = []
+        for pair in args[0].items:
+            if not isinstance(pair, TupleValue) or len(pair.items) != 2:
+                raise self.error("apply_gradients takes (gradient, variable) pairs: zip(grads, variables)", node.pos)
+            grad, variable = pair.items
+            if type(variable) is not int or variable not in self.variables:
+                raise self.error("apply_gradients: each variable must be a tf.Variable of the program", node.pos)
+            if grad is not NONE:
+                pairs.append((self.materialize(grad, scope, node.pos), variable))
+        step = optimizer.iterations + 1
+        for grad, variable in pairs:
+            new = self._keras_updated(optimizer, step, grad, variable, node, scope)
+            cut = self.emit(OPS["stop_gradient"], (new,), {}, node.pos, "apply_gradients", scope)
+            fresh = transforms.fresh(self, cut, node.pos, scope)
+            self.variables.add(fresh)
+            optimizer.state[fresh] = optimizer.state.pop(variable, {})
+            self.rebind_id(variable, fresh, scope)
+            self._rebind_attributes(variable, fresh)
+        optimizer.iterations = step
+        return NONE
+
+    def _keras_updated(self, optimizer: KerasOptimizer, step: int, grad: int, variable: int, node, scope) -> int:
+        """The variable after one step, by Keras' update_step in its order of operations."""
+        o = optimizer.options
+        state = optimizer.state.setdefault(variable, {})
+
+        def op(name, *ids):
+            return self.emit(OPS[name], ids, {}, node.pos, "apply_gradients", scope)
+
+        def number(value):
+            return self.graph.add_constant(np.float64(value), node.pos, scope.stack)
+
+        # Keras holds the learning rate in a variable of its floatx (float32), and `ops.cast(0.9, float64)`
+        # of a Python number makes a float32 tensor first: those numbers are float32's
+        def as_float32(value):
+            return float(np.float32(value))
+
+        rate = as_float32(o["learning_rate"])
+        lr = number(rate)
+        if optimizer.kind == "SGD":
+            if not o["momentum"]:
+                return op("subtract", variable, op("multiply", grad, lr))
+            momentum = number(as_float32(o["momentum"]))
+            zeros = state.get("m")
+            m = op("subtract", op("multiply", number(0.0) if zeros is None else zeros, momentum), op("multiply", grad, lr))
+            state["m"] = m
+            if o["nesterov"]:
+                return op("add", variable, op("subtract", op("multiply", m, momentum), op("multiply", grad, lr)))
+            return op("add", variable, m)
+        beta_1, beta_2 = o["beta_1"], o["beta_2"]  # (1 - beta: Python's numbers, in the variable's type)
+        alpha = rate * math.sqrt(1 - as_float32(beta_2) ** step) / (1 - as_float32(beta_1) ** step)
+        zero = number(0.0)
+        m_old, v_old = state.get("m", zero), state.get("v", zero)
+        m = op("add", m_old, op("multiply", op("subtract", grad, m_old), number(1 - beta_1)))
+        v = op("add", v_old, op("multiply", op("subtract", op("square", grad), v_old), number(1 - beta_2)))
+        state["m"], state["v"] = m, v
+        return op("subtract", variable, op("divide", op("multiply", m, number(alpha)),
+                                           op("add", op("sqrt", v), number(o["epsilon"]))))
+
+
+OPTIMIZER_VALUES = OPTIMIZER_VALUES + (KerasOptimizer,)
