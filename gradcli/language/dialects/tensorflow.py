@@ -360,7 +360,8 @@ NAMES = {
     "tf_slice": "slice_begin_size",
     "diag_part": "diagonal", "matrix_diag_part": "diagonal", "matrix_diag": "diag_embed",
     "fill": "full", "range": "arange",
-    "matrix_inverse": "inv", "matvec": "matmul",  # (tf.linalg.matvec(a, b): a @ b of a vector b) "triangular_solve": "solve_triangular", "matrix_determinant": "det",
+    "matrix_inverse": "inv", "triangular_solve": "solve_triangular", "matrix_determinant": "det",
+    "matvec": "matmul",  # (tf.linalg.matvec(a, b): a @ b of a vector b)
     # Keras' short names of its losses
     "mse": "mean_squared_error", "MSE": "mean_squared_error", "mae": "mean_absolute_error",
     "MAE": "mean_absolute_error", "mape": "mean_absolute_percentage_error", "MAPE": "mean_absolute_percentage_error",
