@@ -286,6 +286,8 @@ def test_a_keras_custom_training_loop_applies_keras_s_updates(constructor):
     ("optimizer = tf.keras.optimizers.SGD(0.1)\noptimizer.minimize(w)", "gradcli reads apply_gradients(zip(grads, variables))"),
     ("optimizer = tf.keras.optimizers.SGD(0.1)\noptimizer.apply_gradients(zip([w], [X]))",
      "each variable must be a tf.Variable of the program"),
+    ("optimizer = tf.keras.optimizers.SGD(0.1)\noptimizer.apply_gradients(zip([tf.constant(1.0, tf.float64)], [w]))",
+     "apply_gradients: a gradient of shape () for a variable of shape (2,)"),
 ])
 def test_a_keras_optimizer_use_gradcli_does_not_read_is_refused(lines, message):
     with pytest.raises(GradcliError, match=re.escape(message)):

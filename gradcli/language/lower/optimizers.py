@@ -376,7 +376,11 @@ class KerasOptimizers:
             if type(variable) is not int or variable not in self.variables:
                 raise self.error("apply_gradients: each variable must be a tf.Variable of the program", node.pos)
             if grad is not NONE:
-                pairs.append((self.materialize(grad, scope, node.pos), variable))
+                grad = self.materialize(grad, scope, node.pos)
+                if self.graph.shapes[grad] != self.graph.shapes[variable]:
+                    raise self.error(f"apply_gradients: a gradient of shape {self.graph.shapes[grad]} for a variable of "
+                                     f"shape {self.graph.shapes[variable]}", node.pos)
+                pairs.append((grad, variable))
         step = optimizer.iterations + 1
         for grad, variable in pairs:
             new = self._keras_updated(optimizer, step, grad, variable, node, scope)
