@@ -265,10 +265,11 @@ def _boolean_mask(lowering, node, values, scope):
     axis = 0 if "axis" not in given or lowering.is_none(given["axis"]) else \
         lowering.static_param("axis", given["axis"], node.func, node.pos)
     ndim = len(lowering.graph.shapes[x])
-    if not 0 <= axis % max(ndim, 1) <= ndim - mask.array.ndim:
+    axis = axis % ndim if ndim else axis
+    if not 0 <= axis <= ndim - mask.array.ndim:
         raise lowering.error(f"{node.func}: a mask of {mask.array.ndim} axes from axis {axis} does not fit a "
                              f"tensor of {ndim} axes", node.pos)
-    return _indexed(lowering, node, x, ((None, None, None),) * (axis % max(ndim, 1)) + (mask,), scope)  # (a slice: a triple)
+    return _indexed(lowering, node, x, ((None, None, None),) * axis + (mask,), scope)  # (a slice: a triple)
 
 
 def _gather_nd(lowering, node, values, scope):

@@ -154,11 +154,10 @@ class FunctionValues:
             if not shape:
                 raise self.error(f"{node.func}: xs must have a leading axis to scan over", node.pos)
             rows = [self.emit(OPS["index"], (xs,), {"index": (k,)}, node.pos, node.func, scope) for k in range(shape[0])]
-        if "reverse" in given and self.constant_truth(given["reverse"]):
+        reverse = "reverse" in given and bool(self.constant_truth(given["reverse"]))
+        if reverse:
             rows = rows[::-1]
-        work.append((_FINISH, ("loop", "scan", f, node, 0, len(rows), (rows, [], "reverse" in given
-                                                                         and self.constant_truth(given["reverse"]))),
-                     scope))
+        work.append((_FINISH, ("loop", "scan", f, node, 0, len(rows), (rows, [], reverse)), scope))
         return given["init"]
 
     def loop_step(self, item, values: list, scope: Scope, work: list) -> None:

@@ -14,7 +14,7 @@ from gradcli.language.lower.transforms import (
     _FINISH, FUNCTION_VALUES, JAX_TRANSFORMS, NOT_MINE, BoundMethod, ClassValue, DictValue, FunctionRef, Linear,
     Mapped, ObjectValue, Partial, Tape, TapeRecording, Transform)
 from gradcli.language.lower.values import NONE, Closure, Literal, Scope, Text, TupleValue
-from gradcli.language.lower.optimizers import MODULE_METHODS, KerasOptimizer, OptaxTransform, Optimizer
+from gradcli.language.lower.optimizers import MODULE_METHODS, OPTIMIZER_METHODS
 from gradcli.autodiff import depends_on
 from gradcli.ops import OPS
 
@@ -35,9 +35,9 @@ class GradientCalls(PyTrees, ValuesApart):
                 return self.tape_method(receiver, node, values[1:], scope)
             if isinstance(receiver, ObjectValue):
                 return self.call_method(receiver, node, values, scope, work)
-            if isinstance(receiver, (Optimizer, OptaxTransform, KerasOptimizer)):  # (optimizers.py)
-                return (self.optimizer_method if isinstance(receiver, Optimizer) else self.optax_method
-                        if isinstance(receiver, OptaxTransform) else self.keras_apply_gradients)(receiver, node, values, scope)
+            method = OPTIMIZER_METHODS.get(type(receiver))  # (optimizers.py)
+            if method is not None:
+                return getattr(self, method)(receiver, node, values, scope)
             if isinstance(receiver, (DictValue, Text)):
                 return self.dict_or_text_method(receiver, node, values[1:])
             if receiver is NONE and node.func == "__init__":

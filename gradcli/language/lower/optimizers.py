@@ -37,6 +37,16 @@ MODULE_METHODS = ("parameters", "zero_grad")
 _IGNORED = {"foreach", "fused", "capturable"}
 
 
+def _emitters(lowering, node: ast.Call, scope: Scope, label: str):
+    """op(name, *ids) and number(value): the equations of an optimizer's step, at the call's place."""
+    def op(name, *ids):
+        return lowering.emit(OPS[name], ids, {}, node.pos, label, scope)
+
+    def number(value):
+        return lowering.graph.add_constant(np.float64(value), node.pos, scope.stack)
+    return op, number
+
+
 class Optimizer(ValueRecord):
     """A torch.optim optimizer: its kind, its parameters (leaf ids, updated at each step), its
     options, and its state per parameter (momentum buffer; Adam's averages and step count)."""
@@ -140,11 +150,7 @@ class TorchOptimizers:
         """The parameter after one step, by PyTorch's formulas in PyTorch's order."""
         o = optimizer.options
 
-        def op(name, *ids):
-            return self.emit(OPS[name], ids, {}, node.pos, "step", scope)
-
-        def number(value):
-            return self.graph.add_constant(np.float64(value), node.pos, scope.stack)
+        op, number = _emitters(self, node, scope, "step")
 
         if o["maximize"]:
             grad = op("negative", grad)
@@ -284,11 +290,7 @@ class OptaxOptimizers:
         """(the updates, the new state) of one update, leaf by leaf, in optax's order of operations."""
         o = transform.options
 
-        def op(name, *ids):
-            return self.emit(OPS[name], ids, {}, node.pos, "update", scope)
-
-        def number(value):
-            return self.graph.add_constant(np.float64(value), node.pos, scope.stack)
+        op, number = _emitters(self, node, scope, "update")
 
         count = state.count + 1
         if transform.kind == "sgd":
@@ -352,7 +354,7 @@ class KerasOptimizers:
             if name in _KERAS_IGNORED or value is NONE:
                 continue
             number = self.static_param(name, value, label, node.pos)
-            if isinstance(number, (str, tuple)) or isinstance(value, FUNCTION_VALUES):
+            if isinstance(number, (str, tuple)):  # (a function is no constant: static_param said so)
                 raise self.error(f"{label}({name}=...) takes a number (a schedule is not supported)", node.pos)
             if name in _KERAS_UNREAD or name == "amsgrad":
                 if number:
@@ -398,11 +400,7 @@ class KerasOptimizers:
         o = optimizer.options
         state = optimizer.state.setdefault(variable, {})
 
-        def op(name, *ids):
-            return self.emit(OPS[name], ids, {}, node.pos, "apply_gradients", scope)
-
-        def number(value):
-            return self.graph.add_constant(np.float64(value), node.pos, scope.stack)
+        op, number = _emitters(self, node, scope, "apply_gradients")
 
         # Keras holds the learning rate in a variable of its floatx (float32), and `ops.cast(0.9, float64)`
         # of a Python number makes a float32 tensor first: those numbers are float32's
@@ -433,3 +431,6 @@ class KerasOptimizers:
 
 
 OPTIMIZER_VALUES = OPTIMIZER_VALUES + (KerasOptimizer,)
+# the optimizers' methods, by the value they are called on (GradientCalls.call_gradient_api)
+OPTIMIZER_METHODS = {Optimizer: "optimizer_method", OptaxTransform: "optax_method",
+                     KerasOptimizer: "keras_apply_gradients"}
