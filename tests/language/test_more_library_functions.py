@@ -195,3 +195,92 @@ def test_lax_fori_loop_and_scan_unroll_to_jax_s_values_and_gradients():
 def test_lax_loops_written_wrong_are_refused_with_their_reason(line, message):
     with pytest.raises(GradcliError, match=re.escape(message)):
         api.evaluate("import jax.numpy as jnp\nfrom jax import lax\n" + line + "\n", fixes=False)
+
+
+LAX_BRANCHES = """import jax
+jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp
+from jax import lax
+
+steps = 3
+start = 1
+
+def f(x):
+    return lax.cond(x > 0, lambda v: jnp.sin(v) * v, lambda v: v ** 3, x)
+
+def s(x, w):
+    branches = [lambda a, b: a * b, lambda a, b: a + b, lambda a, b: jnp.exp(a - b)]
+    return lax.switch(2, branches, x, w) + lax.switch(-1, branches, x, w) + lax.switch(9, branches, x, w)
+
+def halve(x):
+    def cond(c):
+        return c[0] < 5
+    def body(c):
+        i, v = c
+        return i + 1, jnp.sqrt(v + x)
+    return lax.while_loop(cond, body, (0, 1.0))[1]
+
+def r(x):
+    return lax.fori_loop(start, start + steps, lambda i, v: v * x + i, 1.0)
+
+A = jnp.array([[2.0, 1.0], [1.0, 3.0]])
+print(f(1.3))
+print(jax.grad(f)(1.3))
+print(f(-1.3))
+print(jax.grad(f)(-1.3))
+print(s(0.5, 2.0))
+print(jax.grad(s, argnums=(0, 1))(0.5, 2.0))
+print(halve(2.0))
+print(jax.jvp(halve, (2.0,), (1.0,))[1])
+print(jax.grad(halve)(2.0))
+print(r(1.5))
+print(jax.grad(r)(1.5))
+print(jnp.linalg.cond(A))
+"""
+JAX_BRANCHES = {  # JAX 0.10.2, x64, as printed
+    "f(1.3)": 1.2526256410423509, "jax.grad(f)(1.3)": 1.3113066626291565,
+    "f(-1.3)": -2.1970000000000005, "jax.grad(f)(-1.3)": 5.07,
+    "s(0.5, 2.0)": 1.4462603202968598,  # the index clamped into range, as JAX does
+    "jax.grad(s, argnums=(0, 1))(0.5, 2.0)": [2.44626032, 0.05373968],  # (JAX prints 8 digits)
+    "halve(2.0)": 1.9989291749527314, "jax.jvp(halve, (2.0,), (1.0,))[1]": 0.3338742194224564,
+    # JAX refuses reverse mode through while_loop ("Reverse-mode differentiation does not work for
+    # lax.while_loop"); the unrolled loop's gradient is the forward-mode derivative above
+    "jax.grad(halve)(2.0)": 0.3338742194224564,
+    "r(1.5)": 11.625, "jax.grad(r)(1.5)": 11.75,  # bounds from top-level names the program writes
+    "jnp.linalg.cond(A)": 2.6180339887498953,  # linalg's cond is still the condition number
+}
+
+
+def test_lax_cond_switch_and_while_loop_give_jax_s_values_and_gradients():
+    outputs = api.evaluate(LAX_BRANCHES, fixes=False).outputs
+    for name, expected in JAX_BRANCHES.items():
+        np.testing.assert_allclose(outputs[name], expected, rtol=1e-8 if isinstance(expected, list) else 1e-14,
+                                   err_msg=name)
+
+
+@pytest.mark.parametrize("feeds, line, message", [
+    ({"x": 2.0}, "y = lax.cond(x > 0, lambda v: v, lambda v: -v, x)",
+     "this lax.cond's predicate depends on the data, which is not known before evaluation: compute both "
+     "branches and choose with jnp.where(pred, true_fun(x), false_fun(x))"),
+    ({"x": 2.0}, "y = lax.while_loop(lambda v: v < x, lambda v: v * 2, 1.0)",
+     "this lax.while_loop's condition depends on the data"),
+    ({}, "y = lax.while_loop(lambda v: v > 0, lambda v: v + 1, 1.0)",
+     "lax.while_loop: the program expands to more than 10,000 passes of a while loop"),
+    ({"n": 3.0}, "y = lax.fori_loop(0, n, lambda i, v: v * 2, 1.0)",
+     "upper must be known before evaluation: this one depends on a value given from outside (--set, a file)"),
+    ({}, "y = lax.cond(1 > 0, 1.0, 2.0)", "lax.cond(pred, true_fun, false_fun, *operands): the branches must be functions"),
+    ({}, "y = lax.switch(0, [1.0, 2.0], 3.0)", "lax.switch(index, branches, *operands): the branches must be functions"),
+    ({}, "y = lax.scan(lambda c, r: (c + r, r), 0.0, jnp.ones((0, 2)))", "a scan of zero steps is not supported"),
+])
+def test_lax_branches_known_only_from_the_data_are_refused_with_what_to_write(feeds, line, message):
+    with pytest.raises(GradcliError, match=re.escape(message)) as caught:
+        api.evaluate("import jax.numpy as jnp\nfrom jax import lax\n" + line + "\n", feeds=feeds, fixes=False)
+    assert caught.value.pos is not None and caught.value.pos.line == 3
+
+
+def test_a_range_bound_the_program_writes_is_known_and_one_given_from_outside_is_refused():
+    program = "n = 3\nx = 2.0\ny = x\nfor i in range(n):\n    y = y * x\n"
+    result = api.grad(program, wrt=["x"], fixes=False)
+    assert (float(result.outputs["y"]), float(result.gradients["x"])) == (16.0, 32.0)  # x**4, 4 x**3
+    with pytest.raises(GradcliError, match=re.escape("a range() bound must be known before evaluation")):
+        api.grad(program, wrt=["x"], feeds={"n": 4.0}, fixes=False)

@@ -286,6 +286,12 @@ class Resolution:
                 else op(self, node, values, scope)
         return self.call_as_read(node, values, scope, key, library, bare, op)
 
+    def call_op_named(self, node: ast.Call, values: list, scope: Scope, bare: str):
+        """A call read as the op `bare` where a dialect's transformation of that name is another library's (np.linalg.cond, lax.cond)."""
+        library = self.library_of(node)
+        return self.call_as_read(node, values, scope, _reading_key(node, node.func, library if node.method else None),
+                                 library, bare, OPS[bare])
+
     def call_as_read(self, node: ast.Call, values: list, scope: Scope, key: tuple, library, bare: str, op: Op):
         """read_call's end for an op: its reading resolved, remembered under `key`, bound, emitted."""
         name = node.func

@@ -28,6 +28,11 @@ DATA_CONDITION = {
              "gradcli unrolls a loop whose condition is known then (constants, counters, values written "
              "in the program); loop a fixed number of times (for i in range(N)) and choose each step's "
              "value with where(condition, a, b)",
+    "cond": "this lax.cond's predicate depends on the data, which is not known before evaluation: compute "
+            "both branches and choose with jnp.where(pred, true_fun(x), false_fun(x))",
+    "while_loop": "this lax.while_loop's condition depends on the data, which is not known before evaluation: "
+                  "gradcli unrolls a loop whose condition is known then; loop a fixed number of times "
+                  "(lax.fori_loop) and choose each step's value with jnp.where",
     "comprehension": "this comprehension's if depends on the data, which is not known before evaluation: "
                      "keep every item and choose with where(condition, a, b)",
 }
@@ -114,6 +119,20 @@ class Flow:
                              + DATA_CONDITION[statement].partition(": ")[2], pos)
         raise self.error(DATA_CONDITION[statement], pos)
 
+    def known_int(self, value, what: str, pos: Pos) -> int:
+        """An integer known before evaluation: a constant, or one computed from the values the
+        program writes (`n_steps = 100; range(n_steps)`, as a while loop's counter is); one given
+        from outside (--set, a file) is data, and refused."""
+        if type(value) is int and not isinstance(self.constant_value(value), Literal):
+            known = self.known_literal(value)
+            if known is None:
+                why = ("needs too much work to be computed before evaluation"
+                       if getattr(self, "unknown_why", "data") == "size" else "depends on a value given from outside")
+                raise self.error(f"{what} must be known before evaluation: this one {why} (--set, a file); "
+                                 "write the number in the program", pos)
+            value = known
+        return self.static_int(value, what, pos)
+
     # ------------------------------------------------------------------ iteration
     def iteration_parts(self, node) -> tuple[str, list]:
         """How a loop's iterable is read: its kind and the expressions lowered for it."""
@@ -135,7 +154,7 @@ class Flow:
         """The items a loop runs over, from its iterable's parts (see iteration_parts)."""
         pos = node.pos
         if kind == "range":
-            bounds = [self.static_int(v, "a range() bound", pos) for v in values]
+            bounds = [self.known_int(v, "a range() bound", pos) for v in values]
             if not 1 <= len(bounds) <= 3 or (len(bounds) == 3 and bounds[2] == 0):
                 raise self.error("range() takes 1 to 3 integers, the step not 0", pos)
             if len(range(*bounds)) > self.max_steps:
