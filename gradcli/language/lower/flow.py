@@ -204,6 +204,7 @@ class Flow:
 
     def loop_items(self, stmt: ast.For, scope: Scope) -> list:
         """The items a for statement runs over, known before evaluation."""
+        self.mark_loop_body(stmt)
         kind, parts = self.iteration_parts(stmt.iterable)
         return self.iteration_items(kind, [self.lower(part, scope) for part in parts], stmt.iterable, scope)
 
@@ -295,6 +296,7 @@ class Flow:
     # ------------------------------------------------------------------ while, del, assert
     def unroll_once(self, stmt) -> None:
         """One more pass of a while loop, counted against the expansion limit."""
+        self.mark_loop_body(stmt)
         passes = self.while_passes
         if passes is None:
             passes = self.while_passes = {}

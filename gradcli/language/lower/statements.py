@@ -42,6 +42,9 @@ VALUE_PRESERVING_DECORATORS = {"jit", "function", "partial", "checkpoint", "rema
 class Statements:
     """Part of the lowering (gradcli.language.lower): compound statements and in-program gradients."""
 
+    in_loops: set | None = None  # (made on first use) ids of the statements and bare expressions inside loops
+    last_in_loop = None  # (node, value) of the last bare expression inside a loop, not shown
+
     def expand_statement(self, stmt, pending: list, top: Scope) -> bool:
         """Handles a compound statement (pushing what it runs onto `pending`, last first);
         False where `stmt` is a plain one."""
@@ -279,8 +282,32 @@ class Statements:
                     shown.append((text, value, True))
                     self.graph.result = (text, value)
 
+    def mark_loop_body(self, loop) -> None:
+        """The bare expressions inside a loop's body, at any depth: not shown (`w.grad.zero_()` in a
+        training loop), as a script or a notebook cell shows none of them."""
+        marked = self.in_loops
+        if marked is None:
+            marked = self.in_loops = set()
+        if not loop.body or id(loop.body[0]) in marked:
+            return
+        stack = list(loop.body)
+        while stack:
+            stmt = stack.pop()
+            marked.add(id(stmt))
+            if isinstance(stmt, ast.ExprStmt):
+                marked.add(id(stmt.value))
+            elif isinstance(stmt, (ast.For, ast.While, ast.With)):
+                stack.extend(stmt.body)
+            elif isinstance(stmt, ast.If):
+                stack.extend(stmt.orelse)
+                stack.extend(statement for _, body in stmt.branches for statement in body)
+
     def show_expression(self, node, value, top: Scope) -> None:
-        """A top-level bare expression: shown (a notebook's display), the program's value so far."""
+        """A top-level bare expression: shown (a notebook's display), the program's value so far;
+        one inside a loop only where the program shows nothing else (settle_outputs)."""
+        if self.in_loops is not None and id(node) in self.in_loops:
+            self.last_in_loop = (node, value)
+            return
         shown = not (isinstance(node, ast.Call) and node.func.rpartition(".")[2].startswith("assign"))
         for text, item in self.shown_fields(self.expression_text(node.pos), value):
             if item is NONE:
