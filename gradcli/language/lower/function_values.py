@@ -177,7 +177,7 @@ class FunctionValues:
         first = 2 if switch else 3
         if node.keywords or len(values) < first:
             raise self.error(f"{usage}: write the arguments by position", node.pos)
-        branches = self.items_of(values[1], node.pos, scope) if switch else values[1:3]
+        branches = (values[1].items if isinstance(values[1], TupleValue) else []) if switch else values[1:3]
         if not branches or not all(isinstance(b, FUNCTION_VALUES) for b in branches):
             raise self.error(f"{usage}: the branches must be functions", node.pos)
         if switch:  # (JAX clamps the index into range)
