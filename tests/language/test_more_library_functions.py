@@ -271,6 +271,7 @@ def test_lax_cond_switch_and_while_loop_give_jax_s_values_and_gradients():
     ({}, "y = lax.cond(1 > 0, 1.0, 2.0)", "lax.cond(pred, true_fun, false_fun, *operands): the branches must be functions"),
     ({}, "y = lax.switch(0, [1.0, 2.0], 3.0)", "lax.switch(index, branches, *operands): the branches must be functions"),
     ({}, "y = lax.switch(0, lambda v: v, 3.0)", "lax.switch(index, branches, *operands): the branches must be functions"),
+    ({}, "y = lax.while_loop(lambda v: v < 3, lambda v: (v, v), 0.0)", "body_fun must return a carry of init_val's structure"),
     ({}, "y = lax.scan(lambda c, r: (c + r, r), 0.0, jnp.ones((0, 2)))", "a scan of zero steps is not supported"),
 ])
 def test_lax_branches_known_only_from_the_data_are_refused_with_what_to_write(feeds, line, message):

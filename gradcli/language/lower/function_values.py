@@ -15,6 +15,7 @@ import numpy as np
 from gradcli.language import syntax as ast
 from gradcli.language.dialects import split_spelling
 from gradcli.language.lower.transforms import _FINISH, FUNCTION_VALUES, FunctionRef, Mapped, Partial
+from gradcli.language.lower import pytrees
 from gradcli.language.lower.flow import MAX_WHILE_PASSES
 from gradcli.language.lower.values import NONE, Literal, Scope, TupleValue
 from gradcli.ops import OPS
@@ -201,8 +202,11 @@ class FunctionValues:
 
     def _while_step(self, item, values: list, scope: Scope, work: list) -> None:
         """One step of while_loop: a carry is tested; a test's truth ends the loop or runs the body."""
-        _, kind, (cond_fun, body_fun), node, passes, _, tested = item
+        _, kind, (cond_fun, body_fun), node, passes, before, tested = item
         result = values.pop()
+        if tested is None and before is not None and self._carry_form(result) != self._carry_form(before):
+            raise self.error(f"{node.func}: body_fun must return a carry of init_val's structure and shapes "
+                             "(as JAX requires)", node.pos)
         if tested is None:  # result: the carry, which cond_fun tests next
             work.append((_FINISH, ("loop", kind, (cond_fun, body_fun), node, passes, None, (result,)), scope))
             fn, given = cond_fun, result
@@ -214,11 +218,15 @@ class FunctionValues:
             if passes >= MAX_WHILE_PASSES or self.steps_left < 0:
                 raise self.error(f"{node.func}: the program expands to more than {MAX_WHILE_PASSES:,} passes of a "
                                  "while loop (the loop is unrolled: does its condition become false?)", node.pos)
-            work.append((_FINISH, ("loop", kind, (cond_fun, body_fun), node, passes + 1, None, None), scope))
+            work.append((_FINISH, ("loop", kind, (cond_fun, body_fun), node, passes + 1, tested[0], None), scope))
             fn, given = body_fun, tested[0]
         result = self.apply_function(fn, ast.Call("<function>", [ast.Name("_", node.pos)], node.pos), [given], scope, work)
         if result is not None:
             values.append(result)
+
+    def _carry_form(self, carry) -> list:
+        """A loop carry's tree paths and its leaves' shapes."""
+        return [(path, None if leaf is NONE else self.shape_of(leaf)) for path, leaf in pytrees.walk(self.as_tuple(carry))]
 
     def loop_step(self, item, values: list, scope: Scope, work: list) -> None:
         """One step of fori_loop or scan: the value the last call left is the next call's carry."""
