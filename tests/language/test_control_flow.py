@@ -312,3 +312,12 @@ def test_a_bare_expression_inside_a_loop_is_shown_only_where_nothing_else_is():
     assert list(outputs("x = [1.0, 2.0]\nfor i in range(2):\n    x * i\nprint(x)\n")) == ["x"]
     shown = outputs("import numpy as np\nfor i in range(3):\n    np.float64(i) * 2.0\n")
     assert list(shown) == ["_"] and float(shown["_"]) == 4.0  # the last pass, as the program's value
+
+
+def test_a_print_inside_a_function_prints_at_each_call():
+    got = outputs("def f(x):\n    y = x * 2\n    print(y)\n    return y + 1\nz = 0.0\nfor i in range(2):\n"
+                  "    z = f(z)\nprint(z)\n")
+    assert list(got) == ["y #1", "y", "z"] and [float(v) for v in got.values()] == [0.0, 2.0, 3.0]
+    # under jax.grad the value printed is the primal (JAX prints its tracer there)
+    got = outputs("import jax\ndef f(x):\n    y = x * 2\n    print(y)\n    return y * y\nprint(jax.grad(f)(3.0))\n")
+    assert float(got["y"]) == 6.0 and float(got["jax.grad(f)(3.0)"]) == 24.0

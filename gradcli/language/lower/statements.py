@@ -39,6 +39,10 @@ VALUE_PRESERVING_DECORATORS = {"jit", "function", "partial", "checkpoint", "rema
                                "custom_gradient", "custom_vjp", "custom_jvp"}  # (custom_gradients.py)
 
 
+def is_print(stmt) -> bool:
+    return isinstance(stmt, ast.ExprStmt) and isinstance(stmt.value, ast.Call) and stmt.value.func == "print"
+
+
 class Statements:
     """Part of the lowering (gradcli.language.lower): compound statements and in-program gradients."""
 
@@ -121,7 +125,7 @@ class Statements:
                                      "not change values: @jax.jit, @tf.function, @partial(jax.jit, ...))",
                                      decorator.pos)
             return False
-        if isinstance(stmt, ast.ExprStmt) and isinstance(stmt.value, ast.Call) and stmt.value.func == "print":
+        if is_print(stmt):
             self.print_call(stmt.value, top)
             return True
         return False
@@ -134,7 +138,7 @@ class Statements:
                 work.append((_EVAL, stmt.value, inner))
                 continue
             if isinstance(stmt, (ast.For, ast.If, ast.With, ast.Return, ast.ClassDef, ast.While, ast.Delete,
-                                 ast.Assert)):
+                                 ast.Assert)) or is_print(stmt):
                 work.append((_STATEMENT, stmt, inner))
                 continue
             if isinstance(stmt, ast.Assign):
@@ -178,6 +182,8 @@ class Statements:
             self.delete(stmt, scope)
         elif isinstance(stmt, ast.Assert):
             self.check_assert(stmt, scope)
+        elif is_print(stmt):  # each call's values printed, in order (a print in a loop: print_call)
+            self.print_call(stmt.value, scope)
         elif isinstance(stmt, ast.Return):
             raise self.error("'return' inside a for or an if is not supported: return once, at the end of the "
                              "function (choose the value with where)", stmt.pos)
