@@ -321,3 +321,13 @@ def test_a_print_inside_a_function_prints_at_each_call():
     # under jax.grad the value printed is the primal (JAX prints its tracer there)
     got = outputs("import jax\ndef f(x):\n    y = x * 2\n    print(y)\n    return y * y\nprint(jax.grad(f)(3.0))\n")
     assert float(got["y"]) == 6.0 and float(got["jax.grad(f)(3.0)"]) == 24.0
+
+
+@pytest.mark.parametrize("program, expected", [
+    ("x = [1.0, 2.0, 3.0]\ny = list(x)\nz = y[1] * 2\n", 4.0),  # a list's items
+    ("import numpy as np\nx = np.ones((2, 3))\nt = tuple(x.shape)\nz = t[1] * 1.0\n", 3.0),
+    ("a = list((1.0, 2.0))\nz = a[0] + a[1]\n", 3.0),
+    ("import numpy as np\nx = np.array([[1.0, 2.0], [3.0, 4.0]])\nrows = list(x)\nz = rows[1][0]\n", 3.0),  # an array's rows
+])
+def test_list_and_tuple_of_a_sequence_are_its_items(program, expected):
+    assert float(outputs(program)["z"]) == expected

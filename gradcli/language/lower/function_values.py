@@ -269,6 +269,12 @@ class FunctionValues:
         columns = [self.items_of(v, node.pos, scope) for v in values]
         return TupleValue([TupleValue(list(row), node.pos) for row in zip(*columns)], node.pos)
 
+    def sequence_of(self, node: ast.Call, values: list, scope: Scope) -> TupleValue:
+        """`list(x)`, `tuple(x)`: the items of a tuple or list, or an array's rows."""
+        if node.keywords or len(values) != 1:
+            raise self.error(f"{node.func}() takes one sequence here", node.pos)
+        return TupleValue(list(self.items_of(values[0], node.pos, scope)), node.pos)
+
     def vmap_of(self, args: list, keywords: dict, node: ast.Call) -> Mapped:
         """`jax.vmap(f, in_axes=0)`: f mapped over axis 0 of the arguments (in_axes: 0, or a tuple
         of 0 and None, one per argument)."""
