@@ -172,7 +172,9 @@ def diagnostic_text(diag, source: Source | None) -> str:
     if diag.also:
         lines.append("    the same computation also stands at " + ", ".join(str(p) for p in diag.also))
     for call in reversed(diag.stack):
-        lines.append(f"    called from line {call.line}, column {call.column}")
+        number = getattr(call, "number", None)  # (a loop's pass: errors.LoopPass)
+        lines.append(f"    called from line {call.line}, column {call.column}" if number is None else
+                     f"    in pass {number} of the loop at line {call.line}" + (f" ({call.binding})" if call.binding else ""))
     if diag.reaches:
         lines.append(f"    reaches: {', '.join(diag.reaches)}")
     if diag.suggestion:

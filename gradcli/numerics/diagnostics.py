@@ -43,6 +43,14 @@ ORIGINS_TRACKED = 16
 FLOAT32_MAX = 3.4028234663852886e38
 
 
+def _pass_json(frame) -> dict:
+    """A loop's pass in a diagnostic's stack (errors.LoopPass): its number and its names' values."""
+    number = getattr(frame, "number", None)
+    if number is None:
+        return {}
+    return {"pass": number, "binding": frame.binding} if frame.binding else {"pass": number}
+
+
 class Diagnostic(ValueRecord):
     _fields = ("severity", "kind", "op", "message", "suggestion", "pos", "stack", "count", "reaches", "value_id",
                "also", "fix", "fix_json", "more_fixes", "more_fixes_json", "not_fixed", "guards_json", "taken_by")
@@ -101,7 +109,7 @@ class Diagnostic(ValueRecord):
         if self.taken_by:
             out["taken_by"] = self.taken_by
         if self.stack:
-            out["called_from"] = [{"line": p.line, "column": p.column} for p in self.stack]
+            out["called_from"] = [{"line": p.line, "column": p.column, **_pass_json(p)} for p in self.stack]
         if self.fix_json is not None:
             out["fix"] = self.fix_json
         if self.more_fixes_json:

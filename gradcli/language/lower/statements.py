@@ -55,24 +55,13 @@ class Statements:
         if type(stmt) is ast.Assign:  # (first: most of a long program's lines; `x[i] = v` of a leaf)
             return type(stmt.value) is ast.Call and stmt.value.symbol == ITEM_ASSIGNMENT and self.update_leaf_item(stmt, top)
         if isinstance(stmt, ast.For):
-            items = self.loop_items(stmt, top)
-            self.steps_left -= len(items)
-            if self.steps_left < 0:
-                raise self.error(f"the program expands to more than {self.max_steps:,} steps of lowering "
-                                 "(a for loop is unrolled)", stmt.pos)
-            for item in reversed(items):
-                pending.extend(reversed(stmt.body))
-                pending.append(("loop", stmt, item))
+            self.expand_for(stmt, pending, top)
             return True
-        if isinstance(stmt, tuple) and stmt[0] == "loop":
-            _, loop, item = stmt
-            self.bind_loop_names(loop.names, item, loop.pos, self.globals, top)
+        if isinstance(stmt, tuple) and stmt[0] in ("loop", "end loop"):  # a pass begins, or the loop ends (flow.py)
+            self.loop_marker(stmt, top)
             return True
         if isinstance(stmt, ast.While):
-            if self.known_truth(self.lower(stmt.condition, top), stmt.condition.pos, "while"):
-                self.unroll_once(stmt)
-                pending.append(stmt)
-                pending.extend(reversed(stmt.body))
+            self.expand_while(stmt, pending, top)
             return True
         if isinstance(stmt, ast.Delete):
             self.delete(stmt, top)
