@@ -47,3 +47,12 @@ def test_loops_leave_no_frame_on_what_follows_them():
     program = "x = 1.0\nfor i in range(3):\n    x = x * 2\ny = log(x - 9)\n"
     (d,) = api.evaluate(program).diagnostics
     assert d.kind == "invalid" and d.stack == () and "called_from" not in json.dumps(d.to_json())
+
+
+def test_a_lax_loop_s_pass_is_named_inside_the_body_it_calls():
+    program = ("from jax import lax\nimport jax.numpy as jnp\ndef body(i, w):\n    return jnp.exp(w) + w\n"
+               "y = lax.fori_loop(2, 12, body, 0.5)\nprint(y)\n")
+    (d,) = api.evaluate(program).diagnostics
+    assert d.kind == "overflow" and (d.pos.line, d.pos.column) == (4, 12)
+    assert d.to_json()["called_from"] == [{"line": 5, "column": 5, "pass": 4, "binding": "i = 5"},
+                                          {"line": 5, "column": 5}]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gradcli.errors import LoopPass
 from gradcli.language import syntax as ast
 from gradcli.language.dialects import split_spelling
 from gradcli.language.lower.transforms import _FINISH, FUNCTION_VALUES, FunctionRef, Mapped, Partial
@@ -136,7 +137,7 @@ class FunctionValues:
         body = given["body_fun"]
         if not isinstance(body, FUNCTION_VALUES):
             raise self.error(f"{node.func}(lower, upper, body_fun, init_val): body_fun must be a function", node.pos)
-        work.append((_FINISH, ("loop", "fori", body, node, lower, upper, None), scope))
+        work.append((_FINISH, ("loop", "fori", body, node, lower, upper, lower), scope))  # (lower: to number the passes)
         return given["init_val"]
 
     def scan(self, node: ast.Call, values: list, scope: Scope, work: list):
@@ -220,9 +221,15 @@ class FunctionValues:
                                  "while loop (the loop is unrolled: does its condition become false?)", node.pos)
             work.append((_FINISH, ("loop", kind, (cond_fun, body_fun), node, passes + 1, tested[0], None), scope))
             fn, given = body_fun, tested[0]
-        result = self.apply_function(fn, ast.Call("<function>", [ast.Name("_", node.pos)], node.pos), [given], scope, work)
+        call = ast.Call("<function>", [ast.Name("_", node.pos)], node.pos)
+        result = self.apply_function(fn, call, [given], self._in_pass(scope, node, passes + 1), work)
         if result is not None:
             values.append(result)
+
+    @staticmethod
+    def _in_pass(scope: Scope, node: ast.Call, number: int, binding: str = "") -> Scope:
+        """`scope` with a lax loop's pass on its stack, for the diagnostics of what the pass makes."""
+        return Scope(scope.locals, scope.stack + (LoopPass(node.pos, number, binding),), scope.active, scope.parent)
 
     def _carry_form(self, carry) -> list:
         """A loop carry's tree paths and its leaves' shapes."""
@@ -245,7 +252,9 @@ class FunctionValues:
         work.append((_FINISH, ("loop", kind, fn, node, i + 1, end, scanned), scope))
         given = [Literal(np.float64(i), node.pos), carry] if kind == "fori" else [carry, scanned[0][i]]
         call = ast.Call("<function>", [ast.Name("_", node.pos)] * 2, node.pos)
-        result = self.apply_function(fn, call, given, scope, work)
+        passing = self._in_pass(scope, node, i - scanned + 1, f"i = {i}") if kind == "fori" else \
+            self._in_pass(scope, node, i + 1)
+        result = self.apply_function(fn, call, given, passing, work)
         if result is not None:
             values.append(result)
 
