@@ -286,3 +286,31 @@ def test_a_range_bound_the_program_writes_is_known_and_one_given_from_outside_is
     assert (float(result.outputs["y"]), float(result.gradients["x"])) == (16.0, 32.0)  # x**4, 4 x**3
     with pytest.raises(GradcliError, match=re.escape("a range() bound must be known before evaluation")):
         api.grad(program, wrt=["x"], feeds={"n": 4.0}, fixes=False)
+
+
+JAX_CHECK = """import jax
+from jax.test_util import check_grads
+import jax.numpy as jnp
+check_grads(jnp.sin, (1.0,), order=2)
+check_grads(lambda a, b: jnp.sum(a * jnp.tanh(b)), (jnp.array([1.0, 2.0]), jnp.array([0.3, -0.2])), 2, atol=1e-6)
+@jax.custom_jvp
+def f(x):
+    return jnp.sin(x)
+@f.defjvp
+def f_jvp(primals, tangents):
+    x, = primals
+    t, = tangents
+    return f(x), {slope} * t
+check_grads(f, (1.0,), order=1)
+y = f(1.0)
+"""
+
+
+def test_jax_s_check_grads_passes_a_right_rule_and_raises_on_a_wrong_one():
+    # JAX 0.10.2 (x64): the first three checks pass (None); with the slope 2.0 the custom rule is
+    # wrong, and check_grads raises AssertionError at line 14
+    right = api.evaluate(JAX_CHECK.format(slope="jnp.cos(x)"), fixes=False).outputs
+    assert float(right["y"]) == pytest.approx(np.sin(1.0), rel=1e-15)
+    with pytest.raises(GradcliError, match=re.escape("Derivative check of f failed (order 1)")) as caught:
+        api.evaluate(JAX_CHECK.format(slope="2.0"), fixes=False)
+    assert "(JAX: AssertionError)" in str(caught.value) and caught.value.pos.line == 14

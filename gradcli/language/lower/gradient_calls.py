@@ -391,7 +391,7 @@ class GradientCalls(PyTrees, ValuesApart):
 
     def finish_transform(self, item, result, scope: Scope):
         fn, xs, node, trees = item
-        if fn.kind == "check_grads":  # (gradcheck.py)
+        if fn.kind in ("check_grads", "jax_check_grads"):  # (gradcheck.py)
             return self.check_grads_finish(fn, result, xs, node, scope)
         aux = None
         if fn.has_aux:
