@@ -238,13 +238,11 @@ def save_arrays(path: str, arrays: Mapping[str, Any], force: bool = False) -> Sa
             stats = _write_zarr(temporary, given)
         else:
             host = {k: np.asarray(v) for k, v in given.items()}  # a Dask array is gathered for a single file
-            with open(temporary, "wb") as stream:
-                if fmt == "npy":
-                    np.lib.format.write_array(stream, next(iter(host.values())), allow_pickle=False)
-                else:
-                    _write_npz(stream, host)
-                stream.flush()
-                os.fsync(stream.fileno())
+            if fmt == "npy":
+                _write_synced(temporary, lambda stream: np.lib.format.write_array(
+                    stream, next(iter(host.values())), allow_pickle=False))
+            else:
+                _write_synced(temporary, lambda stream: _write_npz(stream, host))
             stats = {k: _stats(v) for k, v in host.items()}
         size = _size(temporary)
         _put_in_place(temporary, target, force)
@@ -265,10 +263,7 @@ def write_file(path: str, write, force: bool = False) -> int:
     writing (disk full, a file-size limit) is WriteError, exit 74. Returns the size written."""
     temporary = _temporary(path, "file")
     try:
-        with open(temporary, "wb") as stream:
-            write(stream)
-            stream.flush()
-            os.fsync(stream.fileno())
+        _write_synced(temporary, write)
         size = _size(temporary)
         _put_in_place(temporary, os.path.normpath(path), force)
     except BaseException as exc:
@@ -276,6 +271,13 @@ def write_file(path: str, write, force: bool = False) -> int:
         _raise_not_written(exc, path)
         raise
     return size
+
+
+def _write_synced(path: str, write) -> None:
+    with open(path, "wb") as stream:
+        write(stream)
+        stream.flush()
+        os.fsync(stream.fileno())
 
 
 class _BlockNotWritten(Exception):
