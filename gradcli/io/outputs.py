@@ -43,9 +43,8 @@ class ExistsError(OptionError):
         super().__init__(f"{{option}} '{path}' already exists; pass {{force}} to replace it", "path")
         self.name_option("path")
 
-    def name_option(self, spelled: str, force: str | None = None) -> None:
-        if force is None:
-            force = "--force" if spelled.startswith("--") else "force=True"
+    def name_option(self, spelled: str) -> None:
+        force = "--force" if spelled.startswith("--") else "force=True"
         self.message = self.template.replace("{option}", spelled).replace("{force}", force)
         self.args = (self.message,)
 
@@ -238,11 +237,13 @@ def save_arrays(path: str, arrays: Mapping[str, Any], force: bool = False) -> Sa
             stats = _write_zarr(temporary, given)
         else:
             host = {k: np.asarray(v) for k, v in given.items()}  # a Dask array is gathered for a single file
-            if fmt == "npy":
-                _write_synced(temporary, lambda stream: np.lib.format.write_array(
-                    stream, next(iter(host.values())), allow_pickle=False))
-            else:
-                _write_synced(temporary, lambda stream: _write_npz(stream, host))
+            with open(temporary, "wb") as stream:
+                if fmt == "npy":
+                    np.lib.format.write_array(stream, next(iter(host.values())), allow_pickle=False)
+                else:
+                    _write_npz(stream, host)
+                stream.flush()
+                os.fsync(stream.fileno())
             stats = {k: _stats(v) for k, v in host.items()}
         size = _size(temporary)
         _put_in_place(temporary, target, force)
@@ -263,7 +264,10 @@ def write_file(path: str, write, force: bool = False) -> int:
     writing (disk full, a file-size limit) is WriteError, exit 74. Returns the size written."""
     temporary = _temporary(path, "file")
     try:
-        _write_synced(temporary, write)
+        with open(temporary, "wb") as stream:
+            write(stream)
+            stream.flush()
+            os.fsync(stream.fileno())
         size = _size(temporary)
         _put_in_place(temporary, os.path.normpath(path), force)
     except BaseException as exc:
@@ -271,13 +275,6 @@ def write_file(path: str, write, force: bool = False) -> int:
         _raise_not_written(exc, path)
         raise
     return size
-
-
-def _write_synced(path: str, write) -> None:
-    with open(path, "wb") as stream:
-        write(stream)
-        stream.flush()
-        os.fsync(stream.fileno())
 
 
 class _BlockNotWritten(Exception):
