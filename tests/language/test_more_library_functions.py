@@ -314,3 +314,38 @@ def test_jax_s_check_grads_passes_a_right_rule_and_raises_on_a_wrong_one():
     with pytest.raises(GradcliError, match=re.escape("Derivative check of f failed (order 1)")) as caught:
         api.evaluate(JAX_CHECK.format(slope="2.0"), fixes=False)
     assert "(JAX: AssertionError)" in str(caught.value) and caught.value.pos.line == 14
+
+
+@pytest.mark.parametrize("program, expected", [
+    # NumPy 2.4.6, PyTorch 2.13.0, TensorFlow 2.21.0 printed True/False (gradcli: 1.0/0.0)
+    ("import numpy as np\nx = np.array([[1.0, -2.0], [3.0, 0.0]])\n"
+     "print(np.all(x > -5), np.any(x < -1), np.all(x, axis=0), (x > 0).any(axis=1), x.all())\n",
+     {"np.all(x > -5)": 1.0, "np.any(x < -1)": 1.0, "np.all(x, axis=0)": [1.0, 0.0],
+      "(x > 0).any(axis=1)": [1.0, 1.0], "x.all()": 0.0}),
+    ("import torch\nx = torch.tensor([[1.0, -2.0], [3.0, 0.0]])\n"
+     "print(torch.all(x > -5), torch.any(x < -1, dim=1), (x != 0).all(dim=0))\n",
+     {"torch.all(x > -5)": 1.0, "torch.any(x < -1, dim=1)": [1.0, 0.0], "(x != 0).all(dim=0)": [1.0, 0.0]}),
+    ("import tensorflow as tf\nx = tf.constant([[1.0, -2.0], [3.0, 0.0]])\n"
+     "print(tf.reduce_all(x > -5), tf.reduce_any(x < -1, axis=1), tf.math.reduce_all(x != 0, axis=0))\n",
+     {"tf.reduce_all(x > -5)": 1.0, "tf.reduce_any(x < -1, axis=1)": [1.0, 0.0],
+      "tf.math.reduce_all(x != 0, axis=0)": [1.0, 0.0]}),
+    ("import numpy as np\nx = np.array([1.0, -2.0])\nprint(all(x > 0), any(x > 0))\n",
+     {"all(x > 0)": 0.0, "any(x > 0)": 1.0}),
+])
+def test_all_and_any_give_each_library_s_truths(program, expected):
+    outputs = api.evaluate(program, fixes=False).outputs
+    assert list(outputs) == list(expected)
+    for name, value in expected.items():
+        np.testing.assert_array_equal(outputs[name], value)
+
+
+def test_all_passes_no_gradient_and_python_s_all_of_a_matrix_is_refused():
+    result = api.grad("import numpy as np\nx = np.array([1.0, 2.0])\ny = np.sum(x * np.all(x > 0))\n", wrt=["x"],
+                      fixes=False)
+    np.testing.assert_array_equal(result.gradients["x"], [1.0, 1.0])
+    # NumPy: ValueError (the truth value of an array with more than one element is ambiguous)
+    with pytest.raises(GradcliError, match=re.escape("all() of an array of 2 axes: Python's built-in all iterates")):
+        api.evaluate("import numpy as np\nx = np.ones((2, 2))\nprint(all(x))\n", fixes=False)
+    # the while loop the ambiguity message points to: `.all()` of a condition known before evaluation
+    program = "x = [1.0, 2.0]\ny = 0.0\nwhile (x > 0).all():\n    x = x - 0.7\n    y = y + 1\n"
+    assert float(api.evaluate(program, fixes=False).outputs["y"]) == 2.0

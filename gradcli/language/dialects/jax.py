@@ -70,6 +70,7 @@ def _calling(method: str, op: str | None = None):
             return lowering.call_op_named(node, values, scope, op)
         return getattr(lowering, method)(node, values, scope, work)
     lower.calls_functions = True
+    lower.op_name = op
     return lower
 
 
