@@ -364,11 +364,13 @@ class NumericsChecker:
         xp = self.xp
         count = int(xp.count_nonzero(~finite))
         plural = "s" * (count != 1)
+        first = float(xp.reshape(value[~finite], (-1,))[0]) if value.ndim else float(value)
         if eq.op.name == "input":
-            first = float(xp.reshape(value[~finite], (-1,))[0]) if value.ndim else float(value)
             message = f"input {eq.params['name']} holds {count} non-finite number{plural} ({first})"
+        elif value.ndim:
+            message = f"this array holds {count} number{plural} not finite in {self.dtype} (the first is {first})"
         else:
-            message = f"this number is not finite in {self.dtype} (it is {float(xp.ravel(value)[0])})"
+            message = f"this number is not finite in {self.dtype} (it is {first})"
         self.diagnostics.append(Diagnostic("info", "nonfinite_input", eq.label, message, None,
                                            eq.pos, eq.stack, count, value_id=i))
 

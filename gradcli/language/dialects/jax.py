@@ -3,6 +3,7 @@
 `where`, `lax.slice` takes start and limit indices, Optax's `l2_loss` halves the square."""
 from __future__ import annotations
 
+from gradcli.language.dialects import layers
 from gradcli.language.dialects.spelling import ReadingError, setting
 from gradcli.language.dialects.numpy import jax_numpy as _jax_numpy
 from gradcli.ops import OPS
@@ -87,7 +88,7 @@ def _optax(kind: str):
 
 NAMES = {
     "standardize": _standardize, "fori_loop": _calling("fori_loop"), "scan": _calling("scan"),
-    "while_loop": _calling("while_loop"), "switch": _calling("branch"), "cond": _calling("branch", "cond"),
+    "while_loop": _calling("while_loop"), "dot_product_attention": layers.jax_attention, "switch": _calling("branch"), "cond": _calling("branch", "cond"),
     **{kind: _optax(kind) for kind in ("sgd", "adam", "adamw", "apply_updates")},
     "config.update": setting(),  # jax.config.update("jax_enable_x64", True): gradcli computes in float64
     "rem": "fmod", "soft_sign": "softsign", "hard_swish": "hard_silu",

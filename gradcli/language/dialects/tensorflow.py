@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gradcli.language.dialects import layers
 from gradcli.language.dialects.spelling import ReadingError, Spelling, setting
 from gradcli.ops import OPS, index as ops_index
 from gradcli.language.dialects.numpy import jax_numpy
@@ -339,6 +340,8 @@ LOSS_OBJECTS = {
 }
 
 NAMES = {
+    "embedding_lookup": layers.embedding, "add_n": layers.add_n,
+    "is_nan": "isnan", "is_finite": "isfinite", "is_inf": "isinf",
     **LOSS_OBJECTS, **{f"optimizers.{kind}": _keras_optimizer(kind) for kind in ("SGD", "Adam")},
     "boolean_mask": _boolean_mask, "gather_nd": _gather_nd, "band_part": _band_part,
     "matrix_band_part": _band_part,

@@ -11,7 +11,7 @@ import re
 import numpy as np
 
 from gradcli.language import syntax as ast
-from gradcli.language.dialects import pooling
+from gradcli.language.dialects import layers, pooling
 from gradcli.language.dialects.spelling import Autocast, Distribution, ReadingError, setting
 from gradcli.language.dialects.numpy import jax_numpy as _jax_numpy
 from gradcli.ops import OPS, index as ops_index
@@ -359,6 +359,7 @@ MODULES = {
 
 NAMES = {
     **MODULES, **pooling.NAMES, "set_default_dtype": setting(0),
+    "embedding": layers.embedding, "scaled_dot_product_attention": layers.torch_attention,
     "distributions.Normal": _distribution, "Normal": _distribution,
     **{name: _distribution_method for name in _NORMAL_METHODS}, "sample": _random_method, "rsample": _random_method,
     # x.to(dtype or device), x.type_as(y): the value itself (a float dtype); F.dropout in evaluation

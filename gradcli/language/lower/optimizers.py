@@ -91,7 +91,7 @@ class TorchOptimizers:
     def module_method(self, obj: ObjectValue, node: ast.Call, args: list):
         """An nn.Module's `model.parameters()` and `named_parameters()` (its leaves in PyTorch's
         order: the module's own in the order they were set, then each sub-module's, named
-        `sub.w`), `model.zero_grad()` (each one's .grad set to None), and `train()`/`eval()`
+        `sub.w`), `model.zero_grad()` (each one's .grad set to None), and `model.train()`/`model.eval()`
         (the module itself: gradcli's functionals take no training mode)."""
         if node.func in ("train", "eval"):
             return obj
