@@ -361,6 +361,7 @@ class KerasOptimizers:
                     raise self.error(f"{label}({name}=...) is not supported: leave it out", node.pos)
                 continue
             options[name] = bool(number) if name == "nesterov" else float(number)
+        options["floatx"] = getattr(self, "keras_floatx", "float32")  # (keras.config.set_floatx before it)
         return KerasOptimizer(kind, options, 0, {}, node.pos)
 
     def keras_apply_gradients(self, optimizer: KerasOptimizer, node: ast.Call, values: list, scope: Scope):
@@ -402,12 +403,13 @@ class KerasOptimizers:
 
         op, number = _emitters(self, node, scope, "apply_gradients")
 
-        # Keras holds the learning rate in a variable of its floatx (float32), and `ops.cast(0.9, float64)`
-        # of a Python number makes a float32 tensor first: those numbers are float32's
+        # Keras holds the learning rate in a variable of its floatx (float32 unless set_floatx says
+        # float64), and `ops.cast(0.9, float64)` of a Python number makes a float32 tensor first: the
+        # momentum and the betas are float32's
         def as_float32(value):
             return float(np.float32(value))
 
-        rate = as_float32(o["learning_rate"])
+        rate = o["learning_rate"] if o["floatx"] == "float64" else as_float32(o["learning_rate"])
         lr = number(rate)
         if optimizer.kind == "SGD":
             if not o["momentum"]:

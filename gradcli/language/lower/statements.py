@@ -121,6 +121,8 @@ class Statements:
         if isinstance(stmt, ast.ExprStmt) and isinstance(stmt.value, ast.Call) and stmt.value.func == "print":
             self.print_call(stmt.value, top)
             return True
+        if self.is_list_method(stmt):  # `out.append(v)`: the list rebound (lists.py)
+            return self.list_method(stmt, top)
         return False
 
     def push_body(self, body: list, inner: Scope, work: list) -> None:
@@ -131,7 +133,7 @@ class Statements:
                 work.append((_EVAL, stmt.value, inner))
                 continue
             if isinstance(stmt, (ast.For, ast.If, ast.With, ast.Return, ast.ClassDef, ast.While, ast.Delete,
-                                 ast.Assert)):
+                                 ast.Assert)) or self.is_list_method(stmt):
                 work.append((_STATEMENT, stmt, inner))
                 continue
             if isinstance(stmt, ast.Assign):
@@ -175,6 +177,9 @@ class Statements:
             self.delete(stmt, scope)
         elif isinstance(stmt, ast.Assert):
             self.check_assert(stmt, scope)
+        elif self.is_list_method(stmt):
+            if not self.list_method(stmt, scope):
+                self.lower(stmt.value, scope)  # (a call that only looks like a list's method)
         elif isinstance(stmt, ast.Return):
             raise self.error("'return' inside a for or an if is not supported: return once, at the end of the "
                              "function (choose the value with where)", stmt.pos)

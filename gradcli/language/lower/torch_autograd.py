@@ -284,6 +284,7 @@ class TorchAutograd(GradCheck):
 
     def rebind_id(self, old: int, new: int, scope: Scope) -> None:
         """An in-place update of the tensor `old` (a .grad): every name bound to it now holds `new`."""
+        start = scope
         for table in (self.globals, self.graph.names):
             for name, value in list(table.items()):
                 if type(value) is int and value == old:
@@ -293,6 +294,7 @@ class TorchAutograd(GradCheck):
                 if type(value) is int and value == old:
                     scope.locals[name] = new
             scope = scope.parent
+        self.rebind_in_lists(old, new, start)  # (lists.py)
 
     def rebind(self, target, value: int, scope: Scope) -> None:
         if not isinstance(target, ast.Name) or "." in target.id:
