@@ -119,11 +119,8 @@ class Statements:
                                      decorator.pos)
             return False
         if isinstance(stmt, ast.ExprStmt) and isinstance(stmt.value, ast.Call) and stmt.value.func == "print":
-            self.print_call(stmt.value, top)
-            return True
-        if self.is_list_method(stmt):  # `out.append(v)`: the list rebound (lists.py)
-            return self.list_method(stmt, top)
-        return False
+            return self.print_call(stmt.value, top) or True
+        return self.is_list_method(stmt) and self.list_method(stmt, top)  # `out.append(v)`: rebound (lists.py)
 
     def push_body(self, body: list, inner: Scope, work: list) -> None:
         """A function body's statements (or a block of one) onto the work stack, last first."""
