@@ -127,3 +127,31 @@ def test_a_list_holding_none_is_no_array_and_used_as_one_is_refused_at_its_place
     with pytest.raises(GradcliError) as caught:
         outputs("import numpy as np\nx = np.array([1.0, None])\nprint(x)")
     assert "None is not a number" in str(caught.value) and caught.value.pos is not None
+
+
+def test_a_list_of_losses_each_given_to_autograd_grad_is_a_list_of_graphs():
+    # each loss has its own graph: a list of them is no stacked array whose one graph the first
+    # backward would free (which refused the second grad before)
+    out = outputs("""
+import torch
+import torch.nn.functional as F
+x = torch.tensor([0.5, -1.2, 2.0, 0.1], requires_grad=True)
+y = torch.tensor([0.0, 1.0, 1.5, 0.1])
+losses = [F.huber_loss(x, y, delta=0.8), F.smooth_l1_loss(x, y, beta=0.5),
+          F.poisson_nll_loss(x, y), F.soft_margin_loss(x, torch.tensor([1.0, -1.0, 1.0, -1.0])),
+          F.binary_cross_entropy_with_logits(x, torch.tensor([1.0, 0.0, 1.0, 0.0]), pos_weight=torch.tensor(2.0))]
+grads = []
+for k, loss in enumerate(losses):
+    g, = torch.autograd.grad(loss, x)
+    grads.append(g)
+print(torch.stack(losses))
+print(torch.stack(grads))
+""")
+    # PyTorch 2.13.0 (float64)
+    np.testing.assert_allclose(out["torch.stack(losses)"], [0.42250000000000010, 0.61250000000000004, 2.15853562490465700,
+                                                          0.40217103065867033, 0.55242227946444011], rtol=1e-12)
+    np.testing.assert_allclose(out["torch.stack(grads)"], [
+        [0.125, -0.2, 0.125, 0.0], [0.25, -0.25, 0.25, 0.0],
+        [0.41218031767503205, -0.17470144702194945, 1.47226402473266260, 0.25129272951891191],
+        [-0.09438516719953637, 0.05786880412524559, -0.02980073050552939, 0.13124479686973500],
+        [-0.18877033439907270, 0.05786880412524559, -0.05960146101105884, 0.13124479686973500]], rtol=1e-12, atol=1e-15)

@@ -87,10 +87,15 @@ class ListMethods:
         self.bind_global(name, value, pos, Scope(None))
 
     def holds_variables(self, items: list) -> bool:
-        """Whether a list holds a tf.Variable: Python's list of the variables (`[kernel, bias]`, given
-        to a tape and an optimizer), never stacked into a new array that no loss depends on."""
+        """Whether a list holds a tf.Variable or a PyTorch tensor that requires grad: Python's list of
+        them (`[kernel, bias]` given to a tape and an optimizer, `[loss_a, loss_b]` each given to
+        backward), never stacked into a new array, which no loss depends on and whose one graph
+        every item's backward would go through."""
         variables = self.variables
-        return bool(variables) and any(type(v) is int and v in variables for v in items)
+        if variables and any(type(v) is int and v in variables for v in items):
+            return True
+        state = self._torch_state
+        return state is not None and bool(state.leaves) and any(self.requires_grad(v) for v in items)
 
     def rebind_in_lists(self, old: int, new: int, scope: Scope) -> None:
         """An in-place update of `old` (a variable's assign, an optimizer's step): the lists, tuples
