@@ -213,9 +213,10 @@ class Constants:
 
     def flatten_tuple(self, value):
         """A tuple inside an array literal, `[(1, 2), (3, 4)]`, is one of its rows."""
-        if isinstance(value, TupleValue) and all(isinstance(v, Literal) for v in value.items):
+        if isinstance(value, TupleValue) and all(isinstance(v, Literal) for v in value.items) and (
+                not self.pasted or len({v.value.shape for v in value.items}) <= 1):
             return self.array(ast.Array([], value.pos), value.items, None)
-        return value
+        return value  # (in pasted code a tuple of arrays of several shapes stays a tuple: `[(w, b)]`)
 
 
 def _tuple_items(value) -> list | None:
