@@ -353,7 +353,7 @@ MODULES = {
 }
 
 NAMES = {
-    **MODULES, "set_default_dtype": setting(0),
+    **MODULES, "set_default_dtype": setting(0), "set_default_device": setting(),  # (a device: no number)
     "distributions.Normal": _distribution, "Normal": _distribution,
     **{name: _distribution_method for name in _NORMAL_METHODS}, "sample": _random_method, "rsample": _random_method,
     # x.to(dtype or device), x.type_as(y): the value itself (a float dtype); F.dropout in evaluation
