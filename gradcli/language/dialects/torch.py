@@ -428,7 +428,8 @@ READINGS = {
         "tensorflow": "TensorFlow's losses take (labels, logits) over the last axis"}),
     "normalize": torch_only("p=2, dim=1, eps=1e-12", {
         "jax": "jax.nn.normalize standardizes (subtracts the mean, divides by the deviation)",
-        "keras": "keras.utils.normalize divides by the norm over the last axis, with no eps",
+        "keras": "Keras' normalize divides by max(norm, epsilon) over the last axis, epsilon 1e-7 (write "
+                 "x / ops.maximum(ops.norm(x, axis=-1, keepdims=True), 1e-7))",
         "tensorflow": "tf.linalg.normalize returns the normalized tensor and the norm"}),
     "conv1d": torch_only("(N, C, L) input, (out, in, K) weight", {
         "tensorflow": "tf.nn.conv1d takes (N, W, C) input and (K, in, out) filters, with strides and padding"}),
