@@ -121,3 +121,24 @@ print(a.grad)
 """)
     # PyTorch 2.13.0 (float32): tensor(18.3908); in float64 18.39083...
     np.testing.assert_allclose(out["a.grad"], 18.390830993652344, rtol=1e-6)
+
+
+def test_hinge_embedding_loss_as_function_and_module():
+    out = outputs("""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+a = torch.tensor([[0.5, -1.2, 2.0], [0.1, 0.4, -0.3]], requires_grad=True)
+y = torch.tensor([[1.0, -1.0, 1.0], [-1.0, -1.0, 1.0]])
+m = F.hinge_embedding_loss(a, y)
+l = nn.HingeEmbeddingLoss(margin=0.45, reduction='sum')(a, y)
+n = F.hinge_embedding_loss(a, y, reduction='none')
+(l + (n * torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])).sum()).backward()
+print(m, l, n, a.grad)
+""")
+    # PyTorch 2.13.0 (float64): m 0.9833333333333334; l 4.25; n [[0.5, 2.2, 2.0], [0.9, 0.6, -0.3]];
+    # a.grad [[2., -3., 4.], [-5., -6., 7.]]
+    np.testing.assert_allclose(out["m"], 0.9833333333333334, rtol=1e-14)
+    np.testing.assert_allclose(out["l"], 4.25, rtol=1e-14)
+    np.testing.assert_allclose(out["n"], [[0.5, 2.2, 2.0], [0.9, 0.6, -0.3]], rtol=1e-14)
+    np.testing.assert_allclose(out["a.grad"], [[2.0, -3.0, 4.0], [-5.0, -6.0, 7.0]], rtol=1e-14)

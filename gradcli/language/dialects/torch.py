@@ -318,6 +318,33 @@ def _weighted_module(lowering, node, values, scope):
                          "functional (F.linear(x, W, b), F.conv2d(x, W, b))", node.pos)
 
 
+def _hinge_embedding_loss(lowering, node, values, scope):
+    """F.hinge_embedding_loss(input, target, margin=1.0, reduction='mean'), PyTorch's formula: x where
+    the target is not -1, plus clamp_min(margin - x, 0) where it is not 1, reduced."""
+    names = ("input", "target", "margin", "size_average", "reduce", "reduction")
+    given = lowering.arguments_by_name(node, values, names, required=2)
+    for old in ("size_average", "reduce"):
+        if old in given and not lowering.is_none(given[old]):
+            raise lowering.error(f"{node.func}({old}=...) is deprecated in PyTorch: write reduction=", node.pos)
+    x, target = (lowering.materialize(given[k], scope, node.pos) for k in ("input", "target"))
+    margin = lowering.static_param("margin", given["margin"], node.func, node.pos) if "margin" in given else 1.0
+    reduction = lowering.static_param("reduction", given["reduction"], node.func, node.pos) \
+        if "reduction" in given else "mean"
+    if reduction not in ("mean", "sum", "none"):
+        raise lowering.error(f"{node.func}(reduction={reduction!r}): reduction is 'mean', 'sum' or 'none'", node.pos)
+
+    def op(name, *ids):
+        return lowering.emit(OPS[name], ids, {}, node.pos, node.func, scope)
+
+    def number(value):
+        return lowering.graph.add_constant(float(value), node.pos, scope.stack)
+    zero = number(0.0)
+    clamped = op("clip", op("subtract", number(margin), x), zero, number(np.inf))  # (clamp_min: slope 1 at 0)
+    output = op("add", op("where", op("not_equal", target, number(1.0)), clamped, zero),
+                op("where", op("not_equal", target, number(-1.0)), x, zero))
+    return output if reduction == "none" else op(reduction, output)
+
+
 def _optimizer(kind: str):
     """torch.optim.<kind>(params, lr=...): an optimizer of the program's leaves (lower/optimizers.py)."""
     def make(lowering, node, values, scope):
@@ -340,6 +367,7 @@ MODULES = {
     "MultiMarginLoss": _module("multi_margin_loss", "p", "margin", "weight"),
     "MultiLabelSoftMarginLoss": _module("multilabel_soft_margin_loss", "weight"),
     "TripletMarginLoss": _module("triplet_margin_loss", "margin", "p"),
+    "HingeEmbeddingLoss": _module("hinge_embedding_loss", "margin"),
     "ReLU": _module("relu", "inplace"), "ReLU6": _module("relu6", "inplace"), "Sigmoid": _module("sigmoid"),
     "Tanh": _module("tanh"), "Softmax": _module("softmax", "dim"), "LogSoftmax": _module("log_softmax", "dim"),
     "Softmin": _module("softmin", "dim"), "LeakyReLU": _module("leaky_relu", "negative_slope", "inplace"),
@@ -353,7 +381,7 @@ MODULES = {
 }
 
 NAMES = {
-    **MODULES, "set_default_dtype": setting(0), "set_default_device": setting(),  # (a device: no number)
+    **MODULES, "hinge_embedding_loss": _hinge_embedding_loss, "set_default_dtype": setting(0), "set_default_device": setting(),  # (a device: no number)
     "distributions.Normal": _distribution, "Normal": _distribution,
     **{name: _distribution_method for name in _NORMAL_METHODS}, "sample": _random_method, "rsample": _random_method,
     # x.to(dtype or device), x.type_as(y): the value itself (a float dtype); F.dropout in evaluation
