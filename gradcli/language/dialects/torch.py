@@ -353,7 +353,7 @@ def _optimizer(kind: str):
 
 
 MODULES = {
-    **{f"optim.{kind}": _optimizer(kind) for kind in ("SGD", "Adam", "AdamW")},
+    **{f"optim.{kind}": _optimizer(kind) for kind in ("SGD", "Adam", "AdamW", "RMSprop")},
     **{name: _weighted_module for name in ("Linear", "Bilinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
                                            "ConvTranspose2d", "Embedding", "RNN", "LSTM", "GRU", "MultiheadAttention")},
     "MSELoss": _module("mse_loss"), "L1Loss": _module("l1_loss"), "SmoothL1Loss": _module("smooth_l1_loss"),

@@ -29,8 +29,11 @@ DEFAULTS = {
              "maximize": False, "differentiable": False},
     "AdamW": {"lr": 0.001, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.01, "amsgrad": False,
               "maximize": False, "differentiable": False},
+    "RMSprop": {"lr": 0.01, "alpha": 0.99, "eps": 1e-8, "weight_decay": 0.0, "momentum": 0.0, "centered": False,
+                "capturable": False, "foreach": None, "maximize": False, "differentiable": False},
 }
-_SWITCHES = {"nesterov", "maximize", "amsgrad", "differentiable"}  # (the options that are True or False)
+# (the options that are True or False)
+_SWITCHES = {"nesterov", "maximize", "amsgrad", "differentiable", "centered"}
 # the methods of a program's nn.Module subclass that torch.nn.Module gives it (module_method)
 MODULE_METHODS = ("parameters", "zero_grad")
 # options that change no number here
@@ -45,6 +48,38 @@ def _emitters(lowering, node: ast.Call, scope: Scope, label: str):
     def number(value):
         return lowering.graph.add_constant(np.float64(value), node.pos, scope.stack)
     return op, number
+
+
+def _written(lowering, value):
+    """An option's value: a constant, or one computed from the values the program writes for its
+    inputs (`learning_rate = 1e-3` at the top level, then `lr=learning_rate`), as a Literal (flow.py's
+    known_literal); a value given from outside (--set) stays what it is, and is refused as no constant."""
+    known = lowering.known_literal(value) if type(value) is int else None
+    return value if known is None else known
+
+
+def _rmsprop_step(o: dict, state: dict, p: int, grad: int, op, number) -> int:
+    """PyTorch's RMSprop step (its single-tensor order): the average of squares, centered by the
+    average gradient, then a momentum buffer or the step itself."""
+    squares = op("multiply", op("multiply", number(1 - o["alpha"]), grad), grad)
+    square_avg = squares if state.get("square_avg") is None else \
+        op("add", op("multiply", state["square_avg"], number(o["alpha"])), squares)
+    state["square_avg"] = square_avg
+    if o["centered"]:
+        grad_avg = op("multiply", grad, number(1 - o["alpha"])) if state.get("grad_avg") is None else \
+            op("add", state["grad_avg"], op("multiply", op("subtract", grad, state["grad_avg"]), number(1 - o["alpha"])))
+        state["grad_avg"] = grad_avg
+        avg = op("sqrt", op("subtract", square_avg, op("multiply", grad_avg, grad_avg)))
+    else:
+        avg = op("sqrt", square_avg)
+    avg = op("add", avg, number(o["eps"]))
+    if o["momentum"] > 0:
+        step = op("divide", grad, avg)
+        buf = step if state.get("momentum_buffer") is None else \
+            op("add", op("multiply", state["momentum_buffer"], number(o["momentum"])), step)
+        state["momentum_buffer"] = buf
+        return op("add", p, op("multiply", buf, number(-o["lr"])))
+    return op("add", p, op("divide", op("multiply", number(-o["lr"]), grad), avg))
 
 
 class Optimizer(ValueRecord):
@@ -112,7 +147,7 @@ class TorchOptimizers:
             if not isinstance(value, TupleValue) or len(value.items) != 2:
                 raise self.error(f"{label}(betas=...) takes two numbers: betas=(0.9, 0.999)", pos)
             return tuple(float(self.static_param("betas", v, label, pos)) for v in value.items)
-        number = self.static_param(name, value, label, pos)
+        number = self.static_param(name, _written(self, value), label, pos)
         if isinstance(number, (str, tuple)):
             raise self.error(f"{label}({name}=...) takes a number, not {number!r}", pos)
         return bool(number) if name in _SWITCHES else float(number)
@@ -159,6 +194,8 @@ class TorchOptimizers:
         elif o["weight_decay"]:
             grad = op("add", grad, op("multiply", p, number(o["weight_decay"])))
         state = optimizer.state.setdefault(k, {})
+        if optimizer.kind == "RMSprop":
+            return _rmsprop_step(o, state, p, grad, op, number)
         if optimizer.kind == "SGD":
             if o["momentum"]:
                 buf = state.get("momentum_buffer")
@@ -237,7 +274,7 @@ class OptaxOptimizers:
                 continue
             if isinstance(value, FUNCTION_VALUES):
                 raise self.error(f"{label}({name}=...): a schedule is not supported; give a number", node.pos)
-            number = self.static_param(name, value, label, node.pos)
+            number = self.static_param(name, _written(self, value), label, node.pos)
             if isinstance(number, (str, tuple)):
                 raise self.error(f"{label}({name}=...) takes a number, not {number!r}", node.pos)
             options[name] = bool(number) if name == "nesterov" else float(number)
@@ -353,7 +390,7 @@ class KerasOptimizers:
         for name, value in given.items():
             if name in _KERAS_IGNORED or value is NONE:
                 continue
-            number = self.static_param(name, value, label, node.pos)
+            number = self.static_param(name, _written(self, value), label, node.pos)
             if isinstance(number, (str, tuple)):  # (a function is no constant: static_param said so)
                 raise self.error(f"{label}({name}=...) takes a number (a schedule is not supported)", node.pos)
             if name in _KERAS_UNREAD or name == "amsgrad":
