@@ -95,3 +95,55 @@ def test_a_learning_rate_the_program_writes_is_read_and_one_given_from_outside_i
     with pytest.raises(GradcliError) as caught:
         outputs(LR_BY_NAME, feeds={"lr": np.float64(0.2)})
     assert "'lr' must be a constant" in str(caught.value) and caught.value.pos is not None
+
+
+def test_optax_rmsprop_with_its_defaults():
+    out = outputs("""
+import jax
+import jax.numpy as jnp
+import optax
+params = jnp.array([0.5, -0.5, 1.0])
+xs = jnp.array([[1.0, 2.0, 3.0], [0.5, -1.0, 2.0]])
+ys = jnp.array([1.0, -2.0])
+loss = lambda w: jnp.mean((xs @ w - ys) ** 2)
+opt = optax.rmsprop(0.01)
+state = opt.init(params)
+for _ in range(3):
+    g = jax.grad(loss)(params)
+    updates, state = opt.update(g, state)
+    params = optax.apply_updates(params, updates)
+print(params)
+""")
+    # optax 0.2.8, JAX 0.10.2 (x64)
+    np.testing.assert_allclose(out["params"], [0.42702368389867645, -0.42601460163068194, 0.9269908375497558],
+                               rtol=1e-12)
+
+
+def test_optax_rmsprop_momentum_eps_outside_the_root_and_an_initial_scale_over_a_dict():
+    out = outputs("""
+import jax
+import jax.numpy as jnp
+import optax
+params = {'w': jnp.array([0.5, -0.5, 1.0]), 'b': jnp.array(0.2)}
+xs = jnp.array([[1.0, 2.0, 3.0], [0.5, -1.0, 2.0]])
+ys = jnp.array([1.0, -2.0])
+loss = lambda p: jnp.mean((xs @ p['w'] + p['b'] - ys) ** 2)
+opt = optax.rmsprop(0.01, decay=0.8, eps_in_sqrt=False, momentum=0.9, initial_scale=0.1)
+state = opt.init(params)
+for _ in range(4):
+    g = jax.grad(loss)(params)
+    updates, state = opt.update(g, state)
+    params = optax.apply_updates(params, updates)
+print(params)
+""")
+    # optax 0.2.8, JAX 0.10.2 (x64): {'b': 0.04039642773573159, 'w': [0.34141415697174976, -0.3437576185078037, 0.8401687051581244]}
+    np.testing.assert_allclose(out["params['b']"], 0.04039642773573159, rtol=1e-12)
+    np.testing.assert_allclose(out["params['w']"], [0.34141415697174976, -0.3437576185078037, 0.8401687051581244],
+                               rtol=1e-12)
+
+
+def test_optax_rmsprop_centered_is_refused_by_name():
+    with pytest.raises(GradcliError) as caught:
+        outputs("import optax\nimport jax.numpy as jnp\nopt = optax.rmsprop(0.1, centered=True)\n"
+                "s = opt.init(jnp.array([1.0]))\n")
+    assert "rmsprop(centered=True) is not supported" in str(caught.value)

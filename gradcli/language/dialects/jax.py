@@ -80,7 +80,7 @@ def _calling(method: str):
 
 
 def _optax(kind: str):
-    """optax.sgd / adam / adamw (lower/optimizers.py); optax.apply_updates(params, updates)."""
+    """optax.sgd / adam / adamw / rmsprop (lower/optimizers.py); optax.apply_updates(params, updates)."""
     def lower(lowering, node, values, scope):
         if not lowering.spelled(node.func).startswith("optax."):
             raise lowering.error(f"unknown function '{node.func}'", node.pos)
@@ -92,7 +92,7 @@ def _optax(kind: str):
 
 NAMES = {
     "standardize": _standardize, "fori_loop": _calling("fori_loop"), "scan": _calling("scan"),
-    **{kind: _optax(kind) for kind in ("sgd", "adam", "adamw", "apply_updates")},
+    **{kind: _optax(kind) for kind in ("sgd", "adam", "adamw", "rmsprop", "apply_updates")},
     "config.update": setting(),  # jax.config.update("jax_enable_x64", True): gradcli computes in float64
     "rem": "fmod", "soft_sign": "softsign", "hard_swish": "hard_silu",
     "slice": "slice_start_limit", "lax_slice": "slice_start_limit",

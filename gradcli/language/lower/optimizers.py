@@ -240,7 +240,10 @@ OPTAX_DEFAULTS = {
     "adam": {"learning_rate": None, "b1": 0.9, "b2": 0.999, "eps": 1e-8, "eps_root": 0.0, "nesterov": False},
     "adamw": {"learning_rate": None, "b1": 0.9, "b2": 0.999, "eps": 1e-8, "eps_root": 0.0, "weight_decay": 1e-4,
               "nesterov": False},
+    "rmsprop": {"learning_rate": None, "decay": 0.9, "eps": 1e-8, "initial_scale": 0.0, "eps_in_sqrt": True,
+                "centered": False, "momentum": None, "nesterov": False, "bias_correction": False},
 }
+_OPTAX_SWITCHES = {"nesterov", "eps_in_sqrt", "centered", "bias_correction"}
 
 
 class OptaxTransform(ValueRecord):
@@ -257,6 +260,24 @@ class OptaxState(ValueRecord):
 
 
 OPTIMIZER_VALUES = (Optimizer, OptaxTransform, OptaxState)  # (and KerasOptimizer, below)
+
+
+def _optax_rmsprop(o: dict, state: OptaxState, grads: list, op, number, count: int):
+    """optax.rmsprop's update (scale_by_rms, then scale_by_learning_rate, then trace where a
+    momentum is given) and its new state, leaf by leaf."""
+    decay = o["decay"]
+    nu = [op("add", op("multiply", number(1 - decay), op("square", g)), op("multiply", number(decay), v))
+          for g, v in zip(grads, state.moments["nu"])]
+    if o["eps_in_sqrt"]:
+        scaling = [op("rsqrt", op("add", v, number(o["eps"]))) for v in nu]
+    else:
+        scaling = [op("divide", number(1.0), op("add", op("sqrt", v), number(o["eps"]))) for v in nu]
+    updates = [op("multiply", op("multiply", s, g), number(-o["learning_rate"])) for s, g in zip(scaling, grads)]
+    moments = {"nu": nu}
+    if o["momentum"]:
+        trace = [op("add", u, op("multiply", number(o["momentum"]), t)) for u, t in zip(updates, state.moments["trace"])]
+        moments["trace"] = updates = trace
+    return updates, OptaxState("rmsprop", count, moments, state.pos)
 
 
 class OptaxOptimizers:
@@ -277,9 +298,10 @@ class OptaxOptimizers:
             number = self.static_param(name, _written(self, value), label, node.pos)
             if isinstance(number, (str, tuple)):
                 raise self.error(f"{label}({name}=...) takes a number, not {number!r}", node.pos)
-            options[name] = bool(number) if name == "nesterov" else float(number)
-        if kind != "sgd" and options["nesterov"]:
-            raise self.error(f"{label}(nesterov=True) is not supported: leave it out", node.pos)
+            options[name] = bool(number) if name in _OPTAX_SWITCHES else float(number)
+        for switch in ("nesterov", "centered", "bias_correction"):
+            if (kind != "sgd" or switch != "nesterov") and options.get(switch):
+                raise self.error(f"{label}({switch}=True) is not supported: leave it out", node.pos)
         return OptaxTransform(kind, options, node.pos)
 
     def optax_method(self, transform: OptaxTransform, node: ast.Call, values: list, scope: Scope):
@@ -289,7 +311,12 @@ class OptaxOptimizers:
         if node.func == "init" and len(args) + len(keywords) == 1:
             params = self._tree_leaves(args[0] if args else keywords.get("params"), node, scope)
             zeros = [self.graph.add_constant(np.zeros(self.graph.shapes[p]), node.pos, scope.stack) for p in params]
-            if transform.kind == "sgd":
+            if transform.kind == "rmsprop":
+                scale = transform.options["initial_scale"]
+                moments = {"nu": [self.graph.add_constant(np.full(self.graph.shapes[p], scale), node.pos, scope.stack)
+                                  for p in params]}
+                moments.update({"trace": zeros} if transform.options["momentum"] else {})
+            elif transform.kind == "sgd":
                 moments = {"trace": zeros} if transform.options["momentum"] else {}
             else:
                 moments = {"mu": zeros, "nu": zeros}
@@ -330,6 +357,8 @@ class OptaxOptimizers:
         op, number = _emitters(self, node, scope, "update")
 
         count = state.count + 1
+        if transform.kind == "rmsprop":
+            return _optax_rmsprop(o, state, grads, op, number, count)
         if transform.kind == "sgd":
             moments = {}
             if o["momentum"]:  # optax.trace: t = g + decay t; the update t (Nesterov: g + decay t again)
