@@ -93,3 +93,66 @@ def test_optax_getting_started_with_a_dict_of_parameters_through_vmap():
     adamw = outputs(OPTAX_LOOP.replace("OPTIMIZER", "optax.adamw(0.05, weight_decay=0.1)"))
     np.testing.assert_allclose(adamw["p['w']"], [0.2923818478800927, -0.29136793185630705, 0.7824115756919973],
                                rtol=1e-12)
+
+
+CHECK_GRADS = """
+import jax
+import jax.numpy as jnp
+from jax.test_util import check_grads
+
+@jax.custom_vjp
+def f(x):
+    return jnp.sin(x)
+
+def f_fwd(x):
+    return jnp.sin(x), x
+
+def f_bwd(x, g):
+    return (g * RULE,)
+
+f.defvjp(f_fwd, f_bwd)
+check_grads(f, (jnp.array([0.5, 1.0]),), order=1, modes=["rev"])
+print(f(jnp.array([0.5, 1.0])))
+"""
+
+
+def test_jax_check_grads_passes_a_right_rule():
+    # JAX 0.10.2: returns None; then [0.47942554 0.84147098]
+    out = outputs(CHECK_GRADS.replace("RULE", "jnp.cos(x)"))
+    np.testing.assert_allclose(out["f(jnp.array([0.5, 1.0]))"], np.sin([0.5, 1.0]), rtol=1e-15)
+
+
+def test_jax_check_grads_refuses_a_wrong_rule_at_its_call():
+    from gradcli.errors import GradcliError
+    import pytest
+    # JAX 0.10.2: AssertionError (Not equal to tolerance ... ACTUAL: array(1.582305) DESIRED: array(1.99968))
+    with pytest.raises(GradcliError) as caught:
+        outputs(CHECK_GRADS.replace("RULE", "jnp.sin(x)"))
+    assert "Derivative check of f failed (order 1)" in str(caught.value) and "(JAX: AssertionError)" in str(caught.value)
+    assert caught.value.pos.line == 17
+
+
+def test_the_cookbooks_check_grads_of_the_logistic_loss_at_order_two():
+    out = outputs("""
+import jax.numpy as jnp
+from jax.test_util import check_grads
+
+def sigmoid(x):
+    return 0.5 * (jnp.tanh(x / 2) + 1)
+
+inputs = jnp.array([[0.52, 1.12,  0.77],
+                    [0.88, -1.08, 0.15]])
+targets = jnp.array([True, False])
+
+def loss(W, b):
+    preds = sigmoid(jnp.dot(inputs, W) + b)
+    label_probs = preds * targets + (1 - preds) * (1 - targets)
+    return -jnp.sum(jnp.log(label_probs))
+
+W = jnp.array([0.3, -0.2, 0.5])
+b = 0.1
+check_grads(loss, (W, b), order=2)
+print(loss(W, b))
+""")
+    # JAX 0.10.2 (x64): check_grads returns None; loss 1.579570824487352
+    np.testing.assert_allclose(out["loss(W, b)"], 1.579570824487352, rtol=1e-12)

@@ -18,7 +18,7 @@ from gradcli.ir import Graph
 from gradcli.language import syntax as ast
 from gradcli.language.lower import pytrees, transforms
 from gradcli.language.lower.transforms import _FINISH, FUNCTION_VALUES, Transform
-from gradcli.language.lower.values import NONE, Literal, Scope, Text
+from gradcli.language.lower.values import NONE, Literal, Scope, Text, TupleValue
 
 DEFAULTS = {"eps": 1e-6, "atol": 1e-5, "rtol": 1e-3}
 MAX_RUNS = 20_000  # evaluations of the function for one check (one per output element, two per input element)
@@ -117,13 +117,15 @@ class GradCheck:
     def check_grads_finish(self, fn, result, xs: list, node, scope: Scope):
         """autograd's `check_grads(f, modes, order=2)(*args)`: None, or its AssertionError."""
         outs = [self.materialize(leaf, scope, node.pos) for leaf in pytrees.leaves(result) if leaf is not NONE]
-        options = {"eps": 1e-6, "atol": 1e-6, "rtol": 1e-6}  # (autograd.test_util's EPS, TOL, RTOL)
+        jax = fn.by.startswith("jax.")
+        # autograd.test_util's EPS, TOL, RTOL; jax.test_util's EPS and float64 gradient tolerance
+        options = {"eps": 1e-4, "atol": 1e-5, "rtol": 1e-5} if jax else {"eps": 1e-6, "atol": 1e-6, "rtol": 1e-6}
         for order in range(1, fn.order + 1):
             problem = self.first_mismatch("check_grads", outs, xs, order, options, node)
             if problem:
                 name = getattr(fn.fn, "name", None) or "the function"
-                raise self.error(f"Derivative check of {name} failed (order {order}): {problem} (autograd: "
-                                 "AssertionError)", node.pos)
+                raise self.error(f"Derivative check of {name} failed (order {order}): {problem} "
+                                 f"({'JAX' if jax else 'autograd'}: AssertionError)", node.pos)
         return NONE
 
     def first_mismatch(self, kind: str, outs: list, xs: list, order: int, options: dict, node) -> str | None:
@@ -146,9 +148,12 @@ class GradCheck:
                              "here): check a smaller case, or use gradcli check --wrt", node.pos)
         return jacobian_mismatch(graph, outs, variables, options["eps"], options["atol"], options["rtol"])
 
-    def autograd_check_grads(self, node: ast.Call, args: list, keywords: dict):
+    def autograd_check_grads(self, node: ast.Call, args: list, keywords: dict, scope: Scope, work: list):
         """`check_grads(f, modes=['fwd', 'rev'], order=2)`: a function of f's arguments that checks
-        f's gradient (and, order 2, that of its vector-Jacobian product) at them."""
+        f's gradient (and, order 2, that of its vector-Jacobian product) at them. (JAX's check_grads
+        checks at once: jax_check_grads.)"""
+        if self.spelled(node.func).startswith("jax."):
+            return self.jax_check_grads(node, args, keywords, scope, work)
         if not args or not isinstance(args[0], FUNCTION_VALUES) or set(keywords) - {"modes", "order"}:
             raise self.error("check_grads(f, modes=[...], order=2): give the function (gradcli reads modes and "
                              "order)", node.pos)
@@ -156,6 +161,25 @@ class GradCheck:
         if order not in (1, 2):
             raise self.error("check_grads: gradcli checks order 1 or 2", node.pos)
         return GradientCheck("check_grads", args[0], None, False, node.pos, node.func, order)
+
+    def jax_check_grads(self, node: ast.Call, args: list, keywords: dict, scope: Scope, work: list):
+        """`jax.test_util.check_grads(f, args, order, modes=...)`: checks f's gradient at args now
+        (order 2: also its vector-Jacobian product's), as autograd's check_grads(f)(*args) does."""
+        given = dict(zip(("f", "args", "order", "modes"), args)) | keywords
+        if not isinstance(given.get("f"), FUNCTION_VALUES) or "args" not in given or "order" not in given or \
+                set(given) - {"f", "args", "order", "modes"}:
+            raise self.error("check_grads(f, args, order, modes=...): give the function, its arguments as a tuple "
+                             "and the order (gradcli reads modes; atol, rtol and eps are JAX's own)", node.pos)
+        order = self.static_int(given["order"], "order", node.pos)
+        if order not in (1, 2):
+            raise self.error("check_grads: gradcli checks order 1 or 2", node.pos)
+        check = GradientCheck("check_grads", given["f"], None, False, node.pos, self.spelled(node.func), order)
+        items = self.as_tuple(given["args"])
+        if not isinstance(items, TupleValue):
+            raise self.error("check_grads(f, args, order): args is a tuple of f's arguments, as in (x,)", node.pos)
+        items = items.items
+        call = ast.Call("<function>", [ast.Name("_", node.pos)] * len(items), node.pos)
+        return self.apply_function(check, call, list(items), scope, work)
 
     def static_number(self, value, what: str, pos) -> float:
         value = self.constant_value(value)

@@ -307,7 +307,7 @@ class Statements:
 
     def as_tuple(self, value):
         """`(0.1,)` written with constants is one Literal: its items, as a tuple of values."""
-        if isinstance(value, Literal) and value.from_tuple and value.value.ndim == 1:
+        if isinstance(value, Literal) and value.from_tuple and value.value.ndim >= 1:  # (rows: `(array,)`)
             return TupleValue([Literal(v, value.pos) for v in value.value], value.pos)
         return value
 

@@ -140,8 +140,8 @@ class TorchAutograd(GradCheck):
                              "real functions", node.pos)
         if spelled in DEFVJP:
             return self.autograd_defvjp(node, args)
-        if spelled.rpartition(".")[2] == "check_grads" and spelled.startswith("autograd."):
-            return self.autograd_check_grads(node, args, keywords)
+        if spelled.rpartition(".")[2] == "check_grads" and spelled.startswith(("autograd.", "jax.")):
+            return self.autograd_check_grads(node, args, keywords, scope, work)  # (and JAX's: gradcheck.py)
         if spelled.startswith("autograd.") and keywords and args and isinstance(args[0], FUNCTION_VALUES):
             return self.autograd_transform(spelled.rpartition(".")[2], node, args, keywords)
         if not spelled.startswith("torch."):
@@ -284,7 +284,7 @@ class TorchAutograd(GradCheck):
 
     def rebind_id(self, old: int, new: int, scope: Scope) -> None:
         """An in-place update of the tensor `old` (a .grad): every name bound to it now holds `new`."""
-        start = scope
+        self.rebind_in_lists(old, new, scope)  # (lists.py)
         for table in (self.globals, self.graph.names):
             for name, value in list(table.items()):
                 if type(value) is int and value == old:
@@ -294,7 +294,6 @@ class TorchAutograd(GradCheck):
                 if type(value) is int and value == old:
                     scope.locals[name] = new
             scope = scope.parent
-        self.rebind_in_lists(old, new, start)  # (lists.py)
 
     def rebind(self, target, value: int, scope: Scope) -> None:
         if not isinstance(target, ast.Name) or "." in target.id:
