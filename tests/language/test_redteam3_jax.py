@@ -156,3 +156,40 @@ print(loss(W, b))
 """)
     # JAX 0.10.2 (x64): check_grads returns None; loss 1.579570824487352
     np.testing.assert_allclose(out["loss(W, b)"], 1.579570824487352, rtol=1e-12)
+
+
+def test_a_dict_of_parameters_updated_key_by_key():
+    # before: `params[k] = ...` was read as an array's item with a computed index, and refused
+    out = outputs("""
+import jax
+import jax.numpy as jnp
+params = {'w': jnp.array([0.5, -0.3]), 'b': jnp.array(0.1)}
+x = jnp.array([[1.0, 2.0], [3.0, -1.0]])
+y = jnp.array([1.0, 0.0])
+def loss(params):
+    return jnp.mean((x @ params['w'] + params['b'] - y) ** 2)
+for step in range(3):
+    g = jax.grad(loss)(params)
+    for k in params:
+        params[k] = params[k] - 0.1 * g[k]
+print(params['w'], params['b'], loss(params))
+""")
+    # JAX 0.10.2 (x64): [0.0899 0.3253] 0.1029 0.013380424999999994
+    np.testing.assert_allclose(out["params['w']"], [0.08990000000000002, 0.32530000000000003], rtol=1e-12)
+    np.testing.assert_allclose(out["params['b']"], 0.10289999999999999, rtol=1e-12)
+    np.testing.assert_allclose(out["loss(params)"], 0.013380424999999994, rtol=1e-12)
+
+
+def test_a_dict_item_assigned_is_seen_by_every_name_holding_the_dict():
+    out = outputs("""
+import jax.numpy as jnp
+x = jnp.array([1.0, 2.0])
+d = {'a': x * 2}
+e = d
+d['b'] = jnp.sin(x)
+d['a'] = d['a'] + 1.0
+print(e['a'], e['b'])
+""")
+    # JAX 0.10.2: [3. 5.] [0.84147098 0.90929743]
+    np.testing.assert_allclose(out["e['a']"], [3.0, 5.0])
+    np.testing.assert_allclose(out["e['b']"], np.sin([1.0, 2.0]), rtol=1e-15)

@@ -85,3 +85,34 @@ print(w.numpy(), b.numpy())
     np.testing.assert_allclose(out["loss_value"], 0.3713072785864456, rtol=1e-12)
     np.testing.assert_allclose(out["w.numpy()"], [[-0.4610608372311831], [0.4837670811406073]], rtol=1e-12)
     np.testing.assert_allclose(out["b.numpy()"], [1.2688263312724544], rtol=1e-12)
+
+
+def test_assign_sub_through_a_loop_name_updates_the_variable_every_name_holds():
+    # before: `v.assign_sub(...)` rebound the loop's name only, so `w` and `b` kept their first values
+    # and the second step's gradient was None
+    out = outputs("""
+import tensorflow as tf
+w = tf.Variable([0.5, -0.3], dtype=tf.float64)
+b = tf.Variable(0.1, dtype=tf.float64)
+x = tf.constant([[1.0, 2.0], [3.0, -1.0]], dtype=tf.float64)
+y = tf.constant([1.0, 0.0], dtype=tf.float64)
+variables = [w, b]
+for step in range(3):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean((tf.linalg.matvec(x, w) + b - y) ** 2)
+    grads = tape.gradient(loss, variables)
+    for v, g in zip(variables, grads):
+        v.assign_sub(0.1 * g)
+print(w, b, loss)
+""")
+    # TensorFlow 2.21.0 (float64): w [0.0899 0.3253], b 0.1029, loss 0.06131049999999998
+    np.testing.assert_allclose(out["w"], [0.08990000000000002, 0.32530000000000003], rtol=1e-12)
+    np.testing.assert_allclose(out["b"], 0.10289999999999999, rtol=1e-12)
+    np.testing.assert_allclose(out["loss"], 0.06131049999999998, rtol=1e-12)
+
+
+def test_a_second_name_of_a_variable_sees_its_assign():
+    out = outputs("import tensorflow as tf\na = tf.Variable(1.0)\nb = a\na.assign_add(1.0)\nc = b * 10.0\n"
+                  "print(b, c)")
+    # TensorFlow 2.21.0: <tf.Variable ... numpy=2.0> tf.Tensor(20.0, ...)
+    assert float(out["b"]) == 2.0 and float(out["c"]) == 20.0

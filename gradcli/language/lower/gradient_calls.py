@@ -110,7 +110,7 @@ class GradientCalls(PyTrees, ValuesApart):
         cut = self.emit(OPS["stop_gradient"], (new,), {}, node.pos, node.func, scope)
         variable = transforms.fresh(self, cut, node.pos, scope)
         self.variables.add(variable)
-        self.rebind_in_lists(old, variable, scope)  # (a list of the variables holds the new one: lists.py)
+        self.rebind_variable(old, variable, scope)  # (in place: every name and list holding it; lists.py)
         if scope.locals is not None and target.id in scope.locals:
             scope.locals[target.id] = variable
         else:

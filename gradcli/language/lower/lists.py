@@ -1,4 +1,5 @@
-"""Python's list methods as statements: `out.append(v)`, `out.extend(vs)`, `out.insert(i, v)`.
+"""Python's list methods as statements: `out.append(v)`, `out.extend(vs)`, `out.insert(i, v)`;
+a dict's item assigned, `params[k] = params[k] - lr * g[k]`.
 
 A list is built item by item in pasted code (`output = []`, then `output.append(jnp.dot(...))` in a
 loop, then `jnp.array(output)`). The method changes the list in place, so the statement rebinds
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from gradcli.language import syntax as ast
 from gradcli.language.lower.transforms import DictValue
-from gradcli.language.lower.values import Literal, Scope, TupleValue
+from gradcli.language.lower.values import AtIndexed, Literal, Scope, Text, TupleValue
 
 # the list methods read as statements, and how many arguments each takes after the list
 LIST_METHODS = {"append": 1, "extend": 1, "insert": 2}
@@ -97,6 +98,12 @@ class ListMethods:
         state = self._torch_state
         return state is not None and bool(state.leaves) and any(self.requires_grad(v) for v in items)
 
+    def rebind_variable(self, old: int, new: int, scope: Scope) -> None:
+        """A tf.Variable's assign: the variable changes in place, so every name, list and dict that
+        holds it holds the new value (a value computed from it before keeps the old one)."""
+        if old in self.variables:
+            self.rebind_id(old, new, scope)
+
     def rebind_in_lists(self, old: int, new: int, scope: Scope) -> None:
         """An in-place update of `old` (a variable's assign, an optimizer's step): the lists, tuples
         and dicts the program's names hold that hold it hold `new`, as Python's hold the object."""
@@ -117,3 +124,23 @@ class ListMethods:
                     items[k] = new
                 elif isinstance(item, (TupleValue, DictValue)):
                     pending.append(item)
+
+    def dict_item_at(self, mapping: DictValue, subscripts: list, node) -> AtIndexed:
+        """`d[key]` as the target of `d[key] = v` (read as `d = d.at[key].set(v)`): a string key."""
+        if len(subscripts) != 1 or not isinstance(subscripts[0], Text):
+            raise self.error("a dict's item is assigned by a string key, as in d['w'] = v", node.pos)
+        return AtIndexed(mapping, subscripts[0].value, node.pos)
+
+    def dict_item_set(self, at: AtIndexed, node, args: list) -> DictValue:
+        """`d[key] = v`: the dict changed in place (a new key added at its end), as Python's: every
+        name holding it sees the change."""
+        if node.func != "set" or len(args) != 1:
+            raise self.error(f"a dict has no .at[...].{node.func}(): assign its item, d[key] = v", node.pos)
+        mapping, key = at.target, at.index
+        mapping.keys, mapping.items = list(mapping.keys), list(mapping.items)
+        if key in mapping.keys:
+            mapping.items[mapping.keys.index(key)] = args[0]
+        else:
+            mapping.keys.append(key)
+            mapping.items.append(args[0])
+        return mapping
