@@ -97,6 +97,8 @@ def _norm_reading(call):
     if (jax_numpy(call) or call.spelled.startswith("autograd.numpy.")) and call.positional < 2 \
             and "ord" not in call.keywords:
         return "norm_by_square_root", {}  # JAX's and autograd's: the same (PyTorch's gives 0 there)
+    if jax_numpy(call):
+        return "norm_abs_right_at_zero", {}  # JAX's |x| has slope 1 at 0 (ord 1, inf: sums of |x|)
     return None
 
 
