@@ -116,3 +116,57 @@ def test_a_second_name_of_a_variable_sees_its_assign():
                   "print(b, c)")
     # TensorFlow 2.21.0: <tf.Variable ... numpy=2.0> tf.Tensor(20.0, ...)
     assert float(out["b"]) == 2.0 and float(out["c"]) == 20.0
+
+
+def test_a_tape_inside_a_tf_function_train_step():
+    # Keras guide 'Writing a training loop from scratch': @tf.function def train_step(x, y) holding the
+    # tape (refused before: a 'with' block was read at the top level only)
+    out = outputs("""
+import tensorflow as tf
+import keras
+keras.config.set_floatx("float64")
+x_batch = tf.constant([[0.5, -1.0], [1.5, 0.2], [0.0, 1.0], [2.0, 2.0]], dtype=tf.float64)
+y_batch = tf.constant([0, 1, 1, 0])
+W = tf.Variable([[0.1, -0.2], [0.3, 0.4]], dtype=tf.float64)
+bias = tf.Variable([0.0, 0.1], dtype=tf.float64)
+loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+optimizer = keras.optimizers.SGD(learning_rate=0.5)
+
+@tf.function
+def train_step(x, y):
+    with tf.GradientTape() as tape:
+        logits = x @ W + bias
+        loss_value = loss_fn(y, logits)
+    grads = tape.gradient(loss_value, [W, bias])
+    optimizer.apply_gradients(zip(grads, [W, bias]))
+    return loss_value
+
+for step in range(3):
+    loss_value = train_step(x_batch, y_batch)
+print(loss_value)
+print(W.numpy(), bias.numpy())
+""")
+    # Keras 3.15.1, TensorFlow 2.21.0 (float64)
+    np.testing.assert_allclose(out["loss_value"], 0.6507782991773421, rtol=1e-12)
+    np.testing.assert_allclose(out["W.numpy()"], [[0.17515531470169482, -0.27515531470169485],
+                                                  [0.24534040233080867, 0.4546595976691913]], rtol=1e-12)
+    np.testing.assert_allclose(out["bias.numpy()"], [-0.0516241050873506, 0.15162410508735058], rtol=1e-12)
+
+
+def test_a_helper_taking_a_gradient_with_its_own_tape_is_called_again_and_again():
+    out = outputs("""
+import tensorflow as tf
+def g(f, v):
+    x = tf.Variable(v, dtype=tf.float64)
+    with tf.GradientTape() as t:
+        y = f(x)
+    return t.gradient(y, x)
+a = g(lambda x: tf.norm(x, ord=1), [0.0, 6.0, -1.0, 1.0, 3.0])
+c = g(lambda x: tf.reduce_sum(tf.nn.relu6(x)), [0.0, 6.0, -1.0, 1.0, 3.0])
+f = g(lambda x: tf.reduce_max(x), [1.0, 3.0, 3.0])
+print(a, c, f)
+""")
+    # TensorFlow 2.21.0: [0. 1. -1. 1. 1.] [0. 0. 0. 1. 1.] [0. 0.5 0.5]
+    np.testing.assert_array_equal(out["a"], [0.0, 1.0, -1.0, 1.0, 1.0])
+    np.testing.assert_array_equal(out["c"], [0.0, 0.0, 0.0, 1.0, 1.0])
+    np.testing.assert_array_equal(out["f"], [0.0, 0.5, 0.5])

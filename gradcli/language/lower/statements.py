@@ -177,11 +177,19 @@ class Statements:
         elif self.is_list_method(stmt):
             if not self.list_method(stmt, scope):
                 self.lower(stmt.value, scope)  # (a call that only looks like a list's method)
+        elif isinstance(stmt, ast.With):  # a tape (or no_grad) in a function: entered, the body, left
+            entered = [self.enter(self.lower(expr, scope), expr.pos) for expr, _, _ in stmt.items]
+            scope.locals.update((name, context) for (_, name, _), context in zip(stmt.items, entered) if name)
+            work.append((_STATEMENT, (_LEAVE, entered), scope))
+            self.push_body(stmt.body, scope, work)
+        elif isinstance(stmt, tuple) and stmt[0] is _LEAVE:
+            for context in reversed(stmt[1]):
+                self.leave(context)
         elif isinstance(stmt, ast.Return):
             raise self.error("'return' inside a for or an if is not supported: return once, at the end of the "
                              "function (choose the value with where)", stmt.pos)
         else:
-            raise self.error("'with' blocks and classes are supported at the top level only", stmt.pos)
+            raise self.error("a class is defined at the top level only", stmt.pos)
 
     def makes_tensor(self, node) -> bool:
         """Whether `node` calls a library's tensor constructor (tf.constant, tf.Variable)."""
