@@ -96,7 +96,12 @@ class ListMethods:
         if variables and any(type(v) is int and v in variables for v in items):
             return True
         state = self._torch_state
-        return state is not None and bool(state.leaves) and any(self.requires_grad(v) for v in items)
+        if state is None or not state.leaves:
+            return False
+        # (a value made after the first leaf may require grad: kept a list, which is Python's reading
+        # anyway; asking requires_grad of each item would walk the graph at every list display)
+        first = min(state.leaves)
+        return any(type(v) is int and v >= first for v in items)
 
     def rebind_variable(self, old: int, new: int, scope: Scope) -> None:
         """A tf.Variable's assign: the variable changes in place, so every name, list and dict that
