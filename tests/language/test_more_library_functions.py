@@ -195,3 +195,157 @@ def test_lax_fori_loop_and_scan_unroll_to_jax_s_values_and_gradients():
 def test_lax_loops_written_wrong_are_refused_with_their_reason(line, message):
     with pytest.raises(GradcliError, match=re.escape(message)):
         api.evaluate("import jax.numpy as jnp\nfrom jax import lax\n" + line + "\n", fixes=False)
+
+
+LAX_BRANCHES = """import jax
+jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp
+from jax import lax
+
+steps = 3
+start = 1
+
+def f(x):
+    return lax.cond(x > 0, lambda v: jnp.sin(v) * v, lambda v: v ** 3, x)
+
+def s(x, w):
+    branches = [lambda a, b: a * b, lambda a, b: a + b, lambda a, b: jnp.exp(a - b)]
+    return lax.switch(2, branches, x, w) + lax.switch(-1, branches, x, w) + lax.switch(9, branches, x, w)
+
+def halve(x):
+    def cond(c):
+        return c[0] < 5
+    def body(c):
+        i, v = c
+        return i + 1, jnp.sqrt(v + x)
+    return lax.while_loop(cond, body, (0, 1.0))[1]
+
+def r(x):
+    return lax.fori_loop(start, start + steps, lambda i, v: v * x + i, 1.0)
+
+A = jnp.array([[2.0, 1.0], [1.0, 3.0]])
+print(f(1.3))
+print(jax.grad(f)(1.3))
+print(f(-1.3))
+print(jax.grad(f)(-1.3))
+print(s(0.5, 2.0))
+print(jax.grad(s, argnums=(0, 1))(0.5, 2.0))
+print(halve(2.0))
+print(jax.jvp(halve, (2.0,), (1.0,))[1])
+print(jax.grad(halve)(2.0))
+print(r(1.5))
+print(jax.grad(r)(1.5))
+print(jnp.linalg.cond(A))
+"""
+JAX_BRANCHES = {  # JAX 0.10.2, x64, as printed
+    "f(1.3)": 1.2526256410423509, "jax.grad(f)(1.3)": 1.3113066626291565,
+    "f(-1.3)": -2.1970000000000005, "jax.grad(f)(-1.3)": 5.07,
+    "s(0.5, 2.0)": 1.4462603202968598,  # the index clamped into range, as JAX does
+    "jax.grad(s, argnums=(0, 1))(0.5, 2.0)": [2.44626032, 0.05373968],  # (JAX prints 8 digits)
+    "halve(2.0)": 1.9989291749527314, "jax.jvp(halve, (2.0,), (1.0,))[1]": 0.3338742194224564,
+    # JAX refuses reverse mode through while_loop ("Reverse-mode differentiation does not work for
+    # lax.while_loop"); the unrolled loop's gradient is the forward-mode derivative above
+    "jax.grad(halve)(2.0)": 0.3338742194224564,
+    "r(1.5)": 11.625, "jax.grad(r)(1.5)": 11.75,  # bounds from top-level names the program writes
+    "jnp.linalg.cond(A)": 2.6180339887498953,  # linalg's cond is still the condition number
+}
+
+
+def test_lax_cond_switch_and_while_loop_give_jax_s_values_and_gradients():
+    outputs = api.evaluate(LAX_BRANCHES, fixes=False).outputs
+    for name, expected in JAX_BRANCHES.items():
+        np.testing.assert_allclose(outputs[name], expected, rtol=1e-8 if isinstance(expected, list) else 1e-14,
+                                   err_msg=name)
+
+
+@pytest.mark.parametrize("feeds, line, message", [
+    ({"x": 2.0}, "y = lax.cond(x > 0, lambda v: v, lambda v: -v, x)",
+     "this lax.cond's predicate depends on the data, which is not known before evaluation: compute both "
+     "branches and choose with jnp.where(pred, true_fun(x), false_fun(x))"),
+    ({"x": 2.0}, "y = lax.while_loop(lambda v: v < x, lambda v: v * 2, 1.0)",
+     "this lax.while_loop's condition depends on the data"),
+    ({}, "y = lax.while_loop(lambda v: v > 0, lambda v: v + 1, 1.0)",
+     "lax.while_loop: the program expands to more than 10,000 passes of a while loop"),
+    ({"n": 3.0}, "y = lax.fori_loop(0, n, lambda i, v: v * 2, 1.0)",
+     "upper must be known before evaluation: this one depends on a value given from outside (--set, a file)"),
+    ({}, "y = lax.cond(1 > 0, 1.0, 2.0)", "lax.cond(pred, true_fun, false_fun, *operands): the branches must be functions"),
+    ({}, "y = lax.switch(0, [1.0, 2.0], 3.0)", "lax.switch(index, branches, *operands): the branches must be functions"),
+    ({}, "y = lax.switch(0, lambda v: v, 3.0)", "lax.switch(index, branches, *operands): the branches must be functions"),
+    ({}, "y = lax.while_loop(lambda v: v < 3, lambda v: (v, v), 0.0)", "body_fun must return a carry of init_val's structure"),
+    ({}, "y = lax.scan(lambda c, r: (c + r, r), 0.0, jnp.ones((0, 2)))", "a scan of zero steps is not supported"),
+])
+def test_lax_branches_known_only_from_the_data_are_refused_with_what_to_write(feeds, line, message):
+    with pytest.raises(GradcliError, match=re.escape(message)) as caught:
+        api.evaluate("import jax.numpy as jnp\nfrom jax import lax\n" + line + "\n", feeds=feeds, fixes=False)
+    assert caught.value.pos is not None and caught.value.pos.line == 3
+
+
+def test_a_range_bound_the_program_writes_is_known_and_one_given_from_outside_is_refused():
+    program = "n = 3\nx = 2.0\ny = x\nfor i in range(n):\n    y = y * x\n"
+    result = api.grad(program, wrt=["x"], fixes=False)
+    assert (float(result.outputs["y"]), float(result.gradients["x"])) == (16.0, 32.0)  # x**4, 4 x**3
+    with pytest.raises(GradcliError, match=re.escape("a range() bound must be known before evaluation")):
+        api.grad(program, wrt=["x"], feeds={"n": 4.0}, fixes=False)
+
+
+JAX_CHECK = """import jax
+from jax.test_util import check_grads
+import jax.numpy as jnp
+check_grads(jnp.sin, (1.0,), order=2)
+check_grads(lambda a, b: jnp.sum(a * jnp.tanh(b)), (jnp.array([1.0, 2.0]), jnp.array([0.3, -0.2])), 2, atol=1e-6)
+@jax.custom_jvp
+def f(x):
+    return jnp.sin(x)
+@f.defjvp
+def f_jvp(primals, tangents):
+    x, = primals
+    t, = tangents
+    return f(x), {slope} * t
+check_grads(f, (1.0,), order=1)
+y = f(1.0)
+"""
+
+
+def test_jax_s_check_grads_passes_a_right_rule_and_raises_on_a_wrong_one():
+    # JAX 0.10.2 (x64): the first three checks pass (None); with the slope 2.0 the custom rule is
+    # wrong, and check_grads raises AssertionError at line 14
+    right = api.evaluate(JAX_CHECK.format(slope="jnp.cos(x)"), fixes=False).outputs
+    assert float(right["y"]) == pytest.approx(np.sin(1.0), rel=1e-15)
+    with pytest.raises(GradcliError, match=re.escape("Derivative check of f failed (order 1)")) as caught:
+        api.evaluate(JAX_CHECK.format(slope="2.0"), fixes=False)
+    assert "(JAX: AssertionError)" in str(caught.value) and caught.value.pos.line == 14
+
+
+@pytest.mark.parametrize("program, expected", [
+    # NumPy 2.4.6, PyTorch 2.13.0, TensorFlow 2.21.0 printed True/False (gradcli: 1.0/0.0)
+    ("import numpy as np\nx = np.array([[1.0, -2.0], [3.0, 0.0]])\n"
+     "print(np.all(x > -5), np.any(x < -1), np.all(x, axis=0), (x > 0).any(axis=1), x.all())\n",
+     {"np.all(x > -5)": 1.0, "np.any(x < -1)": 1.0, "np.all(x, axis=0)": [1.0, 0.0],
+      "(x > 0).any(axis=1)": [1.0, 1.0], "x.all()": 0.0}),
+    ("import torch\nx = torch.tensor([[1.0, -2.0], [3.0, 0.0]])\n"
+     "print(torch.all(x > -5), torch.any(x < -1, dim=1), (x != 0).all(dim=0))\n",
+     {"torch.all(x > -5)": 1.0, "torch.any(x < -1, dim=1)": [1.0, 0.0], "(x != 0).all(dim=0)": [1.0, 0.0]}),
+    ("import tensorflow as tf\nx = tf.constant([[1.0, -2.0], [3.0, 0.0]])\n"
+     "print(tf.reduce_all(x > -5), tf.reduce_any(x < -1, axis=1), tf.math.reduce_all(x != 0, axis=0))\n",
+     {"tf.reduce_all(x > -5)": 1.0, "tf.reduce_any(x < -1, axis=1)": [1.0, 0.0],
+      "tf.math.reduce_all(x != 0, axis=0)": [1.0, 0.0]}),
+    ("import numpy as np\nx = np.array([1.0, -2.0])\nprint(all(x > 0), any(x > 0))\n",
+     {"all(x > 0)": 0.0, "any(x > 0)": 1.0}),
+])
+def test_all_and_any_give_each_library_s_truths(program, expected):
+    outputs = api.evaluate(program, fixes=False).outputs
+    assert list(outputs) == list(expected)
+    for name, value in expected.items():
+        np.testing.assert_array_equal(outputs[name], value)
+
+
+def test_all_passes_no_gradient_and_python_s_all_of_a_matrix_is_refused():
+    result = api.grad("import numpy as np\nx = np.array([1.0, 2.0])\ny = np.sum(x * np.all(x > 0))\n", wrt=["x"],
+                      fixes=False)
+    np.testing.assert_array_equal(result.gradients["x"], [1.0, 1.0])
+    # NumPy: ValueError (the truth value of an array with more than one element is ambiguous)
+    with pytest.raises(GradcliError, match=re.escape("all() of an array of 2 axes: Python's built-in all iterates")):
+        api.evaluate("import numpy as np\nx = np.ones((2, 2))\nprint(all(x))\n", fixes=False)
+    # the while loop the ambiguity message points to: `.all()` of a condition known before evaluation
+    program = "x = [1.0, 2.0]\ny = 0.0\nwhile (x > 0).all():\n    x = x - 0.7\n    y = y + 1\n"
+    assert float(api.evaluate(program, fixes=False).outputs["y"]) == 2.0

@@ -72,9 +72,6 @@ REFUSED = {
     "numpy_guide_07": "trapezoid with sample points x is not supported",
     "tensorflow_guide_07": "must end with 'return EXPR'",  # a function run for its assign_sub only
     "tensorflow_guide_16": "Keras 2 (log(p + 1e-7)) and Keras 3 (log(p)) differ",
-    # `start = 0` at top level is an input (--set), so no constant bound, as for range(start, stop)
-    "jax_guide_21": "lower must be a constant integer, written in the program",
-    "jax_guide_22": "lax.cond(pred, true_fun, false_fun, *operands) is not supported",
     "pytorch_guide_16": "unknown function 'fwAD.dual_level'",  # forward-mode dual numbers (jax.jvp is there)
 }
 # refused or other numbers, and should not be: known, not fixed on this branch (the test fails

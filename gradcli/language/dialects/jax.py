@@ -27,15 +27,6 @@ def _slice_reading(call):
                        "(and Python's slice is an index object): write lax.slice or tf.slice")
 
 
-def _cond_reading(call):
-    """lax.cond(pred, true_fun, false_fun, *operands) branches; np.linalg.cond(x, p) is the condition number."""
-    if call.library == "jax":
-        raise ReadingError("lax.cond(pred, true_fun, false_fun, *operands) is not supported (gradcli's "
-                           "cond is np.linalg.cond, a condition number): write true_fun(x) if pred else "
-                           "false_fun(x), or jnp.where(pred, true_fun(x), false_fun(x))")
-    return None
-
-
 def _standardize(lowering, node, values, scope):
     """jax.nn.standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, algorithm="fast"):
     (x - mean) * rsqrt(variance + epsilon), the variance mean(x^2) - mean^2 clipped at 0 ("fast",
@@ -70,12 +61,16 @@ def _standardize(lowering, node, values, scope):
     return op("multiply", op("subtract", x, mean), op("rsqrt", op("add", variance, epsilon)))
 
 
-def _calling(method: str):
-    """lax.fori_loop / lax.scan: loops that call a function, lowered by lower/function_values.py
-    on the lowering's work stack (`calls_functions`: the transformation is handed it)."""
+def _calling(method: str, op: str | None = None):
+    """lax.fori_loop, scan, while_loop, cond, switch: they call functions, lowered by
+    lower/function_values.py on the lowering's work stack (`calls_functions`: the transformation is
+    handed it). `op`: the op the same bare name is in another library (np.linalg.cond)."""
     def lower(lowering, node, values, scope, work):
+        if op is not None and lowering.library_of(node) != "jax":
+            return lowering.call_op_named(node, values, scope, op)
         return getattr(lowering, method)(node, values, scope, work)
     lower.calls_functions = True
+    lower.op_name = op
     return lower
 
 
@@ -92,6 +87,7 @@ def _optax(kind: str):
 
 NAMES = {
     "standardize": _standardize, "fori_loop": _calling("fori_loop"), "scan": _calling("scan"),
+    "while_loop": _calling("while_loop"), "switch": _calling("branch"), "cond": _calling("branch", "cond"),
     **{kind: _optax(kind) for kind in ("sgd", "adam", "adamw", "rmsprop", "apply_updates")},
     "config.update": setting(),  # jax.config.update("jax_enable_x64", True): gradcli computes in float64
     "rem": "fmod", "soft_sign": "softsign", "hard_swish": "hard_silu",
@@ -105,7 +101,6 @@ READINGS = {
     "dsplit": lambda call: ("dsplit", {"ordered": True}) if _jax_numpy(call) else None,
     "abs": lambda call: ("abs_right_at_zero", {}) if _jax_numpy(call) else None,  # (JAX's slope at 0 is 1)
     "select": _select_reading,
-    "cond": _cond_reading,
     "slice_start_limit": _slice_reading,
     # jax.nn.hard_tanh is where(x > 1, 1, where(x < -1, -1, x)), keras.ops.hard_tanh TensorFlow's clip_by_value:
     # slope 1 at -1 and 1 (PyTorch's hardtanh 0)

@@ -417,7 +417,7 @@ NAMES = {
     "sparse_softmax_cross_entropy_with_logits": "sparse_softmax_cross_entropy",
     "truediv": "divide", "floordiv": "floor_divide", "floormod": "mod", "floor_mod": "mod",
     "clip_by_value": "clip",
-    "reduce_sum": "sum", "reduce_mean": "mean", "reduce_prod": "prod", "reduce_max": "max", "reduce_min": "min",
+    "reduce_sum": "sum", "reduce_mean": "mean", "reduce_prod": "prod", "reduce_max": "max", "reduce_min": "min", "reduce_all": "all", "reduce_any": "any",
     "reduce_logsumexp": "logsumexp", "reduce_variance": "var", "reduce_std": "std",
     "reduce_euclidean_norm": "euclidean_norm", "cumulative_logsumexp": "cumlogsumexp",
     "lgamma": "gammaln",

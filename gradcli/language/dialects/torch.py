@@ -11,6 +11,7 @@ import re
 import numpy as np
 
 from gradcli.language import syntax as ast
+from gradcli.language.dialects import pooling
 from gradcli.language.dialects.spelling import Autocast, Distribution, ReadingError, setting
 from gradcli.language.dialects.numpy import jax_numpy as _jax_numpy
 from gradcli.ops import OPS, index as ops_index
@@ -378,10 +379,15 @@ MODULES = {
     "Hardtanh": _module("hardtanh", "min_val", "max_val", "inplace"),
     "Hardsigmoid": _module("hardsigmoid", "inplace"), "Hardswish": _module("hardswish", "inplace"),
     "Threshold": _module("threshold", "threshold", "value", "inplace"), "GLU": _module("glu", "dim"),
+    "MaxPool2d": _module("max_pool2d", "kernel_size", "stride", "padding", "dilation", "return_indices", "ceil_mode"),
+    "AvgPool2d": _module("avg_pool2d", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
+                         "divisor_override"),
+    "AdaptiveAvgPool2d": _module("adaptive_avg_pool2d", "output_size"),
 }
 
 NAMES = {
-    **MODULES, "hinge_embedding_loss": _hinge_embedding_loss, "set_default_dtype": setting(0), "set_default_device": setting(),  # (a device: no number)
+    **MODULES, **pooling.NAMES, "hinge_embedding_loss": _hinge_embedding_loss, "set_default_dtype": setting(0),
+    "set_default_device": setting(),  # (a device changes no number)
     "distributions.Normal": _distribution, "Normal": _distribution,
     **{name: _distribution_method for name in _NORMAL_METHODS}, "sample": _random_method, "rsample": _random_method,
     # x.to(dtype or device), x.type_as(y): the value itself (a float dtype); F.dropout in evaluation

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from gradcli.errors import Pos
+from gradcli.errors import LoopPass, Pos
 from gradcli.language import syntax as ast
 from gradcli.language.lower.transforms import DictValue
 from gradcli.language.lower.interpret import _EVAL
@@ -28,6 +28,11 @@ DATA_CONDITION = {
              "gradcli unrolls a loop whose condition is known then (constants, counters, values written "
              "in the program); loop a fixed number of times (for i in range(N)) and choose each step's "
              "value with where(condition, a, b)",
+    "cond": "this lax.cond's predicate depends on the data, which is not known before evaluation: compute "
+            "both branches and choose with jnp.where(pred, true_fun(x), false_fun(x))",
+    "while_loop": "this lax.while_loop's condition depends on the data, which is not known before evaluation: "
+                  "gradcli unrolls a loop whose condition is known then; loop a fixed number of times "
+                  "(lax.fori_loop) and choose each step's value with jnp.where",
     "comprehension": "this comprehension's if depends on the data, which is not known before evaluation: "
                      "keep every item and choose with where(condition, a, b)",
 }
@@ -42,6 +47,7 @@ class Flow:
     # to a dict and slow every later read of them)
     known_values: dict | None = None  # value id -> its Literal, once computed before evaluation
     while_passes: dict | None = None  # a while statement's id -> the passes unrolled
+    while_base: dict | None = None  # a top-level while statement's id -> the stack before it
 
     # ------------------------------------------------------------------ known before evaluation
     def known_literal(self, value):
@@ -114,6 +120,20 @@ class Flow:
                              + DATA_CONDITION[statement].partition(": ")[2], pos)
         raise self.error(DATA_CONDITION[statement], pos)
 
+    def known_int(self, value, what: str, pos: Pos) -> int:
+        """An integer known before evaluation: a constant, or one computed from the values the
+        program writes (`n_steps = 100; range(n_steps)`, as a while loop's counter is); one given
+        from outside (--set, a file) is data, and refused."""
+        if type(value) is int and not isinstance(self.constant_value(value), Literal):
+            known = self.known_literal(value)
+            if known is None:
+                why = ("needs too much work to be computed before evaluation"
+                       if getattr(self, "unknown_why", "data") == "size" else "depends on a value given from outside")
+                raise self.error(f"{what} must be known before evaluation: this one {why} (--set, a file); "
+                                 "write the number in the program", pos)
+            value = known
+        return self.static_int(value, what, pos)
+
     # ------------------------------------------------------------------ iteration
     def iteration_parts(self, node) -> tuple[str, list]:
         """How a loop's iterable is read: its kind and the expressions lowered for it."""
@@ -135,7 +155,7 @@ class Flow:
         """The items a loop runs over, from its iterable's parts (see iteration_parts)."""
         pos = node.pos
         if kind == "range":
-            bounds = [self.static_int(v, "a range() bound", pos) for v in values]
+            bounds = [self.known_int(v, "a range() bound", pos) for v in values]
             if not 1 <= len(bounds) <= 3 or (len(bounds) == 3 and bounds[2] == 0):
                 raise self.error("range() takes 1 to 3 integers, the step not 0", pos)
             if len(range(*bounds)) > self.max_steps:
@@ -185,8 +205,47 @@ class Flow:
 
     def loop_items(self, stmt: ast.For, scope: Scope) -> list:
         """The items a for statement runs over, known before evaluation."""
+        self.mark_loop_body(stmt)
         kind, parts = self.iteration_parts(stmt.iterable)
         return self.iteration_items(kind, [self.lower(part, scope) for part in parts], stmt.iterable, scope)
+
+    def expand_for(self, stmt: ast.For, pending: list, top: Scope) -> None:
+        """A top-level for loop, unrolled onto `pending`: each pass's body after a marker that
+        binds its names and marks the equations it makes with the pass (a LoopPass frame)."""
+        items = self.loop_items(stmt, top)
+        self.steps_left -= len(items)
+        if self.steps_left < 0:
+            raise self.error(f"the program expands to more than {self.max_steps:,} steps of lowering "
+                             "(a for loop is unrolled)", stmt.pos)
+        pending.append(("end loop", top.stack))
+        for number in range(len(items), 0, -1):
+            pending.extend(reversed(stmt.body))
+            pending.append(("loop", stmt, items[number - 1], number, top.stack))
+
+    def expand_while(self, stmt: ast.While, pending: list, top: Scope) -> None:
+        """One more pass of a top-level while loop while its condition, known before evaluation, holds."""
+        passes = self.while_passes
+        if passes is None or id(stmt) not in passes:
+            self.while_base = {**(self.while_base or {}), id(stmt): top.stack}
+        if self.known_truth(self.lower(stmt.condition, top), stmt.condition.pos, "while"):
+            self.unroll_once(stmt)
+            top.stack = self.while_base[id(stmt)] + (LoopPass(stmt.pos, self.while_passes[id(stmt)]),)
+            pending.append(stmt)
+            pending.extend(reversed(stmt.body))
+        else:
+            top.stack = self.while_base.pop(id(stmt))
+            self.while_passes.pop(id(stmt), None)
+
+    def loop_marker(self, marker: tuple, top: Scope) -> None:
+        if marker[0] == "end loop":
+            top.stack = marker[1]
+            return
+        _, loop, item, number, base = marker
+        self.bind_loop_names(loop.names, item, loop.pos, self.globals, top)
+        binding = ""
+        if len(loop.names) == 1 and isinstance(item, Literal) and item.value.ndim == 0:
+            binding = f"{loop.names[0][0]} = {float(item.value):g}"
+        top.stack = base + (LoopPass(loop.pos, number, binding),)
 
     def bind_loop_names(self, names: list, item, pos: Pos, table: dict, scope: Scope) -> None:
         if len(names) == 1:
@@ -276,6 +335,7 @@ class Flow:
     # ------------------------------------------------------------------ while, del, assert
     def unroll_once(self, stmt) -> None:
         """One more pass of a while loop, counted against the expansion limit."""
+        self.mark_loop_body(stmt)
         passes = self.while_passes
         if passes is None:
             passes = self.while_passes = {}

@@ -10,6 +10,7 @@ import numpy as np
 from gradcli.errors import Pos
 from gradcli.engine.evaluate import needed_equations, run
 from gradcli.language import syntax as ast
+from gradcli.language.lower.transforms import FUNCTION_VALUES
 from gradcli.language.lower.values import NONE, Literal, Scope, Text, TupleValue
 from gradcli.ops import OPS, fmt_shape
 
@@ -180,6 +181,8 @@ class Constants:
             made = Literal(value, node.pos, bool(items) and all(v.boolean for v in items))
             made.listed = type(node) is ast.Array
             return made
+        if any(isinstance(v, FUNCTION_VALUES) for v in items):  # (lax.switch's branches)
+            return TupleValue(items, node.pos)
         ids = tuple(self.materialize(v, scope, node.pos) for v in items)
         stacked = self.emit(OPS["stack"], ids, {}, node.pos, "[...]", scope)
         if self.pasted and type(node) is ast.Array:

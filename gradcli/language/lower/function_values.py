@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from gradcli.errors import LoopPass
 from gradcli.language import syntax as ast
+from gradcli.language.dialects import split_spelling
 from gradcli.language.lower.transforms import _FINISH, FUNCTION_VALUES, FunctionRef, Mapped, Partial
+from gradcli.language.lower import pytrees
+from gradcli.language.lower.flow import MAX_WHILE_PASSES
 from gradcli.language.lower.values import NONE, Literal, Scope, TupleValue
 from gradcli.ops import OPS
 
@@ -129,11 +133,11 @@ class FunctionValues:
         upper, unrolled (the bounds constants, as a Python for loop's); each call is a work item
         that takes the value the last one left, so no call nests in another."""
         given = self.arguments_by_name(node, values, ("lower", "upper", "body_fun", "init_val", "unroll"), required=4)
-        lower, upper = (self.static_int(given[name], name, node.pos) for name in ("lower", "upper"))
+        lower, upper = (self.known_int(given[name], name, node.pos) for name in ("lower", "upper"))
         body = given["body_fun"]
         if not isinstance(body, FUNCTION_VALUES):
             raise self.error(f"{node.func}(lower, upper, body_fun, init_val): body_fun must be a function", node.pos)
-        work.append((_FINISH, ("loop", "fori", body, node, lower, upper, None), scope))
+        work.append((_FINISH, ("loop", "fori", body, node, lower, upper, lower), scope))  # (lower: to number the passes)
         return given["init_val"]
 
     def scan(self, node: ast.Call, values: list, scope: Scope, work: list):
@@ -147,22 +151,95 @@ class FunctionValues:
         if xs is None or xs is NONE:
             if "length" not in given:
                 raise self.error(f"{node.func}(f, init): without xs, give length=", node.pos)
-            rows = [NONE] * self.static_int(given["length"], "length", node.pos)
+            rows = [NONE] * self.known_int(given["length"], "length", node.pos)
         else:
             xs = self.materialize(xs, scope, node.pos)
             shape = self.graph.shapes[xs]
             if not shape:
                 raise self.error(f"{node.func}: xs must have a leading axis to scan over", node.pos)
             rows = [self.emit(OPS["index"], (xs,), {"index": (k,)}, node.pos, node.func, scope) for k in range(shape[0])]
+        if not rows:  # (JAX would still trace f once for the shape of ys)
+            raise self.error(f"{node.func}: a scan of zero steps is not supported (the shape of its ys is "
+                             "not known without a step)", node.pos)
         reverse = "reverse" in given and bool(self.constant_truth(given["reverse"]))
         if reverse:
             rows = rows[::-1]
         work.append((_FINISH, ("loop", "scan", f, node, 0, len(rows), (rows, [], reverse)), scope))
         return given["init"]
 
+    def library_of(self, node: ast.Call) -> str:
+        return split_spelling(self.spelled(node.func))[0]
+
+    def branch(self, node: ast.Call, values: list, scope: Scope, work: list):
+        """`lax.cond(pred, true_fun, false_fun, *operands)` and `lax.switch(index, branches,
+        *operands)`: the branch chosen, called on the operands. The choice is known before
+        evaluation, as an if's condition is; JAX differentiates the chosen branch only, and so does this."""
+        switch = self.spelled(node.func).endswith("switch")
+        usage = f"{node.func}(index, branches, *operands)" if switch else f"{node.func}(pred, true_fun, false_fun, *operands)"
+        first = 2 if switch else 3
+        if node.keywords or len(values) < first:
+            raise self.error(f"{usage}: write the arguments by position", node.pos)
+        branches = (values[1].items if isinstance(values[1], TupleValue) else []) if switch else values[1:3]
+        if not branches or not all(isinstance(b, FUNCTION_VALUES) for b in branches):
+            raise self.error(f"{usage}: the branches must be functions", node.pos)
+        if switch:  # (JAX clamps the index into range)
+            chosen = branches[min(max(self.known_int(values[0], "the index of lax.switch", node.args[0].pos), 0),
+                                  len(branches) - 1)]
+        else:
+            chosen = branches[0] if self.known_truth(values[0], node.args[0].pos, "cond") else branches[1]
+        operands = values[first:]
+        call = ast.Call("<function>", [ast.Name("_", node.pos)] * len(operands), node.pos)
+        return self.apply_function(chosen, call, operands, scope, work)
+
+    def while_loop(self, node: ast.Call, values: list, scope: Scope, work: list):
+        """`lax.while_loop(cond_fun, body_fun, init_val)`: body_fun while cond_fun holds, unrolled
+        as a while statement is (each condition known before evaluation)."""
+        given = self.arguments_by_name(node, values, ("cond_fun", "body_fun", "init_val"), required=3)
+        if not all(isinstance(given[name], FUNCTION_VALUES) for name in ("cond_fun", "body_fun")):
+            raise self.error(f"{node.func}(cond_fun, body_fun, init_val): cond_fun and body_fun must be functions",
+                             node.pos)
+        work.append((_FINISH, ("loop", "while", (given["cond_fun"], given["body_fun"]), node, 0, None, None), scope))
+        return given["init_val"]
+
+    def _while_step(self, item, values: list, scope: Scope, work: list) -> None:
+        """One step of while_loop: a carry is tested; a test's truth ends the loop or runs the body."""
+        _, kind, (cond_fun, body_fun), node, passes, before, tested = item
+        result = values.pop()
+        if tested is None and before is not None and self._carry_form(result) != self._carry_form(before):
+            raise self.error(f"{node.func}: body_fun must return a carry of init_val's structure and shapes "
+                             "(as JAX requires)", node.pos)
+        if tested is None:  # result: the carry, which cond_fun tests next
+            work.append((_FINISH, ("loop", kind, (cond_fun, body_fun), node, passes, None, (result,)), scope))
+            fn, given = cond_fun, result
+        elif not self.known_truth(result, node.pos, "while_loop"):
+            values.append(tested[0])
+            return
+        else:
+            self.steps_left -= 1
+            if passes >= MAX_WHILE_PASSES or self.steps_left < 0:
+                raise self.error(f"{node.func}: the program expands to more than {MAX_WHILE_PASSES:,} passes of a "
+                                 "while loop (the loop is unrolled: does its condition become false?)", node.pos)
+            work.append((_FINISH, ("loop", kind, (cond_fun, body_fun), node, passes + 1, tested[0], None), scope))
+            fn, given = body_fun, tested[0]
+        call = ast.Call("<function>", [ast.Name("_", node.pos)], node.pos)
+        result = self.apply_function(fn, call, [given], self._in_pass(scope, node, passes + 1), work)
+        if result is not None:
+            values.append(result)
+
+    @staticmethod
+    def _in_pass(scope: Scope, node: ast.Call, number: int, binding: str = "") -> Scope:
+        """`scope` with a lax loop's pass on its stack, for the diagnostics of what the pass makes."""
+        return Scope(scope.locals, scope.stack + (LoopPass(node.pos, number, binding),), scope.active, scope.parent)
+
+    def _carry_form(self, carry) -> list:
+        """A loop carry's tree paths and its leaves' shapes."""
+        return [(path, None if leaf is NONE else self.shape_of(leaf)) for path, leaf in pytrees.walk(self.as_tuple(carry))]
+
     def loop_step(self, item, values: list, scope: Scope, work: list) -> None:
         """One step of fori_loop or scan: the value the last call left is the next call's carry."""
         _, kind, fn, node, i, end, scanned = item
+        if kind == "while":
+            return self._while_step(item, values, scope, work)
         carry = values.pop()
         if kind == "scan" and i > 0:  # (f returned (carry, y))
             if not isinstance(carry, TupleValue) or len(carry.items) != 2:
@@ -175,7 +252,9 @@ class FunctionValues:
         work.append((_FINISH, ("loop", kind, fn, node, i + 1, end, scanned), scope))
         given = [Literal(np.float64(i), node.pos), carry] if kind == "fori" else [carry, scanned[0][i]]
         call = ast.Call("<function>", [ast.Name("_", node.pos)] * 2, node.pos)
-        result = self.apply_function(fn, call, given, scope, work)
+        passing = self._in_pass(scope, node, i - scanned + 1, f"i = {i}") if kind == "fori" else \
+            self._in_pass(scope, node, i + 1)
+        result = self.apply_function(fn, call, given, passing, work)
         if result is not None:
             values.append(result)
 
@@ -198,6 +277,12 @@ class FunctionValues:
             raise self.error(f"{node.func}() with keywords is not supported", node.pos)
         columns = [self.items_of(v, node.pos, scope) for v in values]
         return TupleValue([TupleValue(list(row), node.pos) for row in zip(*columns)], node.pos)
+
+    def sequence_of(self, node: ast.Call, values: list, scope: Scope) -> TupleValue:
+        """`list(x)`, `tuple(x)`: the items of a tuple or list, or an array's rows."""
+        if node.keywords or len(values) != 1:
+            raise self.error(f"{node.func}() takes one sequence here", node.pos)
+        return TupleValue(list(self.items_of(values[0], node.pos, scope)), node.pos)
 
     def vmap_of(self, args: list, keywords: dict, node: ast.Call) -> Mapped:
         """`jax.vmap(f, in_axes=0)`: f mapped over axis 0 of the arguments (in_axes: 0, or a tuple

@@ -394,7 +394,7 @@ class GradientCalls(PyTrees, ValuesApart):
 
     def finish_transform(self, item, result, scope: Scope):
         fn, xs, node, trees = item
-        if fn.kind == "check_grads":  # (gradcheck.py)
+        if fn.kind in ("check_grads", "jax_check_grads"):  # (gradcheck.py)
             return self.check_grads_finish(fn, result, xs, node, scope)
         aux = None
         if fn.has_aux:
@@ -425,17 +425,14 @@ TORCH_DRAWS = {"rand", "randn", "randint", "rand_like", "randn_like", "randint_l
 
 
 def unreproducible(library: str, bare: str) -> str | None:
-    """Why a call cannot give the library's numbers (a random draw; a loop whose count the data
-    decides), with what to write instead; None for any other call."""
+    """Why a call cannot give the library's numbers (a random draw), with what to write instead;
+    None for any other call."""
     if bare.startswith("random.") or (library == "torch" and bare in TORCH_DRAWS):
         spelled = {"torch": "torch", "numpy": "np", "jax": "jax", "tensorflow": "tf"}.get(library, library)
         return (f"{spelled}.{bare} draws random numbers, which gradcli cannot reproduce (the library's own "
                 "generator makes them, even after a seed is set): write the values in the program (x = "
                 f"{spelled}.{'tensor' if library == 'torch' else 'array'}([...])), or make x an input and give "
                 "it with --set x='[...]'")
-    if library == "jax" and bare in ("while_loop", "lax.while_loop"):
-        return ("lax.while_loop: its number of steps depends on the data, and gradcli's program is fixed "
-                "before it is evaluated: write a fixed number of steps (for i in range(N): ...)")
     return None
 
 

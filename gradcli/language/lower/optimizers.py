@@ -17,7 +17,7 @@ import numpy as np
 from gradcli.language import syntax as ast
 from gradcli.language.lower import pytrees, transforms
 from gradcli.language.lower.transforms import FUNCTION_VALUES, ObjectValue
-from gradcli.language.lower.values import NONE, Literal, Scope, TupleValue
+from gradcli.language.lower.values import NONE, Literal, Scope, Text, TupleValue
 from gradcli.records import ValueRecord
 from gradcli.ops import OPS
 
@@ -35,7 +35,7 @@ DEFAULTS = {
 # (the options that are True or False)
 _SWITCHES = {"nesterov", "maximize", "amsgrad", "differentiable", "centered"}
 # the methods of a program's nn.Module subclass that torch.nn.Module gives it (module_method)
-MODULE_METHODS = ("parameters", "zero_grad")
+MODULE_METHODS = ("parameters", "named_parameters", "zero_grad", "train", "eval")
 # options that change no number here
 _IGNORED = {"foreach", "fused", "capturable"}
 
@@ -124,18 +124,25 @@ class TorchOptimizers:
         return Optimizer(kind, params, options, {}, node.pos)
 
     def module_method(self, obj: ObjectValue, node: ast.Call, args: list):
-        """An nn.Module's `model.parameters()` (its leaves, in the order its attributes were set,
-        a sub-module's in its place) and `model.zero_grad()` (each one's .grad set to None)."""
+        """An nn.Module's `model.parameters()` and `named_parameters()` (its leaves in PyTorch's
+        order: the module's own in the order they were set, then each sub-module's, named
+        `sub.w`), `model.zero_grad()` (each one's .grad set to None), and `train()`/`eval()`
+        (the module itself: gradcli's functionals take no training mode)."""
+        if node.func in ("train", "eval"):
+            return obj
         leaves = self.torch.leaves
-        found, stack = [], [obj]
-        while stack:  # (no recursion: sub-modules are walked with a stack, in their order)
-            attributes = list(stack.pop().attrs.values())
-            for value in attributes:
+        found, stack = {}, [("", obj)]
+        while stack:  # (no recursion: sub-modules are walked with a stack, before-order)
+            prefix, module = stack.pop()
+            attributes = list(module.attrs.items())
+            for name, value in attributes:
                 if type(value) is int and value in leaves and value not in found:
-                    found.append(value)
-            stack.extend(reversed([v for v in attributes if isinstance(v, ObjectValue)]))
+                    found[value] = prefix + name
+            stack.extend(reversed([(f"{prefix}{name}.", v) for name, v in attributes if isinstance(v, ObjectValue)]))
         if node.func == "parameters":
-            return TupleValue(found, node.pos)
+            return TupleValue(list(found), node.pos)
+        if node.func == "named_parameters":
+            return TupleValue([TupleValue([Text(name, node.pos), p], node.pos) for p, name in found.items()], node.pos)
         for p in found:
             leaves[p] = None
         return NONE

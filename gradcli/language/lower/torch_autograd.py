@@ -140,8 +140,10 @@ class TorchAutograd(GradCheck):
                              "real functions", node.pos)
         if spelled in DEFVJP:
             return self.autograd_defvjp(node, args)
-        if spelled.rpartition(".")[2] == "check_grads" and spelled.startswith(("autograd.", "jax.")):
-            return self.autograd_check_grads(node, args, keywords, scope, work)  # (and JAX's: gradcheck.py)
+        if spelled.rpartition(".")[2] == "check_grads" and spelled.startswith("autograd."):
+            return self.autograd_check_grads(node, args, keywords)
+        if spelled == "jax.test_util.check_grads":  # (gradcheck.py)
+            return self.jax_check_grads(node, args, keywords, scope, work)
         if spelled.startswith("autograd.") and keywords and args and isinstance(args[0], FUNCTION_VALUES):
             return self.autograd_transform(spelled.rpartition(".")[2], node, args, keywords)
         if not spelled.startswith("torch."):
