@@ -76,7 +76,7 @@ def _calling(method: str, op: str | None = None):
 
 
 def _optax(kind: str):
-    """optax.sgd / adam / adamw (lower/optimizers.py); optax.apply_updates(params, updates)."""
+    """optax.sgd / adam / adamw / rmsprop (lower/optimizers.py); optax.apply_updates(params, updates)."""
     def lower(lowering, node, values, scope):
         if not lowering.spelled(node.func).startswith("optax."):
             raise lowering.error(f"unknown function '{node.func}'", node.pos)
@@ -89,7 +89,7 @@ def _optax(kind: str):
 NAMES = {
     "standardize": _standardize, "fori_loop": _calling("fori_loop"), "scan": _calling("scan"),
     "while_loop": _calling("while_loop"), "dot_product_attention": layers.jax_attention, "switch": _calling("branch"), "cond": _calling("branch", "cond"),
-    **{kind: _optax(kind) for kind in ("sgd", "adam", "adamw", "apply_updates")},
+    **{kind: _optax(kind) for kind in ("sgd", "adam", "adamw", "rmsprop", "apply_updates")},
     "config.update": setting(),  # jax.config.update("jax_enable_x64", True): gradcli computes in float64
     "rem": "fmod", "soft_sign": "softsign", "hard_swish": "hard_silu",
     "slice": "slice_start_limit", "lax_slice": "slice_start_limit",

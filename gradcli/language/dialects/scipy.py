@@ -105,7 +105,18 @@ def _kl_div_reading(call):
     return ("kl_div_elementwise", {}) if call.library == "scipy" else None
 
 
+def _xlogy_reading(call):
+    """xlogy's slope in x at x = 0: TensorFlow's 0 (the op's), JAX's jax.scipy.special.xlogy log(y),
+    PyTorch's log(y) but 0 where y <= 0 too."""
+    if call.library == "torch":
+        return "xlogy_masked_slope", {}
+    if call.spelled.startswith("jax."):
+        return "xlogy_log_slope", {}
+    return None
+
+
 READINGS = {
+    "xlogy": _xlogy_reading,
     "kl_div": _kl_div_reading,
     "logsumexp": _logsumexp_weights,
     "softmax": _softmax_reading,

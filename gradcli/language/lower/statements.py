@@ -115,9 +115,8 @@ class Statements:
                                      decorator.pos)
             return False
         if is_print(stmt):
-            self.print_call(stmt.value, top)
-            return True
-        return False
+            return self.print_call(stmt.value, top) or True
+        return self.is_list_method(stmt) and self.list_method(stmt, top)  # `out.append(v)`: rebound (lists.py)
 
     def push_body(self, body: list, inner: Scope, work: list) -> None:
         """A function body's statements (or a block of one) onto the work stack, last first."""
@@ -127,7 +126,7 @@ class Statements:
                 work.append((_EVAL, stmt.value, inner))
                 continue
             if isinstance(stmt, (ast.For, ast.If, ast.With, ast.Return, ast.ClassDef, ast.While, ast.Delete,
-                                 ast.Assert)) or is_print(stmt):
+                                 ast.Assert)) or is_print(stmt) or self.is_list_method(stmt):
                 work.append((_STATEMENT, stmt, inner))
                 continue
             if isinstance(stmt, ast.Assign):
@@ -173,11 +172,22 @@ class Statements:
             self.check_assert(stmt, scope)
         elif is_print(stmt):  # each call's values printed, in order (a print in a loop: print_call)
             self.print_call(stmt.value, scope)
+        elif self.is_list_method(stmt):
+            if not self.list_method(stmt, scope):
+                self.lower(stmt.value, scope)  # (a call that only looks like a list's method)
+        elif isinstance(stmt, ast.With):  # a tape (or no_grad) in a function: entered, the body, left
+            entered = [self.enter(self.lower(expr, scope), expr.pos) for expr, _, _ in stmt.items]
+            scope.locals.update((name, context) for (_, name, _), context in zip(stmt.items, entered) if name)
+            work.append((_STATEMENT, (_LEAVE, entered), scope))
+            self.push_body(stmt.body, scope, work)
+        elif isinstance(stmt, tuple) and stmt[0] is _LEAVE:
+            for context in reversed(stmt[1]):
+                self.leave(context)
         elif isinstance(stmt, ast.Return):
             raise self.error("'return' inside a for or an if is not supported: return once, at the end of the "
                              "function (choose the value with where)", stmt.pos)
         else:
-            raise self.error("'with' blocks and classes are supported at the top level only", stmt.pos)
+            raise self.error("a class is defined at the top level only", stmt.pos)
 
     def makes_tensor(self, node) -> bool:
         """Whether `node` calls a library's tensor constructor (tf.constant, tf.Variable)."""
@@ -327,7 +337,7 @@ class Statements:
 
     def as_tuple(self, value):
         """`(0.1,)` written with constants is one Literal: its items, as a tuple of values."""
-        if isinstance(value, Literal) and value.from_tuple and value.value.ndim == 1:
+        if isinstance(value, Literal) and value.from_tuple and value.value.ndim >= 1:  # (rows: `(array,)`)
             return TupleValue([Literal(v, value.pos) for v in value.value], value.pos)
         return value
 

@@ -286,6 +286,7 @@ class TorchAutograd(GradCheck):
 
     def rebind_id(self, old: int, new: int, scope: Scope) -> None:
         """An in-place update of the tensor `old` (a .grad): every name bound to it now holds `new`."""
+        self.rebind_in_lists(old, new, scope)  # (lists.py)
         for table in (self.globals, self.graph.names):
             for name, value in list(table.items()):
                 if type(value) is int and value == old:
