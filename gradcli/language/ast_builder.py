@@ -225,10 +225,12 @@ class AstBuilder:
             # a constructor returns the object it sets up; torch.autograd.Function's setup_context, None
             body.append(ast.Return(ast.NoneLiteral(body[-1].pos), body[-1].pos))
             returns = [len(body) - 1]
-        if not returns and body and _returns_in_every_branch(body[-1]):
-            body[-1] = _tail_if(body[-1])
-        elif not returns:
-            raise _syntax(f"the body of '{name}' must end with 'return EXPR'", body[-1].pos if body else _pos(name_token))
+        if not returns and body and isinstance(body[-1], ast.If) and _returns_somewhere(body[-1]):
+            body[-1] = _tail_if(_none_where_it_falls_through(body[-1]))
+        elif not returns:  # run for what it does (prints, assigns, a training loop): None, as in Python
+            end = body[-1].pos if body else _pos(name_token)
+            body.append(ast.Return(ast.NoneLiteral(end), end))
+            returns = [len(body) - 1]
         if returns and returns[0] != len(body) - 1:
             raise _syntax("'return' must be the last statement of a function body", body[returns[0]].pos)
         seen = set()
@@ -277,9 +279,18 @@ class AstBuilder:
     def for_stmt(self, items):
         keyword, target, _, iterable, _, body = items
         targets = target.items if isinstance(target, ast.Tuple) else [target]
-        if not all(isinstance(t, ast.Name) and "." not in t.id for t in targets):
-            raise _syntax("a for loop's target must be a name, or names separated by commas", target.pos)
-        return ast.For([(t.id, t.pos) for t in targets], iterable, body, _pos(keyword))
+        names, unpacking = [], []  # `for i, (w, b) in ...`: (w, b) bound from a hidden name first in the body
+        for t in targets:
+            if isinstance(t, (ast.Tuple, ast.Array)) and t.items:
+                hidden = f"<unpacked at {t.pos.line}:{t.pos.column}>"
+                unpacking += _nested_unpack(ast.Tuple(t.items, t.pos), ast.Name(hidden, t.pos))
+                names.append((hidden, t.pos))
+            elif isinstance(t, ast.Name) and "." not in t.id:
+                names.append((t.id, t.pos))
+            else:
+                raise _syntax("a for loop's target must be a name, or names separated by commas (nested in "
+                              "brackets: for i, (w, b) in ...)", t.pos)
+        return ast.For(names, iterable, unpacking + body, _pos(keyword))
 
     def elif_clause(self, items):
         _, condition, _, body = items
@@ -495,19 +506,33 @@ def _shift(node, at: Pos) -> None:
             work.extend(k.value for k in n.keywords if False)
 
 
-def _returns_in_every_branch(stmt) -> bool:
-    """Whether an if ends in a return on every branch, an else included (nested ifs so too)."""
+def _returns_somewhere(stmt: ast.If) -> bool:
+    """Whether a branch of an if (or of the ifs that end its branches) ends in a return."""
     pending = [stmt]
     while pending:
         stmt = pending.pop()
-        if not isinstance(stmt, ast.If) or not stmt.orelse:
-            return False
         for body in [body for _, body in stmt.branches] + [stmt.orelse]:
-            if not body:
-                return False
-            if not isinstance(body[-1], ast.Return):
+            if body and isinstance(body[-1], ast.Return):
+                return True
+            if body and isinstance(body[-1], ast.If):
                 pending.append(body[-1])
-    return True
+    return False
+
+
+def _none_where_it_falls_through(stmt: ast.If) -> ast.If:
+    """The if that ends a function, each branch that ends without a return (an else left out
+    too) ending in `return None`, as Python's function then returns None."""
+    pending = [stmt]
+    while pending:
+        node = pending.pop()
+        if not node.orelse:
+            node.orelse = [ast.Return(ast.NoneLiteral(node.pos), node.pos)]
+        for body in [body for _, body in node.branches] + [node.orelse]:
+            if isinstance(body[-1], ast.If):
+                pending.append(body[-1])
+            elif not isinstance(body[-1], ast.Return):
+                body.append(ast.Return(ast.NoneLiteral(body[-1].pos), body[-1].pos))
+    return stmt
 
 
 def _tail_if(stmt: ast.If) -> ast.TailIf:

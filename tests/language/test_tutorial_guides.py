@@ -70,7 +70,6 @@ REFUSED = {
     "numpy_guide_02": "sample points are not supported",  # np.gradient(f, x) with coordinates
     "numpy_guide_04": "'right' must be a constant",  # a top-level number is an input: interp(..., right=UNDEF)
     "numpy_guide_07": "trapezoid with sample points x is not supported",
-    "tensorflow_guide_07": "must end with 'return EXPR'",  # a function run for its assign_sub only
     "tensorflow_guide_16": "Keras 2 (log(p + 1e-7)) and Keras 3 (log(p)) differ",
     "pytorch_guide_16": "unknown function 'fwAD.dual_level'",  # forward-mode dual numbers (jax.jvp is there)
 }
