@@ -475,7 +475,7 @@ def _fstring(items, parse_field) -> ast.FString:
             if end < 0:
                 raise _syntax("an f-string field is not closed with '}'", _pos(tok))
             field = body[k + 1:end]
-            text = field.split(":")[0] if ":" in field and "lambda" not in field else field
+            text = _field_expression(field)
             shown = text.rstrip().endswith("=")
             text = text.rstrip()[:-1] if shown else text
             offset = tok.start_pos + body_start + k + 1
@@ -491,6 +491,24 @@ def _fstring(items, parse_field) -> ast.FString:
             parts.append(ast.Field(expression, text.strip(), shown))
             k = end + 1
     return ast.FString(parts, _pos(items[0], items[0].start_pos, items[-1].end_pos))
+
+
+def _field_expression(field: str) -> str:
+    """An f-string field's expression: up to its format spec's `:` or its `!r` conversion, those at
+    no bracket's depth and outside quotes (`{w[:, 0]}`, `{d['a:b']:.3f}`)."""
+    depth, quote = 0, None
+    for k, char in enumerate(field):
+        if quote:
+            quote = None if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif depth == 0 and (char == ":" or char == "!" and field[k + 1:k + 2] in ("r", "s", "a")):
+            return field[:k]
+    return field
 
 
 def _shift(node, at: Pos) -> None:

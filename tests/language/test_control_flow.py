@@ -363,3 +363,11 @@ print(w)
     got = outputs(program)
     assert float(got["w"]) == pytest.approx(1.9939407407407408, rel=1e-15)
     assert [round(float(got[k]), 4) for k in ("w.numpy() #1", "w.numpy() #2", "w.numpy()")] == [1.9967, 1.9949, 1.9939]
+
+
+def test_f_string_fields_split_their_format_spec_at_no_bracket_s_depth():
+    program = ("import numpy as np\nw = np.array([[1.0, 2.0], [3.0, 4.0]])\nd = {'a:b': 2.0}\n"
+               "print(f\"first column {w[:, 0]} and {w[0, 1]:.2f} {w[1][0:1]} {d['a:b']!r} {(lambda v: v * 2)(3.0)}\")\n")
+    got = outputs(program)  # Python 3.11: first column [1. 3.] and 2.00 [3.] 2.0 6.0
+    assert list(got) == ["w[:, 0]", "w[0, 1]", "w[1][0:1]", "d['a:b']", "(lambda v: v * 2)(3.0)"]
+    assert [np.ravel(v).tolist() for v in got.values()] == [[1.0, 3.0], [2.0], [3.0], [2.0], [6.0]]
