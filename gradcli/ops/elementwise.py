@@ -185,6 +185,10 @@ _binary("squared_difference", lambda xp, x, y: xp.square(x - y),
 
 _unary("fabs", "fabs", lambda g, ans, x: g * G.sign(x), finite_closed=True, nonstandard="NumPy's fabs")
 _unary("trunc", "trunc", NOT_DIFFERENTIABLE, finite_closed=True)
+# lax.round(x): halves away from zero (NumPy's round takes them to even). trunc(x) + sign(x) where the
+# fraction is at least a half: x - trunc(x) is exact, where floor(|x| + 0.5) rounds 0.49999999999999994 up
+_unary("round_half_away", lambda xp, x: xp.where(xp.abs(x - xp.trunc(x)) >= 0.5, xp.trunc(x) + xp.sign(x), xp.trunc(x)),
+       NOT_DIFFERENTIABLE, finite_closed=True, public=False, doc="round to the nearest integer, halves away from zero")
 _binary("fmod", "fmod", (lambda g, ans, x, y: g, lambda g, ans, x, y: -(g * G.trunc(x / y))),
         doc="C's remainder: the sign of x (mod and remainder take y's); lax.rem", bound=UNBOUNDED,
         nonstandard="NumPy's fmod")
@@ -293,6 +297,13 @@ _scipy_binary("kl_div_elementwise", "kl_div", (lambda g, ans, x, y: g * G.log(x 
 _scipy_binary("xlog1py", "xlog1py", (lambda g, ans, x, y: g * G.xlog1py(G.not_equal(x, 0.0), y),
                                      lambda g, ans, x, y: g * G.xdivy(x, y + 1.0)),
               doc="x log1p(y), and 0 where x is 0")
+# jax.scipy.special's xlogy and xlog1py differentiate the formula: log(y) in x also where x is 0
+# (TensorFlow and PyTorch mask it to 0 there), x / y in y (NaN at 0 / 0)
+_scipy_binary("xlogy_log_slope", "xlogy", (lambda g, ans, x, y: g * G.log(y), lambda g, ans, x, y: g * (x / y)),
+              doc="x log(y), and 0 where x is 0; its gradient in x is log(y) everywhere (JAX's)", public=False)
+_scipy_binary("xlog1py_log_slope", "xlog1py", (lambda g, ans, x, y: g * G.log1p(y),
+                                               lambda g, ans, x, y: g * (x / (y + 1.0))),
+              doc="x log1p(y), and 0 where x is 0; its gradient in x is log1p(y) everywhere (JAX's)", public=False)
 
 
 def _multigammaln(xp, a, d):

@@ -107,6 +107,9 @@ def _kl_div_reading(call):
 
 READINGS = {
     "kl_div": _kl_div_reading,
+    # scipy.special.xlogy as JAX differentiates it: log(y) in x where x is 0 too (tf.math's and torch's give 0)
+    "xlogy": lambda call: ("xlogy_log_slope", {}) if call.library == "scipy" else None,
+    "xlog1py": lambda call: ("xlog1py_log_slope", {}) if call.library == "scipy" else None,
     "logsumexp": _logsumexp_weights,
     "softmax": _softmax_reading,
     "log_softmax": _softmax_reading,
