@@ -356,6 +356,7 @@ NAMES = {
     "lgamma": "gammaln",
     "bessel_i0": "i0", "bessel_i1": "i1", "bessel_i0e": "i0e", "bessel_i1e": "i1e",
     "bessel_j0": "j0", "bessel_j1": "j1", "bessel_y0": "y0", "bessel_y1": "y1",
+    "bessel_k0": "k0", "bessel_k1": "k1", "bessel_k0e": "k0e", "bessel_k1e": "k1e", "expint": "expi",
     "swish": "silu", "logcosh": "log_cosh",
     "concat": "concatenate", "reverse": "flip",
     "gather": "take_batched", "tf_gather": "take_batched",
