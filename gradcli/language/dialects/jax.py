@@ -101,6 +101,7 @@ NAMES = {
     "rem": "fmod", "soft_sign": "softsign", "hard_swish": "hard_silu",
     "slice": "slice_start_limit", "lax_slice": "slice_start_limit",
     "erf_inv": "erfinv", "rev": "flip",  # lax.erf_inv(x); lax.rev(x, dimensions) reverses those axes
+    "integer_pow": "power",  # lax.integer_pow(x, y): x ** y for a constant integer y
 }
 
 READINGS = {
