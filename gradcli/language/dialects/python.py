@@ -44,6 +44,8 @@ def _python_sum_of_list(call: Spelling):
     refused, naming both. NumPy's `np.sum(x, initial=, where=)` is masked_sum."""
     if {"initial", "where"} & set(call.keywords):
         return "masked_sum", {}
+    if call.name == "add_n":  # tf.math.add_n([a, b]): a + b, elementwise
+        return "sum", {"axis": 0}
     if call.library != "python" or call.name != "sum":
         return None
     if call.positional >= 2:

@@ -342,7 +342,7 @@ NAMES = {
     **LOSS_OBJECTS, **{f"optimizers.{kind}": _keras_optimizer(kind) for kind in ("SGD", "Adam")},
     "boolean_mask": _boolean_mask, "gather_nd": _gather_nd, "band_part": _band_part,
     "matrix_band_part": _band_part,
-    "igamma": "gammainc", "igammac": "gammaincc",  # tf.math.igamma(a, x): the regularized lower (upper) gamma
+    "add_n": "sum", "igamma": "gammainc", "igammac": "gammaincc",  # tf.math.igamma(a, x): the regularized lower (upper) gamma
     # keras.config.set_floatx("float64") (keras.backend.set_floatx), tf.config.run_functions_eagerly(True)
     "config.set_floatx": setting(0), "set_floatx": setting(0), "config.run_functions_eagerly": setting(),
     # tf.constant([...]), tf.Variable([...]) in pasted code: the value itself
