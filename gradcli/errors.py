@@ -99,6 +99,19 @@ class Pos:
         return f"{self.line}:{self.column}"
 
 
+class LoopPass(Pos):
+    """A pass of an unrolled loop, as a frame of an equation's stack (beside the call sites of the
+    functions being expanded): the loop's place, the pass (from 1) and what its names are bound
+    to (`epoch = 3`), so that a diagnostic says in which pass a value first went wrong."""
+
+    __slots__ = ("number", "binding")
+
+    def __init__(self, pos: Pos, number: int, binding: str = ""):
+        super().__init__(pos.line, pos.column, pos.start, pos.end)
+        self.number = number
+        self.binding = binding
+
+
 class GradcliError(Exception):
     """A user error: bad syntax, unknown name, shape mismatch, unreadable value, ...
 

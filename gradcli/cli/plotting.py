@@ -21,7 +21,6 @@ import numpy as np
 from gradcli.cli import streams
 from gradcli.errors import GradcliError, OptionError
 from gradcli.io import outputs
-from gradcli.io.outputs import ExistsError
 
 MAX_COLUMNS = 1000
 FORMATS = {"png": ".png", "svg": ".svg"}
@@ -67,10 +66,7 @@ def check_files(png: str | None, svg: str | None, force: bool) -> list[tuple[str
 
 
 def _name_the_option(err: OptionError, option: str) -> None:
-    if isinstance(err, ExistsError):
-        err.name_option(option, "--force")
-    else:
-        err.name_option(option)
+    err.name_option(option)  # (an ExistsError says --force with it)
     err.option = None  # named: the command line does not rename it
 
 

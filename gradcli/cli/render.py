@@ -99,9 +99,8 @@ def _number_texts(chunk: np.ndarray, json_strings: bool) -> list[str]:
 
 
 def array_json_text(arr: np.ndarray) -> str:
-    """`json.dumps(arr.tolist())` with strict non-finite numbers, built chunk by chunk."""
-    if arr.ndim == 0 or arr.size == 0:
-        return dumps({"v": json_value(arr)})[6:-1]
+    """`json.dumps(arr.tolist())` with strict non-finite numbers, built chunk by chunk (an array
+    of more than `CHUNK` numbers)."""
     n, ndim = arr.size, arr.ndim
     strides = [int(np.prod(arr.shape[k:])) for k in range(1, ndim)]  # numbers per sub-array
     separators = ["]" * c + ", " + "[" * c for c in range(ndim)]  # after a number that ends c of them
@@ -119,15 +118,6 @@ def array_json_text(arr: np.ndarray) -> str:
         chunks.append("".join([x for pair in zip(texts, seps) for x in pair]))
     chunks.append("]" * ndim)
     return "".join(chunks)
-
-
-def result_json(result, *, with_gradients: bool) -> dict:
-    """The JSON of `eval` (or of `grad`, `with_gradients`), without the command's name."""
-    doc = {"outputs": tensors_json(result.outputs, result.dtype)}
-    if with_gradients:
-        doc["gradients"] = tensors_json(result.gradients, result.dtype)
-    doc["diagnostics"] = [d.to_json() for d in result.diagnostics]
-    return doc
 
 
 def error_json(err: GradcliError) -> dict:
@@ -172,7 +162,9 @@ def diagnostic_text(diag, source: Source | None) -> str:
     if diag.also:
         lines.append("    the same computation also stands at " + ", ".join(str(p) for p in diag.also))
     for call in reversed(diag.stack):
-        lines.append(f"    called from line {call.line}, column {call.column}")
+        number = getattr(call, "number", None)  # (a loop's pass: errors.LoopPass)
+        lines.append(f"    called from line {call.line}, column {call.column}" if number is None else
+                     f"    in pass {number} of the loop at line {call.line}" + (f" ({call.binding})" if call.binding else ""))
     if diag.reaches:
         lines.append(f"    reaches: {', '.join(diag.reaches)}")
     if diag.suggestion:

@@ -99,12 +99,6 @@ class Backend:
         flat = value.reshape(-1)
         return float(flat.dot(flat))
 
-    def save(self, values: dict, write) -> None:
-        """Write each value with `write(key, host array)`; a lazy backend overrides this to
-        write chunk by chunk without holding a whole value."""
-        for k, v in values.items():
-            write(k, self.to_host(v))
-
 
 @functools.cache
 def available_cores() -> int:
@@ -407,12 +401,6 @@ class DaskBackend(Backend):
                               f"{describe_size(self.max_memory)} allowed by {{option}}; store it in smaller chunks, or raise "
                               "{option}", "max_memory")
         self.chunk_bytes = stored_bytes
-
-    def save(self, values: dict, write) -> None:
-        """`write(key, dask array)`: the values stay lazy, for a writer that stores them chunk by
-        chunk (`dask.array.to_zarr`, `dask.array.store`)."""
-        for k, v in values.items():
-            write(k, v)
 
     def square_sum(self, value):
         """Lazy: a reduction computed in the same pass as the values."""

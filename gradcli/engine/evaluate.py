@@ -11,7 +11,7 @@ import math
 import operator
 from collections.abc import Callable
 
-from gradcli.dtypes import HALF, NAMES, check as check_dtype
+from gradcli.dtypes import HALF, check as check_dtype
 from gradcli.errors import GradcliError, OptionError
 from gradcli.ir import Graph
 from gradcli.limits import describe_size
@@ -20,8 +20,6 @@ from gradcli.engine import fusion
 from gradcli.engine.backends import backend_for
 from gradcli.engine.half import Half, refuse as refuse_in_half
 from gradcli.engine import mixed as mixed_types
-
-DTYPES = NAMES
 
 
 def needed_equations(graph: Graph, fetch: list[int], given=(), last_use: dict | None = None) -> list[int]:

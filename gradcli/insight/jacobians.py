@@ -56,12 +56,6 @@ def jacobian_mode(n_inputs: int, n_outputs: int) -> str:
     return FORWARD if n_inputs < n_outputs else REVERSE
 
 
-def hessian_mode(n_inputs: int) -> str:
-    """The Hessian is the Jacobian of the gradient map R^n -> R^n: inputs are never fewer
-    than outputs, so reverse over reverse (see `hessian`)."""
-    return FORWARD_OVER_REVERSE if jacobian_mode(n_inputs, n_inputs) == FORWARD else REVERSE_OVER_REVERSE
-
-
 def _held_values(graph: Graph, seed: int, outputs: list[int], numbers: dict) -> dict[int, np.ndarray]:
     """The values the passes read that the seed does not change, computed once: every needed
     equation that does not depend on the seed and is read by one that does (the program's
@@ -176,7 +170,7 @@ def hessian(graph: Graph, y: int, xs: list[int], max_memory: int | None = None, 
     sizes = [math.prod(graph.shapes[x]) for x in xs]
     for n_x in sizes:
         _guard_blocks(graph, "Hessian", n_x, n_x * sum(sizes), max_memory, y, text)
-    mode = mode or hessian_mode(sum(sizes))
+    mode = mode or REVERSE_OVER_REVERSE  # (the gradient map is square: see the docstring)
     grads = [gradients(graph, [y], [x])[0] for x in xs]
     blocks: dict[tuple[int, int], np.ndarray | None] = {}
     for i, g in enumerate(grads):

@@ -28,7 +28,7 @@ PARALLEL_READ_BYTES = 16 << 20
 
 
 def max_dims() -> int:
-    return 64 if int(np.__version__.split(".")[0]) >= 2 else 32
+    return 64  # NumPy's limit on an array's dimensions (since NumPy 2; gradcli needs numpy>=2.1)
 
 
 def too_large(label: str, what: str, nbytes: int, max_bytes: int) -> GradcliError:

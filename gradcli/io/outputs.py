@@ -43,9 +43,8 @@ class ExistsError(OptionError):
         super().__init__(f"{{option}} '{path}' already exists; pass {{force}} to replace it", "path")
         self.name_option("path")
 
-    def name_option(self, spelled: str, force: str | None = None) -> None:
-        if force is None:
-            force = "--force" if spelled.startswith("--") else "force=True"
+    def name_option(self, spelled: str) -> None:
+        force = "--force" if spelled.startswith("--") else "force=True"
         self.message = self.template.replace("{option}", spelled).replace("{force}", force)
         self.args = (self.message,)
 

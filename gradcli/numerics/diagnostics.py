@@ -43,6 +43,14 @@ ORIGINS_TRACKED = 16
 FLOAT32_MAX = 3.4028234663852886e38
 
 
+def _pass_json(frame) -> dict:
+    """A loop's pass in a diagnostic's stack (errors.LoopPass): its number and its names' values."""
+    number = getattr(frame, "number", None)
+    if number is None:
+        return {}
+    return {"pass": number, "binding": frame.binding} if frame.binding else {"pass": number}
+
+
 class Diagnostic(ValueRecord):
     _fields = ("severity", "kind", "op", "message", "suggestion", "pos", "stack", "count", "reaches", "value_id",
                "also", "fix", "fix_json", "more_fixes", "more_fixes_json", "not_fixed", "guards_json", "taken_by")
@@ -101,7 +109,7 @@ class Diagnostic(ValueRecord):
         if self.taken_by:
             out["taken_by"] = self.taken_by
         if self.stack:
-            out["called_from"] = [{"line": p.line, "column": p.column} for p in self.stack]
+            out["called_from"] = [{"line": p.line, "column": p.column, **_pass_json(p)} for p in self.stack]
         if self.fix_json is not None:
             out["fix"] = self.fix_json
         if self.more_fixes_json:
@@ -232,9 +240,6 @@ class NumericsChecker:
         for i, eq, value, args in pending:
             self._check_noting(i, eq, value, args)
 
-    def _host(self, value):
-        return self.backend.to_host(value)
-
     def _check(self, i, eq, value, args):
         xp = self.xp
         if eq.op.kink is not None and i in self.differentiated and args is not None:
@@ -255,7 +260,7 @@ class NumericsChecker:
                     self._check_headroom(i, eq, value, args)
                 return
             # not finite: a closer look, on this equation's arrays (the rare path)
-            value, args = self._host(value), [self._host(a) for a in args]
+            value, args = self.backend.to_host(value), [self.backend.to_host(a) for a in args]
         finite = xp.isfinite(value)
         if bool(xp.all(finite)):  # finite but large: v.v overflowed (a look at the value alone, written over its input or not)
             if eq.op.grows and eq.backward is None:
@@ -359,11 +364,13 @@ class NumericsChecker:
         xp = self.xp
         count = int(xp.count_nonzero(~finite))
         plural = "s" * (count != 1)
+        first = float(xp.reshape(value[~finite], (-1,))[0]) if value.ndim else float(value)
         if eq.op.name == "input":
-            first = float(xp.reshape(value[~finite], (-1,))[0]) if value.ndim else float(value)
             message = f"input {eq.params['name']} holds {count} non-finite number{plural} ({first})"
+        elif value.ndim:
+            message = f"this array holds {count} number{plural} not finite in {self.dtype} (the first is {first})"
         else:
-            message = f"this number is not finite in {self.dtype} (it is {float(xp.ravel(value)[0])})"
+            message = f"this number is not finite in {self.dtype} (it is {first})"
         self.diagnostics.append(Diagnostic("info", "nonfinite_input", eq.label, message, None,
                                            eq.pos, eq.stack, count, value_id=i))
 
@@ -449,7 +456,7 @@ class NumericsChecker:
             return
         xp = self.xp
         if self.lazy:
-            values = {k: self._host(self.lazy_values[k]) for k in (j, *producer.inputs)}
+            values = {k: self.backend.to_host(self.lazy_values[k]) for k in (j, *producer.inputs)}
         else:
             values = run(self.graph, [j, *producer.inputs], dtype=self.dtype, xp=xp)
         out = values[j]
@@ -517,7 +524,7 @@ class HalfPrecisionChecker(NumericsChecker):
     def __init__(self, graph: Graph, xp, dtype: str, accumulate: str = "float32"):
         super().__init__(graph, xp, dtype)
         # (a sum accumulated in float32 is rounded to the format once: its own error is one rounding)
-        self.rounding = Rounding(graph, self.format, self.xp, self._host, sums=accumulate == "same")
+        self.rounding = Rounding(graph, self.format, self.xp, self.backend.to_host, sums=accumulate == "same")
 
     def __call__(self, i, eq, value, args):
         self.rounding.see(i, eq, value, args)

@@ -86,8 +86,10 @@ def kink_note(kink: str, label: str, count: int) -> tuple[str, str]:
         return "tie", (f"{label} has tied extremes in {count} group{plural}; its gradient is "
                        f"split evenly among the tied elements")
     if kink == "extremes_first":
+        pooled = "pool" in label  # (max pooling: both PyTorch's and TensorFlow's kernels route it so)
         return "tie", (f"{label} has tied extremes in {count} group{plural}; the gradient goes to the first "
-                       "of the tied elements, the index it returns (PyTorch's rule)")
+                       + ("of the tied elements in the window, as the library's kernel routes it" if pooled
+                          else "of the tied elements, the index it returns (PyTorch's rule)"))
     if kink == "pair":
         return "tie", (f"{label} has {count} equal pair{plural}; the gradient is "
                        "split evenly between the two arguments there")

@@ -90,25 +90,8 @@ class _Syntax:
             return None
         arg = node.args[k]
         if arg.pos is None or arg.pos.start < 0:
-            return self._receiver(node) if node.method and k == 0 else None
+            return None
         return self.text[slice(*_balanced(self.text, arg.pos.start, arg.pos.end))]
-
-    def _receiver(self, node) -> str | None:
-        """`x` of `x.softmax(dim=1)` (a bare name's own place is not kept): what stands before
-        `.name(` of the call's last parenthesised part."""
-        if node.pos is None or node.pos.start < 0:
-            return None
-        text = self.text[node.pos.start:node.pos.end].rstrip()
-        depth, at = 0, len(text)
-        for at in range(len(text) - 1, -1, -1):  # the `(` that the final `)` closes
-            depth += {")": 1, "(": -1}.get(text[at], 0)
-            if depth == 0:
-                break
-        head = text[:at].rstrip()
-        dot = head.rfind(".")
-        if depth or dot <= 0 or not head[dot + 1:].isidentifier():
-            return None
-        return head[:dot].strip() or None
 
 
 def _balanced(text: str, start: int, end: int) -> tuple[int, int]:

@@ -535,6 +535,11 @@ _reduction("max", lambda xp, x, axis=None, keepdims=False: xp.max(x, axis=axis, 
 _reduction("min", lambda xp, x, axis=None, keepdims=False: xp.min(x, axis=axis, keepdims=keepdims),
            _extreme_vjp, _nonempty_reduction_shape, finite_closed=True,
            kink="extremes", reduce_ufunc="minimum")
+for _name in ("all", "any"):  # (no gradient: a truth)
+    _reduction(_name, (lambda test: lambda xp, x, axis=None, keepdims=False: xp.astype(
+        getattr(xp, test)(x != 0, axis=axis, keepdims=keepdims), x.dtype))(_name), NO_GRADIENT,
+        finite_closed=True, boolean=True, bound=(0, 1),
+        doc=f"{_name}(x, axis=None): whether {_name} of the elements along axis are nonzero (1 or 0)")
 for _name, _ufunc_name in (("max", "maximum"), ("min", "minimum")):
     register(Op(f"{_name}_first", (lambda fn: lambda xp, x, axis=None, keepdims=False: fn(xp, x, axis=axis,
                                                                                         keepdims=keepdims))(

@@ -285,6 +285,16 @@ register(Op("betainc", lambda xp, a, b, x: _special(xp, "betainc")(a, b, x), _ne
             args=("a", "b", "x"), elementwise=True, doc="betainc(a, b, x): gradient in x only", bound=UNBOUNDED))
 _scipy_binary("xlogy", "xlogy", (lambda g, ans, x, y: g * G.xlogy(G.not_equal(x, 0.0), y),
                                  lambda g, ans, x, y: g * G.xdivy(x, y)), doc="x log(y), and 0 where x is 0")
+# xlogy's slope in x at x = 0 is each library's own: TensorFlow's (above) 0, JAX's log(y) (its custom
+# jvp: x' log(y) + y' x / y), PyTorch's log(y) except 0 where y <= 0 too (derivatives.yaml)
+_scipy_binary("xlogy_log_slope", "xlogy", (lambda g, ans, x, y: g * G.log(y), lambda g, ans, x, y: g * x / y),
+              doc="JAX's xlogy: x log(y), 0 where x is 0; slopes log(y) and x / y everywhere",
+              public=False)  # (a reading of xlogy, not a name of its own: tests/language/test_redteam3_xlogy.py)
+_scipy_binary("xlogy_masked_slope", "xlogy",
+              (lambda g, ans, x, y: G.where(G.equal(x, 0.0) * G.less_equal(y, 0.0), 0.0 * g, G.xlogy(g, y)),
+               lambda g, ans, x, y: g * x / y),
+              doc="PyTorch's xlogy: x log(y), 0 where x is 0; slope log(y) in x (0 where x is 0 and y <= 0), x / y in y",
+              public=False)
 # SciPy's divergences, elementwise: rel_entr(x, y) = x log(x / y), kl_div(x, y) = x log(x / y) - x + y
 # (0 where x is 0 and y >= 0, plus y for kl_div; inf where x or y is negative, or y is 0 beside a
 # positive x). PyTorch's F.kl_div of the same name is a loss with its reduction (gradcli.ops.nn).
@@ -297,10 +307,8 @@ _scipy_binary("kl_div_elementwise", "kl_div", (lambda g, ans, x, y: g * G.log(x 
 _scipy_binary("xlog1py", "xlog1py", (lambda g, ans, x, y: g * G.xlog1py(G.not_equal(x, 0.0), y),
                                      lambda g, ans, x, y: g * G.xdivy(x, y + 1.0)),
               doc="x log1p(y), and 0 where x is 0")
-# jax.scipy.special's xlogy and xlog1py differentiate the formula: log(y) in x also where x is 0
-# (TensorFlow and PyTorch mask it to 0 there), x / y in y (NaN at 0 / 0)
-_scipy_binary("xlogy_log_slope", "xlogy", (lambda g, ans, x, y: g * G.log(y), lambda g, ans, x, y: g * (x / y)),
-              doc="x log(y), and 0 where x is 0; its gradient in x is log(y) everywhere (JAX's)", public=False)
+# jax.scipy.special.xlog1py differentiates the formula, as its xlogy (above): log1p(y) in x also where x
+# is 0 (TensorFlow masks it to 0 there), x / (1 + y) in y
 _scipy_binary("xlog1py_log_slope", "xlog1py", (lambda g, ans, x, y: g * G.log1p(y),
                                                lambda g, ans, x, y: g * (x / (y + 1.0))),
               doc="x log1p(y), and 0 where x is 0; its gradient in x is log1p(y) everywhere (JAX's)", public=False)

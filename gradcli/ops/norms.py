@@ -78,32 +78,48 @@ def _norm_forward(xp, x, ord, axis, keepdims, kind):
     return out if keepdims else xp.squeeze(out, axis=axes)
 
 
-def _norm_vjp(g, ans, x, ord, axis, keepdims, kind):
+def _norm_vjp(g, ans, x, ord, axis, keepdims, kind, right_at_zero=False):
     plan, axes = _norm_plan(x.shape, ord, axis, kind)
     if plan == "singular":
         return _singular_norm_vjp(g, x, ord, axes)
     gk, norm = _keep(g, x.shape, axes, keepdims), _keep(ans, x.shape, axes, keepdims)
+    # (JAX's abs has slope 1 at 0: the sums of |x| (ord 1, inf) step up there)
+    B = _RightAtZero if right_at_zero else G
     if ord in (None, 2, "fro"):
         return gk * x / _nonzero(norm)  # 0 at 0, where the norm has no gradient: a subgradient
     if plan == "vector":
         if ord in (_INF, -_INF):  # ties share the gradient, as max and min
-            tied = G.equal(G.abs(x), norm)
-            return gk * G.sign(x) * tied / G.sum(tied, axis=axes, keepdims=True)
+            tied = B.equal(B.abs(x), norm)
+            return gk * B.sign(x) * tied / B.sum(tied, axis=axes, keepdims=True)
         if ord == 0:
             return _spread(g, x, axes, keepdims) * 0.0
         if ord == 1:
-            return gk * G.sign(x)
+            return gk * B.sign(x)
         if ord > 1:  # |x|^(ord-1) is 0 where x is: only the norm's zero needs guarding
-            return gk * G.sign(x) * (G.abs(x) / _nonzero(norm)) ** float(ord - 1)
+            return gk * B.sign(x) * (B.abs(x) / _nonzero(norm)) ** float(ord - 1)
         # ord < 1: the slope is infinite where an element is 0 (a cusp) and, for ord < 0, every
         # slope is 0 where the norm is 0: 0 there, with both sides of the where kept finite
-        zero = G.logical_or(G.equal(x, 0.0), G.equal(norm, 0.0))
-        ratio = G.abs(G.where(zero, 1.0, x)) / G.where(zero, 1.0, norm)
-        return G.where(zero, 0.0, gk * G.sign(x) * ratio ** float(ord - 1))
+        zero = B.logical_or(B.equal(x, 0.0), B.equal(norm, 0.0))
+        ratio = B.abs(B.where(zero, 1.0, x)) / B.where(zero, 1.0, norm)
+        return B.where(zero, 0.0, gk * B.sign(x) * ratio ** float(ord - 1))
     rows, columns = axes
     summed, extreme = (rows, columns) if ord in (1, -1) else (columns, rows)
-    tied = G.equal(G.sum(G.abs(x), axis=summed, keepdims=True), norm)
-    return gk * G.sign(x) * (tied / G.sum(tied, axis=extreme, keepdims=True))
+    tied = B.equal(B.sum(B.abs(x), axis=summed, keepdims=True), norm)
+    return gk * B.sign(x) * (tied / B.sum(tied, axis=extreme, keepdims=True))
+
+
+class _RightAtZero:
+    """The graph builder G with JAX's sign of abs' slope: 1 at 0 (jnp.abs, op abs_right_at_zero)."""
+
+    def __getattr__(self, name):
+        return getattr(_G, name)
+
+    @staticmethod
+    def sign(x):
+        return 2.0 * _G.greater_equal(x, 0.0) - 1.0
+
+
+_G, _RightAtZero = G, _RightAtZero()
 
 
 def _singular_norm_vjp(g, x, ord, axes):
@@ -121,7 +137,7 @@ def _singular_norm_vjp(g, x, ord, axes):
     return _permuted(OPS["svdvals"].rule(0)(gs, s, moved), inverse_permutation(perm))
 
 
-def _register_norm(name, kind, params, doc):
+def _register_norm(name, kind, params, doc, right_at_zero=False):
     ord0, axis0 = params.get("ord", 2), params["axis"]  # defaults: None ones are not passed
 
     def forward(xp, x, ord=ord0, axis=axis0, keepdims=False):
@@ -131,14 +147,17 @@ def _register_norm(name, kind, params, doc):
         return reduced_shape(x_shape, _norm_plan(x_shape, ord, axis, kind)[1], keepdims)
 
     def vjp(g, ans, x, ord=ord0, axis=axis0, keepdims=False):
-        return _norm_vjp(g, ans, x, ord, axis, keepdims, kind)
+        return _norm_vjp(g, ans, x, ord, axis, keepdims, kind, right_at_zero)
 
-    register(Op(name, forward, shape, (vjp,), params=params, doc=doc))
+    register(Op(name, forward, shape, (vjp,), params=params, doc=doc, public=not right_at_zero))
 
 
 _register_norm("norm", "norm", {"ord": None, "axis": None, "keepdims": False},
                "NumPy's linalg.norm: ord (None, a number, inf, fro) over axis (one axis: a vector norm; two: a "
                "matrix norm); the gradient at 0, where the norm has none, is 0")
+# jnp.linalg.norm with ord: JAX's sums of abs step up at 0 (a reading of norm: dialects/tensorflow.py)
+_register_norm("norm_abs_right_at_zero", "norm", {"ord": None, "axis": None, "keepdims": False},
+               "JAX's linalg.norm with ord: NumPy's, the slope of |x| 1 at x = 0", right_at_zero=True)
 _register_norm("vector_norm", "vector", {"ord": 2, "axis": None, "keepdims": False},
                "the ord-norm of the elements over axis (all by default), taken as one vector")
 _register_norm("matrix_norm", "matrix", {"ord": "fro", "axis": (-2, -1), "keepdims": False},

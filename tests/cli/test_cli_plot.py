@@ -81,10 +81,20 @@ def test_plot_draws_in_the_terminal_with_plotext():
     (["--wrt", "w", "--range", "0:1", "--set", "x=1"], "--wrt w has shape (2,): name one element, such as w[0]"),
     (["--wrt", "w[2]", "--range", "0:1", "--set", "x=1"], "--wrt w[2]: no such element of w, shaped (2,)"),
     (["--wrt", "x", "--range", "0:1", "--of", "v"], "--of v has shape (2,): plot draws a scalar"),
+    (["--wrt", "y", "--range", "0:1", "--set", "x=1"], "--wrt y is computed by the program: plot varies an input"),
+    (["--wrt", "x[", "--range", "0:1", "--set", "x=1"], "--wrt 'x[' is not a name or an element such as x[2]"),
 ])
 def test_plot_errors_name_the_options(args, message):
     r = invoke("-e", "v = x * [1.0, 2.0] + sum(w); y = sum(v)", *args, "--set", "w=[1, 2]")
     assert r.exit_code == 2 and message in r.stderr, r.stderr
+
+
+def test_png_and_svg_of_the_same_file_are_refused_before_anything_is_drawn(tmp_path):
+    same = tmp_path / "curve.png"
+    r = invoke("-e", "y = x * x", "--wrt", "x", "--range", "0:1", "--png", str(same), "--svg", str(same))
+    assert r.exit_code == 2 and r.stdout == "", r.stdout
+    assert f"--png and --svg name the same file '{same}'; give each its own" in r.stderr
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_file_without_matplotlib_is_a_clear_error(monkeypatch, tmp_path):

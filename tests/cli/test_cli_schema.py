@@ -184,7 +184,8 @@ def test_the_library_names_its_own_arguments_and_the_cli_names_the_flags():
              (["check", "-e", "y = x * 0", "--wrt", "x", "--set", "x=0", "--atol", "inf"], "--atol must be finite, not inf"),
              (["check", "-e", "y = x * 0", "--wrt", "x", "--set", "x=0", "--eps", "inf"], "--eps must be finite, not inf"),
              (["grad", "-e", "y = x * 2", "--wrt", "x", "--set", "x=1", "--grad-ys", "z=1"],
-              "--grad-ys z: 'z' is not a differentiated output (those are y)")]
+              "--grad-ys z: 'z' is not a differentiated output (those are y)"),
+             (["derive", "-e", "y = x * x", "--set", "x=1"], "derive takes one --wrt NAME")]
     for args, message in cases:
         r = invoke(*args)
         assert r.exit_code == 2 and f"gradcli: error: {message}" in r.stderr, (args, r.stderr)

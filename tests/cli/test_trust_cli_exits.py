@@ -67,6 +67,16 @@ def test_a_program_given_twice_under_any_spelling_is_refused(args):
     assert p.stderr == "gradcli: error: --expr was given 2 times; eval takes one\n"
 
 
+def test_a_program_that_cannot_be_read_as_given_is_one_message_and_exit_2(tmp_path):
+    (tmp_path / "p.txt").write_text("y = 1.0\n")
+    p = _gradcli("eval", str(tmp_path), "--format", "plain")
+    assert (p.returncode, p.stdout) == (2, "")
+    assert p.stderr == f"gradcli: error: '{tmp_path}' is a directory, not a program file\n"
+    p = _gradcli("eval", str(tmp_path / "p.txt"), "-e", "y = 2.0", "--format", "plain")
+    assert (p.returncode, p.stdout) == (2, "")
+    assert p.stderr == "gradcli: error: give the program either as FILE or with -e, not both\n"
+
+
 def test_a_short_option_given_twice_with_its_value_attached_is_refused_on_the_typer_path_too():
     p = _gradcli("eval", "-e", "y = 1.0", "-ey = 2.0", "--debug")  # (--debug: Typer reads it)
     assert (p.returncode, p.stdout) == (2, "")

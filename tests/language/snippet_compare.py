@@ -26,8 +26,16 @@ COMPARED_KINDS = ("value", "none", "shape", "sequence", "mapping", "display:valu
 
 
 def expected_by_expression(record: dict) -> dict:
-    """expr -> the value printed last under that text (gradcli's outputs are keyed by the text)."""
-    return {p["expr"]: p["value"] for p in record["prints"] if p.get("kind") in COMPARED_KINDS}
+    """expr -> the value printed under that text (gradcli's outputs are keyed by the text; a text
+    printed more than once, as in a loop, is numbered `expr #k` but its last)."""
+    entries = [(p["expr"], p["value"]) for p in record["prints"] if p.get("kind") in COMPARED_KINDS]
+    times = {expr: [e for e, _ in entries].count(expr) for expr, _ in entries}
+    seen: dict = {}
+    expected = {}
+    for expr, value in entries:
+        seen[expr] = seen.get(expr, 0) + 1
+        expected[expr if seen[expr] == times[expr] else f"{expr} #{seen[expr]}"] = value
+    return expected
 
 
 def as_numbers(value):
@@ -58,11 +66,14 @@ def mismatches(record: dict, outputs: dict) -> list[str]:
     pending = list(expected_by_expression(record).items())
     while pending:
         expr, want = pending.pop()
+        text, hash_, number = expr.rpartition(" #") if " #" in expr else (expr, "", "")
+        again = f"{hash_}{number}" if number.isdigit() else ""
+        text = text if again else expr
         if isinstance(want, dict):  # a printed dict (JAX's pytree): one output per key, `expr['w']`
-            pending.extend((f"{expr}[{key!r}]", item) for key, item in want.items())
+            pending.extend((f"{text}[{key!r}]{' ' + again if again else ''}", item) for key, item in want.items())
             continue
-        if expr not in outputs and f"{expr}[0]" in outputs and isinstance(want, list):
-            pending.extend((f"{expr}[{k}]", item) for k, item in enumerate(want))
+        if expr not in outputs and f"{text}[0]{' ' + again if again else ''}" in outputs and isinstance(want, list):
+            pending.extend((f"{text}[{k}]{' ' + again if again else ''}", item) for k, item in enumerate(want))
             continue
         if expr not in outputs:
             problems.append(f"{expr!r} not among {list(outputs)}")

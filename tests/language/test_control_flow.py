@@ -271,10 +271,63 @@ def test_type_name_is_a_label_naming_the_librarys_type():
                "    with tf.GradientTape() as tape:\n        y = x + 1\n"
                "    print(type(x).__name__, ':', tape.gradient(y, x))\n    x = x + 1\n")
     got = outputs(program)
-    assert list(got) == ["tape.gradient(y, x)"] and got["tape.gradient(y, x)"] is None  # the last: no Variable
+    # each pass's print is an output (TensorFlow 2.21 prints 1.0, then None: x is no Variable then)
+    assert list(got) == ["tape.gradient(y, x) #1", "tape.gradient(y, x)"]
+    assert float(got["tape.gradient(y, x) #1"]) == 1.0 and got["tape.gradient(y, x)"] is None
     assert api.evaluate("import torch\nx = torch.ones(2)\nprint(type(x).__name__)\ny = x\n").outputs.keys() == {"y"}
 
 
 def test_an_assert_message_written_as_an_f_string_shows_the_values_known_then():
     assert_refused("for i in range(3):\n    assert i < 2, f'i is {i}, {i * 2.5=}'\n",
                    "assertion failed: i is 2, i * 2.5=5", 2, 5)
+
+
+TRAINING_LOOP = """import torch
+w = torch.tensor([1.0, -2.0], dtype=torch.float64, requires_grad=True)
+x = torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=torch.float64)
+y = torch.tensor([1.0, 0.0], dtype=torch.float64)
+for epoch in range(3):
+    loss = ((x @ w - y) ** 2).mean()
+    loss.backward()
+    with torch.no_grad():
+        w -= 0.01 * w.grad
+        w.grad.zero_()
+    print(epoch, loss.item())
+print(w)
+"""
+
+
+def test_a_print_in_a_loop_outputs_every_pass_numbered_but_the_last():
+    # PyTorch 2.13.0 (float64) printed 0 20.5, 1 10.7593, 2 5.966266279999999, then
+    # tensor([ 1.41278399999999982, -1.38313200000000003]); `w.grad.zero_()` in the loop shows nothing
+    got = outputs(TRAINING_LOOP)
+    assert list(got) == ["epoch #1", "loss.item() #1", "epoch #2", "loss.item() #2", "epoch", "loss.item()", "w"]
+    assert [float(got[k]) for k in ("loss.item() #1", "loss.item() #2", "loss.item()")] == \
+        pytest.approx([20.5, 10.7593, 5.966266279999999], rel=1e-15)
+    assert [float(got[k]) for k in ("epoch #1", "epoch #2", "epoch")] == [0.0, 1.0, 2.0]
+    np.testing.assert_allclose(got["w"], [1.41278399999999982, -1.38313200000000003], rtol=1e-15)
+
+
+def test_a_bare_expression_inside_a_loop_is_shown_only_where_nothing_else_is():
+    assert list(outputs("x = [1.0, 2.0]\nfor i in range(2):\n    x * i\nprint(x)\n")) == ["x"]
+    shown = outputs("import numpy as np\nfor i in range(3):\n    np.float64(i) * 2.0\n")
+    assert list(shown) == ["_"] and float(shown["_"]) == 4.0  # the last pass, as the program's value
+
+
+def test_a_print_inside_a_function_prints_at_each_call():
+    got = outputs("def f(x):\n    y = x * 2\n    print(y)\n    return y + 1\nz = 0.0\nfor i in range(2):\n"
+                  "    z = f(z)\nprint(z)\n")
+    assert list(got) == ["y #1", "y", "z"] and [float(v) for v in got.values()] == [0.0, 2.0, 3.0]
+    # under jax.grad the value printed is the primal (JAX prints its tracer there)
+    got = outputs("import jax\ndef f(x):\n    y = x * 2\n    print(y)\n    return y * y\nprint(jax.grad(f)(3.0))\n")
+    assert float(got["y"]) == 6.0 and float(got["jax.grad(f)(3.0)"]) == 24.0
+
+
+@pytest.mark.parametrize("program, expected", [
+    ("x = [1.0, 2.0, 3.0]\ny = list(x)\nz = y[1] * 2\n", 4.0),  # a list's items
+    ("import numpy as np\nx = np.ones((2, 3))\nt = tuple(x.shape)\nz = t[1] * 1.0\n", 3.0),
+    ("a = list((1.0, 2.0))\nz = a[0] + a[1]\n", 3.0),
+    ("import numpy as np\nx = np.array([[1.0, 2.0], [3.0, 4.0]])\nrows = list(x)\nz = rows[1][0]\n", 3.0),  # an array's rows
+])
+def test_list_and_tuple_of_a_sequence_are_its_items(program, expected):
+    assert float(outputs(program)["z"]) == expected

@@ -270,6 +270,8 @@ def test_lax_cond_switch_and_while_loop_give_jax_s_values_and_gradients():
      "upper must be known before evaluation: this one depends on a value given from outside (--set, a file)"),
     ({}, "y = lax.cond(1 > 0, 1.0, 2.0)", "lax.cond(pred, true_fun, false_fun, *operands): the branches must be functions"),
     ({}, "y = lax.switch(0, [1.0, 2.0], 3.0)", "lax.switch(index, branches, *operands): the branches must be functions"),
+    ({}, "y = lax.switch(0, lambda v: v, 3.0)", "lax.switch(index, branches, *operands): the branches must be functions"),
+    ({}, "y = lax.while_loop(lambda v: v < 3, lambda v: (v, v), 0.0)", "body_fun must return a carry of init_val's structure"),
     ({}, "y = lax.scan(lambda c, r: (c + r, r), 0.0, jnp.ones((0, 2)))", "a scan of zero steps is not supported"),
 ])
 def test_lax_branches_known_only_from_the_data_are_refused_with_what_to_write(feeds, line, message):
@@ -284,3 +286,66 @@ def test_a_range_bound_the_program_writes_is_known_and_one_given_from_outside_is
     assert (float(result.outputs["y"]), float(result.gradients["x"])) == (16.0, 32.0)  # x**4, 4 x**3
     with pytest.raises(GradcliError, match=re.escape("a range() bound must be known before evaluation")):
         api.grad(program, wrt=["x"], feeds={"n": 4.0}, fixes=False)
+
+
+JAX_CHECK = """import jax
+from jax.test_util import check_grads
+import jax.numpy as jnp
+check_grads(jnp.sin, (1.0,), order=2)
+check_grads(lambda a, b: jnp.sum(a * jnp.tanh(b)), (jnp.array([1.0, 2.0]), jnp.array([0.3, -0.2])), 2, atol=1e-6)
+@jax.custom_jvp
+def f(x):
+    return jnp.sin(x)
+@f.defjvp
+def f_jvp(primals, tangents):
+    x, = primals
+    t, = tangents
+    return f(x), {slope} * t
+check_grads(f, (1.0,), order=1)
+y = f(1.0)
+"""
+
+
+def test_jax_s_check_grads_passes_a_right_rule_and_raises_on_a_wrong_one():
+    # JAX 0.10.2 (x64): the first three checks pass (None); with the slope 2.0 the custom rule is
+    # wrong, and check_grads raises AssertionError at line 14
+    right = api.evaluate(JAX_CHECK.format(slope="jnp.cos(x)"), fixes=False).outputs
+    assert float(right["y"]) == pytest.approx(np.sin(1.0), rel=1e-15)
+    with pytest.raises(GradcliError, match=re.escape("Derivative check of f failed (order 1)")) as caught:
+        api.evaluate(JAX_CHECK.format(slope="2.0"), fixes=False)
+    assert "(JAX: AssertionError)" in str(caught.value) and caught.value.pos.line == 14
+
+
+@pytest.mark.parametrize("program, expected", [
+    # NumPy 2.4.6, PyTorch 2.13.0, TensorFlow 2.21.0 printed True/False (gradcli: 1.0/0.0)
+    ("import numpy as np\nx = np.array([[1.0, -2.0], [3.0, 0.0]])\n"
+     "print(np.all(x > -5), np.any(x < -1), np.all(x, axis=0), (x > 0).any(axis=1), x.all())\n",
+     {"np.all(x > -5)": 1.0, "np.any(x < -1)": 1.0, "np.all(x, axis=0)": [1.0, 0.0],
+      "(x > 0).any(axis=1)": [1.0, 1.0], "x.all()": 0.0}),
+    ("import torch\nx = torch.tensor([[1.0, -2.0], [3.0, 0.0]])\n"
+     "print(torch.all(x > -5), torch.any(x < -1, dim=1), (x != 0).all(dim=0))\n",
+     {"torch.all(x > -5)": 1.0, "torch.any(x < -1, dim=1)": [1.0, 0.0], "(x != 0).all(dim=0)": [1.0, 0.0]}),
+    ("import tensorflow as tf\nx = tf.constant([[1.0, -2.0], [3.0, 0.0]])\n"
+     "print(tf.reduce_all(x > -5), tf.reduce_any(x < -1, axis=1), tf.math.reduce_all(x != 0, axis=0))\n",
+     {"tf.reduce_all(x > -5)": 1.0, "tf.reduce_any(x < -1, axis=1)": [1.0, 0.0],
+      "tf.math.reduce_all(x != 0, axis=0)": [1.0, 0.0]}),
+    ("import numpy as np\nx = np.array([1.0, -2.0])\nprint(all(x > 0), any(x > 0))\n",
+     {"all(x > 0)": 0.0, "any(x > 0)": 1.0}),
+])
+def test_all_and_any_give_each_library_s_truths(program, expected):
+    outputs = api.evaluate(program, fixes=False).outputs
+    assert list(outputs) == list(expected)
+    for name, value in expected.items():
+        np.testing.assert_array_equal(outputs[name], value)
+
+
+def test_all_passes_no_gradient_and_python_s_all_of_a_matrix_is_refused():
+    result = api.grad("import numpy as np\nx = np.array([1.0, 2.0])\ny = np.sum(x * np.all(x > 0))\n", wrt=["x"],
+                      fixes=False)
+    np.testing.assert_array_equal(result.gradients["x"], [1.0, 1.0])
+    # NumPy: ValueError (the truth value of an array with more than one element is ambiguous)
+    with pytest.raises(GradcliError, match=re.escape("all() of an array of 2 axes: Python's built-in all iterates")):
+        api.evaluate("import numpy as np\nx = np.ones((2, 2))\nprint(all(x))\n", fixes=False)
+    # the while loop the ambiguity message points to: `.all()` of a condition known before evaluation
+    program = "x = [1.0, 2.0]\ny = 0.0\nwhile (x > 0).all():\n    x = x - 0.7\n    y = y + 1\n"
+    assert float(api.evaluate(program, fixes=False).outputs["y"]) == 2.0

@@ -162,8 +162,7 @@ def test_a_module_s_parameters_are_optimized_and_model_zero_grad_clears_them():
 
 
 def test_a_module_made_of_modules_gives_its_parameters_in_pytorch_s_order():
-    # two classes' __init__ (Net's makes Layers) are no recursion; parameters() walks first.w,
-    # scale, second.w as PyTorch registers them. PyTorch 2.13:
+    # two classes' __init__ (Net's makes Layers) are no recursion. PyTorch 2.13:
     # [1.0545358565462506, -2.322828269945047] [-1.6794785835969035, 2.392748724842212] 3.336421075401108
     outputs = api.evaluate(NESTED, fixes=False).outputs
     np.testing.assert_allclose(outputs["net.first.w"], [1.0545358565462506, -2.322828269945047], rtol=1e-13)
@@ -300,3 +299,53 @@ def test_zip_of_lists_holding_values_of_two_shapes_pairs_them():
                             "pairs = zip([w, b], [1.0, 2.0])\nz = pairs[1][0] + pairs[1][1]\n")
     outputs = api.evaluate(program, fixes=False).outputs
     assert float(outputs["z"]) == 2.2
+
+
+NAMED = """import torch
+import torch.nn as nn
+
+class Affine(nn.Module):
+    def __init__(self, w, b):
+        super().__init__()
+        self.w = nn.Parameter(torch.tensor(w, dtype=torch.float64))
+        self.b = nn.Parameter(torch.tensor(b, dtype=torch.float64))
+
+    def forward(self, x):
+        return x * self.w + self.b
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.first = Affine([1.0, 2.0], 0.5)
+        self.scale = nn.Parameter(torch.tensor(3.0, dtype=torch.float64))
+        self.second = Affine([0.5, -1.0], -0.25)
+
+    def forward(self, x):
+        return self.scale * self.second(torch.tanh(self.first(x)))
+
+net = Net()
+net.train()
+x = torch.tensor([0.3, -0.7], dtype=torch.float64)
+loss = net(x).pow(2).sum()
+loss.backward()
+for name, p in net.named_parameters():
+    print(name, p.grad)
+print(list(net.parameters())[0])
+net.eval()
+print(net(x))
+"""
+
+
+def test_named_parameters_list_train_and_eval_of_a_module_are_pytorch_s():
+    # PyTorch 2.13.0 printed (float64): a module's own parameters first, then each sub-module's:
+    # scale 1.34496431551273776, first.w [0.12380256555706966, 2.86081145867665132], first.b
+    # -3.67419829387165109, second.w [0.98033802420448424, -6.01214708343424142], second.b
+    # 9.86969259599307946; list(net.parameters())[0] is scale (3.); net(x) [0.24605515540177353, 1.39889361059707307]
+    outputs = api.evaluate(NAMED, fixes=False).outputs
+    grads = [outputs[k] for k in ("p.grad #1", "p.grad #2", "p.grad #3", "p.grad #4", "p.grad")]
+    expected = [1.34496431551273776, [0.12380256555706966, 2.86081145867665132], -3.67419829387165109,
+                [0.98033802420448424, -6.01214708343424142], 9.86969259599307946]
+    for got, want in zip(grads, expected):
+        np.testing.assert_allclose(got, want, rtol=1e-13)
+    assert float(outputs["list(net.parameters())[0]"]) == 3.0
+    np.testing.assert_allclose(outputs["net(x)"], [0.24605515540177353, 1.39889361059707307], rtol=1e-14)

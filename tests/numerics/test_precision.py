@@ -94,6 +94,17 @@ def test_cli_report_of_an_overflow_follows_the_schema_and_exits_1():
     assert doc["precision"]["unit_roundoff"] == F16_U
 
 
+def test_cli_table_has_a_row_per_operation_and_the_remedies_under_it():
+    p = gradcli("check", "-e", "y = exp(x) * 2", "--wrt", "x", "--set", "x=12", "--dtype", "float16", "--format", "table")
+    assert p.returncode == 1, p.stderr
+    rows = [[cell.strip() for cell in line.split("│")[1:-1]] for line in p.stdout.splitlines() if line.startswith("│")]
+    assert rows == [["exp", "1:5", "inf", "inf", "0", "0"], ["*", "1:12", "0", "inf", "0", "0"]]
+    caption = " ".join(p.stdout.split("┘", 1)[1].split())  # wrapped to the table's width
+    assert "float16's unit roundoff is 0.000488" in caption
+    assert "exp at 1:5: overflows float16 (largest 65504): a stable form" in caption
+    assert "* at 1:12: overflows float16 (largest 65504): compute it in float32" in caption
+
+
 def test_cli_plain_lines_and_loss_scale():
     p = gradcli("check", "-e", UNDERFLOWING, "--wrt", "x", "--set", "x=1", "--dtype", "float16", "--format", "plain")
     assert p.returncode == 0, p.stderr

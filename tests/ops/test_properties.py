@@ -129,7 +129,7 @@ def formats_print_the_same_numbers(text, feeds) -> str:
         result = api.grad(text, wrt=list(feeds), feeds=feeds, unconnected="zero")
     except GradcliError:
         return "rejected"
-    doc = json.loads(render.dumps(render.result_json(result, with_gradients=True)))
+    doc = json.loads(render.dumps(render.document(render.GRAD, result)))
     for line in render.plain_lines(result, with_gradients=True):
         name, _, numbers = line.partition("\t")
         plain = [float(v) for v in numbers.split()] if numbers else []

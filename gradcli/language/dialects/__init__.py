@@ -166,8 +166,12 @@ def callable_names() -> list[str]:
 
 def callable_ops() -> dict:
     """Every name a program may call -> the op it calls (as written without a reading); a name
-    whose entry is a transformation (`x.to`, `F.dropout`) calls no op and is left out."""
-    return {name: op for name in callable_names() if isinstance(op := meaning(name), Op)}
+    whose entry is a transformation (`x.to`, `F.dropout`) calls no op and is left out, unless
+    another library's spelling of it is an op."""
+    found = ((name, meaning(name)) for name in callable_names())
+    # (a transformation that another library's spelling reads as an op, lax.cond's np.linalg.cond, is that op)
+    return {name: entry if isinstance(entry, Op) else OPS[entry.op_name] for name, entry in found
+            if isinstance(entry, Op) or getattr(entry, "op_name", None) is not None}
 
 
 def spelled_libraries(module, text: str) -> tuple[str, bool]:

@@ -3,6 +3,7 @@
 `where`, `lax.slice` takes start and limit indices, Optax's `l2_loss` halves the square."""
 from __future__ import annotations
 
+from gradcli.language.dialects import layers
 from gradcli.language.dialects.spelling import ReadingError, setting
 from gradcli.language.dialects.numpy import jax_numpy as _jax_numpy
 from gradcli.ops import OPS
@@ -79,11 +80,12 @@ def _calling(method: str, op: str | None = None):
             return lowering.call_op_named(node, values, scope, op)
         return getattr(lowering, method)(node, values, scope, work)
     lower.calls_functions = True
+    lower.op_name = op
     return lower
 
 
 def _optax(kind: str):
-    """optax.sgd / adam / adamw (lower/optimizers.py); optax.apply_updates(params, updates)."""
+    """optax.sgd / adam / adamw / rmsprop (lower/optimizers.py); optax.apply_updates(params, updates)."""
     def lower(lowering, node, values, scope):
         if not lowering.spelled(node.func).startswith("optax."):
             raise lowering.error(f"unknown function '{node.func}'", node.pos)
@@ -95,8 +97,8 @@ def _optax(kind: str):
 
 NAMES = {
     "standardize": _standardize, "fori_loop": _calling("fori_loop"), "scan": _calling("scan"),
-    "while_loop": _calling("while_loop"), "switch": _calling("branch"), "cond": _calling("branch", "cond"),
-    **{kind: _optax(kind) for kind in ("sgd", "adam", "adamw", "apply_updates")},
+    "while_loop": _calling("while_loop"), "dot_product_attention": layers.jax_attention, "switch": _calling("branch"), "cond": _calling("branch", "cond"),
+    **{kind: _optax(kind) for kind in ("sgd", "adam", "adamw", "rmsprop", "apply_updates")},
     "config.update": setting(),  # jax.config.update("jax_enable_x64", True): gradcli computes in float64
     "rem": "fmod", "soft_sign": "softsign", "hard_swish": "hard_silu",
     "slice": "slice_start_limit", "lax_slice": "slice_start_limit",

@@ -44,8 +44,6 @@ def _python_sum_of_list(call: Spelling):
     refused, naming both. NumPy's `np.sum(x, initial=, where=)` is masked_sum."""
     if {"initial", "where"} & set(call.keywords):
         return "masked_sum", {}
-    if call.name == "add_n":  # tf.math.add_n([a, b]): a + b, elementwise
-        return "sum", {"axis": 0}
     if call.library != "python" or call.name != "sum":
         return None
     if call.positional >= 2:
@@ -59,14 +57,20 @@ def _python_sum_of_list(call: Spelling):
 
 def _range_reading(call):
     if call.name == "range" and call.library == "python":
-        raise ReadingError("range(...) is Python's sequence of integers (for loops, which gradcli does not "
-                           "have): write np.arange(...) or tf.range(...) for the array")
+        raise ReadingError("range(...) is Python's sequence of integers, read by a for loop: write "
+                           "np.arange(...) or tf.range(...) for the array")
     return None
 
 
 def _zip(lowering, node, values, scope):
     """zip(a, b, ...) as a value: the tuples of the items at each place (lower/function_values.py)."""
     return lowering.zipped(node, values, scope)
+
+
+def _sequence(lowering, node, values, scope):
+    """list(x) / tuple(x) as a value: the items of a tuple or list, or an array's rows
+    (`list(model.parameters())`, lower/function_values.py)."""
+    return lowering.sequence_of(node, values, scope)
 
 
 def _partial(lowering, node, values, scope):
@@ -76,7 +80,7 @@ def _partial(lowering, node, values, scope):
 
 NAMES = {
     "pow": "power",
-    "partial": _partial, "zip": _zip,
+    "partial": _partial, "zip": _zip, "list": _sequence, "tuple": _sequence,
 }
 
 READINGS = {
@@ -84,6 +88,8 @@ READINGS = {
     "max": _python_pairwise("maximum"),
     "min": _python_pairwise("minimum"),
     "arange": _range_reading,
+    # (no other reading: Python's all(x) and any(x) iterate over x's rows, which the lowering checks)
+    "all": lambda call: None, "any": lambda call: None,
 }
 
 ABSENT: dict = {}

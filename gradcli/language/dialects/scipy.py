@@ -105,11 +105,21 @@ def _kl_div_reading(call):
     return ("kl_div_elementwise", {}) if call.library == "scipy" else None
 
 
+def _xlogy_reading(call):
+    """xlogy's slope in x at x = 0: TensorFlow's 0 (the op's), JAX's jax.scipy.special.xlogy log(y),
+    PyTorch's log(y) but 0 where y <= 0 too."""
+    if call.library == "torch":
+        return "xlogy_masked_slope", {}
+    if call.spelled.startswith("jax."):
+        return "xlogy_log_slope", {}
+    return None
+
+
 READINGS = {
+    "xlogy": _xlogy_reading,
     "kl_div": _kl_div_reading,
-    # scipy.special.xlogy as JAX differentiates it: log(y) in x where x is 0 too (tf.math's and torch's give 0)
-    "xlogy": lambda call: ("xlogy_log_slope", {}) if call.library == "scipy" else None,
-    "xlog1py": lambda call: ("xlog1py_log_slope", {}) if call.library == "scipy" else None,
+    # jax.scipy.special.xlog1py: JAX's slope log1p(y) in x also at x = 0 (tf.math.xlog1py's is 0 there)
+    "xlog1py": lambda call: ("xlog1py_log_slope", {}) if call.spelled.startswith("jax.") else None,
     "logsumexp": _logsumexp_weights,
     "softmax": _softmax_reading,
     "log_softmax": _softmax_reading,

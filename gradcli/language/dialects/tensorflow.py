@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from gradcli.language import syntax as ast
+from gradcli.language.dialects import layers
 from gradcli.language.dialects.spelling import ReadingError, Spelling, setting
 from gradcli.ops import OPS, index as ops_index
 from gradcli.language.dialects.numpy import jax_numpy
@@ -96,6 +98,8 @@ def _norm_reading(call):
     if (jax_numpy(call) or call.spelled.startswith("autograd.numpy.")) and call.positional < 2 \
             and "ord" not in call.keywords:
         return "norm_by_square_root", {}  # JAX's and autograd's: the same (PyTorch's gives 0 there)
+    if jax_numpy(call):
+        return "norm_abs_right_at_zero", {}  # JAX's |x| has slope 1 at 0 (ord 1, inf: sums of |x|)
     return None
 
 
@@ -308,6 +312,69 @@ def _band_part(lowering, node, values, scope):
     return lowering.emit(OPS["where"], (keep, x, zero), {}, node.pos, node.func, scope)
 
 
+def _tensorflow_only(lowering, node, keras_differs: str) -> None:
+    """Refuses Keras' function of a tf.nn name where Keras' differs (`keras_differs`: how)."""
+    spelled = lowering.spelled(node.func)
+    if "keras" in spelled.split(".") or spelled.startswith(("K.", "ops.")):
+        name = node.func.rpartition(".")[2]
+        raise lowering.error(f"{node.func}: Keras' {name} {keras_differs}, unlike tf.nn.{name}; gradcli reads "
+                             f"tf.nn.{name}", node.pos)
+
+
+def _moments(lowering, node, values, scope):
+    """tf.nn.moments(x, axes, shift=None, keepdims=False): (mean, variance), TensorFlow's way: the
+    variance the mean of squared differences from the mean held by stop_gradient (the same first
+    derivative as the plain variance's, and TensorFlow's second)."""
+    _tensorflow_only(lowering, node, "computes the variance as E[x^2] - E[x]^2")
+    given = lowering.arguments_by_name(node, values, ("x", "axes", "shift", "keepdims", "name"), required=2)
+    x = lowering.materialize(given["x"], scope)
+    axes = lowering.static_param("axes", given["axes"], node.func, node.pos)
+    axes = tuple(int(a) for a in np.atleast_1d(axes))
+    keepdims = "keepdims" in given and bool(lowering.constant_truth(given["keepdims"]))
+
+    def op(name, *ids, **params):
+        return lowering.emit(OPS[name], ids, params, node.pos, node.func, scope)
+    mean = op("mean", x, axis=axes, keepdims=True)
+    variance = op("mean", op("squared_difference", x, op("stop_gradient", mean)), axis=axes, keepdims=True)
+    if not keepdims:
+        mean, variance = op("squeeze", mean, axis=axes), op("squeeze", variance, axis=axes)
+    return lowering.tuple(ast.Tuple([], node.pos), [mean, variance])
+
+
+def _batch_normalization(lowering, node, values, scope):
+    """tf.nn.batch_normalization(x, mean, variance, offset, scale, variance_epsilon), as TensorFlow
+    writes it: inv = rsqrt(variance + epsilon) * scale; x * inv + (offset - mean * inv)."""
+    _tensorflow_only(lowering, node, "takes (x, mean, variance, axis, offset, scale, epsilon)")
+    names = ("x", "mean", "variance", "offset", "scale", "variance_epsilon", "name")
+    given = lowering.arguments_by_name(node, values, names, required=6)
+
+    def op(name, *ids):
+        return lowering.emit(OPS[name], ids, {}, node.pos, node.func, scope)
+    x, mean, variance, epsilon = (lowering.materialize(given[k], scope, node.pos)
+                                  for k in ("x", "mean", "variance", "variance_epsilon"))
+    inv = op("rsqrt", op("add", variance, epsilon))
+    if not lowering.is_none(given["scale"]):
+        inv = op("multiply", inv, lowering.materialize(given["scale"], scope, node.pos))
+    shift = op("multiply", mean, inv)
+    shift = op("negative", shift) if lowering.is_none(given["offset"]) else \
+        op("subtract", lowering.materialize(given["offset"], scope, node.pos), shift)
+    return op("add", op("multiply", x, inv), shift)
+
+
+def _weighted_cross_entropy(lowering, node, values, scope):
+    """tf.nn.weighted_cross_entropy_with_logits(labels, logits, pos_weight), TensorFlow's formula:
+    (1 - z) x + (1 + (q - 1) z) (log1p(exp(-|x|)) + relu(-x))."""
+    given = lowering.arguments_by_name(node, values, ("labels", "logits", "pos_weight", "name"), required=3)
+    z, x, q = (lowering.materialize(given[k], scope, node.pos) for k in ("labels", "logits", "pos_weight"))
+
+    def op(name, *ids):
+        return lowering.emit(OPS[name], ids, {}, node.pos, node.func, scope)
+    one = lowering.graph.add_constant(1.0, node.pos, scope.stack)
+    log_weight = op("add", one, op("multiply", op("subtract", q, one), z))
+    softplus_part = op("add", op("log1p", op("exp", op("negative", op("abs", x)))), op("relu", op("negative", x)))
+    return op("add", op("multiply", op("subtract", one, z), x), op("multiply", log_weight, softplus_part))
+
+
 def _loss_object(function: str, *positional: str):
     """A Keras loss object: `keras.losses.<function>`'s per-sample losses, reduced by the object's
     `reduction` (the mean by default: "sum_over_batch_size"); `positional`: the constructor's
@@ -336,13 +403,17 @@ LOSS_OBJECTS = {
     "KLDivergence": _loss_object("kl_divergence"), "Poisson": _loss_object("poisson"),
     "Hinge": _loss_object("hinge"), "SquaredHinge": _loss_object("squared_hinge"),
     "CategoricalHinge": _loss_object("categorical_hinge"),
+    "CosineSimilarity": _loss_object("cosine_similarity", "axis"),
 }
 
 NAMES = {
+    "embedding_lookup": layers.embedding, "add_n": layers.add_n,
+    "is_nan": "isnan", "is_finite": "isfinite", "is_inf": "isinf",
     **LOSS_OBJECTS, **{f"optimizers.{kind}": _keras_optimizer(kind) for kind in ("SGD", "Adam")},
     "boolean_mask": _boolean_mask, "gather_nd": _gather_nd, "band_part": _band_part,
-    "matrix_band_part": _band_part,
-    "add_n": "sum", "igamma": "gammainc", "igammac": "gammaincc",  # tf.math.igamma(a, x): the regularized lower (upper) gamma
+    "matrix_band_part": _band_part, "moments": _moments, "batch_normalization": _batch_normalization,
+    "weighted_cross_entropy_with_logits": _weighted_cross_entropy,
+    "igamma": "gammainc", "igammac": "gammaincc",  # tf.math.igamma(a, x): the regularized lower (upper) gamma
     # keras.config.set_floatx("float64") (keras.backend.set_floatx), tf.config.run_functions_eagerly(True)
     "config.set_floatx": setting(0), "set_floatx": setting(0), "config.run_functions_eagerly": setting(),
     # tf.constant([...]), tf.Variable([...]) in pasted code: the value itself
@@ -350,7 +421,7 @@ NAMES = {
     "sparse_softmax_cross_entropy_with_logits": "sparse_softmax_cross_entropy",
     "truediv": "divide", "floordiv": "floor_divide", "floormod": "mod", "floor_mod": "mod",
     "clip_by_value": "clip",
-    "reduce_sum": "sum", "reduce_mean": "mean", "reduce_prod": "prod", "reduce_max": "max", "reduce_min": "min",
+    "reduce_sum": "sum", "reduce_mean": "mean", "reduce_prod": "prod", "reduce_max": "max", "reduce_min": "min", "reduce_all": "all", "reduce_any": "any",
     "reduce_logsumexp": "logsumexp", "reduce_variance": "var", "reduce_std": "std",
     "reduce_euclidean_norm": "euclidean_norm", "cumulative_logsumexp": "cumlogsumexp",
     "lgamma": "gammaln",

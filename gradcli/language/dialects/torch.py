@@ -11,6 +11,7 @@ import re
 import numpy as np
 
 from gradcli.language import syntax as ast
+from gradcli.language.dialects import layers, pooling
 from gradcli.language.dialects.spelling import Autocast, Distribution, ReadingError, setting
 from gradcli.language.dialects.numpy import jax_numpy as _jax_numpy
 from gradcli.ops import OPS, index as ops_index
@@ -318,6 +319,33 @@ def _weighted_module(lowering, node, values, scope):
                          "functional (F.linear(x, W, b), F.conv2d(x, W, b))", node.pos)
 
 
+def _hinge_embedding_loss(lowering, node, values, scope):
+    """F.hinge_embedding_loss(input, target, margin=1.0, reduction='mean'), PyTorch's formula: x where
+    the target is not -1, plus clamp_min(margin - x, 0) where it is not 1, reduced."""
+    names = ("input", "target", "margin", "size_average", "reduce", "reduction")
+    given = lowering.arguments_by_name(node, values, names, required=2)
+    for old in ("size_average", "reduce"):
+        if old in given and not lowering.is_none(given[old]):
+            raise lowering.error(f"{node.func}({old}=...) is deprecated in PyTorch: write reduction=", node.pos)
+    x, target = (lowering.materialize(given[k], scope, node.pos) for k in ("input", "target"))
+    margin = lowering.static_param("margin", given["margin"], node.func, node.pos) if "margin" in given else 1.0
+    reduction = lowering.static_param("reduction", given["reduction"], node.func, node.pos) \
+        if "reduction" in given else "mean"
+    if reduction not in ("mean", "sum", "none"):
+        raise lowering.error(f"{node.func}(reduction={reduction!r}): reduction is 'mean', 'sum' or 'none'", node.pos)
+
+    def op(name, *ids):
+        return lowering.emit(OPS[name], ids, {}, node.pos, node.func, scope)
+
+    def number(value):
+        return lowering.graph.add_constant(float(value), node.pos, scope.stack)
+    zero = number(0.0)
+    clamped = op("clip", op("subtract", number(margin), x), zero, number(np.inf))  # (clamp_min: slope 1 at 0)
+    output = op("add", op("where", op("not_equal", target, number(1.0)), clamped, zero),
+                op("where", op("not_equal", target, number(-1.0)), x, zero))
+    return output if reduction == "none" else op(reduction, output)
+
+
 def _optimizer(kind: str):
     """torch.optim.<kind>(params, lr=...): an optimizer of the program's leaves (lower/optimizers.py)."""
     def make(lowering, node, values, scope):
@@ -326,7 +354,7 @@ def _optimizer(kind: str):
 
 
 MODULES = {
-    **{f"optim.{kind}": _optimizer(kind) for kind in ("SGD", "Adam", "AdamW")},
+    **{f"optim.{kind}": _optimizer(kind) for kind in ("SGD", "Adam", "AdamW", "RMSprop")},
     **{name: _weighted_module for name in ("Linear", "Bilinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
                                            "ConvTranspose2d", "Embedding", "RNN", "LSTM", "GRU", "MultiheadAttention")},
     "MSELoss": _module("mse_loss"), "L1Loss": _module("l1_loss"), "SmoothL1Loss": _module("smooth_l1_loss"),
@@ -340,6 +368,7 @@ MODULES = {
     "MultiMarginLoss": _module("multi_margin_loss", "p", "margin", "weight"),
     "MultiLabelSoftMarginLoss": _module("multilabel_soft_margin_loss", "weight"),
     "TripletMarginLoss": _module("triplet_margin_loss", "margin", "p"),
+    "HingeEmbeddingLoss": _module("hinge_embedding_loss", "margin"),
     "ReLU": _module("relu", "inplace"), "ReLU6": _module("relu6", "inplace"), "Sigmoid": _module("sigmoid"),
     "Tanh": _module("tanh"), "Softmax": _module("softmax", "dim"), "LogSoftmax": _module("log_softmax", "dim"),
     "Softmin": _module("softmin", "dim"), "LeakyReLU": _module("leaky_relu", "negative_slope", "inplace"),
@@ -350,10 +379,16 @@ MODULES = {
     "Hardtanh": _module("hardtanh", "min_val", "max_val", "inplace"),
     "Hardsigmoid": _module("hardsigmoid", "inplace"), "Hardswish": _module("hardswish", "inplace"),
     "Threshold": _module("threshold", "threshold", "value", "inplace"), "GLU": _module("glu", "dim"),
+    "MaxPool2d": _module("max_pool2d", "kernel_size", "stride", "padding", "dilation", "return_indices", "ceil_mode"),
+    "AvgPool2d": _module("avg_pool2d", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
+                         "divisor_override"),
+    "AdaptiveAvgPool2d": _module("adaptive_avg_pool2d", "output_size"),
 }
 
 NAMES = {
-    **MODULES, "set_default_dtype": setting(0),
+    **MODULES, **pooling.NAMES, "hinge_embedding_loss": _hinge_embedding_loss, "set_default_dtype": setting(0),
+    "set_default_device": setting(),  # (a device changes no number)
+    "embedding": layers.embedding, "scaled_dot_product_attention": layers.torch_attention,
     "distributions.Normal": _distribution, "Normal": _distribution,
     **{name: _distribution_method for name in _NORMAL_METHODS}, "sample": _random_method, "rsample": _random_method,
     # x.to(dtype or device), x.type_as(y): the value itself (a float dtype); F.dropout in evaluation
@@ -428,7 +463,8 @@ READINGS = {
         "tensorflow": "TensorFlow's losses take (labels, logits) over the last axis"}),
     "normalize": torch_only("p=2, dim=1, eps=1e-12", {
         "jax": "jax.nn.normalize standardizes (subtracts the mean, divides by the deviation)",
-        "keras": "keras.utils.normalize divides by the norm over the last axis, with no eps",
+        "keras": "Keras' normalize divides by max(norm, epsilon) over the last axis, epsilon 1e-7 (write "
+                 "x / ops.maximum(ops.norm(x, axis=-1, keepdims=True), 1e-7))",
         "tensorflow": "tf.linalg.normalize returns the normalized tensor and the norm"}),
     "conv1d": torch_only("(N, C, L) input, (out, in, K) weight", {
         "tensorflow": "tf.nn.conv1d takes (N, W, C) input and (K, in, out) filters, with strides and padding"}),

@@ -54,7 +54,7 @@ def _without_keyword(node: ast.Call, values: list, name: str) -> tuple[ast.Call,
 def _iterated_by_python(lowering, op: Op, preset: dict, value, bare: str, pos: Pos) -> dict:
     """Pasted code's built-in sum, max and min iterate over the first axis: `sum(x)` of a matrix is
     np.sum(x, axis=0); `max(x)` compares rows, which NumPy refuses (gradcli's own sum adds all)."""
-    if op.name not in ("sum", "max", "min") or "axis" in preset or not isinstance(value, (int, Literal)):
+    if op.name not in ("sum", "max", "min", "all", "any") or "axis" in preset or not isinstance(value, (int, Literal)):
         return preset
     ndim = len(lowering.shape_of(value))
     if ndim < 2:
@@ -62,7 +62,8 @@ def _iterated_by_python(lowering, op: Op, preset: dict, value, bare: str, pos: P
     if op.name == "sum":
         return {**preset, "axis": 0}
     raise lowering.error(f"{bare}() of an array of {ndim} axes: Python's built-in {bare} iterates over the first axis "
-                         "and compares whole rows, an error in NumPy and PyTorch (the truth value of an array with "
+                         f"and {'takes the truth of' if bare in ('all', 'any') else 'compares'} whole rows, an error "
+                         "in NumPy and PyTorch (the truth value of an array with "
                          f"more than one element is ambiguous); write np.{bare}(x) for every element, or "
                          f"np.{bare}(x, axis=0)", pos)
 

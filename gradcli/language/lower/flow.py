@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from gradcli.errors import Pos
+from gradcli.errors import LoopPass, Pos
 from gradcli.language import syntax as ast
 from gradcli.language.lower.transforms import DictValue
 from gradcli.language.lower.interpret import _EVAL
@@ -47,6 +47,7 @@ class Flow:
     # to a dict and slow every later read of them)
     known_values: dict | None = None  # value id -> its Literal, once computed before evaluation
     while_passes: dict | None = None  # a while statement's id -> the passes unrolled
+    while_base: dict | None = None  # a top-level while statement's id -> the stack before it
 
     # ------------------------------------------------------------------ known before evaluation
     def known_literal(self, value):
@@ -204,8 +205,47 @@ class Flow:
 
     def loop_items(self, stmt: ast.For, scope: Scope) -> list:
         """The items a for statement runs over, known before evaluation."""
+        self.mark_loop_body(stmt)
         kind, parts = self.iteration_parts(stmt.iterable)
         return self.iteration_items(kind, [self.lower(part, scope) for part in parts], stmt.iterable, scope)
+
+    def expand_for(self, stmt: ast.For, pending: list, top: Scope) -> None:
+        """A top-level for loop, unrolled onto `pending`: each pass's body after a marker that
+        binds its names and marks the equations it makes with the pass (a LoopPass frame)."""
+        items = self.loop_items(stmt, top)
+        self.steps_left -= len(items)
+        if self.steps_left < 0:
+            raise self.error(f"the program expands to more than {self.max_steps:,} steps of lowering "
+                             "(a for loop is unrolled)", stmt.pos)
+        pending.append(("end loop", top.stack))
+        for number in range(len(items), 0, -1):
+            pending.extend(reversed(stmt.body))
+            pending.append(("loop", stmt, items[number - 1], number, top.stack))
+
+    def expand_while(self, stmt: ast.While, pending: list, top: Scope) -> None:
+        """One more pass of a top-level while loop while its condition, known before evaluation, holds."""
+        passes = self.while_passes
+        if passes is None or id(stmt) not in passes:
+            self.while_base = {**(self.while_base or {}), id(stmt): top.stack}
+        if self.known_truth(self.lower(stmt.condition, top), stmt.condition.pos, "while"):
+            self.unroll_once(stmt)
+            top.stack = self.while_base[id(stmt)] + (LoopPass(stmt.pos, self.while_passes[id(stmt)]),)
+            pending.append(stmt)
+            pending.extend(reversed(stmt.body))
+        else:
+            top.stack = self.while_base.pop(id(stmt))
+            self.while_passes.pop(id(stmt), None)
+
+    def loop_marker(self, marker: tuple, top: Scope) -> None:
+        if marker[0] == "end loop":
+            top.stack = marker[1]
+            return
+        _, loop, item, number, base = marker
+        self.bind_loop_names(loop.names, item, loop.pos, self.globals, top)
+        binding = ""
+        if len(loop.names) == 1 and isinstance(item, Literal) and item.value.ndim == 0:
+            binding = f"{loop.names[0][0]} = {float(item.value):g}"
+        top.stack = base + (LoopPass(loop.pos, number, binding),)
 
     def bind_loop_names(self, names: list, item, pos: Pos, table: dict, scope: Scope) -> None:
         if len(names) == 1:
@@ -295,6 +335,7 @@ class Flow:
     # ------------------------------------------------------------------ while, del, assert
     def unroll_once(self, stmt) -> None:
         """One more pass of a while loop, counted against the expansion limit."""
+        self.mark_loop_body(stmt)
         passes = self.while_passes
         if passes is None:
             passes = self.while_passes = {}

@@ -160,6 +160,10 @@ class Constants:
 
     def array(self, node, items: list, scope: Scope | None, as_value: bool = False):
         items = [self.flatten_tuple(v) for v in items]
+        if not as_value and type(node) is ast.Array and not self.stackable(items, self.pasted):
+            # `[kernel, bias]`, `[(w1, b1), (w2, b2)]`, `in_axes=[0, None]`: Python's list, no array
+            # (a tuple value, which is an error where it is used as one array)
+            return TupleValue(items, node.pos)
         if all(isinstance(v, Literal) for v in items):
             shapes = {v.value.shape for v in items}
             if len(shapes) > 1:
@@ -179,17 +183,43 @@ class Constants:
             return made
         if any(isinstance(v, FUNCTION_VALUES) for v in items):  # (lax.switch's branches)
             return TupleValue(items, node.pos)
-        ids = tuple(self.materialize(v, scope) for v in items)
+        ids = tuple(self.materialize(v, scope, node.pos) for v in items)
         stacked = self.emit(OPS["stack"], ids, {}, node.pos, "[...]", scope)
         if self.pasted and type(node) is ast.Array:
             self.list_ids.add(stacked)
         return stacked
 
+    def stackable(self, items: list, pasted: bool) -> bool:
+        """Whether a list display's items stack into one array: no None and no tf.Variable among them
+        (a list of variables is a list: lists.py), and, in pasted code (Python's lists), arrays or
+        tuples of arrays of one shape (the language's ragged literal is an error where it stands)."""
+        if self.holds_variables(items) or any(v is NONE for v in items):
+            return False
+        if not pasted:
+            return True
+        shapes = set()
+        for item in items:
+            if isinstance(item, TupleValue):
+                inner = {self.stack_shape(v) for v in item.items}
+                if len(inner) != 1 or None in inner:
+                    return False
+                shapes.add((len(item.items),) + inner.pop())
+            else:
+                shapes.add(self.stack_shape(item))
+        return len(shapes) <= 1 and None not in shapes
+
+    def stack_shape(self, value) -> tuple | None:
+        """An array's shape, None for what is no array (None, a function, a tuple, a dict)."""
+        if isinstance(value, Literal):
+            return value.value.shape
+        return self.graph.shapes[value] if type(value) is int else None
+
     def flatten_tuple(self, value):
         """A tuple inside an array literal, `[(1, 2), (3, 4)]`, is one of its rows."""
-        if isinstance(value, TupleValue) and all(isinstance(v, Literal) for v in value.items):
+        if isinstance(value, TupleValue) and all(isinstance(v, Literal) for v in value.items) and (
+                not self.pasted or len({v.value.shape for v in value.items}) <= 1):
             return self.array(ast.Array([], value.pos), value.items, None)
-        return value
+        return value  # (in pasted code a tuple of arrays of several shapes stays a tuple: `[(w, b)]`)
 
 
 def _tuple_items(value) -> list | None:

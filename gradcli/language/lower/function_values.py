@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from gradcli.errors import LoopPass
 from gradcli.language import syntax as ast
 from gradcli.language.dialects import split_spelling
 from gradcli.language.lower.transforms import _FINISH, FUNCTION_VALUES, FunctionRef, Mapped, Partial
+from gradcli.language.lower import pytrees
 from gradcli.language.lower.flow import MAX_WHILE_PASSES
 from gradcli.language.lower.values import NONE, Literal, Scope, TupleValue
 from gradcli.ops import OPS
@@ -135,7 +137,7 @@ class FunctionValues:
         body = given["body_fun"]
         if not isinstance(body, FUNCTION_VALUES):
             raise self.error(f"{node.func}(lower, upper, body_fun, init_val): body_fun must be a function", node.pos)
-        work.append((_FINISH, ("loop", "fori", body, node, lower, upper, None), scope))
+        work.append((_FINISH, ("loop", "fori", body, node, lower, upper, lower), scope))  # (lower: to number the passes)
         return given["init_val"]
 
     def scan(self, node: ast.Call, values: list, scope: Scope, work: list):
@@ -177,7 +179,7 @@ class FunctionValues:
         first = 2 if switch else 3
         if node.keywords or len(values) < first:
             raise self.error(f"{usage}: write the arguments by position", node.pos)
-        branches = self.items_of(values[1], node.pos, scope) if switch else values[1:3]
+        branches = (values[1].items if isinstance(values[1], TupleValue) else []) if switch else values[1:3]
         if not branches or not all(isinstance(b, FUNCTION_VALUES) for b in branches):
             raise self.error(f"{usage}: the branches must be functions", node.pos)
         if switch:  # (JAX clamps the index into range)
@@ -201,8 +203,11 @@ class FunctionValues:
 
     def _while_step(self, item, values: list, scope: Scope, work: list) -> None:
         """One step of while_loop: a carry is tested; a test's truth ends the loop or runs the body."""
-        _, kind, (cond_fun, body_fun), node, passes, _, tested = item
+        _, kind, (cond_fun, body_fun), node, passes, before, tested = item
         result = values.pop()
+        if tested is None and before is not None and self._carry_form(result) != self._carry_form(before):
+            raise self.error(f"{node.func}: body_fun must return a carry of init_val's structure and shapes "
+                             "(as JAX requires)", node.pos)
         if tested is None:  # result: the carry, which cond_fun tests next
             work.append((_FINISH, ("loop", kind, (cond_fun, body_fun), node, passes, None, (result,)), scope))
             fn, given = cond_fun, result
@@ -214,11 +219,21 @@ class FunctionValues:
             if passes >= MAX_WHILE_PASSES or self.steps_left < 0:
                 raise self.error(f"{node.func}: the program expands to more than {MAX_WHILE_PASSES:,} passes of a "
                                  "while loop (the loop is unrolled: does its condition become false?)", node.pos)
-            work.append((_FINISH, ("loop", kind, (cond_fun, body_fun), node, passes + 1, None, None), scope))
+            work.append((_FINISH, ("loop", kind, (cond_fun, body_fun), node, passes + 1, tested[0], None), scope))
             fn, given = body_fun, tested[0]
-        result = self.apply_function(fn, ast.Call("<function>", [ast.Name("_", node.pos)], node.pos), [given], scope, work)
+        call = ast.Call("<function>", [ast.Name("_", node.pos)], node.pos)
+        result = self.apply_function(fn, call, [given], self._in_pass(scope, node, passes + 1), work)
         if result is not None:
             values.append(result)
+
+    @staticmethod
+    def _in_pass(scope: Scope, node: ast.Call, number: int, binding: str = "") -> Scope:
+        """`scope` with a lax loop's pass on its stack, for the diagnostics of what the pass makes."""
+        return Scope(scope.locals, scope.stack + (LoopPass(node.pos, number, binding),), scope.active, scope.parent)
+
+    def _carry_form(self, carry) -> list:
+        """A loop carry's tree paths and its leaves' shapes."""
+        return [(path, None if leaf is NONE else self.shape_of(leaf)) for path, leaf in pytrees.walk(self.as_tuple(carry))]
 
     def loop_step(self, item, values: list, scope: Scope, work: list) -> None:
         """One step of fori_loop or scan: the value the last call left is the next call's carry."""
@@ -237,7 +252,9 @@ class FunctionValues:
         work.append((_FINISH, ("loop", kind, fn, node, i + 1, end, scanned), scope))
         given = [Literal(np.float64(i), node.pos), carry] if kind == "fori" else [carry, scanned[0][i]]
         call = ast.Call("<function>", [ast.Name("_", node.pos)] * 2, node.pos)
-        result = self.apply_function(fn, call, given, scope, work)
+        passing = self._in_pass(scope, node, i - scanned + 1, f"i = {i}") if kind == "fori" else \
+            self._in_pass(scope, node, i + 1)
+        result = self.apply_function(fn, call, given, passing, work)
         if result is not None:
             values.append(result)
 
@@ -260,6 +277,12 @@ class FunctionValues:
             raise self.error(f"{node.func}() with keywords is not supported", node.pos)
         columns = [self.items_of(v, node.pos, scope) for v in values]
         return TupleValue([TupleValue(list(row), node.pos) for row in zip(*columns)], node.pos)
+
+    def sequence_of(self, node: ast.Call, values: list, scope: Scope) -> TupleValue:
+        """`list(x)`, `tuple(x)`: the items of a tuple or list, or an array's rows."""
+        if node.keywords or len(values) != 1:
+            raise self.error(f"{node.func}() takes one sequence here", node.pos)
+        return TupleValue(list(self.items_of(values[0], node.pos, scope)), node.pos)
 
     def vmap_of(self, args: list, keywords: dict, node: ast.Call) -> Mapped:
         """`jax.vmap(f, in_axes=0)`: f mapped over axis 0 of the arguments (in_axes: 0, or a tuple

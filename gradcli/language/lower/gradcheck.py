@@ -18,7 +18,7 @@ from gradcli.ir import Graph
 from gradcli.language import syntax as ast
 from gradcli.language.lower import pytrees, transforms
 from gradcli.language.lower.transforms import _FINISH, FUNCTION_VALUES, Transform
-from gradcli.language.lower.values import NONE, Literal, Scope, Text
+from gradcli.language.lower.values import NONE, Literal, Scope, Text, TupleValue
 
 DEFAULTS = {"eps": 1e-6, "atol": 1e-5, "rtol": 1e-3}
 MAX_RUNS = 20_000  # evaluations of the function for one check (one per output element, two per input element)
@@ -69,8 +69,8 @@ class GradientCheck(Transform):
     """autograd's check_grads(f, ...): applied to arguments, the check of f's gradient at them
     (argnums None: every argument; `order`: 1, or 2 with the vector-Jacobian product's)."""
 
-    __slots__ = ("order",)
-    _fields = Transform._fields + ("order",)
+    __slots__ = ("order", "options")
+    _fields = Transform._fields + ("order", "options")
 
 
 def _shown(jacobian: np.ndarray) -> str:
@@ -115,16 +115,42 @@ class GradCheck:
         values.append(Literal(np.float64(problem is None), node.pos, boolean=True))
 
     def check_grads_finish(self, fn, result, xs: list, node, scope: Scope):
-        """autograd's `check_grads(f, modes, order=2)(*args)`: None, or its AssertionError."""
+        """autograd's `check_grads(f, modes, order=2)(*args)` and JAX's `check_grads(f, args,
+        order)`: None, or the library's AssertionError."""
         outs = [self.materialize(leaf, scope, node.pos) for leaf in pytrees.leaves(result) if leaf is not NONE]
-        options = {"eps": 1e-6, "atol": 1e-6, "rtol": 1e-6}  # (autograd.test_util's EPS, TOL, RTOL)
+        jax = fn.kind == "jax_check_grads"
+        # autograd.test_util's EPS, TOL, RTOL; jax._src.public_test_util's EPS and float64 tolerance
+        options = {"eps": 1e-4, "atol": 1e-5, "rtol": 1e-5} if jax else {"eps": 1e-6, "atol": 1e-6, "rtol": 1e-6}
+        options.update(fn.options if jax else {})
         for order in range(1, fn.order + 1):
             problem = self.first_mismatch("check_grads", outs, xs, order, options, node)
             if problem:
                 name = getattr(fn.fn, "name", None) or "the function"
-                raise self.error(f"Derivative check of {name} failed (order {order}): {problem} (autograd: "
-                                 "AssertionError)", node.pos)
+                raise self.error(f"Derivative check of {name} failed (order {order}): {problem} "
+                                 f"({'JAX' if jax else 'autograd'}: AssertionError)", node.pos)
         return NONE
+
+    def jax_check_grads(self, node: ast.Call, args: list, keywords: dict, scope: Scope, work: list):
+        """JAX's `check_grads(f, args, order, modes=("fwd", "rev"), atol=, rtol=, eps=)`: f's
+        gradients checked at args (to `order`) against finite differences; None."""
+        given = dict(zip(("f", "args", "order", "modes", "atol", "rtol", "eps"), args)) | keywords
+        if not isinstance(given.get("f"), FUNCTION_VALUES) or "args" not in given or "order" not in given:
+            raise self.error("check_grads(f, args, order): give the function, its arguments and the order", node.pos)
+        order = self.static_int(given["order"], "order", node.pos)
+        if order not in (1, 2):
+            raise self.error("check_grads: gradcli checks order 1 or 2", node.pos)
+        options = {name: float(self.static_number(given[name], name, node.pos))
+                   for name in ("atol", "rtol", "eps") if name in given and given[name] is not NONE}
+        check = GradientCheck("jax_check_grads", given["f"], None, False, node.pos, node.func, order, options)
+        arguments = given["args"]
+        if isinstance(arguments, Literal) and arguments.from_tuple and arguments.value.ndim:  # (of constants)
+            arguments = [Literal(row, arguments.pos) for row in arguments.value]
+        elif isinstance(arguments, TupleValue):
+            arguments = arguments.items
+        else:
+            raise self.error("check_grads(f, args, order): args is the tuple of f's arguments", node.pos)
+        call = ast.Call("<function>", [ast.Name("_", node.pos)] * len(arguments), node.pos)
+        return self.apply_function(check, call, list(arguments), scope, work)
 
     def first_mismatch(self, kind: str, outs: list, xs: list, order: int, options: dict, node) -> str | None:
         """The check on a copy of the graph: order 1 the Jacobian of outs in xs; order 2 that of
@@ -155,7 +181,7 @@ class GradCheck:
         order = self.static_int(keywords["order"], "order", node.pos) if "order" in keywords else 2
         if order not in (1, 2):
             raise self.error("check_grads: gradcli checks order 1 or 2", node.pos)
-        return GradientCheck("check_grads", args[0], None, False, node.pos, node.func, order)
+        return GradientCheck("check_grads", args[0], None, False, node.pos, node.func, order, {})
 
     def static_number(self, value, what: str, pos) -> float:
         value = self.constant_value(value)

@@ -110,6 +110,7 @@ class GradientCalls(PyTrees, ValuesApart):
         cut = self.emit(OPS["stop_gradient"], (new,), {}, node.pos, node.func, scope)
         variable = transforms.fresh(self, cut, node.pos, scope)
         self.variables.add(variable)
+        self.rebind_variable(old, variable, scope)  # (in place: every name and list holding it; lists.py)
         if scope.locals is not None and target.id in scope.locals:
             scope.locals[target.id] = variable
         else:
@@ -308,10 +309,12 @@ class GradientCalls(PyTrees, ValuesApart):
 
     def map_rows(self, fn: Mapped, node, values: list, scope: Scope, work: list):
         """vmap: f of each row, stacked (work items: the calls, then the stack)."""
-        args = [self.materialize(v, scope, node.pos) if not isinstance(v, FUNCTION_VALUES) else v
-                for v in values[:len(node.args)]]
+        args = list(values[:len(node.args)])
         axes = fn.in_axes if fn.in_axes is not None else [0] * len(args)
         mapped = [k for k, a in enumerate(axes) if a == 0]
+        # (an argument not mapped, in_axes None, passes whole: a tree of parameters stays a tree)
+        args = [self.materialize(v, scope, node.pos) if k in mapped and not isinstance(v, FUNCTION_VALUES) else v
+                for k, v in enumerate(args)]
         if not mapped:
             raise self.error("vmap: no argument is mapped", node.pos)
         count = self.graph.shapes[args[mapped[0]]][0] if self.graph.shapes[args[mapped[0]]] else 0
@@ -391,7 +394,7 @@ class GradientCalls(PyTrees, ValuesApart):
 
     def finish_transform(self, item, result, scope: Scope):
         fn, xs, node, trees = item
-        if fn.kind == "check_grads":  # (gradcheck.py)
+        if fn.kind in ("check_grads", "jax_check_grads"):  # (gradcheck.py)
             return self.check_grads_finish(fn, result, xs, node, scope)
         aux = None
         if fn.has_aux:

@@ -133,7 +133,7 @@ class Interpreter:
         if isinstance(value, Literal) and name not in self.globals and deleted is None:
             value = self.made_value(self.input(name, pos, default=value), written)  # (given anew or not)
         elif isinstance(value, _NOT_ARRAYS) or value is NONE or (isinstance(value, Text) and self.pasted) or (
-                isinstance(value, TupleValue) and not one_array(value, graph)):
+                isinstance(value, TupleValue) and (not one_array(value, graph) or self.holds_variables(value.items))):
             self.globals[name] = value  # not an array: a function, a tape, a list of gradients, `dtype = torch.float`
             self.last_tree = (name, value, pos) if isinstance(value, (TupleValue, DictValue)) else self.last_tree
             return

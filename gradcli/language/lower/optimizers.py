@@ -17,7 +17,7 @@ import numpy as np
 from gradcli.language import syntax as ast
 from gradcli.language.lower import pytrees, transforms
 from gradcli.language.lower.transforms import FUNCTION_VALUES, ObjectValue
-from gradcli.language.lower.values import NONE, Literal, Scope, TupleValue
+from gradcli.language.lower.values import NONE, Literal, Scope, Text, TupleValue
 from gradcli.records import ValueRecord
 from gradcli.ops import OPS
 
@@ -29,10 +29,13 @@ DEFAULTS = {
              "maximize": False, "differentiable": False},
     "AdamW": {"lr": 0.001, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.01, "amsgrad": False,
               "maximize": False, "differentiable": False},
+    "RMSprop": {"lr": 0.01, "alpha": 0.99, "eps": 1e-8, "weight_decay": 0.0, "momentum": 0.0, "centered": False,
+                "capturable": False, "foreach": None, "maximize": False, "differentiable": False},
 }
-_SWITCHES = {"nesterov", "maximize", "amsgrad", "differentiable"}  # (the options that are True or False)
+# (the options that are True or False)
+_SWITCHES = {"nesterov", "maximize", "amsgrad", "differentiable", "centered"}
 # the methods of a program's nn.Module subclass that torch.nn.Module gives it (module_method)
-MODULE_METHODS = ("parameters", "zero_grad")
+MODULE_METHODS = ("parameters", "named_parameters", "zero_grad", "train", "eval")
 # options that change no number here
 _IGNORED = {"foreach", "fused", "capturable"}
 
@@ -45,6 +48,38 @@ def _emitters(lowering, node: ast.Call, scope: Scope, label: str):
     def number(value):
         return lowering.graph.add_constant(np.float64(value), node.pos, scope.stack)
     return op, number
+
+
+def _written(lowering, value):
+    """An option's value: a constant, or one computed from the values the program writes for its
+    inputs (`learning_rate = 1e-3` at the top level, then `lr=learning_rate`), as a Literal (flow.py's
+    known_literal); a value given from outside (--set) stays what it is, and is refused as no constant."""
+    known = lowering.known_literal(value) if type(value) is int else None
+    return value if known is None else known
+
+
+def _rmsprop_step(o: dict, state: dict, p: int, grad: int, op, number) -> int:
+    """PyTorch's RMSprop step (its single-tensor order): the average of squares, centered by the
+    average gradient, then a momentum buffer or the step itself."""
+    squares = op("multiply", op("multiply", number(1 - o["alpha"]), grad), grad)
+    square_avg = squares if state.get("square_avg") is None else \
+        op("add", op("multiply", state["square_avg"], number(o["alpha"])), squares)
+    state["square_avg"] = square_avg
+    if o["centered"]:
+        grad_avg = op("multiply", grad, number(1 - o["alpha"])) if state.get("grad_avg") is None else \
+            op("add", state["grad_avg"], op("multiply", op("subtract", grad, state["grad_avg"]), number(1 - o["alpha"])))
+        state["grad_avg"] = grad_avg
+        avg = op("sqrt", op("subtract", square_avg, op("multiply", grad_avg, grad_avg)))
+    else:
+        avg = op("sqrt", square_avg)
+    avg = op("add", avg, number(o["eps"]))
+    if o["momentum"] > 0:
+        step = op("divide", grad, avg)
+        buf = step if state.get("momentum_buffer") is None else \
+            op("add", op("multiply", state["momentum_buffer"], number(o["momentum"])), step)
+        state["momentum_buffer"] = buf
+        return op("add", p, op("multiply", buf, number(-o["lr"])))
+    return op("add", p, op("divide", op("multiply", number(-o["lr"]), grad), avg))
 
 
 class Optimizer(ValueRecord):
@@ -89,18 +124,25 @@ class TorchOptimizers:
         return Optimizer(kind, params, options, {}, node.pos)
 
     def module_method(self, obj: ObjectValue, node: ast.Call, args: list):
-        """An nn.Module's `model.parameters()` (its leaves, in the order its attributes were set,
-        a sub-module's in its place) and `model.zero_grad()` (each one's .grad set to None)."""
+        """An nn.Module's `model.parameters()` and `named_parameters()` (its leaves in PyTorch's
+        order: the module's own in the order they were set, then each sub-module's, named
+        `sub.w`), `model.zero_grad()` (each one's .grad set to None), and `model.train()`/`model.eval()`
+        (the module itself: gradcli's functionals take no training mode)."""
+        if node.func in ("train", "eval"):
+            return obj
         leaves = self.torch.leaves
-        found, stack = [], [obj]
-        while stack:  # (no recursion: sub-modules are walked with a stack, in their order)
-            attributes = list(stack.pop().attrs.values())
-            for value in attributes:
+        found, stack = {}, [("", obj)]
+        while stack:  # (no recursion: sub-modules are walked with a stack, before-order)
+            prefix, module = stack.pop()
+            attributes = list(module.attrs.items())
+            for name, value in attributes:
                 if type(value) is int and value in leaves and value not in found:
-                    found.append(value)
-            stack.extend(reversed([v for v in attributes if isinstance(v, ObjectValue)]))
+                    found[value] = prefix + name
+            stack.extend(reversed([(f"{prefix}{name}.", v) for name, v in attributes if isinstance(v, ObjectValue)]))
         if node.func == "parameters":
-            return TupleValue(found, node.pos)
+            return TupleValue(list(found), node.pos)
+        if node.func == "named_parameters":
+            return TupleValue([TupleValue([Text(name, node.pos), p], node.pos) for p, name in found.items()], node.pos)
         for p in found:
             leaves[p] = None
         return NONE
@@ -112,7 +154,7 @@ class TorchOptimizers:
             if not isinstance(value, TupleValue) or len(value.items) != 2:
                 raise self.error(f"{label}(betas=...) takes two numbers: betas=(0.9, 0.999)", pos)
             return tuple(float(self.static_param("betas", v, label, pos)) for v in value.items)
-        number = self.static_param(name, value, label, pos)
+        number = self.static_param(name, _written(self, value), label, pos)
         if isinstance(number, (str, tuple)):
             raise self.error(f"{label}({name}=...) takes a number, not {number!r}", pos)
         return bool(number) if name in _SWITCHES else float(number)
@@ -159,6 +201,8 @@ class TorchOptimizers:
         elif o["weight_decay"]:
             grad = op("add", grad, op("multiply", p, number(o["weight_decay"])))
         state = optimizer.state.setdefault(k, {})
+        if optimizer.kind == "RMSprop":
+            return _rmsprop_step(o, state, p, grad, op, number)
         if optimizer.kind == "SGD":
             if o["momentum"]:
                 buf = state.get("momentum_buffer")
@@ -203,7 +247,10 @@ OPTAX_DEFAULTS = {
     "adam": {"learning_rate": None, "b1": 0.9, "b2": 0.999, "eps": 1e-8, "eps_root": 0.0, "nesterov": False},
     "adamw": {"learning_rate": None, "b1": 0.9, "b2": 0.999, "eps": 1e-8, "eps_root": 0.0, "weight_decay": 1e-4,
               "nesterov": False},
+    "rmsprop": {"learning_rate": None, "decay": 0.9, "eps": 1e-8, "initial_scale": 0.0, "eps_in_sqrt": True,
+                "centered": False, "momentum": None, "nesterov": False, "bias_correction": False},
 }
+_OPTAX_SWITCHES = {"nesterov", "eps_in_sqrt", "centered", "bias_correction"}
 
 
 class OptaxTransform(ValueRecord):
@@ -222,6 +269,24 @@ class OptaxState(ValueRecord):
 OPTIMIZER_VALUES = (Optimizer, OptaxTransform, OptaxState)  # (and KerasOptimizer, below)
 
 
+def _optax_rmsprop(o: dict, state: OptaxState, grads: list, op, number, count: int):
+    """optax.rmsprop's update (scale_by_rms, then scale_by_learning_rate, then trace where a
+    momentum is given) and its new state, leaf by leaf."""
+    decay = o["decay"]
+    nu = [op("add", op("multiply", number(1 - decay), op("square", g)), op("multiply", number(decay), v))
+          for g, v in zip(grads, state.moments["nu"])]
+    if o["eps_in_sqrt"]:
+        scaling = [op("rsqrt", op("add", v, number(o["eps"]))) for v in nu]
+    else:
+        scaling = [op("divide", number(1.0), op("add", op("sqrt", v), number(o["eps"]))) for v in nu]
+    updates = [op("multiply", op("multiply", s, g), number(-o["learning_rate"])) for s, g in zip(scaling, grads)]
+    moments = {"nu": nu}
+    if o["momentum"]:
+        trace = [op("add", u, op("multiply", number(o["momentum"]), t)) for u, t in zip(updates, state.moments["trace"])]
+        moments["trace"] = updates = trace
+    return updates, OptaxState("rmsprop", count, moments, state.pos)
+
+
 class OptaxOptimizers:
     """Part of the lowering (gradcli.language.lower): optax's sgd, adam and adamw, their init and
     update, and optax.apply_updates, by optax's formulas (optax 0.2.8's `trace`, `scale_by_adam`,
@@ -237,12 +302,13 @@ class OptaxOptimizers:
                 continue
             if isinstance(value, FUNCTION_VALUES):
                 raise self.error(f"{label}({name}=...): a schedule is not supported; give a number", node.pos)
-            number = self.static_param(name, value, label, node.pos)
+            number = self.static_param(name, _written(self, value), label, node.pos)
             if isinstance(number, (str, tuple)):
                 raise self.error(f"{label}({name}=...) takes a number, not {number!r}", node.pos)
-            options[name] = bool(number) if name == "nesterov" else float(number)
-        if kind != "sgd" and options["nesterov"]:
-            raise self.error(f"{label}(nesterov=True) is not supported: leave it out", node.pos)
+            options[name] = bool(number) if name in _OPTAX_SWITCHES else float(number)
+        for switch in ("nesterov", "centered", "bias_correction"):
+            if (kind != "sgd" or switch != "nesterov") and options.get(switch):
+                raise self.error(f"{label}({switch}=True) is not supported: leave it out", node.pos)
         return OptaxTransform(kind, options, node.pos)
 
     def optax_method(self, transform: OptaxTransform, node: ast.Call, values: list, scope: Scope):
@@ -252,7 +318,12 @@ class OptaxOptimizers:
         if node.func == "init" and len(args) + len(keywords) == 1:
             params = self._tree_leaves(args[0] if args else keywords.get("params"), node, scope)
             zeros = [self.graph.add_constant(np.zeros(self.graph.shapes[p]), node.pos, scope.stack) for p in params]
-            if transform.kind == "sgd":
+            if transform.kind == "rmsprop":
+                scale = transform.options["initial_scale"]
+                moments = {"nu": [self.graph.add_constant(np.full(self.graph.shapes[p], scale), node.pos, scope.stack)
+                                  for p in params]}
+                moments.update({"trace": zeros} if transform.options["momentum"] else {})
+            elif transform.kind == "sgd":
                 moments = {"trace": zeros} if transform.options["momentum"] else {}
             else:
                 moments = {"mu": zeros, "nu": zeros}
@@ -293,6 +364,8 @@ class OptaxOptimizers:
         op, number = _emitters(self, node, scope, "update")
 
         count = state.count + 1
+        if transform.kind == "rmsprop":
+            return _optax_rmsprop(o, state, grads, op, number, count)
         if transform.kind == "sgd":
             moments = {}
             if o["momentum"]:  # optax.trace: t = g + decay t; the update t (Nesterov: g + decay t again)
@@ -353,7 +426,7 @@ class KerasOptimizers:
         for name, value in given.items():
             if name in _KERAS_IGNORED or value is NONE:
                 continue
-            number = self.static_param(name, value, label, node.pos)
+            number = self.static_param(name, _written(self, value), label, node.pos)
             if isinstance(number, (str, tuple)):  # (a function is no constant: static_param said so)
                 raise self.error(f"{label}({name}=...) takes a number (a schedule is not supported)", node.pos)
             if name in _KERAS_UNREAD or name == "amsgrad":
@@ -361,6 +434,7 @@ class KerasOptimizers:
                     raise self.error(f"{label}({name}=...) is not supported: leave it out", node.pos)
                 continue
             options[name] = bool(number) if name == "nesterov" else float(number)
+        options["floatx"] = getattr(self, "keras_floatx", "float32")  # (keras.config.set_floatx before it)
         return KerasOptimizer(kind, options, 0, {}, node.pos)
 
     def keras_apply_gradients(self, optimizer: KerasOptimizer, node: ast.Call, values: list, scope: Scope):
@@ -402,12 +476,13 @@ class KerasOptimizers:
 
         op, number = _emitters(self, node, scope, "apply_gradients")
 
-        # Keras holds the learning rate in a variable of its floatx (float32), and `ops.cast(0.9, float64)`
-        # of a Python number makes a float32 tensor first: those numbers are float32's
+        # Keras holds the learning rate in a variable of its floatx (float32 unless set_floatx says
+        # float64), and `ops.cast(0.9, float64)` of a Python number makes a float32 tensor first: the
+        # momentum and the betas are float32's
         def as_float32(value):
             return float(np.float32(value))
 
-        rate = as_float32(o["learning_rate"])
+        rate = o["learning_rate"] if o["floatx"] == "float64" else as_float32(o["learning_rate"])
         lr = number(rate)
         if optimizer.kind == "SGD":
             if not o["momentum"]:

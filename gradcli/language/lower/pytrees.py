@@ -7,6 +7,8 @@ Every walk here keeps its own stack: a tree nested as deep as the program writes
 Python recursion."""
 from __future__ import annotations
 
+from collections import Counter
+
 from gradcli.errors import Pos
 from gradcli.language import syntax as ast
 from gradcli.language.lower import transforms
@@ -87,6 +89,21 @@ def path_text(text: str, path: tuple) -> str:
     return text + "".join(f"[{key!r}]" for key in path)
 
 
+def numbered(shown: list) -> list:
+    """(text, value) pairs with each text shown more than once (a print in a loop; `x.grad` printed
+    before and after a step) numbered `text #k` but the last, which keeps the text as written
+    (as --of names it): every printed value is an output, in print order."""
+    times = Counter(text for text, _ in shown)
+    if len(times) == len(shown):
+        return shown
+    seen: Counter = Counter()
+    numbered_pairs = []
+    for text, value in shown:
+        seen[text] += 1
+        numbered_pairs.append((text if seen[text] == times[text] else f"{text} #{seen[text]}", value))
+    return numbered_pairs
+
+
 def printed_leaves(text: str, value, graph) -> list:
     """[(key, value)] for a printed value: a dict, or a tuple that is not one array (a None in
     it, items of several shapes, a dict in it), is one output per leaf (`text['w']`, `text[0]`);
@@ -142,13 +159,17 @@ class PyTrees:
         dict of arrays bound last (`g = jax.grad(loss)(params, x)`) shown as print(g) shows it,
         where nothing else would be."""
         graph = self.graph
+        if graph.result is None and not self.shown and self.last_in_loop is not None:
+            node, value = self.last_in_loop  # (a program that shows nothing else: the loop's last)
+            self.in_loops.discard(id(node))
+            self.show_expression(node, value, scope)
         trees_only = graph.result is None
         if trees_only and not self.shown and self.last_tree is not None:
             name, value, pos = self.last_tree
             self.show_tree(ast.Name(name, pos), value, scope)
         if any(printed or value is None for _, value, printed in self.shown) or graph.made_by or (
                 trees_only and self.shown):
-            graph.printed = [(text, value) for text, value, _ in self.shown]
+            graph.printed = numbered([(text, value) for text, value, _ in self.shown])
         if trees_only:  # what a command differentiates unless told: the last leaf shown, as after print
             graph.result = next(((text, value) for text, value, _ in reversed(self.shown) if value is not None), None)
 

@@ -39,8 +39,15 @@ VALUE_PRESERVING_DECORATORS = {"jit", "function", "partial", "checkpoint", "rema
                                "custom_gradient", "custom_vjp", "custom_jvp"}  # (custom_gradients.py)
 
 
+def is_print(stmt) -> bool:
+    return isinstance(stmt, ast.ExprStmt) and isinstance(stmt.value, ast.Call) and stmt.value.func == "print"
+
+
 class Statements:
     """Part of the lowering (gradcli.language.lower): compound statements and in-program gradients."""
+
+    in_loops: set | None = None  # (made on first use) ids of the statements and bare expressions inside loops
+    last_in_loop = None  # (node, value) of the last bare expression inside a loop, not shown
 
     def expand_statement(self, stmt, pending: list, top: Scope) -> bool:
         """Handles a compound statement (pushing what it runs onto `pending`, last first);
@@ -48,24 +55,13 @@ class Statements:
         if type(stmt) is ast.Assign:  # (first: most of a long program's lines; `x[i] = v` of a leaf)
             return type(stmt.value) is ast.Call and stmt.value.symbol == ITEM_ASSIGNMENT and self.update_leaf_item(stmt, top)
         if isinstance(stmt, ast.For):
-            items = self.loop_items(stmt, top)
-            self.steps_left -= len(items)
-            if self.steps_left < 0:
-                raise self.error(f"the program expands to more than {self.max_steps:,} steps of lowering "
-                                 "(a for loop is unrolled)", stmt.pos)
-            for item in reversed(items):
-                pending.extend(reversed(stmt.body))
-                pending.append(("loop", stmt, item))
+            self.expand_for(stmt, pending, top)
             return True
-        if isinstance(stmt, tuple) and stmt[0] == "loop":
-            _, loop, item = stmt
-            self.bind_loop_names(loop.names, item, loop.pos, self.globals, top)
+        if isinstance(stmt, tuple) and stmt[0] in ("loop", "end loop"):  # a pass begins, or the loop ends (flow.py)
+            self.loop_marker(stmt, top)
             return True
         if isinstance(stmt, ast.While):
-            if self.known_truth(self.lower(stmt.condition, top), stmt.condition.pos, "while"):
-                self.unroll_once(stmt)
-                pending.append(stmt)
-                pending.extend(reversed(stmt.body))
+            self.expand_while(stmt, pending, top)
             return True
         if isinstance(stmt, ast.Delete):
             self.delete(stmt, top)
@@ -118,10 +114,9 @@ class Statements:
                                      "not change values: @jax.jit, @tf.function, @partial(jax.jit, ...))",
                                      decorator.pos)
             return False
-        if isinstance(stmt, ast.ExprStmt) and isinstance(stmt.value, ast.Call) and stmt.value.func == "print":
-            self.print_call(stmt.value, top)
-            return True
-        return False
+        if is_print(stmt):
+            return self.print_call(stmt.value, top) or True
+        return self.is_list_method(stmt) and self.list_method(stmt, top)  # `out.append(v)`: rebound (lists.py)
 
     def push_body(self, body: list, inner: Scope, work: list) -> None:
         """A function body's statements (or a block of one) onto the work stack, last first."""
@@ -131,7 +126,7 @@ class Statements:
                 work.append((_EVAL, stmt.value, inner))
                 continue
             if isinstance(stmt, (ast.For, ast.If, ast.With, ast.Return, ast.ClassDef, ast.While, ast.Delete,
-                                 ast.Assert)):
+                                 ast.Assert)) or is_print(stmt) or self.is_list_method(stmt):
                 work.append((_STATEMENT, stmt, inner))
                 continue
             if isinstance(stmt, ast.Assign):
@@ -175,11 +170,24 @@ class Statements:
             self.delete(stmt, scope)
         elif isinstance(stmt, ast.Assert):
             self.check_assert(stmt, scope)
+        elif is_print(stmt):  # each call's values printed, in order (a print in a loop: print_call)
+            self.print_call(stmt.value, scope)
+        elif self.is_list_method(stmt):
+            if not self.list_method(stmt, scope):
+                self.lower(stmt.value, scope)  # (a call that only looks like a list's method)
+        elif isinstance(stmt, ast.With):  # a tape (or no_grad) in a function: entered, the body, left
+            entered = [self.enter(self.lower(expr, scope), expr.pos) for expr, _, _ in stmt.items]
+            scope.locals.update((name, context) for (_, name, _), context in zip(stmt.items, entered) if name)
+            work.append((_STATEMENT, (_LEAVE, entered), scope))
+            self.push_body(stmt.body, scope, work)
+        elif isinstance(stmt, tuple) and stmt[0] is _LEAVE:
+            for context in reversed(stmt[1]):
+                self.leave(context)
         elif isinstance(stmt, ast.Return):
             raise self.error("'return' inside a for or an if is not supported: return once, at the end of the "
                              "function (choose the value with where)", stmt.pos)
         else:
-            raise self.error("'with' blocks and classes are supported at the top level only", stmt.pos)
+            raise self.error("a class is defined at the top level only", stmt.pos)
 
     def makes_tensor(self, node) -> bool:
         """Whether `node` calls a library's tensor constructor (tf.constant, tf.Variable)."""
@@ -279,8 +287,32 @@ class Statements:
                     shown.append((text, value, True))
                     self.graph.result = (text, value)
 
+    def mark_loop_body(self, loop) -> None:
+        """The bare expressions inside a loop's body, at any depth: not shown (`w.grad.zero_()` in a
+        training loop), as a script or a notebook cell shows none of them."""
+        marked = self.in_loops
+        if marked is None:
+            marked = self.in_loops = set()
+        if not loop.body or id(loop.body[0]) in marked:
+            return
+        stack = list(loop.body)
+        while stack:
+            stmt = stack.pop()
+            marked.add(id(stmt))
+            if isinstance(stmt, ast.ExprStmt):
+                marked.add(id(stmt.value))
+            elif isinstance(stmt, (ast.For, ast.While, ast.With)):
+                stack.extend(stmt.body)
+            elif isinstance(stmt, ast.If):
+                stack.extend(stmt.orelse)
+                stack.extend(statement for _, body in stmt.branches for statement in body)
+
     def show_expression(self, node, value, top: Scope) -> None:
-        """A top-level bare expression: shown (a notebook's display), the program's value so far."""
+        """A top-level bare expression: shown (a notebook's display), the program's value so far;
+        one inside a loop only where the program shows nothing else (settle_outputs)."""
+        if self.in_loops is not None and id(node) in self.in_loops:
+            self.last_in_loop = (node, value)
+            return
         shown = not (isinstance(node, ast.Call) and node.func.rpartition(".")[2].startswith("assign"))
         for text, item in self.shown_fields(self.expression_text(node.pos), value):
             if item is NONE:
@@ -305,7 +337,7 @@ class Statements:
 
     def as_tuple(self, value):
         """`(0.1,)` written with constants is one Literal: its items, as a tuple of values."""
-        if isinstance(value, Literal) and value.from_tuple and value.value.ndim == 1:
+        if isinstance(value, Literal) and value.from_tuple and value.value.ndim >= 1:  # (rows: `(array,)`)
             return TupleValue([Literal(v, value.pos) for v in value.value], value.pos)
         return value
 

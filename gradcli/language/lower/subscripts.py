@@ -8,6 +8,7 @@ import numpy as np
 from gradcli.errors import Pos, ShapeError
 from gradcli.language import syntax as ast
 from gradcli.language.dialects import ReadingError, torch as torch_dialect
+from gradcli.language.lower.transforms import DictValue
 from gradcli.language.lower.values import NONE, AtIndexed, AtRef, IndexTrick, Literal, Scope, Text, TupleValue
 from gradcli.ops import OPS
 from gradcli.ops import index as ops_index
@@ -26,6 +27,8 @@ class Subscripts:
 
     def read_index(self, node: ast.Index, values: list, scope: Scope):
         target, rest = values[0], iter(values[1:])
+        if isinstance(target, AtRef) and isinstance(target.target, DictValue):  # `d[key] = v` (lists.py)
+            return self.dict_item_at(target.target, values[1:], node)
         if isinstance(target, IndexTrick):
             return self.index_trick(target, node, values[1:], scope)
         index = []
@@ -138,6 +141,8 @@ class Subscripts:
         """JAX's functional updates, `x.at[idx].set(v)`: x with the indexed elements replaced,
         lowered to indexing, scatters and where (gradcli.ops.index.update)."""
         at, args = values[0], values[1:]
+        if isinstance(at.target, DictValue):
+            return self.dict_item_set(at, node, args)
         method = node.func
         if method not in ops_index.UPDATES:
             raise self.error(f"unknown update '.{method}' of x.at[...]: JAX's are "

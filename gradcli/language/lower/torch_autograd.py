@@ -142,6 +142,8 @@ class TorchAutograd(GradCheck):
             return self.autograd_defvjp(node, args)
         if spelled.rpartition(".")[2] == "check_grads" and spelled.startswith("autograd."):
             return self.autograd_check_grads(node, args, keywords)
+        if spelled == "jax.test_util.check_grads":  # (gradcheck.py)
+            return self.jax_check_grads(node, args, keywords, scope, work)
         if spelled.startswith("autograd.") and keywords and args and isinstance(args[0], FUNCTION_VALUES):
             return self.autograd_transform(spelled.rpartition(".")[2], node, args, keywords)
         if not spelled.startswith("torch."):
@@ -284,6 +286,7 @@ class TorchAutograd(GradCheck):
 
     def rebind_id(self, old: int, new: int, scope: Scope) -> None:
         """An in-place update of the tensor `old` (a .grad): every name bound to it now holds `new`."""
+        self.rebind_in_lists(old, new, scope)  # (lists.py)
         for table in (self.globals, self.graph.names):
             for name, value in list(table.items()):
                 if type(value) is int and value == old:

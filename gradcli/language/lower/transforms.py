@@ -186,7 +186,7 @@ FUNCTION_VALUES = (FunctionRef, Transform, Linear, Mapped, Partial)
 JAX_TRANSFORMS = {"grad", "value_and_grad", "jacfwd", "jacrev", "jacobian", "hessian", "elementwise_grad"}
 # calls whose list arguments are lists of values (sources, targets, an optimizer's parameters), not one array
 GRADIENT_CALLS = {"gradient", "gradients", "jacobian", "watch", "grad", "check_grads",  # (grad: torch.autograd.grad)
-                  "SGD", "Adam", "AdamW", "zip", "switch"}  # (switch: lax.switch's list of branches)
+                  "SGD", "Adam", "AdamW", "RMSprop", "zip", "switch", "list", "tuple"}  # (switch: lax.switch's branches)
 NOT_MINE = object()  # GradientCalls.call_gradient_api: not a call of the gradient API
 _FINISH = 7  # the lowering's work item after a transformed function's body: its gradient
 
