@@ -185,6 +185,10 @@ _binary("squared_difference", lambda xp, x, y: xp.square(x - y),
 
 _unary("fabs", "fabs", lambda g, ans, x: g * G.sign(x), finite_closed=True, nonstandard="NumPy's fabs")
 _unary("trunc", "trunc", NOT_DIFFERENTIABLE, finite_closed=True)
+# lax.round(x): halves away from zero (NumPy's round takes them to even). trunc(x) + sign(x) where the
+# fraction is at least a half: x - trunc(x) is exact, where floor(|x| + 0.5) rounds 0.49999999999999994 up
+_unary("round_half_away", lambda xp, x: xp.where(xp.abs(x - xp.trunc(x)) >= 0.5, xp.trunc(x) + xp.sign(x), xp.trunc(x)),
+       NOT_DIFFERENTIABLE, finite_closed=True, public=False, doc="round to the nearest integer, halves away from zero")
 _binary("fmod", "fmod", (lambda g, ans, x, y: g, lambda g, ans, x, y: -(g * G.trunc(x / y))),
         doc="C's remainder: the sign of x (mod and remainder take y's); lax.rem", bound=UNBOUNDED,
         nonstandard="NumPy's fmod")
@@ -303,6 +307,11 @@ _scipy_binary("kl_div_elementwise", "kl_div", (lambda g, ans, x, y: g * G.log(x 
 _scipy_binary("xlog1py", "xlog1py", (lambda g, ans, x, y: g * G.xlog1py(G.not_equal(x, 0.0), y),
                                      lambda g, ans, x, y: g * G.xdivy(x, y + 1.0)),
               doc="x log1p(y), and 0 where x is 0")
+# jax.scipy.special.xlog1py differentiates the formula, as its xlogy (above): log1p(y) in x also where x
+# is 0 (TensorFlow masks it to 0 there), x / (1 + y) in y
+_scipy_binary("xlog1py_log_slope", "xlog1py", (lambda g, ans, x, y: g * G.log1p(y),
+                                               lambda g, ans, x, y: g * (x / (y + 1.0))),
+              doc="x log1p(y), and 0 where x is 0; its gradient in x is log1p(y) everywhere (JAX's)", public=False)
 
 
 def _multigammaln(xp, a, d):
@@ -342,6 +351,41 @@ _scipy_unary("j0", "j0", lambda g, ans, x: -(g * G.j1(x)))
 _scipy_unary("j1", "j1", lambda g, ans, x: g * (0.5 * (G.j0(x) - G.jv(2.0, x))))
 _scipy_unary("y0", "y0", lambda g, ans, x: -(g * G.y1(x)))
 _scipy_unary("y1", "y1", lambda g, ans, x: g * (0.5 * (G.y0(x) - G.yv(2.0, x))))
+# Modified Bessel functions of the second kind: K0' = -K1, K1' = -K0 - K1 / x; the scaled k0e = K0 e^x
+# (tf.math.special.bessel_k0e) adds itself
+_scipy_unary("k0", "k0", lambda g, ans, x: -(g * G.k1(x)))
+_scipy_unary("k1", "k1", lambda g, ans, x: -(g * (G.k0(x) + ans / x)))
+_scipy_unary("k0e", "k0e", lambda g, ans, x: g * (ans - G.k1e(x)))
+_scipy_unary("k1e", "k1e", lambda g, ans, x: g * (ans - G.k0e(x) - ans / x))
+# Dawson's integral D(x) = exp(-x^2) (the integral of exp(t^2) from 0 to x): D' = 1 - 2 x D
+_scipy_unary("dawsn", "dawsn", lambda g, ans, x: g * (1.0 - 2.0 * x * ans), doc="Dawson's integral")
+# the exponential integral Ei (tf.math.special.expint): Ei' = exp(x) / x
+_scipy_unary("expi", "expi", lambda g, ans, x: g * (G.exp(x) / x), doc="the exponential integral Ei(x)")
+# SciPy's Spence function, the integral of log(t) / (1 - t) from 1 to x: its slope log(x) / (1 - x), -1 at 1
+_scipy_unary("spence", "spence", lambda g, ans, x: g * G.where(G.equal(x, 1.0), -1.0, G.log(x) / (1.0 - x)),
+             doc="Spence's function (SciPy's), for x >= 0")
+
+
+def _fresnel_part(part: int):
+    return lambda xp, x: _special(xp, "fresnel")(x)[part]
+
+
+# the Fresnel integrals S(x) and C(x) (scipy.special.fresnel gives both): S' = sin(pi x^2 / 2), C' = cos(pi x^2 / 2)
+for _name, _part, _slope in (("fresnel_sin", 0, lambda x: G.sin((0.5 * math.pi) * (x * x))),
+                             ("fresnel_cos", 1, lambda x: G.cos((0.5 * math.pi) * (x * x)))):
+    register(Op(_name, _fresnel_part(_part), _needs_scipy(_same),
+                (lambda g, ans, x, slope=_slope: g * slope(x),), elementwise=True, bound=UNBOUNDED,
+                nonstandard="scipy.special's fresnel", doc=f"the Fresnel integral {'SC'[_part]}(x)"))
+# Hurwitz's zeta(x, q) = sum of (k + q)^-x: d/dq = -x zeta(x + 1, q) (TensorFlow's); none in x
+_scipy_binary("zeta", "zeta", (None, lambda g, ans, x, q: -(g * x * G.zeta(x + 1.0, q))), args=("x", "q"),
+              doc="Hurwitz's zeta(x, q): gradient in q only")
+# the Pochhammer symbol gamma(z + m) / gamma(z)
+_scipy_binary("poch", "poch", (lambda g, ans, z, m: g * ans * (G.digamma(z + m) - G.digamma(z)),
+                               lambda g, ans, z, m: g * ans * G.digamma(z + m)), args=("z", "m"),
+              doc="the Pochhammer symbol gamma(z + m) / gamma(z)")
+# tf.math.reciprocal_no_nan: 1 / x, and 0 where x is 0 (its gradient there too, as TensorFlow's div_no_nan)
+_unary("reciprocal_no_nan", lambda xp, x: xp.where(x == 0, 0.0, 1.0 / xp.where(x == 0, 1.0, x)),
+       lambda g, ans, x: -(g * ans * ans), bound=UNBOUNDED, doc="1 / x, and 0 where x is 0")
 
 
 # --------------------------------------------------------------------------- neural-network activations

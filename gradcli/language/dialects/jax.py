@@ -28,6 +28,15 @@ def _slice_reading(call):
                        "(and Python's slice is an index object): write lax.slice or tf.slice")
 
 
+def _lax_round_reading(call):
+    if call.library != "jax":
+        return None
+    if call.positional > 1 or call.keywords:
+        raise ReadingError("lax.round(x, rounding_method) is not supported: write lax.round(x) (halves away from "
+                           "zero) or jnp.round(x) (halves to even)")
+    return "round_half_away", {}
+
+
 def _standardize(lowering, node, values, scope):
     """jax.nn.standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, algorithm="fast"):
     (x - mean) * rsqrt(variance + epsilon), the variance mean(x^2) - mean^2 clipped at 0 ("fast",
@@ -93,6 +102,8 @@ NAMES = {
     "config.update": setting(),  # jax.config.update("jax_enable_x64", True): gradcli computes in float64
     "rem": "fmod", "soft_sign": "softsign", "hard_swish": "hard_silu",
     "slice": "slice_start_limit", "lax_slice": "slice_start_limit",
+    "erf_inv": "erfinv", "rev": "flip",  # lax.erf_inv(x); lax.rev(x, dimensions) reverses those axes
+    "integer_pow": "power",  # lax.integer_pow(x, y): x ** y for a constant integer y
 }
 
 READINGS = {
@@ -110,6 +121,8 @@ READINGS = {
     "l2_loss": lambda call: ("half_squared_error", {}) if call.library == "optax" else None,
     # jax.nn.sparse_sigmoid is 0.5 jnp.clip(x + 1, 0, 2): jnp.clip splits a tie, slope 1/4 at -1 and 1
     "sparse_sigmoid": lambda call: ("sparse_sigmoid_splitting_ties", {}) if call.library == "jax" else None,
+    # lax.round(x) takes halves away from zero (its rounding_method defaults to AWAY_FROM_ZERO), jnp.round to even
+    "round": _lax_round_reading,
     # Keras' celu (tf.keras' too: TensorFlow has no other) is maximum(x, 0) + alpha expm1(minimum(x, 0) / alpha)
     # with tf.maximum's ties: slope 2 at 0
 }

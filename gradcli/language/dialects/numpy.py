@@ -60,6 +60,8 @@ def _split_reading(call):
         raise ReadingError("split() without a library: np.split(x, n) makes n parts (a list cuts at those "
                            "indices), torch.split(x, n) makes parts of size n, tf.split(x, [sizes]) parts of those "
                            "sizes; write np.split, torch.split or tf.split")
+    if call.library == "jax":  # lax.split(x, sizes, axis): parts of those sizes, as tf.split's list
+        return "split_parts", {}
     return ("split", {"ordered": True}) if jax_numpy(call) else None
 
 
@@ -165,7 +167,7 @@ NAMES = {
     # the array API's (NumPy 2's) names of the inverse trigonometric functions
     "asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh", "acosh": "arccosh",
     "atanh": "arctanh", "atan2": "arctan2",
-    "radians": "deg2rad", "degrees": "rad2deg", "fix": "trunc",
+    "radians": "deg2rad", "degrees": "rad2deg", "fix": "trunc", "rint": "round",
     "conj": "real", "conjugate": "real", "real_if_close": "real",
     "trapz": "trapezoid", "stack": "stack_arrays", "row_stack": "vstack", "flatten": "ravel",
     "fliplr": "flip", "flipud": "flip", "empty_like": "empty",

@@ -15,6 +15,8 @@ def _python_pairwise(elementwise: str):
             return f"masked_{elementwise[:3]}", {}
         if call.name in ("amax", "amin", "reduce_max", "reduce_min"):
             return None  # torch.amax(x, dim) gives the values alone
+        if call.library == "jax":  # lax.max(x, y) compares (lax's reductions are reduce_max, reduce_min)
+            return elementwise, {}
         if call.library == "torch" and call.positional == 2 and not call.keywords:
             if call.kinds[1] == "array":
                 return elementwise, {}  # torch.max(input, other) of two tensors compares them

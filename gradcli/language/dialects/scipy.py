@@ -118,6 +118,8 @@ def _xlogy_reading(call):
 READINGS = {
     "xlogy": _xlogy_reading,
     "kl_div": _kl_div_reading,
+    # jax.scipy.special.xlog1py: JAX's slope log1p(y) in x also at x = 0 (tf.math.xlog1py's is 0 there)
+    "xlog1py": lambda call: ("xlog1py_log_slope", {}) if call.spelled.startswith("jax.") else None,
     "logsumexp": _logsumexp_weights,
     "softmax": _softmax_reading,
     "log_softmax": _softmax_reading,

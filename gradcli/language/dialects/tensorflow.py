@@ -413,6 +413,7 @@ NAMES = {
     "boolean_mask": _boolean_mask, "gather_nd": _gather_nd, "band_part": _band_part,
     "matrix_band_part": _band_part, "moments": _moments, "batch_normalization": _batch_normalization,
     "weighted_cross_entropy_with_logits": _weighted_cross_entropy,
+    "igamma": "gammainc", "igammac": "gammaincc",  # tf.math.igamma(a, x): the regularized lower (upper) gamma
     # keras.config.set_floatx("float64") (keras.backend.set_floatx), tf.config.run_functions_eagerly(True)
     "config.set_floatx": setting(0), "set_floatx": setting(0), "config.run_functions_eagerly": setting(),
     # tf.constant([...]), tf.Variable([...]) in pasted code: the value itself
@@ -426,6 +427,7 @@ NAMES = {
     "lgamma": "gammaln",
     "bessel_i0": "i0", "bessel_i1": "i1", "bessel_i0e": "i0e", "bessel_i1e": "i1e",
     "bessel_j0": "j0", "bessel_j1": "j1", "bessel_y0": "y0", "bessel_y1": "y1",
+    "bessel_k0": "k0", "bessel_k1": "k1", "bessel_k0e": "k0e", "bessel_k1e": "k1e", "expint": "expi",
     "swish": "silu", "logcosh": "log_cosh",
     "concat": "concatenate", "reverse": "flip",
     "gather": "take_batched", "tf_gather": "take_batched",
