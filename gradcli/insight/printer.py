@@ -469,4 +469,11 @@ SPELLINGS = {
     "cofactor": _cofactor, "sylvester_sum": _sylvester_sum, "expm_frechet": _expm_frechet,
     "inverse_gaps": _inverse_gaps, "tie_average": _tie_average, "place_diagonal": _place_diagonal,
     "nan_quantile_weights": _nan_quantile_weights, "einsum_to": _einsum_to, "einsum": _einsum,
+    # the library readings whose slopes differ from the table's op at a point (x = 0), spelled so again
+    "round_half_away": lambda graph, i, a: f"jax.lax.round({a[0]})",
+    "xlogy_log_slope": lambda graph, i, a: f"jax.scipy.special.xlogy({a[0]}, {a[1]})",
+    "xlog1py_log_slope": lambda graph, i, a: f"jax.scipy.special.xlog1py({a[0]}, {a[1]})",
+    "xlogy_masked_slope": lambda graph, i, a: f"torch.xlogy({a[0]}, {a[1]})",
+    "norm_abs_right_at_zero": lambda graph, i, a: "jnp.linalg.norm({0}, ord={ord!r}, axis={axis!r}, keepdims={k})".format(
+        a[0], k=_flag(graph.equations[i].params.get("keepdims", False)), **graph.equations[i].params),
 }

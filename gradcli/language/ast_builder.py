@@ -14,6 +14,8 @@ BINARY_OPS = {op.symbol: op.name for op in dict.values(OPS) if op.symbol is not 
 UNARY_OPS = {op.symbol: op.name for op in dict.values(OPS) if op.symbol is not None and op.arity == 1}
 # `x op= v` rebinds x to `x op v`
 AUGMENTED = {op + "=": op for op in ("+", "-", "*", "/", "//", "%", "@", "**")}
+# PyTorch's in-place methods read as `x op= v`
+IN_PLACE = {"add_": "+", "sub_": "-", "mul_": "*", "div_": "/", "pow_": "**"}
 # the symbol of the `.at[i].set(v)` call that `x[i] = v` is read as
 ITEM_ASSIGNMENT = "[]="
 
@@ -128,6 +130,9 @@ class AstBuilder:
             call = ast.Call(BINARY_OPS.get(symbol, "power"), [item, value],
                             Pos(op.line, op.column, op.start_pos, value.pos.end), symbol=symbol)
             return self._set_item(target, call)
+        if isinstance(target, ast.Name) and target.id.endswith(".data"):  # PyTorch's `w.data -= lr * w.grad`
+            return _updated(target.id, AUGMENTED[op.value], value, target.pos,
+                                 Pos(op.line, op.column, op.start_pos, value.pos.end))
         if not isinstance(target, ast.Name) or "." in target.id:
             raise _syntax(f"only a name or an array's item (x[i]) can be updated with {op.value}", target.pos)
         symbol = AUGMENTED[op.value]
@@ -177,7 +182,15 @@ class AstBuilder:
         return ast.Comprehension("dict", entry, clauses, _pos(lbrace, lbrace.start_pos, rbrace.end_pos))
 
     def expr_stmt(self, items):
-        return ast.ExprStmt(items[0], items[0].pos)
+        value = items[0]
+        if isinstance(value, ast.Call) and not value.method and len(value.args) == 1 and not value.keywords:
+            receiver, _, method = value.func.rpartition(".")
+            if method in IN_PLACE and receiver:  # `x.add_(v)`: x updated in place, read as `x += v`
+                at = value.pos  # (the update's call starts at the method, as an augmented one at its operator)
+                return _updated(receiver, IN_PLACE[method], value.args[0], at,
+                                     Pos(at.line, at.column + len(receiver) + 1, at.start + len(receiver) + 1, at.end))
+        return ast.ExprStmt(value, value.pos)
+
 
     def return_stmt(self, items):
         keyword, value = items
@@ -278,18 +291,7 @@ class AstBuilder:
 
     def for_stmt(self, items):
         keyword, target, _, iterable, _, body = items
-        targets = target.items if isinstance(target, ast.Tuple) else [target]
-        names, unpacking = [], []  # `for i, (w, b) in ...`: (w, b) bound from a hidden name first in the body
-        for t in targets:
-            if isinstance(t, (ast.Tuple, ast.Array)) and t.items:
-                hidden = f"<unpacked at {t.pos.line}:{t.pos.column}>"
-                unpacking += _nested_unpack(ast.Tuple(t.items, t.pos), ast.Name(hidden, t.pos))
-                names.append((hidden, t.pos))
-            elif isinstance(t, ast.Name) and "." not in t.id:
-                names.append((t.id, t.pos))
-            else:
-                raise _syntax("a for loop's target must be a name, or names separated by commas (nested in "
-                              "brackets: for i, (w, b) in ...)", t.pos)
+        names, unpacking = _loop_targets(target.items if isinstance(target, ast.Tuple) else [target])
         return ast.For(names, iterable, unpacking + body, _pos(keyword))
 
     def elif_clause(self, items):
@@ -491,6 +493,38 @@ def _fstring(items, parse_field) -> ast.FString:
             parts.append(ast.Field(expression, text.strip(), shown))
             k = end + 1
     return ast.FString(parts, _pos(items[0], items[0].start_pos, items[-1].end_pos))
+
+
+def _loop_targets(targets: list) -> tuple[list, list]:
+    """A for loop's names, and the statements that unpack its nested targets (`for i, (w, b) in
+    ...`: (w, b) bound from a hidden name, first in the body)."""
+    names, unpacking = [], []
+    for t in targets:
+        if isinstance(t, (ast.Tuple, ast.Array)) and t.items:
+            hidden = f"<unpacked at {t.pos.line}:{t.pos.column}>"
+            unpacking += _nested_unpack(ast.Tuple(t.items, t.pos), ast.Name(hidden, t.pos))
+            names.append((hidden, t.pos))
+        elif isinstance(t, ast.Name) and "." not in t.id:
+            names.append((t.id, t.pos))
+        else:
+            raise _syntax("a for loop's target must be a name, or names separated by commas (nested in "
+                          "brackets: for i, (w, b) in ...)", t.pos)
+    return names, unpacking
+
+
+def _updated(target: str, symbol: str, value, at: Pos, operator: Pos):
+    """`x = x <symbol> value`, as `x op= value` is read (`operator`: where its call stands); through
+    PyTorch's `.data` (`w.data -= ...`, `w.data.sub_(...)`) the update is one autograd does not
+    record, so it stands under no_grad."""
+    name = target[:-len(".data")] if target.endswith(".data") else target
+    if "." in name:
+        raise _syntax(f"only a name or an array's item (x[i]) can be updated with {symbol}=", at)
+    AstBuilder._check_target(name, at)
+    named = ast.Name(name, Pos(at.line, at.column, at.start, at.start + len(name)))
+    update = ast.Assign(name, ast.Call(BINARY_OPS.get(symbol, "power"), [named, value], operator, symbol=symbol), at)
+    if name == target:
+        return update
+    return ast.With([(ast.Call("torch.no_grad", [], at), None, None)], [update], at)
 
 
 def _field_expression(field: str) -> str:

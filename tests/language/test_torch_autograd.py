@@ -241,3 +241,29 @@ def test_retain_grad_and_parameter():
     np.testing.assert_allclose(out["x.grad"], [18.0, 36.0])
     assert bool(out["p.requires_grad"])
     np.testing.assert_allclose(out["p.grad"], [2.0, 4.0])
+
+
+@pytest.mark.parametrize("update", ["w.data -= 0.1 * w.grad.data", "w.data.sub_(0.1 * w.grad.data)",
+                                    "with torch.no_grad():\n    w.sub_(0.1 * w.grad)"])
+def test_an_update_through_data_or_an_in_place_method_keeps_the_leaf_and_its_grad(update):
+    # PyTorch 2.13.0: tensor([0.8000, 1.6000], requires_grad=True) tensor([2., 4.]), then zeros
+    program = ("import torch\nw = torch.tensor([1.0, 2.0], requires_grad=True)\nloss = (w ** 2).sum()\n"
+               f"loss.backward()\n{update}\nprint(w, w.grad)\nw.grad.data.zero_()\nprint(w.grad)\n")
+    got = api.evaluate(program, fixes=False).outputs
+    np.testing.assert_allclose(got["w"], [0.8, 1.6], rtol=1e-15)
+    np.testing.assert_array_equal(got["w.grad #1"], [2.0, 4.0])
+    np.testing.assert_array_equal(got["w.grad"], [0.0, 0.0])
+
+
+def test_in_place_methods_of_a_tensor_and_their_refusals_are_pytorch_s():
+    got = api.evaluate("import torch\nx = torch.tensor([1.0, 2.0])\nx.add_(1.0)\nx.mul_(2.0)\nx.div_(4.0)\nprint(x)\n",
+                       fixes=False).outputs
+    np.testing.assert_array_equal(got["x"], [1.0, 1.5])  # PyTorch 2.13.0: tensor([1.0000, 1.5000])
+    # PyTorch: RuntimeError: a leaf Variable that requires grad is being used in an in-place operation
+    with pytest.raises(GradcliError, match="a leaf Variable that requires grad is being used in an in-place") as caught:
+        api.evaluate("import torch\nw = torch.tensor([1.0], requires_grad=True)\nw.add_(-0.5)\n", fixes=False)
+    assert (caught.value.pos.line, caught.value.pos.column) == (3, 3)
+    # PyTorch: AttributeError: 'NoneType' object has no attribute 'data' (no backward yet)
+    with pytest.raises(GradcliError, match="None has no attribute 'data'") as caught:
+        api.evaluate("import torch\nw = torch.tensor([1.0], requires_grad=True)\nprint(w.grad.data)\n", fixes=False)
+    assert caught.value.pos.line == 3

@@ -150,6 +150,11 @@ def test_stable_softmax_is_clean_at_large_inputs(shift):
 def test_unused_set_is_a_warning():
     r = api.evaluate("y = x * 2", feeds={"x": 1.0, "q": 2.0})
     assert only(r.diagnostics, "unused_input").message == "the value given for q is ignored: the program does not use 'q'"
+    # `e` is Euler's number in the language, whatever --set says: the warning names it so
+    r = api.evaluate("y = e * x", feeds={"x": 1.0, "e": 2.0})
+    assert float(r.outputs["y"]) == np.e
+    assert only(r.diagnostics, "unused_input").message == \
+        "the value given for e is ignored: 'e' is the constant 2.718281828459045 in gradcli's language, not an input"
 
 
 def test_underflow_through_a_reduction_is_explained():

@@ -124,6 +124,8 @@ class Resolution:
         if isinstance(target, TupleValue) and len(target.items) == 2 and name in ("values", "indices"):
             # PyTorch's (values, indices) of torch.max(x, dim), torch.sort, torch.topk, by field name
             return target.items[name == "indices"]
+        if target is NONE:  # (`w.grad.data` before a backward: PyTorch's AttributeError)
+            raise self.error(f"None has no attribute '{name}': the value is None here (Python: AttributeError)", pos)
         shape = self.shape_of(target)
         if name == "shape":
             return TupleValue([Literal(np.float64(d), pos) for d in shape], pos)

@@ -473,8 +473,9 @@ def _ignored_feeds(feeds: dict, graph: Graph, assigned_at: dict) -> list:
     for name in feeds:
         if name not in graph.inputs:
             where = assigned_at.get(name)
-            why = (f"'{name}' is computed by the program (line {where.line}), so it is not an input"
-                   if where else f"the program does not use '{name}'")
+            why = (f"'{name}' is computed by the program (line {where.line}), so it is not an input" if where else
+                   f"'{name}' is the constant {CONSTANTS[name]!r} in gradcli's language, not an input" if name in CONSTANTS
+                   else f"the program does not use '{name}'")
             found.append((f"the value given for {name} is ignored: {why}", None))
     return found
 

@@ -121,7 +121,6 @@ class TorchAutograd(GradCheck):
     # ------------------------------------------------------------------ calls
     def torch_call(self, node: ast.Call, values: list, scope: Scope, work: list):
         """A call of PyTorch's autograd, or NOT_MINE."""
-
         keywords = {kw.name: v for kw, v in zip(node.keywords, values[len(node.args):])}
         args = values[:len(node.args)]
         if node.method and values:
@@ -226,8 +225,9 @@ class TorchAutograd(GradCheck):
             self.torch.leaves[leaf] = None
             self.rebind(node.args[0], leaf, scope)
             return leaf
-        if node.func == "zero_" and isinstance(node.args[0], ast.Name) and node.args[0].id.endswith(".grad"):
-            owner = self.resolve(ast.Name(node.args[0].id[:-len(".grad")], node.pos), scope)
+        held = node.args[0].id.removesuffix(".data") if isinstance(node.args[0], ast.Name) else ""  # (w.grad.data)
+        if node.func == "zero_" and held.endswith(".grad"):
+            owner = self.resolve(ast.Name(held[:-len(".grad")], node.pos), scope)
             if owner in self.torch.leaves and self.torch.leaves[owner] is not None:
                 zeros = self.graph.add_constant(np.zeros(self.graph.shapes[owner]), node.pos, scope.stack)
                 self.rebind_id(self.torch.leaves[owner], zeros, scope)  # in place: every name holding it
@@ -267,7 +267,6 @@ class TorchAutograd(GradCheck):
     def function_apply(self, cls: ClassValue, node: ast.Call, args: list, scope: Scope, work: list):
         """`Exp.apply(x)` of a torch.autograd.Function subclass: forward(ctx, *args) gives the value,
         backward(ctx, grad_output) the gradient of the call (custom_gradients.py builds it)."""
-
         if any(a is NONE for a in args):
             raise self.error(f"{cls.name}.apply: None as an argument is not supported: leave it out", node.pos)
         xs = [self.materialize(a, scope, node.pos) for a in args]
