@@ -60,7 +60,9 @@ class AstBuilder:
     RETURNING_ITEMS = frozenset({"params", "arguments", "subscripts", "lambda_params"})
 
     def start(self, items):
-        return ast.Module(_statements(items))
+        module = ast.Module(_statements(items))
+        _refuse_values_of_returnless(module)
+        return module
 
     def value(self, items):
         return items[0]
@@ -240,9 +242,9 @@ class AstBuilder:
             returns = [len(body) - 1]
         if not returns and body and isinstance(body[-1], ast.If) and _returns_somewhere(body[-1]):
             body[-1] = _tail_if(_none_where_it_falls_through(body[-1]))
-        elif not returns:  # run for what it does (prints, assigns, a training loop): None, as in Python
+        elif not returns:  # run for what it does (a training loop, called on its own line): None, as in Python
             end = body[-1].pos if body else _pos(name_token)
-            body.append(ast.Return(ast.NoneLiteral(end), end))
+            body.append(ast.Return(_ImplicitNone(end), end))
             returns = [len(body) - 1]
         if returns and returns[0] != len(body) - 1:
             raise _syntax("'return' must be the last statement of a function body", body[returns[0]].pos)
@@ -493,6 +495,38 @@ def _fstring(items, parse_field) -> ast.FString:
             parts.append(ast.Field(expression, text.strip(), shown))
             k = end + 1
     return ast.FString(parts, _pos(items[0], items[0].start_pos, items[-1].end_pos))
+
+
+class _ImplicitNone(ast.NoneLiteral):
+    """The None a function without a return gives (its body's end)."""
+
+    __slots__ = ()
+
+
+def _refuse_values_of_returnless(module: ast.Module) -> None:
+    """A function whose body ends without a return may run for what it does, called on its own
+    line (`train(3, 0.05)`); its value used anywhere else is the error of a return left out."""
+    returnless, stack = {}, list(module.statements)
+    while stack:
+        stmt = stack.pop()
+        if isinstance(stmt, ast.FuncDef) and isinstance(getattr(stmt.body[-1], "value", None), _ImplicitNone):
+            returnless[stmt.name] = stmt
+        stack.extend(s for s in ast.statement_parts(stmt) if not isinstance(s, ast.Node))
+    if not returnless:
+        return
+    stack = list(module.statements)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.ExprStmt) and isinstance(node.value, ast.Call) and node.value.func in returnless:
+            stack.extend(ast.children(node.value))  # (a call on its own line: its value is not used)
+            continue
+        name = node.func if isinstance(node, ast.Call) else node.id if isinstance(node, ast.Name) else None
+        if name in returnless:
+            fn = returnless[name]
+            raise _syntax(f"the body of '{name}' must end with 'return EXPR': its value is used at line "
+                          f"{node.pos.line} (a function run for what it does returns None, called on its own "
+                          "line)", fn.body[-2].pos if len(fn.body) > 1 else fn.pos)
+        stack.extend(ast.statement_parts(node) if not isinstance(node, ast.Node) else ast.children(node))
 
 
 def _loop_targets(targets: list) -> tuple[list, list]:

@@ -240,10 +240,16 @@ def test_a_function_ending_in_if_else_returns_gives_the_branch_chosen_before_eva
 def test_a_function_returns_none_where_its_body_falls_through_as_in_python():
     program = ("def f(x, k):\n    if k > 0:\n        return x * k\nprint(f(2.0, 3.0), f(2.0, -1.0))\n"
                "def g(x, k):\n    if k > 0:\n        y = x\n    elif k < -5:\n        return -x\n    else:\n"
-               "        return x * 2\nprint(g(1.0, 1.0), g(1.0, -9.0), g(1.0, -1.0))\n"
-               "def h(x):\n    y = x * 2\nprint(h(1.0))\n")
-    got = outputs(program)  # Python 3.11: 6.0 None None -1.0 2.0 None
-    assert [None if got[k] is None else float(got[k]) for k in got] == [6.0, None, None, -1.0, 2.0, None]
+               "        return x * 2\nprint(g(1.0, 1.0), g(1.0, -9.0), g(1.0, -1.0))\n")
+    got = outputs(program)  # Python 3.11: 6.0 None None -1.0 2.0
+    assert [None if got[k] is None else float(got[k]) for k in got] == [6.0, None, None, -1.0, 2.0]
+
+
+def test_the_value_of_a_function_without_a_return_is_the_error_of_a_return_left_out():
+    # called on its own line it runs for what it does; its value used is the missing return
+    err = refusal("def h(x):\n    y = x * 2\nprint(h(1.0))\n")
+    assert str(err).startswith("the body of 'h' must end with 'return EXPR': its value is used at line 3")
+    assert (err.pos.line, err.pos.column) == (2, 5)
 
 
 # --------------------------------------------------------------------------- printing

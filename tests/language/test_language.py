@@ -125,6 +125,7 @@ def test_deep_chain_of_calls_and_long_sums():
     ("x = [[1.0, 2.0]]\ny = transpose(x, axes=[0, 5])", "transpose: axes (0, 5) are not a permutation of the 2 axes", 2, 5),
     ("y = where([1.0] > 0, [1.0])", "where() takes 3", 1, 5),
     ("def f(a, b): return a * b\ny = f(1.0)", "f() takes 2 arguments", 2, 5),
+    ("def f(a):\n    b = a\ny = f(1)", "must end with 'return EXPR'", 2, 5),
     ("x = [1.0, 2.0, 3.0]\ny = x[5]", "out of bounds", 2, 6),
     ("def f(a):\n    return f(a) + 1\ny = f(1.0)", "recursion", 2, 12),
     ("def ping(a): return pong(a)\ndef pong(a): return ping(a)\ny = ping(1.0)", "ping -> pong -> ping", 2, 21),
