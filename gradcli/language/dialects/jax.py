@@ -4,9 +4,8 @@
 from __future__ import annotations
 
 from gradcli.language.dialects import layers
-from gradcli.language.dialects.spelling import ReadingError, setting
+from gradcli.language.dialects.spelling import ReadingError, composer, setting
 from gradcli.language.dialects.numpy import jax_numpy as _jax_numpy
-from gradcli.ops import OPS
 
 
 def _select_reading(call):
@@ -51,8 +50,7 @@ def _standardize(lowering, node, values, scope):
     axis = given.get("axis")
     axis = -1 if axis is None else None if lowering.is_none(axis) else lowering.static_param("axis", axis, label, pos)
 
-    def op(name, *ids, **params):
-        return lowering.emit(OPS[name], ids, params, pos, label, scope)
+    op, number = composer(lowering, pos, label, scope)
 
     def given_or(name, make):
         value = given.get(name)
@@ -65,9 +63,8 @@ def _standardize(lowering, node, values, scope):
     else:
         variance = given_or("variance", lambda: op("maximum", op("subtract", op("mean", op("square", x), axis=axis,
                                                                                    keepdims=True), op("square", mean)),
-                                                  lowering.graph.add_constant(0.0, pos, scope.stack)))
-    epsilon = lowering.materialize(given["epsilon"], scope) if "epsilon" in given else \
-        lowering.graph.add_constant(1e-5, pos, scope.stack)
+                                                  number(0.0)))
+    epsilon = lowering.materialize(given["epsilon"], scope) if "epsilon" in given else number(1e-5)
     return op("multiply", op("subtract", x, mean), op("rsqrt", op("add", variance, epsilon)))
 
 

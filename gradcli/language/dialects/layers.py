@@ -8,17 +8,7 @@ import math
 
 import numpy as np
 
-from gradcli.ops import OPS
-
-
-def _emitter(lowering, node, scope):
-    def op(name, *ids, **params):
-        return lowering.emit(OPS[name], ids, params, node.pos, node.func, scope)
-    return op
-
-
-def _constant(lowering, node, scope, value):
-    return lowering.graph.add_constant(np.asarray(value, dtype=np.float64), node.pos, scope.stack)
+from gradcli.language.dialects.spelling import composer
 
 
 def embedding(lowering, node, values, scope):
@@ -43,37 +33,37 @@ def embedding(lowering, node, values, scope):
     if flat.size and (flat.min() < 0 or flat.max() >= rows):
         raise lowering.error(f"{label}: index {int(flat.max() if flat.max() >= rows else flat.min())} is out of "
                              f"range for a table of {rows} rows", pos)
-    op = _emitter(lowering, node, scope)
+    op, number = composer(lowering, node.pos, node.func, scope)
     looked_up = op("take", table, indices=indices, axis=0)
     padding = given.get("padding_idx")
     if tensorflow or padding is None or lowering.is_none(padding):
         return looked_up
     padding = lowering.static_int(padding, "padding_idx", pos) % rows
     mask = (np.asarray(indices) == padding)[..., None] * np.ones(lowering.graph.shapes[looked_up][-1:])
-    return op("where", _constant(lowering, node, scope, mask), op("stop_gradient", looked_up), looked_up)
+    return op("where", number(mask), op("stop_gradient", looked_up), looked_up)
 
 
 def _attend(lowering, node, scope, q, k, v, scale, allowed, added, masked_value=None):
     """softmax(q @ k^T * scale + added) @ v over the last two axes, the places not `allowed` left
     out: given `masked_value` (JAX's), logits set to it; else (PyTorch's) weighed 0, so that a row
     with no place allowed is 0 / 0, NaN, as PyTorch's -inf gives."""
-    op = _emitter(lowering, node, scope)
-    logits = op("multiply", op("matmul", q, op("swapaxes", k, axis1=-1, axis2=-2)), _constant(lowering, node, scope, scale))
+    op, number = composer(lowering, node.pos, node.func, scope)
+    logits = op("multiply", op("matmul", q, op("swapaxes", k, axis1=-1, axis2=-2)), number(scale))
     if added is not None:
         logits = op("add", logits, added)
     if masked_value is not None:  # JAX's: the softmax in float32 always, its probabilities back in the run's type
         logits = lowering.cast(logits, "float32", node, scope)
         if allowed is not None:  # (JAX masks before the cast, with float64's; float32's, after it, gives the same)
-            logits = op("where", allowed, logits, _constant(lowering, node, scope, masked_value))
+            logits = op("where", allowed, logits, number(masked_value))
         probabilities = op("softmax", logits, axis=-1)
         return op("matmul", lowering.cast(probabilities, "float64", node, scope), v)
     if allowed is None:
         return op("matmul", op("softmax", logits, axis=-1), v)
-    lowest = _constant(lowering, node, scope, -np.finfo(np.float64).max)
+    lowest = number(-np.finfo(np.float64).max)
     top = op("stop_gradient", op("max", op("where", allowed, logits, lowest), axis=-1, keepdims=True))
     # (the places left out shifted to 0 before exp, which then overflows nowhere: no NaN gradient)
     weights = op("where", allowed, op("exp", op("subtract", op("where", allowed, logits, top), top)),
-                 _constant(lowering, node, scope, 0.0))
+                 number(0.0))
     return op("matmul", op("divide", weights, op("sum", weights, axis=-1, keepdims=True)), v)
 
 
@@ -102,7 +92,7 @@ def torch_attention(lowering, node, values, scope):
         mask = lowering.materialize(mask, scope, pos)
         allowed, added = (mask, None) if boolean else (None, mask)
     if causal:
-        allowed = _constant(lowering, node, scope, np.tril(np.ones((shapes[q][-2], shapes[k][-2]))))
+        allowed = composer(lowering, pos, label, scope)[1](np.tril(np.ones((shapes[q][-2], shapes[k][-2]))))
     return _attend(lowering, node, scope, q, k, v, scale, allowed, added)
 
 
@@ -141,7 +131,7 @@ def jax_attention(lowering, node, values, scope):
     if rank not in (3, 4) or shapes[k] is None or len(shapes[k]) != rank or shapes[q][-2:] != shapes[k][-2:]:
         raise lowering.error(f"{label}: query and key must be (B, T, N, H) and (B, S, N, H), or without B, with "
                              "as many key heads as query heads", pos)
-    op = _emitter(lowering, node, scope)
+    op, number = composer(lowering, node.pos, node.func, scope)
     heads_first = (0, 2, 1, 3) if rank == 4 else (1, 0, 2)  # (B, N, T, H): the last two axes attend
     q, k, v = (op("transpose", x, axes=heads_first) for x in (q, k, v))
     scale = 1.0 / math.sqrt(shapes[q][-1]) if "scale" not in given or lowering.is_none(given["scale"]) else \
@@ -151,7 +141,7 @@ def jax_attention(lowering, node, values, scope):
     allowed = lowering.materialize(given["mask"], scope, pos) if "mask" in given and not lowering.is_none(given["mask"]) \
         else None
     if "is_causal" in given and lowering.constant_truth(given["is_causal"]):
-        causal = _constant(lowering, node, scope, np.tril(np.ones((shapes[q][-2], shapes[k][-2]))))
+        causal = number(np.tril(np.ones((shapes[q][-2], shapes[k][-2]))))
         allowed = causal if allowed is None else op("logical_and", allowed, causal)
     out = _attend(lowering, node, scope, q, k, v, scale, allowed, added, -0.7 * float(np.finfo(np.float32).max))
     return op("transpose", out, axes=heads_first)
@@ -168,7 +158,7 @@ def add_n(lowering, node, values, scope):
     if len({lowering.graph.shapes[i] for i in ids}) != 1:
         raise lowering.error(f"{node.func}: the inputs must all have one shape (TensorFlow: InvalidArgumentError)",
                              node.pos)
-    op = _emitter(lowering, node, scope)
+    op, number = composer(lowering, node.pos, node.func, scope)
     total = ids[0]
     for i in ids[1:]:
         total = op("add", total, i)

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from gradcli.ops import OPS
+from gradcli.language.dialects.spelling import composer
 
 TORCH_NAMES = ("input", "kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices",
                "count_include_pad", "divisor_override")
@@ -115,9 +115,7 @@ def _tf_window(lowering, value, what: str, label: str, pos) -> tuple[int, int]:
 
 def pool(lowering, x: int, kind: str, kernel, stride, pads, first_axis: int, include_pad: bool, label, pos, scope):
     """Max or average pooling of x's two image axes from `first_axis` (-2: NCHW, 1: NHWC)."""
-    def op(name, *ids, **params):
-        return lowering.emit(OPS[name], ids, params, pos, label, scope)
-
+    op, number = composer(lowering, pos, label, scope)
     shape = lowering.graph.shapes[x]
     rank = len(shape)
     axes = [first_axis % rank, first_axis % rank + 1]
@@ -146,7 +144,7 @@ def pool(lowering, x: int, kind: str, kernel, stride, pads, first_axis: int, inc
             ones = np.pad(np.ones(tuple(shape[a] for a in axes)), pads)
             held = np.lib.stride_tricks.sliding_window_view(ones, kernel)[::stride[0], ::stride[1]].sum(axis=(-2, -1))
             count = np.broadcast_to(held.reshape(held.shape + (1,) * (rank - 1 - axes[1])), count.shape).copy()
-        pooled = op("divide", pooled, lowering.graph.add_constant(count, pos, scope.stack))
+        pooled = op("divide", pooled, number(count))
     return pooled
 
 

@@ -1,6 +1,9 @@
 """What a dialect reads of a call (`Spelling`), and its refusal of a spelling that reads two ways."""
 from __future__ import annotations
 
+import numpy as np
+
+from gradcli.ops import OPS
 
 
 class Spelling:
@@ -84,3 +87,14 @@ class Autocast:
 
     def __init__(self, device: str, dtype: str, enabled: bool, pos):
         self.device, self.dtype, self.enabled, self.pos = device, dtype, enabled, pos
+
+
+def composer(lowering, pos, label: str, scope):
+    """op(name, *ids, **params) and number(value): the equations and constants of a call the lowering
+    composes of the table's ops (a dialect's composite, an optimizer's step), placed at the call."""
+    def op(name, *ids, **params):
+        return lowering.emit(OPS[name], ids, params, pos, label, scope)
+
+    def number(value):
+        return lowering.graph.add_constant(value if isinstance(value, np.ndarray) else float(value), pos, scope.stack)
+    return op, number

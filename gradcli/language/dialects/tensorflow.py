@@ -8,7 +8,7 @@ import numpy as np
 
 from gradcli.language import syntax as ast
 from gradcli.language.dialects import layers
-from gradcli.language.dialects.spelling import ReadingError, Spelling, setting
+from gradcli.language.dialects.spelling import ReadingError, Spelling, composer, setting
 from gradcli.ops import OPS, index as ops_index
 from gradcli.language.dialects.numpy import jax_numpy
 
@@ -331,9 +331,7 @@ def _moments(lowering, node, values, scope):
     axes = lowering.static_param("axes", given["axes"], node.func, node.pos)
     axes = tuple(int(a) for a in np.atleast_1d(axes))
     keepdims = "keepdims" in given and bool(lowering.constant_truth(given["keepdims"]))
-
-    def op(name, *ids, **params):
-        return lowering.emit(OPS[name], ids, params, node.pos, node.func, scope)
+    op, _ = composer(lowering, node.pos, node.func, scope)
     mean = op("mean", x, axis=axes, keepdims=True)
     variance = op("mean", op("squared_difference", x, op("stop_gradient", mean)), axis=axes, keepdims=True)
     if not keepdims:
@@ -347,9 +345,7 @@ def _batch_normalization(lowering, node, values, scope):
     _tensorflow_only(lowering, node, "takes (x, mean, variance, axis, offset, scale, epsilon)")
     names = ("x", "mean", "variance", "offset", "scale", "variance_epsilon", "name")
     given = lowering.arguments_by_name(node, values, names, required=6)
-
-    def op(name, *ids):
-        return lowering.emit(OPS[name], ids, {}, node.pos, node.func, scope)
+    op, _ = composer(lowering, node.pos, node.func, scope)
     x, mean, variance, epsilon = (lowering.materialize(given[k], scope, node.pos)
                                   for k in ("x", "mean", "variance", "variance_epsilon"))
     inv = op("rsqrt", op("add", variance, epsilon))
@@ -366,10 +362,8 @@ def _weighted_cross_entropy(lowering, node, values, scope):
     (1 - z) x + (1 + (q - 1) z) (log1p(exp(-|x|)) + relu(-x))."""
     given = lowering.arguments_by_name(node, values, ("labels", "logits", "pos_weight", "name"), required=3)
     z, x, q = (lowering.materialize(given[k], scope, node.pos) for k in ("labels", "logits", "pos_weight"))
-
-    def op(name, *ids):
-        return lowering.emit(OPS[name], ids, {}, node.pos, node.func, scope)
-    one = lowering.graph.add_constant(1.0, node.pos, scope.stack)
+    op, number = composer(lowering, node.pos, node.func, scope)
+    one = number(1.0)
     log_weight = op("add", one, op("multiply", op("subtract", q, one), z))
     softplus_part = op("add", op("log1p", op("exp", op("negative", op("abs", x)))), op("relu", op("negative", x)))
     return op("add", op("multiply", op("subtract", one, z), x), op("multiply", log_weight, softplus_part))

@@ -12,7 +12,7 @@ import numpy as np
 
 from gradcli.language import syntax as ast
 from gradcli.language.dialects import layers, pooling
-from gradcli.language.dialects.spelling import Autocast, Distribution, ReadingError, setting
+from gradcli.language.dialects.spelling import Autocast, Distribution, ReadingError, composer, setting
 from gradcli.language.dialects.numpy import jax_numpy as _jax_numpy
 from gradcli.ops import OPS, index as ops_index
 from gradcli.ops.casts import CANONICAL
@@ -334,11 +334,7 @@ def _hinge_embedding_loss(lowering, node, values, scope):
     if reduction not in ("mean", "sum", "none"):
         raise lowering.error(f"{node.func}(reduction={reduction!r}): reduction is 'mean', 'sum' or 'none'", node.pos)
 
-    def op(name, *ids):
-        return lowering.emit(OPS[name], ids, {}, node.pos, node.func, scope)
-
-    def number(value):
-        return lowering.graph.add_constant(float(value), node.pos, scope.stack)
+    op, number = composer(lowering, node.pos, node.func, scope)
     zero = number(0.0)
     clamped = op("clip", op("subtract", number(margin), x), zero, number(np.inf))  # (clamp_min: slope 1 at 0)
     output = op("add", op("where", op("not_equal", target, number(1.0)), clamped, zero),

@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from gradcli.language import syntax as ast
+from gradcli.language.dialects.spelling import composer
 from gradcli.language.lower import pytrees, transforms
 from gradcli.language.lower.transforms import FUNCTION_VALUES, ObjectValue
 from gradcli.language.lower.values import NONE, Literal, Scope, Text, TupleValue
@@ -38,16 +39,6 @@ _SWITCHES = {"nesterov", "maximize", "amsgrad", "differentiable", "centered"}
 MODULE_METHODS = ("parameters", "named_parameters", "zero_grad", "train", "eval")
 # options that change no number here
 _IGNORED = {"foreach", "fused", "capturable"}
-
-
-def _emitters(lowering, node: ast.Call, scope: Scope, label: str):
-    """op(name, *ids) and number(value): the equations of an optimizer's step, at the call's place."""
-    def op(name, *ids):
-        return lowering.emit(OPS[name], ids, {}, node.pos, label, scope)
-
-    def number(value):
-        return lowering.graph.add_constant(np.float64(value), node.pos, scope.stack)
-    return op, number
 
 
 def _written(lowering, value):
@@ -192,7 +183,7 @@ class TorchOptimizers:
         """The parameter after one step, by PyTorch's formulas in PyTorch's order."""
         o = optimizer.options
 
-        op, number = _emitters(self, node, scope, "step")
+        op, number = composer(self, node.pos, "step", scope)
 
         if o["maximize"]:
             grad = op("negative", grad)
@@ -361,7 +352,7 @@ class OptaxOptimizers:
         """(the updates, the new state) of one update, leaf by leaf, in optax's order of operations."""
         o = transform.options
 
-        op, number = _emitters(self, node, scope, "update")
+        op, number = composer(self, node.pos, "update", scope)
 
         count = state.count + 1
         if transform.kind == "rmsprop":
@@ -474,7 +465,7 @@ class KerasOptimizers:
         o = optimizer.options
         state = optimizer.state.setdefault(variable, {})
 
-        op, number = _emitters(self, node, scope, "apply_gradients")
+        op, number = composer(self, node.pos, "apply_gradients", scope)
 
         # Keras holds the learning rate in a variable of its floatx (float32 unless set_floatx says
         # float64), and `ops.cast(0.9, float64)` of a Python number makes a float32 tensor first: the
