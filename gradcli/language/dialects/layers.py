@@ -24,9 +24,7 @@ def embedding(lowering, node, values, scope):
         if name in given and not lowering.is_none(given[name]) and lowering.constant_truth(given[name]):
             raise lowering.error(f"{label}({name}=...) is not supported: leave it out", pos)
     ids, table = (given["ids"], given["params"]) if tensorflow else (given["input"], given["weight"])
-    if type(ids) is int:  # (ids the program writes, `ids = torch.tensor([[1, 2]])`: known before evaluation)
-        ids = lowering.known_literal(ids) or ids
-    indices = lowering.static_param("indices", ids, label, pos)
+    indices = lowering.static_param("indices", lowering.known_or_given(ids), label, pos)  # (`ids = torch.tensor(...)`)
     table = lowering.materialize(table, scope, pos)
     rows = lowering.graph.shapes[table][0] if lowering.graph.shapes[table] else 0
     flat = np.ravel(np.asarray(indices, dtype=np.int64))

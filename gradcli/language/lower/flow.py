@@ -86,6 +86,12 @@ class Flow:
         eq = graph.equations[value]
         return Literal(np.asarray(known[value], dtype=np.float64), eq.pos, eq.op.boolean)
 
+    def known_or_given(self, value):
+        """`value` as a Literal where it is known before evaluation (known_literal: a value the
+        program writes, `learning_rate = 1e-3`), else as it is (a value given from outside stays one)."""
+        known = self.known_literal(value) if type(value) is int else None
+        return value if known is None else known
+
     def compute_known(self, order: list, known: dict) -> None:
         """The values of the equations `order` (sorted), their other inputs in `known`: each op's
         forward on NumPy, one by one (the engine's run would walk the whole graph each time); an
@@ -224,9 +230,10 @@ class Flow:
 
     def expand_while(self, stmt: ast.While, pending: list, top: Scope) -> None:
         """One more pass of a top-level while loop while its condition, known before evaluation, holds."""
-        passes = self.while_passes
-        if passes is None or id(stmt) not in passes:
-            self.while_base = {**(self.while_base or {}), id(stmt): top.stack}
+        if self.while_base is None:
+            self.while_base = {}
+        if self.while_passes is None or id(stmt) not in self.while_passes:  # (its first pass: the stack before it)
+            self.while_base[id(stmt)] = top.stack
         if self.known_truth(self.lower(stmt.condition, top), stmt.condition.pos, "while"):
             self.unroll_once(stmt)
             top.stack = self.while_base[id(stmt)] + (LoopPass(stmt.pos, self.while_passes[id(stmt)]),)

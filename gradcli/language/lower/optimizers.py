@@ -41,14 +41,6 @@ MODULE_METHODS = ("parameters", "named_parameters", "zero_grad", "train", "eval"
 _IGNORED = {"foreach", "fused", "capturable"}
 
 
-def _written(lowering, value):
-    """An option's value: a constant, or one computed from the values the program writes for its
-    inputs (`learning_rate = 1e-3` at the top level, then `lr=learning_rate`), as a Literal (flow.py's
-    known_literal); a value given from outside (--set) stays what it is, and is refused as no constant."""
-    known = lowering.known_literal(value) if type(value) is int else None
-    return value if known is None else known
-
-
 def _rmsprop_step(o: dict, state: dict, p: int, grad: int, op, number) -> int:
     """PyTorch's RMSprop step (its single-tensor order): the average of squares, centered by the
     average gradient, then a momentum buffer or the step itself."""
@@ -145,7 +137,7 @@ class TorchOptimizers:
             if not isinstance(value, TupleValue) or len(value.items) != 2:
                 raise self.error(f"{label}(betas=...) takes two numbers: betas=(0.9, 0.999)", pos)
             return tuple(float(self.static_param("betas", v, label, pos)) for v in value.items)
-        number = self.static_param(name, _written(self, value), label, pos)
+        number = self.static_param(name, self.known_or_given(value), label, pos)
         if isinstance(number, (str, tuple)):
             raise self.error(f"{label}({name}=...) takes a number, not {number!r}", pos)
         return bool(number) if name in _SWITCHES else float(number)
@@ -293,7 +285,7 @@ class OptaxOptimizers:
                 continue
             if isinstance(value, FUNCTION_VALUES):
                 raise self.error(f"{label}({name}=...): a schedule is not supported; give a number", node.pos)
-            number = self.static_param(name, _written(self, value), label, node.pos)
+            number = self.static_param(name, self.known_or_given(value), label, node.pos)
             if isinstance(number, (str, tuple)):
                 raise self.error(f"{label}({name}=...) takes a number, not {number!r}", node.pos)
             options[name] = bool(number) if name in _OPTAX_SWITCHES else float(number)
@@ -417,7 +409,7 @@ class KerasOptimizers:
         for name, value in given.items():
             if name in _KERAS_IGNORED or value is NONE:
                 continue
-            number = self.static_param(name, _written(self, value), label, node.pos)
+            number = self.static_param(name, self.known_or_given(value), label, node.pos)
             if isinstance(number, (str, tuple)):  # (a function is no constant: static_param said so)
                 raise self.error(f"{label}({name}=...) takes a number (a schedule is not supported)", node.pos)
             if name in _KERAS_UNREAD or name == "amsgrad":

@@ -103,7 +103,7 @@ class Subscripts:
         mask computed from values the program writes (`mask = div != 0`) is known before evaluation."""
         value = self.constant_value(value)
         if type(value) is int and self.graph.equations[value].op.boolean and self.graph.shapes[value]:
-            value = self.known_literal(value) or value
+            value = self.known_or_given(value)
         if isinstance(value, Literal) and value.value.ndim > 0:
             arr = value.value
             if value.boolean:
