@@ -46,6 +46,11 @@ class FunctionValues:
             label = labels[id(fn)] = f"{fn.name} at {fn.pos.line}:{fn.pos.column}" if taken else fn.name
         return label
 
+    def call_on(self, fn, values: list, pos, scope: Scope, work: list):
+        """Call the function value `fn` on `values`, positional arguments no source text wrote
+        (a transform's, a loop's, a check's call: apply_function's)."""
+        return self.apply_function(fn, ast.Call("<function>", [ast.Name("_", pos)] * len(values), pos), values, scope, work)
+
     def partial_of(self, node: ast.Call, values: list) -> Partial:
         """`functools.partial(f, *args, **keywords)`: f with those arguments given first."""
         if not node.args or not isinstance(values[0], FUNCTION_VALUES):
@@ -187,9 +192,7 @@ class FunctionValues:
                                   len(branches) - 1)]
         else:
             chosen = branches[0] if self.known_truth(values[0], node.args[0].pos, "cond") else branches[1]
-        operands = values[first:]
-        call = ast.Call("<function>", [ast.Name("_", node.pos)] * len(operands), node.pos)
-        return self.apply_function(chosen, call, operands, scope, work)
+        return self.call_on(chosen, values[first:], node.pos, scope, work)
 
     def while_loop(self, node: ast.Call, values: list, scope: Scope, work: list):
         """`lax.while_loop(cond_fun, body_fun, init_val)`: body_fun while cond_fun holds, unrolled
@@ -221,8 +224,7 @@ class FunctionValues:
                                  "while loop (the loop is unrolled: does its condition become false?)", node.pos)
             work.append((_FINISH, ("loop", kind, (cond_fun, body_fun), node, passes + 1, tested[0], None), scope))
             fn, given = body_fun, tested[0]
-        call = ast.Call("<function>", [ast.Name("_", node.pos)], node.pos)
-        result = self.apply_function(fn, call, [given], self._in_pass(scope, node, passes + 1), work)
+        result = self.call_on(fn, [given], node.pos, self._in_pass(scope, node, passes + 1), work)
         if result is not None:
             values.append(result)
 
@@ -251,10 +253,9 @@ class FunctionValues:
             return
         work.append((_FINISH, ("loop", kind, fn, node, i + 1, end, scanned), scope))
         given = [Literal(np.float64(i), node.pos), carry] if kind == "fori" else [carry, scanned[0][i]]
-        call = ast.Call("<function>", [ast.Name("_", node.pos)] * 2, node.pos)
         passing = self._in_pass(scope, node, i - scanned + 1, f"i = {i}") if kind == "fori" else \
             self._in_pass(scope, node, i + 1)
-        result = self.apply_function(fn, call, given, passing, work)
+        result = self.call_on(fn, given, node.pos, passing, work)
         if result is not None:
             values.append(result)
 

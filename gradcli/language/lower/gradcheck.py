@@ -101,8 +101,7 @@ class GradCheck:
         for k in checked:
             values[k] = transforms.fresh(self, values[k], node.pos, scope)
         work.append((_FINISH, ("gradcheck", kind, [values[k] for k in checked], options, node), scope))
-        call = ast.Call("<function>", [ast.Name("_", node.pos)] * len(values), node.pos)
-        return self.apply_function(fn, call, values, scope, work)
+        return self.call_on(fn, values, node.pos, scope, work)
 
     def gradcheck_finish(self, item, values: list, scope: Scope) -> None:
         _, kind, xs, options, node = item
@@ -149,8 +148,7 @@ class GradCheck:
             arguments = arguments.items
         else:
             raise self.error("check_grads(f, args, order): args is the tuple of f's arguments", node.pos)
-        call = ast.Call("<function>", [ast.Name("_", node.pos)] * len(arguments), node.pos)
-        return self.apply_function(check, call, list(arguments), scope, work)
+        return self.call_on(check, list(arguments), node.pos, scope, work)
 
     def first_mismatch(self, kind: str, outs: list, xs: list, order: int, options: dict, node) -> str | None:
         """The check on a copy of the graph: order 1 the Jacobian of outs in xs; order 2 that of

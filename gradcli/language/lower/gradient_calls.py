@@ -338,9 +338,8 @@ class GradientCalls(PyTrees, ValuesApart):
         else:
             primals, tangents = args[1:], None
         xs = [transforms.fresh(self, self.materialize(p, scope, node.pos), node.pos, scope) for p in primals]
-        placeholders = [ast.Name("_", node.pos)] * len(xs)
         work.append((_FINISH, ("linear", kind, xs, tangents, node), scope))
-        return self.apply_function(f, ast.Call("<function>", placeholders, node.pos), xs, scope, work)
+        return self.call_on(f, xs, node.pos, scope, work)
 
     def finish(self, item, values: list, scope: Scope, work: list) -> None:
         """A work item after a function's body: what the transform makes of the function's result."""
@@ -358,9 +357,7 @@ class GradientCalls(PyTrees, ValuesApart):
             values.append(self.finish_transform(item[1:], values.pop(), scope))
         elif tag == "call":
             _, fn, node, call_values = item
-            placeholders = [ast.Name("_", node.pos)] * len(call_values)
-            result = self.apply_function(fn, ast.Call("<function>", placeholders, node.pos), call_values, scope,
-                                         work)
+            result = self.call_on(fn, call_values, node.pos, scope, work)
             if result is not None:
                 values.append(result)
         elif tag == "loop":  # lax.fori_loop, lax.scan (function_values.py)

@@ -497,9 +497,8 @@ class TorchFunctional:
         xs = [transforms.fresh(self, self.materialize(p, scope, node.pos), node.pos, scope) for p in primals]
         create = keywords.get("create_graph")
         create = create is not None and bool(self.constant_truth(create))
-        placeholders = [ast.Name("_", node.pos)] * len(xs)
         work.append((_FINISH, ("torch", kind, xs, listed, v, create, node), scope))
-        return self.apply_function(args[0], ast.Call("<function>", placeholders, node.pos), xs, scope, work)
+        return self.call_on(args[0], xs, node.pos, scope, work)
 
     def decorated_call(self, fn: ast.FuncDef, node, values: list, work: list, scope: Scope) -> None:
         """A call of a user function, before its body: @torch.no_grad() or @torch.enable_grad() run
