@@ -418,6 +418,7 @@ def _torch_top_level_refusal(why: str):
 
 
 READINGS = {
+    "arctan2": lambda call: ("arctan2_zero_at_origin", {}) if call.library == "torch" else None,
     # torch.add(x, y, alpha=a), torch.sub(x, y, alpha=a), x.sub(y, alpha=a): x + a y, x - a y
     "add": lambda call: ("add_alpha", {}) if "alpha" in call.keywords else None,
     "subtract": lambda call: ("subtract_alpha", {}) if "alpha" in call.keywords else None,
