@@ -439,6 +439,8 @@ READINGS = {
     "sort": _torch_tuple,
     "var": _moments_reading("var"),
     "std": _moments_reading("std"),
+    # JAX's nanstd is sqrt(nanvar): NaN gradient where all values are equal (NumPy-spelled: 0 there, as std)
+    "nanstd": lambda call: ("nanstd_by_square_root", {}) if _jax_numpy(call) else None,
     "median": _median_reading,
     "nanmedian": _median_reading,
     "squeeze": _squeeze_reading,
