@@ -12,8 +12,14 @@ from gradcli.ops import OPS
 # symbol): read from the core's records, without importing the families.
 BINARY_OPS = {op.symbol: op.name for op in dict.values(OPS) if op.symbol is not None and op.arity == 2}
 UNARY_OPS = {op.symbol: op.name for op in dict.values(OPS) if op.symbol is not None and op.arity == 1}
+# Python's bitwise operators: calls of the names the python dialect reads (lower/python_operators.py:
+# logical on booleans, Python's bitwise result on integers known before evaluation, refused on floats)
+BITWISE = {"&": "bitwise_and", "|": "bitwise_or", "^": "bitwise_xor", "<<": "left_shift", ">>": "right_shift",
+           "~": "invert"}
+_BINARY_CALLS = {**BINARY_OPS, **BITWISE}
+_UNARY_CALLS = {**UNARY_OPS, "~": BITWISE["~"]}
 # `x op= v` rebinds x to `x op v`
-AUGMENTED = {op + "=": op for op in ("+", "-", "*", "/", "//", "%", "@", "**")}
+AUGMENTED = {op + "=": op for op in ("+", "-", "*", "/", "//", "%", "@", "**", "&", "|", "^", "<<", ">>")}
 # PyTorch's in-place methods read as `x op= v`
 IN_PLACE = {"add_": "+", "sub_": "-", "mul_": "*", "div_": "/", "pow_": "**"}
 # the symbol of the `.at[i].set(v)` call that `x[i] = v` is read as
@@ -48,8 +54,9 @@ class Token:
         return f"Token({self.type}, {self.value!r}, {self.line}:{self.column})"
 
 
-class AstBuilder:
-    """Callbacks for the grammar's rules, run at each LALR reduction."""
+class AstBuilder(ast.PythonForms):
+    """Callbacks for the grammar's rules, run at each LALR reduction (the rarer forms of Python
+    in syntax.PythonForms)."""
 
     def parse_field(self, text: str) -> ast.Node:
         """An f-string field's expression, read by the parser that runs this builder."""
@@ -129,7 +136,7 @@ class AstBuilder:
         if isinstance(target, ast.Index):  # `a[i] += v`: a[i] = a[i] + v
             symbol = AUGMENTED[op.value]
             item = ast.Index(target.target, target.subscripts, target.pos, target.trailing_comma)
-            call = ast.Call(BINARY_OPS.get(symbol, "power"), [item, value],
+            call = ast.Call(_BINARY_CALLS.get(symbol, "power"), [item, value],
                             Pos(op.line, op.column, op.start_pos, value.pos.end), symbol=symbol)
             return self._set_item(target, call)
         if isinstance(target, ast.Name) and target.id.endswith(".data"):  # PyTorch's `w.data -= lr * w.grad`
@@ -138,7 +145,7 @@ class AstBuilder:
         if not isinstance(target, ast.Name) or "." in target.id:
             raise _syntax(f"only a name or an array's item (x[i]) can be updated with {op.value}", target.pos)
         symbol = AUGMENTED[op.value]
-        call = ast.Call(BINARY_OPS.get(symbol, "power"), [target, value],
+        call = ast.Call(_BINARY_CALLS.get(symbol, "power"), [target, value],
                         Pos(op.line, op.column, op.start_pos, value.pos.end), symbol=symbol)
         return self._bind(target.id, target.pos, call)
 
@@ -364,12 +371,12 @@ class AstBuilder:
 
     def binary(self, items):
         left, op, right = items
-        return ast.Call(BINARY_OPS[op.value], [left, right],
+        return ast.Call(_BINARY_CALLS[op.value], [left, right],
                         Pos(op.line, op.column, left.pos.start, right.pos.end), symbol=op.value)
 
     def unary(self, items):
         op, operand = items
-        return ast.Call(UNARY_OPS[op.value], [operand],
+        return ast.Call(_UNARY_CALLS[op.value], [operand],
                         Pos(op.line, op.column, op.start_pos, operand.pos.end), symbol=op.value)
 
     def call(self, items):
@@ -555,7 +562,7 @@ def _updated(target: str, symbol: str, value, at: Pos, operator: Pos):
         raise _syntax(f"only a name or an array's item (x[i]) can be updated with {symbol}=", at)
     AstBuilder._check_target(name, at)
     named = ast.Name(name, Pos(at.line, at.column, at.start, at.start + len(name)))
-    update = ast.Assign(name, ast.Call(BINARY_OPS.get(symbol, "power"), [named, value], operator, symbol=symbol), at)
+    update = ast.Assign(name, ast.Call(_BINARY_CALLS.get(symbol, "power"), [named, value], operator, symbol=symbol), at)
     if name == target:
         return update
     return ast.With([(ast.Call("torch.no_grad", [], at), None, None)], [update], at)

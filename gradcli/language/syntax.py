@@ -382,3 +382,25 @@ class Comprehension(Node):
     element: object  # a Node, or (key Node, value Node) for a dict
     clauses: list  # of (names [(name, Pos)], iterable Node, conditions [Node])
     pos: Pos
+
+
+# The name of the call `x in c` is read as (lower/python_operators.py); `x in range(...)` calls
+# MEMBERSHIP_IN_RANGE with range's arguments after x, a range being no value of its own.
+MEMBERSHIP, MEMBERSHIP_IN_RANGE = "contains", "contains_in_range"
+
+
+class PythonForms:
+    """The AST builder's callbacks for the rarer forms of Python (gradcli/language/ast_builder.py
+    holds the rest): membership tests."""
+
+    def membership(self, items):
+        """`x in c`, `x not in c`: known before evaluation (a dict's keys, a tuple's items, a range)."""
+        item, negated, keyword, container = items
+        symbol = "not in" if negated is not None else "in"
+        pos = Pos(keyword.line, keyword.column, item.pos.start, container.pos.end)
+        if isinstance(container, Call) and container.func == "range" and not container.method \
+                and not container.keywords and 1 <= len(container.args) <= 3:
+            return Call(MEMBERSHIP_IN_RANGE, [item, *container.args], pos, symbol=symbol)
+        if isinstance(container, Array):  # `k in ["w", "b"]`: Python's list of its items (strings too)
+            container = Tuple(container.items, container.pos)
+        return Call(MEMBERSHIP, [item, container], pos, symbol=symbol)

@@ -1,0 +1,191 @@
+"""Python's bitwise operators and membership tests, as pasted NumPy / PyTorch / JAX code uses them.
+
+`&`, `|`, `^`, `~` of truth values (comparisons, masks, True/False) are NumPy's logical_and,
+logical_or, logical_xor and logical_not (no gradient); of integers known before evaluation they
+give Python's bitwise result, as do `<<` and `>>`; of floats they are refused, as NumPy and
+PyTorch refuse them. `x in c` / `x not in c` is known before evaluation: a dict's keys, a tuple's
+or a list's items, a string's text, a range; of an array, NumPy's `(arr == x).any()`.
+The python dialect (gradcli/language/dialects/python.py) maps the operators' spellings here.
+"""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from gradcli.language import syntax as ast
+from gradcli.language.lower.integers import _assigned_before, written_integer
+from gradcli.language.lower.transforms import DictValue
+from gradcli.language.lower.values import Literal, Scope, Text, TupleValue
+from gradcli.ops import OPS
+
+# each operator's Python function (on integers), and the op it is on truth values
+_PYTHON_BITWISE = {"bitwise_and": operator.and_, "bitwise_or": operator.or_, "bitwise_xor": operator.xor,
+                   "left_shift": operator.lshift, "right_shift": operator.rshift, "invert": operator.invert}
+_LOGICAL = {"bitwise_and": "logical_and", "bitwise_or": "logical_or", "bitwise_xor": "not_equal",
+            "invert": "logical_not"}
+_SPELLED = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^", "left_shift": "<<", "right_shift": ">>",
+            "invert": "~"}
+_EXACT_INTEGERS = 2 ** 53  # the integers float64 holds exactly (gradcli computes in float64)
+# the operators whose result on integers is an integer (`n = n & 3`, `k = 2 * n + 1`)
+_INTEGER_CLOSED = frozenset({"&", "|", "^", "<<", ">>", "~", "+", "-", "*", "//", "%"})
+_STEPS = 10_000  # nodes looked at for one operand
+
+
+class PythonOperators:
+    """Part of the lowering (gradcli.language.lower): bitwise operators and `in`."""
+
+    # ------------------------------------------------------------------ & | ^ ~ << >>
+    def bitwise_operator(self, name: str, node: ast.Call, values: list, scope: Scope):
+        spelled = node.symbol or _SPELLED[name]
+        if node.keywords:
+            raise self.error(f"{node.func}() takes its arrays alone here (no keywords)", node.keywords[0].pos)
+        if len(values) != (1 if name == "invert" else 2):
+            raise self.error(f"'{spelled}' takes {1 if name == 'invert' else 2} operand(s)", node.pos)
+        if name == "invert" and isinstance(node.args[0], ast.Number) and node.args[0].boolean:
+            raise self.error("~ of True or False is Python's integer invert (~True is -2, deprecated since "
+                             "Python 3.12): write `not`", node.pos)
+        kinds = [self.bitwise_kind(value, arg, spelled) for value, arg in zip(values, node.args)]
+        if all(kind == "boolean" for kind in kinds) and name in _LOGICAL:
+            if all(isinstance(v, Literal) for v in values):
+                truths = [v.value != 0 for v in values]
+                return Literal(np.asarray(_PYTHON_BITWISE[name](*truths) if name != "invert" else ~truths[0],
+                                          dtype=np.float64), node.pos, True)
+            return self.call_builtin(OPS[_LOGICAL[name]], node, values, scope)
+        known = [self.known_literal(v) if type(v) is int else v for v in values]
+        for value, arg in zip(known, node.args):
+            if value is None:
+                raise self.error(f"'{spelled}' of a mask or an integer that is not known before evaluation (it "
+                                 "depends on a value given from outside): Python's bitwise result needs the "
+                                 "integer; compare to make a mask instead", arg.pos)
+        integers = []
+        for value, arg in zip(known, node.args):
+            number = value.value
+            if not np.all(np.mod(number, 1) == 0):
+                self.bitwise_kind(Literal(number, value.pos), ast.Number(0.5, arg.pos), spelled)  # (refused: a float)
+            if number.size and (not np.all(np.isfinite(number)) or np.max(np.abs(number)) >= _EXACT_INTEGERS):
+                raise self.error(f"'{spelled}' of an integer beyond 2**53, which float64 does not hold exactly",
+                                 arg.pos)
+            integers.append(number.astype(np.int64))
+        if name in ("left_shift", "right_shift") and np.any(integers[1] < 0):
+            raise self.error("negative shift count (Python's ValueError)", node.args[1].pos)
+        if name == "left_shift" and integers[1].size and np.max(integers[1]) > 52:
+            raise self.error("a shift by more than 52 places gives an integer beyond 2**53, which float64 "
+                             "does not hold exactly", node.args[1].pos)
+        result = _PYTHON_BITWISE[name](*integers)
+        if np.size(result) and np.max(np.abs(result)) >= _EXACT_INTEGERS:
+            raise self.error(f"'{spelled}' gives an integer beyond 2**53, which float64 does not hold exactly",
+                             node.pos)
+        return Literal(np.asarray(result, dtype=np.float64), node.pos)
+
+    def bitwise_kind(self, value, arg, spelled: str) -> str:
+        """"boolean" (a truth value: a comparison's, a mask, True/False) or "integer" (written as
+        one, or a number that Python's loops and len() give); a float is refused as NumPy refuses it."""
+        if isinstance(value, Literal) and value.boolean or type(value) is int and self.graph.equations[value].op.boolean:
+            return "boolean"
+        if isinstance(value, Literal) and value.value.ndim == 0 and float(value.value).is_integer() and not (
+                isinstance(arg, ast.Number) and not written_integer(self, arg)):
+            return "integer"  # (a loop's counter, len(x), x.shape[0])
+        if isinstance(value, (Literal, int)) and _integer_written(self, arg):
+            known = value if isinstance(value, Literal) else None
+            if known is None or np.all(np.mod(known.value, 1) == 0):
+                return "integer"
+        if isinstance(value, (Literal, int)):
+            raise self.error(f"'{spelled}' of a float value: NumPy and PyTorch refuse bitwise operators on floats "
+                             f"(NumPy's ufunc is not supported for the input types); for a mask compare first, as "
+                             f"in (x > 0) {spelled if spelled in '&|^' else '&'} (x < 1); for a number write an integer",
+                             arg.pos)
+        raise self.error(f"'{spelled}' takes truth values (comparisons, masks) or integers, not this value",
+                         getattr(value, "pos", None) or arg.pos)
+
+    # ------------------------------------------------------------------ in, not in
+    def membership_test(self, node: ast.Call, values: list, scope: Scope):
+        """`x in c`: a truth value known before evaluation, or NumPy's `(c == x).any()` of an array c."""
+        item, container = values
+        if type(container) is int:  # an array: NumPy's and PyTorch's __contains__
+            if isinstance(item, (Text, TupleValue, DictValue)) or type(item) is not int and not isinstance(item, Literal):
+                raise self.error(f"'{node.symbol}' of an array tests a number against its elements", node.args[0].pos)
+            found = self.emit(OPS["equal"], (self.materialize(container, scope, node.pos),
+                                             self.materialize(item, scope, node.pos)), dict(OPS["equal"].defaults),
+                              node.pos, node.symbol, scope)
+            found = self.emit(OPS["any"], (found,), dict(OPS["any"].defaults), node.pos, node.symbol, scope)
+            if node.symbol == "not in":
+                found = self.emit(OPS["logical_not"], (found,), {}, node.pos, node.symbol, scope)
+            return found
+        found = self.contained(item, container, node)
+        return Literal(np.float64(found != (node.symbol == "not in")), node.pos, True)
+
+    def contained(self, item, container, node: ast.Call) -> bool:
+        """Python's `item in container` of values known before evaluation."""
+        if isinstance(container, Text):
+            if not isinstance(item, Text):
+                raise self.error("'in <string>' requires a string on its left (Python's TypeError)", node.args[0].pos)
+            return item.value in container.value
+        if isinstance(container, DictValue):  # (a dict's keys are strings)
+            return isinstance(item, Text) and item.value in container.keys
+        if isinstance(container, TupleValue):
+            return any(self.same_item(item, other, node) for other in container.items)
+        if isinstance(container, Literal) and container.value.ndim:
+            number = self.known_number(item, node)
+            if container.value.ndim > 1 and (container.listed or container.from_tuple):
+                raise self.error(f"'{node.symbol}' of a number in a list of lists: Python compares it with each row, "
+                                 "never equal; write the rows' elements flat", node.args[1].pos)
+            return bool(np.any(container.value == number))
+        raise self.error(f"'{node.symbol}' needs a container known before evaluation: a dict, a tuple or a list, "
+                         "a string, a range or an array", node.args[1].pos)
+
+    def same_item(self, item, other, node: ast.Call) -> bool:
+        """Python's `item == other` of one item of a tuple or a list, known before evaluation."""
+        if isinstance(item, Text) or isinstance(other, Text):
+            return isinstance(item, Text) and isinstance(other, Text) and item.value == other.value
+        if item is other:
+            return True
+        left, right = (self.known_literal(v) if type(v) is int else v for v in (item, other))
+        if not isinstance(left, Literal) or not isinstance(right, Literal):
+            raise self.error(f"'{node.symbol}' compares with items that are not known before evaluation (they "
+                             "depend on a value given from outside) or are not numbers", node.pos)
+        if left.value.size != 1 or right.value.size != 1:
+            raise self.error(f"'{node.symbol}' of an array in a list compares arrays, whose truth is ambiguous (as "
+                             "in NumPy): compare them with (a == b).all()", node.pos)
+        return float(left.value.reshape(())) == float(right.value.reshape(()))
+
+    def known_number(self, item, node: ast.Call) -> float:
+        known = self.known_literal(item) if type(item) is int else item
+        if not isinstance(known, Literal):
+            raise self.error(f"'{node.symbol}' tests a number known before evaluation here (not one given from "
+                             "outside, --set or a file)", node.args[0].pos)
+        if known.value.size != 1:
+            raise self.error(f"'{node.symbol}' of an array in a list or a range: Python's truth of the comparison is "
+                             "ambiguous (as in NumPy)", node.args[0].pos)
+        return float(known.value.reshape(()))
+
+    def membership_in_range(self, node: ast.Call, values: list, scope: Scope):
+        """`x in range(a, b, s)`: whether x is one of range's integers (x known before evaluation)."""
+        number = self.known_number(values[0], node)
+        bounds = [self.known_int(v, "range()'s argument", arg.pos) for v, arg in zip(values[1:], node.args[1:])]
+        if len(bounds) == 3 and bounds[2] == 0:
+            raise self.error("range() arg 3 must not be zero (Python's ValueError)", node.args[3].pos)
+        found = number.is_integer() and int(number) in range(*bounds)
+        return Literal(np.float64(found != (node.symbol == "not in")), node.pos, True)
+
+
+def _integer_written(lowering, node) -> bool:
+    """Whether the program writes `node` as an integer (integers.written_integer), through the
+    operators that keep integers and the top level's names assigned them (`n = 6; n &= 3; n | 8`)."""
+    pending, seen = [node], set()
+    for _ in range(_STEPS):
+        if not pending:
+            return True
+        n = pending.pop()
+        if isinstance(n, ast.Call) and n.symbol in _INTEGER_CLOSED and not n.method:
+            pending.extend(n.args)
+        elif isinstance(n, ast.Name):
+            if (n.id, n.pos.start) not in seen:
+                seen.add((n.id, n.pos.start))
+                assigned = _assigned_before(lowering.module, n)
+                if assigned is None:
+                    return False
+                pending.append(assigned)
+        elif not written_integer(lowering, n):
+            return False
+    return False

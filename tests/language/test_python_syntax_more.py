@@ -1,0 +1,196 @@
+"""More of Python's syntax, as pasted NumPy / PyTorch / JAX / TensorFlow code writes it: the bitwise
+operators (`&`, `|`, `^`, `~`, `<<`, `>>` and their augmented forms), membership (`in`, `not in`),
+`*args` / `**kwargs`, `break` / `continue` in an unrolled loop, and `if __name__ == "__main__":`.
+Each value is checked against Python / NumPy computing the same thing (gradients against analytic
+ones), each refusal with its exact sentence and place, and the parser against Lark's own."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from gradcli import api
+from gradcli.errors import GradcliError
+from test_language import _agree, _both_parse, _lark_reference
+
+X = np.array([-2.0, 0.5, 3.0, -0.25, 1.5])
+
+
+def outputs(program, **feeds):
+    return api.evaluate(program, feeds=feeds, fixes=False).outputs
+
+
+def value(program, **feeds):
+    return np.asarray(list(outputs(program, **feeds).values())[-1])
+
+
+def gradient(program, wrt, **feeds):
+    return np.asarray(api.grad(program, wrt=[wrt], feeds=feeds, fixes=False).gradients[wrt])
+
+
+def assert_refused(program, message, line, column, **feeds):
+    with pytest.raises(GradcliError) as info:
+        api.evaluate(program, feeds=feeds, fixes=False)
+    assert str(info.value) == message
+    assert (info.value.pos.line, info.value.pos.column) == (line, column)
+
+
+def array(values) -> str:
+    return "np.array([" + ", ".join(repr(float(v)) for v in values) + "])"
+
+
+# --------------------------------------------------------------------------- & | ^ ~ on masks
+def test_and_of_two_comparisons_is_a_mask_for_where():
+    program = f"x = {array(X)}\nm = (x > 0) & (x < 2.5)\nnp.where(m, x, 0.0)"
+    assert value(program).tolist() == np.where((X > 0) & (X < 2.5), X, 0.0).tolist()
+
+
+def test_or_of_comparisons_selects_and_its_gradient_is_the_mask():
+    program = f"x = {array(X)}\nnp.sum(x[(x > 0) | (x < -1)])"
+    chosen = (X > 0) | (X < -1)
+    assert float(value(program)) == float(np.sum(X[chosen]))
+    assert gradient(program, "x").tolist() == chosen.astype(float).tolist()  # d/dx_i sum(x[m]) = m_i
+
+
+def test_invert_of_a_torch_mask_and_its_gradient():
+    program = f"x = torch.tensor({X.tolist()})\nmask = x > 0\nmask = ~mask\n(x * mask).sum()"
+    assert float(value(program)) == float(np.sum(X * ~(X > 0)))
+    assert gradient(program, "x").tolist() == (~(X > 0)).astype(float).tolist()
+
+
+def test_xor_of_masks_and_precedence_of_and_over_or_over_comparisons():
+    a, b = X > 0, X < 1
+    assert value(f"x = {array(X)}\n(x > 0) ^ (x < 1)").tolist() == (a ^ b).astype(float).tolist()
+    # `|` binds looser than `^`, which binds looser than `&`: a | b ^ c & d is a | (b ^ (c & d))
+    c, d = X > -1, X < 2
+    program = f"x = {array(X)}\n(x > 0) | (x < 1) ^ (x > -1) & (x < 2)"
+    assert value(program).tolist() == (a | b ^ c & d).astype(float).tolist()
+
+
+def test_masks_known_before_evaluation_index_and_fold():
+    program = "x = np.array([1.0, -1.0, 2.0])\nm = ~(x > 0) | (x > 1.5)\nx[m]"
+    assert value(program).tolist() == [-1.0, 2.0]
+    assert value("y = True & False | True").tolist() == (True & False | True)
+    assert value("y = (1 < 2) ^ (3 < 4)").tolist() == 0.0
+
+
+def test_a_mask_from_outside_is_computed_in_the_graph():
+    program = "x = np.array([0.0, 0.0, 0.0])\nnp.sum(np.where((x > 0) & (x < 2), x, 0.0))"
+    assert float(value(program, x=X[:3])) == float(np.sum(np.where((X[:3] > 0) & (X[:3] < 2), X[:3], 0.0)))
+
+
+# --------------------------------------------------------------------------- bitwise integers
+def test_integers_give_pythons_bitwise_results():
+    program = "n = 6\ny = n & 3\nz = n | 9\nw = n ^ 5\nv = ~n\ns = 1 << 4\nt = n >> 1\nu = -7 >> 1\n(y, z, w, v, s, t, u)"
+    n = 6
+    assert value(program).tolist() == [n & 3, n | 9, n ^ 5, ~n, 1 << 4, n >> 1, -7 >> 1]
+
+
+def test_augmented_bitwise_assignments():
+    program = "x = 6\nx &= 3\nx |= 8\nx ^= 1\nx <<= 2\nx >>= 1\nx"
+    x = 6
+    x &= 3
+    x |= 8
+    x ^= 1
+    x <<= 2
+    x >>= 1
+    assert value(program).tolist() == x == 22
+
+
+def test_shifts_bind_looser_than_plus_and_tighter_than_and():
+    assert value("y = 1 << 2 + 1").tolist() == 1 << 2 + 1 == 8
+    assert value("y = 6 & 3 << 1").tolist() == 6 & 3 << 1 == 6
+    assert value("y = 1 < 2 << 1").tolist() == (1 < 2 << 1)
+
+
+def test_a_loop_counter_is_an_integer_for_bitwise_tests():
+    program = ("def f(x):\n    s = 0.0\n    for i in range(5):\n        if i & 1:\n            s = s + x * i\n"
+               "    return s\nf(2.0)")
+    assert value(program).tolist() == sum(2.0 * i for i in range(5) if i & 1)
+
+
+@pytest.mark.parametrize("program,message,line,column", [
+    ("x = np.array([1.0, 2.0])\nx & 1", "'&' of a float value: NumPy and PyTorch refuse bitwise operators on "
+     "floats (NumPy's ufunc is not supported for the input types); for a mask compare first, as in (x > 0) & "
+     "(x < 1); for a number write an integer", 2, 1),
+    ("x = 2.5\ny = x | 1", "'|' of a float value: NumPy and PyTorch refuse bitwise operators on floats (NumPy's "
+     "ufunc is not supported for the input types); for a mask compare first, as in (x > 0) | (x < 1); for a "
+     "number write an integer", 2, 5),
+    ("x = 6.0\nx &= 3", "'&' of a float value: NumPy and PyTorch refuse bitwise operators on floats (NumPy's "
+     "ufunc is not supported for the input types); for a mask compare first, as in (x > 0) & (x < 1); for a "
+     "number write an integer", 2, 1),
+    ("y = ~True", "~ of True or False is Python's integer invert (~True is -2, deprecated since Python 3.12): "
+     "write `not`", 1, 5),
+    ("y = 2 << -1", "negative shift count (Python's ValueError)", 1, 10),
+    ("x = torch.tensor([1.0, 2.0])\ny = ~x", "'~' of a float value: NumPy and PyTorch refuse bitwise operators on "
+     "floats (NumPy's ufunc is not supported for the input types); for a mask compare first, as in (x > 0) & "
+     "(x < 1); for a number write an integer", 2, 6),
+])
+def test_bitwise_refusals(program, message, line, column):
+    assert_refused(program, message, line, column)
+
+
+def test_bitwise_of_a_float_is_exit_2_on_the_command_line():
+    done = subprocess.run([sys.executable, "-m", "gradcli", "eval"], input="x = np.array([1.0, 2.0])\ny = x & 1\n",
+                          capture_output=True, text=True)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.startswith("<stdin>:2:5: error: '&' of a float value")
+
+
+# --------------------------------------------------------------------------- in, not in
+def test_in_a_dict_chooses_before_evaluation():
+    program = ('d = {"a": 1.5, "b": 2.0}\nx = 3.0\ny = x\nif "a" in d:\n    y = y * d["a"] + 1.0\n'
+               'if "c" not in d:\n    y = y * 2.0\ny')
+    assert value(program).tolist() == (3.0 * 1.5 + 1.0) * 2.0
+
+
+def test_in_a_pytree_dicts_keys_and_a_list_of_strings():
+    program = ('def f(params, x):\n    out = x\n    for k in ("w", "b", "z"):\n        if k in params:\n'
+               '            out = out + params[k]\n    return out\nf({"w": 1.0, "b": 2.0}, 3.0)')
+    assert value(program).tolist() == 6.0
+    program = ('def act(x, mode="relu"):\n    y = x\n    if mode in ["relu", "gelu"]:\n'
+               '        y = np.maximum(x, 0.0)\n    return y\n')
+    assert value(program + "act(np.array([-1.0, 2.0]))").tolist() == [0.0, 2.0]
+    assert value(program + "act(np.array([-1.0, 2.0]), 'tanh')").tolist() == [-1.0, 2.0]
+
+
+def test_in_numbers_ranges_and_strings():
+    program = ("t = 3 in [1, 2, 3]\nu = 4 in range(0, 10, 2)\nv = 5 in range(0, 10, 2)\nw = 'ab' in 'xaby'\n"
+               "z = 2.5 in (1, 2.5)\nq = -3 in range(0, -6, -1)\n(t, u, v, w, z, q)")
+    assert value(program).tolist() == [3 in [1, 2, 3], 4 in range(0, 10, 2), 5 in range(0, 10, 2),
+                                       "ab" in "xaby", 2.5 in (1, 2.5), -3 in range(0, -6, -1)]
+
+
+def test_in_an_array_is_numpys_any_of_equal():
+    arr = np.array([1.0, 2.0, 3.0])
+    program = f"arr = {array(arr)}\nb = 2.0 in arr\nc = 5.0 not in arr\n(b, c)"
+    assert value(program).tolist() == [2.0 in arr, 5.0 not in arr] == [True, True]
+    program = f"arr = {array(arr)}\nif 2.0 in arr:\n    y = arr * 2\nelse:\n    y = arr\ny"
+    assert gradient(program, "arr").tolist() == [2.0, 2.0, 2.0]
+
+
+@pytest.mark.parametrize("program,message,line,column", [
+    ("y = 2 in [[1, 2], [3, 4]]", "'in' of a number in a list of lists: Python compares it with each row, never "
+     "equal; write the rows' elements flat", 1, 10),
+    ("x = np.array([1.0, 2.0])\n'a' in x", "'in' of an array tests a number against its elements", 2, 1),
+    ("y = 1 in 'abc'", "'in <string>' requires a string on its left (Python's TypeError)", 1, 5),
+    ("y = 1 in range(0, 4, 0)", "range() arg 3 must not be zero (Python's ValueError)", 1, 22),
+])
+def test_membership_refusals(program, message, line, column):
+    assert_refused(program, message, line, column)
+
+
+def test_a_membership_of_a_value_from_outside_in_an_if_is_data():
+    program = "x = np.array([1.0, 2.0])\ny = 1.0 in x\nz = x\nif y:\n    z = 2 * x\nz"
+    assert_refused(program, "this if depends on the data, which is not known before evaluation: compute both "
+                   "sides and choose with where(condition, a, b) (or `a if condition else b`)", 4, 4,
+                   x=np.array([5.0, 6.0]))
+
+
+# --------------------------------------------------------------------------- the parser
+def test_the_parser_builds_what_larks_parser_builds_for_the_new_forms():
+    reference = _lark_reference()
+    for text in ["m = (x > 0) & (x < 2) | ~y ^ z\n", "a = 1 << 2 >> 1 + 3\nb <<= 2\nc &= d\n",
+                 "y = k in d\nz = k not in range(3)\nfor a, b in zip(c, d): pass\n",
+                 "y = [i for i in xs if i not in ys]\n", "y = 1 < 2 << 1\n"]:
+        _agree(*_both_parse(reference, text))
