@@ -371,6 +371,8 @@ class AstBuilder(ast.PythonForms):
 
     def binary(self, items):
         left, op, right = items
+        if (type(left) is ast.Str or type(right) is ast.Str) and op.value in ("==", "!="):
+            return ast.text_comparison(left, op, right)
         return ast.Call(_BINARY_CALLS[op.value], [left, right],
                         Pos(op.line, op.column, left.pos.start, right.pos.end), symbol=op.value)
 
@@ -448,6 +450,8 @@ class AstBuilder(ast.PythonForms):
 
     def name(self, items):
         tok = items[0]
+        if tok.value == "__name__":  # a script's `if __name__ == "__main__":` runs its body
+            return ast.Str("__main__", _pos(tok))
         return ast.Name(tok.value, Pos(tok.line, tok.column, tok.start_pos, tok.end_pos))
 
     def array(self, items):

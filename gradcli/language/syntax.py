@@ -384,6 +384,8 @@ class Comprehension(Node):
     pos: Pos
 
 
+# The name of the call `a == "text"` (or `!=`) is read as: Python's comparison of strings
+TEXT_COMPARISON = "compare_text"
 # The name of the call `x in c` is read as (lower/python_operators.py); `x in range(...)` calls
 # MEMBERSHIP_IN_RANGE with range's arguments after x, a range being no value of its own.
 MEMBERSHIP, MEMBERSHIP_IN_RANGE = "contains", "contains_in_range"
@@ -404,3 +406,10 @@ class PythonForms:
         if isinstance(container, Array):  # `k in ["w", "b"]`: Python's list of its items (strings too)
             container = Tuple(container.items, container.pos)
         return Call(MEMBERSHIP, [item, container], pos, symbol=symbol)
+
+
+def text_comparison(left, op, right) -> Call:
+    """`mode == "relu"`, `__name__ == "__main__"`: a comparison with a string written in the program,
+    Python's equality of strings (lower/python_operators.py)."""
+    return Call(TEXT_COMPARISON, [left, right], Pos(op.line, op.column, left.pos.start, right.pos.end),
+                symbol=op.value)

@@ -187,10 +187,30 @@ def test_a_membership_of_a_value_from_outside_in_an_if_is_data():
                    x=np.array([5.0, 6.0]))
 
 
+# --------------------------------------------------------------------------- __name__, strings compared
+def test_a_script_ends_with_its_main_guard():
+    program = ("def f(x):\n    return x * 2\ndef main():\n    print(f(2.0))\n"
+               "if __name__ == '__main__':\n    main()\n")
+    assert {k: float(v) for k, v in outputs(program).items()} == {"f(2.0)": 4.0}
+    program = "x = 2.0\nif __name__ != \"__main__\":\n    x = 3.0\ny = x * 1"
+    assert value(program).tolist() == 2.0
+
+
+def test_strings_compare_as_pythons():
+    program = ('def act(x, mode="relu"):\n    y = x\n    if mode == "relu":\n        y = np.maximum(x, 0.0)\n'
+               '    elif mode != "tanh":\n        y = 3 * x\n    return y\nv = np.array([-1.0, 2.0])\n'
+               'a = act(v)\nb = act(v, "tanh")\nc = act(v, "id")\n(a, b, c)')
+    v = np.array([-1.0, 2.0])
+    assert value(program).tolist() == [np.maximum(v, 0.0).tolist(), v.tolist(), (3 * v).tolist()]
+    assert_refused("x = 1.0\ny = x == 'a'", "'==' of a string and a value that is not one: compare strings with "
+                   "strings", 2, 5)
+
+
 # --------------------------------------------------------------------------- the parser
 def test_the_parser_builds_what_larks_parser_builds_for_the_new_forms():
     reference = _lark_reference()
     for text in ["m = (x > 0) & (x < 2) | ~y ^ z\n", "a = 1 << 2 >> 1 + 3\nb <<= 2\nc &= d\n",
                  "y = k in d\nz = k not in range(3)\nfor a, b in zip(c, d): pass\n",
-                 "y = [i for i in xs if i not in ys]\n", "y = 1 < 2 << 1\n"]:
+                 "y = [i for i in xs if i not in ys]\n", "y = 1 < 2 << 1\n",
+                 "if __name__ == '__main__':\n    main()\n", "y = a != 'b'\n"]:
         _agree(*_both_parse(reference, text))

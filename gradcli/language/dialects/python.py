@@ -96,6 +96,11 @@ def _membership_in_range(lowering, node, values, scope):
     return lowering.membership_in_range(node, values, scope)
 
 
+def _text_comparison(lowering, node, values, scope):
+    """`a == "text"`, `a != "text"` (lower/python_operators.py)."""
+    return lowering.text_comparison(node, values, scope)
+
+
 NAMES = {
     "pow": "power",
     "partial": _partial, "zip": _zip, "list": _sequence, "tuple": _sequence,
@@ -103,7 +108,7 @@ NAMES = {
                                           "invert")},
     "bitwise_not": _bitwise("invert"), "bitwise_left_shift": _bitwise("left_shift"),
     "bitwise_right_shift": _bitwise("right_shift"),
-    "contains": _membership, "contains_in_range": _membership_in_range,
+    "contains": _membership, "contains_in_range": _membership_in_range, "compare_text": _text_comparison,
 }
 
 READINGS = {

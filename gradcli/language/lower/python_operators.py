@@ -98,6 +98,18 @@ class PythonOperators:
         raise self.error(f"'{spelled}' takes truth values (comparisons, masks) or integers, not this value",
                          getattr(value, "pos", None) or arg.pos)
 
+    # ------------------------------------------------------------------ == of strings
+    def text_comparison(self, node: ast.Call, values: list, scope: Scope):
+        """`mode == "relu"`: Python's equality of two strings, known before evaluation. A string
+        compared with a number or an array is refused (NumPy compares elementwise, PyTorch gives
+        one False)."""
+        left, right = values
+        if not isinstance(left, Text) or not isinstance(right, Text):
+            other = node.args[0] if not isinstance(left, Text) else node.args[1]
+            raise self.error(f"'{node.symbol}' of a string and a value that is not one: compare strings with "
+                             "strings", other.pos)
+        return Literal(np.float64((left.value == right.value) == (node.symbol == "==")), node.pos, True)
+
     # ------------------------------------------------------------------ in, not in
     def membership_test(self, node: ast.Call, values: list, scope: Scope):
         """`x in c`: a truth value known before evaluation, or NumPy's `(c == x).any()` of an array c."""
