@@ -149,18 +149,6 @@ class AstBuilder(ast.PythonForms):
                         Pos(op.line, op.column, op.start_pos, value.pos.end), symbol=symbol)
         return self._bind(target.id, target.pos, call)
 
-    def del_stmt(self, items):
-        keyword, target = items
-        targets = target.items if isinstance(target, ast.Tuple) else [target]
-        for t in targets:
-            if not isinstance(t, ast.Name) or "." in t.id:
-                raise _syntax("del takes names (del a, b): an item or an attribute cannot be deleted", t.pos)
-        return ast.Delete([(t.id, t.pos) for t in targets], _pos(keyword))
-
-    def assert_stmt(self, items):
-        keyword, condition, message = items
-        return ast.Assert(condition, message, _pos(keyword))
-
     def while_stmt(self, items):
         keyword, condition, _, body = items
         return ast.While(condition, body, _pos(keyword))
@@ -432,12 +420,6 @@ class AstBuilder(ast.PythonForms):
 
     def none(self, items):
         return ast.NoneLiteral(_pos(items[0]))
-
-    def identity(self, items):
-        left, keyword, negated, right = items
-        symbol = "is not" if negated is not None else "is"
-        return ast.Call(symbol, [left, right], Pos(keyword.line, keyword.column, left.pos.start, right.pos.end),
-                        symbol=symbol)
 
     def ellipsis(self, items):
         return ast.ELLIPSIS

@@ -5,7 +5,7 @@ named functions reach the op table through one path. Every node carries its `Pos
 """
 from __future__ import annotations
 
-from gradcli.errors import Pos
+from gradcli.errors import GradcliError, Pos
 from gradcli.records import NEW, Record
 
 # The nodes are plain classes with slots (gradcli.records), as dataclass(slots=True, eq=False)
@@ -391,9 +391,31 @@ TEXT_COMPARISON = "compare_text"
 MEMBERSHIP, MEMBERSHIP_IN_RANGE = "contains", "contains_in_range"
 
 
+def _token_pos(tok) -> Pos:
+    return Pos(tok.line, tok.column, tok.start_pos, tok.end_pos)
+
+
 class PythonForms:
     """The AST builder's callbacks for the rarer forms of Python (gradcli/language/ast_builder.py
-    holds the rest): membership tests."""
+    holds the rest): `del`, `assert`, `is`, membership tests."""
+
+    def del_stmt(self, items):
+        keyword, target = items
+        targets = target.items if isinstance(target, Tuple) else [target]
+        for t in targets:
+            if not isinstance(t, Name) or "." in t.id:
+                raise GradcliError("del takes names (del a, b): an item or an attribute cannot be deleted", t.pos)
+        return Delete([(t.id, t.pos) for t in targets], _token_pos(keyword))
+
+    def assert_stmt(self, items):
+        keyword, condition, message = items
+        return Assert(condition, message, _token_pos(keyword))
+
+    def identity(self, items):
+        left, keyword, negated, right = items
+        symbol = "is not" if negated is not None else "is"
+        return Call(symbol, [left, right], Pos(keyword.line, keyword.column, left.pos.start, right.pos.end),
+                    symbol=symbol)
 
     def membership(self, items):
         """`x in c`, `x not in c`: known before evaluation (a dict's keys, a tuple's items, a range)."""
