@@ -151,7 +151,9 @@ class AstBuilder(ast.PythonForms):
 
     def while_stmt(self, items):
         keyword, condition, _, body = items
-        return ast.While(condition, body, _pos(keyword))
+        loop = ast.While(condition, body, _pos(keyword))
+        ast.claim_loop_exits(loop)
+        return loop
 
     def comp_for(self, items):
         keyword, target, _, iterable, *rest = items
@@ -289,7 +291,9 @@ class AstBuilder(ast.PythonForms):
     def for_stmt(self, items):
         keyword, target, _, iterable, _, body = items
         names, unpacking = _loop_targets(target.items if isinstance(target, ast.Tuple) else [target])
-        return ast.For(names, iterable, unpacking + body, _pos(keyword))
+        loop = ast.For(names, iterable, unpacking + body, _pos(keyword))
+        ast.claim_loop_exits(loop)
+        return loop
 
     def elif_clause(self, items):
         _, condition, _, body = items

@@ -40,10 +40,6 @@ UNSUPPORTED = {
     "global": "'global' is not needed: functions see the program's names as they stand at the call",
     "nonlocal": "'nonlocal' is not supported: return the new value instead",
     "async": "async code is not supported", "await": "async code is not supported",
-    "break": "break is not supported: gradcli unrolls a loop whole; end it with its condition "
-             "(while COND:) or its count (for i in range(N))",
-    "continue": "continue is not supported: gradcli unrolls a loop whole; put the rest of the body "
-                "under an if",
 }
 
 # How a token is named in a syntax error.

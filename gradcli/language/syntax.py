@@ -411,6 +411,12 @@ class PythonForms:
         keyword, condition, message = items
         return Assert(condition, message, _token_pos(keyword))
 
+    def break_stmt(self, items):
+        return LoopExit("break", _token_pos(items[0]))
+
+    def continue_stmt(self, items):
+        return LoopExit("continue", _token_pos(items[0]))
+
     def identity(self, items):
         left, keyword, negated, right = items
         symbol = "is not" if negated is not None else "is"
@@ -435,3 +441,48 @@ def text_comparison(left, op, right) -> Call:
     Python's equality of strings (lower/python_operators.py)."""
     return Call(TEXT_COMPARISON, [left, right], Pos(op.line, op.column, left.pos.start, right.pos.end),
                 symbol=op.value)
+
+
+class LoopExit(Record):
+    """`break` or `continue`: reached where the ifs around it are chosen before evaluation, it leaves
+    the unrolled loop `loop` (the innermost around it in its function), or the rest of its pass."""
+
+    _fields = ("kind", "pos")  # (not the loop: it holds this statement, and a repr would not end)
+    __slots__ = ("kind", "pos", "loop")
+    kind: str  # "break" or "continue"
+    pos: Pos
+    loop: object  # the For or While statement it leaves; None outside a loop (Python's SyntaxError)
+
+    def __init__(self, kind, pos, loop=None):
+        self.kind = kind
+        self.pos = pos
+        self.loop = loop
+
+
+def claim_loop_exits(loop) -> None:
+    """The loop that each `break`/`continue` of its body leaves (not those of the loops and
+    functions inside it: those leave, or are, their own)."""
+    pending = list(loop.body)
+    while pending:
+        stmt = pending.pop()
+        if isinstance(stmt, LoopExit):
+            if stmt.loop is None:
+                stmt.loop = loop
+        elif isinstance(stmt, If):
+            pending.extend(part for _, body in stmt.branches for part in body)
+            pending.extend(stmt.orelse)
+        elif isinstance(stmt, With):
+            pending.extend(stmt.body)
+
+
+def exits_loop(body: list) -> str | None:
+    """"break" or "continue" where an if's branch `body` leaves a loop (directly or in an if inside it)."""
+    pending = list(body)
+    while pending:
+        stmt = pending.pop()
+        if isinstance(stmt, LoopExit):
+            return stmt.kind
+        if isinstance(stmt, If):
+            pending.extend(part for _, inner in stmt.branches for part in inner)
+            pending.extend(stmt.orelse)
+    return None

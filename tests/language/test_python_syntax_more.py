@@ -187,6 +187,102 @@ def test_a_membership_of_a_value_from_outside_in_an_if_is_data():
                    x=np.array([5.0, 6.0]))
 
 
+# --------------------------------------------------------------------------- break, continue
+def python_loop(x):
+    """The loop the programs below write, run by Python."""
+    s = 0.0
+    for i in range(10):
+        if i == 3:
+            continue
+        if i >= 6:
+            break
+        s = s + x * i
+    return s
+
+
+LOOP_BODY = ("    for i in range(10):\n        if i == 3:\n            continue\n        if i >= 6:\n"
+             "            break\n        s = s + x * i\n")
+
+
+def test_break_and_continue_in_a_for_loop_at_the_top_level_and_in_a_function():
+    top = "x = 2.0\ns = 0.0\n" + LOOP_BODY.replace("\n    ", "\n")[4:] + "y = s"
+    assert value(top).tolist() == python_loop(2.0) == 24.0
+    assert gradient(top, "x").tolist() == python_loop(1.0) == 12.0  # s is linear in x
+    function = "def f(x):\n    s = 0.0\n" + LOOP_BODY.replace("\n    ", "\n        ").replace("    for", "        for", 1)[4:]
+    function += "    return s\ny = f(2.0)"
+    assert value(function).tolist() == 24.0
+
+
+def python_while(x):
+    i, y = 0, x
+    while True:
+        i += 1
+        if i % 2 == 0:
+            continue
+        y = y * x
+        if i > 4:
+            break
+    return y
+
+
+WHILE_BODY = ("i = 0\ny = x\nwhile True:\n    i += 1\n    if i % 2 == 0:\n        continue\n    y = y * x\n"
+              "    if i > 4:\n        break\n")
+
+
+def test_break_and_continue_in_a_while_loop():
+    assert value("x = 2.0\n" + WHILE_BODY + "z = y").tolist() == python_while(2.0) == 16.0
+    assert gradient("x = 2.0\n" + WHILE_BODY + "z = y", "x").tolist() == 4 * 2.0 ** 3  # y = x**4
+    function = "def f(x):\n" + "".join("    " + line + "\n" for line in WHILE_BODY.splitlines()) + "    return y\n"
+    assert value(function + "z = f(2.0)").tolist() == 16.0
+
+
+def test_a_break_leaves_the_innermost_loop():
+    program = ("x = 1.0\ns = 0.0\nfor i in range(4):\n    for j in range(4):\n        if j > i:\n            break\n"
+               "        s = s + x * (10 * i + j)\n    if i == 2:\n        break\ny = s")
+    expected = 0.0
+    for i in range(4):
+        for j in range(4):
+            if j > i:
+                break
+            expected += 10 * i + j
+        if i == 2:
+            break
+    assert value(program).tolist() == expected == 84.0
+    assert gradient(program, "x").tolist() == 84.0
+
+
+def test_a_break_out_of_a_with_block_leaves_it():
+    program = ("x = torch.tensor([1.0, 2.0], requires_grad=True)\nw = torch.tensor([1.0, 1.0])\n"
+               "for i in range(5):\n    with torch.no_grad():\n        if i == 2:\n            break\n"
+               "        w = w * 2\ny = (x * w).sum()\ny.backward()\nprint(x.grad)")
+    # PyTorch 2.13: x.grad is w, tensor([4., 4.]); under a no_grad left open, backward would raise
+    assert outputs(program)["x.grad"].tolist() == [4.0, 4.0]
+
+
+def test_continue_over_a_list_and_break_over_a_list_of_values():
+    program = "def f(x):\n    out = []\n    for i in range(5):\n        if i % 2:\n            continue\n" \
+              "        out.append(x * i)\n    return sum(out)\ny = f(1.5)"
+    assert value(program).tolist() == sum(1.5 * i for i in range(5) if not i % 2)
+
+
+@pytest.mark.parametrize("program,message,line,column", [
+    ("x = np.array([1.0, 2.0])\nfor i in range(3):\n    if x[0] > 0:\n        break\n    x = x * 2\ny = x",
+     "this if around a break depends on the data, which is not known before evaluation: gradcli unrolls a loop, "
+     "and takes a break only where the if around it is known then (constants, counters, values written in the "
+     "program); loop a fixed number of times and choose each step's value with where(condition, a, b)", 3, 13),
+    ("x = np.array([1.0, 2.0])\nfor i in range(3):\n    if x[0] > 0:\n        continue\n    x = x * 2\ny = x",
+     "this if around a continue depends on the data, which is not known before evaluation: gradcli unrolls a "
+     "loop, and takes a continue only where the if around it is known then (constants, counters, values written "
+     "in the program); loop a fixed number of times and choose each step's value with where(condition, a, b)",
+     3, 13),
+    ("x = 1.0\nbreak", "'break' outside a loop (in a function, the loop must be in that function too)", 2, 1),
+    ("def f(x):\n    continue\n    return x\ny = f(1.0)", "'continue' outside a loop (in a function, the loop "
+     "must be in that function too)", 2, 5),
+])
+def test_loop_exit_refusals(program, message, line, column):
+    assert_refused(program, message, line, column, x=np.array([1.0, 2.0]))
+
+
 # --------------------------------------------------------------------------- __name__, strings compared
 def test_a_script_ends_with_its_main_guard():
     program = ("def f(x):\n    return x * 2\ndef main():\n    print(f(2.0))\n"
@@ -212,5 +308,6 @@ def test_the_parser_builds_what_larks_parser_builds_for_the_new_forms():
     for text in ["m = (x > 0) & (x < 2) | ~y ^ z\n", "a = 1 << 2 >> 1 + 3\nb <<= 2\nc &= d\n",
                  "y = k in d\nz = k not in range(3)\nfor a, b in zip(c, d): pass\n",
                  "y = [i for i in xs if i not in ys]\n", "y = 1 < 2 << 1\n",
-                 "if __name__ == '__main__':\n    main()\n", "y = a != 'b'\n"]:
+                 "if __name__ == '__main__':\n    main()\n", "y = a != 'b'\n",
+                 "for i in x:\n    if i:\n        break\n    else:\n        continue\n"]:
         _agree(*_both_parse(reference, text))
