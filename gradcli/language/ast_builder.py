@@ -67,6 +67,7 @@ class AstBuilder(ast.PythonForms):
     RETURNING_ITEMS = frozenset({"params", "arguments", "subscripts", "lambda_params"})
 
     def start(self, items):
+        self.spread_pending = False
         module = ast.Module(_statements(items))
         _refuse_values_of_returnless(module)
         return module
@@ -84,6 +85,8 @@ class AstBuilder(ast.PythonForms):
         return self._target(targets[0], value)
 
     def _target(self, target, value):
+        if type(target) is ast.Call and (starred := ast.star_target(target, value)) is not None:
+            target, value = starred  # `a, *rest = t`: (a, rest) = the tuple (t[0], t[1:])
         if isinstance(target, ast.Name) and "." in target.id:  # `self.w = w` (a dotted name is one token)
             base, _, attribute = target.id.rpartition(".")
             return ast.SetAttribute(ast.Name(base, target.pos), attribute, value, target.pos)
@@ -245,17 +248,8 @@ class AstBuilder(ast.PythonForms):
             returns = [len(body) - 1]
         if returns and returns[0] != len(body) - 1:
             raise _syntax("'return' must be the last statement of a function body", body[returns[0]].pos)
-        seen = set()
-        defaults = {}
-        for pname, ppos, default in params or []:
-            if pname in seen:
-                raise _syntax(f"duplicate parameter '{pname}' in the definition of '{name}'", ppos)
-            seen.add(pname)
-            if default is not None:
-                defaults[pname] = default
-            elif defaults:
-                raise _syntax(f"parameter '{pname}' without a default follows one with a default", ppos)
-        return ast.FuncDef(name, [(p, pos) for p, pos, _ in params or []], body, _pos(name_token), defaults)
+        names, defaults, variadic = ast.function_parameters(name, params)
+        return ast.FuncDef(name, names, body, _pos(name_token), defaults, variadic=variadic)
 
     def classdef(self, items):
         keyword, name, _, bases, _, _, body = items
@@ -324,7 +318,8 @@ class AstBuilder(ast.PythonForms):
             lpar, rpar = items
             return ast.Tuple([], _pos(lpar, lpar.start_pos, rpar.end_pos))
         first, last = items[0], items[-1]
-        return ast.Tuple(list(items), Pos(first.pos.line, first.pos.column, first.pos.start, last.pos.end))
+        pos = Pos(first.pos.line, first.pos.column, first.pos.start, last.pos.end)
+        return self.spread_pending and ast.spread_display("tuple", items, pos) or ast.Tuple(list(items), pos)
 
     def conditional(self, items):
         # `a if c else b` reads as where(c, a, b): both sides are computed (TensorFlow's
@@ -375,6 +370,8 @@ class AstBuilder(ast.PythonForms):
 
     def call(self, items):
         target, lpar, arguments, rpar = items
+        if self.spread_pending and any(type(a) is ast.Call and a.func == ast.STARRED for a in arguments or ()):
+            return ast.spread_call(target, arguments, rpar.end_pos)  # `f(*xs, **kw)`
         if type(target) is ast.Name and arguments and len(arguments) == 1 and type(arguments[0]) is not ast.Keyword:
             # the common call, `f(x)`: what the general way below makes, made at once
             pos = target.pos
@@ -442,7 +439,8 @@ class AstBuilder(ast.PythonForms):
 
     def array(self, items):
         lsqb, *elements, rsqb = items
-        return ast.Array([e for e in elements if e is not None], _pos(lsqb, lsqb.start_pos, rsqb.end_pos))
+        elements, pos = [e for e in elements if e is not None], _pos(lsqb, lsqb.start_pos, rsqb.end_pos)
+        return self.spread_pending and ast.spread_display("list", elements, pos) or ast.Array(elements, pos)
 
 
 

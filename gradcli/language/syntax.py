@@ -208,20 +208,25 @@ class Return(Record):
 
 
 class FuncDef(Record):
-    __slots__ = _fields = ("name", "params", "body", "pos", "defaults", "decorators")
+    __slots__ = _fields = ("name", "params", "body", "pos", "defaults", "decorators", "variadic")
     name: str
     params: list[tuple[str, Pos]]
     body: list  # Assign | Unpack | ExprStmt | FuncDef | Import, ending in a Return
     pos: Pos  # of the function's name
     defaults: dict  # parameter name -> default value (a Node)
+    # `def f(a, *args, b=1, **kwargs)`: (the number of positional parameters, the name of `*`'s
+    # tuple or None, the name of `**`'s dict or None); those names are parameters too, bound at
+    # each call (lower/python_operators.py); None for a function without them
+    variadic: tuple | None
 
-    def __init__(self, name, params, body, pos, defaults=NEW, decorators=NEW):
+    def __init__(self, name, params, body, pos, defaults=NEW, decorators=NEW, variadic=None):
         self.name = name
         self.params = params
         self.body = body
         self.pos = pos
         self.defaults = {} if defaults is NEW else defaults
         self.decorators = [] if decorators is NEW else decorators  # the `@...` expressions, outermost first
+        self.variadic = variadic
 
 
 class Module(Record):
@@ -384,6 +389,9 @@ class Comprehension(Node):
     pos: Pos
 
 
+# The names of the calls that spread `*x` and `**x` (lower/python_operators.py): `*x` where nothing
+# spreads it; a call with them; a tuple or list display with them; `a, *rest = t`'s right side
+STARRED, SPREAD_CALL, SPREAD_DISPLAY, STAR_TARGET = "<starred>", "<spread call>", "<spread display>", "<star target>"
 # The name of the call `a == "text"` (or `!=`) is read as: Python's comparison of strings
 TEXT_COMPARISON = "compare_text"
 # The name of the call `x in c` is read as (lower/python_operators.py); `x in range(...)` calls
@@ -410,6 +418,26 @@ class PythonForms:
     def assert_stmt(self, items):
         keyword, condition, message = items
         return Assert(condition, message, _token_pos(keyword))
+
+    spread_pending = False  # a `*x` or `**x` was built, and the call, display or target that holds it may not be
+
+    def starred(self, items):
+        """`*x` (or, among a call's arguments, `**x`): spread by what holds it (spread_call,
+        spread_display, star_target); anywhere else Python's SyntaxError."""
+        op, value = items
+        if op.value not in ("*", "**"):
+            raise GradcliError(f"unexpected '{op.value}'", _token_pos(op))
+        self.spread_pending = True
+        return Call(STARRED, [value], Pos(op.line, op.column, op.start_pos, value.pos.end), symbol=op.value)
+
+    def star_param(self, items):
+        """`*args`, `**kwargs`, a bare `*` (the parameters after it are given by name): (name or None,
+        its place, the kind) as `param` gives (name, place, default)."""
+        op, name = items[0], items[1] if len(items) > 1 else None
+        if op.value not in ("*", "**"):
+            raise GradcliError(f"unexpected '{op.value}' in a function's parameters", _token_pos(op))
+        return (name.value if name is not None else None, _token_pos(name if name is not None else op),
+                VariadicParameter(op.value))
 
     def break_stmt(self, items):
         return LoopExit("break", _token_pos(items[0]))
@@ -486,3 +514,109 @@ def exits_loop(body: list) -> str | None:
             pending.extend(part for _, inner in stmt.branches for part in inner)
             pending.extend(stmt.orelse)
     return None
+
+
+class VariadicParameter:
+    """`*` or `**` of a parameter (the place of its default in what `param` gives)."""
+
+    __slots__ = ("kind",)
+
+    def __init__(self, kind: str):
+        self.kind = kind
+
+
+def function_parameters(name: str, params: list) -> tuple[list, dict, tuple | None]:
+    """(the parameters [(name, place)], their defaults, FuncDef.variadic) from what the
+    `param`s of `def name(...)` or a lambda give; Python's SyntaxErrors of their order."""
+    seen, defaults, names = set(), {}, []
+    positional, star, double, bare = None, None, None, None
+    for pname, ppos, default in params or []:
+        if double is not None:
+            raise GradcliError(f"no parameter may follow **{double}", ppos)
+        variadic = isinstance(default, VariadicParameter)
+        if variadic and default.kind == "*":
+            if positional is not None:
+                raise GradcliError("* may appear only once in a function's parameters", ppos)
+            positional, star, bare = len(names), pname, (ppos if pname is None else None)
+        elif variadic:
+            double = pname
+        if pname is None:
+            continue
+        if pname in seen:
+            raise GradcliError(f"duplicate parameter '{pname}' in the definition of '{name}'", ppos)
+        seen.add(pname)
+        names.append((pname, ppos))
+        if not variadic and default is not None:
+            defaults[pname] = default
+        elif not variadic and defaults and positional is None:
+            raise GradcliError(f"parameter '{pname}' without a default follows one with a default", ppos)
+    if positional is None and double is None:
+        return names, defaults, None
+    if bare is not None and len(names) == positional + (double is not None):
+        raise GradcliError("named arguments must follow bare * (Python's SyntaxError)", bare)
+    if positional is None:
+        positional = len(names) - (double is not None)
+    return names, defaults, (positional, star, double)
+
+
+def spread_call(target, arguments: list, end: int):
+    """`f(a, *xs, k=v, **d)`: the call `<spread call>` of (what it calls, as text: "name:KINDS:f",
+    "method:KINDS:f" with the receiver first, "value:KINDS:" with the function value first; KINDS
+    one letter per argument after the text: p positional, * spread, d a dict spread by name, c the
+    function value), then those arguments; its keywords are the plain ones."""
+    kinds, args, keywords = [], [], []
+    if isinstance(target, Attribute):  # `(a + b).sum(*axes)`: a method of the value
+        callee, name = "method", target.name
+        kinds.append("p")
+        args.append(target.target)
+    elif isinstance(target, Name):
+        callee, name = "name", target.id
+    else:  # `grad(f)(*xs)`
+        callee, name = "value", ""
+        kinds.append("c")
+        args.append(target)
+    for arg in arguments:
+        if isinstance(arg, Keyword):
+            keywords.append(arg)
+        elif type(arg) is Call and arg.func == STARRED:
+            kinds.append("*" if arg.symbol == "*" else "d")
+            args.append(arg.args[0])
+        elif keywords:
+            raise GradcliError("a positional argument follows a keyword argument", arg.pos)
+        else:
+            kinds.append("p")
+            args.append(arg)
+    pos = Pos(target.pos.line, target.pos.column, target.pos.start, end)
+    spec = Str(f"{callee}:{''.join(kinds)}:{name}", pos)
+    return Call(SPREAD_CALL, [spec] + args, pos, keywords, symbol="*")
+
+
+def spread_display(kind: str, items: list, pos: Pos):
+    """`(*a, b)`, `[*a, b]` (kind "tuple" or "list"): the call `<spread display>` of (the letters
+    of its items, p an item, * spread), then the items; or None where no item is spread."""
+    if not any(type(item) is Call and item.func == STARRED for item in items):
+        return None
+    kinds, args = [], []
+    for item in items:
+        starred = type(item) is Call and item.func == STARRED
+        if starred and item.symbol != "*":
+            raise GradcliError("** spreads a dict among a call's arguments only", item.pos)
+        kinds.append("*" if starred else "p")
+        args.append(item.args[0] if starred else item)
+    return Call(SPREAD_DISPLAY, [Str("".join(kinds), pos)] + args, pos, symbol="*")
+
+
+def star_target(target, value):
+    """`a, *rest, z = value`: the names, and the value as the tuple (a, rest, z) they unpack
+    (`<star target>` of "BEFORE:AFTER" and the value); None where `target` spreads nothing."""
+    if not (type(target) is Call and target.func == SPREAD_DISPLAY):
+        return None
+    kinds, items = target.args[0].value, target.args[1:]
+    if kinds.count("*") != 1:
+        raise GradcliError("multiple starred names in an assignment (Python's SyntaxError)", target.pos)
+    for item in items:
+        if not isinstance(item, Name) or "." in item.id:
+            raise GradcliError("a starred assignment unpacks into names (a, *rest = t)", item.pos)
+    before = kinds.index("*")
+    spec = Str(f"{before}:{len(kinds) - before - 1}", target.pos)
+    return Tuple(list(items), target.pos), Call(STAR_TARGET, [spec, value], value.pos, symbol="*")

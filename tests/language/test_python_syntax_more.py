@@ -187,6 +187,67 @@ def test_a_membership_of_a_value_from_outside_in_an_if_is_data():
                    x=np.array([5.0, 6.0]))
 
 
+# --------------------------------------------------------------------------- *args, **kwargs
+def test_a_function_of_args_and_kwargs():
+    program = ("def f(*args, **kwargs):\n    s = 0.0\n    for a in args:\n        s = s + a\n"
+               "    return s * kwargs['scale']\ny = f(1.0, 2.0, 3.0, scale=2.0)")
+    assert value(program).tolist() == (1.0 + 2.0 + 3.0) * 2.0
+    program = ("def f(a, *rest, b=1.0, **kw):\n    return a + len(rest) * b + sum(rest)\n"
+               "y = f(1.0, 2.0, 3.0, b=10.0)\nz = f(1.0)\n(y, z)")
+    assert value(program).tolist() == [1.0 + 2 * 10.0 + 5.0, 1.0]
+    assert value("g = lambda *a: a[0] * a[1]\ny = g(2.0, 3.0)").tolist() == 6.0
+
+
+def test_calls_spread_tuples_dicts_and_an_arrays_rows():
+    program = ("def f(x, y, scale=1.0):\n    return (x - y) * scale\nxs = (3.0, 1.0)\nparams = {'scale': 2.0}\n"
+               "y = f(*xs, **params)")
+    assert value(program).tolist() == (3.0 - 1.0) * 2.0
+    program = "x = np.array([1.0, 2.0, 3.0])\ndef f(*cols):\n    return cols[0] * cols[1] + cols[2]\ny = f(*x)"
+    assert value(program).tolist() == 1.0 * 2.0 + 3.0
+    assert gradient(program, "x").tolist() == [2.0, 1.0, 1.0]  # d(x0 x1 + x2) = (x1, x0, 1)
+    program = ("class M:\n    def __init__(self, w):\n        self.w = w\n    def forward(self, *xs):\n"
+               "        return self.w * sum(xs)\nm = M(2.0)\nxs = (1.0, 2.0)\ny = m.forward(*xs)")
+    assert value(program).tolist() == 6.0
+
+
+def test_jax_grad_of_a_call_with_spread_arguments():
+    program = ("import jax\nimport jax.numpy as jnp\ndef loss(w, b, x):\n    return jnp.sum((w * x + b) ** 2)\n"
+               "args = (jnp.array([1.0, 2.0]), 0.5, jnp.array([3.0, 4.0]))\ng = jax.grad(loss)(*args)")
+    w, b, x = np.array([1.0, 2.0]), 0.5, np.array([3.0, 4.0])
+    assert value(program).tolist() == (2 * (w * x + b) * x).tolist() == [21.0, 68.0]
+
+
+def test_displays_and_assignments_spread():
+    program = ("a = [np.array([1.0, 2.0]), np.array([3.0, 4.0])]\nb = np.array([5.0, 6.0])\n"
+               "y = np.stack([*a, b])")
+    assert value(program).tolist() == [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]
+    program = ("t = (1.0, 2.0, 3.0, 4.0)\na, *rest = t\nfirst, *_ = t\n*init, last = t\n"
+               "y = (a, sum(rest), first, last, len(init), len((*rest, a)))")
+    a, *rest = t = (1.0, 2.0, 3.0, 4.0)
+    first, *_ = t
+    *init, last = t
+    assert value(program).tolist() == [a, sum(rest), first, last, len(init), len((*rest, a))]
+
+
+@pytest.mark.parametrize("program,message,line,column", [
+    ("x = 1.0\ny = max(*x)", "the value after * must be a tuple, a list, a dict or an array (Python's TypeError: "
+     "it is not iterable)", 2, 10),
+    ("def f(a, b):\n    return a - b\ny = f(**{'a': 1.0, 'c': 2.0})", "f() has no parameter 'c'", 3, 9),
+    ("def f(a, *, b):\n    return a - b\ny = f(1.0, 2.0)", "f() takes 1 positional argument, got 2", 3, 5),
+    ("a, *b, *c = (1, 2, 3)", "multiple starred names in an assignment (Python's SyntaxError)", 1, 1),
+    ("a, *b, c = (1.0,)", "not enough values to unpack (expected at least 2, got 1)", 1, 13),
+    ("def f(a, b):\n    return a\nd = {'b': 1.0}\ny = f(1.0, b=2.0, **d)",
+     "f() got multiple values for the argument 'b'", 4, 21),
+    ("def f(*a, *b):\n    return a", "* may appear only once in a function's parameters", 1, 12),
+    ("def f(a, *):\n    return a", "named arguments must follow bare * (Python's SyntaxError)", 1, 10),
+    ("def f(**kw, a):\n    return a", "no parameter may follow **kw", 1, 13),
+    ("def f(x):\n    return x\nd = (1.0,)\ny = f(**d)", "the argument after ** must be a dict (its keys strings "
+     "written in the program)", 4, 9),
+])
+def test_spread_refusals(program, message, line, column):
+    assert_refused(program, message, line, column)
+
+
 # --------------------------------------------------------------------------- break, continue
 def python_loop(x):
     """The loop the programs below write, run by Python."""
@@ -309,5 +370,8 @@ def test_the_parser_builds_what_larks_parser_builds_for_the_new_forms():
                  "y = k in d\nz = k not in range(3)\nfor a, b in zip(c, d): pass\n",
                  "y = [i for i in xs if i not in ys]\n", "y = 1 < 2 << 1\n",
                  "if __name__ == '__main__':\n    main()\n", "y = a != 'b'\n",
-                 "for i in x:\n    if i:\n        break\n    else:\n        continue\n"]:
+                 "for i in x:\n    if i:\n        break\n    else:\n        continue\n",
+                 "def f(a, *args, b=1, **kw): return g(*args, a, *[b], **kw, c=2)\n", "a, *b = c\n",
+                 "g = lambda *a, **k: a\n", "y = (*a, b)\nz = [*a]\n", "@jax.jit\ndef f(x): return x\n",
+                 "def f(*, a): return a\n"]:
         _agree(*_both_parse(reference, text))

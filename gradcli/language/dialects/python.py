@@ -101,6 +101,19 @@ def _text_comparison(lowering, node, values, scope):
     return lowering.text_comparison(node, values, scope)
 
 
+def _spreading(method: str, calls_functions: bool = False):
+    """`f(*xs, **d)`, `[*a, b]`, `a, *rest = t`, `*x` elsewhere (lower/python_operators.py)."""
+    if calls_functions:
+        def lowered(lowering, node, values, scope, work):
+            return getattr(lowering, method)(node, values, scope, work)
+        lowered.calls_functions = True
+        return lowered
+
+    def lowered_here(lowering, node, values, scope):
+        return getattr(lowering, method)(node, values, scope)
+    return lowered_here
+
+
 NAMES = {
     "pow": "power",
     "partial": _partial, "zip": _zip, "list": _sequence, "tuple": _sequence,
@@ -109,6 +122,9 @@ NAMES = {
     "bitwise_not": _bitwise("invert"), "bitwise_left_shift": _bitwise("left_shift"),
     "bitwise_right_shift": _bitwise("right_shift"),
     "contains": _membership, "contains_in_range": _membership_in_range, "compare_text": _text_comparison,
+    # (the names of syntax.py's calls for `*` and `**`: no program can spell them)
+    "<spread call>": _spreading("spread_call", calls_functions=True), "<spread display>": _spreading("spread_display"),
+    "<star target>": _spreading("star_target"), "<starred>": _spreading("starred_alone"),
 }
 
 READINGS = {

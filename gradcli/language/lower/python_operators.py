@@ -1,10 +1,13 @@
-"""Python's bitwise operators and membership tests, as pasted NumPy / PyTorch / JAX code uses them.
+"""Python's bitwise operators, membership tests, string comparisons and `*args` / `**kwargs`, as
+pasted NumPy / PyTorch / JAX code uses them.
 
 `&`, `|`, `^`, `~` of truth values (comparisons, masks, True/False) are NumPy's logical_and,
 logical_or, logical_xor and logical_not (no gradient); of integers known before evaluation they
 give Python's bitwise result, as do `<<` and `>>`; of floats they are refused, as NumPy and
 PyTorch refuse them. `x in c` / `x not in c` is known before evaluation: a dict's keys, a tuple's
 or a list's items, a string's text, a range; of an array, NumPy's `(arr == x).any()`.
+`f(*xs, **d)`, `[*a, b]` and `a, *rest = t` spread values known as tuples, lists, an array's rows
+or a dict's items; `def f(*args, **kwargs)` binds the arguments left over to a tuple and a dict.
 The python dialect (gradcli/language/dialects/python.py) maps the operators' spellings here.
 """
 from __future__ import annotations
@@ -201,3 +204,109 @@ def _integer_written(lowering, node) -> bool:
         elif not written_integer(lowering, n):
             return False
     return False
+
+
+class PythonArguments:
+    """Part of the lowering (gradcli.language.lower): `*` and `**` in calls, displays, targets and
+    definitions (their AST: syntax.spread_call, spread_display, star_target, function_parameters)."""
+
+    def spread_call(self, node: ast.Call, values: list, scope: Scope, work: list):
+        """`f(a, *xs, k=v, **d)`: f called with xs's items after a, and d's items by name."""
+        callee_kind, kinds, name = values[0].value.split(":", 2)
+        args, arg_values, keywords, keyword_values = [], [], [], []
+        callee = None
+        for kind, arg, value in zip(kinds, node.args[1:], values[1:len(node.args)]):
+            if kind == "c":
+                callee = value
+            elif kind == "p":
+                args.append(arg)
+                arg_values.append(value)
+            elif kind == "*":
+                items = self.spread_items(value, arg, scope)
+                args += [ast.Name("_", arg.pos)] * len(items)
+                arg_values += items
+            else:  # "d": `**d`
+                if not isinstance(value, DictValue):
+                    raise self.error("the argument after ** must be a dict (its keys strings written in the program)",
+                                     arg.pos)
+                keywords += [ast.Keyword(key, ast.Name("_", arg.pos), arg.pos) for key in value.keys]
+                keyword_values += list(value.items)
+        keywords, keyword_values = list(node.keywords) + keywords, values[len(node.args):] + keyword_values
+        names = [kw.name for kw in keywords]
+        for k, kw in enumerate(keywords):
+            if kw.name in names[:k]:
+                raise self.error(f"{name or 'the function'}() got multiple values for the argument '{kw.name}'",
+                                 kw.pos)
+        call = ast.Call(name or "<function>", args, node.pos, keywords, method=callee_kind == "method")
+        if callee_kind == "value":
+            return self.apply_function(callee, call, arg_values + keyword_values, scope, work)
+        if callee_kind == "name" and "." in name:  # `self.forward(*xs)`, `obj.f(**d)`: a method of a value
+            method = self.as_method(ast.Call(name, [], node.pos), scope)
+            if method.method:
+                call = ast.Call(method.func, method.args + args, node.pos, keywords, method=True)
+                arg_values.insert(0, self.lower(method.args[0], scope))
+        return self.call(call, arg_values + keyword_values, scope, work)
+
+    def spread_items(self, value, arg, scope: Scope) -> list:
+        """The items `*value` spreads: a tuple's or a list's, a dict's keys, an array's rows."""
+        if isinstance(value, Text) or (isinstance(value, Literal) and value.value.ndim == 0) or (
+                type(value) is int and self.graph.shapes[value] == ()):
+            raise self.error("the value after * must be a tuple, a list, a dict or an array (Python's TypeError: "
+                             "it is not iterable)", arg.pos)
+        return self.items_of(value, arg.pos, scope)
+
+    def spread_display(self, node: ast.Call, values: list, scope: Scope):
+        """`(*a, b)`, `[*a, b]`: the tuple (a list is one too) of a's items, then b."""
+        items = []
+        for kind, arg, value in zip(values[0].value, node.args[1:], values[1:]):
+            items += self.spread_items(value, arg, scope) if kind == "*" else [value]
+        return TupleValue(items, node.pos)
+
+    def star_target(self, node: ast.Call, values: list, scope: Scope):
+        """`a, *rest, z = t`: the tuple (t[0], t[1:-1] as a tuple, t[-1]) that (a, rest, z) unpack."""
+        before, after = (int(n) for n in values[0].value.split(":"))
+        items = self.spread_items(values[1], node.args[1], scope)
+        if len(items) < before + after:
+            raise self.error(f"not enough values to unpack (expected at least {before + after}, got {len(items)})",
+                             node.pos)
+        rest = TupleValue(items[before:len(items) - after], node.pos)
+        return TupleValue(items[:before] + [rest] + items[len(items) - after:], node.pos)
+
+    def starred_alone(self, node: ast.Call, values: list, scope: Scope):
+        raise self.error(f"{node.symbol}{'x' if node.symbol == '*' else 'd'} spreads its items in a call's arguments, "
+                         "a tuple or a list, or a starred assignment (a, *rest = t) only (Python's SyntaxError: can't "
+                         "use starred expression here)", node.pos)
+
+    def call_user(self, fn: ast.FuncDef, node: ast.Call, values: list, scope: Scope, work: list, defined_in):
+        """A call of the program's function (interpret.py's), `def f(*args, **kwargs)` first given
+        its arguments left over as a tuple and a dict (this class stands before the interpreter's)."""
+        if fn.variadic is not None:
+            node, values = self.variadic_arguments(fn, node, values)
+        return super().call_user(fn, node, values, scope, work, defined_in)
+
+    def variadic_arguments(self, fn: ast.FuncDef, node: ast.Call, values: list) -> tuple[ast.Call, list]:
+        """The call of `def f(a, *args, b=1, **kwargs)` with the arguments past f's positional
+        parameters given as the tuple `args`, and the keywords that name no parameter as the dict
+        `kwargs` (each given by name: the call then binds as any other)."""
+        positional, star, double = fn.variadic
+        count = len(node.args)
+        if star is None and count > positional:
+            raise self.error(f"{fn.name}() takes {positional} positional argument{'s' * (positional != 1)}, got "
+                             f"{count}", node.pos)
+        args, arg_values = node.args[:positional], values[:min(count, positional)]
+        named = {p for p, _ in fn.params} - {star, double}
+        keywords, keyword_values, extra, extra_values = [], [], [], []
+        for kw, value in zip(node.keywords, values[count:]):
+            if kw.name in named or double is None:
+                keywords.append(kw)
+                keyword_values.append(value)
+            else:
+                extra.append(kw.name)
+                extra_values.append(value)
+        if star is not None:
+            keywords.append(ast.Keyword(star, ast.Name("_", node.pos), node.pos))
+            keyword_values.append(TupleValue(values[positional:count] if count > positional else [], node.pos))
+        if double is not None:
+            keywords.append(ast.Keyword(double, ast.Name("_", node.pos), node.pos))
+            keyword_values.append(DictValue(extra, extra_values, node.pos))
+        return ast.Call(node.func, args, node.pos, keywords, node.symbol, node.method), arg_values + keyword_values

@@ -280,8 +280,11 @@ class Statements(LoopExits):
         """A pasted function with no call: call it with its parameters bound to the inputs
         of the same names (a parameter with a default keeps it unless --set gives it); the
         result is named after the function."""
-        args = [ast.Name(p, pos) for p, pos in fn.params if p not in fn.defaults]
-        given = [ast.Keyword(p, ast.Name(p, pos), pos) for p, pos in fn.params if p in fn.defaults and p in self.feeds]
+        positional, *spread = fn.variadic or (len(fn.params), None, None)  # (`*args`, `**kwargs`: left empty)
+        params = [(p, pos) for p, pos in fn.params if p not in spread]
+        args = [ast.Name(p, pos) for p, pos in params[:positional] if p not in fn.defaults]
+        given = [ast.Keyword(p, ast.Name(p, pos), pos) for k, (p, pos) in enumerate(params)
+                 if p in fn.defaults and p in self.feeds or k >= positional and p not in fn.defaults]
         return ast.Assign(fn.name, ast.Call(fn.name, args, fn.pos, given), fn.pos)
 
     def implicit_calls(self, statements: list) -> list:
