@@ -74,6 +74,18 @@ def test_masks_known_before_evaluation_index_and_fold():
     assert value("y = (1 < 2) ^ (3 < 4)").tolist() == 0.0
 
 
+def test_a_mask_written_with_true_and_false_combines_with_comparisons():
+    program = ("x = torch.tensor([-1.0, 0.5, 2.0, 3.0], requires_grad=True)\nm = torch.tensor([True, False, True, True])\n"
+               "valid = m & (x < 2.5)\nloss = (x[valid] ** 2).sum()\nloss.backward()\nprint(x.grad)")
+    x, m = np.array([-1.0, 0.5, 2.0, 3.0]), np.array([True, False, True, True])
+    assert outputs(program)["x.grad"].tolist() == np.where(m & (x < 2.5), 2 * x, 0.0).tolist()  # d sum(x[v]**2)
+    program = ("x = np.array([-1.0, 0.5, 2.0, 3.0])\nm = np.array([True, False, True, True])\n"
+               "np.sum(np.where(~m | (x > 2), x, 0.0))")
+    assert float(value(program)) == float(np.sum(np.where(~m | (x > 2), x, 0.0)))
+    given = np.array([False, False, True, False])
+    assert float(value(program, m=given.astype(float))) == float(np.sum(np.where(~given | (x > 2), x, 0.0)))
+
+
 def test_a_mask_from_outside_is_computed_in_the_graph():
     program = "x = np.array([0.0, 0.0, 0.0])\nnp.sum(np.where((x > 0) & (x < 2), x, 0.0))"
     assert float(value(program, x=X[:3])) == float(np.sum(np.where((X[:3] > 0) & (X[:3] < 2), X[:3], 0.0)))

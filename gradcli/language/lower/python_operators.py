@@ -17,7 +17,7 @@ import operator
 import numpy as np
 
 from gradcli.language import syntax as ast
-from gradcli.language.lower.integers import _assigned_before, written_integer
+from gradcli.language.lower.integers import CONSTRUCTORS, _assigned_before, written_integer
 from gradcli.language.lower.transforms import DictValue
 from gradcli.language.lower.values import Literal, Scope, Text, TupleValue
 from gradcli.ops import OPS
@@ -54,7 +54,9 @@ class PythonOperators:
                 truths = [v.value != 0 for v in values]
                 return Literal(np.asarray(_PYTHON_BITWISE[name](*truths) if name != "invert" else ~truths[0],
                                           dtype=np.float64), node.pos, True)
-            return self.call_builtin(OPS[_LOGICAL[name]], node, values, scope)
+            op = OPS[_LOGICAL[name]]  # (the operands' truth is read here: no check_truth_values)
+            return self.emit(op, tuple(self.materialize(v, scope, node.pos) for v in values), dict(op.defaults),
+                             node.pos, spelled, scope)
         known = [self.known_literal(v) if type(v) is int else v for v in values]
         for value, arg in zip(known, node.args):
             if value is None:
@@ -85,6 +87,8 @@ class PythonOperators:
         """"boolean" (a truth value: a comparison's, a mask, True/False) or "integer" (written as
         one, or a number that Python's loops and len() give); a float is refused as NumPy refuses it."""
         if isinstance(value, Literal) and value.boolean or type(value) is int and self.graph.equations[value].op.boolean:
+            return "boolean"
+        if type(value) is int and _boolean_written(self, arg):  # `m = torch.tensor([True, False])`: an input
             return "boolean"
         if isinstance(value, Literal) and value.value.ndim == 0 and float(value.value).is_integer() and not (
                 isinstance(arg, ast.Number) and not written_integer(self, arg)):
@@ -182,6 +186,33 @@ class PythonOperators:
             raise self.error("range() arg 3 must not be zero (Python's ValueError)", node.args[3].pos)
         found = number.is_integer() and int(number) in range(*bounds)
         return Literal(np.float64(found != (node.symbol == "not in")), node.pos, True)
+
+
+def _boolean_written(lowering, node) -> bool:
+    """Whether the program writes `node` as booleans: True/False items (`m = np.array([True, False])`,
+    `torch.tensor(...)` of them), through the top level's names."""
+    pending, seen = [node], set()
+    for _ in range(_STEPS):
+        if not pending:
+            return True
+        n = pending.pop()
+        if isinstance(n, ast.Number):
+            if not n.boolean:
+                return False
+        elif isinstance(n, (ast.Array, ast.Tuple)) and n.items:
+            pending.extend(n.items)
+        elif isinstance(n, ast.Call) and not n.method and n.args and not n.keywords and \
+                n.func.rpartition(".")[2] in CONSTRUCTORS - {"arange"}:
+            pending.append(n.args[0])
+        elif isinstance(n, ast.Name) and (n.id, n.pos.start) not in seen:
+            seen.add((n.id, n.pos.start))
+            assigned = _assigned_before(lowering.module, n)
+            if assigned is None:
+                return False
+            pending.append(assigned)
+        else:
+            return False
+    return False
 
 
 def _integer_written(lowering, node) -> bool:
