@@ -244,6 +244,9 @@ class PythonArguments:
     def spread_call(self, node: ast.Call, values: list, scope: Scope, work: list):
         """`f(a, *xs, k=v, **d)`: f called with xs's items after a, and d's items by name."""
         callee_kind, kinds, name = values[0].value.split(":", 2)
+        if callee_kind == "name" and name == "print":
+            raise self.error("print(*xs) spreads values a print would key by their text: print the tuple, "
+                             "print(xs)", node.pos)
         args, arg_values, keywords, keyword_values = [], [], [], []
         callee = None
         for kind, arg, value in zip(kinds, node.args[1:], values[1:len(node.args)]):
