@@ -358,8 +358,6 @@ class AstBuilder(ast.PythonForms):
 
     def binary(self, items):
         left, op, right = items
-        if (type(left) is ast.Str or type(right) is ast.Str) and op.value in ("==", "!="):
-            return ast.text_comparison(left, op, right)
         return ast.Call(_BINARY_CALLS[op.value], [left, right],
                         Pos(op.line, op.column, left.pos.start, right.pos.end), symbol=op.value)
 

@@ -439,6 +439,13 @@ class PythonForms:
         return (name.value if name is not None else None, _token_pos(name if name is not None else op),
                 VariadicParameter(op.value))
 
+    def comparison(self, items):
+        """`a < b`; `mode == "relu"` with a string written in the program compares strings."""
+        left, op, right = items
+        if (type(left) is Str or type(right) is Str) and op.value in ("==", "!="):
+            return text_comparison(left, op, right)
+        return self.binary(items)
+
     def break_stmt(self, items):
         return LoopExit("break", _token_pos(items[0]))
 
