@@ -173,6 +173,12 @@ def test_in_numbers_ranges_and_strings():
                                        "ab" in "xaby", 2.5 in (1, 2.5), -3 in range(0, -6, -1)]
 
 
+def test_in_a_list_of_tensors_tests_identity_first():
+    program = ("w = torch.tensor([1.0, 2.0], requires_grad=True)\nb = torch.tensor([0.5], requires_grad=True)\n"
+               "params = [w, b]\nloss = (w * 2).sum()\nif w in params:\n    loss = loss * 3\nloss")
+    assert float(value(program)) == (1.0 + 2.0) * 2 * 3  # PyTorch: `w in [w, b]` is True (w is w)
+
+
 def test_in_an_array_is_numpys_any_of_equal():
     arr = np.array([1.0, 2.0, 3.0])
     program = f"arr = {array(arr)}\nb = 2.0 in arr\nc = 5.0 not in arr\n(b, c)"

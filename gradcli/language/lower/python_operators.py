@@ -157,7 +157,7 @@ class PythonOperators:
         """Python's `item == other` of one item of a tuple or a list, known before evaluation."""
         if isinstance(item, Text) or isinstance(other, Text):
             return isinstance(item, Text) and isinstance(other, Text) and item.value == other.value
-        if item is other:
+        if item is other or type(item) is int and item == other:  # (Python's `in` tests identity first: `w in [w, b]`)
             return True
         left, right = (self.known_literal(v) if type(v) is int else v for v in (item, other))
         if not isinstance(left, Literal) or not isinstance(right, Literal):
