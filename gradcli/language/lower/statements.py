@@ -66,7 +66,8 @@ class LoopExits:
                     top.stack = self.while_base.pop(id(loop))
                     self.while_passes.pop(id(loop), None)
                 return
-            if isinstance(item, tuple) and len(item) > 2 and item[0] in ("loop", "end loop") and loop in item:
+            if isinstance(item, tuple) and (item[0] == "loop" and item[1] is loop or
+                                            item[0] == "end loop" and item[2] is loop):
                 if item[0] == "end loop" or stmt.kind == "continue":
                     return  # (the next pass, or the loop's end, which restores the stack before it)
             elif isinstance(item, tuple) and item[0] is _LEAVE:
