@@ -393,10 +393,10 @@ class Comprehension(Node):
 # spreads it; a call with them; a tuple or list display with them; `a, *rest = t`'s right side
 STARRED, SPREAD_CALL, SPREAD_DISPLAY, STAR_TARGET = "<starred>", "<spread call>", "<spread display>", "<star target>"
 # The name of the call `a == "text"` (or `!=`) is read as: Python's comparison of strings
-TEXT_COMPARISON = "compare_text"
+TEXT_COMPARISON = "<compare text>"
 # The name of the call `x in c` is read as (lower/python_operators.py); `x in range(...)` calls
 # MEMBERSHIP_IN_RANGE with range's arguments after x, a range being no value of its own.
-MEMBERSHIP, MEMBERSHIP_IN_RANGE = "contains", "contains_in_range"
+MEMBERSHIP, MEMBERSHIP_IN_RANGE = "<in>", "<in range>"
 
 
 def _token_pos(tok) -> Pos:

@@ -121,8 +121,8 @@ NAMES = {
                                           "invert")},
     "bitwise_not": _bitwise("invert"), "bitwise_left_shift": _bitwise("left_shift"),
     "bitwise_right_shift": _bitwise("right_shift"),
-    "contains": _membership, "contains_in_range": _membership_in_range, "compare_text": _text_comparison,
-    # (the names of syntax.py's calls for `*` and `**`: no program can spell them)
+    # (the names of syntax.py's calls: no program can spell them)
+    "<in>": _membership, "<in range>": _membership_in_range, "<compare text>": _text_comparison,
     "<spread call>": _spreading("spread_call", calls_functions=True), "<spread display>": _spreading("spread_display"),
     "<star target>": _spreading("star_target"), "<starred>": _spreading("starred_alone"),
 }
