@@ -67,7 +67,7 @@ class PythonOperators:
         for value, arg in zip(known, node.args):
             number = value.value
             if not np.all(np.mod(number, 1) == 0):
-                self.bitwise_kind(Literal(number, value.pos), ast.Number(0.5, arg.pos), spelled)  # (refused: a float)
+                raise self.float_refusal(spelled, arg.pos)
             if number.size and (not np.all(np.isfinite(number)) or np.max(np.abs(number)) >= _EXACT_INTEGERS):
                 raise self.error(f"'{spelled}' of an integer beyond 2**53, which float64 does not hold exactly",
                                  arg.pos)
@@ -98,12 +98,17 @@ class PythonOperators:
             if known is None or np.all(np.mod(known.value, 1) == 0):
                 return "integer"
         if isinstance(value, (Literal, int)):
-            raise self.error(f"'{spelled}' of a float value: NumPy and PyTorch refuse bitwise operators on floats "
-                             f"(NumPy's ufunc is not supported for the input types); for a mask compare first, as "
-                             f"in (x > 0) {spelled if spelled in '&|^' else '&'} (x < 1); for a number write an integer",
-                             arg.pos)
+            raise self.float_refusal(spelled, arg.pos)
         raise self.error(f"'{spelled}' takes truth values (comparisons, masks) or integers, not this value",
                          getattr(value, "pos", None) or arg.pos)
+
+    def float_refusal(self, spelled: str, pos):
+        """NumPy's TypeError (ufunc 'bitwise_and' not supported for the input types) and PyTorch's
+        NotImplementedError ("bitwise_and_cpu" not implemented for 'Float') of a float operand."""
+        return self.error(f"'{spelled}' of a float value: NumPy and PyTorch refuse bitwise operators on floats "
+                          f"(NumPy's ufunc is not supported for the input types); for a mask compare first, as "
+                          f"in (x > 0) {spelled if spelled in ('&', '|', '^') else '&'} (x < 1); for a number write "
+                          "an integer", pos)
 
     # ------------------------------------------------------------------ == of strings
     def text_comparison(self, node: ast.Call, values: list, scope: Scope):
