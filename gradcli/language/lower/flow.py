@@ -159,6 +159,8 @@ class Flow:
             base, _, method = node.func.rpartition(".")
             if method in ("items", "keys", "values") and (node.method or base):
                 return method, node.args[:1] if node.method else [ast.Name(base, node.pos)]
+        if isinstance(node, ast.Array):  # a list display iterated is its items (`for name in ["w", "b"]`)
+            return "items of", [ast.Tuple(node.items, node.pos)]
         return "items of", [node]
 
     def iteration_items(self, kind: str, values: list, node, scope: Scope) -> list:

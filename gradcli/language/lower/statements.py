@@ -2,7 +2,7 @@
 left; flow.py reads their conditions and items), `print` and f-strings, dict literals."""
 from __future__ import annotations
 
-from gradcli.errors import Pos
+from gradcli.errors import GradcliError, Pos
 from gradcli.language import syntax as ast
 from gradcli.language.dialects import split_spelling
 from gradcli.language.lower.interpret import _BIND, _DEFINE, _DISCARD, _EVAL, _FLOW, _SET, _STATEMENT, _UNPACK
@@ -477,6 +477,19 @@ class Statements(LoopExits):
                              "(m.w) or call it", value.pos)
         raise self.error("this is not a number: a function, an optimizer, a gradient transform or a tape; "
                          "call it or use what it gives", value.pos)
+
+    def text_result(self, node, value) -> GradcliError:
+        """A program that ends with a string (`mode` or an f-string on its own line): Python's
+        notebook would show the text, but gradcli's outputs are numbers (docs/contract.md)."""
+        what = f"the string '{value.value}'" if isinstance(value, Text) else "an f-string"
+        return self.error(f"the program ends with {what}, which gradcli does not show: its outputs are numbers; "
+                          "print the text with them (print(f\"{name} = {x}\")) or end with a number", node.pos)
+
+    def text_given(self, name: str, value: Text, pos: Pos) -> GradcliError:
+        """`--set mode=...` of a name the program binds to a string: a string is never an input."""
+        what = f"the string '{value.value}'" if isinstance(value, Text) else "an f-string"
+        return self.error(f"--set {name}: '{name}' is bound to {what} here, so it is not an "
+                          "input (a string is never one): edit the program to change it", pos)
 
     def dict_key(self, value, node) -> str:
         if not isinstance(value, Text):

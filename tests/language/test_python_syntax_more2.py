@@ -1,0 +1,110 @@
+"""Still more of Python's syntax, as pasted code writes it: names bound to strings (a mode, an
+einsum spec, a reduction, a dict's key, a label), chained comparisons, properties and static or
+class methods, the function spellings of `^` on truths, starred loop targets, `{**d}`, `print(*xs)`,
+`try` whose body runs without error, and `global` of a name only read. Each value is checked
+against Python / NumPy computing the same thing (gradients against float64 finite differences or
+analytic ones), each refusal with its exact sentence, place and exit code."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from gradcli import api
+from gradcli.errors import GradcliError
+
+
+def outputs(program, **feeds):
+    return api.evaluate(program, feeds=feeds, fixes=False).outputs
+
+
+def value(program, **feeds):
+    return np.asarray(list(outputs(program, **feeds).values())[-1])
+
+
+def gradient(program, wrt, **feeds):
+    return np.asarray(api.grad(program, wrt=[wrt], feeds=feeds, fixes=False).gradients[wrt])
+
+
+def finite_difference(f, x, h=1e-6):
+    return (f(x + h) - f(x - h)) / (2 * h)
+
+
+def assert_refused(program, message, line, column, **feeds):
+    with pytest.raises(GradcliError) as info:
+        api.evaluate(program, feeds=feeds, fixes=False)
+    assert str(info.value) == message
+    assert (info.value.pos.line, info.value.pos.column) == (line, column)
+
+
+def cli(program, *args):
+    return subprocess.run([sys.executable, "-m", "gradcli", "eval", *args], input=program,
+                          capture_output=True, text=True)
+
+
+# --------------------------------------------------------------------------- names bound to strings
+def test_a_mode_bound_to_a_string_chooses_an_if_at_the_top_level():
+    program = 'x = 1.5\nmode = "relu"\nif mode == "relu":\n    y = x * 2\nelse:\n    y = -x\n'
+    assert outputs(program) == {"y": 3.0}
+    assert gradient(program, "x").tolist() == 2.0
+
+
+def test_a_mode_in_a_conditional_expression_and_in_a_function():
+    relu = 'x = 1.5\nmode = "tanh"\ny = np.maximum(x, 0.0) if mode == "relu" else np.tanh(x)\n'
+    assert float(value(relu)) == float(np.tanh(1.5))
+    fd = finite_difference(np.tanh, 1.5)
+    assert abs(float(gradient(relu, "x")) - fd) < 1e-9
+    local = 'def act(x):\n    mode = "neg"\n    return -x if mode == "neg" else x\ny = act(2.0)\n'
+    assert outputs(local) == {"y": -2.0}
+
+
+def test_an_einsum_spec_and_a_reduction_bound_to_names():
+    a, b = np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([[0.5, -1.0], [2.0, 0.25]])
+    program = (f"a = np.array({a.tolist()})\nb = np.array({b.tolist()})\n"
+               'spec = "ij,jk->ik"\ny = np.einsum(spec, a, b).sum()\n')
+    assert float(value(program)) == float(np.einsum("ij,jk->ik", a, b).sum())
+    torch = ("import torch\nimport torch.nn.functional as F\na = torch.tensor([1.0, 2.0, 3.0])\n"
+             'b = torch.tensor([0.5, 0.0, 4.0])\nreduction = "sum"\ny = F.mse_loss(a, b, reduction=reduction)\n')
+    assert float(value(torch)) == 0.25 + 4.0 + 1.0
+
+
+def test_dict_keys_from_names_and_a_loop_over_a_list_of_strings():
+    assert outputs('d = {"w": 1.5, "b": 2.0}\nkey = "w"\ny = d[key] * 2\n') == {"y": 3.0}
+    loop = 'params = {"w": 1.5, "b": 2.0}\ny = 0.0\nfor name in ["w", "b"]:\n    y = y + params[name] ** 2\n'
+    assert outputs(loop) == {"y": 1.5 ** 2 + 2.0 ** 2}
+    comprehension = 'params = {"w": 1.5, "b": 2.0}\ny = sum([params[n] * 3 for n in ["w", "b"]])\n'
+    assert outputs(comprehension) == {"y": 10.5}
+
+
+def test_a_name_bound_to_a_string_labels_a_printed_number():
+    program = 'x = 1.25\nname = "x"\nprint(f"{name} = {x:.2f}")\n'
+    assert outputs(program) == {"x": 1.25}
+    done = cli(program)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "x\t1.25\n", "")
+
+
+def test_a_name_bound_to_a_string_is_no_input():
+    program = 'x = 1.5\nmode = "relu"\ny = x if mode == "relu" else -x\n'
+    done = cli(program, "--set", "mode=1.0")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.splitlines()[0] == (
+        "<stdin>:2:1: error: --set mode: 'mode' is bound to the string 'relu' here, so it is not an input "
+        "(a string is never one): edit the program to change it")
+
+
+@pytest.mark.parametrize("program,message,line,column", [
+    ('x = 2.0\nmode = "a"\nmode\n',
+     "the program ends with the string 'a', which gradcli does not show: its outputs are numbers; print the text "
+     'with them (print(f"{name} = {x}")) or end with a number', 3, 1),
+    ('x = 2.0\nf"{x}"\n',
+     "the program ends with an f-string, which gradcli does not show: its outputs are numbers; print the text "
+     'with them (print(f"{name} = {x}")) or end with a number', 2, 1),
+])
+def test_a_program_ending_with_a_string_is_refused(program, message, line, column):
+    assert_refused(program, message, line, column)
+    done = cli(program)
+    assert (done.returncode, done.stdout) == (2, "")
+
+
+def test_strings_standing_alone_before_the_end_are_ignored_as_python_ignores_them():
+    assert outputs('x = 2.0\nlabel = f"{x}"\nlabel\ny = x * 3\n') == {"y": 6.0}
