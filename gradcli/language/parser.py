@@ -529,7 +529,7 @@ def _unexpected(tok: Token, actions: dict, text: str, brackets: list) -> Gradcli
     elif tok.type == _INDENT:
         message = "unexpected indentation"
     elif tok.type == "COMPARE" and "COMPARE" not in expected:
-        message = "comparisons do not chain: write (a < b) * (b < c) for 'a < b < c'"
+        message = "'is' and 'in' do not chain with comparisons here: write each in brackets, as in (a is b) and (b < c)"
     elif expected and expected <= _EXPRESSION_STARTS | {"NONE", "ELLIPSIS", "COLON", "RETURN", "DEF"}:
         message += "; expected an expression"
     elif "RETURN" in expected and tok.type == _DEDENT:

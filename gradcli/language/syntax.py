@@ -394,6 +394,9 @@ class Comprehension(Node):
 STARRED, SPREAD_CALL, SPREAD_DISPLAY, STAR_TARGET = "<starred>", "<spread call>", "<spread display>", "<star target>"
 # The name of the call `a == "text"` (or `!=`) is read as: Python's comparison of strings
 TEXT_COMPARISON = "<compare text>"
+# The name of the call `a < b <= c` is read as, its operators (space-separated) as its symbol:
+# Python's `a < b and b <= c`, b computed once (lower/python_operators.py)
+CHAINED_COMPARISON = "<chained comparison>"
 # The name of the call `x in c` is read as (lower/python_operators.py); `x in range(...)` calls
 # MEMBERSHIP_IN_RANGE with range's arguments after x, a range being no value of its own.
 MEMBERSHIP, MEMBERSHIP_IN_RANGE = "<in>", "<in range>"
@@ -440,7 +443,12 @@ class PythonForms:
                 VariadicParameter(op.value))
 
     def comparison(self, items):
-        """`a < b`; `mode == "relu"` with a string written in the program compares strings."""
+        """`a < b`; `mode == "relu"` with a string written in the program compares strings;
+        `a < b < c` chains (CHAINED_COMPARISON)."""
+        if len(items) > 3:
+            operands, ops = items[0::2], items[1::2]
+            return Call(CHAINED_COMPARISON, operands, Pos(ops[0].line, ops[0].column, operands[0].pos.start,
+                                                          operands[-1].pos.end), symbol=" ".join(o.value for o in ops))
         left, op, right = items
         if (type(left) is Str or type(right) is Str) and op.value in ("==", "!="):
             return text_comparison(left, op, right)

@@ -12,6 +12,7 @@ import pytest
 
 from gradcli import api
 from gradcli.errors import GradcliError
+from test_language import _agree, _both_parse, _lark_reference
 
 
 def outputs(program, **feeds):
@@ -108,3 +109,76 @@ def test_a_program_ending_with_a_string_is_refused(program, message, line, colum
 
 def test_strings_standing_alone_before_the_end_are_ignored_as_python_ignores_them():
     assert outputs('x = 2.0\nlabel = f"{x}"\nlabel\ny = x * 3\n') == {"y": 6.0}
+
+
+# --------------------------------------------------------------------------- a < b < c
+@pytest.mark.parametrize("text,expected", [
+    ("1 < 2 < 3", 1 < 2 < 3), ("3 < 2 < 5", 3 < 2 < 5), ("1 <= 1 < 2 == 2", 1 <= 1 < 2 == 2),
+    ("0 < 1 > 2", 0 < 1 > 2), ("2 > 1 != 1", 2 > 1 != 1),
+])
+def test_a_chain_of_numbers_known_before_evaluation_is_pythons_truth(text, expected):
+    assert outputs(f"y = {text}\n") == {"y": float(expected)}
+
+
+def test_a_chain_over_a_loop_counter_chooses_an_if():
+    program = "n = 4\ny = 0.0\nfor i in range(6):\n    if 0 <= i < n:\n        y = y + i\n"
+    assert outputs(program) == {"y": float(sum(i for i in range(6) if 0 <= i < 4))}
+
+
+@pytest.mark.parametrize("x", [-0.5, 1.0, 1.5, 2.5])
+def test_a_chain_of_computed_scalars_is_the_and_of_its_comparisons(x):
+    program = "y = (0 < x <= 2) * x ** 2\n"
+    assert float(value(program, x=x)) == float((0 < x <= 2) * x ** 2)
+    fd = finite_difference(lambda v: float((0 < v <= 2)) * v ** 2, x)  # (no step crosses 0 or 2 here)
+    assert float(gradient(program, "x", x=x)) == pytest.approx(fd, abs=1e-6)
+
+
+def test_the_middle_operand_is_computed_once():
+    program = "import numpy as np\nx = 1.5\ny = (0 < np.exp(x) < 10) * x\n"
+    assert api.evaluate(program, fixes=False).outputs == {"y": 1.5}
+    graph = api.compile_program(program)
+    assert [eq.op.name for eq in graph.equations].count("exp") == 1
+
+
+def test_a_chain_ending_in_an_array_gives_the_last_comparison():
+    # Python: `0 < 1 < x` is `(0 < 1) and (1 < x)`, the array of the last comparison
+    assert value("x = np.array([1.0, 2.0])\ny = 0 < 1 < x\n").tolist() == [0.0, 1.0]
+
+
+@pytest.mark.parametrize("program,message,line,column", [
+    ("x = np.array([1.0, 2.0])\ny = x < 2 < 3\n",
+     "'x < 2' in a chained comparison is an array of 2 elements, whose truth value is ambiguous (Python reads "
+     "a < b < c as (a < b) and (b < c), and NumPy raises ValueError): for an elementwise mask write "
+     "(a < b) & (b < c)", 2, 5),
+    ("x = np.array([1.0, 2.0])\ny = 0 < x < 3\n",
+     "'0 < x' in a chained comparison is an array of 2 elements, whose truth value is ambiguous (Python reads "
+     "a < b < c as (a < b) and (b < c), and NumPy raises ValueError): for an elementwise mask write "
+     "(a < b) & (b < c)", 2, 5),
+    ("x = 1.5\nv = np.array([1.0, 2.0])\ny = 0 < x < v\n",
+     "'x < v' ends a chained comparison with an array of 2 elements after comparisons computed from data: "
+     "Python gives False or this array by their truth; for an elementwise mask write (a < b) & (b < c)", 3, 9),
+    ("mode = 'a'\ny = 1 < mode < 3\n",
+     "'<' of a string and a value that is not one: compare strings with strings", 2, 5),
+])
+def test_chain_refusals(program, message, line, column):
+    assert_refused(program, message, line, column)
+
+
+def test_an_ambiguous_chain_is_exit_2_on_the_command_line():
+    done = cli("import torch\nx = torch.tensor([1.0, 2.0])\ny = (x < 2 < 3).sum()\n")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.startswith("<stdin>:3:6: error: 'x < 2' in a chained comparison is an array of 2 elements")
+
+
+def test_is_and_in_do_not_chain_with_comparisons():
+    with pytest.raises(GradcliError) as info:
+        api.evaluate("y = 1.0\nz = y is None < 3\n")
+    assert str(info.value) == ("'is' and 'in' do not chain with comparisons here: write each in brackets, as in "
+                               "(a is b) and (b < c)")
+
+
+def test_the_parser_builds_what_larks_parser_builds_for_the_new_forms():
+    reference = _lark_reference()
+    for text in ["y = a < b < c\n", "y = 0 <= i < n == m != k > 2 >= 1\n", "y = (a < b) < c\n",
+                 "if 0 < x < 1:\n    pass\n", "y = a < b | c < d\n"]:
+        _agree(*_both_parse(reference, text))

@@ -101,6 +101,11 @@ def _text_comparison(lowering, node, values, scope):
     return lowering.text_comparison(node, values, scope)
 
 
+def _chained_comparison(lowering, node, values, scope):
+    """`a < b < c` (lower/python_operators.py)."""
+    return lowering.chained_comparison(node, values, scope)
+
+
 def _spreading(method: str, calls_functions: bool = False):
     """`f(*xs, **d)`, `[*a, b]`, `a, *rest = t`, `*x` elsewhere (lower/python_operators.py)."""
     if calls_functions:
@@ -123,6 +128,7 @@ NAMES = {
     "bitwise_right_shift": _bitwise("right_shift"),
     # (the names of syntax.py's calls: no program can spell them)
     "<in>": _membership, "<in range>": _membership_in_range, "<compare text>": _text_comparison,
+    "<chained comparison>": _chained_comparison,
     "<spread call>": _spreading("spread_call", calls_functions=True), "<spread display>": _spreading("spread_display"),
     "<star target>": _spreading("star_target"), "<starred>": _spreading("starred_alone"),
 }

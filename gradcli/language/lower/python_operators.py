@@ -16,7 +16,9 @@ import operator
 
 import numpy as np
 
+from gradcli.errors import Pos
 from gradcli.language import syntax as ast
+from gradcli.language.ast_builder import BINARY_OPS
 from gradcli.language.lower.integers import CONSTRUCTORS, _assigned_before, written_integer
 from gradcli.language.lower.transforms import DictValue
 from gradcli.language.lower.values import Literal, Scope, Text, TupleValue
@@ -33,6 +35,13 @@ _EXACT_INTEGERS = 2 ** 53  # the integers float64 holds exactly (gradcli compute
 # the operators whose result on integers is an integer (`n = n & 3`, `k = 2 * n + 1`)
 _INTEGER_CLOSED = frozenset({"&", "|", "^", "<<", ">>", "~", "+", "-", "*", "//", "%"})
 _STEPS = 10_000  # nodes looked at for one operand
+_COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
+            "!=": operator.ne}
+
+
+def _size(shape) -> int:
+    """The number of elements of a value of this shape (None, not known yet: taken as one)."""
+    return 1 if shape is None else int(np.prod(shape, dtype=np.int64))
 
 
 class PythonOperators:
@@ -121,6 +130,62 @@ class PythonOperators:
             raise self.error(f"'{node.symbol}' of a string and a value that is not one: compare strings with "
                              "strings", other.pos)
         return Literal(np.float64((left.value == right.value) == (node.symbol == "==")), node.pos, True)
+
+    # ------------------------------------------------------------------ a < b < c
+    def chained_comparison(self, node: ast.Call, values: list, scope: Scope):
+        """`a < b <= c`: Python's `(a < b) and (b <= c)`, each operand computed once. A comparison
+        before the last is read for its truth: known before evaluation, a False ends the chain as
+        Python's `and` does; computed, it is `and`-ed with the rest as NumPy's logical_and (0/1, the
+        reading of `and` of computed comparisons); of more than one element it is ambiguous, as in
+        NumPy and PyTorch, and refused."""
+        ops = node.symbol.split()
+        result = None  # the computed truths met so far, and-ed
+        for k, symbol in enumerate(ops):
+            left, right = node.args[k], node.args[k + 1]
+            pair = Pos(left.pos.line, left.pos.column, left.pos.start, right.pos.end)
+            truth = self.compared(symbol, values[k], values[k + 1], left, right, pair, scope)
+            size = truth.value.size if isinstance(truth, Literal) else _size(self.graph.shapes[truth])
+            last = k == len(ops) - 1
+            if size > 1 and last and result is not None:
+                raise self.error(f"'{self.expression_text(pair)}' ends a chained comparison with an array of {size} "
+                                 "elements after comparisons computed from data: Python gives False or this array "
+                                 "by their truth; for an elementwise mask write (a < b) & (b < c)", pair)
+            if size > 1 and not last:
+                raise self.error(f"'{self.expression_text(pair)}' in a chained comparison is an array of {size} "
+                                 "elements, whose truth value is ambiguous (Python reads a < b < c as (a < b) and "
+                                 "(b < c), and NumPy raises ValueError): for an elementwise mask write "
+                                 "(a < b) & (b < c)", pair)
+            if isinstance(truth, Literal) and not last and result is None:
+                if not truth.value.all():
+                    return Literal(np.float64(0.0), node.pos, True)
+                continue
+            if result is None:
+                result = truth
+            elif isinstance(result, Literal) and isinstance(truth, Literal):
+                result = Literal(np.asarray((result.value != 0) & (truth.value != 0), np.float64), node.pos, True)
+            else:
+                ids = (self.materialize(result, scope, node.pos), self.materialize(truth, scope, node.pos))
+                result = self.emit(OPS["logical_and"], ids, dict(OPS["logical_and"].defaults), node.pos, "and", scope)
+        return result
+
+    def compared(self, symbol: str, left, right, left_node, right_node, pos: Pos, scope: Scope):
+        """One comparison of a chain: of two values known before evaluation a Literal, else an equation."""
+        if isinstance(left, Text) or isinstance(right, Text):
+            if not (isinstance(left, Text) and isinstance(right, Text)):
+                other = left_node if not isinstance(left, Text) else right_node
+                raise self.error(f"'{symbol}' of a string and a value that is not one: compare strings with "
+                                 "strings", other.pos)
+            return Literal(np.float64(_COMPARE[symbol](left.value, right.value)), pos, True)
+        if isinstance(left, Literal) and isinstance(right, Literal):
+            try:
+                truth = _COMPARE[symbol](left.value, right.value)
+            except ValueError:  # (shapes that do not broadcast)
+                raise self.error(f"'{symbol}' of arrays of shapes {left.value.shape} and {right.value.shape}, "
+                                 "which do not broadcast", pos) from None
+            return Literal(np.asarray(truth, np.float64), pos, True)
+        op = OPS[BINARY_OPS[symbol]]
+        ids = (self.materialize(left, scope, left_node.pos), self.materialize(right, scope, right_node.pos))
+        return self.emit(op, ids, dict(op.defaults), pos, symbol, scope)
 
     # ------------------------------------------------------------------ in, not in
     def membership_test(self, node: ast.Call, values: list, scope: Scope):
