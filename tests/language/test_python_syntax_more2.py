@@ -182,3 +182,81 @@ def test_the_parser_builds_what_larks_parser_builds_for_the_new_forms():
     for text in ["y = a < b < c\n", "y = 0 <= i < n == m != k > 2 >= 1\n", "y = (a < b) < c\n",
                  "if 0 < x < 1:\n    pass\n", "y = a < b | c < d\n"]:
         _agree(*_both_parse(reference, text))
+
+
+# --------------------------------------------------------------------------- @property, @staticmethod, @classmethod
+LAYER = """class Layer:
+    def __init__(self, w):
+        self.w = w
+    @property
+    def scale(self):
+        return self.w * 2
+    @property
+    def squared_scale(self):
+        return self.scale * self.scale
+    @staticmethod
+    def act(v):
+        return v * v
+    @classmethod
+    def make(cls, w):
+        return cls(w)
+    def __call__(self, x):
+        return self.act(x * self.scale)
+"""
+
+
+class _Layer:  # the same class in Python: the reference
+    def __init__(self, w):
+        self.w = w
+
+    @property
+    def scale(self):
+        return self.w * 2
+
+    @property
+    def squared_scale(self):
+        return self.scale * self.scale
+
+    @staticmethod
+    def act(v):
+        return v * v
+
+    @classmethod
+    def make(cls, w):
+        return cls(w)
+
+    def __call__(self, x):
+        return self.act(x * self.scale)
+
+
+def test_properties_static_and_class_methods_as_python_calls_them():
+    program = LAYER + "w = 1.5\nm = Layer.make(w)\ny = m(2.0) + Layer.act(1.0) + m.squared_scale\n"
+    m = _Layer.make(1.5)
+    assert outputs(program) == {"y": m(2.0) + _Layer.act(1.0) + m.squared_scale}
+    fd = finite_difference(lambda w: _Layer.make(w)(2.0) + _Layer(w).squared_scale, 1.5)
+    assert float(gradient(program, "w")) == pytest.approx(fd, rel=1e-8)
+
+
+def test_a_static_method_read_as_a_value_and_a_property_in_a_gradient():
+    program = LAYER + ("import jax\nimport jax.numpy as jnp\nf = Layer(1.0).act\n"
+                       "def loss(w):\n    return Layer(jnp.tanh(w)).scale ** 2\ng = jax.grad(loss)(0.5) + f(3.0)\n")
+    assert float(value(program)) == pytest.approx(
+        finite_difference(lambda w: (2 * np.tanh(w)) ** 2, 0.5) + 9.0, rel=1e-8)
+
+
+@pytest.mark.parametrize("program,message,line,column", [
+    ("class A:\n    def __init__(self):\n        self.v = 2.0\n    @property\n    def scale(self):\n"
+     "        return self.v\n    @scale.setter\n    def scale(self, value):\n        self.v = value\n"
+     "y = A().scale\n",
+     "@scale.setter is not supported: a property is read, never set (set the attribute it reads instead)", 7, 6),
+    ("class A:\n    @property\n    def scale(self):\n        return 2.0\ny = A().scale()\n",
+     "'scale' is a property: read it without calling it (obj.scale)", 5, 8),
+    ("class A:\n    @property\n    def loop(self):\n        return self.loop + 1\ny = A().loop\n",
+     "recursion is not supported: 'loop' calls itself (loop -> loop); functions are expanded where they are "
+     "called", 4, 16),
+    ("class A:\n    @memoize\n    def f(self):\n        return 2.0\ny = A().f()\n",
+     "the decorator @memoize is not supported (gradcli accepts those that do not change values: @jax.jit, "
+     "@tf.function, @partial(jax.jit, ...), and on a method @property, @staticmethod, @classmethod)", 2, 6),
+])
+def test_method_decorator_refusals(program, message, line, column):
+    assert_refused(program, message, line, column)

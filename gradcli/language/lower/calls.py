@@ -111,7 +111,7 @@ class Resolution:
 
     def read_attribute(self, target, name: str, pos: Pos, scope: Scope):
         if isinstance(target, ObjectValue):
-            return self.object_attribute(target, name, pos)
+            return self.object_attribute(target, name, pos, scope)
         if name == "__name__" and isinstance(target, TypeName):
             return Text(target.value, pos)
         if name == "at" and not isinstance(target, (Text, AtRef, AtIndexed)):

@@ -35,6 +35,8 @@ class GradientCalls(PyTrees, ValuesApart):
                 return self.tape_method(receiver, node, values[1:], scope)
             if isinstance(receiver, ObjectValue):
                 return self.call_method(receiver, node, values, scope, work)
+            if isinstance(receiver, ClassValue) and node.func in receiver.methods:  # `Cls.make(w)` (statements.py)
+                return self.method_call(receiver, receiver.methods[node.func], node, values, scope, work)
             method = OPTIMIZER_METHODS.get(type(receiver))  # (optimizers.py)
             if method is not None:
                 return getattr(self, method)(receiver, node, values, scope)
@@ -298,7 +300,7 @@ class GradientCalls(PyTrees, ValuesApart):
         """`m.forward(x)`: a method of the object's class, or an attribute holding a function."""
         method = obj.cls.methods.get(node.func)
         if method is not None:
-            return self.call_user(method, node, values, scope, work, None)
+            return self.method_call(obj, method, node, values, scope, work)
         held = obj.attrs.get(node.func)
         if isinstance(held, FUNCTION_VALUES):
             rest = ast.Call(node.func, node.args[1:], node.pos, node.keywords)

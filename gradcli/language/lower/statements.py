@@ -41,6 +41,16 @@ VALUE_PRESERVING_DECORATORS = {"jit", "function", "partial", "checkpoint", "rema
                                "custom_gradient", "custom_vjp", "custom_jvp"}  # (custom_gradients.py)
 
 
+# the decorators of a class's methods that change how they are called, as Python's built-ins do
+METHOD_KINDS = ("property", "staticmethod", "classmethod")
+_PROPERTY = "<property>"  # (the name a property's bound method is called by: no program can spell it)
+
+
+def method_kind(fn: ast.FuncDef) -> str | None:
+    """"property", "staticmethod", "classmethod", or None for a plain method."""
+    return next((d.id for d in fn.decorators if isinstance(d, ast.Name) and d.id in METHOD_KINDS), None)
+
+
 def is_print(stmt) -> bool:
     return isinstance(stmt, ast.ExprStmt) and isinstance(stmt.value, ast.Call) and stmt.value.func == "print"
 
@@ -161,23 +171,56 @@ class Statements(LoopExits):
             self.set_attribute(stmt, self.lower(stmt.value, top), top)
             return True
         if isinstance(stmt, ast.ClassDef):
-            methods = {s.name: s for s in stmt.body if isinstance(s, ast.FuncDef)}
-            constants = {s.name: self.lower(s.value, top) for s in stmt.body if isinstance(s, ast.Assign)}
-            self.globals[stmt.name] = ClassValue(stmt.name, methods, constants, stmt.pos)
+            self.define_class(stmt, top)
             return True
         if isinstance(stmt, ast.FuncDef):
             for decorator in stmt.decorators:
-                if self.custom_decorator(stmt, decorator):  # @f.defjvp (custom_gradients.py)
-                    continue
-                spelled = decorator.func if isinstance(decorator, ast.Call) else getattr(decorator, "id", "")
-                if split_spelling(self.spelled(spelled))[1] not in VALUE_PRESERVING_DECORATORS:
-                    raise self.error(f"the decorator @{spelled} is not supported (gradcli accepts those that do "
-                                     "not change values: @jax.jit, @tf.function, @partial(jax.jit, ...))",
-                                     decorator.pos)
+                if not self.custom_decorator(stmt, decorator):  # @f.defjvp (custom_gradients.py)
+                    self.check_decorator(decorator)
             return False
         if is_print(stmt):
             return self.print_call(stmt.value, top) or True
         return self.is_list_method(stmt) and self.list_method(stmt, top)  # `out.append(v)`: rebound (lists.py)
+
+    def check_decorator(self, decorator) -> None:
+        spelled = decorator.func if isinstance(decorator, ast.Call) else getattr(decorator, "id", "")
+        if split_spelling(self.spelled(spelled))[1] not in VALUE_PRESERVING_DECORATORS:
+            raise self.error(f"the decorator @{spelled} is not supported (gradcli accepts those that do "
+                             "not change values: @jax.jit, @tf.function, @partial(jax.jit, ...), and on a "
+                             "method @property, @staticmethod, @classmethod)", decorator.pos)
+
+    def define_class(self, stmt: ast.ClassDef, top: Scope) -> None:
+        """A class: its methods (`@property`, `@staticmethod`, `@classmethod` read as Python's) and constants."""
+        methods = {s.name: s for s in stmt.body if isinstance(s, ast.FuncDef)}
+        for fn in methods.values():
+            kinds = [d.id for d in fn.decorators if isinstance(d, ast.Name) and d.id in METHOD_KINDS]
+            for decorator in fn.decorators:
+                if isinstance(decorator, ast.Name) and decorator.id.rpartition(".")[2] in ("setter", "deleter"):
+                    raise self.error(f"@{decorator.id} is not supported: a property is read, never set (set "
+                                     "the attribute it reads instead)", decorator.pos)
+                if not (isinstance(decorator, ast.Name) and decorator.id in METHOD_KINDS):
+                    self.check_decorator(decorator)
+            if len(kinds) > 1:
+                raise self.error(f"{fn.name} is decorated with @{kinds[0]} and @{kinds[1]}: one of them only",
+                                 fn.pos)
+        constants = {s.name: self.lower(s.value, top) for s in stmt.body if isinstance(s, ast.Assign)}
+        self.globals[stmt.name] = ClassValue(stmt.name, methods, constants, stmt.pos)
+
+    def method_call(self, receiver, method: ast.FuncDef, node: ast.Call, values: list, scope: Scope, work: list):
+        """`obj.f(x)`, `Cls.f(x)` of a method of the program's class: self is the object, cls the class
+        (@classmethod), neither for @staticmethod, and a method read of the class takes its self
+        among the arguments (`Cls.forward(obj, x)`), as Python's do."""
+        kind = method_kind(method)
+        if kind == "property":
+            raise self.error(f"'{method.name}' is a property: read it without calling it (obj.{method.name})",
+                             node.pos)
+        if kind == "classmethod":
+            cls = receiver if isinstance(receiver, ClassValue) else receiver.cls
+            return self.call_user(method, node, [cls] + list(values[1:]), scope, work, None)
+        if kind == "staticmethod" or isinstance(receiver, ClassValue):
+            rest = ast.Call(node.func, node.args[1:], node.pos, node.keywords)
+            return self.call_user(method, rest, values[1:], scope, work, None)
+        return self.call_user(method, node, values, scope, work, None)
 
     def push_body(self, body: list, inner: Scope, work: list) -> None:
         """A function body's statements (or a block of one) onto the work stack, last first."""
@@ -443,14 +486,23 @@ class Statements(LoopExits):
                              stmt.pos)
         target.attrs[stmt.name] = value
 
-    def object_attribute(self, obj, name: str, pos: Pos):
-        """`m.w`: what __init__ set, a class constant, or a method (bound to the object)."""
+    def object_attribute(self, obj, name: str, pos: Pos, scope: Scope | None = None):
+        """`m.w`: what __init__ set, a class constant, a property's value, or a method (bound to
+        the object; to its class for @classmethod, to nothing for @staticmethod)."""
         if name in obj.attrs:
             return obj.attrs[name]
         if name in obj.cls.constants:
             return obj.cls.constants[name]
         if name in obj.cls.methods:
-            return BoundMethod(obj, obj.cls.methods[name], pos)
+            fn = obj.cls.methods[name]
+            kind = method_kind(fn)
+            if kind == "property":  # its method called with self, here (its own lowering)
+                inner = Scope({_PROPERTY: BoundMethod(obj, fn, pos)}, scope.stack if scope else (),
+                              scope.active if scope else (), scope)
+                return self.lower(ast.CallValue(ast.Name(_PROPERTY, pos), [], [], pos), inner)
+            if kind == "staticmethod":
+                return FunctionRef(fn, name, pos)
+            return BoundMethod(obj.cls if kind == "classmethod" else obj, fn, pos)
         raise self.error(f"{obj.cls.name} has no attribute '{name}'", pos)
 
     def mapping_or_text(self, node, args: list):
