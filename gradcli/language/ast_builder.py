@@ -181,6 +181,9 @@ class AstBuilder(ast.PythonForms):
 
     def dict_comp(self, items):
         lbrace, entry, *clauses, rbrace = items
+        if entry[0] is None:
+            raise _syntax("dict unpacking (**d) cannot be used in a dict comprehension (Python's SyntaxError)",
+                          entry[1].pos)
         return ast.Comprehension("dict", entry, clauses, _pos(lbrace, lbrace.start_pos, rbrace.end_pos))
 
     def expr_stmt(self, items):
@@ -284,7 +287,11 @@ class AstBuilder(ast.PythonForms):
 
     def for_stmt(self, items):
         keyword, target, _, iterable, _, body = items
-        names, unpacking = _loop_targets(target.items if isinstance(target, ast.Tuple) else [target])
+        if type(target) is ast.Call and target.func == ast.SPREAD_DISPLAY:  # `for a, *rest in xs`
+            hidden = f"<unpacked at {target.pos.line}:{target.pos.column}>"
+            names, unpacking = [(hidden, target.pos)], _statements([self._target(target, ast.Name(hidden, target.pos))])
+        else:
+            names, unpacking = _loop_targets(target.items if isinstance(target, ast.Tuple) else [target])
         loop = ast.For(names, iterable, unpacking + body, _pos(keyword))
         ast.claim_loop_exits(loop)
         return loop
@@ -345,7 +352,10 @@ class AstBuilder(ast.PythonForms):
     def dict_literal(self, items):
         lbrace, *entries, rbrace = items
         entries = [e for e in entries if e is not None]
-        return ast.Dict([k for k, _ in entries], [v for _, v in entries], _pos(lbrace, lbrace.start_pos, rbrace.end_pos))
+        pos = _pos(lbrace, lbrace.start_pos, rbrace.end_pos)
+        if any(k is None for k, _ in entries):  # `{**d, "k": v}`
+            return ast.dict_display(entries, pos)
+        return ast.Dict([k for k, _ in entries], [v for _, v in entries], pos)
 
     def string(self, items):
         import ast as python_ast  # the literal's escapes read as Python reads them, never evaluated

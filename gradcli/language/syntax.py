@@ -397,6 +397,9 @@ TEXT_COMPARISON = "<compare text>"
 # The name of the call `a < b <= c` is read as, its operators (space-separated) as its symbol:
 # Python's `a < b and b <= c`, b computed once (lower/python_operators.py)
 CHAINED_COMPARISON = "<chained comparison>"
+# The name of the call `{**d, "k": v}` is read as (lower/python_operators.py): the letters of its
+# entries (* a dict spread, k a key and its value), then their expressions
+DICT_DISPLAY = "<dict display>"
 # The name of the call `x in c` is read as (lower/python_operators.py); `x in range(...)` calls
 # MEMBERSHIP_IN_RANGE with range's arguments after x, a range being no value of its own.
 MEMBERSHIP, MEMBERSHIP_IN_RANGE = "<in>", "<in range>"
@@ -441,6 +444,10 @@ class PythonForms:
             raise GradcliError(f"unexpected '{op.value}' in a function's parameters", _token_pos(op))
         return (name.value if name is not None else None, _token_pos(name if name is not None else op),
                 VariadicParameter(op.value))
+
+    def dict_spread(self, items):
+        """`**d` among a dict display's items: (no key, d)."""
+        return (None, items[1])
 
     def comparison(self, items):
         """`a < b`; `mode == "relu"` with a string written in the program compares strings;
@@ -619,6 +626,13 @@ def spread_display(kind: str, items: list, pos: Pos):
         kinds.append("*" if starred else "p")
         args.append(item.args[0] if starred else item)
     return Call(SPREAD_DISPLAY, [Str("".join(kinds), pos)] + args, pos, symbol="*")
+
+
+def dict_display(entries: list, pos: Pos) -> Call:
+    """`{**d, "k": v}`: the call DICT_DISPLAY of its entries' letters, then their expressions."""
+    kinds = "".join("*" if key is None else "k" for key, _ in entries)
+    args = [part for key, value in entries for part in ((value,) if key is None else (key, value))]
+    return Call(DICT_DISPLAY, [Str(kinds, pos)] + args, pos, symbol="**")
 
 
 def star_target(target, value):

@@ -180,7 +180,8 @@ def test_is_and_in_do_not_chain_with_comparisons():
 def test_the_parser_builds_what_larks_parser_builds_for_the_new_forms():
     reference = _lark_reference()
     for text in ["y = a < b < c\n", "y = 0 <= i < n == m != k > 2 >= 1\n", "y = (a < b) < c\n",
-                 "if 0 < x < 1:\n    pass\n", "y = a < b | c < d\n"]:
+                 "if 0 < x < 1:\n    pass\n", "y = a < b | c < d\n", "for a, *rest in xs:\n    pass\n",
+                 "for *a, b in xs: pass\n", "e = {**d, 'k': v, **f}\n", "print(*xs, **d)\n"]:
         _agree(*_both_parse(reference, text))
 
 
@@ -259,4 +260,71 @@ def test_a_static_method_read_as_a_value_and_a_property_in_a_gradient():
      "@tf.function, @partial(jax.jit, ...), and on a method @property, @staticmethod, @classmethod)", 2, 6),
 ])
 def test_method_decorator_refusals(program, message, line, column):
+    assert_refused(program, message, line, column)
+
+
+# --------------------------------------------------------------------------- logical_xor, *rest, {**d}, print(*xs)
+XS = np.array([-1.0, 0.5, 2.0])
+
+
+@pytest.mark.parametrize("program", [
+    f"x = np.array({XS.tolist()})\nm = np.logical_xor(x > 0, x < 1)\ny = np.where(m, x, 0.0)\n",
+    f"import torch\nx = torch.tensor({XS.tolist()})\ny = torch.logical_xor(x > 0, x < 1) * x\n",
+    f"import tensorflow as tf\nx = tf.constant({XS.tolist()})\n"
+    "y = tf.cast(tf.math.logical_xor(x > 0, x < 1), tf.float32) * x\n",
+])
+def test_logical_xor_of_masks_in_each_library(program):
+    want = np.where(np.logical_xor(XS > 0, XS < 1), XS, 0.0)  # [-1.0, 0.0, 2.0]
+    assert value(program).tolist() == want.tolist()
+    assert gradient(program, "x").tolist() == np.logical_xor(XS > 0, XS < 1).astype(float).tolist()
+
+
+def test_logical_xor_of_numbers_reads_nonzero_as_true_as_numpy_does():
+    x = np.array([-1.0, 0.0, 2.0])
+    assert value(f"x = np.array({x.tolist()})\ny = np.logical_xor(x, 0.5)\n").tolist() == \
+        np.logical_xor(x, 0.5).astype(float).tolist()
+    assert value(f"x = np.array({x.tolist()})\ny = np.logical_xor(x, x > 0)\n").tolist() == \
+        np.logical_xor(x, x > 0).astype(float).tolist()
+    assert value("y = np.logical_xor([1.0, 0.0], [0.0, 0.0])\n").tolist() == [1.0, 0.0]
+
+
+def test_a_loop_target_with_a_starred_name():
+    rows = [(1.0, 2.0, 3.0), (4.0, 5.0, 6.0)]
+    program = f"xs = {rows}\ny = 0.0\nfor a, *rest in xs:\n    y = y + a * sum(rest)\n"
+    assert outputs(program) == {"y": sum(a * sum(rest) for a, *rest in rows)}
+    local = "def f(xs):\n    t = 0.0\n    for *init, last in xs:\n        t = t + last * init[0]\n    return t\n" \
+            "y = f([(1.0, 2.0), (3.0, 4.0)])\n"
+    assert outputs(local) == {"y": sum(last * init[0] for *init, last in [(1.0, 2.0), (3.0, 4.0)])}
+
+
+def test_a_dict_display_spreads_dicts_and_later_keys_win():
+    d = {"a": 1.0, "b": 2.0}
+    e = {**d, "b": 5.0, "c": 3.0}
+    program = 'd = {"a": 1.0, "b": 2.0}\ne = {**d, "b": 5.0, "c": 3.0}\ny = e["a"] + e["b"] * e["c"]\n'
+    assert outputs(program) == {"y": e["a"] + e["b"] * e["c"]}
+    spread_last = 'x = 1.5\nd = {"a": x}\ne = {"z": 2.0, **d}\ny = e["a"] * e["z"]\n'
+    assert outputs(spread_last) == {"y": 3.0}
+    assert float(gradient(spread_last, "x")) == 2.0
+    assert outputs('d = {"a": 1.0, "b": 2.0}\ne = {**d, "a": 4.0}\nfor k in e:\n    print(k, e[k])\n') == \
+        {"e[k] #1": 4.0, "e[k]": 2.0}  # (the order of Python's dict: "a" keeps its first place)
+
+
+def test_print_of_spread_items_prints_each_item():
+    program = "x = 2.0\nxs = [x, x * 3]\nprint(*xs)\nprint('total', *[x, x + 1], x * 10)\n"
+    assert outputs(program) == {"xs[0]": 2.0, "xs[1]": 6.0, "[x, x + 1][0]": 2.0, "[x, x + 1][1]": 3.0,
+                                "x * 10": 20.0}
+    done = cli("import numpy as np\nx = np.array([[1.0, 2.0], [3.0, 4.0]])\nprint(*x)\n")
+    assert (done.returncode, done.stdout, done.stderr) == (0, "x[0]\t1.0 2.0\nx[1]\t3.0 4.0\n", "")
+
+
+@pytest.mark.parametrize("program,message,line,column", [
+    ('d = {"a": 1.0}\ny = {**d for k in d}\n',
+     "dict unpacking (**d) cannot be used in a dict comprehension (Python's SyntaxError)", 2, 8),
+    ("x = 2.0\ne = {**x}\ny = e\n",
+     "the value after ** in a dict display must be a dict (its keys strings written in the program)", 2, 8),
+    ('x = 2.0\nd = {"a": x}\nprint(**d)\n',
+     "print(**d) passes d's items as print's keywords (Python's TypeError): print the dict, print(d)", 3, 9),
+    ("x = np.array([1.0])\ny = np.logical_xor(x, x, x)\n", "np.logical_xor() takes two arrays (no keywords)", 2, 5),
+])
+def test_spread_and_xor_refusals(program, message, line, column):
     assert_refused(program, message, line, column)

@@ -101,6 +101,11 @@ def _text_comparison(lowering, node, values, scope):
     return lowering.text_comparison(node, values, scope)
 
 
+def _logical_xor(lowering, node, values, scope):
+    """np.logical_xor, torch.logical_xor, tf.math.logical_xor: `^` of truths (lower/python_operators.py)."""
+    return lowering.logical_xor(node, values, scope)
+
+
 def _chained_comparison(lowering, node, values, scope):
     """`a < b < c` (lower/python_operators.py)."""
     return lowering.chained_comparison(node, values, scope)
@@ -128,7 +133,8 @@ NAMES = {
     "bitwise_right_shift": _bitwise("right_shift"),
     # (the names of syntax.py's calls: no program can spell them)
     "<in>": _membership, "<in range>": _membership_in_range, "<compare text>": _text_comparison,
-    "<chained comparison>": _chained_comparison,
+    "<chained comparison>": _chained_comparison, "logical_xor": _logical_xor,
+    "<dict display>": _spreading("dict_display"),
     "<spread call>": _spreading("spread_call", calls_functions=True), "<spread display>": _spreading("spread_display"),
     "<star target>": _spreading("star_target"), "<starred>": _spreading("starred_alone"),
 }

@@ -92,6 +92,24 @@ class PythonOperators:
                              node.pos)
         return Literal(np.asarray(result, dtype=np.float64), node.pos)
 
+    def logical_xor(self, node: ast.Call, values: list, scope: Scope):
+        """np.logical_xor(a, b), torch.logical_xor, tf.math.logical_xor: true where exactly one is,
+        as `a ^ b` of truth values (not_equal of the truths); a number's truth is its being nonzero,
+        as NumPy and PyTorch read it. No gradient."""
+        if node.keywords or len(values) != 2:
+            raise self.error(f"{node.func}() takes two arrays (no keywords)", node.pos)
+        if all(isinstance(v, Literal) for v in values):
+            truth = (values[0].value != 0) != (values[1].value != 0)
+            return Literal(np.asarray(truth, dtype=np.float64), node.pos, True)
+        truths = []
+        for value, arg in zip(values, node.args):
+            truth = self.materialize(value, scope, arg.pos)
+            if not self.graph.equations[truth].op.boolean:  # a number: its truth, `x != 0`
+                truth = self.emit(OPS["logical_not"], (truth,), {}, arg.pos, "not", scope)
+                truth = self.emit(OPS["logical_not"], (truth,), {}, arg.pos, "not", scope)
+            truths.append(truth)
+        return self.emit(OPS["not_equal"], tuple(truths), dict(OPS["not_equal"].defaults), node.pos, node.func, scope)
+
     def bitwise_kind(self, value, arg, spelled: str) -> str:
         """"boolean" (a truth value: a comparison's, a mask, True/False) or "integer" (written as
         one, or a number that Python's loops and len() give); a float is refused as NumPy refuses it."""
@@ -314,9 +332,8 @@ class PythonArguments:
     def spread_call(self, node: ast.Call, values: list, scope: Scope, work: list):
         """`f(a, *xs, k=v, **d)`: f called with xs's items after a, and d's items by name."""
         callee_kind, kinds, name = values[0].value.split(":", 2)
-        if callee_kind == "name" and name == "print":
-            raise self.error("print(*xs) spreads values a print would key by their text: print the tuple, "
-                             "print(xs)", node.pos)
+        if callee_kind == "name" and name == "print":  # (a print statement is statements.print_call's)
+            raise self.error("print(...) inside an expression: a print is a statement, on its own line", node.pos)
         args, arg_values, keywords, keyword_values = [], [], [], []
         callee = None
         for kind, arg, value in zip(kinds, node.args[1:], values[1:len(node.args)]):
@@ -358,6 +375,23 @@ class PythonArguments:
             raise self.error("the value after * must be a tuple, a list, a dict or an array (Python's TypeError: "
                              "it is not iterable)", arg.pos)
         return self.items_of(value, arg.pos, scope)
+
+    def dict_display(self, node: ast.Call, values: list, scope: Scope):
+        """`{**d, "k": v}`: d's items, then the others in order; a key met again keeps its first place
+        and takes the later value, as Python's dict does."""
+        items: dict = {}
+        rest = iter(zip(node.args[1:], values[1:]))
+        for kind in values[0].value:
+            arg, value = next(rest)
+            if kind == "k":
+                value_arg, item = next(rest)
+                items[self.dict_key(value, arg)] = item
+            elif not isinstance(value, DictValue):
+                raise self.error("the value after ** in a dict display must be a dict (its keys strings written in "
+                                 "the program)", arg.pos)
+            else:
+                items.update(zip(value.keys, value.items))
+        return DictValue(list(items), list(items.values()), node.pos)
 
     def spread_display(self, node: ast.Call, values: list, scope: Scope):
         """`(*a, b)`, `[*a, b]`: the tuple (a list is one too) of a's items, then b."""

@@ -52,7 +52,11 @@ def method_kind(fn: ast.FuncDef) -> str | None:
 
 
 def is_print(stmt) -> bool:
-    return isinstance(stmt, ast.ExprStmt) and isinstance(stmt.value, ast.Call) and stmt.value.func == "print"
+    if not (isinstance(stmt, ast.ExprStmt) and isinstance(stmt.value, ast.Call)):
+        return False
+    call = stmt.value
+    return call.func == "print" or (call.func == ast.SPREAD_CALL and call.args[0].value.startswith("name:")
+                                    and call.args[0].value.split(":", 2)[2] == "print")  # `print(*xs)`
 
 
 def _if_kind(stmt: ast.If) -> str:
@@ -384,13 +388,27 @@ class Statements(LoopExits):
             context.tape.open_at = len(self.graph.equations)
 
     # ------------------------------------------------------------------ print
+    def printed(self, node: ast.Call, top: Scope):
+        """A print's (expression, its text, value): `print(*xs)` prints each item of xs, as
+        `xs[0]`, `xs[1]`, ... (Python prints them separated by spaces)."""
+        spread = node.func == ast.SPREAD_CALL
+        kinds, args = (node.args[0].value.split(":", 2)[1], node.args[1:]) if spread else ("p" * len(node.args), node.args)
+        for kind, arg in zip(kinds, args):
+            text = self.expression_text(arg.pos) if arg.pos.start >= 0 else f"print {len(self.shown)}"
+            if kind == "p":
+                yield arg, text, self.lower(arg, top)
+            elif kind == "*":
+                for k, item in enumerate(self.spread_items(self.lower(arg, top), arg, top)):
+                    yield arg, f"{text}[{k}]", item
+            else:
+                raise self.error("print(**d) passes d's items as print's keywords (Python's TypeError): print "
+                                 "the dict, print(d)", arg.pos)
+
     def print_call(self, node: ast.Call, top: Scope) -> None:
         shown = self.shown
-        for arg in node.args:
-            value = self.lower(arg, top)
+        for arg, text, value in self.printed(node, top):
             if isinstance(value, Text):
                 continue  # a label
-            text = self.expression_text(arg.pos) if arg.pos.start >= 0 else f"print {len(shown)}"
             fields = value.fields if isinstance(value, Formatted) else [(text, value)]
             for text, value in (pair for field in fields for pair in self.shown_fields(*field)):
                 if value is NONE:
