@@ -68,7 +68,7 @@ class AstBuilder(ast.PythonForms):
 
     def start(self, items):
         self.spread_pending = False
-        module = ast.Module(_statements(items))
+        module = ast.Module(ast.without_globals(_statements(items), function=False))
         _refuse_values_of_returnless(module)
         return module
 
@@ -232,7 +232,7 @@ class AstBuilder(ast.PythonForms):
     def funcdef(self, items):
         _, name_token, params, *rest = items
         # [ARROW test] placeholders come before the body
-        body = _statements(rest[2:])
+        body = ast.without_globals(_statements(rest[2:]))
         name = name_token.value
         if "." in name:
             raise _syntax(f"cannot define the dotted name '{name}'", _pos(name_token))

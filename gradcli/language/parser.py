@@ -34,10 +34,7 @@ class _AstBuilder(AstBuilder):
 
 # Python that stays out of the language, each with what to write instead.
 UNSUPPORTED = {
-    "try": "try/except is not supported: gradcli reports errors itself, with their place",
-    "raise": "raise is not supported: gradcli reports errors itself, with their place",
     "yield": "generators are not supported: return the values (return a, b)",
-    "global": "'global' is not needed: functions see the program's names as they stand at the call",
     "nonlocal": "'nonlocal' is not supported: return the new value instead",
     "async": "async code is not supported", "await": "async code is not supported",
 }

@@ -378,6 +378,18 @@ class Assert(Record):
     __slots__ = _fields = ("condition", "message", "pos")
 
 
+class Raise(Record):
+    """`raise E(...)`: an error where the lowering reaches it (`exception` None: a bare `raise`)."""
+
+    __slots__ = _fields = ("exception", "pos")
+
+
+class Global(Record):
+    """`global a, b`: read by the function that holds it (without_globals), then dropped."""
+
+    __slots__ = _fields = ("names", "pos")
+
+
 class Comprehension(Node):
     """`[e for a in xs if c]`, `(e for ...)`, `{k: v for ...}`: unrolled over items known before
     evaluation. Its names are its own (children() does not walk into it: it has a scope)."""
@@ -444,6 +456,35 @@ class PythonForms:
             raise GradcliError(f"unexpected '{op.value}' in a function's parameters", _token_pos(op))
         return (name.value if name is not None else None, _token_pos(name if name is not None else op),
                 VariadicParameter(op.value))
+
+    def raise_stmt(self, items):
+        keyword, exception = items[0], items[1]
+        return Raise(exception, _token_pos(keyword))
+
+    def global_stmt(self, items):
+        return Global([(t.value, _token_pos(t)) for t in items[1:]], _token_pos(items[0]))
+
+    def except_clause(self, items):
+        keyword, exception = items[0], items[1]
+        names = exception.items if isinstance(exception, Tuple) else [exception] if exception is not None else []
+        for name in names:
+            if isinstance(name, Name) and name.id.rpartition(".")[2] in NEVER_RAISED:
+                raise GradcliError(f"except {name.id}: gradcli computes as NumPy does (1 / 0 is inf, reported "
+                                   "by its diagnostics), never raising it, so this handler would never run: "
+                                   "choose the value with where(...)", name.pos)
+        return ("except", keyword)
+
+    def try_stmt(self, items):
+        """The statements a `try` runs: its body, its else and its finally (a handler is skipped)."""
+        run, clause = [], "TRY"
+        for item in items:
+            if hasattr(item, "type"):  # a token: which block follows
+                clause = item.type if item.type != "COLON" else clause
+            elif isinstance(item, list) and clause in ("TRY", "ELSE", "FINALLY"):
+                run += item
+            elif isinstance(item, tuple):
+                clause = "EXCEPT"
+        return run
 
     def dict_spread(self, items):
         """`**d` among a dict display's items: (no key, d)."""
@@ -626,6 +667,56 @@ def spread_display(kind: str, items: list, pos: Pos):
         kinds.append("*" if starred else "p")
         args.append(item.args[0] if starred else item)
     return Call(SPREAD_DISPLAY, [Str("".join(kinds), pos)] + args, pos, symbol="*")
+
+
+# Python's arithmetic exceptions, which gradcli never raises (it computes NumPy's inf and nan)
+NEVER_RAISED = frozenset({"ZeroDivisionError", "ArithmeticError", "FloatingPointError", "OverflowError"})
+
+
+def without_globals(body: list, function: bool = True) -> list:
+    """A block with its `global` statements dropped (not those of the defs inside it, already
+    read): a function that declares a name global and only reads it sees the program's name as
+    it stands at the call; one that assigns it would write the program's name, which gradcli's
+    functions never do: refused."""
+    declared: dict = {}
+    blocks, pending = [], [body]
+    while pending:
+        block = pending.pop()
+        blocks.append(block)
+        kept = []
+        for stmt in block:
+            if isinstance(stmt, Global):
+                for name, pos in stmt.names:
+                    declared.setdefault(name, pos)
+                continue
+            kept.append(stmt)
+            if isinstance(stmt, If):
+                pending += [b for _, b in stmt.branches] + [stmt.orelse]
+            elif isinstance(stmt, (For, While, With)):
+                pending.append(stmt.body)
+        block[:] = kept
+    if function and declared:
+        for block in blocks:
+            for stmt in block:
+                for name, pos in _bound(stmt):
+                    if name in declared:
+                        raise GradcliError(f"'global {name}' in a function that assigns {name}: gradcli's functions "
+                                           f"do not write the program's names; return the new value and assign it "
+                                           f"where the function is called ({name} = f(...))", pos)
+    return body
+
+
+def _bound(stmt) -> list:
+    """The names a statement binds, with their places."""
+    if isinstance(stmt, Assign):
+        return [(stmt.name, stmt.pos)]
+    if isinstance(stmt, (Unpack, For, Delete)):
+        return list(stmt.names)
+    if isinstance(stmt, FuncDef):
+        return [(stmt.name, stmt.pos)]
+    if isinstance(stmt, With):
+        return [(name, pos) for _, name, pos in stmt.items if name is not None]
+    return []
 
 
 def dict_display(entries: list, pos: Pos) -> Call:

@@ -328,3 +328,60 @@ def test_print_of_spread_items_prints_each_item():
 ])
 def test_spread_and_xor_refusals(program, message, line, column):
     assert_refused(program, message, line, column)
+
+
+# --------------------------------------------------------------------------- try, raise, global
+def test_a_try_runs_its_body_else_and_finally_and_skips_its_handlers():
+    program = ("x = 2.0\ntry:\n    y = x * 3\nexcept ValueError as e:\n    raise RuntimeError('bad') from e\n"
+               "else:\n    y = y + 1\nfinally:\n    z = y * 2\n")
+    assert outputs(program) == {"z": (2.0 * 3 + 1) * 2}
+    assert float(gradient(program, "x")) == 6.0
+    assert outputs("x = 1.0\ntry:\n    y = x\nfinally:\n    y = y + 1\n") == {"y": 2.0}
+    local = "def f(x):\n    try:\n        return x * 2\n    except Exception:\n        return 0.0\ny = f(2.0)\n"
+    assert outputs(local) == {"y": 4.0}
+    imports = "try:\n    import torch\nexcept ImportError:\n    torch = None\nx = torch.tensor(2.0)\ny = x * x\n"
+    assert outputs(imports) == {"y": 4.0}
+
+
+def test_the_error_of_a_try_body_is_reported_never_handled():
+    done = cli("x = 2.0\ntry:\n    y = undefined_fn(x)\nexcept Exception:\n    y = 0.0\n")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.startswith("<stdin>:3:9: error: unknown function 'undefined_fn'")
+
+
+def test_a_raise_reached_is_the_programs_error_and_one_not_reached_is_nothing():
+    assert outputs("n = 3\ndef f(x):\n    if n < 0:\n        raise ValueError('n')\n    return x * n\ny = f(2.0)\n") \
+        == {"y": 6.0}
+    done = cli("x = -1.0\nif x < 0:\n    raise ValueError(f'negative: {x}')\ny = x\n")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.splitlines()[0] == "<stdin>:3:5: error: the program raises ValueError(f'negative: {x}')"
+
+
+def test_global_of_a_name_only_read_is_nothing():
+    assert outputs("scale = 3.0\ndef f(x):\n    global scale\n    return x * scale\ny = f(2.0)\n") == {"y": 6.0}
+    assert outputs("global x\nx = 1.0\ny = x + 1\n") == {"y": 2.0}
+
+
+@pytest.mark.parametrize("program,message,line,column", [
+    ("scale = 3.0\ndef f(x):\n    global scale\n    scale = x\n    return x\ny = f(2.0)\n",
+     "'global scale' in a function that assigns scale: gradcli's functions do not write the program's names; "
+     "return the new value and assign it where the function is called (scale = f(...))", 4, 5),
+    ("x = 2.0\ntry:\n    y = 1.0 / x\nexcept ZeroDivisionError:\n    y = 0.0\n",
+     "except ZeroDivisionError: gradcli computes as NumPy does (1 / 0 is inf, reported by its diagnostics), never "
+     "raising it, so this handler would never run: choose the value with where(...)", 4, 8),
+    ("x = 2.0\nraise\n", "raise with no exception outside an except clause (Python's RuntimeError: no active "
+     "exception to reraise)", 2, 1),
+    ("def f(x):\n    if x > 0:\n        raise ValueError('positive')\n    return x\ny = f(2.0)\n",
+     "the program raises ValueError('positive')", 3, 9),
+])
+def test_try_raise_and_global_refusals(program, message, line, column):
+    assert_refused(program, message, line, column)
+
+
+def test_the_parser_builds_what_larks_parser_builds_for_try_raise_and_global():
+    reference = _lark_reference()
+    for text in ["try:\n    y = 1\nexcept ValueError as e:\n    raise RuntimeError('x') from e\nelse:\n    z = 2\n"
+                 "finally:\n    w = 3\n", "try:\n    y = 1\nfinally:\n    pass\n",
+                 "try:\n    y = 1\nexcept (KeyError, IndexError):\n    pass\nexcept:\n    raise\n",
+                 "def f(x):\n    global a, b\n    return x * a\n", "raise ValueError\n"]:
+        _agree(*_both_parse(reference, text))

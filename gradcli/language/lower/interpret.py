@@ -113,9 +113,7 @@ class Interpreter:
                 if self._torch_state is not None and self.torch_leaves:  # `w -= ...` of a PyTorch leaf
                     value = self.in_place_update(stmt, value, top)
                 self.bind_global(stmt.name, value, stmt.pos, top)
-            elif isinstance(value, (Text, Formatted)) and not pending:
-                raise self.text_result(node, value)
-            elif value is NONE or isinstance(value, _SHOWN_NOTHING) or \
+            elif value is NONE or self.shown_nothing(node, value, pending) or \
                     self.show_tree(node, value, top):  # a dict: one output per item (pytrees.py)
                 continue  # `tape.watch(x)`: a statement for its effect
             else:
@@ -134,11 +132,9 @@ class Interpreter:
         written = value if isinstance(value, (TupleValue, Literal)) else None  # (torch_autograd.py)
         if isinstance(value, Literal) and name not in self.globals and deleted is None:
             value = self.made_value(self.input(name, pos, default=value), written)  # (given anew or not)
-        elif isinstance(value, (Text, Formatted)) and name in self.feeds:
-            raise self.text_given(name, value, pos)
         elif isinstance(value, _NOT_ARRAYS) or value is NONE or isinstance(value, (Text, Formatted)) or (
                 isinstance(value, TupleValue) and (not one_array(value, graph) or self.holds_variables(value.items))):
-            self.globals[name] = value  # not an array: a function, a tape, a list of gradients, `dtype = torch.float`
+            self.globals[name] = self.not_input(name, value, pos)  # not an array: a function, a tape, `dtype = ...`
             self.last_tree = (name, value, pos) if isinstance(value, (TupleValue, DictValue)) else self.last_tree
             return
         else:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from gradcli.errors import GradcliError, Pos
 from gradcli.language import syntax as ast
 from gradcli.language.dialects import split_spelling
-from gradcli.language.lower.interpret import _BIND, _DEFINE, _DISCARD, _EVAL, _FLOW, _SET, _STATEMENT, _UNPACK
+from gradcli.language.lower.interpret import (
+    _SHOWN_NOTHING, _BIND, _DEFINE, _DISCARD, _EVAL, _FLOW, _SET, _STATEMENT, _UNPACK)
 from gradcli.language.ast_builder import ITEM_ASSIGNMENT
 from gradcli.language.lower.transforms import _FINISH, fresh, printed_text
 from gradcli.language.lower.pytrees import printed_leaves
@@ -115,7 +116,114 @@ class LoopExits:
         return stmt.loop
 
 
-class Statements(LoopExits):
+class ProgramClasses:
+    """Part of the lowering (gradcli.language.lower): the program's classes (their methods'
+    decorators, attributes, properties), `raise`, and the refusals of strings as results and inputs."""
+
+    def check_decorator(self, decorator) -> None:
+        spelled = decorator.func if isinstance(decorator, ast.Call) else getattr(decorator, "id", "")
+        if split_spelling(self.spelled(spelled))[1] not in VALUE_PRESERVING_DECORATORS:
+            raise self.error(f"the decorator @{spelled} is not supported (gradcli accepts those that do "
+                             "not change values: @jax.jit, @tf.function, @partial(jax.jit, ...), and on a "
+                             "method @property, @staticmethod, @classmethod)", decorator.pos)
+
+    def define_class(self, stmt: ast.ClassDef, top: Scope) -> None:
+        """A class: its methods (`@property`, `@staticmethod`, `@classmethod` read as Python's) and constants."""
+        methods = {s.name: s for s in stmt.body if isinstance(s, ast.FuncDef)}
+        for fn in methods.values():
+            kinds = [d.id for d in fn.decorators if isinstance(d, ast.Name) and d.id in METHOD_KINDS]
+            for decorator in fn.decorators:
+                if isinstance(decorator, ast.Name) and decorator.id.rpartition(".")[2] in ("setter", "deleter"):
+                    raise self.error(f"@{decorator.id} is not supported: a property is read, never set (set "
+                                     "the attribute it reads instead)", decorator.pos)
+                if not (isinstance(decorator, ast.Name) and decorator.id in METHOD_KINDS):
+                    self.check_decorator(decorator)
+            if len(kinds) > 1:
+                raise self.error(f"{fn.name} is decorated with @{kinds[0]} and @{kinds[1]}: one of them only",
+                                 fn.pos)
+        constants = {s.name: self.lower(s.value, top) for s in stmt.body if isinstance(s, ast.Assign)}
+        self.globals[stmt.name] = ClassValue(stmt.name, methods, constants, stmt.pos)
+
+    def method_call(self, receiver, method: ast.FuncDef, node: ast.Call, values: list, scope: Scope, work: list):
+        """`obj.f(x)`, `Cls.f(x)` of a method of the program's class: self is the object, cls the class
+        (@classmethod), neither for @staticmethod, and a method read of the class takes its self
+        among the arguments (`Cls.forward(obj, x)`), as Python's do."""
+        kind = method_kind(method)
+        if kind == "property":
+            raise self.error(f"'{method.name}' is a property: read it without calling it (obj.{method.name})",
+                             node.pos)
+        if kind == "classmethod":
+            cls = receiver if isinstance(receiver, ClassValue) else receiver.cls
+            return self.call_user(method, node, [cls] + list(values[1:]), scope, work, None)
+        if kind == "staticmethod" or isinstance(receiver, ClassValue):
+            rest = ast.Call(node.func, node.args[1:], node.pos, node.keywords)
+            return self.call_user(method, rest, values[1:], scope, work, None)
+        return self.call_user(method, node, values, scope, work, None)
+
+    def set_attribute(self, stmt, value, scope: Scope) -> None:
+        target = self.resolve(stmt.target, scope) if isinstance(stmt.target, ast.Name) else None
+        state = self._torch_state
+        if type(target) is int and stmt.name == "grad" and value is NONE and state is not None:
+            for grads in (state.leaves, state.retained):  # `x.grad = None`: as before any backward()
+                if target in grads:
+                    grads[target] = None
+            return
+        if not isinstance(target, ObjectValue):
+            raise self.error("an attribute can be set on an object of a class of the program (self.w = ...)",
+                             stmt.pos)
+        target.attrs[stmt.name] = value
+
+    def object_attribute(self, obj, name: str, pos: Pos, scope: Scope | None = None):
+        """`m.w`: what __init__ set, a class constant, a property's value, or a method (bound to
+        the object; to its class for @classmethod, to nothing for @staticmethod)."""
+        if name in obj.attrs:
+            return obj.attrs[name]
+        if name in obj.cls.constants:
+            return obj.cls.constants[name]
+        if name in obj.cls.methods:
+            fn = obj.cls.methods[name]
+            kind = method_kind(fn)
+            if kind == "property":  # its method called with self, here (its own lowering)
+                inner = Scope({_PROPERTY: BoundMethod(obj, fn, pos)}, scope.stack if scope else (),
+                              scope.active if scope else (), scope)
+                return self.lower(ast.CallValue(ast.Name(_PROPERTY, pos), [], [], pos), inner)
+            if kind == "staticmethod":
+                return FunctionRef(fn, name, pos)
+            return BoundMethod(obj.cls if kind == "classmethod" else obj, fn, pos)
+        raise self.error(f"{obj.cls.name} has no attribute '{name}'", pos)
+
+    def raised(self, stmt: ast.Raise) -> GradcliError:
+        """`raise E(...)` reached (the ifs around it chosen before evaluation): the program's own error."""
+        if stmt.exception is None:
+            return self.error("raise with no exception outside an except clause (Python's RuntimeError: no "
+                              "active exception to reraise)", stmt.pos)
+        return self.error(f"the program raises {self.expression_text(stmt.exception.pos)}", stmt.pos)
+
+    def text_result(self, node, value) -> GradcliError:
+        """A program that ends with a string (`mode` or an f-string on its own line): Python's
+        notebook would show the text, but gradcli's outputs are numbers (docs/contract.md)."""
+        what = f"the string '{value.value}'" if isinstance(value, Text) else "an f-string"
+        return self.error(f"the program ends with {what}, which gradcli does not show: its outputs are numbers; "
+                          "print the text with them (print(f\"{name} = {x}\")) or end with a number", node.pos)
+
+    def shown_nothing(self, node, value, pending: list) -> bool:
+        """Whether a bare top-level expression is computed for its effect (`tape.watch(x)`) or is a
+        string (one that ends the program refused: text_result)."""
+        if isinstance(value, (Text, Formatted)) and not pending:
+            raise self.text_result(node, value)
+        return isinstance(value, _SHOWN_NOTHING)
+
+    def not_input(self, name: str, value, pos: Pos):
+        """A value that is no array, bound to a top-level name; `--set mode=...` of a name the
+        program binds to a string is refused: a string is never an input."""
+        if name in self.feeds and isinstance(value, (Text, Formatted)):
+            what = f"the string '{value.value}'" if isinstance(value, Text) else "an f-string"
+            raise self.error(f"--set {name}: '{name}' is bound to {what} here, so it is not an "
+                             "input (a string is never one): edit the program to change it", pos)
+        return value
+
+
+class Statements(LoopExits, ProgramClasses):
     """Part of the lowering (gradcli.language.lower): compound statements and in-program gradients."""
 
     in_loops: set | None = None  # (made on first use) ids of the statements and bare expressions inside loops
@@ -144,6 +252,8 @@ class Statements(LoopExits):
         if type(stmt) is ast.LoopExit:
             self.exit_loop_top(stmt, pending, top)
             return True
+        if type(stmt) is ast.Raise:
+            raise self.raised(stmt)
         if isinstance(stmt, ast.If):
             for condition, body in stmt.branches:
                 truth = self.known_truth(self.lower(condition, top), condition.pos, _if_kind(stmt))
@@ -186,46 +296,6 @@ class Statements(LoopExits):
             return self.print_call(stmt.value, top) or True
         return self.is_list_method(stmt) and self.list_method(stmt, top)  # `out.append(v)`: rebound (lists.py)
 
-    def check_decorator(self, decorator) -> None:
-        spelled = decorator.func if isinstance(decorator, ast.Call) else getattr(decorator, "id", "")
-        if split_spelling(self.spelled(spelled))[1] not in VALUE_PRESERVING_DECORATORS:
-            raise self.error(f"the decorator @{spelled} is not supported (gradcli accepts those that do "
-                             "not change values: @jax.jit, @tf.function, @partial(jax.jit, ...), and on a "
-                             "method @property, @staticmethod, @classmethod)", decorator.pos)
-
-    def define_class(self, stmt: ast.ClassDef, top: Scope) -> None:
-        """A class: its methods (`@property`, `@staticmethod`, `@classmethod` read as Python's) and constants."""
-        methods = {s.name: s for s in stmt.body if isinstance(s, ast.FuncDef)}
-        for fn in methods.values():
-            kinds = [d.id for d in fn.decorators if isinstance(d, ast.Name) and d.id in METHOD_KINDS]
-            for decorator in fn.decorators:
-                if isinstance(decorator, ast.Name) and decorator.id.rpartition(".")[2] in ("setter", "deleter"):
-                    raise self.error(f"@{decorator.id} is not supported: a property is read, never set (set "
-                                     "the attribute it reads instead)", decorator.pos)
-                if not (isinstance(decorator, ast.Name) and decorator.id in METHOD_KINDS):
-                    self.check_decorator(decorator)
-            if len(kinds) > 1:
-                raise self.error(f"{fn.name} is decorated with @{kinds[0]} and @{kinds[1]}: one of them only",
-                                 fn.pos)
-        constants = {s.name: self.lower(s.value, top) for s in stmt.body if isinstance(s, ast.Assign)}
-        self.globals[stmt.name] = ClassValue(stmt.name, methods, constants, stmt.pos)
-
-    def method_call(self, receiver, method: ast.FuncDef, node: ast.Call, values: list, scope: Scope, work: list):
-        """`obj.f(x)`, `Cls.f(x)` of a method of the program's class: self is the object, cls the class
-        (@classmethod), neither for @staticmethod, and a method read of the class takes its self
-        among the arguments (`Cls.forward(obj, x)`), as Python's do."""
-        kind = method_kind(method)
-        if kind == "property":
-            raise self.error(f"'{method.name}' is a property: read it without calling it (obj.{method.name})",
-                             node.pos)
-        if kind == "classmethod":
-            cls = receiver if isinstance(receiver, ClassValue) else receiver.cls
-            return self.call_user(method, node, [cls] + list(values[1:]), scope, work, None)
-        if kind == "staticmethod" or isinstance(receiver, ClassValue):
-            rest = ast.Call(node.func, node.args[1:], node.pos, node.keywords)
-            return self.call_user(method, rest, values[1:], scope, work, None)
-        return self.call_user(method, node, values, scope, work, None)
-
     def push_body(self, body: list, inner: Scope, work: list) -> None:
         """A function body's statements (or a block of one) onto the work stack, last first."""
         for stmt in reversed(body):
@@ -234,7 +304,7 @@ class Statements(LoopExits):
                 work.append((_EVAL, stmt.value, inner))
                 continue
             if isinstance(stmt, (ast.For, ast.If, ast.With, ast.Return, ast.ClassDef, ast.While, ast.Delete,
-                                 ast.Assert, ast.LoopExit)) or is_print(stmt) or self.is_list_method(stmt):
+                                 ast.Assert, ast.LoopExit, ast.Raise)) or is_print(stmt) or self.is_list_method(stmt):
                 work.append((_STATEMENT, stmt, inner))
                 continue
             if isinstance(stmt, ast.Assign):
@@ -297,6 +367,8 @@ class Statements(LoopExits):
             self.exit_loop_local(stmt, work)
         elif isinstance(stmt, tuple) and stmt[0] is _LOOP_END:
             pass  # (the passes of a for loop are over: a break leaves up to here)
+        elif type(stmt) is ast.Raise:
+            raise self.raised(stmt)
         elif isinstance(stmt, ast.Return):
             raise self.error("'return' inside a for or an if is not supported: return once, at the end of the "
                              "function (choose the value with where)", stmt.pos)
@@ -491,38 +563,6 @@ class Statements(LoopExits):
         self.bind_global(stmt.name, leaf, stmt.pos, top)
         return True
 
-    def set_attribute(self, stmt, value, scope: Scope) -> None:
-        target = self.resolve(stmt.target, scope) if isinstance(stmt.target, ast.Name) else None
-        state = self._torch_state
-        if type(target) is int and stmt.name == "grad" and value is NONE and state is not None:
-            for grads in (state.leaves, state.retained):  # `x.grad = None`: as before any backward()
-                if target in grads:
-                    grads[target] = None
-            return
-        if not isinstance(target, ObjectValue):
-            raise self.error("an attribute can be set on an object of a class of the program (self.w = ...)",
-                             stmt.pos)
-        target.attrs[stmt.name] = value
-
-    def object_attribute(self, obj, name: str, pos: Pos, scope: Scope | None = None):
-        """`m.w`: what __init__ set, a class constant, a property's value, or a method (bound to
-        the object; to its class for @classmethod, to nothing for @staticmethod)."""
-        if name in obj.attrs:
-            return obj.attrs[name]
-        if name in obj.cls.constants:
-            return obj.cls.constants[name]
-        if name in obj.cls.methods:
-            fn = obj.cls.methods[name]
-            kind = method_kind(fn)
-            if kind == "property":  # its method called with self, here (its own lowering)
-                inner = Scope({_PROPERTY: BoundMethod(obj, fn, pos)}, scope.stack if scope else (),
-                              scope.active if scope else (), scope)
-                return self.lower(ast.CallValue(ast.Name(_PROPERTY, pos), [], [], pos), inner)
-            if kind == "staticmethod":
-                return FunctionRef(fn, name, pos)
-            return BoundMethod(obj.cls if kind == "classmethod" else obj, fn, pos)
-        raise self.error(f"{obj.cls.name} has no attribute '{name}'", pos)
-
     def mapping_or_text(self, node, args: list):
         """A dict literal's value, a dict's item, or an f-string's fields."""
         if isinstance(node, ast.Dict):
@@ -547,19 +587,6 @@ class Statements(LoopExits):
                              "(m.w) or call it", value.pos)
         raise self.error("this is not a number: a function, an optimizer, a gradient transform or a tape; "
                          "call it or use what it gives", value.pos)
-
-    def text_result(self, node, value) -> GradcliError:
-        """A program that ends with a string (`mode` or an f-string on its own line): Python's
-        notebook would show the text, but gradcli's outputs are numbers (docs/contract.md)."""
-        what = f"the string '{value.value}'" if isinstance(value, Text) else "an f-string"
-        return self.error(f"the program ends with {what}, which gradcli does not show: its outputs are numbers; "
-                          "print the text with them (print(f\"{name} = {x}\")) or end with a number", node.pos)
-
-    def text_given(self, name: str, value: Text, pos: Pos) -> GradcliError:
-        """`--set mode=...` of a name the program binds to a string: a string is never an input."""
-        what = f"the string '{value.value}'" if isinstance(value, Text) else "an f-string"
-        return self.error(f"--set {name}: '{name}' is bound to {what} here, so it is not an "
-                          "input (a string is never one): edit the program to change it", pos)
 
     def dict_key(self, value, node) -> str:
         if not isinstance(value, Text):
