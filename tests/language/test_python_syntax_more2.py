@@ -182,7 +182,7 @@ def test_the_parser_builds_what_larks_parser_builds_for_the_new_forms():
     for text in ["y = a < b < c\n", "y = 0 <= i < n == m != k > 2 >= 1\n", "y = (a < b) < c\n",
                  "if 0 < x < 1:\n    pass\n", "y = a < b | c < d\n", "for a, *rest in xs:\n    pass\n",
                  "for *a, b in xs: pass\n", "e = {**d, 'k': v, **f}\n", "print(*xs, **d)\n"]:
-        _agree(*_both_parse(reference, text))
+        assert _agree(*_both_parse(reference, text)) == "parsed alike", text
 
 
 # --------------------------------------------------------------------------- @property, @staticmethod, @classmethod
@@ -384,4 +384,4 @@ def test_the_parser_builds_what_larks_parser_builds_for_try_raise_and_global():
                  "finally:\n    w = 3\n", "try:\n    y = 1\nfinally:\n    pass\n",
                  "try:\n    y = 1\nexcept (KeyError, IndexError):\n    pass\nexcept:\n    raise\n",
                  "def f(x):\n    global a, b\n    return x * a\n", "raise ValueError\n"]:
-        _agree(*_both_parse(reference, text))
+        assert _agree(*_both_parse(reference, text)) == "parsed alike", text
