@@ -77,6 +77,13 @@ def test_dict_keys_from_names_and_a_loop_over_a_list_of_strings():
     assert outputs(comprehension) == {"y": 10.5}
 
 
+def test_a_name_bound_to_a_list_of_strings_is_pythons_list():
+    program = ('x = 2.0\nmodes = ["relu", "tanh"]\ny = 0.0\nfor m in modes:\n    if m == "tanh":\n'
+               '        y = y + np.tanh(x)\n    else:\n        y = y + np.maximum(x, 0.0)\n')
+    assert float(value(program)) == float(np.maximum(2.0, 0.0) + np.tanh(2.0))
+    assert outputs('x = 2.0\nmodes = ["relu", "tanh"]\ny = x * 2 if "gelu" in modes else x\n') == {"y": 2.0}
+
+
 def test_a_name_bound_to_a_string_labels_a_printed_number():
     program = 'x = 1.25\nname = "x"\nprint(f"{name} = {x:.2f}")\n'
     assert outputs(program) == {"x": 1.25}
