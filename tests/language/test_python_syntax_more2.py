@@ -77,6 +77,14 @@ def test_dict_keys_from_names_and_a_loop_over_a_list_of_strings():
     assert outputs(comprehension) == {"y": 10.5}
 
 
+def test_names_bound_to_strings_compare_as_pythons_strings():
+    assert outputs('x = 2.0\na = "relu"\nb = "relu"\ny = x if a == b else -x\n') == {"y": 2.0}
+    local = 'x = 2.0\na = "relu"\ndef f(v, kind="tanh"):\n    return v if kind != a else -v\ny = f(x)\n'
+    assert outputs(local) == {"y": 2.0}
+    assert_refused('x = 2.0\na = "relu"\ny = x if a == x else -x\n',
+                   "'==' of a string and a value that is not one: compare strings with strings", 3, 15)
+
+
 def test_a_name_bound_to_a_list_of_strings_is_pythons_list():
     program = ('x = 2.0\nmodes = ["relu", "tanh"]\ny = 0.0\nfor m in modes:\n    if m == "tanh":\n'
                '        y = y + np.tanh(x)\n    else:\n        y = y + np.maximum(x, 0.0)\n')
