@@ -122,6 +122,12 @@ def test_a_program_ending_with_a_string_is_refused(program, message, line, colum
     assert (done.returncode, done.stdout) == (2, "")
 
 
+def test_a_program_of_strings_only_computes_nothing():
+    with pytest.raises(GradcliError) as info:
+        api.evaluate('mode = "relu"\nprint(mode)\n', fixes=False)
+    assert str(info.value) == "the program computes nothing: it binds no number (only strings or functions)"
+
+
 def test_strings_standing_alone_before_the_end_are_ignored_as_python_ignores_them():
     assert outputs('x = 2.0\nlabel = f"{x}"\nlabel\ny = x * 3\n') == {"y": 6.0}
 

@@ -122,7 +122,7 @@ class Interpreter:
         if self.missing:
             raise self.missing_inputs_error()
         if graph.result is None and not self.shown:
-            raise self.error("the program defines functions but computes nothing", None)
+            raise self.error("the program computes nothing: it binds no number (only strings or functions)", None)
         graph.warnings.extend(_ignored_feeds(self.feeds, graph, self.assigned_at))
         return graph
 

@@ -138,6 +138,15 @@ class PythonOperators:
                           "an integer", pos)
 
     # ------------------------------------------------------------------ == of strings
+    def identity_or_text(self, node: ast.Call, values: list, scope: Scope):
+        """`a is None` (calls.py's identity_test), or `mode == kind` of values that are strings
+        (names bound to them); None for a comparison of numbers."""
+        if node.symbol in ("is", "is not"):
+            return self.identity_test(node, values)
+        if isinstance(values[0], Text) or isinstance(values[-1], Text):
+            return self.text_comparison(node, values, scope)
+        return None
+
     def text_comparison(self, node: ast.Call, values: list, scope: Scope):
         """`mode == "relu"`: Python's equality of two strings, known before evaluation. A string
         compared with a number or an array is refused (NumPy compares elementwise, PyTorch gives
