@@ -349,8 +349,25 @@ def _optimizer(kind: str):
     return make
 
 
+def _clip_grad(kind: str):
+    """torch.nn.utils.clip_grad_norm_ / clip_grad_value_: each .grad clipped in place (lower/clipping.py)."""
+    def clip(lowering, node, values, scope):
+        return lowering.torch_clip_grad(kind, node, values, scope)
+    return clip
+
+
+def _scheduler(kind: str):
+    """torch.optim.lr_scheduler.<kind>(optimizer, ...): a learning-rate schedule (lower/schedules.py)."""
+    def make(lowering, node, values, scope):
+        return lowering.torch_scheduler(kind, node, values, scope)
+    return make
+
+
 MODULES = {
     **{f"optim.{kind}": _optimizer(kind) for kind in ("SGD", "Adam", "AdamW", "RMSprop")},
+    "utils.clip_grad_norm_": _clip_grad("norm"), "utils.clip_grad_value_": _clip_grad("value"),
+    **{f"optim.lr_scheduler.{kind}": _scheduler(kind)
+       for kind in ("StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR", "LambdaLR")},
     **{name: _weighted_module for name in ("Linear", "Bilinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
                                            "ConvTranspose2d", "Embedding", "RNN", "LSTM", "GRU", "MultiheadAttention")},
     "MSELoss": _module("mse_loss"), "L1Loss": _module("l1_loss"), "SmoothL1Loss": _module("smooth_l1_loss"),

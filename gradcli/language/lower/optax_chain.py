@@ -1,0 +1,97 @@
+"""optax's gradient transformations beyond the optimizers of optimizers.py: `optax.clip(max_delta)`,
+`optax.clip_by_global_norm(max_norm)` and `optax.chain(t1, t2, ...)` (each transformation's update
+applied to the last one's updates, in order; the state a tuple of theirs), and the schedules of
+schedules.py as an optimizer's learning_rate. `optax_call` is where a call spelled `optax.<name>`
+of these comes (optax.clip is not NumPy's clip)."""
+from __future__ import annotations
+
+from gradcli.language import syntax as ast
+from gradcli.language.dialects.spelling import composer
+from gradcli.language.lower.clipping import global_norm
+from gradcli.language.lower.optimizer_values import OptaxState, OptaxTransform
+from gradcli.language.lower.schedules import OPTAX_SCHEDULES, OptaxSchedule
+from gradcli.language.lower.values import Scope
+
+# optax's transformations with no state of their own (init gives EmptyState), and their one argument
+_CLIPS = {"clip": "max_delta", "clip_by_global_norm": "max_norm"}
+OPTAX_CALLS = frozenset({*_CLIPS, "chain", *OPTAX_SCHEDULES})
+
+
+class OptaxChain:
+    """Part of the lowering (gradcli.language.lower): optax's clip transformations and chain."""
+
+    def optax_call(self, bare: str, node: ast.Call, values: list, scope: Scope):
+        """`optax.<bare>(...)` for a name of OPTAX_CALLS."""
+        if bare in OPTAX_SCHEDULES:
+            return self.optax_schedule(bare, node, values)
+        label = node.func
+        if bare == "chain":
+            if node.keywords or not values:
+                raise self.error(f"{label}(*transforms) takes the transformations by position", node.pos)
+            parts, stack = [], list(reversed(values))
+            while stack:  # (a chain in a chain is its transformations, in order: no recursion)
+                part = stack.pop()
+                if not isinstance(part, OptaxTransform):
+                    raise self.error(f"{label}(...): each argument must be an optax transformation (optax.adam(1e-3), "
+                                     "optax.clip_by_global_norm(1.0))", node.pos)
+                if part.kind == "chain":
+                    stack.extend(reversed(part.options["parts"]))
+                else:
+                    parts.append(part)
+            return OptaxTransform("chain", {"parts": parts}, node.pos)
+        name = _CLIPS[bare]
+        given = self.arguments_by_name(node, values, (name,))
+        bound = self.schedule_number(label, name, given[name], node.pos)
+        if bound is None:
+            raise self.error(f"{label}({name}=None) is not supported: give a number", node.pos)
+        return OptaxTransform(bare, {name: float(bound)}, node.pos)
+
+    def optax_initial_state(self, transform, params: list, node: ast.Call, scope: Scope):
+        """What `transform.init(params)` gives (a chain: the tuple of its parts' states)."""
+        if transform.kind != "chain":
+            return self._optax_part_state(transform, params, node, scope)
+        states = [self._optax_part_state(part, params, node, scope) for part in transform.options["parts"]]
+        return OptaxState("chain", 0, {"parts": states}, node.pos)  # (a chain's parts are never chains)
+
+    def _optax_part_state(self, transform, params: list, node: ast.Call, scope: Scope):
+        if transform.kind in _CLIPS:
+            return OptaxState(transform.kind, 0, {}, node.pos)
+        return self.optax_moments(transform, params, node, scope)
+
+    def optax_updated(self, transform, state, grads: list, params, node: ast.Call, scope: Scope):
+        """(updates, new state) of `transform.update(grads, state, params)`, leaf by leaf."""
+        if transform.kind != "chain":
+            return self._optax_part_updated(transform, state, grads, params, node, scope)
+        states = []
+        for part, part_state in zip(transform.options["parts"], state.moments["parts"]):
+            grads, part_state = self._optax_part_updated(part, part_state, grads, params, node, scope)
+            states.append(part_state)
+        return grads, OptaxState("chain", state.count + 1, {"parts": states}, node.pos)
+
+    def _optax_part_updated(self, transform, state, grads: list, params, node: ast.Call, scope: Scope):
+        if transform.kind not in _CLIPS:
+            rate = transform.options["learning_rate"]
+            if isinstance(rate, OptaxSchedule):  # (scale_by_schedule: the rate at the count before this update)
+                transform = type(transform)(transform.kind, dict(transform.options, learning_rate=rate.value(state.count)),
+                                            transform.pos)
+            return self._optax_step(transform, state, grads, params, node, scope)
+        op, number = composer(self, node.pos, "update", scope)
+        if transform.kind == "clip":  # (jnp.clip: minimum(maximum(x, -d), d))
+            delta = transform.options["max_delta"]
+            updates = [op("minimum", op("maximum", g, number(-delta)), number(delta)) for g in grads]
+        else:  # select(norm < max_norm, t, (t / norm) * max_norm)
+            bound = transform.options["max_norm"]
+            norm = global_norm(op, grads)
+            below = op("less", norm, number(bound))
+            updates = [op("where", below, g, op("multiply", op("divide", g, norm), number(bound))) for g in grads]
+        return updates, state
+
+    def optax_state_matches(self, transform, state) -> bool:
+        """Whether `state` is what this transformation's init or update gave (its kind, each part's)."""
+        if state.kind != transform.kind:
+            return False
+        if transform.kind != "chain":
+            return True
+        parts, states = transform.options["parts"], state.moments["parts"]
+        return len(parts) == len(states) and all(s.kind == p.kind for p, s in zip(parts, states))
+

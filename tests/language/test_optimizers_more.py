@@ -1,0 +1,334 @@
+"""Training-loop pieces beside the optimizers (gradcli/language/lower/clipping.py, schedules.py,
+optax_chain.py): gradient clipping, learning-rate schedules and optax's chain, each in a loop of
+steps whose parameters are the real library's.
+
+References: each program below run as Python by the library itself, float64, printing the same
+values: PyTorch 2.13.0+cpu; TensorFlow 2.21.0 with Keras 3.15.1; JAX 0.10.2 (x64) with optax 0.2.8.
+Before, each of these calls was an unknown function (or a refused option: Keras' clipnorm)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from gradcli import api
+
+TORCH_HEAD = ("import torch\n"
+              "w = torch.tensor([0.5, -0.5], dtype=torch.float64, requires_grad=True)\n"
+              "b = torch.tensor(0.2, dtype=torch.float64, requires_grad=True)\n"
+              "X = torch.tensor([[1.0, 2.0], [2.0, 1.0], [0.0, 1.0]], dtype=torch.float64)\n"
+              "y = torch.tensor([1.0, 2.0, 0.5], dtype=torch.float64)\n")
+TORCH_LOOP = ("for t in range(6):\n"
+              "    opt.zero_grad()\n"
+              "    loss = ((X @ w + b - y) ** 2).mean()\n"
+              "    loss.backward()\n"
+              "    CLIP\n"
+              "    opt.step()\n"
+              "    SCHED\n"
+              "print(w)\nprint(b)\nprint(loss)\n")
+
+
+def torch_program(opt: str, clip: str = "pass", sched: str = "pass", extra: str = "") -> str:
+    return TORCH_HEAD + opt + "\n" + TORCH_LOOP.replace("CLIP", clip).replace("SCHED", sched) + extra
+
+
+def printed(program: str) -> list:
+    """What the program's prints gave, in order, as floats."""
+    return [np.asarray(v, dtype=np.float64) for v in api.evaluate(program, fixes=False).outputs.values()]
+
+
+def assert_as_printed(program: str, expected: list, rtol: float = 1e-12) -> None:
+    got = printed(program)
+    assert len(got) == len(expected)
+    for value, want in zip(got, expected):
+        np.testing.assert_allclose(value, np.asarray(want, dtype=np.float64), rtol=rtol, atol=0)
+
+
+# (the optimizer, the clip after backward): w, b, the last loss and, for clip_grad_norm_, the
+# total norm it returned at the last step, as PyTorch 2.13.0 printed them
+TORCH_CLIPS = {
+    "SGD, clip_grad_norm_(max_norm=0.5)": (
+        "opt = torch.optim.SGD([w, b], lr=0.1)", "total = torch.nn.utils.clip_grad_norm_([w, b], max_norm=0.5)",
+        [[0.666444878979363, -0.298230250448049], 0.3469143624146509, 0.429669777705247, 2.6227698960817456]),
+    "SGD momentum, norm_type=1": (
+        "opt = torch.optim.SGD([w, b], lr=0.1, momentum=0.9)",
+        "total = torch.nn.utils.clip_grad_norm_([w, b], 0.5, norm_type=1)",
+        [[0.788134657018034, -0.15081134723692483], 0.45416104414924113, 0.15327997656002643, 2.6482757824267003]),
+    "Adam, norm_type=inf": (
+        "opt = torch.optim.Adam([w, b], lr=0.05)",
+        "total = torch.nn.utils.clip_grad_norm_([w, b], 0.3, norm_type=float('inf'))",
+        [[0.7994586626596655, -0.20000001475133683], 0.50018053820097, 0.09008924717277655, 0.8003964058270123]),
+    "SGD, norm_type 3 by position": (
+        "opt = torch.optim.SGD([w, b], lr=0.1)", "total = torch.nn.utils.clip_grad_norm_([w, b], 0.4, 3.0)",
+        [[0.6586000446636004, -0.3078189753556869], 0.3398677524570057, 0.4614200111487055, 2.283781159646187]),
+    "SGD, clip_grad_value_": (
+        "opt = torch.optim.SGD([w, b], lr=0.1)", "torch.nn.utils.clip_grad_value_([w, b], clip_value=0.3)",
+        [[0.6800000000000002, -0.31999999999999984], 0.3800000000000001, 0.4099999999999995]),
+}
+
+
+@pytest.mark.parametrize("case", list(TORCH_CLIPS))
+def test_pytorch_s_gradient_clipping_in_a_training_loop(case):
+    opt, clip, expected = TORCH_CLIPS[case]
+    extra = "print(total)\n" if clip.startswith("total") else ""
+    assert_as_printed(torch_program(opt, clip=clip, extra=extra), expected)
+
+
+MODULE_CLIP = """import torch
+import torch.nn as nn
+from torch.nn.utils import clip_grad_norm_
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.tensor([0.5, -0.5], dtype=torch.float64))
+        self.b = nn.Parameter(torch.tensor(0.1, dtype=torch.float64))
+
+    def forward(self, x):
+        return x @ self.w + self.b
+
+model = Model()
+X = torch.tensor([[1.0, 2.0], [2.0, 1.0]], dtype=torch.float64)
+y = torch.tensor([1.0, 2.0], dtype=torch.float64)
+opt = torch.optim.SGD(model.parameters(), lr=0.2, momentum=0.5)
+for epoch in range(3):
+    opt.zero_grad()
+    loss = nn.MSELoss()(model(X), y)
+    loss.backward()
+    norm = clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+print(model.w)
+print(model.b)
+print(norm)
+"""
+
+
+def test_clip_grad_norm_of_a_module_s_parameters_imported_by_name():
+    # PyTorch 2.13.0 printed: [1.0436616287382423, 0.04366162873824243] 0.462441085825495 1.0665830701236714
+    assert_as_printed(MODULE_CLIP, [[1.0436616287382423, 0.04366162873824243], 0.462441085825495,
+                                    1.0665830701236714])
+
+
+# (the optimizer and scheduler): w, b, the last loss, scheduler.get_last_lr() after six epochs of
+# step() then scheduler.step(), as PyTorch 2.13.0 printed them
+TORCH_SCHEDULERS = {
+    "StepLR": ("opt = torch.optim.SGD([w, b], lr=0.1, momentum=0.9)\n"
+               "scheduler = torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)",
+               [[0.8190757341906723, -0.08088884663923186], 0.5338987167695471, 0.17908394302555494, [0.0125]]),
+    "ExponentialLR": ("opt = torch.optim.Adam([w, b], lr=0.1)\n"
+                      "scheduler = torch.optim.lr_scheduler.ExponentialLR(opt, gamma=0.8)",
+                      [[0.835956946967317, -0.1615630433439521], 0.5393581735137112, 0.010658601314347574,
+                       [0.026214400000000013]]),
+    "MultiStepLR": ("opt = torch.optim.SGD([w, b], lr=0.1)\n"
+                    "scheduler = torch.optim.lr_scheduler.MultiStepLR(opt, milestones=[1, 3, 3], gamma=0.5)",
+                    [[0.7988569896776406, -0.13336026117969824], 0.47064515807613166, 0.010987910159158317, [0.0125]]),
+    "CosineAnnealingLR": ("opt = torch.optim.AdamW([w, b], lr=0.1)\n"
+                          "scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=2, eta_min=0.01)",
+                          [[0.844480687424962, -0.1498271344772916], 0.5483138610221938, 0.01696366245116717, [0.01]]),
+    "LambdaLR": ("opt = torch.optim.SGD([w, b], lr=0.1)\n"
+                 "scheduler = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda=lambda epoch: 0.9 ** epoch / (1 + epoch))",
+                 [[0.7944009224645208, -0.13987870027612662], 0.46493026593614944, 0.013840595144945789,
+                  [0.007592014285714287]]),
+}
+
+
+@pytest.mark.parametrize("kind", list(TORCH_SCHEDULERS))
+def test_a_pytorch_lr_scheduler_steps_the_learning_rate_as_pytorch_does(kind):
+    opt, expected = TORCH_SCHEDULERS[kind]
+    program = torch_program(opt, sched="scheduler.step()", extra="print(scheduler.get_last_lr())\n")
+    assert_as_printed(program, expected)
+
+
+KERAS_HEAD = """import tensorflow as tf
+w = tf.Variable([0.5, -0.5], dtype=tf.float64)
+b = tf.Variable(0.2, dtype=tf.float64)
+X = tf.constant([[1.0, 2.0], [2.0, 1.0], [0.0, 1.0]], dtype=tf.float64)
+y = tf.constant([1.0, 2.0, 0.5], dtype=tf.float64)
+"""
+KERAS_LOOP = """for step in range(5):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean((tf.linalg.matvec(X, w) + b - y) ** 2)
+    grads = tape.gradient(loss, [w, b])
+    CLIP
+    optimizer.apply_gradients(zip(grads, [w, b]))
+print(w)
+print(b)
+"""
+# (the optimizer, a clip of the gradients before apply_gradients): w and b after five steps as
+# Keras 3.15.1 (TensorFlow 2.21.0) printed them; Keras holds the learning rate (and a schedule's
+# value) in float32, and so does gradcli
+KERAS = {
+    "clipnorm": ("optimizer = tf.keras.optimizers.SGD(learning_rate=0.1, clipnorm=0.5)", "pass",
+                 [[0.6596392662773363, -0.30760637612546704], 0.4500000037252903]),
+    "global_clipnorm": ("optimizer = tf.keras.optimizers.Adam(learning_rate=0.1, global_clipnorm=0.5)", "pass",
+                        [[0.9393826424595184, -0.04715786345901757], 0.6571864115530488]),
+    "clipvalue": ("optimizer = tf.keras.optimizers.SGD(0.1, momentum=0.9, clipvalue=0.3)", "pass",
+                  [[0.8943229935906382, -0.10567700640936195], 0.5943229935906381]),
+    "tf.clip_by_global_norm": ("optimizer = tf.keras.optimizers.SGD(learning_rate=0.1)",
+                               "grads, norm = tf.clip_by_global_norm(grads, 0.5)",
+                               [[0.6389131141119995, -0.3318680564153932], 0.322206246330685]),
+    "ExponentialDecay": ("schedule = tf.keras.optimizers.schedules.ExponentialDecay(0.1, decay_steps=2, decay_rate=0.5)\n"
+                         "optimizer = tf.keras.optimizers.SGD(learning_rate=schedule)", "pass",
+                         [[0.8038190184970996, -0.12534619977940584], 0.4782859970290511]),
+    "ExponentialDecay staircase": (
+        "schedule = tf.keras.optimizers.schedules.ExponentialDecay(initial_learning_rate=0.2, decay_steps=3, "
+        "decay_rate=0.7, staircase=True)\noptimizer = tf.keras.optimizers.Adam(learning_rate=schedule)", "pass",
+        [[1.001173056968027, 0.022732637861222385], 0.7314701348950658]),
+    "PiecewiseConstantDecay": (
+        "schedule = tf.keras.optimizers.schedules.PiecewiseConstantDecay([1, 3], [0.1, 0.05, 0.01])\n"
+        "optimizer = tf.keras.optimizers.Adam(schedule)", "pass",
+        [[0.7930303334321084, -0.20576465750860276], 0.4946817335779745]),
+}
+
+
+@pytest.mark.parametrize("case", list(KERAS))
+def test_keras_clipping_options_and_schedules_in_a_custom_training_loop(case):
+    opt, clip, expected = KERAS[case]
+    assert_as_printed(KERAS_HEAD + opt + "\n" + KERAS_LOOP.replace("CLIP", clip), expected)
+
+
+TF_TAPE = """import tensorflow as tf
+x = tf.Variable([3.0, 4.0], dtype=tf.float64)
+v = tf.Variable(2.0, dtype=tf.float64)
+with tf.GradientTape() as tape:
+    clipped, norm = tf.clip_by_global_norm([x * x, v], 5.0)
+    loss = tf.reduce_sum(clipped[0] * tf.constant([1.0, 2.0], dtype=tf.float64)) + clipped[1] * 3.0
+g = tape.gradient(loss, [x, v])
+print(clipped[0])
+print(clipped[1])
+print(norm)
+print(g[0])
+print(g[1])
+"""
+
+
+def test_tf_clip_by_global_norm_under_a_tape_is_differentiated_as_tensorflow_does():
+    # TensorFlow 2.21.0: the norm is differentiated too (the clipped values' gradient is not the scale's)
+    assert_as_printed(TF_TAPE, [[2.4368866248324705, 4.332242888591058], 0.5415303610738823, 18.466185312619388,
+                                [-0.39066413144919376, -0.4446583609990826], 0.7376564595859776])
+
+
+OPTAX_HEAD = '''import jax
+jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp
+import optax
+
+params = {"w": jnp.array([0.5, -0.5]), "b": jnp.array(0.1)}
+X = jnp.array([[1.0, 2.0], [2.0, 1.0], [0.0, 1.0]])
+y = jnp.array([1.0, 2.0, 0.5])
+
+def loss_fn(p):
+    return jnp.mean((X @ p["w"] + p["b"] - y) ** 2)
+
+'''
+OPTAX_LOOP = '''state = opt.init(params)
+for i in range(5):
+    grads = jax.grad(loss_fn)(params)
+    updates, state = opt.update(grads, state, params)
+    params = optax.apply_updates(params, updates)
+print(params["w"])
+print(params["b"])
+print(loss_fn(params))
+'''
+# the transformation: params' w and b and the loss after five updates, as optax 0.2.8 printed them
+OPTAX = {
+    "opt = optax.chain(optax.clip_by_global_norm(1.0), optax.adam(1e-2))":
+        [[0.5499957936062205, -0.44999884649091015], 0.15000315974527945, 1.1733333042741438],
+    "opt = optax.chain(optax.clip(0.3), optax.sgd(0.1, momentum=0.9))":
+        [[0.8943230000000001, -0.10567699999999991], 0.49432300000000007, 0.025088206614666764],
+    "opt = optax.chain(optax.clip_by_global_norm(0.2), optax.adamw(0.05, weight_decay=0.1))":
+        [[0.7349947771416725, -0.2400863237375049], 0.3451559562045384, 0.16552074058274718],
+    "opt = optax.chain(optax.chain(optax.clip_by_global_norm(0.5)), optax.clip(0.1), optax.sgd(0.5))":
+        [[0.7500000000000002, -0.25000000000000006], 0.35, 0.15999999999999984],
+    "opt = optax.adam(optax.exponential_decay(0.1, transition_steps=2, decay_rate=0.5))":
+        [[0.7697953847282277, -0.22927545831578505], 0.37106228106352107, 0.110255306911978],
+    "schedule = optax.exponential_decay(init_value=0.2, transition_steps=2, decay_rate=0.5, transition_begin=1, "
+    "staircase=True, end_value=0.06)\nopt = optax.sgd(learning_rate=schedule, momentum=0.5)":
+        [[0.791956448605662, -0.0812871468180443], 0.46608964275185805, 0.007788018576434736],
+    "opt = optax.sgd(optax.cosine_decay_schedule(0.1, decay_steps=3, alpha=0.1))":
+        [[0.8222087231753087, -0.09966571017613168], 0.3967366300954733, 0.0149961763962243],
+    "opt = optax.adamw(optax.piecewise_constant_schedule(0.1, {2: 0.5, 3: 0.1}), weight_decay=0.01)":
+        [[0.7510809051424483, -0.24574682166242331], 0.3529132035078688, 0.15236620079650737],
+    "opt = optax.rmsprop(optax.cosine_decay_schedule(0.05, 4, exponent=2.0), momentum=0.9)":
+        [[1.339961266503899, 0.3490674951840592], 0.9524993092165628, 2.843760014637267],
+}
+
+
+@pytest.mark.parametrize("constructor", list(OPTAX))
+def test_optax_chain_clipping_and_schedules_give_optax_s_parameters(constructor):
+    assert_as_printed(OPTAX_HEAD + constructor + "\n" + OPTAX_LOOP, OPTAX[constructor])
+
+
+def refused(program: str) -> tuple[int, str, str]:
+    done = subprocess.run([sys.executable, "-m", "gradcli", "eval"], input=program, capture_output=True, text=True)
+    return done.returncode, done.stdout, done.stderr.splitlines()[0] if done.stderr else ""
+
+
+TORCH_SGD = TORCH_HEAD + "opt = torch.optim.SGD([w, b], lr=0.1)\n"
+OPTAX_REFUSALS = OPTAX_HEAD.replace('jax.config.update("jax_enable_x64", True)\n', "")
+REFUSALS = [
+    (TORCH_SGD + "n = torch.nn.utils.clip_grad_norm_(w * 2, 1.0)\n",
+     "<stdin>:7:38: error: torch.nn.utils.clip_grad_norm_(parameters, ...): give the leaf tensors whose .grad to "
+     "clip: [w, b], model.parameters() of a module the program defines, or one leaf"),
+    (TORCH_SGD + "n = torch.nn.utils.clip_grad_norm_([w, b], 1.0, norm_type=0)\n",
+     "<stdin>:7:5: error: torch.nn.utils.clip_grad_norm_(norm_type=0) is not supported: gradcli reads a norm_type > 0 "
+     "or inf"),
+    (TORCH_SGD + "n = torch.nn.utils.clip_grad_norm_([w, b], 1.0, error_if_nonfinite=True)\n",
+     "<stdin>:7:5: error: torch.nn.utils.clip_grad_norm_(error_if_nonfinite=True) is not supported: the norm is known "
+     "only when the program runs; leave it out (gradcli reports a non-finite value itself)"),
+    (TORCH_SGD + "s = torch.optim.lr_scheduler.StepLR(opt, step_size=0)\n",
+     "<stdin>:7:5: error: torch.optim.lr_scheduler.StepLR(step_size=0): step_size must be a positive integer"),
+    (TORCH_SGD + "s = torch.optim.lr_scheduler.StepLR(w, 2)\n",
+     "<stdin>:7:37: error: torch.optim.lr_scheduler.StepLR(optimizer, ...): the optimizer must be a torch.optim "
+     "optimizer the program made (PyTorch: TypeError)"),
+    (TORCH_SGD + "s = torch.optim.lr_scheduler.ExponentialLR(opt, 0.9, last_epoch=3)\n",
+     "<stdin>:7:5: error: torch.optim.lr_scheduler.ExponentialLR(last_epoch=3) is not supported: gradcli starts a "
+     "schedule at its beginning; leave last_epoch out"),
+    (TORCH_SGD + "s = torch.optim.lr_scheduler.ExponentialLR(opt, 0.9)\ns.step(3)\n",
+     "<stdin>:8:1: error: ExponentialLR.step(epoch) is not supported (PyTorch deprecates the epoch): call step() "
+     "once per epoch"),
+    (TORCH_SGD + "s = torch.optim.lr_scheduler.ExponentialLR(opt, 0.9)\nd = s.state_dict()\n",
+     "<stdin>:8:5: error: ExponentialLR.state_dict(...) is not supported: gradcli reads step() and get_last_lr()"),
+    (TORCH_SGD + "s = torch.optim.lr_scheduler.LambdaLR(opt, 0.5)\n",
+     "<stdin>:7:5: error: torch.optim.lr_scheduler.LambdaLR(lr_lambda=...) takes a function of the epoch: a lambda "
+     "or a def"),
+    (TORCH_SGD + "s = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=0)\n",
+     "<stdin>:7:5: error: torch.optim.lr_scheduler.CosineAnnealingLR(T_max=0): T_max must not be 0 (PyTorch: "
+     "ZeroDivisionError)"),
+    (TORCH_SGD + "s = torch.optim.lr_scheduler.MultiStepLR(opt, milestones=[1.5, 3])\n",
+     "<stdin>:7:5: error: torch.optim.lr_scheduler.MultiStepLR(milestones=...) takes a list of integers: "
+     "milestones=[30, 80]"),
+    (KERAS_HEAD + "c, n = tf.clip_by_global_norm(w, 1.0)\n",
+     "<stdin>:6:31: error: tf.clip_by_global_norm(t_list, clip_norm): t_list must be a list or tuple of tensors "
+     "(tf.clip_by_norm clips one tensor)"),
+    (KERAS_HEAD + "o = tf.keras.optimizers.SGD(0.1, clipnorm=1.0, clipvalue=0.5)\n",
+     "<stdin>:6:5: error: tf.keras.optimizers.SGD: only one of clipnorm, clipvalue and global_clipnorm can be set"),
+    (KERAS_HEAD + "s = tf.keras.optimizers.schedules.ExponentialDecay(0.1, 0, 0.5)\n",
+     "<stdin>:6:5: error: tf.keras.optimizers.schedules.ExponentialDecay: Argument `decay_steps` must be > 0. "
+     "Received: decay_steps=0 (Keras: ValueError)"),
+    (KERAS_HEAD + "s = tf.keras.optimizers.schedules.PiecewiseConstantDecay([1, 2], [0.1, 0.2])\n",
+     "<stdin>:6:5: error: tf.keras.optimizers.schedules.PiecewiseConstantDecay: the length of boundaries should be "
+     "1 less than the length of values (boundaries has 2, values 2; Keras: ValueError)"),
+    (OPTAX_REFUSALS + "s = optax.cosine_decay_schedule(0.1, 0)\n",
+     "<stdin>:12:5: error: optax.cosine_decay_schedule: the cosine_decay_schedule requires positive decay_steps, got "
+     "decay_steps=0 (optax: ValueError)"),
+    (OPTAX_REFUSALS + "s = optax.piecewise_constant_schedule(0.1, {2: -0.5})\n",
+     "<stdin>:12:5: error: optax.piecewise_constant_schedule: `piecewise_constant_schedule` expects non-negative "
+     "scale factors (optax: ValueError)"),
+    (OPTAX_REFUSALS + "s = optax.piecewise_constant_schedule(0.1, {2: 0.5, 'x': 0.1})\n",
+     "<stdin>:12:44: error: a dict's keys must be all strings or all integers"),
+    (OPTAX_REFUSALS + "opt = optax.chain(optax.clip(1.0), 0.1)\n",
+     "<stdin>:12:7: error: optax.chain(...): each argument must be an optax transformation (optax.adam(1e-3), "
+     "optax.clip_by_global_norm(1.0))"),
+    (OPTAX_REFUSALS + "opt = optax.chain(optax.clip(1.0), optax.sgd(0.1))\ns = optax.sgd(0.1).init(params)\n"
+     "u, s = opt.update(params, s)\n",
+     "<stdin>:14:8: error: chain.update(grads, state): state must be what this optimizer's init or update gave"),
+]
+
+
+@pytest.mark.parametrize("program, message", REFUSALS)
+def test_a_clip_or_schedule_gradcli_does_not_read_is_refused_with_its_place_and_exit_2(program, message):
+    code, out, first_line = refused(program)
+    assert (code, out, first_line) == (2, "", message)
