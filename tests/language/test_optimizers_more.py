@@ -332,3 +332,28 @@ REFUSALS = [
 def test_a_clip_or_schedule_gradcli_does_not_read_is_refused_with_its_place_and_exit_2(program, message):
     code, out, first_line = refused(program)
     assert (code, out, first_line) == (2, "", message)
+
+
+EXPONENTIAL_DECAY = """import jax
+jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp
+import optax
+params = jnp.array([0.5, -0.5])
+opt = optax.sgd(optax.exponential_decay(0.1, 3, 0.96))
+state = opt.init(params)
+for i in range(3):
+    updates, state = opt.update(2 * params, state)
+    params = optax.apply_updates(params, updates)
+print(params)
+"""
+
+
+def test_optax_exponential_decay_at_a_fractional_exponent_warns_that_xla_s_float32_power_may_differ():
+    # optax 0.2.8 (JAX 0.10.2): [0.2585890299160192, -0.2585890299160192]; the rates are float32's
+    # (0.1 * 0.96 ** (count / 3) in float32), whose power XLA takes its own way
+    result = api.evaluate(EXPONENTIAL_DECAY, fixes=False)
+    np.testing.assert_allclose(result.outputs["params"], [0.2585890299160192, -0.2585890299160192], rtol=1e-12)
+    assert [(d.kind, d.op, d.pos.line, d.pos.column) for d in result.diagnostics] == \
+        [("library_rounding", "optax.exponential_decay", 6, 17)]
+    staircase = api.evaluate(EXPONENTIAL_DECAY.replace("0.96)", "0.96, staircase=True)"), fixes=False)
+    assert staircase.diagnostics == []

@@ -9,7 +9,7 @@ from gradcli.language import syntax as ast
 from gradcli.language.dialects.spelling import composer
 from gradcli.language.lower.clipping import global_norm
 from gradcli.language.lower.optimizer_values import OptaxState, OptaxTransform
-from gradcli.language.lower.schedules import OPTAX_SCHEDULES, OptaxSchedule
+from gradcli.language.lower.schedules import OPTAX_SCHEDULES, XLA_POWER, OptaxSchedule, fractional_power
 from gradcli.language.lower.values import Scope
 
 # optax's transformations with no state of their own (init gives EmptyState), and their one argument
@@ -72,6 +72,9 @@ class OptaxChain:
         if transform.kind not in _CLIPS:
             rate = transform.options["learning_rate"]
             if isinstance(rate, OptaxSchedule):  # (scale_by_schedule: the rate at the count before this update)
+                warning = (XLA_POWER, rate.pos, "library_rounding", "optax.exponential_decay")
+                if fractional_power(rate, state.count) and warning not in self.graph.warnings:
+                    self.graph.warnings.append(warning)
                 transform = type(transform)(transform.kind, dict(transform.options, learning_rate=rate.value(state.count)),
                                             transform.pos)
             return self._optax_step(transform, state, grads, params, node, scope)

@@ -92,6 +92,22 @@ def _exponential_decay(o: dict, count: int) -> float:
     return float(decayed)
 
 
+# (warned where a rate of optax.exponential_decay takes a power with an exponent that is no whole number)
+XLA_POWER = ("optax.exponential_decay computes its rate in float32 with XLA's power, which at an exponent that is "
+             "no whole number (count / transition_steps) can differ from the correctly rounded float32 power gradcli "
+             "takes in the last bit (a relative 6e-8 in the rate; more often under jax.jit); staircase=True steps "
+             "by whole exponents")
+
+
+def fractional_power(schedule: OptaxSchedule, count: int) -> bool:
+    """Whether the schedule's rate at `count` is a float32 power with an exponent not whole."""
+    o = schedule.options
+    if schedule.kind != "exponential_decay" or o["staircase"] or o["transition_steps"] <= 0 or o["decay_rate"] == 0:
+        return False
+    decreased = count - max(int(o["transition_begin"]), 0)
+    return decreased > 0 and decreased % o["transition_steps"] != 0
+
+
 class KerasSchedule(ValueRecord):
     """`keras.optimizers.schedules.ExponentialDecay(...)` / `PiecewiseConstantDecay(...)`."""
 
