@@ -300,6 +300,10 @@ REFUSALS = [
     (TORCH_SGD + "s = torch.optim.lr_scheduler.MultiStepLR(opt, milestones=[1.5, 3])\n",
      "<stdin>:7:5: error: torch.optim.lr_scheduler.MultiStepLR(milestones=...) takes a list of integers: "
      "milestones=[30, 80]"),
+    (TORCH_SGD + "a = torch.optim.Adagrad([w], differentiable=True)\n",
+     "<stdin>:7:5: error: torch.optim.Adagrad(differentiable=True) is not supported: leave it out"),
+    (OPTAX_REFUSALS + "opt = optax.adagrad(0.1)\nu, s = opt.update(params, optax.adam(0.1).init(params))\n",
+     "<stdin>:13:8: error: adagrad.update(grads, state): state must be what this optimizer's init or update gave"),
     (KERAS_HEAD + "c, n = tf.clip_by_global_norm(w, 1.0)\n",
      "<stdin>:6:31: error: tf.clip_by_global_norm(t_list, clip_norm): t_list must be a list or tuple of tensors "
      "(tf.clip_by_norm clips one tensor)"),
@@ -357,3 +361,32 @@ def test_optax_exponential_decay_at_a_fractional_exponent_warns_that_xla_s_float
         [("library_rounding", "optax.exponential_decay", 6, 17)]
     staircase = api.evaluate(EXPONENTIAL_DECAY.replace("0.96)", "0.96, staircase=True)"), fixes=False)
     assert staircase.diagnostics == []
+
+
+# Adagrad: w, b and the last loss after six steps (PyTorch 2.13.0) or five updates (optax 0.2.8)
+TORCH_ADAGRAD = {
+    "opt = torch.optim.Adagrad([w, b])":
+        [[0.535616478546384, -0.46435735285204416], 0.23565265794690698, 1.098219224130329],
+    "opt = torch.optim.Adagrad([w, b], lr=0.1, lr_decay=0.1, weight_decay=0.01, initial_accumulator_value=0.5, "
+    "eps=1e-6)": [[0.73549847609935, -0.2590812157876905], 0.4380211562138883, 0.14971748141363508],
+    "opt = torch.optim.Adagrad([w, b], 0.2, 0.0, 0.0, 0.1, maximize=False)":
+        [[0.8137751475602285, -0.16431314130536304], 0.5436704580459181, 0.005782281965268554],
+}
+OPTAX_ADAGRAD = {
+    "opt = optax.adagrad(0.1)":
+        [[0.7518344088752118, -0.24392763693614564], 0.35683975364573095, 0.1468751748051525],
+    "opt = optax.adagrad(0.2, initial_accumulator_value=0.0, eps=1e-6)":
+        [[0.8353299191826703, -0.14511083812998574], 0.4629111482663436, 0.011131401931351037],
+    "opt = optax.chain(optax.clip_by_global_norm(0.5), optax.adagrad(optax.cosine_decay_schedule(0.3, 4)))":
+        [[0.8344387265228551, -0.09930845988812562], 0.4635802437120634, 0.009800596068921131],
+}
+
+
+@pytest.mark.parametrize("constructor", list(TORCH_ADAGRAD))
+def test_torch_adagrad_steps_as_pytorch_does(constructor):
+    assert_as_printed(torch_program(constructor), TORCH_ADAGRAD[constructor])
+
+
+@pytest.mark.parametrize("constructor", list(OPTAX_ADAGRAD))
+def test_optax_adagrad_updates_as_optax_does(constructor):
+    assert_as_printed(OPTAX_HEAD + constructor + "\n" + OPTAX_LOOP, OPTAX_ADAGRAD[constructor])

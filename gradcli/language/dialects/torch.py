@@ -364,7 +364,7 @@ def _scheduler(kind: str):
 
 
 MODULES = {
-    **{f"optim.{kind}": _optimizer(kind) for kind in ("SGD", "Adam", "AdamW", "RMSprop")},
+    **{f"optim.{kind}": _optimizer(kind) for kind in ("SGD", "Adam", "AdamW", "RMSprop", "Adagrad")},
     "utils.clip_grad_norm_": _clip_grad("norm"), "utils.clip_grad_value_": _clip_grad("value"),
     **{f"optim.lr_scheduler.{kind}": _scheduler(kind)
        for kind in ("StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR", "LambdaLR")},

@@ -14,7 +14,7 @@ from gradcli.language.lower.values import Scope
 
 # optax's transformations with no state of their own (init gives EmptyState), and their one argument
 _CLIPS = {"clip": "max_delta", "clip_by_global_norm": "max_norm"}
-OPTAX_CALLS = frozenset({*_CLIPS, "chain", *OPTAX_SCHEDULES})
+OPTAX_CALLS = frozenset({*_CLIPS, "chain", *OPTAX_SCHEDULES, "adagrad"})
 
 
 class OptaxChain:
@@ -24,6 +24,8 @@ class OptaxChain:
         """`optax.<bare>(...)` for a name of OPTAX_CALLS."""
         if bare in OPTAX_SCHEDULES:
             return self.optax_schedule(bare, node, values)
+        if bare == "adagrad":  # (optimizers.py, adagrad.py)
+            return self.optax_transform(bare, node, values)
         label = node.func
         if bare == "chain":
             if node.keywords or not values:

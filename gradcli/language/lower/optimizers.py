@@ -17,6 +17,7 @@ import numpy as np
 from gradcli.language import syntax as ast
 from gradcli.language.dialects.spelling import composer
 from gradcli.language.lower import pytrees, transforms
+from gradcli.language.lower.adagrad import OPTAX_ADAGRAD, TORCH_ADAGRAD, optax_adagrad_scaled, torch_adagrad_step
 from gradcli.language.lower.clipping import GradientClipping, keras_clipped
 from gradcli.language.lower.optimizer_values import KerasOptimizer, OptaxState, OptaxTransform, Optimizer
 from gradcli.language.lower.optax_chain import OptaxChain
@@ -35,6 +36,7 @@ DEFAULTS = {
               "maximize": False, "differentiable": False},
     "RMSprop": {"lr": 0.01, "alpha": 0.99, "eps": 1e-8, "weight_decay": 0.0, "momentum": 0.0, "centered": False,
                 "capturable": False, "foreach": None, "maximize": False, "differentiable": False},
+    "Adagrad": TORCH_ADAGRAD,
 }
 # (the options that are True or False)
 _SWITCHES = {"nesterov", "maximize", "amsgrad", "differentiable", "centered"}
@@ -183,6 +185,8 @@ class TorchOptimizers(GradientClipping, Schedules):
         state = optimizer.state.setdefault(k, {})
         if optimizer.kind == "RMSprop":
             return _rmsprop_step(o, state, p, grad, op, number)
+        if optimizer.kind == "Adagrad":  # (adagrad.py)
+            return torch_adagrad_step(o, state, p, grad, op, number)
         if optimizer.kind == "SGD":
             if o["momentum"]:
                 buf = state.get("momentum_buffer")
@@ -229,6 +233,7 @@ OPTAX_DEFAULTS = {
               "nesterov": False},
     "rmsprop": {"learning_rate": None, "decay": 0.9, "eps": 1e-8, "initial_scale": 0.0, "eps_in_sqrt": True,
                 "centered": False, "momentum": None, "nesterov": False, "bias_correction": False},
+    "adagrad": OPTAX_ADAGRAD,
 }
 _OPTAX_SWITCHES = {"nesterov", "eps_in_sqrt", "centered", "bias_correction"}
 
@@ -313,6 +318,10 @@ class OptaxOptimizers(OptaxChain):
             moments.update({"trace": zeros} if transform.options["momentum"] else {})
         elif transform.kind == "sgd":
             moments = {"trace": zeros} if transform.options["momentum"] else {}
+        elif transform.kind == "adagrad":  # (optax: full_like(params, initial_accumulator_value))
+            moments = {"sum_of_squares": [self.graph.add_constant(
+                np.full(self.graph.shapes[p], transform.options["initial_accumulator_value"]), node.pos, scope.stack)
+                for p in params]}
         else:
             moments = {"mu": zeros, "nu": zeros}
         return OptaxState(transform.kind, 0, moments, node.pos)
@@ -349,6 +358,9 @@ class OptaxOptimizers(OptaxChain):
                 moments["trace"] = trace
                 grads = [op("add", g, op("multiply", decay, t)) for g, t in zip(grads, trace)] if o["nesterov"] \
                     else trace
+        elif transform.kind == "adagrad":  # (adagrad.py)
+            grads, sums = optax_adagrad_scaled(o, state.moments["sum_of_squares"], grads, op, number)
+            moments = {"sum_of_squares": sums}
         else:
             b1, b2 = o["b1"], o["b2"]
             mu = [op("add", op("multiply", number(1 - b1), g), op("multiply", number(b1), m))
