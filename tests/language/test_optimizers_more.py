@@ -308,7 +308,11 @@ REFUSALS = [
      "<stdin>:6:31: error: tf.clip_by_global_norm(t_list, clip_norm): t_list must be a list or tuple of tensors "
      "(tf.clip_by_norm clips one tensor)"),
     (KERAS_HEAD + "o = tf.keras.optimizers.SGD(0.1, clipnorm=1.0, clipvalue=0.5)\n",
-     "<stdin>:6:5: error: tf.keras.optimizers.SGD: only one of clipnorm, clipvalue and global_clipnorm can be set"),
+     "<stdin>:6:5: error: tf.keras.optimizers.SGD: only one of clipnorm, clipvalue and global_clipnorm can be set "
+     "(Keras: ValueError)"),
+    (KERAS_HEAD + "o = tf.keras.optimizers.Adam(0.1, clipnorm=-1.0, global_clipnorm=0.5)\n",
+     "<stdin>:6:5: error: tf.keras.optimizers.Adam: only one of clipnorm, clipvalue and global_clipnorm can be set "
+     "(Keras: ValueError)"),
     (KERAS_HEAD + "s = tf.keras.optimizers.schedules.ExponentialDecay(0.1, 0, 0.5)\n",
      "<stdin>:6:5: error: tf.keras.optimizers.schedules.ExponentialDecay: Argument `decay_steps` must be > 0. "
      "Received: decay_steps=0 (Keras: ValueError)"),
@@ -390,3 +394,33 @@ def test_torch_adagrad_steps_as_pytorch_does(constructor):
 @pytest.mark.parametrize("constructor", list(OPTAX_ADAGRAD))
 def test_optax_adagrad_updates_as_optax_does(constructor):
     assert_as_printed(OPTAX_HEAD + constructor + "\n" + OPTAX_LOOP, OPTAX_ADAGRAD[constructor])
+
+
+TWO_SCHEDULERS = """import torch
+w = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+v = torch.tensor([0.5, -1.5], dtype=torch.float64, requires_grad=True)
+opt = torch.optim.SGD([w, v], lr=0.3, momentum=0.5)
+first = torch.optim.lr_scheduler.LambdaLR(opt, lambda e: 1.0 / (e + 2))
+second = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=3)
+for epoch in range(5):
+    opt.zero_grad()
+    loss = (w * w).sum() + (w * v).sum() ** 2
+    loss.backward()
+    n = torch.nn.utils.clip_grad_norm_([w, w, v], 2.0)
+    opt.step()
+    first.step()
+    second.step()
+print(w)
+print(v)
+print(n)
+print(second.get_last_lr())
+print(first.get_last_lr())
+"""
+
+
+def test_two_schedulers_on_one_optimizer_and_a_parameter_clipped_twice_are_pytorch_s():
+    # PyTorch 2.13.0: LambdaLR's base is the lr before any scheduler (initial_lr), each scheduler's
+    # last lr is its own; w given twice counts twice in the norm and is scaled twice (in-place mul_)
+    assert_as_printed(TWO_SCHEDULERS, [[1.0027760056183375, 1.9193871317987383],
+                                       [0.7768786372899751, -0.9522612613838506], 13.420510457715668,
+                                       [0.12857142857142867], [0.04285714285714285]])

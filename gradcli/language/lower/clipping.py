@@ -57,8 +57,8 @@ class GradientClipping:
         op, number = composer(self, node.pos, label, scope)
         if kind == "value":
             bound = self._option(label, "clip_value", given["clip_value"], node.pos)
-            for p, g in grads:
-                leaves[p] = op("stop_gradient", op("clip", g, number(-bound), number(bound)))
+            for p, _ in grads:
+                leaves[p] = op("stop_gradient", op("clip", leaves[p], number(-bound), number(bound)))
             return NONE
         if "error_if_nonfinite" in given and self.constant_truth(given["error_if_nonfinite"]):
             raise self.error(f"{label}(error_if_nonfinite=True) is not supported: the norm is known only when the "
@@ -70,8 +70,8 @@ class GradientClipping:
         norms = [vector_norm(op, number, g, norm_type) for _, g in grads]
         total = vector_norm(op, number, op("stack", *norms), norm_type)
         coefficient = op("minimum", op("divide", number(max_norm), op("add", total, number(1e-6))), number(1.0))
-        for p, g in grads:
-            leaves[p] = op("stop_gradient", op("multiply", g, coefficient))
+        for p, _ in grads:  # (a parameter given twice is scaled twice, as PyTorch's in-place mul_ does)
+            leaves[p] = op("stop_gradient", op("multiply", leaves[p], coefficient))
         return op("stop_gradient", total)
 
     def _clipped_parameters(self, label: str, given, node: ast.Call) -> list:
@@ -125,8 +125,8 @@ class GradientClipping:
 
 def keras_clipped(options: dict, grads: list, op, number) -> list:
     """The gradients as Keras 3's _clip_gradients gives them: clipnorm (each by its own norm, with
-    tf.clip_by_norm's formula) before global_clipnorm before clipvalue; only the first set counts."""
-    if options.get("clipnorm"):
+    tf.clip_by_norm's formula), global_clipnorm or clipvalue, whichever is set and positive."""
+    if options.get("clipnorm", 0) > 0:
         bound = number(options["clipnorm"])
         clipped = []
         for g in grads:
@@ -136,13 +136,13 @@ def keras_clipped(options: dict, grads: list, op, number) -> list:
             l2norm = op("where", positive, op("sqrt", op("where", positive, l2sum, number(1.0))), l2sum)
             clipped.append(op("divide", op("multiply", g, bound), op("maximum", l2norm, bound)))
         return clipped
-    if options.get("global_clipnorm"):
+    if options.get("global_clipnorm", 0) > 0:
         bound = options["global_clipnorm"]
         norm = global_norm(op, grads)
         scale = op("multiply", number(bound), op("minimum", op("divide", number(1.0), norm), number(1.0 / bound)))
         scale = op("add", scale, op("subtract", norm, norm))
         return [op("multiply", g, scale) for g in grads]
-    if options.get("clipvalue"):
+    if options.get("clipvalue", 0) > 0:
         bound = options["clipvalue"]
         return [op("clip", g, number(-bound), number(bound)) for g in grads]
     return grads

@@ -417,11 +417,10 @@ class KerasOptimizers:
                 if number:
                     raise self.error(f"{label}({name}=...) is not supported: leave it out", node.pos)
                 continue
-            if name in _KERAS_CLIPS and number <= 0:  # (Keras clips only by a positive bound)
-                continue
+            if name in _KERAS_CLIPS and number and any(options.get(clip) for clip in _KERAS_CLIPS):
+                raise self.error(f"{label}: only one of clipnorm, clipvalue and global_clipnorm can be set "
+                                 "(Keras: ValueError)", node.pos)
             options[name] = bool(number) if name == "nesterov" else float(number)
-        if sum(name in options for name in _KERAS_CLIPS) > 1:  # (Keras 3: ValueError)
-            raise self.error(f"{label}: only one of clipnorm, clipvalue and global_clipnorm can be set", node.pos)
         options["floatx"] = getattr(self, "keras_floatx", "float32")  # (keras.config.set_floatx before it)
         return KerasOptimizer(kind, options, 0, {}, node.pos)
 

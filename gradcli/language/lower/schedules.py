@@ -167,7 +167,9 @@ class Schedules:
                              node.pos)
         if kind == "CosineAnnealingLR" and options["T_max"] == 0:
             raise self.error(f"{label}(T_max=0): T_max must not be 0 (PyTorch: ZeroDivisionError)", node.pos)
-        scheduler = TorchScheduler(kind, optimizer, options, optimizer.options["lr"], -1, None, node.pos)
+        # (base_lrs: the optimizer's initial_lr, which the first scheduler on it sets)
+        base = optimizer.options.setdefault("initial_lr", optimizer.options["lr"])
+        scheduler = TorchScheduler(kind, optimizer, options, base, -1, None, node.pos)
         self._scheduler_step(scheduler, node, scope)
         return scheduler
 
