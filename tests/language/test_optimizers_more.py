@@ -253,6 +253,14 @@ OPTAX = {
         [[0.7510809051424483, -0.24574682166242331], 0.3529132035078688, 0.15236620079650737],
     "opt = optax.rmsprop(optax.cosine_decay_schedule(0.05, 4, exponent=2.0), momentum=0.9)":
         [[1.339961266503899, 0.3490674951840592], 0.9524993092165628, 2.843760014637267],
+    "opt = optax.chain(optax.clip_by_global_norm(1.0), optax.scale_by_adam(), optax.scale(-0.05))":
+        [[0.7498111486359625, -0.24995268867530168], 0.35012858131772095, 0.15999777490591952],
+    "opt = optax.chain(optax.scale_by_adam(0.8, b2=0.99, eps=1e-6, eps_root=1e-9), optax.add_decayed_weights(0.01), "
+    "optax.scale(-0.1))": [[0.919680901442254, -0.06928219277878532], 0.5300649542010957, 0.06281955286977867],
+    "opt = optax.chain(optax.add_decayed_weights(weight_decay=0.05), optax.sgd(0.1, momentum=0.9))":
+        [[0.5985185176936535, -0.23537296129216181], 0.3332620257380621, 0.31643536303790676],
+    "opt = optax.chain(optax.add_decayed_weights(), optax.sgd(0.1))":
+        [[0.8228926419753086, -0.08142590946502058], 0.424845695473251, 0.010613204984832161],
 }
 
 
@@ -304,6 +312,15 @@ REFUSALS = [
      "<stdin>:7:5: error: torch.optim.Adagrad(differentiable=True) is not supported: leave it out"),
     (OPTAX_REFUSALS + "opt = optax.adagrad(0.1)\nu, s = opt.update(params, optax.adam(0.1).init(params))\n",
      "<stdin>:13:8: error: adagrad.update(grads, state): state must be what this optimizer's init or update gave"),
+    (OPTAX_REFUSALS + "opt = optax.scale_by_adam(mu_dtype=jnp.float32)\n",
+     "<stdin>:12:7: error: optax.scale_by_adam(mu_dtype=...) is not supported: leave it out (gradcli keeps the "
+     "moments in float64)"),
+    (OPTAX_REFUSALS + "opt = optax.add_decayed_weights(0.1, mask={'w': True, 'b': False})\n",
+     "<stdin>:12:7: error: optax.add_decayed_weights(mask=...) is not supported: leave it out (every leaf is "
+     "decayed)"),
+    (OPTAX_REFUSALS + "opt = optax.chain(optax.add_decayed_weights(0.1), optax.sgd(0.1))\ns = opt.init(params)\n"
+     "u, s = opt.update(params, s)\n",
+     "<stdin>:14:8: error: add_decayed_weights.update(grads, state, params): the decayed weights need the params"),
     (KERAS_HEAD + "c, n = tf.clip_by_global_norm(w, 1.0)\n",
      "<stdin>:6:31: error: tf.clip_by_global_norm(t_list, clip_norm): t_list must be a list or tuple of tensors "
      "(tf.clip_by_norm clips one tensor)"),

@@ -10,11 +10,15 @@ from gradcli.language.dialects.spelling import composer
 from gradcli.language.lower.clipping import global_norm
 from gradcli.language.lower.optimizer_values import OptaxState, OptaxTransform
 from gradcli.language.lower.schedules import OPTAX_SCHEDULES, XLA_POWER, OptaxSchedule, fractional_power
-from gradcli.language.lower.values import Scope
+from gradcli.language.lower.values import NONE, Scope
 
-# optax's transformations with no state of their own (init gives EmptyState), and their one argument
-_CLIPS = {"clip": "max_delta", "clip_by_global_norm": "max_norm"}
-OPTAX_CALLS = frozenset({*_CLIPS, "chain", *OPTAX_SCHEDULES, "adagrad"})
+# optax's transformations with no state of their own (init gives EmptyState), their arguments and
+# optax's defaults (None: required)
+_STATELESS = {"clip": {"max_delta": None}, "clip_by_global_norm": {"max_norm": None}, "scale": {"step_size": None},
+              "add_decayed_weights": {"weight_decay": 0.0, "mask": None}}
+# the optimizers' transformations that optimizers.py steps (OPTAX_DEFAULTS)
+_STEPPED = ("adagrad", "scale_by_adam")
+OPTAX_CALLS = frozenset({*_STATELESS, "chain", *OPTAX_SCHEDULES, *_STEPPED})
 
 
 class OptaxChain:
@@ -24,7 +28,7 @@ class OptaxChain:
         """`optax.<bare>(...)` for a name of OPTAX_CALLS."""
         if bare in OPTAX_SCHEDULES:
             return self.optax_schedule(bare, node, values)
-        if bare == "adagrad":  # (optimizers.py, adagrad.py)
+        if bare in _STEPPED:  # (optimizers.py)
             return self.optax_transform(bare, node, values)
         label = node.func
         if bare == "chain":
@@ -41,12 +45,20 @@ class OptaxChain:
                 else:
                     parts.append(part)
             return OptaxTransform("chain", {"parts": parts}, node.pos)
-        name = _CLIPS[bare]
-        given = self.arguments_by_name(node, values, (name,))
-        bound = self.schedule_number(label, name, given[name], node.pos)
-        if bound is None:
-            raise self.error(f"{label}({name}=None) is not supported: give a number", node.pos)
-        return OptaxTransform(bare, {name: float(bound)}, node.pos)
+        defaults = _STATELESS[bare]
+        given = self.arguments_by_name(node, values, tuple(defaults), required=defaults[next(iter(defaults))] is None)
+        options = dict(defaults)
+        for name, value in given.items():
+            if name == "mask":
+                if value is not NONE:
+                    raise self.error(f"{label}(mask=...) is not supported: leave it out (every leaf is decayed)",
+                                     node.pos)
+                continue
+            number = self.schedule_number(label, name, value, node.pos)
+            if number is None:
+                raise self.error(f"{label}({name}=None) is not supported: give a number", node.pos)
+            options[name] = float(number)
+        return OptaxTransform(bare, options, node.pos)
 
     def optax_initial_state(self, transform, params: list, node: ast.Call, scope: Scope):
         """What `transform.init(params)` gives (a chain: the tuple of its parts' states)."""
@@ -56,7 +68,7 @@ class OptaxChain:
         return OptaxState("chain", 0, {"parts": states}, node.pos)  # (a chain's parts are never chains)
 
     def _optax_part_state(self, transform, params: list, node: ast.Call, scope: Scope):
-        if transform.kind in _CLIPS:
+        if transform.kind in _STATELESS:
             return OptaxState(transform.kind, 0, {}, node.pos)
         return self.optax_moments(transform, params, node, scope)
 
@@ -71,8 +83,8 @@ class OptaxChain:
         return grads, OptaxState("chain", state.count + 1, {"parts": states}, node.pos)
 
     def _optax_part_updated(self, transform, state, grads: list, params, node: ast.Call, scope: Scope):
-        if transform.kind not in _CLIPS:
-            rate = transform.options["learning_rate"]
+        if transform.kind not in _STATELESS:
+            rate = transform.options.get("learning_rate")
             if isinstance(rate, OptaxSchedule):  # (scale_by_schedule: the rate at the count before this update)
                 warning = (XLA_POWER, rate.pos, "library_rounding", "optax.exponential_decay")
                 if fractional_power(rate, state.count) and warning not in self.graph.warnings:
@@ -84,6 +96,15 @@ class OptaxChain:
         if transform.kind == "clip":  # (jnp.clip: minimum(maximum(x, -d), d))
             delta = transform.options["max_delta"]
             updates = [op("minimum", op("maximum", g, number(-delta)), number(delta)) for g in grads]
+        elif transform.kind == "scale":
+            updates = [op("multiply", number(transform.options["step_size"]), g) for g in grads]
+        elif transform.kind == "add_decayed_weights":  # g + weight_decay p (none at a decay of 0)
+            decay = transform.options["weight_decay"]
+            if params is None:
+                raise self.error("add_decayed_weights.update(grads, state, params): the decayed weights need the "
+                                 "params", node.pos)
+            updates = grads if decay == 0 else [op("add", g, op("multiply", number(decay), p))
+                                                for g, p in zip(grads, params)]
         else:  # select(norm < max_norm, t, (t / norm) * max_norm)
             bound = transform.options["max_norm"]
             norm = global_norm(op, grads)

@@ -234,6 +234,8 @@ OPTAX_DEFAULTS = {
     "rmsprop": {"learning_rate": None, "decay": 0.9, "eps": 1e-8, "initial_scale": 0.0, "eps_in_sqrt": True,
                 "centered": False, "momentum": None, "nesterov": False, "bias_correction": False},
     "adagrad": OPTAX_ADAGRAD,
+    # (the transformation adam is made of, before scale_by_learning_rate: in a chain, with optax.scale)
+    "scale_by_adam": {"b1": 0.9, "b2": 0.999, "eps": 1e-8, "eps_root": 0.0, "mu_dtype": None, "nesterov": False},
 }
 _OPTAX_SWITCHES = {"nesterov", "eps_in_sqrt", "centered", "bias_correction"}
 
@@ -267,12 +269,16 @@ class OptaxOptimizers(OptaxChain):
 
     def optax_transform(self, kind: str, node: ast.Call, values: list) -> OptaxTransform:
         label = node.func
-        given = self.arguments_by_name(node, values, tuple(OPTAX_DEFAULTS[kind]))  # (function_values.py)
+        required = int("learning_rate" in OPTAX_DEFAULTS[kind])  # (scale_by_adam has none)
+        given = self.arguments_by_name(node, values, tuple(OPTAX_DEFAULTS[kind]), required)  # (function_values.py)
         options = dict(OPTAX_DEFAULTS[kind])
         for name, value in given.items():
             if value is NONE:
                 options[name] = None
                 continue
+            if name == "mu_dtype":
+                raise self.error(f"{label}(mu_dtype=...) is not supported: leave it out (gradcli keeps the moments "
+                                 "in float64)", node.pos)
             if name == "learning_rate" and isinstance(value, OptaxSchedule):  # (schedules.py)
                 options[name] = value
                 continue
@@ -377,6 +383,8 @@ class OptaxOptimizers(OptaxChain):
                     raise self.error("adamw.update(grads, state, params): the decayed weights need the params",
                                      node.pos)
                 grads = [op("add", u, op("multiply", number(o["weight_decay"]), p)) for u, p in zip(grads, params)]
+        if transform.kind == "scale_by_adam":  # (no learning rate of its own)
+            return grads, OptaxState(transform.kind, count, moments, node.pos)
         updates = [op("multiply", u, number(-o["learning_rate"])) for u in grads]
         return updates, OptaxState(transform.kind, count, moments, node.pos)
 
