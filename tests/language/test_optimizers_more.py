@@ -127,6 +127,17 @@ TORCH_SCHEDULERS = {
     "CosineAnnealingLR": ("opt = torch.optim.AdamW([w, b], lr=0.1)\n"
                           "scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=2, eta_min=0.01)",
                           [[0.844480687424962, -0.1498271344772916], 0.5483138610221938, 0.01696366245116717, [0.01]]),
+    "ConstantLR": ("opt = torch.optim.SGD([w, b], lr=0.1)\n"
+                   "scheduler = torch.optim.lr_scheduler.ConstantLR(opt, factor=0.5, total_iters=3)",
+                   [[0.8057026085048011, -0.11583081262002741], 0.4926192329218107, 0.006964400522385043, [0.1]]),
+    "LinearLR": ("opt = torch.optim.Adam([w, b], lr=0.1)\n"
+                 "scheduler = torch.optim.lr_scheduler.LinearLR(opt, start_factor=0.25, total_iters=4)",
+                 [[0.8801241422239563, -0.11788106798800131], 0.5828650480784271, 0.019892941710000535,
+                  [0.10000000000000002]]),
+    "LinearLR by position": ("opt = torch.optim.SGD([w, b], lr=0.2, momentum=0.5)\n"
+                             "scheduler = torch.optim.lr_scheduler.LinearLR(opt, 1.0, 0.1, 3)",
+                             [[0.7953304981455362, -0.11734612138412068], 0.5012434630015473, 0.006446230064935211,
+                              [0.019999999999999997]]),
     "LambdaLR": ("opt = torch.optim.SGD([w, b], lr=0.1)\n"
                  "scheduler = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda=lambda epoch: 0.9 ** epoch / (1 + epoch))",
                  [[0.7944009224645208, -0.13987870027612662], 0.46493026593614944, 0.013840595144945789,
@@ -261,6 +272,17 @@ OPTAX = {
         [[0.5985185176936535, -0.23537296129216181], 0.3332620257380621, 0.31643536303790676],
     "opt = optax.chain(optax.add_decayed_weights(), optax.sgd(0.1))":
         [[0.8228926419753086, -0.08142590946502058], 0.424845695473251, 0.010613204984832161],
+    # (linear_schedule's rate is a float32, its int32 count divided in float32; warmup_cosine's too,
+    # jnp.where joining the float32 warmup and the weakly typed float64 cosine)
+    "opt = optax.sgd(optax.linear_schedule(0.1, 0.01, transition_steps=3, transition_begin=1))":
+        [[0.828781118690898, -0.08541585387103529], 0.4118962132702855, 0.011747371871421062],
+    "opt = optax.adam(optax.constant_schedule(0.05))":
+        [[0.7427176883476123, -0.2567711398610737], 0.34341628234122895, 0.17888506097839119],
+    "opt = optax.adamw(optax.warmup_cosine_decay_schedule(0.0, 0.1, warmup_steps=2, decay_steps=4, end_value=0.01))":
+        [[0.7110784899726031, -0.28865279728930954], 0.3114256245582776, 0.28121779185843626],
+    "opt = optax.chain(optax.clip_by_global_norm(1.0), optax.sgd(optax.warmup_cosine_decay_schedule(0.01, 0.3, 3, "
+    "10, exponent=1.5), momentum=0.9))":
+        [[1.163395699980122, 0.36672880166980976], 0.7715849932033014, 1.7792213606525698],
 }
 
 
@@ -339,6 +361,15 @@ REFUSALS = [
     (OPTAX_REFUSALS + "s = optax.cosine_decay_schedule(0.1, 0)\n",
      "<stdin>:12:5: error: optax.cosine_decay_schedule: the cosine_decay_schedule requires positive decay_steps, got "
      "decay_steps=0 (optax: ValueError)"),
+    (TORCH_SGD + "s = torch.optim.lr_scheduler.ConstantLR(opt, factor=2.0)\n",
+     "<stdin>:7:5: error: torch.optim.lr_scheduler.ConstantLR: Constant multiplicative factor expected to be between "
+     "0 and 1 (PyTorch: ValueError)"),
+    (TORCH_SGD + "s = torch.optim.lr_scheduler.LinearLR(opt, start_factor=0.0)\n",
+     "<stdin>:7:5: error: torch.optim.lr_scheduler.LinearLR: Starting multiplicative factor expected to be greater "
+     "than 0 and less or equal to 1 (PyTorch: ValueError)"),
+    (OPTAX_REFUSALS + "s = optax.warmup_cosine_decay_schedule(0.0, 0.1, 5, 5)\n",
+     "<stdin>:12:5: error: optax.warmup_cosine_decay_schedule: the cosine_decay_schedule requires positive "
+     "decay_steps, got decay_steps=0 (optax: ValueError)"),
     (OPTAX_REFUSALS + "s = optax.piecewise_constant_schedule(0.1, {2: -0.5})\n",
      "<stdin>:12:5: error: optax.piecewise_constant_schedule: `piecewise_constant_schedule` expects non-negative "
      "scale factors (optax: ValueError)"),

@@ -29,13 +29,22 @@ TORCH_SCHEDULERS = {
     "ExponentialLR": {"gamma": None, "last_epoch": -1},
     "CosineAnnealingLR": {"T_max": None, "eta_min": 0.0, "last_epoch": -1},
     "LambdaLR": {"lr_lambda": None, "last_epoch": -1},
+    "ConstantLR": {"factor": 1.0 / 3, "total_iters": 5, "last_epoch": -1},
+    "LinearLR": {"start_factor": 1.0 / 3, "end_factor": 1.0, "total_iters": 5, "last_epoch": -1},
 }
 OPTAX_SCHEDULES = {
     "exponential_decay": {"init_value": None, "transition_steps": None, "decay_rate": None, "transition_begin": 0,
                           "staircase": False, "end_value": None},
     "cosine_decay_schedule": {"init_value": None, "decay_steps": None, "alpha": 0.0, "exponent": 1.0},
     "piecewise_constant_schedule": {"init_value": None, "boundaries_and_scales": None},
+    "constant_schedule": {"value": None},
+    "linear_schedule": {"init_value": None, "end_value": None, "transition_steps": None, "transition_begin": 0},
+    "warmup_cosine_decay_schedule": {"init_value": None, "peak_value": None, "warmup_steps": None, "decay_steps": None,
+                                     "end_value": 0.0, "exponent": 1.0},
 }
+# how many of each one's arguments are required
+_OPTAX_REQUIRED = {"exponential_decay": 3, "cosine_decay_schedule": 2, "piecewise_constant_schedule": 1,
+                   "constant_schedule": 1, "linear_schedule": 3, "warmup_cosine_decay_schedule": 4}
 KERAS_SCHEDULES = {
     "ExponentialDecay": {"initial_learning_rate": None, "decay_steps": None, "decay_rate": None, "staircase": False,
                          "name": None},
@@ -62,14 +71,42 @@ class OptaxSchedule(ValueRecord):
         if self.kind == "exponential_decay":
             return _exponential_decay(o, count)
         if self.kind == "cosine_decay_schedule":
-            count = min(float(count), float(o["decay_steps"]))
-            cosine = 0.5 * (1 + math.cos(math.pi * count / o["decay_steps"]))
-            return o["init_value"] * ((1 - o["alpha"]) * cosine ** o["exponent"] + o["alpha"])
+            return _cosine_decay(o["init_value"], o["decay_steps"], o["alpha"], o["exponent"], count)
+        if self.kind == "constant_schedule":
+            return o["value"]
+        if self.kind == "linear_schedule":
+            return _linear(o["init_value"], o["end_value"], o["transition_steps"], o["transition_begin"], count)
+        if self.kind == "warmup_cosine_decay_schedule":
+            # join_schedules' where(count < warmup, the linear warmup (a float32), the cosine (a weakly
+            # typed float64)) is a float32: the cosine's rate rounded to float32 too
+            warmup, peak = o["warmup_steps"], o["peak_value"]
+            if count < warmup:
+                return _linear(o["init_value"], peak, warmup, 0, count)
+            alpha = 0.0 if peak == 0.0 else o["end_value"] / peak
+            return float(np.float32(_cosine_decay(peak, o["decay_steps"] - warmup, alpha, o["exponent"], count - warmup)))
         value = o["init_value"]
         for threshold, scale in sorted(o["boundaries_and_scales"]):
             indicator = max(0.0, float(np.sign(threshold - count)))
             value = value * indicator + (1 - indicator) * scale * value
         return value
+
+
+def _cosine_decay(init: float, steps: float, alpha: float, exponent: float, count: int) -> float:
+    """optax.cosine_decay_schedule at `count` (in float64: optax makes the steps a Python float)."""
+    count = min(float(count), float(steps))
+    cosine = 0.5 * (1 + math.cos(math.pi * count / steps))
+    return init * ((1 - alpha) * cosine ** exponent + alpha)
+
+
+def _linear(init: float, end: float, steps: int, begin: int, count: int) -> float:
+    """optax.linear_schedule (polynomial_schedule of power 1) at `count`: the int32 count divided
+    in float32, so the rate is a float32's, as _exponential_decay's is."""
+    if steps <= 0:
+        return init
+    real = np.float32
+    done = min(max(count - max(int(begin), 0), 0), steps)
+    fraction = real(1) - real(done) / real(steps)
+    return float(real(init - end) * fraction + real(end))
 
 
 def _exponential_decay(o: dict, count: int) -> float:
@@ -134,6 +171,33 @@ class KerasSchedule(ValueRecord):
 SCHEDULE_VALUES = (TorchScheduler, OptaxSchedule, KerasSchedule)
 
 
+def _next_lr(kind: str, o: dict, epoch: int, lr: float, base: float) -> float:
+    """A scheduler's get_lr at `epoch` (0: the step made at construction) from the lr the
+    optimizer holds, by PyTorch 2.13's chainable formulas (the cosine's recursive one)."""
+    if kind == "StepLR":
+        return lr * o["gamma"] if epoch != 0 and epoch % o["step_size"] == 0 else lr
+    if kind == "MultiStepLR":
+        return lr * o["gamma"] ** o["milestones"].count(epoch) if epoch in o["milestones"] else lr
+    if kind == "ExponentialLR":
+        return lr * o["gamma"] if epoch != 0 else lr
+    if kind == "ConstantLR":
+        return lr * o["factor"] if epoch == 0 else lr * (1.0 / o["factor"]) if epoch == o["total_iters"] else lr
+    if kind == "LinearLR":
+        start, end = o["start_factor"], o["end_factor"]
+        if epoch == 0:
+            return lr * start
+        if epoch > o["total_iters"]:
+            return lr
+        return lr * (1.0 + (end - start) / (o["total_iters"] * start + (epoch - 1) * (end - start)))
+    if epoch == 0:  # CosineAnnealingLR
+        return lr
+    t_max, eta_min = o["T_max"], o["eta_min"]
+    if (epoch - 1 - t_max) % (2 * t_max) == 0:
+        return lr + (base - eta_min) * (1 - math.cos(math.pi / t_max)) / 2
+    return (1 + math.cos(math.pi * epoch / t_max)) / (1 + math.cos(math.pi * (epoch - 1) / t_max)) \
+        * (lr - eta_min) + eta_min
+
+
 class Schedules:
     """Part of the lowering (gradcli.language.lower): the learning-rate schedules."""
 
@@ -167,6 +231,7 @@ class Schedules:
                              node.pos)
         if kind == "CosineAnnealingLR" and options["T_max"] == 0:
             raise self.error(f"{label}(T_max=0): T_max must not be 0 (PyTorch: ZeroDivisionError)", node.pos)
+        self._check_factors(label, kind, options, node.pos)
         # (base_lrs: the optimizer's initial_lr, which the first scheduler on it sets)
         base = optimizer.options.setdefault("initial_lr", optimizer.options["lr"])
         scheduler = TorchScheduler(kind, optimizer, options, base, -1, None, node.pos)
@@ -189,24 +254,24 @@ class Schedules:
     def _scheduler_step(self, scheduler: TorchScheduler, node: ast.Call, scope: Scope) -> None:
         """One step: last_epoch + 1, the optimizer's lr by the scheduler's get_lr."""
         scheduler.last_epoch = epoch = scheduler.last_epoch + 1
-        o, lr, base = scheduler.options, scheduler.optimizer.options["lr"], scheduler.base_lr
-        kind = scheduler.kind
-        if kind == "LambdaLR":
-            lr = base * self._lambda_at(scheduler, epoch, node, scope)
-        elif kind == "StepLR":
-            lr = lr * o["gamma"] if epoch != 0 and epoch % o["step_size"] == 0 else lr
-        elif kind == "MultiStepLR":
-            lr = lr * o["gamma"] ** o["milestones"].count(epoch) if epoch in o["milestones"] else lr
-        elif kind == "ExponentialLR":
-            lr = lr * o["gamma"] if epoch != 0 else lr
-        elif epoch != 0:  # CosineAnnealingLR, PyTorch's recursive form
-            t_max, eta_min = o["T_max"], o["eta_min"]
-            if (epoch - 1 - t_max) % (2 * t_max) == 0:
-                lr = lr + (base - eta_min) * (1 - math.cos(math.pi / t_max)) / 2
-            else:
-                lr = (1 + math.cos(math.pi * epoch / t_max)) / (1 + math.cos(math.pi * (epoch - 1) / t_max)) \
-                    * (lr - eta_min) + eta_min
+        lr = scheduler.optimizer.options["lr"]
+        if scheduler.kind == "LambdaLR":
+            lr = scheduler.base_lr * self._lambda_at(scheduler, epoch, node, scope)
+        else:
+            lr = _next_lr(scheduler.kind, scheduler.options, epoch, lr, scheduler.base_lr)
         scheduler.optimizer.options["lr"] = scheduler.last_lr = lr
+
+    def _check_factors(self, label: str, kind: str, o: dict, pos) -> None:
+        """ConstantLR's and LinearLR's factors, refused where PyTorch raises ValueError."""
+        if kind == "ConstantLR" and not 0 <= o["factor"] <= 1.0:
+            raise self.error(f"{label}: Constant multiplicative factor expected to be between 0 and 1 (PyTorch: "
+                             "ValueError)", pos)
+        if kind == "LinearLR" and not 0 < o["start_factor"] <= 1.0:
+            raise self.error(f"{label}: Starting multiplicative factor expected to be greater than 0 and less or "
+                             "equal to 1 (PyTorch: ValueError)", pos)
+        if kind == "LinearLR" and not 0 <= o["end_factor"] <= 1.0:
+            raise self.error(f"{label}: Ending multiplicative factor expected to be between 0 and 1 (PyTorch: "
+                             "ValueError)", pos)
 
     def _lambda_at(self, scheduler: TorchScheduler, epoch: int, node: ast.Call, scope: Scope) -> float:
         """LambdaLR's lr_lambda(epoch), called now: its value must be a number known before evaluation."""
@@ -241,17 +306,18 @@ class Schedules:
     def optax_schedule(self, kind: str, node: ast.Call, values: list) -> OptaxSchedule:
         label = node.func
         names = tuple(OPTAX_SCHEDULES[kind])
-        required = {"exponential_decay": 3, "cosine_decay_schedule": 2, "piecewise_constant_schedule": 1}[kind]
-        given = self.arguments_by_name(node, values, names, required=required)
+        given = self.arguments_by_name(node, values, names, required=_OPTAX_REQUIRED[kind])
         options = dict(OPTAX_SCHEDULES[kind])
         for name, value in given.items():
             if name == "boundaries_and_scales":
                 options[name] = self._boundaries_and_scales(label, value, node.pos)
             else:
                 options[name] = self.schedule_number(label, name, value, node.pos)
-        if kind == "cosine_decay_schedule" and not options["decay_steps"] > 0:
+        cosine_steps = options["decay_steps"] - options["warmup_steps"] if kind == "warmup_cosine_decay_schedule" \
+            else options.get("decay_steps")
+        if kind in ("cosine_decay_schedule", "warmup_cosine_decay_schedule") and not cosine_steps > 0:
             raise self.error(f"{label}: the cosine_decay_schedule requires positive decay_steps, got "
-                             f"decay_steps={options['decay_steps']:g} (optax: ValueError)", node.pos)
+                             f"decay_steps={cosine_steps:g} (optax: ValueError)", node.pos)
         return OptaxSchedule(kind, options, node.pos)
 
     def _boundaries_and_scales(self, label: str, value, pos) -> list:
