@@ -361,6 +361,10 @@ REFUSALS = [
     (OPTAX_REFUSALS + "s = optax.cosine_decay_schedule(0.1, 0)\n",
      "<stdin>:12:5: error: optax.cosine_decay_schedule: the cosine_decay_schedule requires positive decay_steps, got "
      "decay_steps=0 (optax: ValueError)"),
+    (TORCH_SGD + "s = torch.optim.lr_scheduler.StepLR(opt, 2, gamma=None)\n",
+     "<stdin>:7:5: error: torch.optim.lr_scheduler.StepLR(gamma=None) is not supported: give a number"),
+    (OPTAX_REFUSALS + "s = optax.cosine_decay_schedule(0.1, None)\n",
+     "<stdin>:12:5: error: optax.cosine_decay_schedule(decay_steps=None) is not supported: give a number"),
     (TORCH_SGD + "s = torch.optim.lr_scheduler.ConstantLR(opt, factor=2.0)\n",
      "<stdin>:7:5: error: torch.optim.lr_scheduler.ConstantLR: Constant multiplicative factor expected to be between "
      "0 and 1 (PyTorch: ValueError)"),
@@ -472,3 +476,26 @@ def test_two_schedulers_on_one_optimizer_and_a_parameter_clipped_twice_are_pytor
     assert_as_printed(TWO_SCHEDULERS, [[1.0027760056183375, 1.9193871317987383],
                                        [0.7768786372899751, -0.9522612613838506], 13.420510457715668,
                                        [0.12857142857142867], [0.04285714285714285]])
+
+
+KERAS_FLOAT64 = """import keras
+keras.config.set_floatx("float64")
+import tensorflow as tf
+w = tf.Variable([0.5, -0.5], dtype=tf.float64)
+X = tf.constant([[1.0, 2.0], [2.0, 1.0], [0.0, 1.0]], dtype=tf.float64)
+y = tf.constant([1.0, 2.0, 0.5], dtype=tf.float64)
+schedule = keras.optimizers.schedules.ExponentialDecay(0.1, decay_steps=3, decay_rate=0.9)
+optimizer = keras.optimizers.Adam(learning_rate=schedule, clipnorm=0.3)
+for step in range(4):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean((tf.linalg.matvec(X, w) - y) ** 2)
+    grads = tape.gradient(loss, [w])
+    optimizer.apply_gradients(zip(grads, [w]))
+print(w)
+"""
+
+
+def test_a_keras_schedule_is_float32_even_when_keras_floatx_is_float64():
+    # Keras 3.15.1 (TensorFlow 2.21.0): [0.8792788125680826, -0.11999110906908263]; a float64 schedule
+    # would end at [0.8792788133153883, -0.11999110831870917]
+    assert_as_printed(KERAS_FLOAT64, [[0.8792788125680826, -0.11999110906908263]], rtol=1e-14)

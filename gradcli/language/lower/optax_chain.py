@@ -54,10 +54,7 @@ class OptaxChain:
                     raise self.error(f"{label}(mask=...) is not supported: leave it out (every leaf is decayed)",
                                      node.pos)
                 continue
-            number = self.schedule_number(label, name, value, node.pos)
-            if number is None:
-                raise self.error(f"{label}({name}=None) is not supported: give a number", node.pos)
-            options[name] = float(number)
+            options[name] = float(self.schedule_number(label, name, value, node.pos))
         return OptaxTransform(bare, options, node.pos)
 
     def optax_initial_state(self, transform, params: list, node: ast.Call, scope: Scope):

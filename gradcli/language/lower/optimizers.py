@@ -482,8 +482,8 @@ class KerasOptimizers:
             return float(np.float32(value))
 
         rate = o["learning_rate"]
-        if isinstance(rate, KerasSchedule):  # (at the iterations before this step's, in Keras' floatx)
-            rate = rate.value(step - 1, o["floatx"])
+        if isinstance(rate, KerasSchedule):  # (at the iterations before this step's, a float32)
+            rate = rate.value(step - 1)
         elif o["floatx"] != "float64":
             rate = as_float32(rate)
         lr = number(rate)

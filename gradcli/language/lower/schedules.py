@@ -9,7 +9,7 @@ number the program writes, so every step's rate is known before evaluation):
   by the schedule at count;
 - Keras' `keras.optimizers.schedules.ExponentialDecay / PiecewiseConstantDecay` as an optimizer's
   learning_rate: the rate at the optimizer's `iterations` (before the step counts), computed in
-  Keras' floatx (float32 unless keras.config.set_floatx("float64"))."""
+  float32 (even after keras.config.set_floatx("float64"))."""
 from __future__ import annotations
 
 import math
@@ -150,10 +150,11 @@ class KerasSchedule(ValueRecord):
 
     __slots__ = _fields = ("kind", "options", "pos")
 
-    def value(self, step: int, floatx: str) -> float:
-        """The rate at `step` as Keras 3.15 computes it, in its floatx."""
+    def value(self, step: int) -> float:
+        """The rate at `step` as Keras 3.15 computes it: in float32 (its convert_to_tensor of a Python
+        number), whatever keras.config.set_floatx says."""
         o = self.options
-        real = np.float64 if floatx == "float64" else np.float32
+        real = np.float32
         if self.kind == "ExponentialDecay":
             p = real(step) / real(o["decay_steps"])
             if o["staircase"]:
@@ -283,10 +284,13 @@ class Schedules:
                              "computed from the epoch and the program's constants)", scheduler.pos)
         return float(known.value.reshape(()))
 
-    def schedule_number(self, label: str, name: str, value, pos) -> float:
-        """A schedule's number option: a constant the program writes (True/False read as 1/0)."""
+    def schedule_number(self, label: str, name: str, value, pos, nullable: bool = False) -> float | None:
+        """A schedule's number option: a constant the program writes (True/False read as 1/0); None
+        only where `nullable` (optax's end_value)."""
         if value is NONE:
-            return None
+            if nullable:
+                return None
+            raise self.error(f"{label}({name}=None) is not supported: give a number", pos)
         number = self.static_param(name, self.known_or_given(value), label, pos)
         if isinstance(number, (str, tuple)):
             raise self.error(f"{label}({name}=...) takes a number, not {number!r}", pos)
@@ -312,7 +316,7 @@ class Schedules:
             if name == "boundaries_and_scales":
                 options[name] = self._boundaries_and_scales(label, value, node.pos)
             else:
-                options[name] = self.schedule_number(label, name, value, node.pos)
+                options[name] = self.schedule_number(label, name, value, node.pos, nullable=name == "end_value")
         cosine_steps = options["decay_steps"] - options["warmup_steps"] if kind == "warmup_cosine_decay_schedule" \
             else options.get("decay_steps")
         if kind in ("cosine_decay_schedule", "warmup_cosine_decay_schedule") and not cosine_steps > 0:
