@@ -365,6 +365,9 @@ REFUSALS = [
      "<stdin>:7:5: error: torch.optim.lr_scheduler.StepLR(gamma=None) is not supported: give a number"),
     (OPTAX_REFUSALS + "s = optax.cosine_decay_schedule(0.1, None)\n",
      "<stdin>:12:5: error: optax.cosine_decay_schedule(decay_steps=None) is not supported: give a number"),
+    (TORCH_SGD + "s = torch.optim.lr_scheduler.ConstantLR(opt, factor=0.0, total_iters=2)\ns.step()\ns.step()\n",
+     "<stdin>:9:1: error: ConstantLR(factor=0): at total_iters PyTorch divides the lr by the factor "
+     "(ZeroDivisionError)"),
     (TORCH_SGD + "s = torch.optim.lr_scheduler.ConstantLR(opt, factor=2.0)\n",
      "<stdin>:7:5: error: torch.optim.lr_scheduler.ConstantLR: Constant multiplicative factor expected to be between "
      "0 and 1 (PyTorch: ValueError)"),
@@ -499,3 +502,16 @@ def test_a_keras_schedule_is_float32_even_when_keras_floatx_is_float64():
     # Keras 3.15.1 (TensorFlow 2.21.0): [0.8792788125680826, -0.11999110906908263]; a float64 schedule
     # would end at [0.8792788133153883, -0.11999110831870917]
     assert_as_printed(KERAS_FLOAT64, [[0.8792788125680826, -0.11999110906908263]], rtol=1e-14)
+
+
+def test_tf_clip_by_global_norm_of_a_list_of_one_shape_and_of_a_zero_clip_norm():
+    # TensorFlow 2.21.0: [1.0954451150103321, 1.4605934866804429] [0.3651483716701107, 0.7302967433402214]
+    # 5.477225575051661; with clip_norm 0 (1 / 0 is inf to TensorFlow): [0. 0.] 5.0
+    head = ("import tensorflow as tf\nx = tf.constant([3.0, 4.0], dtype=tf.float64)\n"
+            "y = tf.constant([1.0, 2.0], dtype=tf.float64)\n")
+    assert_as_printed(head + "c, n = tf.clip_by_global_norm([x, y], 2.0)\nprint(c[0])\nprint(c[1])\nprint(n)\n",
+                      [[1.0954451150103321, 1.4605934866804429], [0.3651483716701107, 0.7302967433402214],
+                       5.477225575051661])
+    result = api.evaluate(head + "c, n = tf.clip_by_global_norm([x], 0.0)\nprint(c[0])\nprint(n)\n", fixes=False)
+    assert [np.asarray(v).tolist() for v in result.outputs.values()] == [[0.0, 0.0], 5.0]
+    assert result.diagnostics == []

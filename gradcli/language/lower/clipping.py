@@ -16,6 +16,7 @@ import numpy as np
 from gradcli.language import syntax as ast
 from gradcli.language.dialects.spelling import composer
 from gradcli.language.lower.values import NONE, Literal, Scope, Text, TupleValue
+from gradcli.ops import OPS
 
 # clip_grad_norm_'s options after params, and PyTorch's defaults
 _NORM_NAMES = ("parameters", "max_norm", "norm_type", "error_if_nonfinite", "foreach")
@@ -106,6 +107,12 @@ class GradientClipping:
             raise self.error(f"{label}(use_norm=...) is not supported: leave it out (the global norm is computed)",
                              node.pos)
         tensors = given["t_list"]
+        written = node.args[0] if node.args else None
+        if not isinstance(tensors, TupleValue) and isinstance(written, (ast.Array, ast.Tuple)):
+            # (a list display of tensors of one shape is read as one array: its rows are the tensors)
+            whole = self.materialize(tensors, scope, node.pos)
+            tensors = TupleValue([self.emit(OPS["index"], (whole,), {"index": (k,)}, node.pos, label, scope)
+                                  for k in range(len(written.items))], node.pos)
         if not isinstance(tensors, TupleValue):
             raise self.error(f"{label}(t_list, clip_norm): t_list must be a list or tuple of tensors "
                              "(tf.clip_by_norm clips one tensor)", node.args[0].pos)
@@ -116,7 +123,10 @@ class GradientClipping:
         halves = [op("multiply", op("sum", op("square", t), **whole), number(0.5)) for t in present]  # (l2_loss)
         norm = op("sqrt", op("multiply", op("sum", op("stack", *halves), **whole), number(2.0))) if present \
             else number(0.0)
-        scale = op("multiply", number(clip_norm), op("minimum", op("divide", number(1.0), norm), number(1.0 / clip_norm)))
+        reciprocal = op("divide", number(1.0), norm)
+        # (clip_norm 0: TensorFlow's 1 / 0 is inf, and the minimum is 1 / norm)
+        scale = op("multiply", number(clip_norm),
+                   op("minimum", reciprocal, number(1.0 / clip_norm)) if clip_norm else reciprocal)
         scale = op("add", scale, op("subtract", norm, norm))  # (TensorFlow's: NaN where the norm is not finite)
         clipped = iter([op("multiply", t, scale) for t in present])
         return TupleValue([TupleValue([NONE if t is NONE else next(clipped) for t in tensors.items], node.pos), norm],

@@ -256,6 +256,9 @@ class Schedules:
         """One step: last_epoch + 1, the optimizer's lr by the scheduler's get_lr."""
         scheduler.last_epoch = epoch = scheduler.last_epoch + 1
         lr = scheduler.optimizer.options["lr"]
+        if scheduler.kind == "ConstantLR" and epoch == scheduler.options["total_iters"] and not scheduler.options["factor"]:
+            raise self.error("ConstantLR(factor=0): at total_iters PyTorch divides the lr by the factor "
+                             "(ZeroDivisionError)", node.pos)
         if scheduler.kind == "LambdaLR":
             lr = scheduler.base_lr * self._lambda_at(scheduler, epoch, node, scope)
         else:
