@@ -343,6 +343,10 @@ REFUSALS = [
     (OPTAX_REFUSALS + "opt = optax.chain(optax.add_decayed_weights(0.1), optax.sgd(0.1))\ns = opt.init(params)\n"
      "u, s = opt.update(params, s)\n",
      "<stdin>:14:8: error: add_decayed_weights.update(grads, state, params): the decayed weights need the params"),
+    (OPTAX_REFUSALS + "opt = optax.lamb(0.1)\ns = opt.init(params)\nu, s = opt.update(params, s)\n",
+     "<stdin>:14:8: error: lamb.update(grads, state, params): the decayed weights need the params"),
+    (OPTAX_REFUSALS + "opt = optax.lamb(0.1, mask={'w': True, 'b': False})\n",
+     "<stdin>:12:7: error: optax.lamb(mask=...) is not supported: leave it out (every leaf is decayed)"),
     (KERAS_HEAD + "c, n = tf.clip_by_global_norm(w, 1.0)\n",
      "<stdin>:6:31: error: tf.clip_by_global_norm(t_list, clip_norm): t_list must be a list or tuple of tensors "
      "(tf.clip_by_norm clips one tensor)"),
@@ -438,6 +442,15 @@ OPTAX_ADAGRAD = {
         [[0.8353299191826703, -0.14511083812998574], 0.4629111482663436, 0.011131401931351037],
     "opt = optax.chain(optax.clip_by_global_norm(0.5), optax.adagrad(optax.cosine_decay_schedule(0.3, 4)))":
         [[0.8344387265228551, -0.09930845988812562], 0.4635802437120634, 0.009800596068921131],
+    # LAMB: Adam's step, the decayed weights, each leaf's trust ratio |p| / |u|
+    "opt = optax.lamb(0.05)": [[0.625890442149049, -0.37402106253589984], 0.12762815625, 0.8451441633140604],
+    "opt = optax.lamb(0.02, b1=0.8, weight_decay=0.1, eps=1e-5)":
+        [[0.5473832468481442, -0.4475901831305596], 0.11040808032, 1.2585340177015105],
+    "opt = optax.chain(optax.scale_by_adam(), optax.scale_by_trust_ratio(min_norm=0.3, trust_coefficient=0.5, "
+    "eps=1e-3), optax.scale(-0.1))": [[0.6258037866350173, -0.37411613841155283], 0.17492450660154385,
+                                      0.7615160949682009],
+    "opt = optax.lamb(optax.exponential_decay(0.05, 2, 0.5, staircase=True), weight_decay=0.01)":
+        [[0.5810622586704011, -0.4180920979169067], 0.11727929910138683, 1.077532670035514],
 }
 
 
@@ -447,7 +460,7 @@ def test_torch_adagrad_steps_as_pytorch_does(constructor):
 
 
 @pytest.mark.parametrize("constructor", list(OPTAX_ADAGRAD))
-def test_optax_adagrad_updates_as_optax_does(constructor):
+def test_optax_adagrad_and_lamb_update_as_optax_does(constructor):
     assert_as_printed(OPTAX_HEAD + constructor + "\n" + OPTAX_LOOP, OPTAX_ADAGRAD[constructor])
 
 

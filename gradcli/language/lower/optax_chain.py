@@ -15,9 +15,27 @@ from gradcli.language.lower.values import NONE, Scope
 # optax's transformations with no state of their own (init gives EmptyState), their arguments and
 # optax's defaults (None: required)
 _STATELESS = {"clip": {"max_delta": None}, "clip_by_global_norm": {"max_norm": None}, "scale": {"step_size": None},
-              "add_decayed_weights": {"weight_decay": 0.0, "mask": None}}
+              "add_decayed_weights": {"weight_decay": 0.0, "mask": None},
+              "scale_by_trust_ratio": {"min_norm": 0.0, "trust_coefficient": 1.0, "eps": 0.0}}
 # the optimizers' transformations that optimizers.py steps (OPTAX_DEFAULTS)
-_STEPPED = ("adagrad", "scale_by_adam")
+_STEPPED = ("adagrad", "scale_by_adam", "lamb")
+
+
+def trust_ratio_scaled(updates: list, params: list, o: dict, op, number) -> list:
+    """optax's scale_by_trust_ratio, leaf by leaf: u * trust_coefficient |p| / (|u| + eps) (each norm
+    safe_norm's: min_norm where it is no larger), u itself where either norm is 0."""
+    whole = {"axis": None, "keepdims": False}
+    zero, bound = number(0.0), number(o["min_norm"])
+    scaled = []
+    for u, p in zip(updates, params):
+        norms = []
+        for x in (p, u):
+            norm = op("sqrt", op("sum", op("multiply", x, x), **whole))
+            norms.append(op("where", op("less_equal", norm, bound), bound, norm))
+        ratio = op("divide", op("multiply", number(o["trust_coefficient"]), norms[0]), op("add", norms[1], number(o["eps"])))
+        either = op("logical_or", op("equal", norms[0], zero), op("equal", norms[1], zero))
+        scaled.append(op("multiply", u, op("where", either, number(1.0), ratio)))
+    return scaled
 OPTAX_CALLS = frozenset({*_STATELESS, "chain", *OPTAX_SCHEDULES, *_STEPPED})
 
 
@@ -102,6 +120,11 @@ class OptaxChain:
                                  "params", node.pos)
             updates = grads if decay == 0 else [op("add", g, op("multiply", number(decay), p))
                                                 for g, p in zip(grads, params)]
+        elif transform.kind == "scale_by_trust_ratio":
+            if params is None:
+                raise self.error("scale_by_trust_ratio.update(grads, state, params): the trust ratio needs the params",
+                                 node.pos)
+            updates = trust_ratio_scaled(grads, params, transform.options, op, number)
         else:  # select(norm < max_norm, t, (t / norm) * max_norm)
             bound = transform.options["max_norm"]
             norm = global_norm(op, grads)

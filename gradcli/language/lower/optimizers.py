@@ -20,7 +20,7 @@ from gradcli.language.lower import pytrees, transforms
 from gradcli.language.lower.adagrad import OPTAX_ADAGRAD, TORCH_ADAGRAD, optax_adagrad_scaled, torch_adagrad_step
 from gradcli.language.lower.clipping import GradientClipping, keras_clipped
 from gradcli.language.lower.optimizer_values import KerasOptimizer, OptaxState, OptaxTransform, Optimizer
-from gradcli.language.lower.optax_chain import OptaxChain
+from gradcli.language.lower.optax_chain import OptaxChain, trust_ratio_scaled
 from gradcli.language.lower.schedules import SCHEDULE_VALUES, KerasSchedule, OptaxSchedule, Schedules, TorchScheduler
 from gradcli.language.lower.transforms import FUNCTION_VALUES, ObjectValue
 from gradcli.language.lower.values import NONE, Literal, Scope, Text, TupleValue
@@ -236,6 +236,9 @@ OPTAX_DEFAULTS = {
     "adagrad": OPTAX_ADAGRAD,
     # (the transformation adam is made of, before scale_by_learning_rate: in a chain, with optax.scale)
     "scale_by_adam": {"b1": 0.9, "b2": 0.999, "eps": 1e-8, "eps_root": 0.0, "mu_dtype": None, "nesterov": False},
+    # (scale_by_adam, add_decayed_weights, scale_by_trust_ratio, scale_by_learning_rate)
+    "lamb": {"learning_rate": None, "b1": 0.9, "b2": 0.999, "eps": 1e-6, "eps_root": 0.0, "weight_decay": 0.0,
+             "mask": None},
 }
 _OPTAX_SWITCHES = {"nesterov", "eps_in_sqrt", "centered", "bias_correction"}
 
@@ -279,6 +282,8 @@ class OptaxOptimizers(OptaxChain):
             if name == "mu_dtype":
                 raise self.error(f"{label}(mu_dtype=...) is not supported: leave it out (gradcli keeps the moments "
                                  "in float64)", node.pos)
+            if name == "mask":
+                raise self.error(f"{label}(mask=...) is not supported: leave it out (every leaf is decayed)", node.pos)
             if name == "learning_rate" and isinstance(value, OptaxSchedule):  # (schedules.py)
                 options[name] = value
                 continue
@@ -378,11 +383,15 @@ class OptaxOptimizers(OptaxChain):
             grads = [op("divide", op("divide", m, first),
                         op("add", op("sqrt", op("add", op("divide", v, second), number(o["eps_root"]))), number(o["eps"])))
                      for m, v in zip(mu, nu)]
-            if transform.kind == "adamw":
+            if transform.kind in ("adamw", "lamb"):
                 if params is None:
-                    raise self.error("adamw.update(grads, state, params): the decayed weights need the params",
-                                     node.pos)
-                grads = [op("add", u, op("multiply", number(o["weight_decay"]), p)) for u, p in zip(grads, params)]
+                    raise self.error(f"{transform.kind}.update(grads, state, params): the decayed weights need the "
+                                     "params", node.pos)
+                if transform.kind == "adamw" or o["weight_decay"] != 0:  # (optax skips a decay of 0.0)
+                    grads = [op("add", u, op("multiply", number(o["weight_decay"]), p)) for u, p in zip(grads, params)]
+            if transform.kind == "lamb":
+                grads = trust_ratio_scaled(grads, params, {"min_norm": 0.0, "trust_coefficient": 1.0, "eps": 0.0},
+                                           op, number)
         if transform.kind == "scale_by_adam":  # (no learning rate of its own)
             return grads, OptaxState(transform.kind, count, moments, node.pos)
         updates = [op("multiply", u, number(-o["learning_rate"])) for u in grads]
