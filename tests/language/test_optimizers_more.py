@@ -528,3 +528,11 @@ def test_tf_clip_by_global_norm_of_a_list_of_one_shape_and_of_a_zero_clip_norm()
     result = api.evaluate(head + "c, n = tf.clip_by_global_norm([x], 0.0)\nprint(c[0])\nprint(n)\n", fixes=False)
     assert [np.asarray(v).tolist() for v in result.outputs.values()] == [[0.0, 0.0], 5.0]
     assert result.diagnostics == []
+
+
+def test_a_dict_literal_with_integer_keys_is_indexed_by_them_and_a_mixed_one_is_refused():
+    # (optax's boundaries_and_scales is written {step: scale}); Python: {1: 2.0, 3: 4.0}[3] is 4.0
+    assert float(api.evaluate("d = {1: 2.0, 3: 4.0}\ny = d[3]\n", fixes=False).outputs["y"]) == 4.0
+    assert refused("d = {1: 2.0, 3: 4.0}\ny = d[2]\n") == (2, "", "<stdin>:2:6: error: this dict's keys are 1, 3")
+    assert refused("d = {1: 2.0, 'a': 4.0}\n") == (2, "", "<stdin>:1:5: error: a dict's keys must be all strings or "
+                                                         "all integers")

@@ -491,6 +491,13 @@ class Statements(LoopExits):
         return value.value
 
     def dict_item(self, mapping: DictValue, subscripts: list, node):
-        if len(subscripts) != 1 or not isinstance(subscripts[0], Text) or subscripts[0].value not in mapping.keys:
+        key = subscripts[0] if len(subscripts) == 1 else None
+        if isinstance(key, Text):
+            key = key.value
+        elif isinstance(key, Literal) and key.value.ndim == 0 and not key.boolean and float(key.value).is_integer():
+            key = int(key.value)  # (an integer key: {100: 0.1}[100])
+        else:
+            key = None
+        if key is None or key not in mapping.keys:
             raise self.error(f"this dict's keys are {', '.join(repr(k) for k in mapping.keys)}", node.pos)
-        return mapping.items[mapping.keys.index(subscripts[0].value)]
+        return mapping.items[mapping.keys.index(key)]
