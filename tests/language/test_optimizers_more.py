@@ -324,6 +324,9 @@ REFUSALS = [
     (TORCH_SGD + "s = torch.optim.lr_scheduler.LambdaLR(opt, 0.5)\n",
      "<stdin>:7:5: error: torch.optim.lr_scheduler.LambdaLR(lr_lambda=...) takes a function of the epoch: a lambda "
      "or a def"),
+    (TORCH_SGD + "s = torch.optim.lr_scheduler.LambdaLR(opt, [lambda e: 0.5 ** e, lambda e: 1.0])\n",
+     "<stdin>:7:5: error: torch.optim.lr_scheduler.LambdaLR: Expected 1 lr_lambdas, but got 2 (PyTorch: ValueError; "
+     "the optimizer has one param group)"),
     (TORCH_SGD + "s = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=0)\n",
      "<stdin>:7:5: error: torch.optim.lr_scheduler.CosineAnnealingLR(T_max=0): T_max must not be 0 (PyTorch: "
      "ZeroDivisionError)"),
@@ -536,3 +539,13 @@ def test_a_dict_literal_with_integer_keys_is_indexed_by_them_and_a_mixed_one_is_
     assert refused("d = {1: 2.0, 3: 4.0}\ny = d[2]\n") == (2, "", "<stdin>:2:6: error: this dict's keys are 1, 3")
     assert refused("d = {1: 2.0, 'a': 4.0}\n") == (2, "", "<stdin>:1:5: error: a dict's keys must be all strings or "
                                                          "all integers")
+
+
+def test_lambda_lr_takes_a_list_of_one_lambda_for_the_one_param_group():
+    program = ("import torch\nw = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)\n"
+               "opt = torch.optim.SGD([w], lr=0.3)\n"
+               "s = torch.optim.lr_scheduler.LambdaLR(opt, [lambda e: 0.5 ** e])\n"
+               "for i in range(3):\n    opt.zero_grad()\n    (w * w).sum().backward()\n    opt.step()\n    s.step()\n"
+               "print(w)\nprint(s.get_last_lr())\n")
+    # PyTorch 2.13.0: [0.23800000000000002, 0.47600000000000003] [0.0375]
+    assert_as_printed(program, [[0.23800000000000002, 0.47600000000000003], [0.0375]])

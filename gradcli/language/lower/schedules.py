@@ -216,6 +216,11 @@ class Schedules:
         options = dict(TORCH_SCHEDULERS[kind])
         for name, value in given.items():
             if name == "lr_lambda":
+                if isinstance(value, TupleValue):  # (one per param group: gradcli's optimizers have one)
+                    if len(value.items) != 1:
+                        raise self.error(f"{label}: Expected 1 lr_lambdas, but got {len(value.items)} (PyTorch: "
+                                         "ValueError; the optimizer has one param group)", node.pos)
+                    value = value.items[0]
                 if not isinstance(value, FUNCTION_VALUES):
                     raise self.error(f"{label}(lr_lambda=...) takes a function of the epoch: a lambda or a def",
                                      node.pos)
