@@ -1,8 +1,10 @@
 """optax's gradient transformations beyond the optimizers of optimizers.py: `optax.clip(max_delta)`,
-`optax.clip_by_global_norm(max_norm)` and `optax.chain(t1, t2, ...)` (each transformation's update
-applied to the last one's updates, in order; the state a tuple of theirs), and the schedules of
+`optax.clip_by_global_norm(max_norm)`, `optax.scale(step_size)`, `optax.add_decayed_weights(weight_decay)`,
+`optax.scale_by_trust_ratio()` and `optax.chain(t1, t2, ...)` (each transformation's update applied
+to the last one's updates, in order; the state a tuple of theirs), and the schedules of
 schedules.py as an optimizer's learning_rate. `optax_call` is where a call spelled `optax.<name>`
-of these comes (optax.clip is not NumPy's clip)."""
+of these (and of adagrad, scale_by_adam and lamb, which optimizers.py steps) comes: optax.clip is
+not NumPy's clip."""
 from __future__ import annotations
 
 from gradcli.language import syntax as ast
@@ -19,6 +21,7 @@ _STATELESS = {"clip": {"max_delta": None}, "clip_by_global_norm": {"max_norm": N
               "scale_by_trust_ratio": {"min_norm": 0.0, "trust_coefficient": 1.0, "eps": 0.0}}
 # the optimizers' transformations that optimizers.py steps (OPTAX_DEFAULTS)
 _STEPPED = ("adagrad", "scale_by_adam", "lamb")
+OPTAX_CALLS = frozenset({*_STATELESS, "chain", *OPTAX_SCHEDULES, *_STEPPED})
 
 
 def trust_ratio_scaled(updates: list, params: list, o: dict, op, number) -> list:
@@ -32,15 +35,15 @@ def trust_ratio_scaled(updates: list, params: list, o: dict, op, number) -> list
         for x in (p, u):
             norm = op("sqrt", op("sum", op("multiply", x, x), **whole))
             norms.append(op("where", op("less_equal", norm, bound), bound, norm))
-        ratio = op("divide", op("multiply", number(o["trust_coefficient"]), norms[0]), op("add", norms[1], number(o["eps"])))
+        ratio = op("divide", op("multiply", number(o["trust_coefficient"]), norms[0]),
+                   op("add", norms[1], number(o["eps"])))
         either = op("logical_or", op("equal", norms[0], zero), op("equal", norms[1], zero))
         scaled.append(op("multiply", u, op("where", either, number(1.0), ratio)))
     return scaled
-OPTAX_CALLS = frozenset({*_STATELESS, "chain", *OPTAX_SCHEDULES, *_STEPPED})
 
 
 class OptaxChain:
-    """Part of the lowering (gradcli.language.lower): optax's clip transformations and chain."""
+    """Part of the lowering (gradcli.language.lower): optax's stateless transformations and chain."""
 
     def optax_call(self, bare: str, node: ast.Call, values: list, scope: Scope):
         """`optax.<bare>(...)` for a name of OPTAX_CALLS."""
@@ -104,8 +107,8 @@ class OptaxChain:
                 warning = (XLA_POWER, rate.pos, "library_rounding", "optax.exponential_decay")
                 if fractional_power(rate, state.count) and warning not in self.graph.warnings:
                     self.graph.warnings.append(warning)
-                transform = type(transform)(transform.kind, dict(transform.options, learning_rate=rate.value(state.count)),
-                                            transform.pos)
+                options = dict(transform.options, learning_rate=rate.value(state.count))
+                transform = OptaxTransform(transform.kind, options, transform.pos)
             return self._optax_step(transform, state, grads, params, node, scope)
         op, number = composer(self, node.pos, "update", scope)
         if transform.kind == "clip":  # (jnp.clip: minimum(maximum(x, -d), d))

@@ -83,7 +83,8 @@ class OptaxSchedule(ValueRecord):
             if count < warmup:
                 return _linear(o["init_value"], peak, warmup, 0, count)
             alpha = 0.0 if peak == 0.0 else o["end_value"] / peak
-            return float(np.float32(_cosine_decay(peak, o["decay_steps"] - warmup, alpha, o["exponent"], count - warmup)))
+            cosine = _cosine_decay(peak, o["decay_steps"] - warmup, alpha, o["exponent"], count - warmup)
+            return float(np.float32(cosine))
         value = o["init_value"]
         for threshold, scale in sorted(o["boundaries_and_scales"]):
             indicator = max(0.0, float(np.sign(threshold - count)))
@@ -261,7 +262,8 @@ class Schedules:
         """One step: last_epoch + 1, the optimizer's lr by the scheduler's get_lr."""
         scheduler.last_epoch = epoch = scheduler.last_epoch + 1
         lr = scheduler.optimizer.options["lr"]
-        if scheduler.kind == "ConstantLR" and epoch == scheduler.options["total_iters"] and not scheduler.options["factor"]:
+        o = scheduler.options
+        if scheduler.kind == "ConstantLR" and epoch == o["total_iters"] and not o["factor"]:
             raise self.error("ConstantLR(factor=0): at total_iters PyTorch divides the lr by the factor "
                              "(ZeroDivisionError)", node.pos)
         if scheduler.kind == "LambdaLR":
