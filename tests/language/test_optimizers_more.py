@@ -549,3 +549,22 @@ def test_lambda_lr_takes_a_list_of_one_lambda_for_the_one_param_group():
                "print(w)\nprint(s.get_last_lr())\n")
     # PyTorch 2.13.0: [0.23800000000000002, 0.47600000000000003] [0.0375]
     assert_as_printed(program, [[0.23800000000000002, 0.47600000000000003], [0.0375]])
+
+
+TIE = """import tensorflow as tf
+x = tf.Variable([3.0, 4.0], dtype=tf.float64)
+with tf.GradientTape() as tape:
+    clipped, norm = tf.clip_by_global_norm([x], 5.0)
+    loss = tf.reduce_sum(clipped[0] * tf.constant([1.0, 2.0], dtype=tf.float64))
+g = tape.gradient(loss, x)
+print(g)
+"""
+
+
+def test_tf_clip_by_global_norm_at_its_bound_passes_the_gradient_as_tensorflow_s_minimum_does():
+    # the norm is clip_norm exactly: TensorFlow 2.21.0's minimum gives its gradient to 1 / norm, and
+    # the tape's gradient is [-0.3200000000000003, 0.23999999999999977] (split evenly it would be
+    # [0.34, 1.12])
+    result = api.evaluate(TIE, fixes=False)
+    np.testing.assert_allclose(result.outputs["g"], [-0.3200000000000003, 0.23999999999999977], rtol=1e-12)
+    assert result.diagnostics == []

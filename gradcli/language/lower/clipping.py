@@ -124,9 +124,12 @@ class GradientClipping:
         norm = op("sqrt", op("multiply", op("sum", op("stack", *halves), **whole), number(2.0))) if present \
             else number(0.0)
         reciprocal = op("divide", number(1.0), norm)
-        # (clip_norm 0: TensorFlow's 1 / 0 is inf, and the minimum is 1 / norm)
-        scale = op("multiply", number(clip_norm),
-                   op("minimum", reciprocal, number(1.0 / clip_norm)) if clip_norm else reciprocal)
+        # TensorFlow's minimum passes its gradient to the first argument at a tie (norm == clip_norm);
+        # clip_norm 0: TensorFlow's 1 / 0 is inf, and the minimum is 1 / norm
+        if clip_norm:
+            bound = number(1.0 / clip_norm)
+            reciprocal = op("where", op("less_equal", reciprocal, bound), reciprocal, bound)
+        scale = op("multiply", number(clip_norm), reciprocal)
         scale = op("add", scale, op("subtract", norm, norm))  # (TensorFlow's: NaN where the norm is not finite)
         clipped = iter([op("multiply", t, scale) for t in present])
         return TupleValue([TupleValue([NONE if t is NONE else next(clipped) for t in tensors.items], node.pos), norm],
