@@ -16,6 +16,7 @@ from gradcli.language.lower.transforms import (
 from gradcli.language.lower.values import NONE, Closure, Literal, Scope, Text, TupleValue
 from gradcli.language.lower.optimizers import MODULE_METHODS, OPTIMIZER_METHODS
 from gradcli.language.lower.optax_chain import OPTAX_CALLS
+from gradcli.language.lower.random_draws import RANDOM_VALUES, reproduced
 from gradcli.autodiff import depends_on
 from gradcli.ops import OPS
 
@@ -36,6 +37,8 @@ class GradientCalls(PyTrees, ValuesApart):
                 return self.tape_method(receiver, node, values[1:], scope)
             if isinstance(receiver, ObjectValue):
                 return self.call_method(receiver, node, values, scope, work)
+            if isinstance(receiver, RANDOM_VALUES):  # a RandomState, a Generator, a JAX key (random_draws.py)
+                return self.random_method(receiver, node, values[1:], scope, work)
             method = OPTIMIZER_METHODS.get(type(receiver))  # (optimizers.py)
             if method is not None:
                 return getattr(self, method)(receiver, node, values, scope)
@@ -71,7 +74,7 @@ class GradientCalls(PyTrees, ValuesApart):
             return self.tree_call(bare.rpartition(".")[2], args, node, scope, work)
         if library == "numpy" and self.active_tapes and not getattr(self, "_numpy_under_tape", False):
             return self.numpy_under_tape(node, values, scope, work)
-        if unreproducible(library, bare):
+        if unreproducible(library, bare) and not reproduced(library, bare):
             raise self.error(unreproducible(library, bare), node.pos)
         if bare == "jit" and args and isinstance(args[0], FUNCTION_VALUES):
             return args[0]  # compiling changes no value
@@ -425,14 +428,15 @@ TORCH_DRAWS = {"rand", "randn", "randint", "rand_like", "randn_like", "randint_l
 
 
 def unreproducible(library: str, bare: str) -> str | None:
-    """Why a call cannot give the library's numbers (a random draw), with what to write instead;
-    None for any other call."""
+    """Why a call cannot give the library's numbers (a random draw gradcli does not reproduce,
+    random_draws.py), with what to write instead; None for any other call."""
     if bare.startswith("random.") or (library == "torch" and bare in TORCH_DRAWS):
         spelled = {"torch": "torch", "numpy": "np", "jax": "jax", "tensorflow": "tf"}.get(library, library)
-        return (f"{spelled}.{bare} draws random numbers, which gradcli cannot reproduce (the library's own "
-                "generator makes them, even after a seed is set): write the values in the program (x = "
-                f"{spelled}.{'tensor' if library == 'torch' else 'array'}([...])), or make x an input and give "
-                "it with --set x='[...]'")
+        maker = {"torch": "torch.tensor", "jax": "jnp.array", "tensorflow": "tf.constant"}.get(library, "np.array")
+        called = bare if library == "python" else f"{spelled}.{bare}"  # (Python's own `random` module)
+        return (f"{called} draws random numbers, which gradcli does not reproduce (it reproduces NumPy's and "
+                "JAX's seeded draws listed in docs/language.md): write the values in the program (x = "
+                f"{maker}([...])), or make x an input and give it with --set x='[...]'")
     return None
 
 
