@@ -122,6 +122,11 @@ def test_the_gradient_of_a_least_squares_loss_over_drawn_data_is_the_analytic_on
 
 
 # --------------------------------------------------------------------------- NumPy's refusals
+JITTED = ("np.random.randn() draws from a generator's state inside a function jax.jit compiles: JAX runs its Python "
+          "once per compilation, not at each call, so gradcli cannot tell which draws happen; draw outside it and "
+          "pass the values in")
+
+
 @pytest.mark.parametrize("program, line, message", [
     (NP + "x = np.random.randn(3)\n", 2,
      "np.random.randn draws from a generator the program never seeded, whose numbers gradcli cannot reproduce: seed it "
@@ -147,6 +152,10 @@ def test_the_gradient_of_a_least_squares_loss_over_drawn_data_is_the_analytic_on
      "np.random.randn() draws from a generator's state inside a function that JAX traces once but gradcli expands at "
      "each use (a lax loop's body, vmap, a custom rule): the draws would come in another order; draw before the call "
      "and pass the values in"),
+    ("import jax\nimport numpy as np\nnp.random.seed(0)\n@jax.jit\ndef f(w):\n    return w * np.random.randn(2)\n"
+     "y = f(np.array([1.0, 2.0]))\n", 6, JITTED),
+    ("import jax\nimport numpy as np\nnp.random.seed(0)\ndef f(w):\n    return w * np.random.randn(2)\n"
+     "y = jax.jit(f)(np.array([1.0, 2.0]))\n", 5, JITTED),
     ("import random\nrandom.seed(0)\n", 2,
      "random.seed draws random numbers, which gradcli does not reproduce (it reproduces NumPy's and JAX's seeded draws "
      "listed in docs/language.md): write the values in the program (x = np.array([...])), or make x an input and "

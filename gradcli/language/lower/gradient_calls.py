@@ -77,7 +77,7 @@ class GradientCalls(PyTrees, ValuesApart):
         if unreproducible(library, bare) and not reproduced(library, bare):
             raise self.error(unreproducible(library, bare), node.pos)
         if bare == "jit" and args and isinstance(args[0], FUNCTION_VALUES):
-            return args[0]  # compiling changes no value
+            return self.note_jitted(args[0])  # compiling changes no value (random_draws.py: nor draws in it)
         if bare == "vmap" and args and isinstance(args[0], FUNCTION_VALUES):
             return self.vmap_of(args, keywords, node)  # (function_values.py)
         if bare in ("vjp", "jvp", "linearize") and args and isinstance(args[0], FUNCTION_VALUES):

@@ -141,8 +141,30 @@ class RandomDraws:
                              f"got {seed}", node.pos)
         return seed
 
-    def _refuse_replayed(self, work: list, node) -> None:
+    def note_jitted(self, fn):
+        """`jax.jit(f)`: f's Python runs once per compilation (not at each call), so a stateful
+        draw in it is refused; f itself is the value (compiling changes no number)."""
+        self.jitted_functions = getattr(self, "jitted_functions", frozenset()) | {getattr(fn, "name", None)}
+        return fn
+
+    def _jitted(self, scope) -> bool:
+        """Whether a function being expanded is compiled by jax.jit (called so, or decorated)."""
+        jitted = getattr(self, "jitted_functions", frozenset())
+        for name in scope.active:
+            fn = self.globals.get(name)
+            decorators = fn.decorators if isinstance(fn, ast.FuncDef) else ()
+            spelled = [self.spelled(getattr(d, "func", None) or getattr(d, "id", "")) for d in decorators] + [
+                self.spelled(getattr(a, "id", "")) for d in decorators for a in getattr(d, "args", ())]
+            if name in jitted or any(s.endswith("jit") for s in spelled):
+                return True
+        return False
+
+    def _refuse_replayed(self, work: list, node, scope) -> None:
         """A stateful draw where gradcli lowers the body more often than Python runs it is refused."""
+        if self._jitted(scope):
+            raise self.error(f"{node.func}() draws from a generator's state inside a function jax.jit compiles: JAX runs "
+                             "its Python once per compilation, not at each call, so gradcli cannot tell which draws "
+                             "happen; draw outside it and pass the values in", node.pos)
         if any(item[0] == _FINISH and item[1][0] in _REPLAYED for item in work):
             raise self.error(f"{node.func}() draws from a generator's state inside a function that JAX traces once but "
                              "gradcli expands at each use (a lax loop's body, vmap, a custom rule): the draws would come "
@@ -156,7 +178,7 @@ class RandomDraws:
             known = sorted(set(table) | (set(_DIMS) if generator.legacy else set()))
             raise self.error(f"{label}() is not reproduced by gradcli (a NumPy {kind}'s draws it reproduces: "
                              f"{', '.join(known)}); write the values, or give them with --set", node.pos)
-        self._refuse_replayed(work, node)
+        self._refuse_replayed(work, node, scope)
         if name in _DIMS:
             if keywords:
                 raise self.error(f"{label}() takes the sizes of its axes by position", node.pos)
