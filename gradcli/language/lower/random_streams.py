@@ -126,6 +126,72 @@ def _fma64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
 
 
 def normal(key: np.ndarray, shape: tuple, dtype) -> np.ndarray | None:
-    """jax.random.normal: sqrt(2) erf_inv(u), u uniform in (-1, 1). XLA's CPU erf_inv uses a log1p
-    of its own, not matched bit for bit here: None (the caller refuses the draw)."""
-    return None
+    """jax.random.normal in float32: sqrt(2) erf_inv(u), u uniform in (-1, 1), with XLA's CPU
+    erf_inv, log1p and log, their multiply-adds fused; None in float64 (not matched: refused)."""
+    if np.dtype(dtype) != np.float32:
+        return None
+    low = np.nextafter(np.float32(-1.0), np.float32(0.0))
+    u = np.atleast_1d(uniform(key, shape, np.float32, low, np.float32(1.0)))
+    return (np.float32(np.sqrt(2)) * _erf_inv32(u)).astype(np.float32).reshape(shape)
+
+
+_F32 = np.float32
+# XLA's erf_inv for float32 (Giles' approximation): coefficients for w < 5 and w >= 5
+_ERF_INV_SMALL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
+                  -0.00417768164, 0.246640727, 1.50140941)
+_ERF_INV_LARGE = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
+                  0.00943887047, 1.00167406, 2.83297682)
+# XLA's log1p below sqrt(2) - 1: Cephes' rational function
+_LOG1P_NUMERATOR = (4.5270000862445199635215E-5, 4.9854102823193375972212E-1, 6.5787325942061044846969E0,
+                    2.9911919328553073277375E1, 6.0949667980987787057556E1, 5.7112963590585538103336E1,
+                    2.0039553499201281259648E1)
+_LOG1P_DENOMINATOR = (1.0, 1.5062909083469192043167E1, 8.3047565967967209469434E1, 2.2176239823732856465394E2,
+                      3.0909872225312059774938E2, 2.1642788614495947685003E2, 6.0118660497603843919306E1)
+# the log of XLA's CPU code (Cephes' single-precision log)
+_LOG = (7.0376836292E-2, -1.1514610310E-1, 1.1676998740E-1, -1.2420140846E-1, 1.4249322787E-1, -1.6668057665E-1,
+        2.0000714765E-1, -2.4999993993E-1, 3.3333331174E-1)
+
+
+def _erf_inv32(x: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        w = -_log1p32((x * -x).astype(_F32))
+        small = w < _F32(5.0)
+        w = np.where(small, (w - _F32(2.5)).astype(_F32), (np.sqrt(w).astype(_F32) - _F32(3.0)).astype(_F32))
+        p = np.where(small, _F32(_ERF_INV_SMALL[0]), _F32(_ERF_INV_LARGE[0])).astype(_F32)
+        for low, high in zip(_ERF_INV_SMALL[1:], _ERF_INV_LARGE[1:]):
+            p = _fma32(p, w, np.where(small, _F32(low), _F32(high)))
+        return np.where(np.abs(x) == 1, x * _F32(np.inf), (p * x).astype(_F32)).astype(_F32)
+
+
+def _log1p32(x: np.ndarray) -> np.ndarray:
+    def polynomial(coefficients):
+        value = np.zeros_like(x)
+        for c in coefficients:
+            value = _fma32(value, x, _F32(c))
+        return value
+
+    squared = (x * x).astype(_F32)
+    ratio = (polynomial(_LOG1P_NUMERATOR) / polynomial(_LOG1P_DENOMINATOR)).astype(_F32)
+    small = (x + _fma32(_F32(-0.5), squared, ((x * squared).astype(_F32) * ratio).astype(_F32))).astype(_F32)
+    return np.where(np.abs(x) < _F32(0.41421356237309504880), small, _log32((x + _F32(1.0)).astype(_F32)))
+
+
+def _log32(v: np.ndarray) -> np.ndarray:
+    """log of positive float32 numbers: mantissa in [sqrt(1/2), sqrt(2)) and exponent, a polynomial."""
+    x = np.maximum(v.astype(_F32), _F32(1.17549435e-38))
+    bits = x.view(_U32)
+    exponent = (bits >> _U32(23)).astype(np.int32) - 0x7F
+    x = ((bits & _U32(0x807FFFFF)) | _F32(0.5).view(_U32)).view(_F32)
+    e = (exponent.astype(_F32) + _F32(1.0)).astype(_F32)
+    below = x < _F32(0.707106781186547524)
+    e = (e - np.where(below, _F32(1.0), _F32(0.0))).astype(_F32)
+    x = ((x - _F32(1.0)).astype(_F32) + np.where(below, x, _F32(0.0))).astype(_F32)
+    squared = (x * x).astype(_F32)
+    cubed = (squared * x).astype(_F32)
+    c = [_F32(p) for p in _LOG]
+    y, y1, y2 = _fma32(c[0], x, c[1]), _fma32(c[3], x, c[4]), _fma32(c[6], x, c[7])
+    y, y1, y2 = _fma32(y, x, c[2]), _fma32(y1, x, c[5]), _fma32(y2, x, c[8])
+    y = _fma32(_fma32(y, cubed, y1), cubed, y2)
+    y = _fma32(y, cubed, (e * _F32(-2.12194440e-4)).astype(_F32))
+    x = (_fma32(-squared, _F32(0.5), x) + y).astype(_F32)
+    return _fma32(e, _F32(0.693359375), x)
