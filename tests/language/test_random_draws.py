@@ -142,8 +142,8 @@ JITTED = ("np.random.randn() draws from a generator's state inside a function ja
      "np.random.normal(): loc must be known before evaluation (the draw is made as the program is read, as the "
      "library makes it): write it in the program"),
     (NP + "np.random.seed(0)\ny = np.random.poisson(3.0, 4)\n", 3,
-     "np.random.poisson draws random numbers, which gradcli does not reproduce (it reproduces NumPy's and JAX's "
-     "seeded draws listed in docs/language.md): write the values in the program (x = np.array([...])), or make x an "
+     "np.random.poisson draws random numbers, which gradcli does not reproduce (it reproduces NumPy's, JAX's and "
+     "PyTorch's seeded draws listed in docs/language.md): write the values in the program (x = np.array([...])), or make x an "
      "input and give it with --set x='[...]'"),
     (NP + "np.random.seed(0)\ny = np.random.uniform(2.0, 1.0, -1)\n", 3,
      "np.random.uniform(): NumPy's ValueError: negative dimensions are not allowed"),
@@ -157,8 +157,8 @@ JITTED = ("np.random.randn() draws from a generator's state inside a function ja
     ("import jax\nimport numpy as np\nnp.random.seed(0)\ndef f(w):\n    return w * np.random.randn(2)\n"
      "y = jax.jit(f)(np.array([1.0, 2.0]))\n", 5, JITTED),
     ("import random\nrandom.seed(0)\n", 2,
-     "random.seed draws random numbers, which gradcli does not reproduce (it reproduces NumPy's and JAX's seeded draws "
-     "listed in docs/language.md): write the values in the program (x = np.array([...])), or make x an input and "
+     "random.seed draws random numbers, which gradcli does not reproduce (it reproduces NumPy's, JAX's and PyTorch's "
+     "seeded draws listed in docs/language.md): write the values in the program (x = np.array([...])), or make x an input and "
      "give it with --set x='[...]'"),
 ])
 def test_what_cannot_be_reproduced_is_refused_with_what_to_write(program, line, message):
@@ -250,8 +250,8 @@ def test_jax_draws_follow_jax_enable_x64():
      "jax.random.normal() in float64 is not reproduced by gradcli (XLA's float64 erf_inv and log): draw in float32 "
      "(leave jax_enable_x64 off), write the values, or give them with --set"),
     ("x = jax.random.gamma(jax.random.PRNGKey(0), 1.0)",
-     "jax.random.gamma draws random numbers, which gradcli does not reproduce (it reproduces NumPy's and JAX's seeded "
-     "draws listed in docs/language.md): write the values in the program (x = jnp.array([...])), or make x an input "
+     "jax.random.gamma draws random numbers, which gradcli does not reproduce (it reproduces NumPy's, JAX's and PyTorch's "
+     "seeded draws listed in docs/language.md): write the values in the program (x = jnp.array([...])), or make x an input "
      "and give it with --set x='[...]'"),
     ("x = jax.random.PRNGKey(0) * 2.0", "this is not a number: a function, an optimizer, a gradient transform or a "
      "tape; call it or use what it gives"),

@@ -434,8 +434,8 @@ def unreproducible(library: str, bare: str) -> str | None:
         spelled = {"torch": "torch", "numpy": "np", "jax": "jax", "tensorflow": "tf"}.get(library, library)
         maker = {"torch": "torch.tensor", "jax": "jnp.array", "tensorflow": "tf.constant"}.get(library, "np.array")
         called = bare if library == "python" else f"{spelled}.{bare}"  # (Python's own `random` module)
-        return (f"{called} draws random numbers, which gradcli does not reproduce (it reproduces NumPy's and "
-                "JAX's seeded draws listed in docs/language.md): write the values in the program (x = "
+        return (f"{called} draws random numbers, which gradcli does not reproduce (it reproduces NumPy's, JAX's "
+                "and PyTorch's seeded draws listed in docs/language.md): write the values in the program (x = "
                 f"{maker}([...])), or make x an input and give it with --set x='[...]'")
     return None
 

@@ -85,9 +85,14 @@ _JAX_PARAMS = {
 _JAX_REQUIRED = {"fold_in": 2, "randint": 4}
 
 
+TORCH_CALLS = frozenset({"manual_seed", "rand", "randn", "randint", "normal", "rand_like", "randn_like", "randperm"})
+_TORCH_SERIAL = 16  # (PyTorch draws 16 normals or more with vectorized code of the processor's own: refused)
+
+
 def reproduced(library: str, bare: str) -> bool:
     """Whether gradcli reproduces this library call of a random module (else it is refused)."""
-    return (library == "numpy" and bare in NUMPY_CALLS) or (library == "jax" and bare in _JAX_CALLS)
+    return (library == "numpy" and bare in NUMPY_CALLS) or (library == "jax" and bare in _JAX_CALLS) or (
+        library == "torch" and bare in TORCH_CALLS)
 
 
 class RandomDraws:
@@ -100,6 +105,8 @@ class RandomDraws:
         name = bare.partition("random.")[2]
         if library == "jax":
             return self.jax_random(name, node, values, scope)
+        if library == "torch" and bare in TORCH_CALLS:
+            return self.torch_random(bare, node, values, scope, work)
         if library != "numpy":
             raise self.error(f"{node.func}() draws random numbers from {library}'s generator, which gradcli does not "
                              "reproduce: write the values in the program, or make the value an input and give it "
@@ -352,6 +359,93 @@ class RandomDraws:
         if value is None or value is NONE:
             return np.asarray(default, dtype)
         return np.asarray(self._argument(value, key, "float", label, node), dtype)
+
+    # ------------------------------------------------------------------ PyTorch
+    def torch_random(self, name: str, node, values: list, scope, work: list):
+        """torch.manual_seed and the CPU generator's draws (random_streams.TorchGenerator)."""
+        label = f"torch.{name}"
+        args, keywords = values[:len(node.args)], {kw.name: v for kw, v in zip(node.keywords, values[len(node.args):])}
+        unknown = sorted(set(keywords) - {"size", "dtype", "low", "high", "mean", "std", "seed", "input", "n", "device"})
+        if unknown:
+            raise self.error(f"{label}() takes no '{unknown[0]}' here (gradcli reproduces the default generator's "
+                             "draws on the CPU)", node.pos)
+        if name == "manual_seed":
+            seed = self.known_int(args[0] if args else keywords.get("seed", NONE), f"the seed of {label}()", node.pos)
+            if not 0 <= seed < 2 ** 64:
+                raise self.error(f"{label}(): gradcli reproduces seeds from 0 to 2**64 - 1, got {seed}", node.pos)
+            self.torch_generator = streams.TorchGenerator(seed)
+            return NONE
+        generator = getattr(self, "torch_generator", None)
+        if generator is None:
+            raise self.error(unseeded(label, "torch.manual_seed(0)"), node.pos)
+        self._refuse_replayed(work, node, scope)
+        dtype = self._torch_dtype(keywords.get("dtype"), label, node)
+        if name in ("rand_like", "randn_like"):
+            shape = self.shape_of(args[0] if args else keywords.get("input", NONE))
+            name = name[:-len("_like")]
+        elif name == "randint":
+            bounds, shape = self._torch_randint_arguments(args, keywords, label, node)
+        elif name == "normal":
+            mean, std, shape = self._torch_normal_arguments(args, keywords, label, node)
+        elif name == "randperm":
+            n = self.known_int(args[0] if args else keywords.get("n", NONE), f"n of {label}()", node.pos)
+            return self._placed(generator.permutation(n), node, scope, "torch")
+        else:
+            shape = self._torch_size(args or [keywords.get("size", TupleValue([], node.pos))], label, node)
+        count = math.prod(shape)
+        if name == "rand":
+            drawn = generator.uniform(count, dtype)
+        elif name == "randint":
+            drawn = generator.integers(count, *bounds)
+        else:
+            if count >= _TORCH_SERIAL:
+                raise self.error(f"{label}() of {count} elements is not reproduced by gradcli: PyTorch draws 16 normals "
+                                 "or more with vectorized code of the processor's own (AVX2 or not), so its numbers "
+                                 "differ between machines; draw fewer than 16 at a time, write the values, or give "
+                                 "them with --set", node.pos)
+            drawn = generator.normal(count, *((mean, std) if name == "normal" else (0.0, 1.0)))
+        return self._placed(np.asarray(drawn).astype(dtype if name != "randint" else np.float64).reshape(shape),
+                            node, scope, "torch")
+
+    def _torch_dtype(self, value, label: str, node):
+        if value is None or value is NONE:
+            return np.dtype(np.float32)
+        name = value.value if isinstance(value, Text) else None
+        if name in ("float32", "float", "float64", "double"):
+            return np.dtype(np.float64 if name in ("float64", "double") else np.float32)
+        raise self.error(f"{label}(dtype=...): gradcli reproduces float32 and float64 draws", node.pos)
+
+    def _torch_size(self, given: list, label: str, node) -> tuple:
+        """The sizes written apart (`torch.randn(2, 3)`) or as one tuple (`torch.randn((2, 3))`)."""
+        if len(given) == 1 and isinstance(given[0], TupleValue) or (
+                len(given) == 1 and isinstance(given[0], Literal) and given[0].value.ndim == 1):
+            size = self._argument(given[0], "size", "size", label, node)
+            return (size,) if isinstance(size, int) else tuple(size)
+        return tuple(self.known_int(v, f"the size of {label}()", node.pos) for v in given)
+
+    def _torch_randint_arguments(self, args: list, keywords: dict, label: str, node):
+        """randint(high, size) or randint(low, high, size): the bounds and the shape."""
+        names = ("high", "size") if len(args) == 2 else ("low", "high", "size")
+        given = {**dict(zip(names, args)), **keywords}
+        if "high" not in given or "size" not in given:
+            raise self.error(f"{label}(low=0, high, size) needs high and size", node.pos)
+        low = self.known_int(given.get("low", Literal(np.float64(0), node.pos)), f"low of {label}()", node.pos)
+        high = self.known_int(given["high"], f"high of {label}()", node.pos)
+        if not 0 < high - low < 2 ** 32:
+            raise self.error(f"{label}(): gradcli reproduces spans from 1 to 2**32 - 1 (high > low), got "
+                             f"[{low}, {high})", node.pos)
+        return (low, high), self._torch_size([given["size"]], label, node)
+
+    def _torch_normal_arguments(self, args: list, keywords: dict, label: str, node):
+        given = {**dict(zip(("mean", "std", "size"), args)), **keywords}
+        if "size" not in given:
+            raise self.error(f"{label}(mean, std) of tensors is not reproduced by gradcli: give numbers and size=, "
+                             "as in torch.normal(0.0, 1.0, size=(3,))", node.pos)
+        mean, std = (float(self._argument(given.get(k, Literal(np.float64(d), node.pos)), k, "float", label, node))
+                     for k, d in (("mean", 0.0), ("std", 1.0)))
+        if std < 0:
+            raise self.error(f"{label}(): std must be >= 0 (PyTorch's RuntimeError), got {std}", node.pos)
+        return mean, std, self._torch_size([given["size"]], label, node)
 
 
 def unseeded(spelled: str, seeding: str) -> str:

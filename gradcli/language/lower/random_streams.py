@@ -195,3 +195,56 @@ def _log32(v: np.ndarray) -> np.ndarray:
     y = _fma32(y, cubed, (e * _F32(-2.12194440e-4)).astype(_F32))
     x = (_fma32(-squared, _F32(0.5), x) + y).astype(_F32)
     return _fma32(e, _F32(0.693359375), x)
+
+
+class TorchGenerator:
+    """PyTorch's CPU generator after torch.manual_seed(seed): mt19937 seeded with the seed's low 32
+    bits (NumPy's MT19937 is the same engine), and the Box-Muller sample PyTorch keeps for its
+    next normal draw."""
+
+    def __init__(self, seed: int):
+        self.engine = np.random.MT19937()
+        self.engine._legacy_seeding(seed & 0xFFFFFFFF)  # (init_genrand(seed), as std::mt19937(seed))
+        self.cached_normal: float | None = None
+
+    def random(self, count: int) -> np.ndarray:
+        """`count` 32-bit outputs of the engine, in order."""
+        return np.asarray(self.engine.random_raw(count), dtype=np.uint64)
+
+    def uniform(self, count: int, dtype) -> np.ndarray:
+        """torch.rand: 24 random bits of one output (float32), 53 of two (float64: first output high)."""
+        if np.dtype(dtype) == np.float32:
+            return ((self.random(count) & np.uint64(0xFFFFFF)) * 2.0 ** -24).astype(np.float32)
+        pairs = self.random(2 * count).reshape(count, 2)
+        bits = ((pairs[:, 0] << np.uint64(32)) | pairs[:, 1]) & np.uint64((1 << 53) - 1)
+        return bits.astype(np.float64) * 2.0 ** -53
+
+    def integers(self, count: int, low: int, high: int) -> np.ndarray:
+        """torch.randint: low + one output modulo the span (spans below 2**32)."""
+        return (self.random(count) % np.uint64(high - low)).astype(np.int64) + low
+
+    def normal(self, count: int, mean: float, std: float) -> np.ndarray:
+        """PyTorch's serial normal (fewer than 16 elements): Box-Muller in double from two 53-bit
+        uniforms, r cos(theta) now and r sin(theta) kept for the next draw; C's libm, as Python's
+        math module calls it."""
+        out = np.empty(count, dtype=np.float64)
+        for k in range(count):
+            if self.cached_normal is not None:
+                value, self.cached_normal = self.cached_normal, None
+            else:
+                u1, u2 = (float(u) for u in self.uniform(2, np.float64))
+                radius = math.sqrt(-2.0 * math.log1p(-u2))
+                theta = 2.0 * math.pi * u1
+                self.cached_normal = radius * math.sin(theta)
+                value = radius * math.cos(theta)
+            out[k] = value * std + mean
+        return out
+
+    def permutation(self, n: int) -> np.ndarray:
+        """torch.randperm(n): Fisher-Yates from the front, one output modulo what is left."""
+        order = list(range(n))
+        draws = self.random(max(n - 1, 0)).tolist()
+        for i in range(n - 1):
+            z = draws[i] % (n - i) + i
+            order[i], order[z] = order[z], order[i]
+        return np.array(order, dtype=np.int64)
