@@ -86,7 +86,6 @@ _JAX_REQUIRED = {"fold_in": 2, "randint": 4}
 
 
 TORCH_CALLS = frozenset({"manual_seed", "rand", "randn", "randint", "normal", "rand_like", "randn_like", "randperm"})
-_TORCH_SERIAL = 16  # (PyTorch draws 16 normals or more with vectorized code of the processor's own: refused)
 
 
 def reproduced(library: str, bare: str) -> bool:
@@ -398,12 +397,7 @@ class RandomDraws:
         elif name == "randint":
             drawn = generator.integers(count, *bounds)
         else:
-            if count >= _TORCH_SERIAL:
-                raise self.error(f"{label}() of {count} elements is not reproduced by gradcli: PyTorch draws 16 normals "
-                                 "or more with vectorized code of the processor's own (AVX2 or not), so its numbers "
-                                 "differ between machines; draw fewer than 16 at a time, write the values, or give "
-                                 "them with --set", node.pos)
-            drawn = generator.normal(count, *((mean, std) if name == "normal" else (0.0, 1.0)))
+            drawn = generator.normal(count, *((mean, std) if name == "normal" else (0.0, 1.0)), dtype)
         return self._placed(np.asarray(drawn).astype(dtype if name != "randint" else np.float64).reshape(shape),
                             node, scope, "torch")
 

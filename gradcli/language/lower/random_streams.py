@@ -223,10 +223,23 @@ class TorchGenerator:
         """torch.randint: low + one output modulo the span (spans below 2**32)."""
         return (self.random(count) % np.uint64(high - low)).astype(np.int64) + low
 
-    def normal(self, count: int, mean: float, std: float) -> np.ndarray:
-        """PyTorch's serial normal (fewer than 16 elements): Box-Muller in double from two 53-bit
-        uniforms, r cos(theta) now and r sin(theta) kept for the next draw; C's libm, as Python's
-        math module calls it."""
+    def normal(self, count: int, mean: float, std: float, dtype=np.float32) -> np.ndarray:
+        """torch.randn / torch.normal of `count` elements, by PyTorch's three paths: fewer than 16,
+        one at a time (_serial_normal); 16 or more in float32, its AVX2 code (_filled_avx2); 16 or
+        more in float64, blocks of 16 Box-Muller pairs (_filled_double)."""
+        if count < 16:
+            return self._serial_normal(count, mean, std).astype(dtype)
+        fill = _filled_avx2 if np.dtype(dtype) == np.float32 else _filled_double
+        data = self.uniform(count, dtype)
+        blocks = count // 16 * 16
+        data[:blocks] = fill(data[:blocks].reshape(-1, 16), mean, std).reshape(-1)
+        if count % 16:  # (PyTorch draws 16 more and recomputes the last 16 values)
+            data[count - 16:] = fill(self.uniform(16, dtype).reshape(1, 16), mean, std).reshape(-1)
+        return data
+
+    def _serial_normal(self, count: int, mean: float, std: float) -> np.ndarray:
+        """PyTorch's serial normal: Box-Muller in double from two 53-bit uniforms, r cos(theta)
+        now and r sin(theta) kept for the next draw; C's libm, as Python's math module calls it."""
         out = np.empty(count, dtype=np.float64)
         for k in range(count):
             if self.cached_normal is not None:
@@ -248,3 +261,72 @@ class TorchGenerator:
             z = draws[i] % (n - i) + i
             order[i], order[z] = order[z], order[i]
         return np.array(order, dtype=np.int64)
+
+
+def _filled_double(blocks: np.ndarray, mean: float, std: float) -> np.ndarray:
+    """PyTorch's normal_fill_16 in double, per block of 16 uniforms: u1 = 1 - the first 8, theta
+    from the last 8; r cos(theta) std + mean (one fused multiply-add, as its AVX2 build computes
+    it) into the first 8, r sin(theta) into the last 8."""
+    out = np.empty_like(blocks)
+    for b, row in enumerate(blocks.tolist()):
+        for j in range(8):
+            radius = math.sqrt(-2 * math.log(1 - row[j]))
+            theta = 2.0 * math.pi * row[j + 8]
+            out[b, j], out[b, j + 8] = radius * math.cos(theta), radius * math.sin(theta)
+    return out if (std, mean) == (1.0, 0.0) else _fma64(out, np.float64(std), np.float64(mean))
+
+
+def _filled_avx2(blocks: np.ndarray, mean: float, std: float) -> np.ndarray:
+    """PyTorch's normal_fill_16_AVX2 per block of 16 float32 uniforms, with its avx_mathfun log
+    and sincos (Cephes' single-precision polynomials), each multiply feeding an add fused as GCC
+    compiles them."""
+    u1 = (_F32(1.0) - blocks[:, :8]).astype(_F32)
+    radius = np.sqrt((_F32(-2.0) * _log256(u1)).astype(_F32)).astype(_F32)
+    sine, cosine = _sincos256((_F32(2.0 * math.pi) * blocks[:, 8:]).astype(_F32))
+    std, mean = _F32(std), _F32(mean)
+    return np.concatenate([_fma32((radius * cosine).astype(_F32), std, mean),
+                           _fma32((radius * sine).astype(_F32), std, mean)], axis=1)
+
+
+def _log256(v: np.ndarray) -> np.ndarray:
+    x = np.maximum(v.astype(_F32), _U32(0x00800000).view(_F32))
+    bits = x.view(_U32)
+    e = ((bits >> _U32(23)).astype(np.int32) - 0x7F).astype(_F32) + _F32(1.0)
+    x = ((bits & _U32(0x807FFFFF)) | _F32(0.5).view(_U32)).view(_F32)
+    below = x < _F32(0.707106781186547524)
+    e = (e - np.where(below, _F32(1.0), _F32(0.0))).astype(_F32)
+    x = ((x - _F32(1.0)).astype(_F32) + np.where(below, x, _F32(0.0))).astype(_F32)
+    squared = (x * x).astype(_F32)
+    y = np.full_like(x, _F32(_LOG[0]))
+    for c in _LOG[1:]:
+        y = _fma32(y, x, _F32(c))
+    y = _fma32((y * x).astype(_F32), squared, (e * _F32(-2.12194440e-4)).astype(_F32))
+    y = _fma32(-squared, _F32(0.5), y)
+    return _fma32(e, _F32(0.693359375), (x + y).astype(_F32))
+
+
+_SIN = (-1.9515295891E-4, 8.3321608736E-3, -1.6666654611E-1)
+_COS = (2.443315711809948E-005, -1.388731625493765E-003, 4.166664568298827E-002)
+
+
+def _sincos256(angle: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """avx_mathfun's sincos256_ps: the angle reduced by pi/4 in three parts, then the sine's or
+    the cosine's polynomial on each octant, with the octant's signs."""
+    negative = np.signbit(angle)
+    x = np.abs(angle).astype(_F32)
+    octant = ((x * _F32(1.27323954473516)).astype(_F32).astype(np.int32) + 1) & ~1
+    y = octant.astype(_F32)
+    for part in (-0.78515625, -2.4187564849853515625e-4, -3.77489497744594108e-8):
+        x = _fma32(y, _F32(part), x)
+    z = (x * x).astype(_F32)
+    cos_poly = _fma32(_fma32(_F32(_COS[0]), z, _F32(_COS[1])), z, _F32(_COS[2]))
+    cos_poly = _fma32((cos_poly * z).astype(_F32), z, -(z * _F32(0.5)).astype(_F32))
+    cos_poly = (cos_poly + _F32(1.0)).astype(_F32)
+    sin_poly = _fma32(_fma32(_F32(_SIN[0]), z, _F32(_SIN[1])), z, _F32(_SIN[2]))
+    sin_poly = _fma32((sin_poly * z).astype(_F32), x, x)
+    first = (octant & 2) == 0
+    sine = np.where(first, sin_poly, cos_poly)
+    cosine = np.where(first, cos_poly, sin_poly)
+    sine = np.where(negative ^ ((octant & 4) != 0), -sine, sine).astype(_F32)
+    cosine = np.where(((~(octant - 2)) & 4) != 0, -cosine, cosine).astype(_F32)
+    return sine, cosine
