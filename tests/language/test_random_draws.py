@@ -170,7 +170,7 @@ def test_what_cannot_be_reproduced_is_refused_with_what_to_write(program, line, 
 
 
 # --------------------------------------------------------------------------- JAX
-JAX = "import jax\nimport jax.numpy as jnp\n"
+JAX = "import jax\nimport jax.numpy as jnp\nimport numpy as np\n"
 
 
 def test_jax_keys_split_fold_in_and_samplers_are_jaxs():
@@ -253,11 +253,14 @@ def test_jax_draws_follow_jax_enable_x64():
      "jax.random.gamma draws random numbers, which gradcli does not reproduce (it reproduces NumPy's, JAX's and PyTorch's "
      "seeded draws listed in docs/language.md): write the values in the program (x = jnp.array([...])), or make x an input "
      "and give it with --set x='[...]'"),
-    ("x = jax.random.PRNGKey(0) * 2.0", "this is not a number: a function, an optimizer, a gradient transform or a "
-     "tape; call it or use what it gives"),
+    ("x = jax.random.PRNGKey(0) * 2.0", "this JAX key (made here) is not a number: gradcli follows keys apart from "
+     "arrays, given to jax.random's functions only (mapping a function over keys with vmap is not supported; index "
+     "the split keys, keys[0]); jax.random.key_data(key) gives its two words"),
+    ("rs = np.random.RandomState(0); x = rs + 1.0", "this np.random.RandomState (made here) is not a number: call its "
+     "methods, as in rs.normal(0.0, 1.0, 3)"),
 ])
 def test_jax_draws_gradcli_cannot_match_are_refused(line, message):
     done = gradcli("eval", program=JAX + line + "\nprint(1.0)\n")
     assert done.returncode == 2, done.stdout
     assert done.stderr.splitlines()[0].endswith(f"error: {message}"), done.stderr
-    assert done.stderr.startswith("<stdin>:3:")
+    assert done.stderr.startswith("<stdin>:4:")

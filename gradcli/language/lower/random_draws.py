@@ -33,6 +33,10 @@ class NumpyGenerator:
     def __init__(self, generator, legacy: bool, pos):
         self.generator, self.legacy, self.pos = generator, legacy, pos
 
+    def refusal(self) -> str:
+        kind = "np.random.RandomState" if self.legacy else "np.random.Generator"
+        return f"this {kind} (made here) is not a number: call its methods, as in rs.normal(0.0, 1.0, 3)"
+
 
 class JaxKey:
     """A JAX PRNG key (threefry2x32): its two uint32 words, `data` of shape (2,). A key is no
@@ -42,6 +46,12 @@ class JaxKey:
 
     def __init__(self, data: np.ndarray, pos):
         self.data, self.pos = data, pos
+
+    @staticmethod
+    def refusal() -> str:
+        return ("this JAX key (made here) is not a number: gradcli follows keys apart from arrays, given to "
+                "jax.random's functions only (mapping a function over keys with vmap is not supported; index the "
+                "split keys, keys[0]); jax.random.key_data(key) gives its two words")
 
 
 RANDOM_VALUES = (NumpyGenerator, JaxKey)
