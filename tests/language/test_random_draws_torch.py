@@ -23,7 +23,7 @@ def gradcli(*args: str, program: str) -> subprocess.CompletedProcess:
 
 def test_torch_draws_after_manual_seed_are_pytorchs_in_program_order():
     program = ("import torch\ntorch.manual_seed(0)\na = torch.randn(3)\nb = torch.rand(2, 2)\n"
-               "c = torch.randint(0, 10, (4,))\nd = torch.normal(2.5, 0.3, size=(3,))\n"
+               "c = torch.randint(0, 10, (4,), device='cpu')\nd = torch.normal(2.5, 0.3, size=(3,))\n"
                "w = torch.randn(2, requires_grad=True)\ne = torch.randn_like(a)\np = torch.randperm(5)\n"
                "f = torch.rand(2, dtype=torch.float64)\n")
     out = outputs(program, ["a", "b", "c", "d", "w", "e", "p", "f"])
@@ -102,6 +102,9 @@ def test_sixteen_normals_or_more_are_pytorchs_vectorized_and_blocked_draws():
      "torch.normal(0.0, 1.0, size=(3,))"),
     ("torch.manual_seed(1); x = torch.rand(2, generator=None)",
      "torch.rand() takes no 'generator' here (gradcli reproduces the default generator's draws on the CPU)"),
+    ("torch.manual_seed(1); x = torch.rand(2, device='cuda')",
+     "torch.rand(device=...): gradcli reproduces the CPU generator's draws (a GPU's generator is another, Philox); "
+     "draw on the CPU (device='cpu')"),
     ("torch.manual_seed(1); x = torch.bernoulli(torch.ones(2) * 0.5)",
      "torch.bernoulli draws random numbers, which gradcli does not reproduce (it reproduces NumPy's, JAX's and PyTorch's "
      "seeded draws listed in docs/language.md): write the values in the program (x = torch.tensor([...])), or make x an "

@@ -378,6 +378,10 @@ class RandomDraws:
         if unknown:
             raise self.error(f"{label}() takes no '{unknown[0]}' here (gradcli reproduces the default generator's "
                              "draws on the CPU)", node.pos)
+        device = keywords.get("device", NONE)
+        if device is not NONE and not (isinstance(device, Text) and device.value.partition(":")[0] == "cpu"):
+            raise self.error(f"{label}(device=...): gradcli reproduces the CPU generator's draws (a GPU's generator "
+                             "is another, Philox); draw on the CPU (device='cpu')", node.pos)
         if name == "manual_seed":
             seed = self.known_int(args[0] if args else keywords.get("seed", NONE), f"the seed of {label}()", node.pos)
             if not 0 <= seed < 2 ** 64:
