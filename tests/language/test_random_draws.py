@@ -90,6 +90,18 @@ def test_permutation_and_choice_of_an_array_pick_its_rows():
     assert out["p"].tolist() == [40.0, 20.0, 10.0, 30.0] and out["c"].tolist() == [40.0, 10.0]
 
 
+def test_shuffle_rebinds_the_name_to_the_rows_numpy_shuffled_in_place():
+    program = NP + ("np.random.seed(0)\nidx = np.arange(6.0)\nnp.random.shuffle(idx)\n"
+                    "X = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])\nrng = np.random.default_rng(3)\n"
+                    "rng.shuffle(X)\ndef first_two(data):\n    np.random.shuffle(data)\n    return data[:2]\n"
+                    "b = first_two(np.array([10.0, 20.0, 30.0, 40.0]))\n")
+    out = api.evaluate(program + "print(idx)\nprint(X)\nprint(b)\n", fixes=False).outputs
+    # NumPy 2.4.6: the arrays after shuffle, in this order
+    assert out["idx"].tolist() == [5.0, 2.0, 1.0, 3.0, 0.0, 4.0]
+    assert out["X"].ravel().tolist() == [5.0, 6.0, 3.0, 4.0, 1.0, 2.0]
+    assert out["b"].tolist() == [40.0, 10.0]
+
+
 def test_a_loop_and_a_function_draw_anew_at_each_pass_and_call():
     # NumPy 2.4.6: np.random.seed(5); three np.random.randn(2) in a row
     first, second, third = ([0.44122748688504143, -0.33087015189408764], [2.43077118700778, -0.2520921296030769],

@@ -164,7 +164,7 @@ def random_draw(lowering, node, values, scope, work):
 
 random_draw.calls_functions = True  # (it reads the work stack: a draw in a body JAX traces once is refused)
 RANDOM_NAMES = ("seed", "RandomState", "default_rng", "randn", "rand", "standard_normal", "random", "random_sample",
-                "ranf", "sample", "normal", "uniform", "randint", "choice", "permutation")
+                "ranf", "sample", "normal", "uniform", "randint", "choice", "permutation", "shuffle")
 
 NAMES = {
     **UFUNC_METHODS, "count_nonzero": _count_nonzero,

@@ -82,7 +82,7 @@ _REPLAYED = frozenset({"loop", "stack", "custom", "gradcheck", "tree", "call", "
 _LABELS = {"numpy": "np.random", "jax": "jax.random", "torch": "torch"}
 _JAX_CALLS = frozenset({"random.PRNGKey", "random.key", "random.split", "random.fold_in", "random.normal",
                         "random.uniform", "random.randint", "random.bernoulli", "random.key_data"})
-NUMPY_CALLS = frozenset({"random.seed", "random.RandomState", "random.default_rng"} | {
+NUMPY_CALLS = frozenset({"random.seed", "random.RandomState", "random.default_rng", "random.shuffle"} | {
     f"random.{name}" for name in (*_LEGACY, *_DIMS)})
 
 
@@ -132,6 +132,8 @@ class RandomDraws:
         generator = getattr(self, "numpy_global", None)
         if generator is None:
             raise self.error(unseeded(f"np.random.{name}", "np.random.seed(0)"), node.pos)
+        if name == "shuffle":
+            return self.numpy_shuffle(generator, node, node.args[:1], args, scope, work)
         return self.numpy_sample(generator, name, node, args, keywords, scope, work)
 
     def random_method(self, receiver, node: ast.Call, values: list, scope, work: list):
@@ -144,6 +146,8 @@ class RandomDraws:
         if node.func == "seed" and receiver.legacy:
             receiver.generator = np.random.RandomState(self._seed(args[0] if args else NONE, node))
             return NONE
+        if node.func == "shuffle":
+            return self.numpy_shuffle(receiver, node, node.args[1:2], args, scope, work)
         return self.numpy_sample(receiver, node.func, node, args, keywords, scope, work)
 
     # ------------------------------------------------------------------ NumPy
@@ -185,6 +189,24 @@ class RandomDraws:
             raise self.error(f"{node.func}() draws from a generator's state inside a function that JAX traces once but "
                              "gradcli expands at each use (a lax loop's body, vmap, a custom rule): the draws would come "
                              "in another order; draw before the call and pass the values in", node.pos)
+
+    def numpy_shuffle(self, generator: NumpyGenerator, node, written: list, args: list, scope, work):
+        """`np.random.shuffle(x)`, `rng.shuffle(x)`: NumPy shuffles x in place along its first axis,
+        with the draws of permutation(x); the name x is bound to the shuffled rows (None is the
+        call's value, as NumPy's)."""
+        if len(args) != 1 or not written or not isinstance(written[0], ast.Name) or "." in written[0].id:
+            raise self.error(f"{node.func}(x) shuffles x in place: give it one array named in the program", node.pos)
+        name = written[0].id
+        shuffled = self.numpy_sample(generator, "permutation", node, args, {}, scope, work)
+        if scope.locals is not None and scope.lookup(name) is not None:
+            holder = scope
+            while name not in holder.locals:
+                holder = holder.parent
+            holder.locals[name] = shuffled
+        else:
+            self.globals[name] = shuffled
+            self.graph.names[name] = shuffled
+        return NONE
 
     def numpy_sample(self, generator: NumpyGenerator, name: str, node, args: list, keywords: dict, scope, work):
         label = f"np.random.{name}" if generator is getattr(self, "numpy_global", None) else f"{node.func}"
