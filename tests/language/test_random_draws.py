@@ -237,6 +237,26 @@ def test_a_jax_least_squares_gradient_over_drawn_data_is_the_analytic_one():
     np.testing.assert_allclose(out["g"], 2 * X.T @ (X @ w - y) / 4, rtol=1e-13)
 
 
+def test_jax_permutation_and_choice_are_jaxs_sorts_and_randint():
+    program = JAX + ("p = jax.random.permutation(jax.random.PRNGKey(7), 10)\n"
+                     "x = jnp.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0]])\n"
+                     "q = jax.random.permutation(jax.random.PRNGKey(1), x)\n"
+                     "c = jax.random.choice(jax.random.PRNGKey(2), 5, (3,))\n"
+                     "d = jax.random.choice(jax.random.PRNGKey(3), x, (2,), replace=False)\n"
+                     "e = jax.random.choice(jax.random.PRNGKey(4), jnp.array([10.0, 20.0, 30.0]))\n"
+                     "big = jax.random.permutation(jax.random.PRNGKey(5), 3000)\nhead = big[:5]\ntail = big[-3:]\n")
+    out = api.evaluate(program + "".join(f"print({n})\n" for n in ("p", "q", "c", "d", "e", "head", "tail")),
+                       fixes=False).outputs
+    # JAX 0.10.2 (3000 elements: two rounds of sorting)
+    assert out["p"].tolist() == [9.0, 4.0, 2.0, 3.0, 5.0, 0.0, 7.0, 6.0, 1.0, 8.0]
+    assert out["q"].ravel().tolist() == [7.0, 8.0, 5.0, 6.0, 1.0, 2.0, 3.0, 4.0]
+    assert out["c"].tolist() == [4.0, 2.0, 3.0]
+    assert out["d"].ravel().tolist() == [1.0, 2.0, 5.0, 6.0]
+    assert float(out["e"]) == 20.0
+    assert out["head"].tolist() == [36.0, 227.0, 1919.0, 2001.0, 1010.0]
+    assert out["tail"].tolist() == [1619.0, 2182.0, 2500.0]
+
+
 def test_jax_draws_follow_jax_enable_x64():
     program = JAX + ('jax.config.update("jax_enable_x64", True)\nk = jax.random.PRNGKey(0)\n'
                      "u = jax.random.uniform(k, (3,))\nv = jax.random.uniform(k, (2,), minval=-2.0, maxval=3.5)\n"

@@ -6,6 +6,7 @@ gives, bit for bit, placed in the graph as constants (no gradient flows to a dra
   `npr` is NumPy's), and `np.random.default_rng(s)` Generators (PCG64).
 - JAX's keys (`jax.random.PRNGKey(s)`, `key`, `split`, `fold_in`) and samplers, by JAX's default
   generator (threefry2x32, partitionable) rewritten in NumPy (random_streams.py).
+- PyTorch's CPU generator (`torch.manual_seed(s)`, mt19937) and its samplers (random_streams.py).
 
 A draw happens where the program makes it, in program order: a loop's pass draws anew, a function
 called twice draws twice. A stateful draw inside a function that JAX traces once but gradcli lowers
@@ -20,7 +21,7 @@ import numpy as np
 from gradcli.language import syntax as ast
 from gradcli.language.dialects import split_spelling
 from gradcli.language.lower import random_streams as streams
-from gradcli.language.lower.transforms import _FINISH, NOT_MINE
+from gradcli.language.lower.transforms import _FINISH
 from gradcli.language.lower.values import NONE, Literal, Text, TupleValue
 from gradcli.ops import OPS
 
@@ -79,9 +80,9 @@ _DIMS = ("randn", "rand")  # np.random.randn(2, 3): the shape as separate intege
 # the work items after which gradcli lowers a function's body more often (or otherwise) than
 # Python runs it: a lax loop's body, vmap's rows, a custom rule, gradcheck, tree_map's leaves
 _REPLAYED = frozenset({"loop", "stack", "custom", "gradcheck", "tree", "call", "linear"})
-_LABELS = {"numpy": "np.random", "jax": "jax.random", "torch": "torch"}
 _JAX_CALLS = frozenset({"random.PRNGKey", "random.key", "random.split", "random.fold_in", "random.normal",
-                        "random.uniform", "random.randint", "random.bernoulli", "random.key_data"})
+                        "random.uniform", "random.randint", "random.bernoulli", "random.key_data",
+                        "random.permutation", "random.choice"})
 NUMPY_CALLS = frozenset({"random.seed", "random.RandomState", "random.default_rng", "random.shuffle"} | {
     f"random.{name}" for name in (*_LEGACY, *_DIMS)})
 
@@ -91,8 +92,9 @@ _JAX_PARAMS = {
     "split": ("key", "num"), "normal": ("key", "shape", "dtype"),
     "uniform": ("key", "shape", "dtype", "minval", "maxval"),
     "randint": ("key", "shape", "minval", "maxval", "dtype"), "bernoulli": ("key", "p", "shape", "mode"),
+    "permutation": ("key", "x", "axis", "independent"), "choice": ("key", "a", "shape", "replace", "p", "axis", "mode"),
 }
-_JAX_REQUIRED = {"fold_in": 2, "randint": 4}
+_JAX_REQUIRED = {"fold_in": 2, "randint": 4, "permutation": 2, "choice": 2}
 
 
 TORCH_CALLS = frozenset({"manual_seed", "rand", "randn", "randint", "normal", "rand_like", "randn_like", "randperm"})
@@ -104,7 +106,98 @@ def reproduced(library: str, bare: str) -> bool:
         library == "torch" and bare in TORCH_CALLS)
 
 
-class RandomDraws:
+class TorchDraws:
+    """Part of the lowering (through RandomDraws): PyTorch's CPU generator, once the program calls
+    torch.manual_seed (`torch_generator`, None before), and its draws."""
+
+    def torch_random(self, name: str, node, values: list, scope, work: list):
+        """torch.manual_seed and the CPU generator's draws (random_streams.TorchGenerator)."""
+        label = f"torch.{name}"
+        args, keywords = values[:len(node.args)], {kw.name: v for kw, v in zip(node.keywords, values[len(node.args):])}
+        unknown = sorted(set(keywords) - {"size", "dtype", "low", "high", "mean", "std", "seed", "input", "n", "device"})
+        if unknown:
+            raise self.error(f"{label}() takes no '{unknown[0]}' here (gradcli reproduces the default generator's "
+                             "draws on the CPU)", node.pos)
+        device = keywords.get("device", NONE)
+        if device is not NONE and not (isinstance(device, Text) and device.value.partition(":")[0] == "cpu"):
+            raise self.error(f"{label}(device=...): gradcli reproduces the CPU generator's draws (a GPU's generator "
+                             "is another, Philox); draw on the CPU (device='cpu')", node.pos)
+        if name == "manual_seed":
+            seed = self.known_int(args[0] if args else keywords.get("seed", NONE), f"the seed of {label}()", node.pos)
+            if not 0 <= seed < 2 ** 64:
+                raise self.error(f"{label}(): gradcli reproduces seeds from 0 to 2**64 - 1, got {seed}", node.pos)
+            self.torch_generator = streams.TorchGenerator(seed)
+            return NONE
+        generator = getattr(self, "torch_generator", None)
+        if generator is None:
+            raise self.error(unseeded(label, "torch.manual_seed(0)"), node.pos)
+        self._refuse_replayed(work, node, scope)
+        dtype = self._torch_dtype(keywords.get("dtype"), label, node)
+        if name in ("rand_like", "randn_like"):
+            shape = self.shape_of(args[0] if args else keywords.get("input", NONE))
+            name = name[:-len("_like")]
+        elif name == "randint":
+            bounds, shape = self._torch_randint_arguments(args, keywords, label, node)
+        elif name == "normal":
+            mean, std, shape = self._torch_normal_arguments(args, keywords, label, node)
+        elif name == "randperm":
+            n = self.known_int(args[0] if args else keywords.get("n", NONE), f"n of {label}()", node.pos)
+            return self._placed(generator.permutation(n), node, scope, "torch")
+        else:
+            shape = self._torch_size(args or [keywords.get("size", TupleValue([], node.pos))], label, node)
+        count = math.prod(shape)
+        if name == "rand":
+            drawn = generator.uniform(count, dtype)
+        elif name == "randint":
+            drawn = generator.integers(count, *bounds)
+        else:
+            drawn = generator.normal(count, *((mean, std) if name == "normal" else (0.0, 1.0)), dtype)
+        return self._placed(np.asarray(drawn).astype(dtype if name != "randint" else np.float64).reshape(shape),
+                            node, scope, "torch")
+
+    def _torch_dtype(self, value, label: str, node):
+        if value is None or value is NONE:
+            return np.dtype(np.float32)
+        name = value.value if isinstance(value, Text) else None
+        if name in ("float32", "float", "float64", "double"):
+            return np.dtype(np.float64 if name in ("float64", "double") else np.float32)
+        raise self.error(f"{label}(dtype=...): gradcli reproduces float32 and float64 draws", node.pos)
+
+    def _torch_size(self, given: list, label: str, node) -> tuple:
+        """The sizes written apart (`torch.randn(2, 3)`) or as one tuple (`torch.randn((2, 3))`)."""
+        if len(given) == 1 and isinstance(given[0], TupleValue) or (
+                len(given) == 1 and isinstance(given[0], Literal) and given[0].value.ndim == 1):
+            size = self._argument(given[0], "size", "size", label, node)
+            return (size,) if isinstance(size, int) else tuple(size)
+        return tuple(self.known_int(v, f"the size of {label}()", node.pos) for v in given)
+
+    def _torch_randint_arguments(self, args: list, keywords: dict, label: str, node):
+        """randint(high, size) or randint(low, high, size): the bounds and the shape."""
+        names = ("high", "size") if len(args) == 2 else ("low", "high", "size")
+        given = {**dict(zip(names, args)), **keywords}
+        if "high" not in given or "size" not in given:
+            raise self.error(f"{label}(low=0, high, size) needs high and size", node.pos)
+        low = self.known_int(given.get("low", Literal(np.float64(0), node.pos)), f"low of {label}()", node.pos)
+        high = self.known_int(given["high"], f"high of {label}()", node.pos)
+        if not 0 < high - low < 2 ** 32:
+            raise self.error(f"{label}(): gradcli reproduces spans from 1 to 2**32 - 1 (high > low), got "
+                             f"[{low}, {high})", node.pos)
+        return (low, high), self._torch_size([given["size"]], label, node)
+
+    def _torch_normal_arguments(self, args: list, keywords: dict, label: str, node):
+        given = {**dict(zip(("mean", "std", "size"), args)), **keywords}
+        if "size" not in given:
+            raise self.error(f"{label}(mean, std) of tensors is not reproduced by gradcli: give numbers and size=, "
+                             "as in torch.normal(0.0, 1.0, size=(3,))", node.pos)
+        mean, std = (float(self._argument(given.get(k, Literal(np.float64(d), node.pos)), k, "float", label, node))
+                     for k, d in (("mean", 0.0), ("std", 1.0)))
+        if std < 0:
+            raise self.error(f"{label}(): std must be >= 0 (PyTorch's RuntimeError), got {std}", node.pos)
+        return mean, std, self._torch_size([given["size"]], label, node)
+
+
+
+class RandomDraws(TorchDraws):
     """Part of the lowering (gradcli.language.lower): the program's generators and their draws.
     `numpy_global`: NumPy's global RandomState once the program seeds it (None before)."""
 
@@ -334,6 +427,8 @@ class RandomDraws:
             shape = self._jax_shape(num, label, node, allow_int=True)
             keys = streams.split(key.data, shape)
             return _key_tree(keys, node.pos)
+        if name in ("permutation", "choice"):
+            return self.jax_pick(name, key, given, node, scope, x64)
         dtype = self._jax_dtype(given.get("dtype"), label, node, x64)
         if name in ("normal", "uniform"):
             shape = self._jax_shape(given.get("shape", TupleValue([], node.pos)), label, node)
@@ -363,6 +458,38 @@ class RandomDraws:
             kept = streams.uniform(key.data, shape, p.dtype, p.dtype.type(0.0), p.dtype.type(1.0)) < p
         return self._placed(kept.astype(np.float64), node, scope, "jax")
 
+    def jax_pick(self, name: str, key: JaxKey, given: dict, node, scope, x64: bool):
+        """jax.random.permutation(key, x) and choice(key, a, shape, replace) (without p): indices
+        drawn as JAX draws them (a stable sort by random keys; randint), then x's rows at them."""
+        label = f"jax.random.{name}"
+        for option in ("axis", "independent", "p", "mode"):
+            if option in given and not self.is_none(given[option]) and (
+                    option in ("p", "mode") or self.constant_truth(given[option])):
+                raise self.error(f"{label}({option}=...) is not reproduced by gradcli: leave it out", node.pos)
+        pool = given["x" if name == "permutation" else "a"]
+        known = self._known(pool)
+        n = (self.known_int(pool, f"the size of {label}()", node.pos) if known is not None and known.ndim == 0
+             else self.shape_of(pool)[0] if self.shape_of(pool) else None)
+        if n is None or n <= 0:
+            raise self.error(f"{label}(): give a positive integer or an array of at least one axis", node.pos)
+        if name == "permutation":
+            index = streams.shuffled_indices(key.data, n)
+        else:
+            shape = self._jax_shape(given.get("shape", TupleValue([], node.pos)), label, node)
+            replace = "replace" not in given or bool(self.constant_truth(given["replace"]))
+            if not replace and math.prod(shape) > n:
+                raise self.error(f"{label}(): cannot take a larger sample (size {math.prod(shape)}) than the "
+                                 f"population (size {n}) when replace=False (JAX's ValueError)", node.pos)
+            index = (streams.randint(key.data, shape, 0, n, 64 if x64 else 32) if replace else
+                     streams.shuffled_indices(key.data, n)[:math.prod(shape)].reshape(shape))
+        if known is not None and known.ndim == 0:
+            return self._placed(index, node, scope, "jax")
+        rows = self.materialize(pool, scope, node.pos)
+        if index.ndim == 0:
+            return self.emit(OPS["index"], (rows,), {"index": (int(index),)}, node.pos, node.func, scope)
+        return self.emit(OPS["take"], (rows,), {"indices": _nested_tuple(np.asarray(index, np.int64)), "axis": 0,
+                                                "mode": None}, node.pos, node.func, scope)
+
     def _jax_key(self, value, label: str, node) -> JaxKey:
         if not isinstance(value, JaxKey):
             raise self.error(f"{label}(): the key must be one made by jax.random.PRNGKey, key, split or fold_in "
@@ -390,92 +517,6 @@ class RandomDraws:
         if value is None or value is NONE:
             return np.asarray(default, dtype)
         return np.asarray(self._argument(value, key, "float", label, node), dtype)
-
-    # ------------------------------------------------------------------ PyTorch
-    def torch_random(self, name: str, node, values: list, scope, work: list):
-        """torch.manual_seed and the CPU generator's draws (random_streams.TorchGenerator)."""
-        label = f"torch.{name}"
-        args, keywords = values[:len(node.args)], {kw.name: v for kw, v in zip(node.keywords, values[len(node.args):])}
-        unknown = sorted(set(keywords) - {"size", "dtype", "low", "high", "mean", "std", "seed", "input", "n", "device"})
-        if unknown:
-            raise self.error(f"{label}() takes no '{unknown[0]}' here (gradcli reproduces the default generator's "
-                             "draws on the CPU)", node.pos)
-        device = keywords.get("device", NONE)
-        if device is not NONE and not (isinstance(device, Text) and device.value.partition(":")[0] == "cpu"):
-            raise self.error(f"{label}(device=...): gradcli reproduces the CPU generator's draws (a GPU's generator "
-                             "is another, Philox); draw on the CPU (device='cpu')", node.pos)
-        if name == "manual_seed":
-            seed = self.known_int(args[0] if args else keywords.get("seed", NONE), f"the seed of {label}()", node.pos)
-            if not 0 <= seed < 2 ** 64:
-                raise self.error(f"{label}(): gradcli reproduces seeds from 0 to 2**64 - 1, got {seed}", node.pos)
-            self.torch_generator = streams.TorchGenerator(seed)
-            return NONE
-        generator = getattr(self, "torch_generator", None)
-        if generator is None:
-            raise self.error(unseeded(label, "torch.manual_seed(0)"), node.pos)
-        self._refuse_replayed(work, node, scope)
-        dtype = self._torch_dtype(keywords.get("dtype"), label, node)
-        if name in ("rand_like", "randn_like"):
-            shape = self.shape_of(args[0] if args else keywords.get("input", NONE))
-            name = name[:-len("_like")]
-        elif name == "randint":
-            bounds, shape = self._torch_randint_arguments(args, keywords, label, node)
-        elif name == "normal":
-            mean, std, shape = self._torch_normal_arguments(args, keywords, label, node)
-        elif name == "randperm":
-            n = self.known_int(args[0] if args else keywords.get("n", NONE), f"n of {label}()", node.pos)
-            return self._placed(generator.permutation(n), node, scope, "torch")
-        else:
-            shape = self._torch_size(args or [keywords.get("size", TupleValue([], node.pos))], label, node)
-        count = math.prod(shape)
-        if name == "rand":
-            drawn = generator.uniform(count, dtype)
-        elif name == "randint":
-            drawn = generator.integers(count, *bounds)
-        else:
-            drawn = generator.normal(count, *((mean, std) if name == "normal" else (0.0, 1.0)), dtype)
-        return self._placed(np.asarray(drawn).astype(dtype if name != "randint" else np.float64).reshape(shape),
-                            node, scope, "torch")
-
-    def _torch_dtype(self, value, label: str, node):
-        if value is None or value is NONE:
-            return np.dtype(np.float32)
-        name = value.value if isinstance(value, Text) else None
-        if name in ("float32", "float", "float64", "double"):
-            return np.dtype(np.float64 if name in ("float64", "double") else np.float32)
-        raise self.error(f"{label}(dtype=...): gradcli reproduces float32 and float64 draws", node.pos)
-
-    def _torch_size(self, given: list, label: str, node) -> tuple:
-        """The sizes written apart (`torch.randn(2, 3)`) or as one tuple (`torch.randn((2, 3))`)."""
-        if len(given) == 1 and isinstance(given[0], TupleValue) or (
-                len(given) == 1 and isinstance(given[0], Literal) and given[0].value.ndim == 1):
-            size = self._argument(given[0], "size", "size", label, node)
-            return (size,) if isinstance(size, int) else tuple(size)
-        return tuple(self.known_int(v, f"the size of {label}()", node.pos) for v in given)
-
-    def _torch_randint_arguments(self, args: list, keywords: dict, label: str, node):
-        """randint(high, size) or randint(low, high, size): the bounds and the shape."""
-        names = ("high", "size") if len(args) == 2 else ("low", "high", "size")
-        given = {**dict(zip(names, args)), **keywords}
-        if "high" not in given or "size" not in given:
-            raise self.error(f"{label}(low=0, high, size) needs high and size", node.pos)
-        low = self.known_int(given.get("low", Literal(np.float64(0), node.pos)), f"low of {label}()", node.pos)
-        high = self.known_int(given["high"], f"high of {label}()", node.pos)
-        if not 0 < high - low < 2 ** 32:
-            raise self.error(f"{label}(): gradcli reproduces spans from 1 to 2**32 - 1 (high > low), got "
-                             f"[{low}, {high})", node.pos)
-        return (low, high), self._torch_size([given["size"]], label, node)
-
-    def _torch_normal_arguments(self, args: list, keywords: dict, label: str, node):
-        given = {**dict(zip(("mean", "std", "size"), args)), **keywords}
-        if "size" not in given:
-            raise self.error(f"{label}(mean, std) of tensors is not reproduced by gradcli: give numbers and size=, "
-                             "as in torch.normal(0.0, 1.0, size=(3,))", node.pos)
-        mean, std = (float(self._argument(given.get(k, Literal(np.float64(d), node.pos)), k, "float", label, node))
-                     for k, d in (("mean", 0.0), ("std", 1.0)))
-        if std < 0:
-            raise self.error(f"{label}(): std must be >= 0 (PyTorch's RuntimeError), got {std}", node.pos)
-        return mean, std, self._torch_size([given["size"]], label, node)
 
 
 def unseeded(spelled: str, seeding: str) -> str:

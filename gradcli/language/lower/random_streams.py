@@ -330,3 +330,14 @@ def _sincos256(angle: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     sine = np.where(negative ^ ((octant & 4) != 0), -sine, sine).astype(_F32)
     cosine = np.where(((~(octant - 2)) & 4) != 0, -cosine, cosine).astype(_F32)
     return sine, cosine
+
+
+def shuffled_indices(key: np.ndarray, n: int) -> np.ndarray:
+    """JAX's _shuffle of arange(n): rounds of a stable sort by fresh 32-bit keys (as many rounds
+    as JAX's heuristic asks, ceil(3 ln n / ln(2**32 - 1)))."""
+    rounds = int(np.ceil(3 * np.log(max(1, n)) / np.log(np.iinfo(np.uint32).max)))
+    order = np.arange(n)
+    for _ in range(rounds):
+        key, subkey = split(key, (2,))
+        order = order[np.argsort(random_bits(subkey, 32, (n,)), kind="stable")]
+    return order
