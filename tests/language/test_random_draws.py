@@ -257,6 +257,22 @@ def test_jax_permutation_and_choice_are_jaxs_sorts_and_randint():
     assert out["tail"].tolist() == [1619.0, 2182.0, 2500.0]
 
 
+def test_vmap_maps_a_function_over_split_keys():
+    program = JAX + ("def init(key):\n    k1, k2 = jax.random.split(key)\n"
+                     "    return jax.random.normal(k1, (3,)) + jax.random.uniform(k2, (3,))\n"
+                     "ws = jax.vmap(init)(jax.random.split(jax.random.PRNGKey(0), 4))\nx = jnp.array([1.0, 2.0, 3.0, 4.0])\n"
+                     "ys = jax.vmap(lambda k, s: s * jax.random.uniform(k, (2,)))(jax.random.split(jax.random.PRNGKey(1), 4), x)\n")
+    out = api.evaluate(program + "print(ws)\nprint(ys)\n", fixes=False).outputs
+    # JAX 0.10.2, printed as float(...) of each element
+    assert out["ws"].ravel().tolist() == [-0.4704897999763489, 1.1438242197036743, -0.12853959202766418,
+                                          0.2897433638572693, -0.40796905755996704, -0.6371259689331055,
+                                          -0.7387160062789917, -0.5154209733009338, 0.07541030645370483,
+                                          2.5308401584625244, 1.2254979610443115, 0.16663764417171478]
+    assert out["ys"].ravel().tolist() == [0.7026152610778809, 0.2348346710205078, 0.8072926998138428,
+                                          1.097790002822876, 1.6733522415161133, 0.6721655130386353,
+                                          0.6224493980407715, 0.9690322875976562]
+
+
 def test_jax_draws_follow_jax_enable_x64():
     program = JAX + ('jax.config.update("jax_enable_x64", True)\nk = jax.random.PRNGKey(0)\n'
                      "u = jax.random.uniform(k, (3,))\nv = jax.random.uniform(k, (2,), minval=-2.0, maxval=3.5)\n"
@@ -286,8 +302,8 @@ def test_jax_draws_follow_jax_enable_x64():
      "seeded draws listed in docs/language.md): write the values in the program (x = jnp.array([...])), or make x an input "
      "and give it with --set x='[...]'"),
     ("x = jax.random.PRNGKey(0) * 2.0", "this JAX key (made here) is not a number: gradcli follows keys apart from "
-     "arrays, given to jax.random's functions only (mapping a function over keys with vmap is not supported; index "
-     "the split keys, keys[0]); jax.random.key_data(key) gives its two words"),
+     "arrays, given to jax.random's functions (or split keys mapped over by jax.vmap) only; "
+     "jax.random.key_data(key) gives its two words"),
     ("rs = np.random.RandomState(0); x = rs + 1.0", "this np.random.RandomState (made here) is not a number: call its "
      "methods, as in rs.normal(0.0, 1.0, 3)"),
 ])

@@ -17,6 +17,7 @@ from gradcli.language.lower.values import NONE, Closure, Literal, Scope, Text, T
 from gradcli.language.lower.optimizers import MODULE_METHODS, OPTIMIZER_METHODS
 from gradcli.language.lower.optax_chain import OPTAX_CALLS
 from gradcli.language.lower.random_draws import RANDOM_VALUES, reproduced
+from gradcli.language.lower.random_draws import RANDOM_VALUES, reproduced, split_keys
 from gradcli.autodiff import depends_on
 from gradcli.ops import OPS
 
@@ -319,11 +320,12 @@ class GradientCalls(PyTrees, ValuesApart):
         axes = fn.in_axes if fn.in_axes is not None else [0] * len(args)
         mapped = [k for k, a in enumerate(axes) if a == 0]
         # (an argument not mapped, in_axes None, passes whole: a tree of parameters stays a tree)
-        args = [self.materialize(v, scope, node.pos) if k in mapped and not isinstance(v, FUNCTION_VALUES) else v
-                for k, v in enumerate(args)]
+        args = [self.materialize(v, scope, node.pos) if k in mapped and not isinstance(v, FUNCTION_VALUES)
+                and not split_keys(v) else v for k, v in enumerate(args)]  # (JAX keys map as rows: random_draws.py)
         if not mapped:
             raise self.error("vmap: no argument is mapped", node.pos)
-        count = self.graph.shapes[args[mapped[0]]][0] if self.graph.shapes[args[mapped[0]]] else 0
+        first = args[mapped[0]]
+        count = len(first.items) if split_keys(first) else self.graph.shapes[first][0] if self.graph.shapes[first] else 0
         rows = {k: self.unpack(args[k], count, node.pos, scope) for k in mapped}
         work.append((_FINISH, ("stack", count, node), scope))
         for i in reversed(range(count)):

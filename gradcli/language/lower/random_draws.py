@@ -51,8 +51,8 @@ class JaxKey:
     @staticmethod
     def refusal() -> str:
         return ("this JAX key (made here) is not a number: gradcli follows keys apart from arrays, given to "
-                "jax.random's functions only (mapping a function over keys with vmap is not supported; index the "
-                "split keys, keys[0]); jax.random.key_data(key) gives its two words")
+                "jax.random's functions (or split keys mapped over by jax.vmap) only; jax.random.key_data(key) gives "
+                "its two words")
 
 
 RANDOM_VALUES = (NumpyGenerator, JaxKey)
@@ -230,8 +230,8 @@ class RandomDraws(TorchDraws):
         return self.numpy_sample(generator, name, node, args, keywords, scope, work)
 
     def random_method(self, receiver, node: ast.Call, values: list, scope, work: list):
-        """`rs.randn(3)`, `rng.normal(0, 1, 5)`: a method of a program's NumPy generator; NOT_MINE
-        for a key's (it has none)."""
+        """`rs.randn(3)`, `rng.normal(0, 1, 5)`: a method of a program's NumPy generator (a key has
+        none)."""
         if not isinstance(receiver, NumpyGenerator):
             raise self.error(f"a JAX key has no method .{node.func}(): give it to jax.random's functions", node.pos)
         args = values[:len(node.args) - 1]
@@ -524,6 +524,11 @@ def unseeded(spelled: str, seeding: str) -> str:
     return (f"{spelled} draws from a generator the program never seeded, whose numbers gradcli cannot reproduce: "
             f"seed it first ({seeding}; the library then draws the numbers gradcli reproduces), or write the values "
             "in the program, or make the value an input and give it with --set")
+
+
+def split_keys(value) -> bool:
+    """Whether a value is jax.random.split's keys (a tuple of keys), which vmap maps over as rows."""
+    return isinstance(value, TupleValue) and bool(value.items) and all(isinstance(v, JaxKey) for v in value.items)
 
 
 def _key_tree(keys: np.ndarray, pos):
