@@ -133,6 +133,18 @@ def test_the_gradient_of_a_least_squares_loss_over_drawn_data_is_the_analytic_on
     assert out["y"].tolist() == y.tolist()
 
 
+def test_minibatch_sgd_over_drawn_data_and_batches_is_numpys_run():
+    program = NP + ("np.random.seed(0)\nX = np.random.randn(10, 2)\ny = np.random.randn(10)\nw = np.zeros(2)\n"
+                    "for step in range(3):\n    idx = np.random.randint(0, 10, 4)\n    Xb = X[idx]\n    yb = y[idx]\n"
+                    "    grad = 2 * Xb.T @ (Xb @ w - yb) / 4\n    w = w - 0.1 * grad\n"
+                    "perm = np.random.permutation(10)\nXs = X[perm[:3]]\n")
+    out = api.evaluate(program + "print(w)\nprint(Xs)\n", fixes=False).outputs
+    # NumPy 2.4.6 runs the same program (float64 throughout: the same operations, the same numbers)
+    assert out["w"].tolist() == [0.20053108624209948, -0.06029332879857505]
+    assert out["Xs"].ravel().tolist() == [0.44386323274542566, 0.33367432737426683, 0.7610377251469934,
+                                          0.12167501649282841, 1.4940790731576061, -0.20515826376580087]
+
+
 # --------------------------------------------------------------------------- NumPy's refusals
 JITTED = ("np.random.randn() draws from a generator's state inside a function jax.jit compiles: JAX runs its Python "
           "once per compilation, not at each call, so gradcli cannot tell which draws happen; draw outside it and "

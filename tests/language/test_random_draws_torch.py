@@ -70,6 +70,23 @@ def test_the_gradient_of_a_least_squares_loss_over_drawn_data_is_the_analytic_on
     np.testing.assert_allclose(out["g"], [0.5428605675697327, -0.03715401887893677], rtol=1e-6)
 
 
+def test_the_pytorch_polynomial_tutorial_draws_its_weights_as_pytorch_does():
+    # "Learning PyTorch with Examples" (Tensors and autograd), with torch.manual_seed(0) before its draws
+    program = ("import torch\nimport math\ntorch.manual_seed(0)\ndtype = torch.float\ndevice = torch.device('cpu')\n"
+               + "".join(f"{n} = torch.randn((), device=device, dtype=dtype, requires_grad=True)\n" for n in "abcd")
+               + "x = torch.linspace(-math.pi, math.pi, 200, device=device, dtype=dtype)\ny = torch.sin(x)\n"
+               "y_pred = a + b * x + c * x ** 2 + d * x ** 3\nloss = (y_pred - y).pow(2).sum()\nloss.backward()\n"
+               "print(a.item(), b.item(), c.item(), d.item())\nprint(a.grad)\n")
+    out = api.evaluate(program, fixes=False).outputs
+    # PyTorch 2.13.0+cpu: a.item(), b.item(), c.item(), d.item()
+    assert [float(out[f"{n}.item()"]) for n in "abcd"] == [1.5409960746765137, -0.293428897857666,
+                                                           -2.1787893772125244, 0.5684312582015991]
+    x = np.linspace(-math.pi, math.pi, 200)
+    a, b, c, d = 1.5409960746765137, -0.293428897857666, -2.1787893772125244, 0.5684312582015991
+    np.testing.assert_allclose(float(out["a.grad"]), np.sum(2 * (a + b * x + c * x ** 2 + d * x ** 3 - np.sin(x))),
+                               rtol=1e-5)  # (d loss / d a, analytic; PyTorch's x is float32)
+
+
 def test_sixteen_normals_or_more_are_pytorchs_vectorized_and_blocked_draws():
     program = ("import torch\ntorch.manual_seed(3)\na = torch.randn(17)\nb = torch.normal(1.0, 0.5, (40, 25))\n"
                "c = torch.randn(20, dtype=torch.float64)\nd = torch.randn(2)\n")
