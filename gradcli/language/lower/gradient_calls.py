@@ -16,7 +16,6 @@ from gradcli.language.lower.transforms import (
 from gradcli.language.lower.values import NONE, Closure, Literal, Scope, Text, TupleValue
 from gradcli.language.lower.optimizers import MODULE_METHODS, OPTIMIZER_METHODS
 from gradcli.language.lower.optax_chain import OPTAX_CALLS
-from gradcli.language.lower.random_draws import RANDOM_VALUES, reproduced
 from gradcli.language.lower.random_draws import RANDOM_VALUES, reproduced, split_keys
 from gradcli.autodiff import depends_on
 from gradcli.ops import OPS
