@@ -39,10 +39,9 @@ MAX_LOWERING_STEPS = 1_000_000           # expansion steps of a short program (s
 LOWERING_STEPS_PER_CHARACTER = 8         # ... and more for a longer text (a 50 MB program)
 
 
-class _Lowering(PythonArguments, Interpreter, Statements, Flow, GradientCalls, TorchAutograd, TorchFunctional, CustomGradients, Resolution,
+class _Lowering(RandomDraws, PythonArguments, Interpreter, Statements, Flow, GradientCalls, TorchAutograd, TorchFunctional, CustomGradients, Resolution,
                 Binding, Subscripts, Constants, AutocastRegions, FunctionValues,
-                LibrarySettings, TorchOptimizers, OptaxOptimizers, KerasOptimizers, ListMethods, PythonOperators,
-                RandomDraws):
+                LibrarySettings, TorchOptimizers, OptaxOptimizers, KerasOptimizers, ListMethods, PythonOperators):
     """One program's lowering: its parts' methods on one object, which holds the graph being built."""
 
     def __init__(self, module: ast.Module, source: Source, feeds: dict, call: ast.Node | None = None,

@@ -16,7 +16,7 @@ from gradcli.language.lower.transforms import (
 from gradcli.language.lower.values import NONE, Closure, Literal, Scope, Text, TupleValue
 from gradcli.language.lower.optimizers import MODULE_METHODS, OPTIMIZER_METHODS
 from gradcli.language.lower.optax_chain import OPTAX_CALLS
-from gradcli.language.lower.random_draws import RANDOM_VALUES, reproduced, split_keys
+from gradcli.language.lower.random_draws import reproduced, split_keys
 from gradcli.autodiff import depends_on
 from gradcli.ops import OPS
 
@@ -37,8 +37,6 @@ class GradientCalls(PyTrees, ValuesApart):
                 return self.tape_method(receiver, node, values[1:], scope)
             if isinstance(receiver, ObjectValue):
                 return self.call_method(receiver, node, values, scope, work)
-            if isinstance(receiver, RANDOM_VALUES):  # a RandomState, a Generator, a JAX key (random_draws.py)
-                return self.random_method(receiver, node, values[1:], scope, work)
             method = OPTIMIZER_METHODS.get(type(receiver))  # (optimizers.py)
             if method is not None:
                 return getattr(self, method)(receiver, node, values, scope)

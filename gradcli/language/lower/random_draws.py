@@ -201,6 +201,20 @@ class RandomDraws(TorchDraws):
     """Part of the lowering (gradcli.language.lower): the program's generators and their draws.
     `numpy_global`: NumPy's global RandomState once the program seeds it (None before)."""
 
+    # (RandomDraws stands first among the lowering's parts: these two see a call or a value before
+    # GradientCalls and Statements do, and hand the rest on)
+    def call_gradient_api(self, node: ast.Call, values: list, scope, work: list):
+        """A method of a program's generator or key (`rs.randn(3)`), else GradientCalls'."""
+        if node.method and values and isinstance(values[0], RANDOM_VALUES):
+            return self.random_method(values[0], node, values[1:], scope, work)
+        return super().call_gradient_api(node, values, scope, work)
+
+    def refuse_as_number(self, value):
+        """A generator or a key used as a number: what it is and what to write; else Statements'."""
+        if isinstance(value, RANDOM_VALUES):
+            raise self.error(value.refusal(), value.pos)
+        return super().refuse_as_number(value)
+
     def random_draw(self, node: ast.Call, values: list, scope, work: list):
         """A call of a library's random module (np.random.*, jax.random.*)."""
         library, bare = split_spelling(self.spelled(node.func))

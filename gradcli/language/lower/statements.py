@@ -13,7 +13,6 @@ from gradcli.language.lower.transforms import (
     BoundMethod, ClassValue, DictValue, Formatted, FunctionRef, ObjectValue, Tape, TapeRecording)
 from gradcli.language.lower.values import NONE, Literal, Scope, Text, TupleValue
 from gradcli.language.lower.torch_autograd import GradMode
-from gradcli.language.lower.random_draws import RANDOM_VALUES
 from gradcli.ops import OPS
 from gradcli.language.dialects.spelling import Autocast, Distribution
 
@@ -467,8 +466,6 @@ class Statements(LoopExits):
         return self.dict_item(args[0], args[1:], node)
 
     def refuse_as_number(self, value):
-        if isinstance(value, RANDOM_VALUES):  # a generator or a JAX key (random_draws.py)
-            raise self.error(value.refusal(), value.pos)
         if isinstance(value, Distribution):
             raise self.error(f"{value.name}(...) is a distribution object, not a number: use its methods, as in "
                              f"{value.name}(loc, scale).log_prob(x)", value.pos)
