@@ -288,12 +288,16 @@ def test_vmap_maps_a_function_over_split_keys():
 def test_jax_draws_follow_jax_enable_x64():
     program = JAX + ('jax.config.update("jax_enable_x64", True)\nk = jax.random.PRNGKey(0)\n'
                      "u = jax.random.uniform(k, (3,))\nv = jax.random.uniform(k, (2,), minval=-2.0, maxval=3.5)\n"
-                     "r = jax.random.randint(k, (3,), 0, 100)\n")
+                     "r = jax.random.randint(k, (3,), 0, 100)\nn = jax.random.normal(k, (3,))\n"
+                     "m = jax.random.normal(jax.random.PRNGKey(1), (2, 2))\n")
     out = outputs(program)
     # JAX 0.10.2 with jax_enable_x64: float64 (and int64) draws
     assert out["u"].tolist() == [0.41845711171638644, 0.21629545460551136, 0.9653214611189975]
     assert out["v"].tolist() == [0.30151411444012544, -0.8103749996696875]
     assert out["r"].tolist() == [35.0, 11.0, 75.0]
+    assert out["n"].tolist() == [-0.2058421394796434, -0.7847657764467411, 1.8160866726679836]
+    assert out["m"].ravel().tolist() == [-1.184284421837855, -0.11617040844628398, 0.17269028009903425,
+                                         0.9573071790540392]
 
 
 @pytest.mark.parametrize("line, message", [
@@ -306,9 +310,6 @@ def test_jax_draws_follow_jax_enable_x64():
     ("x = jax.random.uniform(jax.random.PRNGKey(0), (3,), dtype=jnp.float64)",
      "jax.random.uniform(dtype=...): gradcli reproduces float32 draws (and float64 ones after "
      "jax.config.update('jax_enable_x64', True)); leave it out"),
-    ("jax.config.update('jax_enable_x64', True); x = jax.random.normal(jax.random.PRNGKey(0), (3,))",
-     "jax.random.normal() in float64 is not reproduced by gradcli (XLA's float64 erf_inv and log): draw in float32 "
-     "(leave jax_enable_x64 off), write the values, or give them with --set"),
     ("x = jax.random.gamma(jax.random.PRNGKey(0), 1.0)",
      "jax.random.gamma draws random numbers, which gradcli does not reproduce (it reproduces NumPy's, JAX's and PyTorch's "
      "seeded draws listed in docs/language.md): write the values in the program (x = jnp.array([...])), or make x an input "

@@ -448,10 +448,6 @@ class RandomDraws(TorchDraws):
             shape = self._jax_shape(given.get("shape", TupleValue([], node.pos)), label, node)
             if name == "normal":
                 drawn = streams.normal(key.data, shape, dtype)
-                if drawn is None:  # (XLA's float64 erf_inv and log are other approximations)
-                    raise self.error(f"{label}() in float64 is not reproduced by gradcli (XLA's float64 erf_inv and "
-                                     "log): draw in float32 (leave jax_enable_x64 off), write the values, or give "
-                                     "them with --set", node.pos)
             else:
                 low = self._jax_bound(given.get("minval"), 0.0, "minval", label, node, dtype)
                 high = self._jax_bound(given.get("maxval"), 1.0, "maxval", label, node, dtype)

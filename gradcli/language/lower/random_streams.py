@@ -117,21 +117,45 @@ def _fma32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
 
 
 def _fma64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """float64 a * b + c rounded once (exact rationals: Python rounds their quotient correctly)."""
-    from fractions import Fraction
+    """float64 a * b + c rounded once: the product split exactly in two (Dekker), added to c
+    exactly (TwoSum), the low parts summed rounding to odd, then one rounding to nearest
+    (Boldo and Melquiond's emulation of a fused multiply-add)."""
     a, b, c = np.broadcast_arrays(*(np.asarray(v, np.float64) for v in (a, b, c)))
-    out = [float(Fraction(x) * Fraction(y) + Fraction(z)) if np.isfinite(x * y + z) else x * y + z
-           for x, y, z in zip(a.ravel().tolist(), b.ravel().tolist(), c.ravel().tolist())]
-    return np.array(out, dtype=np.float64).reshape(a.shape)
+    with np.errstate(all="ignore"):
+        high, low = _two_product(a, b)
+        total, rest = _two_sum(c, high)
+        near, error = _two_sum(rest, low)
+        odd = np.where((error != 0) & ((near.view(np.int64) & 1) == 0),
+                       np.nextafter(near, np.where(error > 0, np.inf, -np.inf)), near)
+        return np.where(np.isfinite(high) & np.isfinite(total), total + odd, a * b + c)
 
 
-def normal(key: np.ndarray, shape: tuple, dtype) -> np.ndarray | None:
-    """jax.random.normal in float32: sqrt(2) erf_inv(u), u uniform in (-1, 1), with XLA's CPU
-    erf_inv, log1p and log, their multiply-adds fused; None in float64 (not matched: refused)."""
-    if np.dtype(dtype) != np.float32:
-        return None
-    low = np.nextafter(np.float32(-1.0), np.float32(0.0))
-    u = np.atleast_1d(uniform(key, shape, np.float32, low, np.float32(1.0)))
+def _two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    total = a + b
+    virtual = total - a
+    return total, (a - (total - virtual)) + (b - virtual)
+
+
+def _two_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def halves(x):
+        scaled = 134217729.0 * x  # (2**27 + 1: Veltkamp's split into two 26-bit halves)
+        high = scaled - (scaled - x)
+        return high, x - high
+
+    product = a * b
+    (a1, a2), (b1, b2) = halves(a), halves(b)
+    return product, ((a1 * b1 - product) + a1 * b2 + a2 * b1) + a2 * b2
+
+
+def normal(key: np.ndarray, shape: tuple, dtype) -> np.ndarray:
+    """jax.random.normal: sqrt(2) erf_inv(u), u uniform in (-1, 1), with XLA's CPU erf_inv,
+    log1p and log (float32), or its float64 erf_inv and log1p with C's log, their multiply-adds
+    fused."""
+    dtype = np.dtype(dtype)
+    low = np.nextafter(dtype.type(-1.0), dtype.type(0.0))
+    u = np.atleast_1d(uniform(key, shape, dtype, low, dtype.type(1.0)))
+    if dtype == np.float64:
+        return (np.sqrt(2.0) * _erf_inv64(u)).reshape(shape)
     return (np.float32(np.sqrt(2)) * _erf_inv32(u)).astype(np.float32).reshape(shape)
 
 
@@ -341,3 +365,49 @@ def shuffled_indices(key: np.ndarray, n: int) -> np.ndarray:
         key, subkey = split(key, (2,))
         order = order[np.argsort(random_bits(subkey, 32, (n,)), kind="stable")]
     return order
+
+
+# XLA's erf_inv for float64 (Giles' approximation): below w = 6.25, below 16, and beyond
+_ERF_INV64 = (
+    (-3.6444120640178196996e-21, -1.685059138182016589e-19, 1.2858480715256400167e-18, 1.115787767802518096e-17,
+     -1.333171662854620906e-16, 2.0972767875968561637e-17, 6.6376381343583238325e-15, -4.0545662729752068639e-14,
+     -8.1519341976054721522e-14, 2.6335093153082322977e-12, -1.2975133253453532498e-11, -5.4154120542946279317e-11,
+     1.051212273321532285e-09, -4.1126339803469836976e-09, -2.9070369957882005086e-08, 4.2347877827932403518e-07,
+     -1.3654692000834678645e-06, -1.3882523362786468719e-05, 0.0001867342080340571352, -0.00074070253416626697512,
+     -0.0060336708714301490533, 0.24015818242558961693, 1.6536545626831027356),
+    (2.2137376921775787049e-09, 9.0756561938885390979e-08, -2.7517406297064545428e-07, 1.8239629214389227755e-08,
+     1.5027403968909827627e-06, -4.013867526981545969e-06, 2.9234449089955446044e-06, 1.2475304481671778723e-05,
+     -4.7318229009055733981e-05, 6.8284851459573175448e-05, 2.4031110387097893999e-05, -0.0003550375203628474796,
+     0.00095328937973738049703, -0.0016882755560235047313, 0.0024914420961078508066, -0.0037512085075692412107,
+     0.005370914553590063617, 1.0052589676941592334, 3.0838856104922207635),
+    (-2.7109920616438573243e-11, -2.5556418169965252055e-10, 1.5076572693500548083e-09, -3.7894654401267369937e-09,
+     7.6157012080783393804e-09, -1.4960026627149240478e-08, 2.9147953450901080826e-08, -6.7711997758452339498e-08,
+     2.2900482228026654717e-07, -9.9298272942317002539e-07, 4.5260625972231537039e-06, -1.9681778105531670567e-05,
+     7.5995277030017761139e-05, -0.00021503011930044477347, -0.00013871931833623122026, 1.0103004648645343977,
+     4.8499064014085844221),
+)
+
+
+def _erf_inv64(x: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        w = -_log1p64(x * -x)
+        first, second = w < 6.25, w < 16.0
+        w = np.where(first, w - 3.125, np.where(second, np.sqrt(w) - 3.25, np.sqrt(w) - 5.0))
+        tables = [(0.0,) * (23 - len(t)) + t for t in _ERF_INV64]  # (the shorter ones led by zeros)
+        p = np.zeros_like(x)
+        for a, b, c in zip(*tables):
+            p = _fma64(p, w, np.where(first, a, np.where(second, b, c)))
+        return np.where(np.abs(x) == 1, x * np.inf, p * x)
+
+
+def _log1p64(x: np.ndarray) -> np.ndarray:
+    def polynomial(coefficients):
+        value = np.zeros_like(x)
+        for c in coefficients:
+            value = _fma64(value, x, np.float64(c))
+        return value
+
+    squared = x * x
+    small = x + _fma64(-0.5, squared, (x * squared) * (polynomial(_LOG1P_NUMERATOR) / polynomial(_LOG1P_DENOMINATOR)))
+    large = np.array([math.log(v) if v > 0 else -math.inf for v in (x + 1.0).ravel().tolist()]).reshape(x.shape)
+    return np.where(np.abs(x) < 0.41421356237309504880, small, large)
