@@ -13,7 +13,7 @@ import numpy as np
 from gradcli.language import syntax as ast
 from gradcli.language.dialects import layers, pooling
 from gradcli.language.dialects.spelling import Autocast, Distribution, ReadingError, composer, setting
-from gradcli.language.dialects.numpy import jax_numpy as _jax_numpy
+from gradcli.language.dialects.numpy import jax_numpy as _jax_numpy, random_draw
 from gradcli.ops import OPS, index as ops_index
 from gradcli.ops.casts import CANONICAL
 
@@ -349,8 +349,26 @@ def _optimizer(kind: str):
     return make
 
 
+def _clip_grad(kind: str):
+    """torch.nn.utils.clip_grad_norm_ / clip_grad_value_: each .grad clipped in place (lower/clipping.py)."""
+    def clip(lowering, node, values, scope):
+        return lowering.torch_clip_grad(kind, node, values, scope)
+    return clip
+
+
+def _scheduler(kind: str):
+    """torch.optim.lr_scheduler.<kind>(optimizer, ...): a learning-rate schedule (lower/schedules.py)."""
+    def make(lowering, node, values, scope):
+        return lowering.torch_scheduler(kind, node, values, scope)
+    return make
+
+
 MODULES = {
-    **{f"optim.{kind}": _optimizer(kind) for kind in ("SGD", "Adam", "AdamW", "RMSprop")},
+    **{f"optim.{kind}": _optimizer(kind) for kind in ("SGD", "Adam", "AdamW", "RMSprop", "Adagrad")},
+    "utils.clip_grad_norm_": _clip_grad("norm"), "utils.clip_grad_value_": _clip_grad("value"),
+    **{f"optim.lr_scheduler.{kind}": _scheduler(kind)
+       for kind in ("StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR", "LambdaLR", "ConstantLR",
+                    "LinearLR")},
     **{name: _weighted_module for name in ("Linear", "Bilinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
                                            "ConvTranspose2d", "Embedding", "RNN", "LSTM", "GRU", "MultiheadAttention")},
     "MSELoss": _module("mse_loss"), "L1Loss": _module("l1_loss"), "SmoothL1Loss": _module("smooth_l1_loss"),
@@ -382,6 +400,8 @@ MODULES = {
 }
 
 NAMES = {
+    **{name: random_draw for name in ("manual_seed", "rand", "randn", "randint", "normal", "rand_like", "randn_like",
+                                      "randperm")},  # seeded draws of the CPU generator (lower/random_draws.py)
     **MODULES, **pooling.NAMES, "hinge_embedding_loss": _hinge_embedding_loss, "set_default_dtype": setting(0),
     "set_default_device": setting(),  # (a device changes no number)
     "embedding": layers.embedding, "scaled_dot_product_attention": layers.torch_attention,

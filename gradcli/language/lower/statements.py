@@ -567,6 +567,8 @@ class Statements(LoopExits, ProgramClasses):
         """A dict literal's value, a dict's item, or an f-string's fields."""
         if isinstance(node, ast.Dict):
             keys = [self.dict_key(k, v) for k, v in zip(args[:len(node.keys)], node.keys)]
+            if len({type(k) for k in keys}) > 1:
+                raise self.error("a dict's keys must be all strings or all integers", node.pos)
             return DictValue(keys, args[len(node.keys):], node.pos)
         if isinstance(node, ast.FString):
             fields = [p for p in node.parts if isinstance(p, ast.Field)]
@@ -588,12 +590,24 @@ class Statements(LoopExits, ProgramClasses):
         raise self.error("this is not a number: a function, an optimizer, a gradient transform or a tape; "
                          "call it or use what it gives", value.pos)
 
-    def dict_key(self, value, node) -> str:
+    def dict_key(self, value, node) -> str | int:
+        """A string, or an integer written in the program (optax's {step: scale})."""
+        known = self.constant_value(value) if type(value) is int else value
+        if isinstance(known, Literal) and known.value.ndim == 0 and not known.boolean \
+                and float(known.value).is_integer():
+            return int(known.value)
         if not isinstance(value, Text):
-            raise self.error("a dict's keys must be strings written in the program", node.pos)
+            raise self.error("a dict's keys must be strings or integers written in the program", node.pos)
         return value.value
 
     def dict_item(self, mapping: DictValue, subscripts: list, node):
-        if len(subscripts) != 1 or not isinstance(subscripts[0], Text) or subscripts[0].value not in mapping.keys:
+        key = subscripts[0] if len(subscripts) == 1 else None
+        if isinstance(key, Text):
+            key = key.value
+        elif isinstance(key, Literal) and key.value.ndim == 0 and not key.boolean and float(key.value).is_integer():
+            key = int(key.value)  # (an integer key: {100: 0.1}[100])
+        else:
+            key = None
+        if key is None or key not in mapping.keys:
             raise self.error(f"this dict's keys are {', '.join(repr(k) for k in mapping.keys)}", node.pos)
-        return mapping.items[mapping.keys.index(subscripts[0].value)]
+        return mapping.items[mapping.keys.index(key)]
