@@ -35,10 +35,8 @@ class GradientCalls(PyTrees, ValuesApart):
             receiver = values[0]
             if isinstance(receiver, Tape):
                 return self.tape_method(receiver, node, values[1:], scope)
-            if isinstance(receiver, ObjectValue):
-                return self.call_method(receiver, node, values, scope, work)
-            if isinstance(receiver, ClassValue) and node.func in receiver.methods:  # `Cls.make(w)` (statements.py)
-                return self.method_call(receiver, receiver.methods[node.func], node, values, scope, work)
+            if isinstance(receiver, (ObjectValue, ClassValue)):  # (its class's methods first: statements.py)
+                return self.program_method(receiver, node, values, scope, work)
             method = OPTIMIZER_METHODS.get(type(receiver))  # (optimizers.py)
             if method is not None:
                 return getattr(self, method)(receiver, node, values, scope)
@@ -304,7 +302,7 @@ class GradientCalls(PyTrees, ValuesApart):
         """`m.forward(x)`: a method of the object's class, or an attribute holding a function."""
         method = obj.cls.methods.get(node.func)
         if method is not None:
-            return self.method_call(obj, method, node, values, scope, work)
+            return self.call_user(method, node, values, scope, work, None)
         held = obj.attrs.get(node.func)
         if isinstance(held, FUNCTION_VALUES):
             rest = ast.Call(node.func, node.args[1:], node.pos, node.keywords)

@@ -8,7 +8,7 @@ from gradcli.language.dialects import split_spelling
 from gradcli.language.lower.interpret import (
     _SHOWN_NOTHING, _BIND, _DEFINE, _DISCARD, _EVAL, _FLOW, _SET, _STATEMENT, _UNPACK)
 from gradcli.language.ast_builder import ITEM_ASSIGNMENT
-from gradcli.language.lower.transforms import _FINISH, fresh, printed_text
+from gradcli.language.lower.transforms import _FINISH, NOT_MINE, fresh, printed_text
 from gradcli.language.lower.pytrees import printed_leaves
 from gradcli.language.lower.transforms import (
     BoundMethod, ClassValue, DictValue, Formatted, FunctionRef, ObjectValue, Tape, TapeRecording)
@@ -143,6 +143,14 @@ class ProgramClasses:
                                  fn.pos)
         constants = {s.name: self.lower(s.value, top) for s in stmt.body if isinstance(s, ast.Assign)}
         self.globals[stmt.name] = ClassValue(stmt.name, methods, constants, stmt.pos)
+
+    def program_method(self, receiver, node: ast.Call, values: list, scope: Scope, work: list):
+        """`obj.f(x)`, `Cls.f(x)`: a method of the program's class (method_call), else what an
+        object holds (gradient_calls.call_method); NOT_MINE for a class's other calls."""
+        cls = receiver if isinstance(receiver, ClassValue) else receiver.cls
+        if node.func in cls.methods:
+            return self.method_call(receiver, cls.methods[node.func], node, values, scope, work)
+        return NOT_MINE if receiver is cls else self.call_method(receiver, node, values, scope, work)
 
     def method_call(self, receiver, method: ast.FuncDef, node: ast.Call, values: list, scope: Scope, work: list):
         """`obj.f(x)`, `Cls.f(x)` of a method of the program's class: self is the object, cls the class
