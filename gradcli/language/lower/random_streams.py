@@ -7,38 +7,37 @@ import math
 
 import numpy as np
 
-_U32 = np.uint32
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
 
 
 def _rotate_left(x: np.ndarray, d: int) -> np.ndarray:
-    return (x << _U32(d)) | (x >> _U32(32 - d))
+    return (x << np.uint32(d)) | (x >> np.uint32(32 - d))
 
 
 def threefry2x32(k1, k2, x1: np.ndarray, x2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The Threefry-2x32 hash of the counts (x1, x2) under the key (k1, k2): JAX's 20 rounds."""
-    k1, k2 = _U32(k1), _U32(k2)
-    ks = (k1, k2, k1 ^ k2 ^ _U32(0x1BD11BDA))
+    k1, k2 = np.uint32(k1), np.uint32(k2)
+    ks = (k1, k2, k1 ^ k2 ^ np.uint32(0x1BD11BDA))
     with np.errstate(over="ignore"):
-        a, b = np.asarray(x1, _U32) + ks[0], np.asarray(x2, _U32) + ks[1]
+        a, b = np.asarray(x1, np.uint32) + ks[0], np.asarray(x2, np.uint32) + ks[1]
         for group in range(5):
             for r in _ROTATIONS[group % 2]:
                 a = a + b
                 b = _rotate_left(b, r) ^ a
             a = a + ks[(group + 1) % 3]
-            b = b + ks[(group + 2) % 3] + _U32(group + 1)
+            b = b + ks[(group + 2) % 3] + np.uint32(group + 1)
     return a, b
 
 
 def key_from_seed(seed: int) -> np.ndarray:
     """jax.random.PRNGKey(seed): the seed's high and low 32 bits (0 <= seed < 2**63)."""
-    return np.array([seed >> 32, seed & 0xFFFFFFFF], dtype=_U32)
+    return np.array([seed >> 32, seed & 0xFFFFFFFF], dtype=np.uint32)
 
 
 def _counts(shape: tuple) -> tuple[np.ndarray, np.ndarray]:
     """JAX's iota_2x32_shape: a uint64 iota of the shape, as its high and low words."""
     flat = np.arange(math.prod(shape), dtype=np.uint64).reshape(shape)
-    return (flat >> np.uint64(32)).astype(_U32), (flat & np.uint64(0xFFFFFFFF)).astype(_U32)
+    return (flat >> np.uint64(32)).astype(np.uint32), (flat & np.uint64(0xFFFFFFFF)).astype(np.uint32)
 
 
 def split(key: np.ndarray, shape: tuple) -> np.ndarray:
@@ -50,8 +49,8 @@ def split(key: np.ndarray, shape: tuple) -> np.ndarray:
 
 def fold_in(key: np.ndarray, data: int) -> np.ndarray:
     """jax.random.fold_in(key, data): the hash of the count (0, data as uint32)."""
-    bits1, bits2 = threefry2x32(key[0], key[1], np.zeros(1, _U32), np.array([data & 0xFFFFFFFF], _U32))
-    return np.array([bits1[0], bits2[0]], dtype=_U32)
+    bits1, bits2 = threefry2x32(key[0], key[1], np.zeros(1, np.uint32), np.array([data & 0xFFFFFFFF], np.uint32))
+    return np.array([bits1[0], bits2[0]], dtype=np.uint32)
 
 
 def random_bits(key: np.ndarray, width: int, shape: tuple) -> np.ndarray:
@@ -68,7 +67,7 @@ def uniform(key: np.ndarray, shape: tuple, dtype, minval, maxval) -> np.ndarray:
     then raised to minval, as JAX computes them."""
     dtype = np.dtype(dtype)
     width, mantissa = (64, 52) if dtype == np.float64 else (32, 23)
-    unsigned = np.uint64 if width == 64 else _U32
+    unsigned = np.uint64 if width == 64 else np.uint32
     bits = random_bits(key, width, shape)
     floats = ((bits >> unsigned(width - mantissa)) | np.array(1.0, dtype).view(unsigned)).view(dtype) - dtype.type(1.0)
     low, high = np.asarray(minval, dtype), np.asarray(maxval, dtype)
@@ -82,7 +81,7 @@ def uniform(key: np.ndarray, shape: tuple, dtype, minval, maxval) -> np.ndarray:
 def randint(key: np.ndarray, shape: tuple, minval, maxval, width: int = 32) -> np.ndarray:
     """jax.random.randint over int32 (int64 with x64): two streams of bits from a split key,
     combined modulo the span, as JAX does."""
-    signed, unsigned = (np.int64, np.uint64) if width == 64 else (np.int32, _U32)
+    signed, unsigned = (np.int64, np.uint64) if width == 64 else (np.int32, np.uint32)
     info = np.iinfo(signed)
     lo_given, hi_given = np.asarray(minval, np.int64), np.asarray(maxval, np.int64)
     out_of_range = hi_given > info.max
@@ -159,7 +158,6 @@ def normal(key: np.ndarray, shape: tuple, dtype) -> np.ndarray:
     return (np.float32(np.sqrt(2)) * _erf_inv32(u)).astype(np.float32).reshape(shape)
 
 
-_F32 = np.float32
 # XLA's erf_inv for float32 (Giles' approximation): coefficients for w < 5 and w >= 5
 _ERF_INV_SMALL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
                   -0.00417768164, 0.246640727, 1.50140941)
@@ -178,47 +176,47 @@ _LOG = (7.0376836292E-2, -1.1514610310E-1, 1.1676998740E-1, -1.2420140846E-1, 1.
 
 def _erf_inv32(x: np.ndarray) -> np.ndarray:
     with np.errstate(all="ignore"):
-        w = -_log1p32((x * -x).astype(_F32))
-        small = w < _F32(5.0)
-        w = np.where(small, (w - _F32(2.5)).astype(_F32), (np.sqrt(w).astype(_F32) - _F32(3.0)).astype(_F32))
-        p = np.where(small, _F32(_ERF_INV_SMALL[0]), _F32(_ERF_INV_LARGE[0])).astype(_F32)
+        w = -_log1p32((x * -x).astype(np.float32))
+        small = w < np.float32(5.0)
+        w = np.where(small, (w - np.float32(2.5)).astype(np.float32), (np.sqrt(w).astype(np.float32) - np.float32(3.0)).astype(np.float32))
+        p = np.where(small, np.float32(_ERF_INV_SMALL[0]), np.float32(_ERF_INV_LARGE[0])).astype(np.float32)
         for low, high in zip(_ERF_INV_SMALL[1:], _ERF_INV_LARGE[1:]):
-            p = _fma32(p, w, np.where(small, _F32(low), _F32(high)))
-        return np.where(np.abs(x) == 1, x * _F32(np.inf), (p * x).astype(_F32)).astype(_F32)
+            p = _fma32(p, w, np.where(small, np.float32(low), np.float32(high)))
+        return np.where(np.abs(x) == 1, x * np.float32(np.inf), (p * x).astype(np.float32)).astype(np.float32)
 
 
 def _log1p32(x: np.ndarray) -> np.ndarray:
     def polynomial(coefficients):
         value = np.zeros_like(x)
         for c in coefficients:
-            value = _fma32(value, x, _F32(c))
+            value = _fma32(value, x, np.float32(c))
         return value
 
-    squared = (x * x).astype(_F32)
-    ratio = (polynomial(_LOG1P_NUMERATOR) / polynomial(_LOG1P_DENOMINATOR)).astype(_F32)
-    small = (x + _fma32(_F32(-0.5), squared, ((x * squared).astype(_F32) * ratio).astype(_F32))).astype(_F32)
-    return np.where(np.abs(x) < _F32(0.41421356237309504880), small, _log32((x + _F32(1.0)).astype(_F32)))
+    squared = (x * x).astype(np.float32)
+    ratio = (polynomial(_LOG1P_NUMERATOR) / polynomial(_LOG1P_DENOMINATOR)).astype(np.float32)
+    small = (x + _fma32(np.float32(-0.5), squared, ((x * squared).astype(np.float32) * ratio).astype(np.float32))).astype(np.float32)
+    return np.where(np.abs(x) < np.float32(0.41421356237309504880), small, _log32((x + np.float32(1.0)).astype(np.float32)))
 
 
 def _log32(v: np.ndarray) -> np.ndarray:
     """log of positive float32 numbers: mantissa in [sqrt(1/2), sqrt(2)) and exponent, a polynomial."""
-    x = np.maximum(v.astype(_F32), _F32(1.17549435e-38))
-    bits = x.view(_U32)
-    exponent = (bits >> _U32(23)).astype(np.int32) - 0x7F
-    x = ((bits & _U32(0x807FFFFF)) | _F32(0.5).view(_U32)).view(_F32)
-    e = (exponent.astype(_F32) + _F32(1.0)).astype(_F32)
-    below = x < _F32(0.707106781186547524)
-    e = (e - np.where(below, _F32(1.0), _F32(0.0))).astype(_F32)
-    x = ((x - _F32(1.0)).astype(_F32) + np.where(below, x, _F32(0.0))).astype(_F32)
-    squared = (x * x).astype(_F32)
-    cubed = (squared * x).astype(_F32)
-    c = [_F32(p) for p in _LOG]
+    x = np.maximum(v.astype(np.float32), np.float32(1.17549435e-38))
+    bits = x.view(np.uint32)
+    exponent = (bits >> np.uint32(23)).astype(np.int32) - 0x7F
+    x = ((bits & np.uint32(0x807FFFFF)) | np.float32(0.5).view(np.uint32)).view(np.float32)
+    e = (exponent.astype(np.float32) + np.float32(1.0)).astype(np.float32)
+    below = x < np.float32(0.707106781186547524)
+    e = (e - np.where(below, np.float32(1.0), np.float32(0.0))).astype(np.float32)
+    x = ((x - np.float32(1.0)).astype(np.float32) + np.where(below, x, np.float32(0.0))).astype(np.float32)
+    squared = (x * x).astype(np.float32)
+    cubed = (squared * x).astype(np.float32)
+    c = [np.float32(p) for p in _LOG]
     y, y1, y2 = _fma32(c[0], x, c[1]), _fma32(c[3], x, c[4]), _fma32(c[6], x, c[7])
     y, y1, y2 = _fma32(y, x, c[2]), _fma32(y1, x, c[5]), _fma32(y2, x, c[8])
     y = _fma32(_fma32(y, cubed, y1), cubed, y2)
-    y = _fma32(y, cubed, (e * _F32(-2.12194440e-4)).astype(_F32))
-    x = (_fma32(-squared, _F32(0.5), x) + y).astype(_F32)
-    return _fma32(e, _F32(0.693359375), x)
+    y = _fma32(y, cubed, (e * np.float32(-2.12194440e-4)).astype(np.float32))
+    x = (_fma32(-squared, np.float32(0.5), x) + y).astype(np.float32)
+    return _fma32(e, np.float32(0.693359375), x)
 
 
 class TorchGenerator:
@@ -247,7 +245,7 @@ class TorchGenerator:
         """torch.randint: low + one output modulo the span (spans below 2**32)."""
         return (self.random(count) % np.uint64(high - low)).astype(np.int64) + low
 
-    def normal(self, count: int, mean: float, std: float, dtype=np.float32) -> np.ndarray:
+    def normal(self, count: int, mean: float, std: float, dtype="float32") -> np.ndarray:
         """torch.randn / torch.normal of `count` elements, by PyTorch's three paths: fewer than 16,
         one at a time (_serial_normal); 16 or more in float32, its AVX2 code (_filled_avx2); 16 or
         more in float64, blocks of 16 Box-Muller pairs (_filled_double)."""
@@ -304,29 +302,29 @@ def _filled_avx2(blocks: np.ndarray, mean: float, std: float) -> np.ndarray:
     """PyTorch's normal_fill_16_AVX2 per block of 16 float32 uniforms, with its avx_mathfun log
     and sincos (Cephes' single-precision polynomials), each multiply feeding an add fused as GCC
     compiles them."""
-    u1 = (_F32(1.0) - blocks[:, :8]).astype(_F32)
-    radius = np.sqrt((_F32(-2.0) * _log256(u1)).astype(_F32)).astype(_F32)
-    sine, cosine = _sincos256((_F32(2.0 * math.pi) * blocks[:, 8:]).astype(_F32))
-    std, mean = _F32(std), _F32(mean)
-    return np.concatenate([_fma32((radius * cosine).astype(_F32), std, mean),
-                           _fma32((radius * sine).astype(_F32), std, mean)], axis=1)
+    u1 = (np.float32(1.0) - blocks[:, :8]).astype(np.float32)
+    radius = np.sqrt((np.float32(-2.0) * _log256(u1)).astype(np.float32)).astype(np.float32)
+    sine, cosine = _sincos256((np.float32(2.0 * math.pi) * blocks[:, 8:]).astype(np.float32))
+    std, mean = np.float32(std), np.float32(mean)
+    return np.concatenate([_fma32((radius * cosine).astype(np.float32), std, mean),
+                           _fma32((radius * sine).astype(np.float32), std, mean)], axis=1)
 
 
 def _log256(v: np.ndarray) -> np.ndarray:
-    x = np.maximum(v.astype(_F32), _U32(0x00800000).view(_F32))
-    bits = x.view(_U32)
-    e = ((bits >> _U32(23)).astype(np.int32) - 0x7F).astype(_F32) + _F32(1.0)
-    x = ((bits & _U32(0x807FFFFF)) | _F32(0.5).view(_U32)).view(_F32)
-    below = x < _F32(0.707106781186547524)
-    e = (e - np.where(below, _F32(1.0), _F32(0.0))).astype(_F32)
-    x = ((x - _F32(1.0)).astype(_F32) + np.where(below, x, _F32(0.0))).astype(_F32)
-    squared = (x * x).astype(_F32)
-    y = np.full_like(x, _F32(_LOG[0]))
+    x = np.maximum(v.astype(np.float32), np.uint32(0x00800000).view(np.float32))
+    bits = x.view(np.uint32)
+    e = ((bits >> np.uint32(23)).astype(np.int32) - 0x7F).astype(np.float32) + np.float32(1.0)
+    x = ((bits & np.uint32(0x807FFFFF)) | np.float32(0.5).view(np.uint32)).view(np.float32)
+    below = x < np.float32(0.707106781186547524)
+    e = (e - np.where(below, np.float32(1.0), np.float32(0.0))).astype(np.float32)
+    x = ((x - np.float32(1.0)).astype(np.float32) + np.where(below, x, np.float32(0.0))).astype(np.float32)
+    squared = (x * x).astype(np.float32)
+    y = np.full_like(x, np.float32(_LOG[0]))
     for c in _LOG[1:]:
-        y = _fma32(y, x, _F32(c))
-    y = _fma32((y * x).astype(_F32), squared, (e * _F32(-2.12194440e-4)).astype(_F32))
-    y = _fma32(-squared, _F32(0.5), y)
-    return _fma32(e, _F32(0.693359375), (x + y).astype(_F32))
+        y = _fma32(y, x, np.float32(c))
+    y = _fma32((y * x).astype(np.float32), squared, (e * np.float32(-2.12194440e-4)).astype(np.float32))
+    y = _fma32(-squared, np.float32(0.5), y)
+    return _fma32(e, np.float32(0.693359375), (x + y).astype(np.float32))
 
 
 _SIN = (-1.9515295891E-4, 8.3321608736E-3, -1.6666654611E-1)
@@ -337,22 +335,22 @@ def _sincos256(angle: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """avx_mathfun's sincos256_ps: the angle reduced by pi/4 in three parts, then the sine's or
     the cosine's polynomial on each octant, with the octant's signs."""
     negative = np.signbit(angle)
-    x = np.abs(angle).astype(_F32)
-    octant = ((x * _F32(1.27323954473516)).astype(_F32).astype(np.int32) + 1) & ~1
-    y = octant.astype(_F32)
+    x = np.abs(angle).astype(np.float32)
+    octant = ((x * np.float32(1.27323954473516)).astype(np.float32).astype(np.int32) + 1) & ~1
+    y = octant.astype(np.float32)
     for part in (-0.78515625, -2.4187564849853515625e-4, -3.77489497744594108e-8):
-        x = _fma32(y, _F32(part), x)
-    z = (x * x).astype(_F32)
-    cos_poly = _fma32(_fma32(_F32(_COS[0]), z, _F32(_COS[1])), z, _F32(_COS[2]))
-    cos_poly = _fma32((cos_poly * z).astype(_F32), z, -(z * _F32(0.5)).astype(_F32))
-    cos_poly = (cos_poly + _F32(1.0)).astype(_F32)
-    sin_poly = _fma32(_fma32(_F32(_SIN[0]), z, _F32(_SIN[1])), z, _F32(_SIN[2]))
-    sin_poly = _fma32((sin_poly * z).astype(_F32), x, x)
+        x = _fma32(y, np.float32(part), x)
+    z = (x * x).astype(np.float32)
+    cos_poly = _fma32(_fma32(np.float32(_COS[0]), z, np.float32(_COS[1])), z, np.float32(_COS[2]))
+    cos_poly = _fma32((cos_poly * z).astype(np.float32), z, -(z * np.float32(0.5)).astype(np.float32))
+    cos_poly = (cos_poly + np.float32(1.0)).astype(np.float32)
+    sin_poly = _fma32(_fma32(np.float32(_SIN[0]), z, np.float32(_SIN[1])), z, np.float32(_SIN[2]))
+    sin_poly = _fma32((sin_poly * z).astype(np.float32), x, x)
     first = (octant & 2) == 0
     sine = np.where(first, sin_poly, cos_poly)
     cosine = np.where(first, cos_poly, sin_poly)
-    sine = np.where(negative ^ ((octant & 4) != 0), -sine, sine).astype(_F32)
-    cosine = np.where(((~(octant - 2)) & 4) != 0, -cosine, cosine).astype(_F32)
+    sine = np.where(negative ^ ((octant & 4) != 0), -sine, sine).astype(np.float32)
+    cosine = np.where(((~(octant - 2)) & 4) != 0, -cosine, cosine).astype(np.float32)
     return sine, cosine
 
 
