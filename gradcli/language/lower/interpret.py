@@ -225,7 +225,7 @@ class Interpreter:
                         values.append(found)
                         continue
                 if node_type is Call and not node.keywords and node.symbol != "if" and (node.method or "." not in node.func
-                        and node.func not in GRADIENT_CALLS) and not self.takes_sequences(node, scope):
+                        and node.func not in GRADIENT_CALLS and (node.symbol or not self.takes_sequences(node, scope))):
                     # an operator (`a * b`) or a plain call (`sin(x)`): its arguments, then itself
                     if scope.locals is None:
                         # every argument a name of the top level (`sin(x0)`): applied at once,
