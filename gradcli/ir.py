@@ -292,12 +292,20 @@ class Graph(ValueRecord):
                 # the same op written simpler: a sum down to a scalar is the plain sum, which the
                 # program may already compute
                 op, params = OPS[plain[0]], plain[1]
-        if op.elementwise and len(inputs) > 1:
-            inputs = self._unbroadcast(op, inputs)
-        simpler = self._simplify(op, inputs)
-        if simpler is not None:
-            return Sym(self, simpler)
         memo, equations = self._memo, self.equations
+        if op.elementwise and len(inputs) > 1:
+            for j in inputs:  # (_unbroadcast changes nothing where no input is a broadcast: not called)
+                if equations[j].op.repeats:
+                    inputs = self._unbroadcast(op, inputs)
+                    break
+        # _simplify, asked only where it may find something: an involution, a first operand that
+        # is a constant (or a broadcast of one), an op with identities
+        first = equations[inputs[0]].op if inputs else None
+        if op.involution and len(inputs) == 1 or op.elementwise and first is not None and (
+                first.repeats or first.name == "const") or len(inputs) == 2 and op.identities != (None, None):
+            simpler = self._simplify(op, inputs)
+            if simpler is not None:
+                return Sym(self, simpler)
         if memo.get("indexed", 0) < len(equations):
             self._index_equations()
         key = (op.name, inputs, _hashable(params) if params else ())
