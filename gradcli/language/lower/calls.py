@@ -46,14 +46,13 @@ def _reading_key(node: ast.Call, name: str, library: str | None) -> tuple:
             tuple([k.name for k in node.keywords]) if node.keywords else (), bool(args) and type(args[0]) is ast.Array)
 
 
-# op -> whether a call of it without keywords takes call_builtin's common path (_plain)
-_PLAIN_OPS: dict = {}
+_PLAIN_OPS: dict = {}  # op -> whether a call of it without keywords takes call_builtin's common path (_plain)
+_UNREAD = (None, None, None)  # (a call not read before: call)
 
 
 def _plain(op: Op) -> bool:
-    """Whether a call of `op` giving every array argument and no keyword is an equation of the
-    op's defaults: no composite, no truth test of its operands, no parameter to give, any
-    number of arguments, literal folding or argument left out that stands for a number."""
+    """Whether a call of `op` with every array argument and no keyword is an equation of its
+    defaults: no composite, truth test, parameter to give, variadic, literal or left-out argument."""
     return (op.expand is None and not op.symbol_reads_truth and not op.required and not op.variadic
             and op.literal is None and op.name not in ABSENT)
 
@@ -194,8 +193,7 @@ class Resolution:
                          "and the methods that are functions (x.sum(axis=0), x.reshape(...))", pos)
 
     def call(self, node: ast.Call, values: list, scope: Scope, work: list):
-        # the common call, one written the same way before (`sin(x)`, `a * b`): its reading found
-        # here, as read_call's first look finds it (no frame of read_call's, none of _reading_key's)
+        # a call read before (`sin(x)`, `a * b`): found as read_call's first look finds it, in no frame of its own
         symbol, name, args = node.symbol, node.func, node.args
         if node.method or (self.active_tapes or scope.locals is not None and scope.lookup(name) is not None
                            or self.globals.get(name) is not None if symbol is None else
@@ -203,11 +201,17 @@ class Resolution:
                            or type(values[-1]) is not int):
             result = self.read_call(node, values, scope, work)
         else:
-            found = self.readings.get((name, symbol, node.method, None, len(args),
-                                       tuple([k.name for k in node.keywords]) if node.keywords else (),
-                                       type(args[0]) is _ARRAY if args else False))
-            result = self.read_call(node, values, scope, work) if found is None else \
-                self.call_builtin(found[0], node, values, scope, found[1], found[2])
+            op, preset, label = self.readings.get((name, symbol, node.method, None, len(args), tuple(
+                [k.name for k in node.keywords]) if node.keywords else (), type(args[0]) is _ARRAY if args else False), _UNREAD)
+            if op is None:
+                result = self.read_call(node, values, scope, work)
+            elif _PLAIN_OPS.get(op) and label and not self.autocasts and len(values) == len(op.args) and op.parts is None \
+                    and not node.keywords and 0 < len(values) <= 2 and type(values[0]) is int and type(values[-1]) is int:
+                # call_builtin's common path written out, for an equation of values of the graph
+                result = self.graph.add(op, tuple(values), dict(op.defaults, **preset) if preset else dict(op.defaults),
+                                        node.pos, label, scope.stack)
+            else:
+                result = self.call_builtin(op, node, values, scope, preset, label)
         if self.graph.dtypes and type(result) is int and self.graph.equations[result].op.name == "cumsum" \
                 and not node.method and self.spelled(node.func).startswith(("np.", "numpy.")):
             # NumPy's cumsum of float16 adds in float16 (its sums, means and products in float32)
