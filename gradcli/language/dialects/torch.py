@@ -349,8 +349,26 @@ def _optimizer(kind: str):
     return make
 
 
+def _clip_grad(kind: str):
+    """torch.nn.utils.clip_grad_norm_ / clip_grad_value_: each .grad clipped in place (lower/clipping.py)."""
+    def clip(lowering, node, values, scope):
+        return lowering.torch_clip_grad(kind, node, values, scope)
+    return clip
+
+
+def _scheduler(kind: str):
+    """torch.optim.lr_scheduler.<kind>(optimizer, ...): a learning-rate schedule (lower/schedules.py)."""
+    def make(lowering, node, values, scope):
+        return lowering.torch_scheduler(kind, node, values, scope)
+    return make
+
+
 MODULES = {
-    **{f"optim.{kind}": _optimizer(kind) for kind in ("SGD", "Adam", "AdamW", "RMSprop")},
+    **{f"optim.{kind}": _optimizer(kind) for kind in ("SGD", "Adam", "AdamW", "RMSprop", "Adagrad")},
+    "utils.clip_grad_norm_": _clip_grad("norm"), "utils.clip_grad_value_": _clip_grad("value"),
+    **{f"optim.lr_scheduler.{kind}": _scheduler(kind)
+       for kind in ("StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR", "LambdaLR", "ConstantLR",
+                    "LinearLR")},
     **{name: _weighted_module for name in ("Linear", "Bilinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
                                            "ConvTranspose2d", "Embedding", "RNN", "LSTM", "GRU", "MultiheadAttention")},
     "MSELoss": _module("mse_loss"), "L1Loss": _module("l1_loss"), "SmoothL1Loss": _module("smooth_l1_loss"),
@@ -418,6 +436,7 @@ def _torch_top_level_refusal(why: str):
 
 
 READINGS = {
+    "arctan2": lambda call: ("arctan2_zero_at_origin", {}) if call.library == "torch" else None,
     # torch.add(x, y, alpha=a), torch.sub(x, y, alpha=a), x.sub(y, alpha=a): x + a y, x - a y
     "add": lambda call: ("add_alpha", {}) if "alpha" in call.keywords else None,
     "subtract": lambda call: ("subtract_alpha", {}) if "alpha" in call.keywords else None,
@@ -438,6 +457,8 @@ READINGS = {
     "sort": _torch_tuple,
     "var": _moments_reading("var"),
     "std": _moments_reading("std"),
+    # JAX's nanstd is sqrt(nanvar): NaN gradient where all values are equal (NumPy-spelled: 0 there, as std)
+    "nanstd": lambda call: ("nanstd_by_square_root", {}) if _jax_numpy(call) else None,
     "median": _median_reading,
     "nanmedian": _median_reading,
     "squeeze": _squeeze_reading,

@@ -15,6 +15,7 @@ from gradcli.language.lower.transforms import (
     Mapped, ObjectValue, Partial, Tape, TapeRecording, Transform)
 from gradcli.language.lower.values import NONE, Closure, Literal, Scope, Text, TupleValue
 from gradcli.language.lower.optimizers import MODULE_METHODS, OPTIMIZER_METHODS
+from gradcli.language.lower.optax_chain import OPTAX_CALLS
 from gradcli.autodiff import depends_on
 from gradcli.ops import OPS
 
@@ -53,6 +54,8 @@ class GradientCalls(PyTrees, ValuesApart):
         args = values[:len(node.args)]
         if bare == "super" and not args:
             return NONE
+        if library == "optax" and bare in OPTAX_CALLS:  # (optax_chain.py: optax.clip is not NumPy's clip)
+            return self.optax_call(bare, node, values, scope)
         if library == "tensorflow" and bare == "GradientTape":
             persistent = self.constant_truth(keywords.get("persistent", Literal(np.float64(0), node.pos)))
             accessed = self.constant_truth(keywords.get("watch_accessed_variables", Literal(np.float64(1), node.pos)))

@@ -21,6 +21,8 @@ TENSOR_CONSTRUCTORS = {"constant", "Variable", "convert_to_tensor"}
 _LEAVE = object()
 # the call of a program's last def, pushed after the data bound below it (implicit_calls)
 _CALL_AFTER_DATA = object()
+# a statement the executor pushes after a function's for loop's passes: where a break goes
+_LOOP_END = object()
 
 
 def _uses_none_of(node, defined: set) -> bool:
@@ -43,7 +45,63 @@ def is_print(stmt) -> bool:
     return isinstance(stmt, ast.ExprStmt) and isinstance(stmt.value, ast.Call) and stmt.value.func == "print"
 
 
-class Statements:
+def _if_kind(stmt: ast.If) -> str:
+    """What an if's condition on data is refused as: an if, or the if around a break or continue."""
+    return ast.exits_loop([part for _, body in stmt.branches for part in body] + stmt.orelse) or "if"
+
+
+class LoopExits:
+    """Part of the lowering (gradcli.language.lower): `break` and `continue` of an unrolled loop. The
+    loop's passes stand unrolled on the statements to run (the top level's `pending`, a function's
+    `work`): a continue drops the rest of its pass, a break the rest of the loop; a `with` block
+    left so is left as Python leaves it."""
+
+    def exit_loop_top(self, stmt: ast.LoopExit, pending: list, top: Scope) -> None:
+        loop = self.exited_loop(stmt)
+        while pending:
+            item = pending[-1]
+            if item is loop:  # a while loop's next test of its condition
+                if stmt.kind == "break":
+                    pending.pop()
+                    top.stack = self.while_base.pop(id(loop))
+                    self.while_passes.pop(id(loop), None)
+                return
+            if isinstance(item, tuple) and (item[0] == "loop" and item[1] is loop or
+                                            item[0] == "end loop" and item[2] is loop):
+                if item[0] == "end loop" or stmt.kind == "continue":
+                    return  # (the next pass, or the loop's end, which restores the stack before it)
+            elif isinstance(item, tuple) and item[0] is _LEAVE:
+                for context in reversed(item[1]):
+                    self.leave(context)
+            pending.pop()
+        raise AssertionError(f"the loop of the {stmt.kind} at {stmt.pos.line}:{stmt.pos.column} was not found")
+
+    def exit_loop_local(self, stmt: ast.LoopExit, work: list) -> None:
+        loop = self.exited_loop(stmt)
+        while work:
+            kind, node, _ = work[-1]
+            if kind == _STATEMENT and node is loop:  # a while loop's next test of its condition
+                if stmt.kind == "break":
+                    work.pop()
+                return
+            if kind == _SET and node[0] is loop and stmt.kind == "continue":
+                return  # (the next pass)
+            if kind == _STATEMENT and isinstance(node, tuple) and node[0] is _LOOP_END and node[1] is loop:
+                return
+            if kind == _STATEMENT and isinstance(node, tuple) and node[0] is _LEAVE:
+                for context in reversed(node[1]):
+                    self.leave(context)
+            work.pop()
+        raise AssertionError(f"the loop of the {stmt.kind} at {stmt.pos.line}:{stmt.pos.column} was not found")
+
+    def exited_loop(self, stmt: ast.LoopExit):
+        if stmt.loop is None:
+            raise self.error(f"'{stmt.kind}' outside a loop (in a function, the loop must be in that function too)",
+                             stmt.pos)
+        return stmt.loop
+
+
+class Statements(LoopExits):
     """Part of the lowering (gradcli.language.lower): compound statements and in-program gradients."""
 
     in_loops: set | None = None  # (made on first use) ids of the statements and bare expressions inside loops
@@ -69,9 +127,12 @@ class Statements:
         if isinstance(stmt, ast.Assert):
             self.check_assert(stmt, top)
             return True
+        if type(stmt) is ast.LoopExit:
+            self.exit_loop_top(stmt, pending, top)
+            return True
         if isinstance(stmt, ast.If):
             for condition, body in stmt.branches:
-                truth = self.known_truth(self.lower(condition, top), condition.pos)
+                truth = self.known_truth(self.lower(condition, top), condition.pos, _if_kind(stmt))
                 if truth:
                     pending.extend(reversed(body))
                     return True
@@ -126,7 +187,7 @@ class Statements:
                 work.append((_EVAL, stmt.value, inner))
                 continue
             if isinstance(stmt, (ast.For, ast.If, ast.With, ast.Return, ast.ClassDef, ast.While, ast.Delete,
-                                 ast.Assert)) or is_print(stmt) or self.is_list_method(stmt):
+                                 ast.Assert, ast.LoopExit)) or is_print(stmt) or self.is_list_method(stmt):
                 work.append((_STATEMENT, stmt, inner))
                 continue
             if isinstance(stmt, ast.Assign):
@@ -151,12 +212,14 @@ class Statements:
         """A compound statement inside a function: a loop unrolled, an if chosen, here."""
         if isinstance(stmt, ast.For):
             items = self.loop_items(stmt, scope)
+            work.append((_STATEMENT, (_LOOP_END, stmt), scope))
             for item in reversed(items):
                 self.push_body(stmt.body, scope, work)
                 work.append((_SET, (stmt, item), scope))
         elif isinstance(stmt, ast.If):
             chosen = next((body for condition, body in stmt.branches
-                           if self.known_truth(self.lower(condition, scope), condition.pos)), stmt.orelse)
+                           if self.known_truth(self.lower(condition, scope), condition.pos, _if_kind(stmt))),
+                          stmt.orelse)
             if isinstance(stmt, ast.TailIf) and isinstance(chosen[-1], ast.Return):
                 work.append((_EVAL, chosen[-1].value, scope))  # the function's value
                 chosen = chosen[:-1]
@@ -183,6 +246,10 @@ class Statements:
         elif isinstance(stmt, tuple) and stmt[0] is _LEAVE:
             for context in reversed(stmt[1]):
                 self.leave(context)
+        elif type(stmt) is ast.LoopExit:
+            self.exit_loop_local(stmt, work)
+        elif isinstance(stmt, tuple) and stmt[0] is _LOOP_END:
+            pass  # (the passes of a for loop are over: a break leaves up to here)
         elif isinstance(stmt, ast.Return):
             raise self.error("'return' inside a for or an if is not supported: return once, at the end of the "
                              "function (choose the value with where)", stmt.pos)
@@ -214,8 +281,11 @@ class Statements:
         """A pasted function with no call: call it with its parameters bound to the inputs
         of the same names (a parameter with a default keeps it unless --set gives it); the
         result is named after the function."""
-        args = [ast.Name(p, pos) for p, pos in fn.params if p not in fn.defaults]
-        given = [ast.Keyword(p, ast.Name(p, pos), pos) for p, pos in fn.params if p in fn.defaults and p in self.feeds]
+        positional, *spread = fn.variadic or (len(fn.params), None, None)  # (`*args`, `**kwargs`: left empty)
+        params = [(p, pos) for p, pos in fn.params if p not in spread]
+        args = [ast.Name(p, pos) for p, pos in params[:positional] if p not in fn.defaults]
+        given = [ast.Keyword(p, ast.Name(p, pos), pos) for k, (p, pos) in enumerate(params)
+                 if p in fn.defaults and p in self.feeds or k >= positional and p not in fn.defaults]
         return ast.Assign(fn.name, ast.Call(fn.name, args, fn.pos, given), fn.pos)
 
     def implicit_calls(self, statements: list) -> list:
@@ -387,6 +457,8 @@ class Statements:
         """A dict literal's value, a dict's item, or an f-string's fields."""
         if isinstance(node, ast.Dict):
             keys = [self.dict_key(k, v) for k, v in zip(args[:len(node.keys)], node.keys)]
+            if len({type(k) for k in keys}) > 1:
+                raise self.error("a dict's keys must be all strings or all integers", node.pos)
             return DictValue(keys, args[len(node.keys):], node.pos)
         if isinstance(node, ast.FString):
             fields = [p for p in node.parts if isinstance(p, ast.Field)]
@@ -408,12 +480,24 @@ class Statements:
         raise self.error("this is not a number: a function, an optimizer, a gradient transform or a tape; "
                          "call it or use what it gives", value.pos)
 
-    def dict_key(self, value, node) -> str:
+    def dict_key(self, value, node) -> str | int:
+        """A string, or an integer written in the program (optax's {step: scale})."""
+        known = self.constant_value(value) if type(value) is int else value
+        if isinstance(known, Literal) and known.value.ndim == 0 and not known.boolean \
+                and float(known.value).is_integer():
+            return int(known.value)
         if not isinstance(value, Text):
-            raise self.error("a dict's keys must be strings written in the program", node.pos)
+            raise self.error("a dict's keys must be strings or integers written in the program", node.pos)
         return value.value
 
     def dict_item(self, mapping: DictValue, subscripts: list, node):
-        if len(subscripts) != 1 or not isinstance(subscripts[0], Text) or subscripts[0].value not in mapping.keys:
+        key = subscripts[0] if len(subscripts) == 1 else None
+        if isinstance(key, Text):
+            key = key.value
+        elif isinstance(key, Literal) and key.value.ndim == 0 and not key.boolean and float(key.value).is_integer():
+            key = int(key.value)  # (an integer key: {100: 0.1}[100])
+        else:
+            key = None
+        if key is None or key not in mapping.keys:
             raise self.error(f"this dict's keys are {', '.join(repr(k) for k in mapping.keys)}", node.pos)
-        return mapping.items[mapping.keys.index(subscripts[0].value)]
+        return mapping.items[mapping.keys.index(key)]
