@@ -361,6 +361,9 @@ class Interpreter:
         return (scope.lookup(name) is not None or name in self.globals or name in self.feeds
                 or name in self.assigned_at or name in self.graph.inputs)
 
+    def as_method(self, node: ast.Call, scope: Scope) -> ast.Call:  # (see _as_method)
+        return _as_method(self, node, scope)
+
     def resolve(self, node: ast.Name, scope: Scope):
         name = node.id
         found = scope.lookup(name)
