@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from gradcli.language.dialects import layers
 from gradcli.language.dialects.spelling import ReadingError, composer, setting
-from gradcli.language.dialects.numpy import jax_numpy as _jax_numpy
+from gradcli.language.dialects.numpy import jax_numpy as _jax_numpy, random_draw
 
 
 def _select_reading(call):
@@ -145,6 +145,7 @@ NAMES = {
     "standardize": _standardize, "fori_loop": _calling("fori_loop"), "scan": _calling("scan"),
     "while_loop": _calling("while_loop"), "dot_general": _dot_general, "dot_product_attention": layers.jax_attention, "switch": _calling("branch"), "cond": _calling("branch", "cond"),
     **{kind: _optax(kind) for kind in ("sgd", "adam", "adamw", "rmsprop", "apply_updates")},
+    **{f"random.{name}": random_draw for name in ("PRNGKey", "key", "split", "fold_in", "bernoulli", "key_data")},
     "config.update": setting(),  # jax.config.update("jax_enable_x64", True): gradcli computes in float64
     "rem": "fmod", "soft_sign": "softsign", "hard_swish": "hard_silu",
     "slice": "slice_start_limit", "lax_slice": "slice_start_limit",

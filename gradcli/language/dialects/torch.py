@@ -13,7 +13,7 @@ import numpy as np
 from gradcli.language import syntax as ast
 from gradcli.language.dialects import layers, pooling
 from gradcli.language.dialects.spelling import Autocast, Distribution, ReadingError, composer, setting
-from gradcli.language.dialects.numpy import jax_numpy as _jax_numpy
+from gradcli.language.dialects.numpy import jax_numpy as _jax_numpy, random_draw
 from gradcli.ops import OPS, index as ops_index
 from gradcli.ops.casts import CANONICAL
 
@@ -400,6 +400,8 @@ MODULES = {
 }
 
 NAMES = {
+    **{name: random_draw for name in ("manual_seed", "rand", "randn", "randint", "normal", "rand_like", "randn_like",
+                                      "randperm")},  # seeded draws of the CPU generator (lower/random_draws.py)
     **MODULES, **pooling.NAMES, "hinge_embedding_loss": _hinge_embedding_loss, "set_default_dtype": setting(0),
     "set_default_device": setting(),  # (a device changes no number)
     "embedding": layers.embedding, "scaled_dot_product_attention": layers.torch_attention,

@@ -16,6 +16,7 @@ from gradcli.language.lower.transforms import (
 from gradcli.language.lower.values import NONE, Closure, Literal, Scope, Text, TupleValue
 from gradcli.language.lower.optimizers import MODULE_METHODS, OPTIMIZER_METHODS
 from gradcli.language.lower.optax_chain import OPTAX_CALLS
+from gradcli.language.lower.random_draws import reproduced, split_keys
 from gradcli.autodiff import depends_on
 from gradcli.ops import OPS
 
@@ -71,10 +72,10 @@ class GradientCalls(PyTrees, ValuesApart):
             return self.tree_call(bare.rpartition(".")[2], args, node, scope, work)
         if library == "numpy" and self.active_tapes and not getattr(self, "_numpy_under_tape", False):
             return self.numpy_under_tape(node, values, scope, work)
-        if unreproducible(library, bare):
+        if unreproducible(library, bare) and not reproduced(library, bare):
             raise self.error(unreproducible(library, bare), node.pos)
         if bare == "jit" and args and isinstance(args[0], FUNCTION_VALUES):
-            return args[0]  # compiling changes no value
+            return self.note_jitted(args[0])  # compiling changes no value (random_draws.py: nor draws in it)
         if bare == "vmap" and args and isinstance(args[0], FUNCTION_VALUES):
             return self.vmap_of(args, keywords, node)  # (function_values.py)
         if bare in ("vjp", "jvp", "linearize") and args and isinstance(args[0], FUNCTION_VALUES):
@@ -316,11 +317,12 @@ class GradientCalls(PyTrees, ValuesApart):
         axes = fn.in_axes if fn.in_axes is not None else [0] * len(args)
         mapped = [k for k, a in enumerate(axes) if a == 0]
         # (an argument not mapped, in_axes None, passes whole: a tree of parameters stays a tree)
-        args = [self.materialize(v, scope, node.pos) if k in mapped and not isinstance(v, FUNCTION_VALUES) else v
-                for k, v in enumerate(args)]
+        args = [self.materialize(v, scope, node.pos) if k in mapped and not isinstance(v, FUNCTION_VALUES)
+                and not split_keys(v) else v for k, v in enumerate(args)]  # (JAX keys map as rows: random_draws.py)
         if not mapped:
             raise self.error("vmap: no argument is mapped", node.pos)
-        count = self.graph.shapes[args[mapped[0]]][0] if self.graph.shapes[args[mapped[0]]] else 0
+        first = args[mapped[0]]
+        count = len(first.items) if split_keys(first) else self.graph.shapes[first][0] if self.graph.shapes[first] else 0
         rows = {k: self.unpack(args[k], count, node.pos, scope) for k in mapped}
         work.append((_FINISH, ("stack", count, node), scope))
         for i in reversed(range(count)):
@@ -425,14 +427,15 @@ TORCH_DRAWS = {"rand", "randn", "randint", "rand_like", "randn_like", "randint_l
 
 
 def unreproducible(library: str, bare: str) -> str | None:
-    """Why a call cannot give the library's numbers (a random draw), with what to write instead;
-    None for any other call."""
+    """Why a call cannot give the library's numbers (a random draw gradcli does not reproduce,
+    random_draws.py), with what to write instead; None for any other call."""
     if bare.startswith("random.") or (library == "torch" and bare in TORCH_DRAWS):
         spelled = {"torch": "torch", "numpy": "np", "jax": "jax", "tensorflow": "tf"}.get(library, library)
-        return (f"{spelled}.{bare} draws random numbers, which gradcli cannot reproduce (the library's own "
-                "generator makes them, even after a seed is set): write the values in the program (x = "
-                f"{spelled}.{'tensor' if library == 'torch' else 'array'}([...])), or make x an input and give "
-                "it with --set x='[...]'")
+        maker = {"torch": "torch.tensor", "jax": "jnp.array", "tensorflow": "tf.constant"}.get(library, "np.array")
+        called = bare if library == "python" else f"{spelled}.{bare}"  # (Python's own `random` module)
+        return (f"{called} draws random numbers, which gradcli does not reproduce (it reproduces NumPy's, JAX's "
+                "and PyTorch's seeded draws listed in docs/language.md): write the values in the program (x = "
+                f"{maker}([...])), or make x an input and give it with --set x='[...]'")
     return None
 
 

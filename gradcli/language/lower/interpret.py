@@ -14,6 +14,7 @@ from gradcli.language.dialects import (
 from gradcli.language.lower.values import (
     NONE, AtIndexed, AtRef, Closure, IndexTrick, Literal, NumberPolicy, Scope, Text, TupleValue, float64)
 from gradcli.language.lower.optimizers import OPTIMIZER_VALUES
+from gradcli.language.lower.random_draws import RANDOM_VALUES
 from gradcli.language.lower.transforms import (
     _FINISH, FUNCTION_VALUES, GRADIENT_CALLS, DictValue, FunctionRef, Tape, TapeRecording)
 from gradcli.ops import OPS
@@ -28,7 +29,7 @@ _PYTHON_TYPES = ("float", "int", "bool", "complex")
 
 # values a statement computes for its effect (`tape.watch(x)`), and values that are no array
 _SHOWN_NOTHING = FUNCTION_VALUES + (Tape, TapeRecording, Text) + OPTIMIZER_VALUES
-_NOT_ARRAYS = FUNCTION_VALUES + (Tape, TapeRecording, DictValue, Distribution) + OPTIMIZER_VALUES
+_NOT_ARRAYS = FUNCTION_VALUES + (Tape, TapeRecording, DictValue, Distribution) + OPTIMIZER_VALUES + RANDOM_VALUES
 
 
 class Interpreter:
