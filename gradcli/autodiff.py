@@ -24,8 +24,10 @@ def depends_on(graph: Graph, xs: list[int], upto: int, recorded=None) -> list[bo
         if reach[i] or (recorded is not None and not recorded(i)):
             continue
         eq = graph.equations[i]
+        op = eq.op
         for k, j in enumerate(eq.inputs):
-            if reach[j] and eq.op.rule(k) is not NO_GRADIENT:
+            # (Op.rule written out)
+            if reach[j] and (None if op.vjp is None else op.vjp[0](k) if op.variadic else op.vjp[k]) is not NO_GRADIENT:
                 reach[i] = True
                 break
     return reach
@@ -54,7 +56,7 @@ def gradients(graph: Graph, ys: list[int], xs: list[int], grad_ys: list[int | No
             seed = one.id if graph.shapes[y] == () else G.broadcast_to(one, shape=graph.shapes[y]).id
         _accumulate(graph, cotangent, y, Sym(graph, seed))
     differentiated = graph.differentiated
-    equations, pending = graph.equations, cotangent.get
+    equations, pending, shapes = graph.equations, cotangent.get, graph.shapes
     stop = min(xs)
     for i in range(upto, stop - 1, -1):
         g = pending(i)
@@ -70,7 +72,8 @@ def gradients(graph: Graph, ys: list[int], xs: list[int], grad_ys: list[int | No
         for k, j in enumerate(inputs):
             if not reach[j]:
                 continue
-            rule = op.rule(k)
+            vjp = op.vjp  # (Op.rule written out: a call per input costs more than it does)
+            rule = None if vjp is None else vjp[0](k) if op.variadic else vjp[k]
             if rule is NO_GRADIENT:
                 continue
             if rule is None:
@@ -79,10 +82,13 @@ def gradients(graph: Graph, ys: list[int], xs: list[int], grad_ys: list[int | No
                     f"operation '{eq.label}' has no gradient rule, and it lies on the path from "
                     f"{what} to the differentiated output (TensorFlow: LookupError)", eq.pos, graph.source)
             differentiated.add(i)
-            if args is None:
-                args = [Sym(graph, a) for a in inputs]
+            if args is None:  # (one or two by hand: a list comprehension is a call)
+                args = [Sym(graph, inputs[0])] if len(inputs) == 1 else [Sym(graph, a) for a in inputs]
             ct = rule(Sym(graph, g), Sym(graph, i), *args, **eq.params)
-            _accumulate(graph, cotangent, j, ct)
+            if j not in cotangent and graph.dtypes is None and shapes[ct.id] == shapes[j]:
+                cotangent[j] = ct.id  # (_accumulate's common case: the first cotangent, of the value's shape)
+            else:
+                _accumulate(graph, cotangent, j, ct)
     graph.context = None
     return [cotangent.get(x) for x in xs]
 

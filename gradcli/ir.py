@@ -171,7 +171,7 @@ class Graph(ValueRecord):
         elif count == 2 and (rule is _SAME or rule is _BROADCAST) and shapes[inputs[0]] is not None \
                 and shapes[inputs[0]] == shapes[inputs[1]]:
             shape = shapes[inputs[0]]
-        elif None in (in_shapes := [shapes[i] for i in inputs]):
+        elif None in (in_shapes := [shapes[i] for i in inputs] if count else []):  # (a source: no list's frame)
             shape = None
         elif in_shapes and (rule is _SAME or rule is _BROADCAST) and in_shapes.count(in_shapes[0]) == len(in_shapes):
             shape = in_shapes[0]
@@ -237,7 +237,14 @@ class Graph(ValueRecord):
         unread = isinstance(value, ShapeOnly)
         if not (type(value) is float and numbers_only()):  # (a number of the numbers-only attempt stays one)
             value = value.stand_in() if unread else np.asarray(value)
-        id_ = self.add(OPS["input"], (), {"name": name, "value": value}, pos, label or name)
+        equations = self.equations
+        if len(equations) >= MAX_EQUATIONS:
+            return self.add(OPS["input"], (), {"name": name, "value": value}, pos, label or name)  # (the error)
+        # add()'s work, written out: the input op's shape rule is its value's shape (ops/core.py),
+        # which NumPy has already bounded (dimensions, elements)
+        equations.append(Equation(OPS["input"], (), {"name": name, "value": value}, pos, label or name))
+        self.shapes.append(() if type(value) is float else value.shape)
+        id_ = len(equations) - 1
         if unread:
             self.unread_inputs = self.unread_inputs | {id_}
         if self.numbers is not None:
@@ -285,12 +292,20 @@ class Graph(ValueRecord):
                 # the same op written simpler: a sum down to a scalar is the plain sum, which the
                 # program may already compute
                 op, params = OPS[plain[0]], plain[1]
-        if op.elementwise and len(inputs) > 1:
-            inputs = self._unbroadcast(op, inputs)
-        simpler = self._simplify(op, inputs)
-        if simpler is not None:
-            return Sym(self, simpler)
         memo, equations = self._memo, self.equations
+        if op.elementwise and len(inputs) > 1:
+            for j in inputs:  # (_unbroadcast changes nothing where no input is a broadcast: not called)
+                if equations[j].op.repeats:
+                    inputs = self._unbroadcast(op, inputs)
+                    break
+        # _simplify, asked only where it may find something: an involution, a first operand that
+        # is a constant (or a broadcast of one), an op with identities
+        first = equations[inputs[0]].op if inputs else None
+        if op.involution and len(inputs) == 1 or op.elementwise and first is not None and (
+                first.repeats or first.name == "const") or len(inputs) == 2 and op.identities != (None, None):
+            simpler = self._simplify(op, inputs)
+            if simpler is not None:
+                return Sym(self, simpler)
         if memo.get("indexed", 0) < len(equations):
             self._index_equations()
         key = (op.name, inputs, _hashable(params) if params else ())

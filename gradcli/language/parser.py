@@ -98,8 +98,8 @@ def _fingerprint(text: str) -> str:
 
 def build_tables(text: str) -> dict:
     """Compile the grammar with Lark into plain data: the lexer's terminals in the order
-    Lark's lexer tries them, and the LALR states and rules with Lark's tree-shaping options
-    resolved per rule (see `_Rule`)."""
+    Lark's lexer tries them (the common ones sooner where that changes no match: _tried_order),
+    and the LALR states and rules with Lark's tree-shaping options resolved per rule (see `_Rule`)."""
     from lark import Lark
 
     lark = Lark(text, **_OPTIONS)
@@ -153,8 +153,10 @@ def build_tables(text: str) -> dict:
         shaped.append({"origin": rule.origin.name, "size": len(rule.expansion),
                        "callback": name if name in callbacks else None, "expand1": expand1,
                        "include": include, "append_none": pending + nones_at[len(rule.expansion)]})
+    listed = [[t.name, t.pattern.to_regexp()] for t in terminals if t.name not in embedded]
+    ignored = lark.lexer_conf.ignore
     return {"grammar": _fingerprint(text),
-            "terminals": [[t.name, t.pattern.to_regexp()] for t in terminals if t.name not in embedded],
+            "terminals": [t for t in listed if t[0] in ignored] + _tried_order([t for t in listed if t[0] not in ignored]),
             "ignore": list(lark.lexer_conf.ignore), "keywords": keywords,
             "states": states, "rules": shaped,
             "start_states": {s: number[n] for s, n in table.start_states.items()},
@@ -211,7 +213,8 @@ class _Parser:
 
     def __init__(self, tables: dict):
         # One regular expression: what is ignored (blanks, `\\` line continuations), then one
-        # terminal, tried in Lark's order. The terminal is optional so that trailing blanks match.
+        # terminal, tried in the tables' order (Lark's, the common ones sooner: _tried_order). The
+        # terminal is optional so that trailing blanks match.
         ignore = set(tables["ignore"])
         skip = "|".join(f"(?:{regex})" for name, regex in tables["terminals"] if name in ignore)
         first = {"STRING": f"(?=[{_STRING_STARTS}])"}  # (the same matches: see _STRING_STARTS)
@@ -480,6 +483,114 @@ class _Parser:
         if kind == _END and target in self.end_states.values():
             action = _ACCEPT
         return target, action
+
+
+# The terminals the lexer tries first where no other could match the same text (see _tried_order)
+_COMMON_FIRST = ("NAME", "LPAR", "RPAR", "COMMA", "NUMBER", "_NL", "ASSIGN", "ADD_OP", "MUL_OP", "LSQB", "RSQB", "DOT")
+_ANY_START = (frozenset(map(chr, range(128))), True)  # (what may start a text: any character)
+
+
+def _tried_order(terminals: list) -> list:
+    """The terminals in the order the lexer tries them: Lark's order, except that a common one
+    (_COMMON_FIRST) goes before those that can never match where it does (no character starts
+    both): each tried before it fails on the first character, so the match is the same, found
+    sooner (`)` was the 25th of the alternatives). Two that may start alike keep their order."""
+    starts = [_first_characters(regex) for _, regex in terminals]
+    before = {k: {j for j in range(k) if _may_share_start(starts[j], starts[k])} for k in range(len(terminals))}
+    rank = [_COMMON_FIRST.index(name) if name in _COMMON_FIRST else len(_COMMON_FIRST) for name, _ in terminals]
+    for k in reversed(range(len(terminals))):  # (one that a common one must follow is as urgent as it)
+        for j in before[k]:
+            rank[j] = min(rank[j], rank[k])
+    order: list[int] = []
+    while len(order) < len(terminals):  # (the next: the most common of those whose earlier rivals are placed)
+        ready = [k for k in range(len(terminals)) if k not in order and before[k] <= set(order)]
+        order.append(min(ready, key=lambda k: (rank[k], k)))
+    return [terminals[k] for k in order]
+
+
+def _may_share_start(a: tuple, b: tuple) -> bool:
+    return bool(a[0] & b[0]) or (a[1] and b[1])
+
+
+def _first_characters(regex: str) -> tuple[frozenset, bool]:
+    """What a match of `regex` may start with: (its possible ASCII first characters, whether a
+    non-ASCII one is possible); a superset where unsure (a construct not read here: any)."""
+    import re._parser as sre_parse  # (only to order the terminals, once per process)
+
+    try:
+        parsed = sre_parse.parse(regex)
+    except re.error:
+        return _ANY_START
+    if parsed.state.flags & (re.IGNORECASE | re.VERBOSE):
+        return _ANY_START
+    chars, may_be_empty = _sequence_start(list(parsed), sre_parse)
+    return _ANY_START if may_be_empty or chars is None else chars
+
+
+def _sequence_start(items: list, sre_parse):
+    """(ASCII characters, non-ASCII possible) that a sequence of parsed items may start with, and
+    whether it may match empty text; (None, _) where unsure."""
+    c = sre_parse  # (the opcode constants)
+    ascii_chars, other = set(), False
+    for op, av in items:
+        empty = False
+        if op is c.LITERAL:
+            found = (frozenset(chr(av)) if av < 128 else frozenset(), av >= 128)
+        elif op is c.IN:
+            found = _set_start(av, c)
+        elif op in (c.SUBPATTERN, c.ATOMIC_GROUP):
+            sub = av[-1] if op is c.SUBPATTERN else av
+            if op is c.SUBPATTERN and (av[1] or av[2]):  # (flags changed inside: not read here)
+                return None, True
+            found, empty = _sequence_start(list(sub), c)
+        elif op is c.BRANCH:
+            found, empty = (frozenset(), False), False
+            for branch in av[1]:
+                one, one_empty = _sequence_start(list(branch), c)
+                if one is None:
+                    return None, True
+                found, empty = (found[0] | one[0], found[1] or one[1]), empty or one_empty
+        elif op in (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT):
+            found, empty = _sequence_start(list(av[2]), c)
+            empty = empty or av[0] == 0
+        elif op in (c.ASSERT, c.ASSERT_NOT, c.AT):  # (no character of its own: what follows starts it)
+            found, empty = (frozenset(), False), True
+        else:
+            return None, True
+        if found is None:
+            return None, True
+        ascii_chars |= found[0]
+        other = other or found[1]
+        if not empty:
+            return (frozenset(ascii_chars), other), False
+    return (frozenset(ascii_chars), other), True
+
+
+def _category_ascii() -> dict:
+    import re._constants as sre
+
+    digits = "0123456789"
+    word = digits + "_" + "".join(map(chr, range(65, 91))) + "".join(map(chr, range(97, 123)))
+    return {sre.CATEGORY_DIGIT: digits, sre.CATEGORY_WORD: word, sre.CATEGORY_SPACE: " \t\n\r\f\v\x1c\x1d\x1e\x1f"}
+
+
+def _set_start(av: list, c) -> tuple | None:
+    """The characters a character class `[...]` matches (None where unsure: a negation, a category)."""
+    chars, other = set(), False
+    for op, value in av:
+        if op is c.LITERAL:
+            chars.add(chr(value)) if value < 128 else None
+            other = other or value >= 128
+        elif op is c.RANGE:
+            low, high = value
+            chars.update(map(chr, range(low, min(high, 127) + 1)))
+            other = other or high >= 128
+        elif op is c.CATEGORY and value in (known := _category_ascii()):  # (\d, \w, \s: Unicode's, beyond ASCII too)
+            chars.update(known[value])
+            other = True
+        else:
+            return None
+    return frozenset(chars), other
 
 
 def _borrow(kind: str, value: str, token: Token | None) -> Token:

@@ -198,7 +198,9 @@ class NumericsChecker:
                 # a number: reading it costs less than proving it from its inputs' bounds, and what
                 # is then recorded and reported is what the careful path finds (_check)
                 v = float(value)
-                if self.clean_by_square_sum(i, v * v):
+                square_sum = v * v  # (clean_by_square_sum, written out: a call per equation costs more than it does)
+                if math.isfinite(square_sum) and not square_sum > self.headroom_trigger:
+                    self.bound[i] = math.sqrt(square_sum) * (1 + 1e-6)
                     return
             elif eq.inputs and self.proven(i, eq, value.shape, args):  # (a source has no inputs)
                 return

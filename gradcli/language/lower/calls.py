@@ -34,6 +34,9 @@ INTEGER_ARRAY_PARAMS = {"indices", "index", "repeats", "reps", "pad_width", "pad
                         "num_or_size_splits", "split_size_or_sections", "sections", "begin", "size"}
 
 
+_ARRAY = ast.Array
+
+
 def _reading_key(node: ast.Call, name: str, library: str | None) -> tuple:
     """What decides a call's op and reading when only its spelling does (see read_call). A
     method's library is its receiver's; a function's follows from its name (the readings are
@@ -41,6 +44,17 @@ def _reading_key(node: ast.Call, name: str, library: str | None) -> tuple:
     args = node.args
     return (name, node.symbol, node.method, library, len(args),
             tuple([k.name for k in node.keywords]) if node.keywords else (), bool(args) and type(args[0]) is ast.Array)
+
+
+_PLAIN_OPS: dict = {}  # op -> whether a call of it without keywords takes call_builtin's common path (_plain)
+_UNREAD = (None, None, None)  # (a call not read before: call)
+
+
+def _plain(op: Op) -> bool:
+    """Whether a call of `op` with every array argument and no keyword is an equation of its
+    defaults: no composite, truth test, parameter to give, variadic, literal or left-out argument."""
+    return (op.expand is None and not op.symbol_reads_truth and not op.required and not op.variadic
+            and op.literal is None and op.name not in ABSENT)
 
 
 def _without_keyword(node: ast.Call, values: list, name: str) -> tuple[ast.Call, list]:
@@ -66,6 +80,40 @@ def _iterated_by_python(lowering, op: Op, preset: dict, value, bare: str, pos: P
                          "in NumPy and PyTorch (the truth value of an array with "
                          f"more than one element is ambiguous); write np.{bare}(x) for every element, or "
                          f"np.{bare}(x, axis=0)", pos)
+
+
+def _receiver_moved(lowering, node: ast.Call, values: list, library: str) -> tuple:
+    """A method call with its receiver where the function of its name takes it: PyTorch's
+    x.where(condition, y) is where(condition, x, y)."""
+    try:
+        place = dialects.receiver_place(library, node.func)
+    except ReadingError as exc:
+        raise lowering.error(str(exc), node.pos) from None
+    count = len(node.args)
+    if place == 0 or count <= place:
+        return node, values
+    order = list(range(1, place + 1)) + [0] + list(range(place + 1, count))
+    moved = ast.Call(node.func, [node.args[k] for k in order], node.pos, node.keywords, node.symbol, node.method)
+    return moved, [values[k] for k in order] + values[count:]
+
+
+def _either_reading(lowering, spelling: Spelling, node: ast.Call):
+    """A method of a value made by no library's function (an input, a constant) in a program
+    that spells PyTorch beside another library: the reading PyTorch and NumPy agree on, else
+    refused, naming both."""
+    found = []
+    for library in ("torch", "numpy"):
+        try:
+            op, preset = dialects.resolve(spelling.replace(library=library))
+            found.append(f"{op.name}({', '.join(f'{k}={v!r}' for k, v in preset.items())})")
+        except ReadingError as exc:
+            found.append(f"refused ({exc})")
+    if found[0] == found[1] and not found[0].startswith("refused"):
+        return dialects.resolve(spelling.replace(library="numpy"))
+    raise lowering.error(f".{spelling.name}() reads two ways here: the program spells PyTorch beside another "
+                         f"array library, and this value was made by neither's function; PyTorch reads it as "
+                         f"{found[0]}, NumPy as {found[1]}: make the value with torch.as_tensor(...) or "
+                         f"np.asarray(...) to say whose it is", node.pos)
 
 
 class Resolution:
@@ -145,7 +193,25 @@ class Resolution:
                          "and the methods that are functions (x.sum(axis=0), x.reshape(...))", pos)
 
     def call(self, node: ast.Call, values: list, scope: Scope, work: list):
-        result = self.read_call(node, values, scope, work)
+        # a call read before (`sin(x)`, `a * b`): found as read_call's first look finds it, in no frame of its own
+        symbol, name, args = node.symbol, node.func, node.args
+        if node.method or (self.active_tapes or scope.locals is not None and scope.lookup(name) is not None
+                           or self.globals.get(name) is not None if symbol is None else
+                           symbol == "is" or symbol == "is not" or self.pasted or type(values[0]) is not int
+                           or type(values[-1]) is not int):
+            result = self.read_call(node, values, scope, work)
+        else:
+            op, preset, label = self.readings.get((name, symbol, node.method, None, len(args), tuple(
+                [k.name for k in node.keywords]) if node.keywords else (), type(args[0]) is _ARRAY if args else False), _UNREAD)
+            if op is None:
+                result = self.read_call(node, values, scope, work)
+            elif _PLAIN_OPS.get(op) and label and not self.autocasts and len(values) == len(op.args) and op.parts is None \
+                    and not node.keywords and 0 < len(values) <= 2 and type(values[0]) is int and type(values[-1]) is int:
+                # call_builtin's common path written out, for an equation of values of the graph
+                result = self.graph.add(op, tuple(values), dict(op.defaults, **preset) if preset else dict(op.defaults),
+                                        node.pos, label, scope.stack)
+            else:
+                result = self.call_builtin(op, node, values, scope, preset, label)
         if self.graph.dtypes and type(result) is int and self.graph.equations[result].op.name == "cumsum" \
                 and not node.method and self.spelled(node.func).startswith(("np.", "numpy.")):
             # NumPy's cumsum of float16 adds in float16 (its sums, means and products in float32)
@@ -195,38 +261,6 @@ class Resolution:
             return self.method_library
         return dialects.methods_of(self.made_by_of(receiver), method)
 
-    def receiver_moved(self, node: ast.Call, values: list, library: str) -> tuple:
-        """A method call with its receiver where the function of its name takes it: PyTorch's
-        x.where(condition, y) is where(condition, x, y)."""
-        try:
-            place = dialects.receiver_place(library, node.func)
-        except ReadingError as exc:
-            raise self.error(str(exc), node.pos) from None
-        count = len(node.args)
-        if place == 0 or count <= place:
-            return node, values
-        order = list(range(1, place + 1)) + [0] + list(range(place + 1, count))
-        moved = ast.Call(node.func, [node.args[k] for k in order], node.pos, node.keywords, node.symbol, node.method)
-        return moved, [values[k] for k in order] + values[count:]
-
-    def either_reading(self, spelling: Spelling, node: ast.Call):
-        """A method of a value made by no library's function (an input, a constant) in a program
-        that spells PyTorch beside another library: the reading PyTorch and NumPy agree on, else
-        refused, naming both."""
-        found = []
-        for library in ("torch", "numpy"):
-            try:
-                op, preset = dialects.resolve(spelling.replace(library=library))
-                found.append(f"{op.name}({', '.join(f'{k}={v!r}' for k, v in preset.items())})")
-            except ReadingError as exc:
-                found.append(f"refused ({exc})")
-        if found[0] == found[1] and not found[0].startswith("refused"):
-            return dialects.resolve(spelling.replace(library="numpy"))
-        raise self.error(f".{spelling.name}() reads two ways here: the program spells PyTorch beside another "
-                         f"array library, and this value was made by neither's function; PyTorch reads it as "
-                         f"{found[0]}, NumPy as {found[1]}: make the value with torch.as_tensor(...) or "
-                         f"np.asarray(...) to say whose it is", node.pos)
-
     def read_call(self, node: ast.Call, values: list, scope: Scope, work: list):
         name = node.func
         bound = None
@@ -269,7 +303,7 @@ class Resolution:
             library, bare = self.receiver_library(values[0], name), name
             self.receiver_methods = library  # (check_empty_dims: the method being bound is this one's)
             if library is not None:
-                node, values = self.receiver_moved(node, values, library)
+                node, values = _receiver_moved(self, node, values, library)
         elif operator:
             library, bare = "python", name
         else:
@@ -326,7 +360,7 @@ class Resolution:
                                 node.method, name if node.method else self.spelled(name),
                                 tuple(self.written_kind(v, a) for v, a in zip(values, node.args)))
             try:
-                op, preset = dialects.resolve(spelling) if library is not None else self.either_reading(spelling, node)
+                op, preset = dialects.resolve(spelling) if library is not None else _either_reading(self, spelling, node)
             except ReadingError as exc:
                 raise self.error(str(exc), node.pos) from None
             if self.pasted and library == "python" and len(values) == 1 and not node.keywords:
@@ -497,6 +531,31 @@ class Binding:
         label = label or node.symbol or strip_prefixes(node.func)
         if self.autocasts:  # (a torch.autocast region: autocast.py)
             values = self.autocast_arguments(op, node, values, scope, label)
+        plain = _PLAIN_OPS.get(op)
+        if plain is None:
+            plain = _PLAIN_OPS[op] = _plain(op)
+        if plain and not node.keywords and len(values) == len(op.args):
+            # the common call, `exp(x)` or `a * b`, as below: every argument given, every
+            # parameter default (the one or two values by hand: a list comprehension is a frame)
+            count = len(values)
+            if count == 1:
+                a = values[0]
+                ids = (a if type(a) is int else self.materialize(a, scope, node.pos),)
+            elif count == 2:
+                a, b = values
+                ids = (a if type(a) is int else self.materialize(a, scope, node.pos),
+                       b if type(b) is int else self.materialize(b, scope, node.pos))
+            else:
+                ids = tuple([v if type(v) is int else self.materialize(v, scope, node.pos) for v in values])
+            params = dict(op.defaults, **preset) if preset else dict(op.defaults)
+            if ids and op.parts is None:  # one equation
+                return self.graph.add(op, ids, params, node.pos, label, scope.stack)
+            return self.emit_call(op, ids, params, node.pos, label, scope)
+        return self.call_bound(op, node, values, scope, preset, label)
+
+    def call_bound(self, op: Op, node: ast.Call, values: list, scope: Scope, preset: dict | None, label: str):
+        """call_builtin past its common path: keywords, a dtype, composites, arguments bound to the
+        op's signature, parameters read, defaults and arguments left out filled in."""
         if node.keywords and any(kw.name == "dtype" for kw in node.keywords):
             return self.call_in_type(op, node, values, scope, preset, label)
         if op.expand is not None:

@@ -3,6 +3,8 @@ expanded where they are called, inputs, and the explicit work stack that walks a
 (no recursion over the nesting depth; recursion of user functions is detected and refused)."""
 from __future__ import annotations
 
+import numpy as np
+
 from gradcli.errors import GradcliError, OptionError, Pos, Source
 from gradcli.language import syntax as ast
 from gradcli.language import dialects
@@ -16,6 +18,7 @@ from gradcli.language.lower.random_draws import RANDOM_VALUES
 from gradcli.language.lower.transforms import (
     _FINISH, FUNCTION_VALUES, GRADIENT_CALLS, DictValue, Formatted, FunctionRef, Tape, TapeRecording)
 from gradcli.ops import OPS
+from gradcli.ops.scalar import MODE
 from gradcli.ir import Equation, Graph, ShapeOnly
 
 _EVAL, _APPLY, _BIND, _DISCARD, _UNPACK, _DEFINE, _CHOOSE = range(7)
@@ -50,6 +53,9 @@ class Interpreter:
         self.missing: dict[str, Pos] = {}
         self.assigned_at: dict[str, Pos] = {}
         for stmt in module.statements:
+            if type(stmt) is ast.Assign:  # (the common statement: no call of _bound_names)
+                self.assigned_at.setdefault(stmt.name, stmt.pos)
+                continue
             for name in _bound_names(stmt):
                 self.assigned_at.setdefault(name, stmt.pos)
         self.module = module
@@ -86,10 +92,22 @@ class Interpreter:
         else:
             statements.extend(self.implicit_calls(statements))  # a pasted function with no call line
         pending = list(reversed(statements))
+        globals_, inputs, feeds, Assign, Number = self.globals, graph.inputs, self.feeds, ast.Assign, ast.Number
         while True:  # (not `while pending`: CPython 3.11 specializes a loop that jumps back unconditionally)
             if not pending:
                 break
             stmt = pending.pop()
+            if type(stmt) is Assign and type(stmt.value) is Number and stmt.name not in globals_ and \
+                    stmt.name not in inputs and stmt.name not in feeds and not self.deleted and self._torch_state is None:
+                # `x0 = 0.5`, often most of a generated program's lines: a new input of that default,
+                # as bind_global and input make it (its Literal, made by no library, is not kept)
+                self.steps_left -= 1
+                name, node = stmt.name, stmt.value
+                value = graph.add_input(name, number_value(node), stmt.pos)
+                inputs[name] = globals_[name] = graph.names[name] = value
+                graph.value_names.setdefault(value, name)
+                graph.result = (name, value)
+                continue
             if (type(stmt) is not ast.Assign or type(stmt.value) is ast.Call) and \
                     self.expand_statement(stmt, pending, top):  # (a `name = value` line is never compound)
                 continue
@@ -207,6 +225,7 @@ class Interpreter:
         Name, Number, Call, Closure_ = ast.Name, ast.Number, ast.Call, Closure
         globals_ = self.globals
         number_value = self.number_value
+        sequence_ops = self.sequence_ops  # (takes_sequences' answers: False is False whatever the scope)
         steps = self.steps_left  # (a local, counted once per work item; an error ends the lowering)
         while work:
             kind, node, scope = pop()
@@ -226,7 +245,8 @@ class Interpreter:
                         values.append(found)
                         continue
                 if node_type is Call and not node.keywords and node.symbol != "if" and (node.method or "." not in node.func
-                        and node.func not in GRADIENT_CALLS) and not self.takes_sequences(node, scope):
+                        and node.func not in GRADIENT_CALLS and (node.symbol or sequence_ops.get(node.func) is False
+                                                                 or not self.takes_sequences(node, scope))):
                     # an operator (`a * b`) or a plain call (`sin(x)`): its arguments, then itself
                     if scope.locals is None:
                         # every argument a name of the top level (`sin(x0)`): applied at once,
@@ -265,7 +285,7 @@ class Interpreter:
                     work.append((_EVAL, node.args[0], scope))
                 else:
                     if isinstance(node, ast.Call) and not node.method and "." in node.func:
-                        node = self.as_method(node, scope)
+                        node = _as_method(self, node, scope)
                     kids = ast.children(node)
                     if isinstance(node, ast.Call) and node.func.rpartition(".")[2] in GRADIENT_CALLS:
                         kids = [ast.Tuple(kid.items, kid.pos) if isinstance(kid, ast.Array) else kid for kid in kids]
@@ -342,16 +362,8 @@ class Interpreter:
         return (scope.lookup(name) is not None or name in self.globals or name in self.feeds
                 or name in self.assigned_at or name in self.graph.inputs)
 
-    def as_method(self, node: ast.Call, scope: Scope) -> ast.Call:
-        """`x.sum(axis=0)` where x is a value: the method call `sum(x, axis=0)`; `x.T.sum()`
-        calls it on the attribute `x.T`."""
-        base, _, method = node.func.rpartition(".")
-        first = base.partition(".")[0]
-        if not self.is_value_name(first, scope) or first in self.aliases:
-            return node
-        receiver = ast.Name(base, Pos(node.pos.line, node.pos.column, node.pos.start,
-                                      node.pos.start + len(base) if node.pos.start >= 0 else -1))
-        return ast.Call(method, [receiver] + node.args, node.pos, node.keywords, method=True)
+    def as_method(self, node: ast.Call, scope: Scope) -> ast.Call:  # (see _as_method)
+        return _as_method(self, node, scope)
 
     def resolve(self, node: ast.Name, scope: Scope):
         name = node.id
@@ -363,35 +375,7 @@ class Interpreter:
             if isinstance(found, (ast.FuncDef, Closure)):
                 return FunctionRef(found, name, node.pos)
             return found
-        if "." in name:
-            base, _, attribute = name.partition(".")
-            if self.is_value_name(base, scope) and base not in self.aliases:
-                target = self.resolve(ast.Name(base, node.pos), scope)
-                for part in attribute.split("."):
-                    target = self.attribute(target, part, node.pos, scope)
-                return target
-        library, bare = split_spelling(self.spelled(name))
-        if bare in CONSTANTS and (bare == name or library != "python" or "." in name):
-            return Literal(float64(CONSTANTS[bare]), node.pos)
-        if "." in name and bare in FLOAT_DTYPES | OTHER_DTYPES or name in _PYTHON_TYPES:
-            # (Python's float, int, bool as a dtype: x.astype(float); PyTorch's torch.float is float32)
-            return Text("float32" if bare == "float" and library == "torch" else bare, node.pos)
-        if "." in name and library == "numpy" and bare == numpy_dialect.NEW_AXIS:  # None in a subscript
-            return NONE
-        if "." not in name and name in self.assigned_at:
-            where = self.assigned_at[name]
-            raise self.error(f"'{name}' is used before it is assigned (at line {where.line})", node.pos)
-        # a bare name that is also a function (`beta`, `gamma` of a layer norm) is an input;
-        # a library's function spelled as a value (`np.sin * 2`) is a slip
-        if "." in name and meaning(bare) is not None:
-            return FunctionRef(name, name, node.pos)
-        if "." in name and library == "numpy" and bare in numpy_dialect.INDEX_TRICKS:
-            return IndexTrick(OPS[numpy_dialect.INDEX_TRICKS[bare]], name, node.pos)
-        if name.endswith(("UnconnectedGradients.ZERO", "UnconnectedGradients.NONE")):
-            return Text(name.rpartition(".")[2].lower(), node.pos)  # tf.UnconnectedGradients.ZERO: the mode's name
-        if "." in name:
-            raise self.error(f"unknown name '{name}'", node.pos)
-        return self.input(name, node.pos)
+        return _unbound_name(self, node, scope, name)
 
     def missing_inputs_error(self) -> GradcliError:
         return missing_inputs_error(self)
@@ -431,6 +415,52 @@ class Interpreter:
         return None
 
 
+
+
+def _as_method(lowering, node: ast.Call, scope: Scope) -> ast.Call:
+    """`x.sum(axis=0)` where x is a value: the method call `sum(x, axis=0)`; `x.T.sum()`
+    calls it on the attribute `x.T`."""
+    base, _, method = node.func.rpartition(".")
+    first = base.partition(".")[0]
+    if not lowering.is_value_name(first, scope) or first in lowering.aliases:
+        return node
+    receiver = ast.Name(base, Pos(node.pos.line, node.pos.column, node.pos.start,
+                                  node.pos.start + len(base) if node.pos.start >= 0 else -1))
+    return ast.Call(method, [receiver] + node.args, node.pos, node.keywords, method=True)
+
+
+def _unbound_name(lowering, node: ast.Name, scope: Scope, name: str):
+    """A name bound to no value of the program: a library's constant, dtype or function spelled as a
+    value, a module's attribute of a value (`x.T`), else an input (resolve's rarer half)."""
+    if "." in name:
+        base, _, attribute = name.partition(".")
+        if lowering.is_value_name(base, scope) and base not in lowering.aliases:
+            target = lowering.resolve(ast.Name(base, node.pos), scope)
+            for part in attribute.split("."):
+                target = lowering.attribute(target, part, node.pos, scope)
+            return target
+    library, bare = split_spelling(lowering.spelled(name))
+    if bare in CONSTANTS and (bare == name or library != "python" or "." in name):
+        return Literal(float64(CONSTANTS[bare]), node.pos)
+    if "." in name and bare in FLOAT_DTYPES | OTHER_DTYPES or name in _PYTHON_TYPES:
+        # (Python's float, int, bool as a dtype: x.astype(float); PyTorch's torch.float is float32)
+        return Text("float32" if bare == "float" and library == "torch" else bare, node.pos)
+    if "." in name and library == "numpy" and bare == numpy_dialect.NEW_AXIS:  # None in a subscript
+        return NONE
+    if "." not in name and name in lowering.assigned_at:
+        where = lowering.assigned_at[name]
+        raise lowering.error(f"'{name}' is used before it is assigned (at line {where.line})", node.pos)
+    # a bare name that is also a function (`beta`, `gamma` of a layer norm) is an input;
+    # a library's function spelled as a value (`np.sin * 2`) is a slip
+    if "." in name and meaning(bare) is not None:
+        return FunctionRef(name, name, node.pos)
+    if "." in name and library == "numpy" and bare in numpy_dialect.INDEX_TRICKS:
+        return IndexTrick(OPS[numpy_dialect.INDEX_TRICKS[bare]], name, node.pos)
+    if name.endswith(("UnconnectedGradients.ZERO", "UnconnectedGradients.NONE")):
+        return Text(name.rpartition(".")[2].lower(), node.pos)  # tf.UnconnectedGradients.ZERO: the mode's name
+    if "." in name:
+        raise lowering.error(f"unknown name '{name}'", node.pos)
+    return lowering.input(name, node.pos)
 
 
 def symbol(lowering: Interpreter, name: str, pos: Pos, given: ShapeOnly | None) -> int:
@@ -482,8 +512,9 @@ def _ignored_feeds(feeds: dict, graph: Graph, assigned_at: dict) -> list:
 
 
 def number_value(node: ast.Number):
-    """The value of a number written in the program (NumberPolicy's, without a policy)."""
-    return float64(node.value)
+    """The value of a number written in the program (NumberPolicy's, without a policy): float64()
+    written out (a call per number)."""
+    return float(node.value) if MODE.active else np.float64(node.value)
 
 
 def _bound_names(stmt) -> list[str]:
