@@ -70,12 +70,16 @@ class GradientCalls(PyTrees, ValuesApart):
             return self.numpy_under_tape(node, values, scope, work)
         if unreproducible(library, bare):
             raise self.error(unreproducible(library, bare), node.pos)
-        if bare == "jit" and args and isinstance(args[0], FUNCTION_VALUES):
-            return args[0]  # compiling changes no value
+        if bare in ("jit", "checkpoint", "remat") and args and isinstance(args[0], FUNCTION_VALUES):
+            return args[0]  # compiling, or recomputing in the backward pass (jax.checkpoint), changes no value
         if bare == "vmap" and args and isinstance(args[0], FUNCTION_VALUES):
             return self.vmap_of(args, keywords, node)  # (function_values.py)
         if bare in ("vjp", "jvp", "linearize") and args and isinstance(args[0], FUNCTION_VALUES):
-            return self.linearization(bare, args, node, scope, work)
+            if set(keywords) - {"has_aux"}:
+                raise self.error(f"{node.func}() takes no keyword argument '{sorted(set(keywords) - {'has_aux'})[0]}' "
+                                 "here: gradcli reads has_aux=", node.pos)
+            has_aux = bool(self.constant_truth(keywords.get("has_aux", Literal(np.float64(0), node.pos))))
+            return self.linearization(bare, args, node, scope, work, has_aux)
         if bare in JAX_TRANSFORMS and args and isinstance(args[0], FUNCTION_VALUES):
             unknown = sorted(set(keywords) - {"argnums", "has_aux"})
             if unknown:  # (JAX raises TypeError for a misspelling such as argnum=; holomorphic= is not read here)
@@ -325,22 +329,6 @@ class GradientCalls(PyTrees, ValuesApart):
             work.append((_FINISH, ("call", fn.fn, node, call_values), scope))
         return None
 
-    def linearization(self, kind: str, args: list, node: ast.Call, scope: Scope, work: list):
-        """jax.vjp(f, *primals), jax.jvp(f, primals, tangents), jax.linearize(f, *primals)."""
-        f = args[0]
-        if kind == "jvp":
-            args = [args[0]] + [self.as_tuple(a) for a in args[1:]]
-            if len(args) != 3 or not isinstance(args[1], TupleValue) or not isinstance(args[2], TupleValue):
-                raise self.error("jax.jvp(f, primals, tangents): primals and tangents are tuples", node.pos)
-            primals, tangents = args[1].items, [self.materialize(t, scope, node.pos) for t in args[2].items]
-            if len(primals) != len(tangents):
-                raise self.error("jax.jvp: primals and tangents must have the same number of items", node.pos)
-        else:
-            primals, tangents = args[1:], None
-        xs = [transforms.fresh(self, self.materialize(p, scope, node.pos), node.pos, scope) for p in primals]
-        work.append((_FINISH, ("linear", kind, xs, tangents, node), scope))
-        return self.call_on(f, xs, node.pos, scope, work)
-
     def finish(self, item, values: list, scope: Scope, work: list) -> None:
         """A work item after a function's body: what the transform makes of the function's result."""
         tag = item[0]
@@ -378,16 +366,7 @@ class GradientCalls(PyTrees, ValuesApart):
                 values.append(transforms.stack(self, [self.materialize(r, scope, node.pos) for r in rows],
                                                node.pos, scope))
         else:
-            _, kind, xs, tangents, node = item
-            result = values.pop()
-            y = self.materialize(result, scope, node.pos)
-            by = node.func if isinstance(node, ast.Call) else kind
-            if kind == "jvp":
-                (out,) = transforms.pushforward(self, [y], xs, tangents, node.pos, by, scope)
-                values.append(TupleValue([y, out], node.pos))
-            else:
-                values.append(TupleValue([y, Linear("vjp" if kind == "vjp" else "jvp", [y], xs, node.pos, by)],
-                                         node.pos))
+            values.append(self.finish_linearization(item, values.pop(), scope))
 
     def finish_transform(self, item, result, scope: Scope):
         fn, xs, node, trees = item

@@ -12,7 +12,7 @@ from gradcli.language.lower.pytrees import printed_leaves
 from gradcli.language.lower.transforms import (
     BoundMethod, ClassValue, DictValue, Formatted, FunctionRef, ObjectValue, Tape, TapeRecording)
 from gradcli.language.lower.values import NONE, Literal, Scope, Text, TupleValue
-from gradcli.language.lower.torch_autograd import GradMode
+from gradcli.language.lower.torch_autograd import GradMode, GradModeSet
 from gradcli.ops import OPS
 from gradcli.language.dialects.spelling import Autocast, Distribution
 
@@ -239,6 +239,8 @@ class Statements:
 
     # ------------------------------------------------------------------ with
     def enter(self, context, pos: Pos):
+        if isinstance(context, GradModeSet):  # torch.set_grad_enabled(flag): in force since the call
+            return context
         if isinstance(context, GradMode):  # torch.no_grad() / torch.enable_grad() (torch_autograd.py)
             return self.torch_enter(context)
         if isinstance(context, Autocast):  # torch.autocast(...) (autocast.py)

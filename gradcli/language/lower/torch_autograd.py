@@ -42,6 +42,11 @@ class GradMode(ValueRecord):
     __slots__ = _fields = ("enabled", "pos")
 
 
+class GradModeSet(GradMode):
+    """`torch.set_grad_enabled(flag)`: in force from the call on, as PyTorch's constructor sets
+    the mode (a statement of its own sets it for what follows); `with` it, restored at the end."""
+
+
 class TorchState:
     """What the program's PyTorch autograd holds: the leaves and their .grad, the equation windows
     made with gradients off, the equations a backward without retain_graph freed."""
@@ -150,10 +155,10 @@ class TorchAutograd(GradCheck):
         bare = spelled.rpartition(".")[2]
         if bare in ("gradcheck", "gradgradcheck"):  # (gradcheck.py)
             return self.torch_gradcheck(bare, node, args, keywords, scope, work)
-        if bare in ("no_grad", "enable_grad") and not args:
-            return GradMode(bare == "enable_grad", node.pos)
+        if bare in ("no_grad", "enable_grad", "inference_mode") and not args and not keywords:
+            return GradMode(bare == "enable_grad", node.pos)  # (inference mode records no gradient either)
         if bare == "set_grad_enabled" and len(args) == 1:
-            return GradMode(bool(self.constant_truth(args[0])), node.pos)
+            return self.torch_enter(GradModeSet(bool(self.constant_truth(args[0])), node.pos))
         if spelled in ("torch.nn.Parameter", "torch.nn.parameter.Parameter") and len(args) == 1:
             flag = keywords.get("requires_grad")  # a Parameter is a leaf, made so even under no_grad
             value = self.materialize(args[0], scope, node.pos)
@@ -511,7 +516,7 @@ class TorchFunctional:
         for decorator in fn.decorators:
             spelled = self.spelled(decorator.func if isinstance(decorator, ast.Call) else
                                    getattr(decorator, "id", ""))
-            if spelled in ("torch.no_grad", "torch.enable_grad"):
+            if spelled in ("torch.no_grad", "torch.enable_grad", "torch.inference_mode"):
                 mode = GradMode(spelled == "torch.enable_grad", decorator.pos)
                 work.append((_FINISH, ("torch_mode", mode), scope))
                 self.torch_enter(mode)
