@@ -186,7 +186,8 @@ READINGS = {
     "reshape": _order_reading,
     # np.mean(x, where=mask)
     "mean": lambda call: ("masked_mean", {}) if "where" in call.keywords else None,
-    "prod": lambda call: ("masked_prod", {}) if {"initial", "where"} & set(call.keywords) else None,
+    "prod": lambda call: ("masked_prod", {}) if {"initial", "where"} & set(call.keywords) else (
+        ("prod_by_division", {}) if call.spelled.startswith("autograd.numpy.") else None),  # (its gradient: ans / x)
     # np.identity(n) is the n x n identity matrix (the constructor `eye`), tf.identity(x) the value x
     "identity": lambda call: ("eye", {}) if call.name == "identity" and call.library == "numpy" else None,
     "average": _average_reading,
