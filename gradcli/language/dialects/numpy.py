@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from gradcli.language.dialects.spelling import ReadingError, setting
+from gradcli.language.dialects.spelling import ReadingError, assertion, setting
 from gradcli.ops import OPS
 
 
@@ -160,6 +160,11 @@ UFUNC_METHODS = {
 NAMES = {
     **UFUNC_METHODS, "count_nonzero": _count_nonzero,
     "set_printoptions": setting(),
+    # np.testing's: rtol 1e-7, atol 0 (assert_allclose); decimal=6: |a - b| < 1.5e-6; NaN equal to NaN
+    "testing.assert_allclose": assertion("NumPy", 1e-7, 0.0, True),
+    "testing.assert_array_almost_equal": assertion("NumPy", 0.0, 1.5e-6, True),
+    "testing.assert_almost_equal": assertion("NumPy", 0.0, 1.5e-7, True),
+    "testing.assert_array_equal": assertion("NumPy", 0.0, 0.0, True),
     # np.array([...]): the value itself
     "array": "identity", "asarray": "identity",
     "absolute": "abs", "true_divide": "divide", "float_power": "power", "remainder": "mod",

@@ -12,7 +12,7 @@ import numpy as np
 
 from gradcli.language import syntax as ast
 from gradcli.language.dialects import layers, pooling
-from gradcli.language.dialects.spelling import Autocast, Distribution, ReadingError, composer, setting
+from gradcli.language.dialects.spelling import Autocast, Distribution, ReadingError, assertion, composer, setting
 from gradcli.language.dialects.numpy import jax_numpy as _jax_numpy
 from gradcli.ops import OPS, index as ops_index
 from gradcli.ops.casts import CANONICAL
@@ -384,6 +384,8 @@ MODULES = {
 NAMES = {
     **MODULES, **pooling.NAMES, "hinge_embedding_loss": _hinge_embedding_loss, "set_default_dtype": setting(0),
     "set_default_device": setting(),  # (a device changes no number)
+    "set_detect_anomaly": setting(),  # torch.autograd.set_detect_anomaly(True) (it checks the backward pass for NaN, as gradcli's diagnostics do)
+    "testing.assert_close": assertion("PyTorch", 1.3e-6, 1e-5, False),  # (float32's tolerances, PyTorch's default type)
     "embedding": layers.embedding, "scaled_dot_product_attention": layers.torch_attention,
     "distributions.Normal": _distribution, "Normal": _distribution,
     **{name: _distribution_method for name in _NORMAL_METHODS}, "sample": _random_method, "rsample": _random_method,
