@@ -140,3 +140,40 @@ print(x.grad)
     assert [out[k] for k in ("w.requires_grad", "v.requires_grad", "a.requires_grad", "b.requires_grad")] \
         == [0.0, 0.0, 0.0, 1.0]
     assert close(out["x.grad"], [2.0, 4.0])
+
+
+AUTOGRAD_PRODUCTS = """
+import autograd.numpy as np
+from autograd import hessian_vector_product, hessian_tensor_product, vector_jacobian_product, grad_and_aux
+def f(x):
+    return np.sum(np.sin(x) * x ** 2)
+x = np.array([0.5, 1.0, -2.0])
+v = np.array([1.0, 0.0, 2.0])
+hvp = hessian_vector_product(f)
+print(hvp(x, v))
+print(hessian_tensor_product(f)(x, v))
+def g(a, x):
+    return np.tanh(a * x)
+print(vector_jacobian_product(g, 1)(2.0, x, v))
+print(vector_jacobian_product(g)(2.0, x, v))
+def h(w, x):
+    return np.sum(w ** 2 * x), w[0]
+print(grad_and_aux(h, argnum=0)(x, v))
+"""
+
+
+def test_autograd_s_vector_products_and_grad_and_aux():
+    out = outputs(AUTOGRAD_PRODUCTS)
+    # autograd 1.9.1 printed:
+    hvp = [2.5941598163381006, 0.0, 10.295539092057005]
+    assert close(out["hvp(x, v)"], hvp) and close(out["hessian_tensor_product(f)(x, v)"], hvp)
+    assert close(out["vector_jacobian_product(g, 1)(2.0, x, v)"], [0.8399486832280522, 0.0, 0.005363802732103588])
+    assert close(out["vector_jacobian_product(g)(2.0, x, v)"], 0.20462336807490944)
+    assert close(out["grad_and_aux(h, argnum=0)(x, v)[0]"], [1.0, 0.0, -8.0])
+    assert close(out["grad_and_aux(h, argnum=0)(x, v)[1]"], 0.5)
+
+
+def test_a_hessian_vector_product_of_a_vector_function_is_autograd_s_type_error():
+    with pytest.raises(GradcliError, match=r"output must be a scalar, it has shape \(3,\) \(autograd: TypeError\)"):
+        outputs("import autograd.numpy as np\nfrom autograd import hessian_vector_product\n"
+                "x = np.array([0.5, 1.0, -2.0])\nprint(hessian_vector_product(np.sin)(x, x))\n")

@@ -1,7 +1,7 @@
 """Function values made from other functions: `functools.partial`, a library's function objects
 (a PyTorch module such as `nn.MSELoss(reduction='sum')`, a Keras loss object such as
 `keras.losses.BinaryCrossentropy(from_logits=True)`), `jax.vmap`'s mapped function, and the value
-and linear map of `jax.vjp`, `jax.jvp` and `jax.linearize`.
+and linear map of `jax.vjp`, `jax.jvp` and `jax.linearize`, and autograd's vector products.
 
 A function object is its library's function with the constructor's arguments given: PyTorch's
 `nn.MSELoss(reduction='sum')(a, b)` is `F.mse_loss(a, b, reduction='sum')`; Keras'
@@ -339,3 +339,21 @@ class FunctionValues:
             (out,) = transforms.pushforward(self, [y], xs, tangents, node.pos, by, scope)
             return TupleValue([y, out] + aux, node.pos)
         return TupleValue([y, Linear("vjp" if kind == "vjp" else "jvp", [y], xs, node.pos, by)] + aux, node.pos)
+
+    def vector_product(self, fn, result, xs: list, node, trees: list, vector: int, scope: Scope):
+        """autograd's `vector_jacobian_product(f)(x, v)`, the gradient of sum(f(x) * v), and
+        `hessian_tensor_product(f)(x, v)`, the gradient of sum(grad(f)(x) * v), of one array x."""
+        if len(xs) != 1:
+            raise self.error(f"{fn.by}: gradcli reads the product with respect to one array argument", node.pos)
+        y = self.materialize(result, scope, node.pos)
+        if fn.kind != "vector_jacobian_product":
+            if self.graph.shapes[y] not in ((), None):
+                raise self.error(f"{fn.by}: the function's output must be a scalar, it has shape "
+                                 f"{self.graph.shapes[y]} (autograd: TypeError)", node.pos)
+            (g,) = transforms.differentiate(self, [y], xs, node.pos, fn.by)
+            g = self.zeros_like(xs[0], scope) if g is None else g
+            y, vector = self.emit(OPS["sum"], (self.emit(OPS["multiply"], (g, vector), {}, node.pos, fn.by, scope),),
+                                  {"axis": None, "keepdims": False}, node.pos, fn.by, scope), None
+        (found,) = transforms.differentiate(self, [y], xs, node.pos, fn.by, None if vector is None else [vector])
+        grads = [self.zeros_like(xs[0], scope) if found is None else found]
+        return self.in_argument_trees(fn, trees, grads, node.pos)

@@ -11,8 +11,8 @@ from gradcli.language.lower import pytrees, transforms
 from gradcli.language.lower.pytrees import TREE_CALLS, PyTrees
 from gradcli.language.lower.integers import ValuesApart, integer_items, written_integer
 from gradcli.language.lower.transforms import (
-    _FINISH, FUNCTION_VALUES, JAX_TRANSFORMS, NOT_MINE, BoundMethod, ClassValue, DictValue, FunctionRef, Linear,
-    Mapped, ObjectValue, Partial, Tape, TapeRecording, Transform)
+    _FINISH, FUNCTION_VALUES, JAX_TRANSFORMS, NOT_MINE, VECTOR_PRODUCTS, WITH_AUX, BoundMethod, ClassValue,
+    DictValue, FunctionRef, Linear, Mapped, ObjectValue, Partial, Tape, TapeRecording, Transform)
 from gradcli.language.lower.values import NONE, Closure, Literal, Scope, Text, TupleValue
 from gradcli.language.lower.optimizers import MODULE_METHODS, OPTIMIZER_METHODS
 from gradcli.autodiff import depends_on
@@ -93,7 +93,7 @@ class GradientCalls(PyTrees, ValuesApart):
             else:
                 argnums = self.static_int(argnums, "argnums", node.pos)
             has_aux = bool(self.constant_truth(keywords.get("has_aux", Literal(np.float64(0), node.pos))))
-            return Transform(bare, args[0], argnums, has_aux, node.pos, node.func)
+            return Transform(WITH_AUX.get(bare, bare), args[0], argnums, has_aux or bare in WITH_AUX, node.pos, node.func)
         return NOT_MINE
 
     def assign_variable(self, node: ast.Call, values: list, scope: Scope):
@@ -252,6 +252,14 @@ class GradientCalls(PyTrees, ValuesApart):
                 return self.call_user(fn.fn.fn, call, values, scope, work, fn.fn.scope)
             return self.call(ast.Call(fn.fn, node.args, node.pos, node.keywords), values, scope, work)
         if isinstance(fn, Transform):
+            vector = ()
+            if fn.kind in VECTOR_PRODUCTS:  # (autograd's: the vector comes last)
+                if not node.args:
+                    raise self.error(f"{fn.by}(f)(*args, vector): the vector is the last argument", node.pos)
+                vector = (self.materialize(values[len(node.args) - 1], scope, node.pos),)
+                values = values[:len(node.args) - 1] + values[len(node.args):]
+                node = (ast.CallValue(node.callee, node.args[:-1], node.keywords, node.pos)
+                        if isinstance(node, ast.CallValue) else ast.Call(node.func, node.args[:-1], node.pos, node.keywords))
             argnums = (tuple(range(len(node.args))) if fn.argnums is None  # (check_grads: every argument)
                        else fn.argnums if isinstance(fn.argnums, tuple) else (fn.argnums,))
             values = list(values)
@@ -267,7 +275,7 @@ class GradientCalls(PyTrees, ValuesApart):
                 values[k] = pytrees.rebuild(values[k], leaves)
                 xs.extend(leaves)
                 trees.append(values[k])
-            work.append((_FINISH, ("transform", fn, xs, node, trees), scope))
+            work.append((_FINISH, ("transform", fn, xs, node, trees) + vector, scope))
             return self.apply_function(fn.fn, node, values, scope, work)
         if isinstance(fn, Linear):
             given = [self.materialize(v, scope, node.pos) for v in values[:len(node.args)]]
@@ -369,7 +377,9 @@ class GradientCalls(PyTrees, ValuesApart):
             values.append(self.finish_linearization(item, values.pop(), scope))
 
     def finish_transform(self, item, result, scope: Scope):
-        fn, xs, node, trees = item
+        fn, xs, node, trees, *vector = item
+        if fn.kind in VECTOR_PRODUCTS:
+            return self.vector_product(fn, result, xs, node, trees, vector[0], scope)
         if fn.kind in ("check_grads", "jax_check_grads"):  # (gradcheck.py)
             return self.check_grads_finish(fn, result, xs, node, scope)
         aux = None
@@ -395,6 +405,7 @@ class GradientCalls(PyTrees, ValuesApart):
             value = y if aux is None else TupleValue([y, aux], node.pos)
             return TupleValue([value, gradient], node.pos)
         return gradient if aux is None else TupleValue([gradient, aux], node.pos)
+
 
 TORCH_DRAWS = {"rand", "randn", "randint", "rand_like", "randn_like", "randint_like", "randperm", "normal",
                "bernoulli", "multinomial", "poisson", "manual_seed", "seed"}

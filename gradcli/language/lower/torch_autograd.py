@@ -18,7 +18,7 @@ from gradcli.language.lower.values import NONE, Literal, Scope, Text, TupleValue
 from gradcli.language.lower.custom_gradients import DEFVJP
 from gradcli.language.lower.gradcheck import GradCheck
 from gradcli.language.lower.integers import written_integer
-from gradcli.language.lower.transforms import ClassValue, FunctionRef, ObjectValue
+from gradcli.language.lower.transforms import WITH_AUX, ClassValue, FunctionRef, ObjectValue
 from gradcli.records import ValueRecord
 from gradcli.autodiff import depends_on
 from gradcli.language.lower.transforms import FUNCTION_VALUES, JAX_TRANSFORMS, NOT_MINE, Transform, _FINISH
@@ -183,8 +183,8 @@ class TorchAutograd(GradCheck):
                              "(autograd's transforms take argnum)", node.pos)
         if len(args) > 1:
             raise self.error(f"autograd.{bare}: give argnum once", node.pos)
-        return Transform(bare, args[0], self.static_int(keywords["argnum"], "argnum", node.pos), False, node.pos,
-                         node.func)
+        return Transform(WITH_AUX.get(bare, bare), args[0], self.static_int(keywords["argnum"], "argnum", node.pos),
+                         bare in WITH_AUX, node.pos, node.func)
 
     def torch_leaf_constructor(self, node, values, keywords, scope, work):
         """`torch.tensor(..., requires_grad=True)`: the tensor, made a leaf when the flag is true."""
