@@ -102,7 +102,8 @@ class Statements:
         if isinstance(stmt, ast.ClassDef):
             methods = {s.name: s for s in stmt.body if isinstance(s, ast.FuncDef)}
             constants = {s.name: self.lower(s.value, top) for s in stmt.body if isinstance(s, ast.Assign)}
-            self.globals[stmt.name] = ClassValue(stmt.name, methods, constants, stmt.pos)
+            bases = tuple(self.spelled(base.id) for base in stmt.bases if isinstance(base, ast.Name))
+            self.globals[stmt.name] = ClassValue(stmt.name, methods, constants, stmt.pos, bases)
             return True
         if isinstance(stmt, ast.FuncDef):
             for decorator in stmt.decorators:
@@ -383,7 +384,25 @@ class Statements:
             return obj.cls.constants[name]
         if name in obj.cls.methods:
             return BoundMethod(obj, obj.cls.methods[name], pos)
+        if name in ("trainable_variables", "variables") and "tensorflow.Module" in obj.cls.bases:
+            return TupleValue(self.module_variables(obj), pos)
         raise self.error(f"{obj.cls.name} has no attribute '{name}'", pos)
+
+    def module_variables(self, obj) -> list:
+        """A tf.Module's variables in TensorFlow's order: its own, by attribute name (in a list, in
+        the list's order), then each sub-module's, by attribute name, depth first."""
+        found, stack = [], [obj]
+        while stack:  # (no recursion: sub-modules are walked with a stack)
+            module = stack.pop()
+            submodules = []
+            for _, value in sorted(module.attrs.items()):
+                for item in value.items if isinstance(value, TupleValue) else [value]:
+                    if type(item) is int and item in self.variables and item not in found:
+                        found.append(item)
+                    elif isinstance(item, ObjectValue) and "tensorflow.Module" in item.cls.bases:
+                        submodules.append(item)
+            stack.extend(reversed(submodules))
+        return found
 
     def mapping_or_text(self, node, args: list):
         """A dict literal's value, a dict's item, or an f-string's fields."""

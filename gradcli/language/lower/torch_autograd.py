@@ -276,7 +276,7 @@ class TorchAutograd(GradCheck):
             raise self.error(f"{cls.name}.apply: None as an argument is not supported: leave it out", node.pos)
         xs = [self.materialize(a, scope, node.pos) for a in args]
         needs = [Literal(np.float64(self.requires_grad(x)), node.pos, boolean=True) for x in xs]
-        ctx = ObjectValue(ClassValue(CTX, {}, {}, node.pos), {"needs_input_grad": TupleValue(needs, node.pos)},
+        ctx = ObjectValue(ClassValue(CTX, {}, {}, node.pos, ()), {"needs_input_grad": TupleValue(needs, node.pos)},
                           node.pos)
         named = ast.Call(f"{cls.name}.apply", node.args, node.pos)  # (how check names a wrong rule)
         work.append((_FINISH, ("custom", "function_forward", cls, ctx, xs, named), scope))

@@ -198,9 +198,10 @@ _FINISH = 7  # the lowering's work item after a transformed function's body: its
 
 
 class ClassValue(ValueRecord):
-    """A class of the program: its methods (FuncDefs) and its constants."""
+    """A class of the program: its methods (FuncDefs), its constants, and its bases as spelled
+    (`tensorflow.Module`)."""
 
-    __slots__ = _fields = ("name", "methods", "constants", "pos")
+    __slots__ = _fields = ("name", "methods", "constants", "pos", "bases")
 
 
 class ObjectValue(ValueRecord):
