@@ -37,8 +37,6 @@ REFUSED = {
     "pytorch_r4_14": (4, "nn.Linear(...) draws its weights at random"),
     "tensorflow_r4_02": (3, "unknown function 'tf.constant_initializer'"),
     "tensorflow_r4_10": (6, "unknown function 'keras.Input'"),
-    # torch.median of an even count is the lower middle value, NumPy's the mean of the two
-    "pytorch_r4_18": (10, "torch.median gives the lower of the two middle values"),
     # the variables' names are not numbers
     "tensorflow_r4_24": (8, "GradientTape has no method 'watched_variables'"),
     # Keras 2 and 3 differ on the cross entropy of probabilities (log(p + 1e-7) and log(p))

@@ -81,10 +81,14 @@ def _moments_read(name, call):
 
 
 def _median_reading(call):
+    """torch.median(x) of every element is the lower of the two middle values, its gradient split
+    among the elements equal to it; with dim it is a (values, indices) tuple, refused."""
+    if call.library == "torch" and call.positional == 1 and not call.keywords:
+        return "median_lower_splitting_ties", {}
     if call.library == "torch":
-        raise ReadingError("torch.median gives the lower of the two middle values (and with dim, a tuple); "
-                           "NumPy's median averages them: write median(x) for NumPy's, "
-                           "quantile(x, 0.5, method='lower') for PyTorch's")
+        raise ReadingError("torch.median with dim gives a tuple (values, indices) of the lower of the two middle "
+                           "values; NumPy's median averages them: write median(x, axis) for NumPy's, "
+                           "quantile(x, 0.5, axis, method='lower') for PyTorch's values")
     return None
 
 
