@@ -177,3 +177,16 @@ def test_a_hessian_vector_product_of_a_vector_function_is_autograd_s_type_error(
     with pytest.raises(GradcliError, match=r"output must be a scalar, it has shape \(3,\) \(autograd: TypeError\)"):
         outputs("import autograd.numpy as np\nfrom autograd import hessian_vector_product\n"
                 "x = np.array([0.5, 1.0, -2.0])\nprint(hessian_vector_product(np.sin)(x, x))\n")
+
+
+def test_the_inference_mode_decorator_turns_gradients_off_in_the_function():
+    out = outputs("""
+import torch
+@torch.inference_mode()
+def f(x):
+    return x * 2
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+print(f(x).requires_grad)
+print((x * 2).requires_grad)
+""")
+    assert (out["f(x).requires_grad"], out["(x * 2).requires_grad"]) == (0.0, 1.0)  # PyTorch 2.13.0: False, True

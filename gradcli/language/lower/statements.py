@@ -35,7 +35,7 @@ def _uses_none_of(node, defined: set) -> bool:
         work.extend(ast.children(item))
     return True
 VALUE_PRESERVING_DECORATORS = {"jit", "function", "partial", "checkpoint", "remat",
-                               "no_grad", "enable_grad",  # (torch's: torch_autograd.py applies them)
+                               "no_grad", "enable_grad", "inference_mode",  # (torch's: torch_autograd.py applies them)
                                "custom_gradient", "custom_vjp", "custom_jvp"}  # (custom_gradients.py)
 
 
