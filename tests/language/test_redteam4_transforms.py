@@ -190,3 +190,32 @@ print(f(x).requires_grad)
 print((x * 2).requires_grad)
 """)
     assert (out["f(x).requires_grad"], out["(x * 2).requires_grad"]) == (0.0, 1.0)  # PyTorch 2.13.0: False, True
+
+
+def test_leaving_a_grad_mode_block_restores_the_mode_before_it_whatever_was_set_inside():
+    out = outputs("""
+import torch
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+with torch.no_grad():
+    torch.set_grad_enabled(True)
+    a = x * 2
+b = x * 3
+@torch.no_grad()
+def f(x):
+    torch.set_grad_enabled(True)
+    return x * 2
+c = f(x)
+d = x * 4
+with torch.enable_grad():
+    torch.set_grad_enabled(False)
+    e = x * 2
+g = x * 5
+torch.set_grad_enabled(False)
+with torch.enable_grad():
+    h = x * 2
+k = x * 2
+print(a.requires_grad, b.requires_grad, c.requires_grad, d.requires_grad)
+print(e.requires_grad, g.requires_grad, h.requires_grad, k.requires_grad)
+""")
+    # PyTorch 2.13.0 printed True True True True, then False True True False
+    assert [out[f"{v}.requires_grad"] for v in "abcdeghk"] == [1.0, 1.0, 1.0, 1.0, 0.0, 1.0, 1.0, 0.0]

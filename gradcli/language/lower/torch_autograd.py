@@ -54,7 +54,7 @@ class TorchState:
     def __init__(self):
         self.leaves: dict[int, int | None] = {}  # leaf id -> its .grad id (None: no backward yet)
         self.off_windows: list = []  # [start, end) equation ids made under no_grad
-        self.modes: list = []  # (enabled, first equation id) of the contexts entered
+        self.modes: list = []  # (enabled, first equation id, the context) of the contexts entered
         self.freed: set = set()
         self.retained: dict[int, int | None] = {}  # a non-leaf after .retain_grad() -> its .grad
         self.written_tuples: dict = {}  # id of a top-level tuple kept as one array -> the tuple
@@ -464,17 +464,24 @@ class TorchAutograd(GradCheck):
         now = len(self.graph.equations)
         if state.modes and not state.modes[-1][0]:
             state.off_windows.append((state.modes[-1][1], now))
-        state.modes.append((context.enabled, now))
+        state.modes.append((context.enabled, now, context))
         return context
 
     def torch_leave(self, context: GradMode) -> None:
+        """Leave `context`: the mode is again the one before it was entered, as PyTorch's __exit__
+        restores it (a `torch.set_grad_enabled(flag)` statement inside the block ends with it)."""
         state = self.torch
         now = len(self.graph.equations)
-        enabled, start = state.modes.pop()
-        if not enabled:
-            state.off_windows.append((start, now))
+        top = True  # (an entry under the top was shut at the entry above it: its window is kept)
+        while state.modes:
+            enabled, start, owner = state.modes.pop()
+            if top and not enabled:
+                state.off_windows.append((start, now))
+            top = False
+            if owner is context:
+                break
         if state.modes:
-            state.modes[-1] = (state.modes[-1][0], now)
+            state.modes[-1] = (state.modes[-1][0], now, state.modes[-1][2])
 
 
 
