@@ -460,29 +460,34 @@ class TorchAutograd(GradCheck):
         return NONE
 
     def torch_enter(self, context: GradMode) -> GradMode:
-        state = self.torch
-        now = len(self.graph.equations)
-        if state.modes and not state.modes[-1][0]:
-            state.off_windows.append((state.modes[-1][1], now))
-        state.modes.append((context.enabled, now, context))
-        return context
+        return enter_mode(self.torch, context, len(self.graph.equations))
 
     def torch_leave(self, context: GradMode) -> None:
-        """Leave `context`: the mode is again the one before it was entered, as PyTorch's __exit__
-        restores it (a `torch.set_grad_enabled(flag)` statement inside the block ends with it)."""
-        state = self.torch
-        now = len(self.graph.equations)
-        top = True  # (an entry under the top was shut at the entry above it: its window is kept)
-        while state.modes:
-            enabled, start, owner = state.modes.pop()
-            if top and not enabled:
-                state.off_windows.append((start, now))
-            top = False
-            if owner is context:
-                break
-        if state.modes:
-            state.modes[-1] = (state.modes[-1][0], now, state.modes[-1][2])
+        leave_mode(self.torch, context, len(self.graph.equations))
 
+
+def enter_mode(state: TorchState, context: GradMode, now: int) -> GradMode:
+    """Enter a grad mode at equation `now`: an off mode it covers keeps its window up to now."""
+    if state.modes and not state.modes[-1][0]:
+        state.off_windows.append((state.modes[-1][1], now))
+    state.modes.append((context.enabled, now, context))
+    return context
+
+
+def leave_mode(state: TorchState, context: GradMode, now: int) -> None:
+    """Leave `context` at equation `now`: the mode is again the one before it was entered, as
+    PyTorch's __exit__ restores it (a `torch.set_grad_enabled(flag)` statement inside the block ends
+    with it)."""
+    top = True  # (an entry under the top was shut at the entry above it: its window is kept)
+    while state.modes:
+        enabled, start, owner = state.modes.pop()
+        if top and not enabled:
+            state.off_windows.append((start, now))
+        top = False
+        if owner is context:
+            break
+    if state.modes:
+        state.modes[-1] = (state.modes[-1][0], now, state.modes[-1][2])
 
 
 class TorchFunctional:
