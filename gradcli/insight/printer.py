@@ -474,6 +474,7 @@ SPELLINGS = {
     "xlogy_log_slope": lambda graph, i, a: f"jax.scipy.special.xlogy({a[0]}, {a[1]})",
     "xlog1py_log_slope": lambda graph, i, a: f"jax.scipy.special.xlog1py({a[0]}, {a[1]})",
     "xlogy_masked_slope": lambda graph, i, a: f"torch.xlogy({a[0]}, {a[1]})",
+    "arctan2_zero_at_origin": lambda graph, i, a: f"torch.atan2({a[0]}, {a[1]})",
     "norm_abs_right_at_zero": lambda graph, i, a: "jnp.linalg.norm({0}, ord={ord!r}, axis={axis!r}, keepdims={k})".format(
         a[0], k=_flag(graph.equations[i].params.get("keepdims", False)), **graph.equations[i].params),
 }

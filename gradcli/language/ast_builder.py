@@ -12,8 +12,14 @@ from gradcli.ops import OPS
 # symbol): read from the core's records, without importing the families.
 BINARY_OPS = {op.symbol: op.name for op in dict.values(OPS) if op.symbol is not None and op.arity == 2}
 UNARY_OPS = {op.symbol: op.name for op in dict.values(OPS) if op.symbol is not None and op.arity == 1}
+# Python's bitwise operators: calls of the names the python dialect reads (lower/python_operators.py:
+# logical on booleans, Python's bitwise result on integers known before evaluation, refused on floats)
+BITWISE = {"&": "bitwise_and", "|": "bitwise_or", "^": "bitwise_xor", "<<": "left_shift", ">>": "right_shift",
+           "~": "invert"}
+_BINARY_CALLS = {**BINARY_OPS, **BITWISE}
+_UNARY_CALLS = {**UNARY_OPS, "~": BITWISE["~"]}
 # `x op= v` rebinds x to `x op v`
-AUGMENTED = {op + "=": op for op in ("+", "-", "*", "/", "//", "%", "@", "**")}
+AUGMENTED = {op + "=": op for op in ("+", "-", "*", "/", "//", "%", "@", "**", "&", "|", "^", "<<", ">>")}
 # PyTorch's in-place methods read as `x op= v`
 IN_PLACE = {"add_": "+", "sub_": "-", "mul_": "*", "div_": "/", "pow_": "**"}
 # the symbol of the `.at[i].set(v)` call that `x[i] = v` is read as
@@ -48,8 +54,9 @@ class Token:
         return f"Token({self.type}, {self.value!r}, {self.line}:{self.column})"
 
 
-class AstBuilder:
-    """Callbacks for the grammar's rules, run at each LALR reduction."""
+class AstBuilder(ast.PythonForms):
+    """Callbacks for the grammar's rules, run at each LALR reduction (the rarer forms of Python
+    in syntax.PythonForms)."""
 
     def parse_field(self, text: str) -> ast.Node:
         """An f-string field's expression, read by the parser that runs this builder."""
@@ -60,7 +67,8 @@ class AstBuilder:
     RETURNING_ITEMS = frozenset({"params", "arguments", "subscripts", "lambda_params"})
 
     def start(self, items):
-        module = ast.Module(_statements(items))
+        self.spread_pending = False
+        module = ast.Module(ast.without_globals(_statements(items), function=False))
         _refuse_values_of_returnless(module)
         return module
 
@@ -77,6 +85,8 @@ class AstBuilder:
         return self._target(targets[0], value)
 
     def _target(self, target, value):
+        if type(target) is ast.Call and (starred := ast.star_target(target, value)) is not None:
+            target, value = starred  # `a, *rest = t`: (a, rest) = the tuple (t[0], t[1:])
         if isinstance(target, ast.Name) and "." in target.id:  # `self.w = w` (a dotted name is one token)
             base, _, attribute = target.id.rpartition(".")
             return ast.SetAttribute(ast.Name(base, target.pos), attribute, value, target.pos)
@@ -129,7 +139,7 @@ class AstBuilder:
         if isinstance(target, ast.Index):  # `a[i] += v`: a[i] = a[i] + v
             symbol = AUGMENTED[op.value]
             item = ast.Index(target.target, target.subscripts, target.pos, target.trailing_comma)
-            call = ast.Call(BINARY_OPS.get(symbol, "power"), [item, value],
+            call = ast.Call(_BINARY_CALLS.get(symbol, "power"), [item, value],
                             Pos(op.line, op.column, op.start_pos, value.pos.end), symbol=symbol)
             return self._set_item(target, call)
         if isinstance(target, ast.Name) and target.id.endswith(".data"):  # PyTorch's `w.data -= lr * w.grad`
@@ -138,25 +148,15 @@ class AstBuilder:
         if not isinstance(target, ast.Name) or "." in target.id:
             raise _syntax(f"only a name or an array's item (x[i]) can be updated with {op.value}", target.pos)
         symbol = AUGMENTED[op.value]
-        call = ast.Call(BINARY_OPS.get(symbol, "power"), [target, value],
+        call = ast.Call(_BINARY_CALLS.get(symbol, "power"), [target, value],
                         Pos(op.line, op.column, op.start_pos, value.pos.end), symbol=symbol)
         return self._bind(target.id, target.pos, call)
 
-    def del_stmt(self, items):
-        keyword, target = items
-        targets = target.items if isinstance(target, ast.Tuple) else [target]
-        for t in targets:
-            if not isinstance(t, ast.Name) or "." in t.id:
-                raise _syntax("del takes names (del a, b): an item or an attribute cannot be deleted", t.pos)
-        return ast.Delete([(t.id, t.pos) for t in targets], _pos(keyword))
-
-    def assert_stmt(self, items):
-        keyword, condition, message = items
-        return ast.Assert(condition, message, _pos(keyword))
-
     def while_stmt(self, items):
         keyword, condition, _, body = items
-        return ast.While(condition, body, _pos(keyword))
+        loop = ast.While(condition, body, _pos(keyword))
+        ast.claim_loop_exits(loop)
+        return loop
 
     def comp_for(self, items):
         keyword, target, _, iterable, *rest = items
@@ -181,6 +181,9 @@ class AstBuilder:
 
     def dict_comp(self, items):
         lbrace, entry, *clauses, rbrace = items
+        if entry[0] is None:
+            raise _syntax("dict unpacking (**d) cannot be used in a dict comprehension (Python's SyntaxError)",
+                          entry[1].pos)
         return ast.Comprehension("dict", entry, clauses, _pos(lbrace, lbrace.start_pos, rbrace.end_pos))
 
     def expr_stmt(self, items):
@@ -229,7 +232,7 @@ class AstBuilder:
     def funcdef(self, items):
         _, name_token, params, *rest = items
         # [ARROW test] placeholders come before the body
-        body = _statements(rest[2:])
+        body = ast.without_globals(_statements(rest[2:]))
         name = name_token.value
         if "." in name:
             raise _syntax(f"cannot define the dotted name '{name}'", _pos(name_token))
@@ -248,17 +251,8 @@ class AstBuilder:
             returns = [len(body) - 1]
         if returns and returns[0] != len(body) - 1:
             raise _syntax("'return' must be the last statement of a function body", body[returns[0]].pos)
-        seen = set()
-        defaults = {}
-        for pname, ppos, default in params or []:
-            if pname in seen:
-                raise _syntax(f"duplicate parameter '{pname}' in the definition of '{name}'", ppos)
-            seen.add(pname)
-            if default is not None:
-                defaults[pname] = default
-            elif defaults:
-                raise _syntax(f"parameter '{pname}' without a default follows one with a default", ppos)
-        return ast.FuncDef(name, [(p, pos) for p, pos, _ in params or []], body, _pos(name_token), defaults)
+        names, defaults, variadic = ast.function_parameters(name, params)
+        return ast.FuncDef(name, names, body, _pos(name_token), defaults, variadic=variadic)
 
     def classdef(self, items):
         keyword, name, _, bases, _, _, body = items
@@ -293,8 +287,14 @@ class AstBuilder:
 
     def for_stmt(self, items):
         keyword, target, _, iterable, _, body = items
-        names, unpacking = _loop_targets(target.items if isinstance(target, ast.Tuple) else [target])
-        return ast.For(names, iterable, unpacking + body, _pos(keyword))
+        if type(target) is ast.Call and target.func == ast.SPREAD_DISPLAY:  # `for a, *rest in xs`
+            hidden = f"<unpacked at {target.pos.line}:{target.pos.column}>"
+            names, unpacking = [(hidden, target.pos)], _statements([self._target(target, ast.Name(hidden, target.pos))])
+        else:
+            names, unpacking = _loop_targets(target.items if isinstance(target, ast.Tuple) else [target])
+        loop = ast.For(names, iterable, unpacking + body, _pos(keyword))
+        ast.claim_loop_exits(loop)
+        return loop
 
     def elif_clause(self, items):
         _, condition, _, body = items
@@ -325,7 +325,8 @@ class AstBuilder:
             lpar, rpar = items
             return ast.Tuple([], _pos(lpar, lpar.start_pos, rpar.end_pos))
         first, last = items[0], items[-1]
-        return ast.Tuple(list(items), Pos(first.pos.line, first.pos.column, first.pos.start, last.pos.end))
+        pos = Pos(first.pos.line, first.pos.column, first.pos.start, last.pos.end)
+        return self.spread_pending and ast.spread_display("tuple", items, pos) or ast.Tuple(list(items), pos)
 
     def conditional(self, items):
         # `a if c else b` reads as where(c, a, b): both sides are computed (TensorFlow's
@@ -351,7 +352,10 @@ class AstBuilder:
     def dict_literal(self, items):
         lbrace, *entries, rbrace = items
         entries = [e for e in entries if e is not None]
-        return ast.Dict([k for k, _ in entries], [v for _, v in entries], _pos(lbrace, lbrace.start_pos, rbrace.end_pos))
+        pos = _pos(lbrace, lbrace.start_pos, rbrace.end_pos)
+        if any(k is None for k, _ in entries):  # `{**d, "k": v}`
+            return ast.dict_display(entries, pos)
+        return ast.Dict([k for k, _ in entries], [v for _, v in entries], pos)
 
     def string(self, items):
         import ast as python_ast  # the literal's escapes read as Python reads them, never evaluated
@@ -364,16 +368,18 @@ class AstBuilder:
 
     def binary(self, items):
         left, op, right = items
-        return ast.Call(BINARY_OPS[op.value], [left, right],
+        return ast.Call(_BINARY_CALLS[op.value], [left, right],
                         Pos(op.line, op.column, left.pos.start, right.pos.end), symbol=op.value)
 
     def unary(self, items):
         op, operand = items
-        return ast.Call(UNARY_OPS[op.value], [operand],
+        return ast.Call(_UNARY_CALLS[op.value], [operand],
                         Pos(op.line, op.column, op.start_pos, operand.pos.end), symbol=op.value)
 
     def call(self, items):
         target, lpar, arguments, rpar = items
+        if self.spread_pending and any(type(a) is ast.Call and a.func == ast.STARRED for a in arguments or ()):
+            return ast.spread_call(target, arguments, rpar.end_pos)  # `f(*xs, **kw)`
         if type(target) is ast.Name and arguments and len(arguments) == 1 and type(arguments[0]) is not ast.Keyword:
             # the common call, `f(x)`: what the general way below makes, made at once
             pos = target.pos
@@ -424,12 +430,6 @@ class AstBuilder:
     def none(self, items):
         return ast.NoneLiteral(_pos(items[0]))
 
-    def identity(self, items):
-        left, keyword, negated, right = items
-        symbol = "is not" if negated is not None else "is"
-        return ast.Call(symbol, [left, right], Pos(keyword.line, keyword.column, left.pos.start, right.pos.end),
-                        symbol=symbol)
-
     def ellipsis(self, items):
         return ast.ELLIPSIS
 
@@ -441,11 +441,14 @@ class AstBuilder:
 
     def name(self, items):
         tok = items[0]
+        if tok.value == "__name__":  # a script's `if __name__ == "__main__":` runs its body
+            return ast.Str("__main__", _pos(tok))
         return ast.Name(tok.value, Pos(tok.line, tok.column, tok.start_pos, tok.end_pos))
 
     def array(self, items):
         lsqb, *elements, rsqb = items
-        return ast.Array([e for e in elements if e is not None], _pos(lsqb, lsqb.start_pos, rsqb.end_pos))
+        elements, pos = [e for e in elements if e is not None], _pos(lsqb, lsqb.start_pos, rsqb.end_pos)
+        return self.spread_pending and ast.spread_display("list", elements, pos) or ast.Array(elements, pos)
 
 
 
@@ -555,7 +558,7 @@ def _updated(target: str, symbol: str, value, at: Pos, operator: Pos):
         raise _syntax(f"only a name or an array's item (x[i]) can be updated with {symbol}=", at)
     AstBuilder._check_target(name, at)
     named = ast.Name(name, Pos(at.line, at.column, at.start, at.start + len(name)))
-    update = ast.Assign(name, ast.Call(BINARY_OPS.get(symbol, "power"), [named, value], operator, symbol=symbol), at)
+    update = ast.Assign(name, ast.Call(_BINARY_CALLS.get(symbol, "power"), [named, value], operator, symbol=symbol), at)
     if name == target:
         return update
     return ast.With([(ast.Call("torch.no_grad", [], at), None, None)], [update], at)

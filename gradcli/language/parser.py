@@ -34,16 +34,9 @@ class _AstBuilder(AstBuilder):
 
 # Python that stays out of the language, each with what to write instead.
 UNSUPPORTED = {
-    "try": "try/except is not supported: gradcli reports errors itself, with their place",
-    "raise": "raise is not supported: gradcli reports errors itself, with their place",
     "yield": "generators are not supported: return the values (return a, b)",
-    "global": "'global' is not needed: functions see the program's names as they stand at the call",
     "nonlocal": "'nonlocal' is not supported: return the new value instead",
     "async": "async code is not supported", "await": "async code is not supported",
-    "break": "break is not supported: gradcli unrolls a loop whole; end it with its condition "
-             "(while COND:) or its count (for i in range(N))",
-    "continue": "continue is not supported: gradcli unrolls a loop whole; put the rest of the body "
-                "under an if",
 }
 
 # How a token is named in a syntax error.
@@ -51,7 +44,8 @@ _TOKEN_WORDS = {
     "_NL": "end of line", "$END": "end of input", "_INDENT": "indentation",
     "_DEDENT": "end of indented block", "NAME": "name", "NUMBER": "number",
 }
-_EXPRESSION_STARTS = {"NAME", "NUMBER", "LPAR", "LSQB", "LBRACE", "ADD_OP", "TRUE", "FALSE", "NONE", "STRING", "NOT"}
+_EXPRESSION_STARTS = {"NAME", "NUMBER", "LPAR", "LSQB", "LBRACE", "ADD_OP", "TRUE", "FALSE", "NONE", "STRING", "NOT",
+                      "INVERT"}
 
 # The indentation scheme (as Python's): these terminal names are the grammar's.
 _NL, _INDENT, _DEDENT, _END = "_NL", "_INDENT", "_DEDENT", "$END"
@@ -225,7 +219,8 @@ class _Parser:
                              if name not in ignore)
         self.lexer = re.compile(f"(?:{skip})*(?:{terminals})?")
         self.keywords = tables["keywords"].get("NAME", {})
-        self.special_names = frozenset(self.keywords) | frozenset(UNSUPPORTED)
+        # (and `__name__`, the text "__main__": built by _AstBuilder.name, never shifted as a Name)
+        self.special_names = frozenset(self.keywords) | frozenset(UNSUPPORTED) | {"__name__"}
         self.states = {int(s): actions for s, actions in tables["states"].items()}
         builder = _AstBuilder()
         self.rules = [_Rule(spec, builder) for spec in tables["rules"]]
@@ -531,7 +526,7 @@ def _unexpected(tok: Token, actions: dict, text: str, brackets: list) -> Gradcli
     elif tok.type == _INDENT:
         message = "unexpected indentation"
     elif tok.type == "COMPARE" and "COMPARE" not in expected:
-        message = "comparisons do not chain: write (a < b) * (b < c) for 'a < b < c'"
+        message = "'is' and 'in' do not chain with comparisons here: write each in brackets, as in (a is b) and (b < c)"
     elif expected and expected <= _EXPRESSION_STARTS | {"NONE", "ELLIPSIS", "COLON", "RETURN", "DEF"}:
         message += "; expected an expression"
     elif "RETURN" in expected and tok.type == _DEDENT:

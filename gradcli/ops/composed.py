@@ -241,6 +241,52 @@ def _std_by_square_root(f, x, axis=None, ddof=None, keepdims=False):
     return f.sqrt(f.var(x, axis=axis, ddof=ddof, keepdims=keepdims))
 
 
+# --------------------------------------------------------------------------- NumPy's NaN-ignoring moments
+
+_NAN_MOMENT = {"axis": None, "ddof": 0, "keepdims": False}
+
+
+def _nan_squares(f, x, axis, ddof):
+    """NumPy's nanvar before its last division: the squared deviations from the mean of the elements
+    that are not NaN, summed, kept over axis, and their divisor (count - ddof)."""
+    nan = f.isnan(x)
+    count = f.sum(f.where(nan, 0.0, 1.0), axis=axis, keepdims=True)
+    mean = f.sum(f.where(nan, 0.0, x), axis=axis, keepdims=True) / count
+    centred = f.where(nan, 0.0, x - mean)
+    return f.sum(centred * centred, axis=axis, keepdims=True), count - _number(ddof, "ddof")
+
+
+def _nan_variance(f, x, axis, ddof):
+    """nanvar kept over axis: NaN where count - ddof <= 0 (as NumPy's and JAX's), no gradient there."""
+    squares, divisor = _nan_squares(f, x, axis, ddof)
+    positive = f.greater(divisor, 0.0)
+    return f.where(positive, squares / f.where(positive, divisor, 1.0), math.nan)
+
+
+def _squeezed(f, value, axis, keepdims):
+    return value if keepdims else f.squeeze(value, axis=axis)
+
+
+@composite("nanvar", ("x",), dict(_NAN_MOMENT), "np.nanvar(x, axis, ddof=0, keepdims=): the variance of the "
+           "elements that are not NaN (NaN where count - ddof <= 0, as NumPy's)")
+def _nanvar(f, x, axis, ddof, keepdims):
+    return _squeezed(f, _nan_variance(f, x, axis, ddof), axis, keepdims)
+
+
+@composite("nanstd", ("x",), dict(_NAN_MOMENT), "np.nanstd(x, axis, ddof=0, keepdims=): sqrt(nanvar); its gradient "
+           "is 0 where it is 0 (all values equal), as std's")
+def _nanstd(f, x, axis, ddof, keepdims):
+    var = _nan_variance(f, x, axis, ddof)
+    zero = f.equal(var, 0.0)
+    return _squeezed(f, f.where(zero, 0.0, f.sqrt(f.where(zero, 1.0, var))), axis, keepdims)
+
+
+@composite("nanstd_by_square_root", ("x",), dict(_NAN_MOMENT), "JAX's nanstd: sqrt(nanvar), whose gradient where "
+           "all values are equal is NaN, as JAX's", public=False)
+def _nanstd_by_square_root(f, x, axis, ddof, keepdims):
+    return _squeezed(f, f.sqrt(_nan_variance(f, x, axis, ddof)), axis, keepdims)
+
+
 @composite("median_lower_splitting_ties", ("x",), {}, "PyTorch's median(x) of every element: the lower of the two "
            "middle values; its gradient is split evenly among the elements equal to it, as PyTorch's is",
            public=False)

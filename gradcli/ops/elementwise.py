@@ -97,6 +97,11 @@ def _where_zero(xp, condition, value):
 
 # --------------------------------------------------------------------------- trigonometric, hyperbolic
 
+def _radius_one_at_origin(x, y):
+    """hypot(x, y), 1 at (0, 0): there x / r and y / r are 0, the slopes PyTorch's atan2 gives."""
+    return G.where(G.equal(x, 0.0) * G.equal(y, 0.0), 1.0, G.hypot(x, y))
+
+
 def _inv_sqrt_one_minus_square(x):  # 1 / sqrt(1 - x^2), accurate near |x| = 1
     return 1.0 / G.sqrt((1.0 - x) * (1.0 + x))
 
@@ -120,6 +125,11 @@ _binary("arctan2", lambda xp, x, y: xp.atan2(x, y),
         (lambda g, ans, x, y: g * (y / G.hypot(x, y)) / G.hypot(x, y),
          lambda g, ans, x, y: -(g * (x / G.hypot(x, y)) / G.hypot(x, y))),
         ufunc="arctan2", doc="arctan2(x1, x2): the angle of the point (x2, x1)", bound=UNBOUNDED)
+# PyTorch's atan2 masks its slopes' 1 / (x^2 + y^2) where it is infinite: slope 0 at the origin (FunctionsManual.cpp)
+_binary("arctan2_zero_at_origin", lambda xp, x, y: xp.atan2(x, y),
+        (lambda g, ans, x, y: g * (y / _radius_one_at_origin(x, y)) / _radius_one_at_origin(x, y),
+         lambda g, ans, x, y: -(g * (x / _radius_one_at_origin(x, y)) / _radius_one_at_origin(x, y))),
+        ufunc="arctan2", doc="PyTorch's atan2: arctan2 with slopes 0 at (0, 0)", bound=UNBOUNDED, public=False)
 _binary("hypot", "hypot", (lambda g, ans, x, y: g * x / ans, lambda g, ans, x, y: g * y / ans),
         doc="sqrt(x^2 + y^2) without overflow; its gradient is NaN at (0, 0), where it has none", bound=UNBOUNDED)
 _unary("deg2rad", "deg2rad", lambda g, ans, x: g * (math.pi / 180.0), finite_closed=True,

@@ -80,11 +80,38 @@ def _norm_forward(xp, x, ord, axis, keepdims, kind):
 
 def _norm_vjp(g, ans, x, ord, axis, keepdims, kind, right_at_zero=False):
     plan, axes = _norm_plan(x.shape, ord, axis, kind)
+    if right_at_zero:
+        return _jax_norm_vjp(g, ans, x, ord, axes, keepdims, plan)
     if plan == "singular":
         return _singular_norm_vjp(g, x, ord, axes)
     gk, norm = _keep(g, x.shape, axes, keepdims), _keep(ans, x.shape, axes, keepdims)
-    # (JAX's abs has slope 1 at 0: the sums of |x| (ord 1, inf) step up there)
-    B = _RightAtZero if right_at_zero else G
+    return _subgradient_norm_vjp(g, gk, x, norm, ord, axes, keepdims, plan, G)
+
+
+def _jax_norm_vjp(g, ans, x, ord, axes, keepdims, plan):
+    """jnp.linalg.norm's gradient as JAX's formulas give it where the norm has none: abs' slope is
+    1 at 0; sqrt(sum(x^2)) (ord None, 2 of a vector, fro) and sum(|x|^p)^(1/p) are differentiated
+    as written, so a zero norm's slope is NaN or inf there; the largest-value norms (inf, and 1,
+    inf, 2 of a matrix) are max(0, m), whose tie with 0 at a zero norm takes half the gradient."""
+    gk, norm = _keep(g, x.shape, axes, keepdims), _keep(ans, x.shape, axes, keepdims)
+    if plan == "singular":
+        grad = _singular_norm_vjp(g, x, ord, axes)
+    elif ord in (None, 2, "fro"):
+        return gk * x / norm
+    elif plan == "vector" and ord not in (0, 1, _INF, -_INF):
+        magnitude = G.abs(x)
+        power = G.sum(magnitude ** float(ord), axis=axes, keepdims=True)
+        return gk * _RightAtZero.sign(x) * power ** (1.0 / ord - 1.0) * magnitude ** float(ord - 1)
+    else:
+        grad = _subgradient_norm_vjp(g, gk, x, norm, ord, axes, keepdims, plan, _RightAtZero)
+    if ord in (_INF, 2) or plan == "matrix" and ord == 1:
+        return grad * (1.0 - 0.5 * G.equal(norm, 0.0))
+    return grad
+
+
+def _subgradient_norm_vjp(g, gk, x, norm, ord, axes, keepdims, plan, B):
+    """The gradient where the norm has one; where it has none, a subgradient (0 at a zero norm,
+    ties sharing the gradient as max and min). B: the graph builder (_RightAtZero for JAX's |x|)."""
     if ord in (None, 2, "fro"):
         return gk * x / _nonzero(norm)  # 0 at 0, where the norm has no gradient: a subgradient
     if plan == "vector":
@@ -157,7 +184,8 @@ _register_norm("norm", "norm", {"ord": None, "axis": None, "keepdims": False},
                "matrix norm); the gradient at 0, where the norm has none, is 0")
 # jnp.linalg.norm with ord: JAX's sums of abs step up at 0 (a reading of norm: dialects/tensorflow.py)
 _register_norm("norm_abs_right_at_zero", "norm", {"ord": None, "axis": None, "keepdims": False},
-               "JAX's linalg.norm with ord: NumPy's, the slope of |x| 1 at x = 0", right_at_zero=True)
+               "JAX's linalg.norm with ord: NumPy's values, JAX's gradient where the norm has none",
+               right_at_zero=True)
 _register_norm("vector_norm", "vector", {"ord": 2, "axis": None, "keepdims": False},
                "the ord-norm of the elements over axis (all by default), taken as one vector")
 _register_norm("matrix_norm", "matrix", {"ord": "fro", "axis": (-2, -1), "keepdims": False},

@@ -87,14 +87,6 @@ def test_a_while_loop_that_does_not_end_is_stopped_at_the_pass_limit():
                    "its condition become false?)", 2, 1)
 
 
-def test_break_and_continue_say_what_to_write_instead():
-    err = refusal("i = 0\nwhile i < 3:\n    break\n")
-    assert str(err) == ("break is not supported: gradcli unrolls a loop whole; end it with its condition "
-                        "(while COND:) or its count (for i in range(N))")
-    err = refusal("for i in range(3):\n    continue\n")
-    assert str(err).startswith("continue is not supported")
-
-
 # --------------------------------------------------------------------------- loops and comprehensions
 def test_comprehensions_unroll_over_rows_with_their_filters_and_nested_clauses():
     got = outputs("import numpy as np\nxs = np.array([1., -2., 3.])\n"

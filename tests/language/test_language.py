@@ -133,7 +133,7 @@ def test_deep_chain_of_calls_and_long_sums():
     ("y = sum([1.0], bogus=1)", "has no argument 'bogus'", 1, 16),
     ("y = x * 2\nx = 3", "used before it is assigned", 1, 5),
     ("y = alpha * beta + gamma", "missing inputs 'alpha', 'beta', 'gamma'", 1, 5),
-    ("y = 1 < 2 < 3", "comparisons do not chain", 1, 11),
+    ("y = 1.0\nz = y is None < 3", "'is' and 'in' do not chain with comparisons", 2, 15),
     ("y = [[1, 2], [3]]", "ragged array literal", 1, 5),
     ("y = exp", "missing input 'exp' (or call the function: exp(x))", 1, 5),
     ("y = np.exp * 2", "'np.exp' is a function: call it", 1, 5),

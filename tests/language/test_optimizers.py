@@ -281,7 +281,7 @@ def test_a_keras_custom_training_loop_applies_keras_s_updates(constructor):
 
 @pytest.mark.parametrize("lines, message", [
     ("optimizer = tf.keras.optimizers.Adam(0.1, weight_decay=0.01)", "Adam(weight_decay=...) is not supported"),
-    ("optimizer = tf.keras.optimizers.SGD(0.1, clipnorm=1.0)", "SGD(clipnorm=...) is not supported"),
+    ("optimizer = tf.keras.optimizers.SGD(0.1, use_ema=True)", "SGD(use_ema=...) is not supported"),
     ("optimizer = tf.keras.optimizers.SGD(0.1)\noptimizer.minimize(w)", "gradcli reads apply_gradients(zip(grads, variables))"),
     ("optimizer = tf.keras.optimizers.SGD(0.1)\noptimizer.apply_gradients(zip([w], [X]))",
      "each variable must be a tf.Variable of the program"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from gradcli.language.dialects import layers
 from gradcli.language.dialects.spelling import ReadingError, composer, setting
-from gradcli.language.dialects.numpy import jax_numpy as _jax_numpy
+from gradcli.language.dialects.numpy import jax_numpy as _jax_numpy, random_draw
 
 
 def _select_reading(call):
@@ -68,6 +68,55 @@ def _standardize(lowering, node, values, scope):
     return op("multiply", op("subtract", x, mean), op("rsqrt", op("add", variance, epsilon)))
 
 
+def _dimension_groups(lowering, value, label: str, pos) -> tuple:
+    """dimension_numbers ((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch)) as four
+    tuples of integers, written in the program."""
+    numbers = lowering.nested_numbers(value)
+    sides = numbers if isinstance(numbers, list) and len(numbers) == 2 else []
+    groups = [side if isinstance(side, list) else [side]  # (one axis may be written bare, as JAX takes it)
+              for pair in sides if isinstance(pair, list) and len(pair) == 2 for side in pair]
+    if len(groups) != 4 or any(not isinstance(g, list) or any(isinstance(a, list) or a != int(a) for a in g)
+                               for g in groups):
+        raise lowering.error(f"{label}(): dimension_numbers must be ((lhs_contracting, rhs_contracting), "
+                             "(lhs_batch, rhs_batch)), tuples of integer axes written in the program", pos)
+    return tuple(tuple(int(a) for a in g) for g in groups)
+
+
+def _dot_general(lowering, node, values, scope):
+    """lax.dot_general(lhs, rhs, dimension_numbers): the products summed over the contracting axes,
+    taken pairwise along the batch axes; the result's axes are the batch ones, then lhs's and rhs's
+    others in order, as JAX's (an einsum)."""
+    given = lowering.arguments_by_name(node, values, ("lhs", "rhs", "dimension_numbers", "precision",
+                                                      "preferred_element_type"), required=3)
+    label, pos = node.func, node.pos
+    if "preferred_element_type" in given and not lowering.is_none(given["preferred_element_type"]):
+        raise lowering.error(f"{label}(preferred_element_type=...) is not supported: cast the operands", pos)
+    lhs_c, rhs_c, lhs_b, rhs_b = _dimension_groups(lowering, given["dimension_numbers"], label, pos)
+    shapes = [lowering.shape_of(given[side]) for side in ("lhs", "rhs")]
+    ndims = [len(shape) for shape in shapes]
+    for axes, ndim in ((lhs_c + lhs_b, ndims[0]), (rhs_c + rhs_b, ndims[1])):
+        if any(not -ndim <= a < ndim for a in axes) or len({a % ndim for a in axes}) != len(axes):
+            raise lowering.error(f"{label}(): dimension_numbers name axes {axes} of an operand with {ndim} axes", pos)
+    if len(lhs_c) != len(rhs_c) or len(lhs_b) != len(rhs_b):
+        raise lowering.error(f"{label}(): lhs and rhs must name as many contracting and batch axes", pos)
+    for left, right in zip(lhs_c + lhs_b, rhs_c + rhs_b):
+        if shapes[0][left] != shapes[1][right]:
+            raise lowering.error(f"{label}(): lhs axis {left} (length {shapes[0][left]}) and rhs axis {right} "
+                                 f"(length {shapes[1][right]}) are paired but differ in length", pos)
+    letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+    lhs = [next(letters) for _ in range(ndims[0])]
+    rhs = [next(letters) for _ in range(ndims[1])]
+    for left, right in zip(lhs_c + lhs_b, rhs_c + rhs_b):
+        rhs[right % ndims[1]] = lhs[left % ndims[0]]
+    batch = [lhs[a % ndims[0]] for a in lhs_b]
+    shared = {lhs[a % ndims[0]] for a in lhs_c + lhs_b}
+    out = batch + [c for c in lhs if c not in shared] + [c for k, c in enumerate(rhs) if k not in
+                                                          {a % ndims[1] for a in rhs_c + rhs_b}]
+    op, _ = composer(lowering, pos, label, scope)
+    operands = [lowering.materialize(given[side], scope) for side in ("lhs", "rhs")]
+    return op("einsum", *operands, subscripts=f"{''.join(lhs)},{''.join(rhs)}->{''.join(out)}")
+
+
 def _calling(method: str, op: str | None = None):
     """lax.fori_loop, scan, while_loop, cond, switch: they call functions, lowered by
     lower/function_values.py on the lowering's work stack (`calls_functions`: the transformation is
@@ -94,11 +143,13 @@ def _optax(kind: str):
 
 NAMES = {
     "standardize": _standardize, "fori_loop": _calling("fori_loop"), "scan": _calling("scan"),
-    "while_loop": _calling("while_loop"), "dot_product_attention": layers.jax_attention, "switch": _calling("branch"), "cond": _calling("branch", "cond"),
+    "while_loop": _calling("while_loop"), "dot_general": _dot_general, "dot_product_attention": layers.jax_attention, "switch": _calling("branch"), "cond": _calling("branch", "cond"),
     **{kind: _optax(kind) for kind in ("sgd", "adam", "adamw", "rmsprop", "apply_updates")},
+    **{f"random.{name}": random_draw for name in ("PRNGKey", "key", "split", "fold_in", "bernoulli", "key_data")},
     "config.update": setting(),  # jax.config.update("jax_enable_x64", True): gradcli computes in float64
     "rem": "fmod", "soft_sign": "softsign", "hard_swish": "hard_silu",
     "slice": "slice_start_limit", "lax_slice": "slice_start_limit",
+    "batch_matmul": "matmul",  # lax.batch_matmul(lhs, rhs): matmul over the leading (batch) axes
     "erf_inv": "erfinv", "rev": "flip",  # lax.erf_inv(x); lax.rev(x, dimensions) reverses those axes
     "integer_pow": "power",  # lax.integer_pow(x, y): x ** y for a constant integer y
 }

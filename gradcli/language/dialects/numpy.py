@@ -157,8 +157,18 @@ UFUNC_METHODS = {
     "minimum.accumulate": _ufunc_method("cummin", "dtype", "out"),
 }
 
+def random_draw(lowering, node, values, scope, work):
+    """np.random's and jax.random's draws, the library's numbers where it was seeded (lower/random_draws.py)."""
+    return lowering.random_draw(node, values, scope, work)
+
+
+random_draw.calls_functions = True  # (it reads the work stack: a draw in a body JAX traces once is refused)
+RANDOM_NAMES = ("seed", "RandomState", "default_rng", "randn", "rand", "standard_normal", "random", "random_sample",
+                "ranf", "sample", "normal", "uniform", "randint", "choice", "permutation", "shuffle")
+
 NAMES = {
     **UFUNC_METHODS, "count_nonzero": _count_nonzero,
+    **{f"random.{name}": random_draw for name in RANDOM_NAMES},
     "set_printoptions": setting(),
     # np.testing's: rtol 1e-7, atol 0 (assert_allclose); decimal=6: |a - b| < 1.5e-6; NaN equal to NaN
     "testing.assert_allclose": assertion("NumPy", 1e-7, 0.0, True),

@@ -78,9 +78,65 @@ def _partial(lowering, node, values, scope):
     return lowering.partial_of(node, values)
 
 
+def _bitwise(name: str):
+    """`a & b`, `a | b`, `a ^ b`, `~a`, `a << n`, `a >> n` (and NumPy's and PyTorch's functions of
+    those names): logical of truth values, Python's result of integers (lower/python_operators.py)."""
+    def lowered(lowering, node, values, scope):
+        return lowering.bitwise_operator(name, node, values, scope)
+    return lowered
+
+
+def _membership(lowering, node, values, scope):
+    """`x in c`, `x not in c` (lower/python_operators.py)."""
+    return lowering.membership_test(node, values, scope)
+
+
+def _membership_in_range(lowering, node, values, scope):
+    """`x in range(...)`: range's arguments after x (lower/python_operators.py)."""
+    return lowering.membership_in_range(node, values, scope)
+
+
+def _text_comparison(lowering, node, values, scope):
+    """`a == "text"`, `a != "text"` (lower/python_operators.py)."""
+    return lowering.text_comparison(node, values, scope)
+
+
+def _logical_xor(lowering, node, values, scope):
+    """np.logical_xor, torch.logical_xor, tf.math.logical_xor: `^` of truths (lower/python_operators.py)."""
+    return lowering.logical_xor(node, values, scope)
+
+
+def _chained_comparison(lowering, node, values, scope):
+    """`a < b < c` (lower/python_operators.py)."""
+    return lowering.chained_comparison(node, values, scope)
+
+
+def _spreading(method: str, calls_functions: bool = False):
+    """`f(*xs, **d)`, `[*a, b]`, `a, *rest = t`, `*x` elsewhere (lower/python_operators.py)."""
+    if calls_functions:
+        def lowered(lowering, node, values, scope, work):
+            return getattr(lowering, method)(node, values, scope, work)
+        lowered.calls_functions = True
+        return lowered
+
+    def lowered_here(lowering, node, values, scope):
+        return getattr(lowering, method)(node, values, scope)
+    return lowered_here
+
+
 NAMES = {
     "pow": "power",
     "partial": _partial, "zip": _zip, "list": _sequence, "tuple": _sequence,
+    **{name: _bitwise(name) for name in ("bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift",
+                                          "invert")},
+    "bitwise_not": _bitwise("invert"), "bitwise_left_shift": _bitwise("left_shift"),
+    "bitwise_right_shift": _bitwise("right_shift"),
+    # (the names of syntax.py's calls: no program can spell them)
+    "<in>": _membership, "<in range>": _membership_in_range, "<compare text>": _text_comparison,
+    "<chained comparison>": _chained_comparison, "logical_xor": _logical_xor,
+    "<dict display>": _spreading("dict_display"),
+    "<spread call>": _spreading("spread_call", calls_functions=True), "<spread display>": _spreading("spread_display"),
+    "<star target>": _spreading("star_target"), "<starred>": _spreading("starred_alone"),
 }
 
 READINGS = {

@@ -386,6 +386,18 @@ def _keras_optimizer(kind: str):
     return make
 
 
+def _keras_schedule(kind: str):
+    """keras.optimizers.schedules.ExponentialDecay / PiecewiseConstantDecay: a learning_rate (lower/schedules.py)."""
+    def make(lowering, node, values, scope):
+        return lowering.keras_schedule(kind, node, values)
+    return make
+
+
+def _clip_by_global_norm(lowering, node, values, scope):
+    """tf.clip_by_global_norm(t_list, clip_norm): (the clipped list, the global norm) (lower/clipping.py)."""
+    return lowering.tf_clip_by_global_norm(node, values, scope)
+
+
 LOSS_OBJECTS = {
     "MeanSquaredError": _loss_object("mean_squared_error"), "MeanAbsoluteError": _loss_object("mean_absolute_error"),
     "MeanAbsolutePercentageError": _loss_object("mean_absolute_percentage_error"),
@@ -404,6 +416,8 @@ NAMES = {
     "embedding_lookup": layers.embedding, "add_n": layers.add_n,
     "is_nan": "isnan", "is_finite": "isfinite", "is_inf": "isinf",
     **LOSS_OBJECTS, **{f"optimizers.{kind}": _keras_optimizer(kind) for kind in ("SGD", "Adam")},
+    **{f"optimizers.schedules.{kind}": _keras_schedule(kind) for kind in ("ExponentialDecay", "PiecewiseConstantDecay")},
+    "clip_by_global_norm": _clip_by_global_norm,
     "boolean_mask": _boolean_mask, "gather_nd": _gather_nd, "band_part": _band_part,
     "matrix_band_part": _band_part, "moments": _moments, "batch_normalization": _batch_normalization,
     "weighted_cross_entropy_with_logits": _weighted_cross_entropy,

@@ -13,7 +13,7 @@ import numpy as np
 from gradcli.language import syntax as ast
 from gradcli.language.dialects import layers, pooling
 from gradcli.language.dialects.spelling import Autocast, Distribution, ReadingError, assertion, composer, setting
-from gradcli.language.dialects.numpy import jax_numpy as _jax_numpy
+from gradcli.language.dialects.numpy import jax_numpy as _jax_numpy, random_draw
 from gradcli.ops import OPS, index as ops_index
 from gradcli.ops.casts import CANONICAL
 
@@ -353,8 +353,26 @@ def _optimizer(kind: str):
     return make
 
 
+def _clip_grad(kind: str):
+    """torch.nn.utils.clip_grad_norm_ / clip_grad_value_: each .grad clipped in place (lower/clipping.py)."""
+    def clip(lowering, node, values, scope):
+        return lowering.torch_clip_grad(kind, node, values, scope)
+    return clip
+
+
+def _scheduler(kind: str):
+    """torch.optim.lr_scheduler.<kind>(optimizer, ...): a learning-rate schedule (lower/schedules.py)."""
+    def make(lowering, node, values, scope):
+        return lowering.torch_scheduler(kind, node, values, scope)
+    return make
+
+
 MODULES = {
-    **{f"optim.{kind}": _optimizer(kind) for kind in ("SGD", "Adam", "AdamW", "RMSprop")},
+    **{f"optim.{kind}": _optimizer(kind) for kind in ("SGD", "Adam", "AdamW", "RMSprop", "Adagrad")},
+    "utils.clip_grad_norm_": _clip_grad("norm"), "utils.clip_grad_value_": _clip_grad("value"),
+    **{f"optim.lr_scheduler.{kind}": _scheduler(kind)
+       for kind in ("StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR", "LambdaLR", "ConstantLR",
+                    "LinearLR")},
     **{name: _weighted_module for name in ("Linear", "Bilinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
                                            "ConvTranspose2d", "Embedding", "RNN", "LSTM", "GRU", "MultiheadAttention")},
     "MSELoss": _module("mse_loss"), "L1Loss": _module("l1_loss"), "SmoothL1Loss": _module("smooth_l1_loss"),
@@ -386,6 +404,8 @@ MODULES = {
 }
 
 NAMES = {
+    **{name: random_draw for name in ("manual_seed", "rand", "randn", "randint", "normal", "rand_like", "randn_like",
+                                      "randperm")},  # seeded draws of the CPU generator (lower/random_draws.py)
     **MODULES, **pooling.NAMES, "hinge_embedding_loss": _hinge_embedding_loss, "set_default_dtype": setting(0),
     "set_default_device": setting(),  # (a device changes no number)
     "set_detect_anomaly": setting(),  # torch.autograd.set_detect_anomaly(True) (it checks the backward pass for NaN, as gradcli's diagnostics do)
@@ -424,6 +444,7 @@ def _torch_top_level_refusal(why: str):
 
 
 READINGS = {
+    "arctan2": lambda call: ("arctan2_zero_at_origin", {}) if call.library == "torch" else None,
     # torch.add(x, y, alpha=a), torch.sub(x, y, alpha=a), x.sub(y, alpha=a): x + a y, x - a y
     "add": lambda call: ("add_alpha", {}) if "alpha" in call.keywords else None,
     "subtract": lambda call: ("subtract_alpha", {}) if "alpha" in call.keywords else None,
@@ -444,6 +465,8 @@ READINGS = {
     "sort": _torch_tuple,
     "var": _moments_reading("var"),
     "std": _moments_reading("std"),
+    # JAX's nanstd is sqrt(nanvar): NaN gradient where all values are equal (NumPy-spelled: 0 there, as std)
+    "nanstd": lambda call: ("nanstd_by_square_root", {}) if _jax_numpy(call) else None,
     "median": _median_reading,
     "nanmedian": _median_reading,
     "squeeze": _squeeze_reading,

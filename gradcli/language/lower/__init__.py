@@ -23,6 +23,8 @@ from gradcli.language.lower.settings import LibrarySettings
 from gradcli.language.lower.optimizers import KerasOptimizers, OptaxOptimizers, TorchOptimizers
 from gradcli.language.lower.interpret import Interpreter
 from gradcli.language.lower.lists import ListMethods
+from gradcli.language.lower.python_operators import PythonArguments, PythonOperators
+from gradcli.language.lower.random_draws import RandomDraws
 from gradcli.language.lower.gradient_calls import GradientCalls
 from gradcli.language.lower.statements import Statements
 from gradcli.language.lower.subscripts import Subscripts
@@ -37,9 +39,9 @@ MAX_LOWERING_STEPS = 1_000_000           # expansion steps of a short program (s
 LOWERING_STEPS_PER_CHARACTER = 8         # ... and more for a longer text (a 50 MB program)
 
 
-class _Lowering(Interpreter, Statements, Flow, GradientCalls, TorchAutograd, TorchFunctional, CustomGradients, Resolution,
+class _Lowering(RandomDraws, PythonArguments, Interpreter, Statements, Flow, GradientCalls, TorchAutograd, TorchFunctional, CustomGradients, Resolution,
                 Binding, Subscripts, Constants, AutocastRegions, FunctionValues,
-                LibrarySettings, TorchOptimizers, OptaxOptimizers, KerasOptimizers, ListMethods):
+                LibrarySettings, TorchOptimizers, OptaxOptimizers, KerasOptimizers, ListMethods, PythonOperators):
     """One program's lowering: its parts' methods on one object, which holds the graph being built."""
 
     def __init__(self, module: ast.Module, source: Source, feeds: dict, call: ast.Node | None = None,

@@ -111,7 +111,7 @@ class Resolution:
 
     def read_attribute(self, target, name: str, pos: Pos, scope: Scope):
         if isinstance(target, ObjectValue):
-            return self.object_attribute(target, name, pos)
+            return self.object_attribute(target, name, pos, scope)
         if name == "__name__" and isinstance(target, TypeName):
             return Text(target.value, pos)
         if name == "at" and not isinstance(target, (Text, AtRef, AtIndexed)):
@@ -257,8 +257,8 @@ class Resolution:
             where = self.assigned_at.get(name)
             extra = f" (assigned at line {where.line})" if where and scope.locals is None else ""
             raise self.error(f"'{name}' is a value{extra}, not a function", node.pos)
-        if node.symbol in ("is", "is not"):
-            return self.identity_test(node, values)
+        if node.symbol in ("is", "is not", "==", "!=") and (found := self.identity_or_text(node, values, scope)):
+            return found  # (python_operators.py)
         if name == "type" and len(values) == 1 and not node.keywords:
             return self.type_name(values[0], node.pos)  # (flow.py: a label, `type(x).__name__`)
         if node.method and values and isinstance(values[0], AtIndexed):

@@ -35,6 +35,10 @@ DATA_CONDITION = {
                   "(lax.fori_loop) and choose each step's value with jnp.where",
     "comprehension": "this comprehension's if depends on the data, which is not known before evaluation: "
                      "keep every item and choose with where(condition, a, b)",
+    **{exit_: f"this if around a {exit_} depends on the data, which is not known before evaluation: gradcli "
+              f"unrolls a loop, and takes a {exit_} only where the if around it is known then (constants, "
+              "counters, values written in the program); loop a fixed number of times and choose each step's "
+              "value with where(condition, a, b)" for exit_ in ("break", "continue")},
 }
 # the iterables read by their call: the call's arguments are lowered, then read as items
 _ITERATORS = {"range", "zip", "enumerate", "reversed", "list", "tuple"}
@@ -155,6 +159,8 @@ class Flow:
             base, _, method = node.func.rpartition(".")
             if method in ("items", "keys", "values") and (node.method or base):
                 return method, node.args[:1] if node.method else [ast.Name(base, node.pos)]
+        if isinstance(node, ast.Array):  # a list display iterated is its items (`for name in ["w", "b"]`)
+            return "items of", [ast.Tuple(node.items, node.pos)]
         return "items of", [node]
 
     def iteration_items(self, kind: str, values: list, node, scope: Scope) -> list:
@@ -223,7 +229,7 @@ class Flow:
         if self.steps_left < 0:
             raise self.error(f"the program expands to more than {self.max_steps:,} steps of lowering "
                              "(a for loop is unrolled)", stmt.pos)
-        pending.append(("end loop", top.stack))
+        pending.append(("end loop", top.stack, stmt))
         for number in range(len(items), 0, -1):
             pending.extend(reversed(stmt.body))
             pending.append(("loop", stmt, items[number - 1], number, top.stack))

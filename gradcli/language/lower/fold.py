@@ -193,7 +193,7 @@ class Constants:
         """Whether a list display's items stack into one array: no None and no tf.Variable among them
         (a list of variables is a list: lists.py), and, in pasted code (Python's lists), arrays or
         tuples of arrays of one shape (the language's ragged literal is an error where it stands)."""
-        if self.holds_variables(items) or any(v is NONE for v in items):
+        if self.holds_variables(items) or any(v is NONE or isinstance(v, Text) for v in items):  # (["w", "b"])
             return False
         if not pasted:
             return True

@@ -120,6 +120,15 @@ class FunctionValues:
         """Whether a value is Python's None (a left-out argument), for the dialects, which hold no values."""
         return value is NONE
 
+    def nested_numbers(self, value):
+        """A constant's numbers as nested lists (`(((1,), (0,)), ((), ()))`, ragged or not), None
+        where any part is computed: for the dialects, which hold no values."""
+        if isinstance(value, TupleValue):
+            items = [self.nested_numbers(item) for item in value.items]  # (as deep as the text: written nesting)
+            return None if any(item is None for item in items) else items
+        value = self.constant_value(value)
+        return value.value.tolist() if isinstance(value, Literal) else None
+
     def arguments_by_name(self, node: ast.Call, values: list, names: tuple, required: int = 1) -> dict:
         """A library call's arguments by name (`names`: its parameters in order; the first
         `required` must be given), each given once."""

@@ -15,6 +15,8 @@ from gradcli.language.lower.transforms import (
     DictValue, FunctionRef, Linear, Mapped, ObjectValue, Partial, Tape, TapeRecording, Transform)
 from gradcli.language.lower.values import NONE, Closure, Literal, Scope, Text, TupleValue
 from gradcli.language.lower.optimizers import MODULE_METHODS, OPTIMIZER_METHODS
+from gradcli.language.lower.optax_chain import OPTAX_CALLS
+from gradcli.language.lower.random_draws import reproduced, split_keys
 from gradcli.autodiff import depends_on
 from gradcli.ops import OPS
 
@@ -33,8 +35,8 @@ class GradientCalls(PyTrees, ValuesApart):
             receiver = values[0]
             if isinstance(receiver, Tape):
                 return self.tape_method(receiver, node, values[1:], scope)
-            if isinstance(receiver, ObjectValue):
-                return self.call_method(receiver, node, values, scope, work)
+            if isinstance(receiver, (ObjectValue, ClassValue)):  # (its class's methods first: statements.py)
+                return self.program_method(receiver, node, values, scope, work)
             method = OPTIMIZER_METHODS.get(type(receiver))  # (optimizers.py)
             if method is not None:
                 return getattr(self, method)(receiver, node, values, scope)
@@ -53,6 +55,8 @@ class GradientCalls(PyTrees, ValuesApart):
         args = values[:len(node.args)]
         if bare == "super" and not args:
             return NONE
+        if library == "optax" and bare in OPTAX_CALLS:  # (optax_chain.py: optax.clip is not NumPy's clip)
+            return self.optax_call(bare, node, values, scope)
         if library == "tensorflow" and bare == "GradientTape":
             persistent = self.constant_truth(keywords.get("persistent", Literal(np.float64(0), node.pos)))
             accessed = self.constant_truth(keywords.get("watch_accessed_variables", Literal(np.float64(1), node.pos)))
@@ -68,10 +72,12 @@ class GradientCalls(PyTrees, ValuesApart):
             return self.tree_call(bare.rpartition(".")[2], args, node, scope, work)
         if library == "numpy" and self.active_tapes and not getattr(self, "_numpy_under_tape", False):
             return self.numpy_under_tape(node, values, scope, work)
-        if unreproducible(library, bare):
+        if unreproducible(library, bare) and not reproduced(library, bare):
             raise self.error(unreproducible(library, bare), node.pos)
-        if bare in ("jit", "checkpoint", "remat") and args and isinstance(args[0], FUNCTION_VALUES):
-            return args[0]  # compiling, or recomputing in the backward pass (jax.checkpoint), changes no value
+        if bare == "jit" and args and isinstance(args[0], FUNCTION_VALUES):
+            return self.note_jitted(args[0])  # compiling changes no value (random_draws.py: nor draws in it)
+        if bare in ("checkpoint", "remat") and args and isinstance(args[0], FUNCTION_VALUES):
+            return args[0]  # recomputing in the backward pass (jax.checkpoint) changes no value
         if bare == "vmap" and args and isinstance(args[0], FUNCTION_VALUES):
             return self.vmap_of(args, keywords, node)  # (function_values.py)
         if bare in ("vjp", "jvp", "linearize") and args and isinstance(args[0], FUNCTION_VALUES):
@@ -325,11 +331,12 @@ class GradientCalls(PyTrees, ValuesApart):
         axes = fn.in_axes if fn.in_axes is not None else [0] * len(args)
         mapped = [k for k, a in enumerate(axes) if a == 0]
         # (an argument not mapped, in_axes None, passes whole: a tree of parameters stays a tree)
-        args = [self.materialize(v, scope, node.pos) if k in mapped and not isinstance(v, FUNCTION_VALUES) else v
-                for k, v in enumerate(args)]
+        args = [self.materialize(v, scope, node.pos) if k in mapped and not isinstance(v, FUNCTION_VALUES)
+                and not split_keys(v) else v for k, v in enumerate(args)]  # (JAX keys map as rows: random_draws.py)
         if not mapped:
             raise self.error("vmap: no argument is mapped", node.pos)
-        count = self.graph.shapes[args[mapped[0]]][0] if self.graph.shapes[args[mapped[0]]] else 0
+        first = args[mapped[0]]
+        count = len(first.items) if split_keys(first) else self.graph.shapes[first][0] if self.graph.shapes[first] else 0
         rows = {k: self.unpack(args[k], count, node.pos, scope) for k in mapped}
         work.append((_FINISH, ("stack", count, node), scope))
         for i in reversed(range(count)):
@@ -412,14 +419,15 @@ TORCH_DRAWS = {"rand", "randn", "randint", "rand_like", "randn_like", "randint_l
 
 
 def unreproducible(library: str, bare: str) -> str | None:
-    """Why a call cannot give the library's numbers (a random draw), with what to write instead;
-    None for any other call."""
+    """Why a call cannot give the library's numbers (a random draw gradcli does not reproduce,
+    random_draws.py), with what to write instead; None for any other call."""
     if bare.startswith("random.") or (library == "torch" and bare in TORCH_DRAWS):
         spelled = {"torch": "torch", "numpy": "np", "jax": "jax", "tensorflow": "tf"}.get(library, library)
-        return (f"{spelled}.{bare} draws random numbers, which gradcli cannot reproduce (the library's own "
-                "generator makes them, even after a seed is set): write the values in the program (x = "
-                f"{spelled}.{'tensor' if library == 'torch' else 'array'}([...])), or make x an input and give "
-                "it with --set x='[...]'")
+        maker = {"torch": "torch.tensor", "jax": "jnp.array", "tensorflow": "tf.constant"}.get(library, "np.array")
+        called = bare if library == "python" else f"{spelled}.{bare}"  # (Python's own `random` module)
+        return (f"{called} draws random numbers, which gradcli does not reproduce (it reproduces NumPy's, JAX's "
+                "and PyTorch's seeded draws listed in docs/language.md): write the values in the program (x = "
+                f"{maker}([...])), or make x an input and give it with --set x='[...]'")
     return None
 
 

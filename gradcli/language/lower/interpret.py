@@ -12,9 +12,10 @@ from gradcli.language.dialects import (
 from gradcli.language.lower.values import (
     NONE, AtIndexed, AtRef, Closure, IndexTrick, Literal, NumberPolicy, Scope, Text, TupleValue, float64)
 from gradcli.language.lower.optimizers import OPTIMIZER_VALUES
+from gradcli.language.lower.random_draws import RANDOM_VALUES
 from gradcli.language.lower.torch_autograd import GradMode
 from gradcli.language.lower.transforms import (
-    _FINISH, FUNCTION_VALUES, GRADIENT_CALLS, DictValue, FunctionRef, Tape, TapeRecording)
+    _FINISH, FUNCTION_VALUES, GRADIENT_CALLS, DictValue, Formatted, FunctionRef, Tape, TapeRecording)
 from gradcli.ops import OPS
 from gradcli.ir import Equation, Graph, ShapeOnly
 
@@ -25,8 +26,8 @@ _STATEMENT, _SET, _FLOW = 8, 9, 10  # (7 is statements._FINISH)
 _PYTHON_TYPES = ("float", "int", "bool", "complex")
 
 # values a statement computes for its effect (`tape.watch(x)`), and values that are no array
-_SHOWN_NOTHING = FUNCTION_VALUES + (Tape, TapeRecording, Text, GradMode) + OPTIMIZER_VALUES
-_NOT_ARRAYS = FUNCTION_VALUES + (Tape, TapeRecording, DictValue, Distribution) + OPTIMIZER_VALUES
+_SHOWN_NOTHING = FUNCTION_VALUES + (Tape, TapeRecording, Text, Formatted, GradMode) + OPTIMIZER_VALUES
+_NOT_ARRAYS = FUNCTION_VALUES + (Tape, TapeRecording, DictValue, Distribution) + OPTIMIZER_VALUES + RANDOM_VALUES
 
 
 class Interpreter:
@@ -114,7 +115,7 @@ class Interpreter:
                 if self._torch_state is not None and self.torch_leaves:  # `w -= ...` of a PyTorch leaf
                     value = self.in_place_update(stmt, value, top)
                 self.bind_global(stmt.name, value, stmt.pos, top)
-            elif value is NONE or isinstance(value, _SHOWN_NOTHING) or \
+            elif value is NONE or self.shown_nothing(node, value, pending) or \
                     self.show_tree(node, value, top):  # a dict: one output per item (pytrees.py)
                 continue  # `tape.watch(x)`: a statement for its effect
             else:
@@ -123,7 +124,7 @@ class Interpreter:
         if self.missing:
             raise self.missing_inputs_error()
         if graph.result is None and not self.shown:
-            raise self.error("the program defines functions but computes nothing", None)
+            raise self.error("the program computes nothing: it binds no number (only strings or functions)", None)
         graph.warnings.extend(_ignored_feeds(self.feeds, graph, self.assigned_at))
         return graph
 
@@ -133,9 +134,9 @@ class Interpreter:
         written = value if isinstance(value, (TupleValue, Literal)) else None  # (torch_autograd.py)
         if isinstance(value, Literal) and name not in self.globals and deleted is None:
             value = self.made_value(self.input(name, pos, default=value), written)  # (given anew or not)
-        elif isinstance(value, _NOT_ARRAYS) or value is NONE or (isinstance(value, Text) and self.pasted) or (
+        elif isinstance(value, _NOT_ARRAYS) or value is NONE or isinstance(value, (Text, Formatted)) or (
                 isinstance(value, TupleValue) and (not one_array(value, graph) or self.holds_variables(value.items))):
-            self.globals[name] = value  # not an array: a function, a tape, a list of gradients, `dtype = torch.float`
+            self.globals[name] = self.not_input(name, value, pos)  # not an array: a function, a tape, `dtype = ...`
             self.last_tree = (name, value, pos) if isinstance(value, (TupleValue, DictValue)) else self.last_tree
             return
         else:

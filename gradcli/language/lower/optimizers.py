@@ -17,9 +17,13 @@ import numpy as np
 from gradcli.language import syntax as ast
 from gradcli.language.dialects.spelling import composer
 from gradcli.language.lower import pytrees, transforms
+from gradcli.language.lower.adagrad import OPTAX_ADAGRAD, TORCH_ADAGRAD, optax_adagrad_scaled, torch_adagrad_step
+from gradcli.language.lower.clipping import GradientClipping, keras_clipped
+from gradcli.language.lower.optimizer_values import KerasOptimizer, OptaxState, OptaxTransform, Optimizer
+from gradcli.language.lower.optax_chain import OptaxChain, trust_ratio_scaled
+from gradcli.language.lower.schedules import SCHEDULE_VALUES, KerasSchedule, OptaxSchedule, Schedules, TorchScheduler
 from gradcli.language.lower.transforms import FUNCTION_VALUES, ObjectValue
 from gradcli.language.lower.values import NONE, Literal, Scope, Text, TupleValue
-from gradcli.records import ValueRecord
 from gradcli.ops import OPS
 
 # each optimizer's options and PyTorch's defaults (the order is the constructor's, after params)
@@ -32,6 +36,7 @@ DEFAULTS = {
               "maximize": False, "differentiable": False},
     "RMSprop": {"lr": 0.01, "alpha": 0.99, "eps": 1e-8, "weight_decay": 0.0, "momentum": 0.0, "centered": False,
                 "capturable": False, "foreach": None, "maximize": False, "differentiable": False},
+    "Adagrad": TORCH_ADAGRAD,
 }
 # (the options that are True or False)
 _SWITCHES = {"nesterov", "maximize", "amsgrad", "differentiable", "centered"}
@@ -65,15 +70,9 @@ def _rmsprop_step(o: dict, state: dict, p: int, grad: int, op, number) -> int:
     return op("add", p, op("divide", op("multiply", number(-o["lr"]), grad), avg))
 
 
-class Optimizer(ValueRecord):
-    """A torch.optim optimizer: its kind, its parameters (leaf ids, updated at each step), its
-    options, and its state per parameter (momentum buffer; Adam's averages and step count)."""
-
-    __slots__ = _fields = ("kind", "params", "options", "state", "pos")
-
-
-class TorchOptimizers:
-    """Part of the lowering (gradcli.language.lower): torch.optim's optimizers."""
+class TorchOptimizers(GradientClipping, Schedules):
+    """Part of the lowering (gradcli.language.lower): torch.optim's optimizers (and, from its bases,
+    clipping.py's gradient clipping and schedules.py's learning-rate schedules)."""
 
     def torch_optimizer(self, kind: str, node: ast.Call, values: list, scope: Scope) -> Optimizer:
         """`torch.optim.<kind>(params, lr, ...)`: params a list or tuple of leaves, or a program's
@@ -186,6 +185,8 @@ class TorchOptimizers:
         state = optimizer.state.setdefault(k, {})
         if optimizer.kind == "RMSprop":
             return _rmsprop_step(o, state, p, grad, op, number)
+        if optimizer.kind == "Adagrad":  # (adagrad.py)
+            return torch_adagrad_step(o, state, p, grad, op, number)
         if optimizer.kind == "SGD":
             if o["momentum"]:
                 buf = state.get("momentum_buffer")
@@ -232,21 +233,14 @@ OPTAX_DEFAULTS = {
               "nesterov": False},
     "rmsprop": {"learning_rate": None, "decay": 0.9, "eps": 1e-8, "initial_scale": 0.0, "eps_in_sqrt": True,
                 "centered": False, "momentum": None, "nesterov": False, "bias_correction": False},
+    "adagrad": OPTAX_ADAGRAD,
+    # (the transformation adam is made of, before scale_by_learning_rate: in a chain, with optax.scale)
+    "scale_by_adam": {"b1": 0.9, "b2": 0.999, "eps": 1e-8, "eps_root": 0.0, "mu_dtype": None, "nesterov": False},
+    # (scale_by_adam, add_decayed_weights, scale_by_trust_ratio, scale_by_learning_rate)
+    "lamb": {"learning_rate": None, "b1": 0.9, "b2": 0.999, "eps": 1e-6, "eps_root": 0.0, "weight_decay": 0.0,
+             "mask": None},
 }
 _OPTAX_SWITCHES = {"nesterov", "eps_in_sqrt", "centered", "bias_correction"}
-
-
-class OptaxTransform(ValueRecord):
-    """`optax.sgd(0.1)`, `optax.adam(1e-3)`, `optax.adamw(...)`: a gradient transformation."""
-
-    __slots__ = _fields = ("kind", "options", "pos")
-
-
-class OptaxState(ValueRecord):
-    """What `opt.init(params)` and `opt.update(...)` give: the step count and the moments, each a
-    list of leaf ids in JAX's leaf order ("trace" for SGD's momentum; "mu", "nu" for Adam's)."""
-
-    __slots__ = _fields = ("kind", "count", "moments", "pos")
 
 
 OPTIMIZER_VALUES = (Optimizer, OptaxTransform, OptaxState)  # (and KerasOptimizer, below)
@@ -270,18 +264,28 @@ def _optax_rmsprop(o: dict, state: OptaxState, grads: list, op, number, count: i
     return updates, OptaxState("rmsprop", count, moments, state.pos)
 
 
-class OptaxOptimizers:
+class OptaxOptimizers(OptaxChain):
     """Part of the lowering (gradcli.language.lower): optax's sgd, adam and adamw, their init and
     update, and optax.apply_updates, by optax's formulas (optax 0.2.8's `trace`, `scale_by_adam`,
-    `add_decayed_weights`, `scale_by_learning_rate`), leaf by leaf over JAX's trees."""
+    `add_decayed_weights`, `scale_by_learning_rate`), leaf by leaf over JAX's trees (and, from
+    optax_chain.py, clip, clip_by_global_norm and chain)."""
 
     def optax_transform(self, kind: str, node: ast.Call, values: list) -> OptaxTransform:
         label = node.func
-        given = self.arguments_by_name(node, values, tuple(OPTAX_DEFAULTS[kind]))  # (function_values.py)
+        required = int("learning_rate" in OPTAX_DEFAULTS[kind])  # (scale_by_adam has none)
+        given = self.arguments_by_name(node, values, tuple(OPTAX_DEFAULTS[kind]), required)  # (function_values.py)
         options = dict(OPTAX_DEFAULTS[kind])
         for name, value in given.items():
             if value is NONE:
                 options[name] = None
+                continue
+            if name == "mu_dtype":
+                raise self.error(f"{label}(mu_dtype=...) is not supported: leave it out (gradcli keeps the moments "
+                                 "in float64)", node.pos)
+            if name == "mask":
+                raise self.error(f"{label}(mask=...) is not supported: leave it out (every leaf is decayed)", node.pos)
+            if name == "learning_rate" and isinstance(value, OptaxSchedule):  # (schedules.py)
+                options[name] = value
                 continue
             if isinstance(value, FUNCTION_VALUES):
                 raise self.error(f"{label}({name}=...): a schedule is not supported; give a number", node.pos)
@@ -300,30 +304,38 @@ class OptaxOptimizers:
         keywords = {kw.name: v for kw, v in zip(node.keywords, values[len(node.args):])}
         if node.func == "init" and len(args) + len(keywords) == 1:
             params = self._tree_leaves(args[0] if args else keywords.get("params"), node, scope)
-            zeros = [self.graph.add_constant(np.zeros(self.graph.shapes[p]), node.pos, scope.stack) for p in params]
-            if transform.kind == "rmsprop":
-                scale = transform.options["initial_scale"]
-                moments = {"nu": [self.graph.add_constant(np.full(self.graph.shapes[p], scale), node.pos, scope.stack)
-                                  for p in params]}
-                moments.update({"trace": zeros} if transform.options["momentum"] else {})
-            elif transform.kind == "sgd":
-                moments = {"trace": zeros} if transform.options["momentum"] else {}
-            else:
-                moments = {"mu": zeros, "nu": zeros}
-            return OptaxState(transform.kind, 0, moments, node.pos)
+            return self.optax_initial_state(transform, params, node, scope)  # (optax_chain.py)
         if node.func != "update" or not 2 <= len(args) + len(keywords) <= 3:
             raise self.error(f"{transform.kind}.{node.func}(...) is not supported: gradcli reads init(params) and "
                              "update(grads, state, params)", node.pos)
         given = dict(zip(("updates", "state", "params"), args)) | keywords
         grads, state = given.get("updates"), given.get("state")
-        if not isinstance(state, OptaxState) or state.kind != transform.kind:
+        if not isinstance(state, OptaxState) or not self.optax_state_matches(transform, state):
             raise self.error(f"{transform.kind}.update(grads, state): state must be what this optimizer's init "
                              "or update gave", node.pos)
         leaves = self._tree_leaves(grads, node, scope)
         params = given.get("params")
         params = None if params is None or params is NONE else self._tree_leaves(params, node, scope)
-        updates, state = self._optax_step(transform, state, leaves, params, node, scope)
+        updates, state = self.optax_updated(transform, state, leaves, params, node, scope)
         return TupleValue([pytrees.rebuild(grads, updates, node.pos), state], node.pos)
+
+    def optax_moments(self, transform: OptaxTransform, params: list, node: ast.Call, scope: Scope) -> OptaxState:
+        """An optimizer's state from init(params): its moments at their starting values, count 0."""
+        zeros = [self.graph.add_constant(np.zeros(self.graph.shapes[p]), node.pos, scope.stack) for p in params]
+        if transform.kind == "rmsprop":
+            scale = transform.options["initial_scale"]
+            moments = {"nu": [self.graph.add_constant(np.full(self.graph.shapes[p], scale), node.pos, scope.stack)
+                              for p in params]}
+            moments.update({"trace": zeros} if transform.options["momentum"] else {})
+        elif transform.kind == "sgd":
+            moments = {"trace": zeros} if transform.options["momentum"] else {}
+        elif transform.kind == "adagrad":  # (optax: full_like(params, initial_accumulator_value))
+            moments = {"sum_of_squares": [self.graph.add_constant(
+                np.full(self.graph.shapes[p], transform.options["initial_accumulator_value"]), node.pos, scope.stack)
+                for p in params]}
+        else:
+            moments = {"mu": zeros, "nu": zeros}
+        return OptaxState(transform.kind, 0, moments, node.pos)
 
     def apply_updates(self, node: ast.Call, values: list, scope: Scope):
         """`optax.apply_updates(params, updates)`: p + u leaf by leaf, in params' tree."""
@@ -357,6 +369,9 @@ class OptaxOptimizers:
                 moments["trace"] = trace
                 grads = [op("add", g, op("multiply", decay, t)) for g, t in zip(grads, trace)] if o["nesterov"] \
                     else trace
+        elif transform.kind == "adagrad":  # (adagrad.py)
+            grads, sums = optax_adagrad_scaled(o, state.moments["sum_of_squares"], grads, op, number)
+            moments = {"sum_of_squares": sums}
         else:
             b1, b2 = o["b1"], o["b2"]
             mu = [op("add", op("multiply", number(1 - b1), g), op("multiply", number(b1), m))
@@ -368,11 +383,17 @@ class OptaxOptimizers:
             grads = [op("divide", op("divide", m, first),
                         op("add", op("sqrt", op("add", op("divide", v, second), number(o["eps_root"]))), number(o["eps"])))
                      for m, v in zip(mu, nu)]
-            if transform.kind == "adamw":
+            if transform.kind in ("adamw", "lamb"):
                 if params is None:
-                    raise self.error("adamw.update(grads, state, params): the decayed weights need the params",
-                                     node.pos)
-                grads = [op("add", u, op("multiply", number(o["weight_decay"]), p)) for u, p in zip(grads, params)]
+                    raise self.error(f"{transform.kind}.update(grads, state, params): the decayed weights need the "
+                                     "params", node.pos)
+                if transform.kind == "adamw" or o["weight_decay"] != 0:  # (optax skips a decay of 0.0)
+                    grads = [op("add", u, op("multiply", number(o["weight_decay"]), p)) for u, p in zip(grads, params)]
+            if transform.kind == "lamb":
+                grads = trust_ratio_scaled(grads, params, {"min_norm": 0.0, "trust_coefficient": 1.0, "eps": 0.0},
+                                           op, number)
+        if transform.kind == "scale_by_adam":  # (no learning rate of its own)
+            return grads, OptaxState(transform.kind, count, moments, node.pos)
         updates = [op("multiply", u, number(-o["learning_rate"])) for u in grads]
         return updates, OptaxState(transform.kind, count, moments, node.pos)
 
@@ -385,16 +406,10 @@ KERAS_DEFAULTS = {
     "SGD": {"learning_rate": 0.01, "momentum": 0.0, "nesterov": False},
     "Adam": {"learning_rate": 0.001, "beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7, "amsgrad": False},
 }
-_KERAS_UNREAD = ("weight_decay", "clipnorm", "clipvalue", "global_clipnorm", "use_ema", "ema_momentum",
+_KERAS_CLIPS = ("clipnorm", "clipvalue", "global_clipnorm")  # (clipping.py's keras_clipped)
+_KERAS_UNREAD = ("weight_decay", "use_ema", "ema_momentum",
                  "ema_overwrite_frequency", "loss_scale_factor", "gradient_accumulation_steps")
 _KERAS_IGNORED = ("name", "jit_compile")
-
-
-class KerasOptimizer(ValueRecord):
-    """`tf.keras.optimizers.SGD(...)` / `Adam(...)`: its options, its step count (`iterations`) and its
-    state per variable (the variable's current id -> momentum, velocity)."""
-
-    __slots__ = _fields = ("kind", "options", "iterations", "state", "pos")
 
 
 class KerasOptimizers:
@@ -403,11 +418,14 @@ class KerasOptimizers:
 
     def keras_optimizer(self, kind: str, node: ast.Call, values: list) -> KerasOptimizer:
         label = node.func
-        names = (*KERAS_DEFAULTS[kind], *_KERAS_UNREAD, *_KERAS_IGNORED)
+        names = (*KERAS_DEFAULTS[kind], *_KERAS_UNREAD[:1], *_KERAS_CLIPS, *_KERAS_UNREAD[1:], *_KERAS_IGNORED)
         given = self.arguments_by_name(node, values, names, required=0)  # (function_values.py)
         options = dict(KERAS_DEFAULTS[kind])
         for name, value in given.items():
             if name in _KERAS_IGNORED or value is NONE:
+                continue
+            if name == "learning_rate" and isinstance(value, KerasSchedule):  # (schedules.py)
+                options[name] = value
                 continue
             number = self.static_param(name, self.known_or_given(value), label, node.pos)
             if isinstance(number, (str, tuple)):  # (a function is no constant: static_param said so)
@@ -416,6 +434,9 @@ class KerasOptimizers:
                 if number:
                     raise self.error(f"{label}({name}=...) is not supported: leave it out", node.pos)
                 continue
+            if name in _KERAS_CLIPS and number and any(options.get(clip) for clip in _KERAS_CLIPS):
+                raise self.error(f"{label}: only one of clipnorm, clipvalue and global_clipnorm can be set "
+                                 "(Keras: ValueError)", node.pos)
             options[name] = bool(number) if name == "nesterov" else float(number)
         options["floatx"] = getattr(self, "keras_floatx", "float32")  # (keras.config.set_floatx before it)
         return KerasOptimizer(kind, options, 0, {}, node.pos)
@@ -441,6 +462,10 @@ class KerasOptimizers:
                                      f"shape {self.graph.shapes[variable]}", node.pos)
                 pairs.append((grad, variable))
         step = optimizer.iterations + 1
+        if pairs:  # (Keras clips the gradients that are not None, together)
+            op, number = composer(self, node.pos, "apply_gradients", scope)
+            clipped = keras_clipped(optimizer.options, [grad for grad, _ in pairs], op, number)
+            pairs = [(grad, variable) for grad, (_, variable) in zip(clipped, pairs)]
         for grad, variable in pairs:
             new = self._keras_updated(optimizer, step, grad, variable, node, scope)
             cut = self.emit(OPS["stop_gradient"], (new,), {}, node.pos, "apply_gradients", scope)
@@ -465,7 +490,11 @@ class KerasOptimizers:
         def as_float32(value):
             return float(np.float32(value))
 
-        rate = o["learning_rate"] if o["floatx"] == "float64" else as_float32(o["learning_rate"])
+        rate = o["learning_rate"]
+        if isinstance(rate, KerasSchedule):  # (at the iterations before this step's, a float32)
+            rate = rate.value(step - 1)
+        elif o["floatx"] != "float64":
+            rate = as_float32(rate)
         lr = number(rate)
         if optimizer.kind == "SGD":
             if not o["momentum"]:
@@ -488,7 +517,7 @@ class KerasOptimizers:
                                            op("add", op("sqrt", v), number(o["epsilon"]))))
 
 
-OPTIMIZER_VALUES = OPTIMIZER_VALUES + (KerasOptimizer,)
+OPTIMIZER_VALUES = OPTIMIZER_VALUES + (KerasOptimizer,) + SCHEDULE_VALUES
 # the optimizers' methods, by the value they are called on (GradientCalls.call_gradient_api)
 OPTIMIZER_METHODS = {Optimizer: "optimizer_method", OptaxTransform: "optax_method",
-                     KerasOptimizer: "keras_apply_gradients"}
+                     KerasOptimizer: "keras_apply_gradients", TorchScheduler: "scheduler_method"}

@@ -27,6 +27,8 @@ class LibrarySettings:
     def library_setting(self, node: ast.Call, values: list, precision_at: int | None = None):
         """The setting `node` (its arguments' `values`): None, the value of such a statement.
         `precision_at`: where its floating type stands among the arguments (set_floatx's 0)."""
+        if len(values) == 2 and isinstance(values[0], Text) and values[0].value == "jax_enable_x64":
+            self.jax_x64 = bool(self.constant_truth(values[1]))  # JAX's draws' default type (random_draws.py)
         if precision_at is None or len(values) <= precision_at:
             return NONE
         dtype = values[precision_at]
