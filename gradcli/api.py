@@ -54,7 +54,7 @@ class Result(_Answer):
 
     def nonfinite(self) -> list[str]:
         """Names of outputs and gradients holding a NaN or an infinity (what --strict fails on)."""
-        bad = [n for n, v in self.outputs.items() if not _all_finite(v)]
+        bad = [n for n, v in self.outputs.items() if v is not None and not _all_finite(v)]  # (None: `print(x.grad)`)
         bad += [f"d/d{n}" for n, v in self.gradients.items() if v is not None and not _all_finite(v)]
         return bad
 

@@ -285,3 +285,13 @@ def _nanstd(f, x, axis, ddof, keepdims):
            "all values are equal is NaN, as JAX's", public=False)
 def _nanstd_by_square_root(f, x, axis, ddof, keepdims):
     return _squeezed(f, f.sqrt(_nan_variance(f, x, axis, ddof)), axis, keepdims)
+
+
+@composite("median_lower_splitting_ties", ("x",), {}, "PyTorch's median(x) of every element: the lower of the two "
+           "middle values; its gradient is split evenly among the elements equal to it, as PyTorch's is",
+           public=False)
+def _median_lower_splitting_ties(f, x):
+    median = f.stop_gradient(f.quantile(x, q=0.5, method="lower"))
+    ties = f.equal(x, median)
+    share = f.stop_gradient(ties / f.sum(ties))
+    return median + f.sum((x - f.stop_gradient(x)) * share)  # (the value is the median's, exactly)

@@ -529,6 +529,11 @@ _reduction("mean", lambda xp, x, axis=None, keepdims=False: xp.mean(x, axis=axis
 _reduction("prod", lambda xp, x, axis=None, keepdims=False: xp.prod(x, axis=axis, keepdims=keepdims),
            lambda g, ans, x, axis=None, keepdims=False: _keep(g, x.shape, axis, keepdims) * G.prod_others(x, axis=axis),
            grows=True, underflows="rounds")
+# autograd's prod: its gradient is ans / x, NaN where x holds a 0 (the exact one is prod_others)
+_reduction("prod_by_division", lambda xp, x, axis=None, keepdims=False: xp.prod(x, axis=axis, keepdims=keepdims),
+           lambda g, ans, x, axis=None, keepdims=False: _keep(g * ans, x.shape, axis, keepdims) / x,
+           grows=True, underflows="rounds",
+           doc="prod(x, axis) with autograd's gradient, prod / x: NaN where an element is 0")
 _reduction("max", lambda xp, x, axis=None, keepdims=False: xp.max(x, axis=axis, keepdims=keepdims),
            _extreme_vjp, _nonempty_reduction_shape, finite_closed=True,
            kink="extremes", reduce_ufunc="maximum")

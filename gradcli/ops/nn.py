@@ -441,6 +441,42 @@ def _layer_norm(f, x, normalized_shape, weight, bias, eps):
     return _affine(f, centered / f.sqrt(var + float(eps)), weight, bias, shape)
 
 
+@composite("batch_norm", ("input",), {"running_mean": None, "running_var": None, "weight": None, "bias": None,
+                                     "training": False, "momentum": 0.1, "eps": 1e-5},
+           "F.batch_norm: each channel (dim 1) normalized, (x - mean) / sqrt(var + eps), by the batch's mean and "
+           "biased variance over the other dims (training=True, running_mean and running_var None) or by "
+           "running_mean and running_var (training=False), then * weight + bias per channel",
+           tensors=("running_mean", "running_var", "weight", "bias"))
+def _batch_norm(f, x, running_mean, running_var, weight, bias, training, momentum, eps):
+    if x.ndim < 2:
+        raise ShapeError(f"batch_norm takes (N, C, ...), got {fmt_shape(x.shape)}")
+    c, per_channel = x.shape[1], (1, x.shape[1]) + (1,) * (x.ndim - 2)
+    for name, value in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
+                        ("bias", bias)):
+        if value is not None and value.shape != (c,):
+            raise ShapeError(f"{name} must have one entry per channel, shape ({c},), got {fmt_shape(value.shape)}")
+    if training:
+        if running_mean is not None or running_var is not None:
+            raise ShapeError("batch_norm(training=True) updates running_mean and running_var in place (by momentum), "
+                             "which gradcli does not: give None for them")
+        if math.prod(x.shape) // c < 2:  # (PyTorch: ValueError)
+            raise ShapeError("batch_norm(training=True) needs more than 1 value per channel (PyTorch: ValueError)")
+        axes = (0,) + tuple(range(2, x.ndim))
+        centered = x - f.mean(x, axis=axes, keepdims=True)
+        var = f.mean(f.square(centered), axis=axes, keepdims=True)
+    else:
+        if running_mean is None or running_var is None:
+            raise ShapeError("batch_norm(training=False) normalizes by running_mean and running_var: give them")
+        centered = x - f.reshape(running_mean, shape=per_channel)
+        var = f.reshape(running_var, shape=per_channel)
+    y = centered / f.sqrt(var + float(eps))
+    if weight is not None:
+        y = y * f.reshape(weight, shape=per_channel)
+    if bias is not None:
+        y = y + f.reshape(bias, shape=per_channel)
+    return y
+
+
 @composite("group_norm", ("input",), {"num_groups": REQUIRED, "weight": None, "bias": None, "eps": 1e-5},
            "F.group_norm: the channels (dim 1) in num_groups groups, each sample's group normalized "
            "(x - mean) / sqrt(var + eps) (biased variance), then * weight + bias per channel",

@@ -68,6 +68,8 @@ CASES = [
     ("y = mean(x, axis=-1)", {"x": normal((3, 4))}),
     ("y = prod(x)", {"x": away_from_zero((2, 3))}),
     ("y = prod(x, axis=1, keepdims=True)", {"x": away_from_zero((3, 4))}),
+    ("y = prod_by_division(x, axis=0)", {"x": away_from_zero((3, 4))}),
+    ("y = batch_norm(x, None, None, w, b, True) * x", {"x": normal((3, 2, 2)), "w": normal((2,)), "b": normal((2,))}),
     ("y = max(x, axis=1)", {"x": normal((3, 4))}),
     ("y = min(x)", {"x": normal((3, 4))}),
     ("y = logsumexp(x, axis=0)", {"x": normal((3, 4))}),

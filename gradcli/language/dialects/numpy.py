@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from gradcli.language.dialects.spelling import ReadingError, setting
+from gradcli.language.dialects.spelling import ReadingError, assertion, setting
 from gradcli.ops import OPS
 
 
@@ -170,6 +170,11 @@ NAMES = {
     **UFUNC_METHODS, "count_nonzero": _count_nonzero,
     **{f"random.{name}": random_draw for name in RANDOM_NAMES},
     "set_printoptions": setting(),
+    # np.testing's: rtol 1e-7, atol 0 (assert_allclose); decimal=6: |a - b| < 1.5e-6; NaN equal to NaN
+    "testing.assert_allclose": assertion("NumPy", 1e-7, 0.0, True),
+    "testing.assert_array_almost_equal": assertion("NumPy", 0.0, 1.5e-6, True),
+    "testing.assert_almost_equal": assertion("NumPy", 0.0, 1.5e-7, True),
+    "testing.assert_array_equal": assertion("NumPy", 0.0, 0.0, True),
     # np.array([...]): the value itself
     "array": "identity", "asarray": "identity",
     "absolute": "abs", "true_divide": "divide", "float_power": "power", "remainder": "mod",
@@ -196,7 +201,8 @@ READINGS = {
     "reshape": _order_reading,
     # np.mean(x, where=mask)
     "mean": lambda call: ("masked_mean", {}) if "where" in call.keywords else None,
-    "prod": lambda call: ("masked_prod", {}) if {"initial", "where"} & set(call.keywords) else None,
+    "prod": lambda call: ("masked_prod", {}) if {"initial", "where"} & set(call.keywords) else (
+        ("prod_by_division", {}) if call.spelled.startswith("autograd.numpy.") else None),  # (its gradient: ans / x)
     # np.identity(n) is the n x n identity matrix (the constructor `eye`), tf.identity(x) the value x
     "identity": lambda call: ("eye", {}) if call.name == "identity" and call.library == "numpy" else None,
     "average": _average_reading,

@@ -60,6 +60,16 @@ def setting(precision_at: int | None = None):
     return lower
 
 
+def assertion(library: str, rtol: float, atol: float, equal_nan: bool):
+    """A library's assertion that two arrays are close (`np.testing.assert_allclose(actual, desired)`,
+    `torch.testing.assert_close`, `tf.debugging.assert_near`), with its default tolerances: checked as
+    `assert` is, by the lowering (lower/settings.py); a false one is the library's error at the call."""
+    def lower(lowering, node, values, scope):
+        return lowering.library_assertion(node, values, scope, library, {"rtol": rtol, "atol": atol,
+                                                                         "equal_nan": equal_nan})
+    return lower
+
+
 class ReadingError(Exception):
     """A spelling whose meaning differs between Python and the array libraries."""
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from gradcli.language import syntax as ast
 from gradcli.language.dialects import layers
-from gradcli.language.dialects.spelling import ReadingError, Spelling, composer, setting
+from gradcli.language.dialects.spelling import ReadingError, Spelling, assertion, composer, setting
 from gradcli.ops import OPS, index as ops_index
 from gradcli.language.dialects.numpy import jax_numpy
 
@@ -424,10 +424,11 @@ NAMES = {
     "igamma": "gammainc", "igammac": "gammaincc",  # tf.math.igamma(a, x): the regularized lower (upper) gamma
     # keras.config.set_floatx("float64") (keras.backend.set_floatx), tf.config.run_functions_eagerly(True)
     "config.set_floatx": setting(0), "set_floatx": setting(0), "config.run_functions_eagerly": setting(),
+    "debugging.assert_near": assertion("TensorFlow", 1.1920929e-06, 1.1920929e-06, False),  # (10 eps of float32)
     # tf.constant([...]), tf.Variable([...]) in pasted code: the value itself
     "constant": "identity", "convert_to_tensor": "identity", "Variable": "identity",
     "sparse_softmax_cross_entropy_with_logits": "sparse_softmax_cross_entropy",
-    "truediv": "divide", "floordiv": "floor_divide", "floormod": "mod", "floor_mod": "mod",
+    "truediv": "divide", "floordiv": "floor_divide", "floormod": "mod", "floor_mod": "mod", "truncatemod": "fmod",
     "clip_by_value": "clip",
     "reduce_sum": "sum", "reduce_mean": "mean", "reduce_prod": "prod", "reduce_max": "max", "reduce_min": "min", "reduce_all": "all", "reduce_any": "any",
     "reduce_logsumexp": "logsumexp", "reduce_variance": "var", "reduce_std": "std",

@@ -12,7 +12,7 @@ import numpy as np
 
 from gradcli.language import syntax as ast
 from gradcli.language.dialects import layers, pooling
-from gradcli.language.dialects.spelling import Autocast, Distribution, ReadingError, composer, setting
+from gradcli.language.dialects.spelling import Autocast, Distribution, ReadingError, assertion, composer, setting
 from gradcli.language.dialects.numpy import jax_numpy as _jax_numpy, random_draw
 from gradcli.ops import OPS, index as ops_index
 from gradcli.ops.casts import CANONICAL
@@ -81,10 +81,14 @@ def _moments_read(name, call):
 
 
 def _median_reading(call):
+    """torch.median(x) of every element is the lower of the two middle values, its gradient split
+    among the elements equal to it; with dim it is a (values, indices) tuple, refused."""
+    if call.library == "torch" and call.positional == 1 and not call.keywords:
+        return "median_lower_splitting_ties", {}
     if call.library == "torch":
-        raise ReadingError("torch.median gives the lower of the two middle values (and with dim, a tuple); "
-                           "NumPy's median averages them: write median(x) for NumPy's, "
-                           "quantile(x, 0.5, method='lower') for PyTorch's")
+        raise ReadingError("torch.median with dim gives a tuple (values, indices) of the lower of the two middle "
+                           "values; NumPy's median averages them: write median(x, axis) for NumPy's, "
+                           "quantile(x, 0.5, axis, method='lower') for PyTorch's values")
     return None
 
 
@@ -404,6 +408,8 @@ NAMES = {
                                       "randperm")},  # seeded draws of the CPU generator (lower/random_draws.py)
     **MODULES, **pooling.NAMES, "hinge_embedding_loss": _hinge_embedding_loss, "set_default_dtype": setting(0),
     "set_default_device": setting(),  # (a device changes no number)
+    "set_detect_anomaly": setting(),  # torch.autograd.set_detect_anomaly(True) (it checks the backward pass for NaN, as gradcli's diagnostics do)
+    "testing.assert_close": assertion("PyTorch", 1.3e-6, 1e-5, False),  # (float32's tolerances, PyTorch's default type)
     "embedding": layers.embedding, "scaled_dot_product_attention": layers.torch_attention,
     "distributions.Normal": _distribution, "Normal": _distribution,
     **{name: _distribution_method for name in _NORMAL_METHODS}, "sample": _random_method, "rsample": _random_method,

@@ -384,18 +384,20 @@ class Flow:
         """`assert c, message`: checked before evaluation, where c is known (see known_literal); a
         condition on values given from outside is checked after evaluation, at each evaluation
         (gradcli.api), never skipped. A false one is an error at the assert."""
-        condition = self.lower(stmt.condition, scope)
+        self.check_condition(self.lower(stmt.condition, scope), stmt.pos, scope,
+                             lambda: self.assert_message(stmt, scope))
+
+    def check_condition(self, condition, pos: Pos, scope: Scope, message) -> None:
+        """A condition asserted at `pos` (`message()`: the error's text), checked as `assert` is."""
         truth = self.constant_truth(condition) if type(condition) is not int else None
         if truth is None:
             known = self.known_literal(condition)
             if known is None:
-                checked = self.materialize(condition, scope, stmt.condition.pos)
-                self.graph.assertions = (*self.graph.assertions,
-                                         (checked, self.assert_message(stmt, scope), stmt.pos))
+                self.graph.assertions = (*self.graph.assertions, (self.materialize(condition, scope, pos), message(), pos))
                 return
             truth = bool(np.all(known.value))
         if not truth:
-            raise self.error(self.assert_message(stmt, scope), stmt.pos)
+            raise self.error(message(), pos)
 
     def assert_message(self, stmt: ast.Assert, scope: Scope) -> str:
         if stmt.message is None:

@@ -1,6 +1,7 @@
 """Function values made from other functions: `functools.partial`, a library's function objects
 (a PyTorch module such as `nn.MSELoss(reduction='sum')`, a Keras loss object such as
-`keras.losses.BinaryCrossentropy(from_logits=True)`), and `jax.vmap`'s mapped function.
+`keras.losses.BinaryCrossentropy(from_logits=True)`), `jax.vmap`'s mapped function, and the value
+and linear map of `jax.vjp`, `jax.jvp` and `jax.linearize`, and autograd's vector products.
 
 A function object is its library's function with the constructor's arguments given: PyTorch's
 `nn.MSELoss(reduction='sum')(a, b)` is `F.mse_loss(a, b, reduction='sum')`; Keras'
@@ -15,8 +16,8 @@ import numpy as np
 from gradcli.errors import LoopPass
 from gradcli.language import syntax as ast
 from gradcli.language.dialects import split_spelling
-from gradcli.language.lower.transforms import _FINISH, FUNCTION_VALUES, FunctionRef, Mapped, Partial
-from gradcli.language.lower import pytrees
+from gradcli.language.lower.transforms import _FINISH, FUNCTION_VALUES, FunctionRef, Linear, Mapped, Partial
+from gradcli.language.lower import pytrees, transforms
 from gradcli.language.lower.flow import MAX_WHILE_PASSES
 from gradcli.language.lower.values import NONE, Literal, Scope, TupleValue
 from gradcli.ops import OPS
@@ -26,7 +27,8 @@ KERAS_REDUCTIONS = {"sum_over_batch_size": "mean", "mean": "mean", "sum": "sum",
 
 
 class FunctionValues:
-    """Part of the lowering (gradcli.language.lower): functions with some arguments given, and vmap."""
+    """Part of the lowering (gradcli.language.lower): functions with some arguments given, vmap,
+    vjp/jvp/linearize."""
 
     _function_labels: dict | None = None  # (made on first use) a def -> the name recursion is told by
 
@@ -296,10 +298,15 @@ class FunctionValues:
 
     def vmap_of(self, args: list, keywords: dict, node: ast.Call) -> Mapped:
         """`jax.vmap(f, in_axes=0)`: f mapped over axis 0 of the arguments (in_axes: 0, or a tuple
-        of 0 and None, one per argument)."""
+        of 0 and None, one per argument); torch.func.vmap spells them in_dims= (out_dims= 0 only)."""
+        keywords = {"in_axes" if name == "in_dims" else name: value for name, value in keywords.items()}
+        for name in ("out_axes", "out_dims"):
+            if name in keywords and not (isinstance(keywords[name], Literal) and keywords[name].value.ndim == 0
+                                         and self.static_int(keywords.pop(name), name, node.pos) == 0):
+                raise self.error(f"vmap: gradcli stacks the results on axis 0 only ({name}=0)", node.pos)
         if set(keywords) - {"in_axes"}:
-            raise self.error(f"vmap: gradcli reads in_axes= only, not '{sorted(set(keywords) - {'in_axes'})[0]}'",
-                             node.pos)
+            raise self.error(f"vmap: gradcli reads in_axes= (in_dims=) and out_axes=0 only, not "
+                             f"'{sorted(set(keywords) - {'in_axes'})[0]}'", node.pos)
         in_axes = keywords.get("in_axes", args[1] if len(args) > 1 else None)
         if in_axes is None or isinstance(in_axes, Literal) and in_axes.value.ndim == 0:
             if in_axes is not None and self.static_int(in_axes, "in_axes", node.pos) != 0:
@@ -310,3 +317,52 @@ class FunctionValues:
         else:
             raise self.error("vmap: in_axes must be 0 or a tuple of 0 and None", node.pos)
         return Mapped(args[0], axes, node.pos)
+
+    def linearization(self, kind: str, args: list, node: ast.Call, scope: Scope, work: list, has_aux=False):
+        """jax.vjp(f, *primals), jax.jvp(f, primals, tangents), jax.linearize(f, *primals); with
+        has_aux=True f returns (output, aux) and aux comes last in what they return."""
+        f = args[0]
+        if kind == "jvp":
+            args = [args[0]] + [self.as_tuple(a) for a in args[1:]]
+            if len(args) != 3 or not isinstance(args[1], TupleValue) or not isinstance(args[2], TupleValue):
+                raise self.error("jax.jvp(f, primals, tangents): primals and tangents are tuples", node.pos)
+            primals, tangents = args[1].items, [self.materialize(t, scope, node.pos) for t in args[2].items]
+            if len(primals) != len(tangents):
+                raise self.error("jax.jvp: primals and tangents must have the same number of items", node.pos)
+        else:
+            primals, tangents = args[1:], None
+        xs = [transforms.fresh(self, self.materialize(p, scope, node.pos), node.pos, scope) for p in primals]
+        work.append((_FINISH, ("linear", kind, xs, tangents, node, has_aux), scope))
+        return self.call_on(f, xs, node.pos, scope, work)
+
+    def finish_linearization(self, item, result, scope: Scope) -> TupleValue:
+        _, kind, xs, tangents, node, has_aux = item
+        by = node.func if isinstance(node, ast.Call) else kind
+        aux = []
+        if has_aux:
+            if not isinstance(result, TupleValue) or len(result.items) != 2:
+                raise self.error(f"{by}(has_aux=True): the function must return (output, aux)", node.pos)
+            result, aux = result.items[0], [result.items[1]]
+        y = self.materialize(result, scope, node.pos)
+        if kind == "jvp":
+            (out,) = transforms.pushforward(self, [y], xs, tangents, node.pos, by, scope)
+            return TupleValue([y, out] + aux, node.pos)
+        return TupleValue([y, Linear("vjp" if kind == "vjp" else "jvp", [y], xs, node.pos, by)] + aux, node.pos)
+
+    def vector_product(self, fn, result, xs: list, node, trees: list, vector: int, scope: Scope):
+        """autograd's `vector_jacobian_product(f)(x, v)`, the gradient of sum(f(x) * v), and
+        `hessian_tensor_product(f)(x, v)`, the gradient of sum(grad(f)(x) * v), of one array x."""
+        if len(xs) != 1:
+            raise self.error(f"{fn.by}: gradcli reads the product with respect to one array argument", node.pos)
+        y = self.materialize(result, scope, node.pos)
+        if fn.kind != "vector_jacobian_product":
+            if self.graph.shapes[y] not in ((), None):
+                raise self.error(f"{fn.by}: the function's output must be a scalar, it has shape "
+                                 f"{self.graph.shapes[y]} (autograd: TypeError)", node.pos)
+            (g,) = transforms.differentiate(self, [y], xs, node.pos, fn.by)
+            g = self.zeros_like(xs[0], scope) if g is None else g
+            y, vector = self.emit(OPS["sum"], (self.emit(OPS["multiply"], (g, vector), {}, node.pos, fn.by, scope),),
+                                  {"axis": None, "keepdims": False}, node.pos, fn.by, scope), None
+        (found,) = transforms.differentiate(self, [y], xs, node.pos, fn.by, None if vector is None else [vector])
+        grads = [self.zeros_like(xs[0], scope) if found is None else found]
+        return self.in_argument_trees(fn, trees, grads, node.pos)

@@ -11,8 +11,8 @@ from gradcli.language.lower import pytrees, transforms
 from gradcli.language.lower.pytrees import TREE_CALLS, PyTrees
 from gradcli.language.lower.integers import ValuesApart, integer_items, written_integer
 from gradcli.language.lower.transforms import (
-    _FINISH, FUNCTION_VALUES, JAX_TRANSFORMS, NOT_MINE, BoundMethod, ClassValue, DictValue, FunctionRef, Linear,
-    Mapped, ObjectValue, Partial, Tape, TapeRecording, Transform)
+    _FINISH, FUNCTION_VALUES, JAX_TRANSFORMS, NOT_MINE, VECTOR_PRODUCTS, WITH_AUX, BoundMethod, ClassValue,
+    DictValue, FunctionRef, Linear, Mapped, ObjectValue, Partial, Tape, TapeRecording, Transform)
 from gradcli.language.lower.values import NONE, Closure, Literal, Scope, Text, TupleValue
 from gradcli.language.lower.optimizers import MODULE_METHODS, OPTIMIZER_METHODS
 from gradcli.language.lower.optax_chain import OPTAX_CALLS
@@ -76,10 +76,16 @@ class GradientCalls(PyTrees, ValuesApart):
             raise self.error(unreproducible(library, bare), node.pos)
         if bare == "jit" and args and isinstance(args[0], FUNCTION_VALUES):
             return self.note_jitted(args[0])  # compiling changes no value (random_draws.py: nor draws in it)
+        if bare in ("checkpoint", "remat") and args and isinstance(args[0], FUNCTION_VALUES):
+            return args[0]  # recomputing in the backward pass (jax.checkpoint) changes no value
         if bare == "vmap" and args and isinstance(args[0], FUNCTION_VALUES):
             return self.vmap_of(args, keywords, node)  # (function_values.py)
         if bare in ("vjp", "jvp", "linearize") and args and isinstance(args[0], FUNCTION_VALUES):
-            return self.linearization(bare, args, node, scope, work)
+            if set(keywords) - {"has_aux"}:
+                raise self.error(f"{node.func}() takes no keyword argument '{sorted(set(keywords) - {'has_aux'})[0]}' "
+                                 "here: gradcli reads has_aux=", node.pos)
+            has_aux = bool(self.constant_truth(keywords.get("has_aux", Literal(np.float64(0), node.pos))))
+            return self.linearization(bare, args, node, scope, work, has_aux)
         if bare in JAX_TRANSFORMS and args and isinstance(args[0], FUNCTION_VALUES):
             unknown = sorted(set(keywords) - {"argnums", "has_aux"})
             if unknown:  # (JAX raises TypeError for a misspelling such as argnum=; holomorphic= is not read here)
@@ -93,7 +99,7 @@ class GradientCalls(PyTrees, ValuesApart):
             else:
                 argnums = self.static_int(argnums, "argnums", node.pos)
             has_aux = bool(self.constant_truth(keywords.get("has_aux", Literal(np.float64(0), node.pos))))
-            return Transform(bare, args[0], argnums, has_aux, node.pos, node.func)
+            return Transform(WITH_AUX.get(bare, bare), args[0], argnums, has_aux or bare in WITH_AUX, node.pos, node.func)
         return NOT_MINE
 
     def assign_variable(self, node: ast.Call, values: list, scope: Scope):
@@ -252,6 +258,14 @@ class GradientCalls(PyTrees, ValuesApart):
                 return self.call_user(fn.fn.fn, call, values, scope, work, fn.fn.scope)
             return self.call(ast.Call(fn.fn, node.args, node.pos, node.keywords), values, scope, work)
         if isinstance(fn, Transform):
+            vector = ()
+            if fn.kind in VECTOR_PRODUCTS:  # (autograd's: the vector comes last)
+                if not node.args:
+                    raise self.error(f"{fn.by}(f)(*args, vector): the vector is the last argument", node.pos)
+                vector = (self.materialize(values[len(node.args) - 1], scope, node.pos),)
+                values = values[:len(node.args) - 1] + values[len(node.args):]
+                node = (ast.CallValue(node.callee, node.args[:-1], node.keywords, node.pos)
+                        if isinstance(node, ast.CallValue) else ast.Call(node.func, node.args[:-1], node.pos, node.keywords))
             argnums = (tuple(range(len(node.args))) if fn.argnums is None  # (check_grads: every argument)
                        else fn.argnums if isinstance(fn.argnums, tuple) else (fn.argnums,))
             values = list(values)
@@ -267,7 +281,7 @@ class GradientCalls(PyTrees, ValuesApart):
                 values[k] = pytrees.rebuild(values[k], leaves)
                 xs.extend(leaves)
                 trees.append(values[k])
-            work.append((_FINISH, ("transform", fn, xs, node, trees), scope))
+            work.append((_FINISH, ("transform", fn, xs, node, trees) + vector, scope))
             return self.apply_function(fn.fn, node, values, scope, work)
         if isinstance(fn, Linear):
             given = [self.materialize(v, scope, node.pos) for v in values[:len(node.args)]]
@@ -330,22 +344,6 @@ class GradientCalls(PyTrees, ValuesApart):
             work.append((_FINISH, ("call", fn.fn, node, call_values), scope))
         return None
 
-    def linearization(self, kind: str, args: list, node: ast.Call, scope: Scope, work: list):
-        """jax.vjp(f, *primals), jax.jvp(f, primals, tangents), jax.linearize(f, *primals)."""
-        f = args[0]
-        if kind == "jvp":
-            args = [args[0]] + [self.as_tuple(a) for a in args[1:]]
-            if len(args) != 3 or not isinstance(args[1], TupleValue) or not isinstance(args[2], TupleValue):
-                raise self.error("jax.jvp(f, primals, tangents): primals and tangents are tuples", node.pos)
-            primals, tangents = args[1].items, [self.materialize(t, scope, node.pos) for t in args[2].items]
-            if len(primals) != len(tangents):
-                raise self.error("jax.jvp: primals and tangents must have the same number of items", node.pos)
-        else:
-            primals, tangents = args[1:], None
-        xs = [transforms.fresh(self, self.materialize(p, scope, node.pos), node.pos, scope) for p in primals]
-        work.append((_FINISH, ("linear", kind, xs, tangents, node), scope))
-        return self.call_on(f, xs, node.pos, scope, work)
-
     def finish(self, item, values: list, scope: Scope, work: list) -> None:
         """A work item after a function's body: what the transform makes of the function's result."""
         tag = item[0]
@@ -383,19 +381,12 @@ class GradientCalls(PyTrees, ValuesApart):
                 values.append(transforms.stack(self, [self.materialize(r, scope, node.pos) for r in rows],
                                                node.pos, scope))
         else:
-            _, kind, xs, tangents, node = item
-            result = values.pop()
-            y = self.materialize(result, scope, node.pos)
-            by = node.func if isinstance(node, ast.Call) else kind
-            if kind == "jvp":
-                (out,) = transforms.pushforward(self, [y], xs, tangents, node.pos, by, scope)
-                values.append(TupleValue([y, out], node.pos))
-            else:
-                values.append(TupleValue([y, Linear("vjp" if kind == "vjp" else "jvp", [y], xs, node.pos, by)],
-                                         node.pos))
+            values.append(self.finish_linearization(item, values.pop(), scope))
 
     def finish_transform(self, item, result, scope: Scope):
-        fn, xs, node, trees = item
+        fn, xs, node, trees, *vector = item
+        if fn.kind in VECTOR_PRODUCTS:
+            return self.vector_product(fn, result, xs, node, trees, vector[0], scope)
         if fn.kind in ("check_grads", "jax_check_grads"):  # (gradcheck.py)
             return self.check_grads_finish(fn, result, xs, node, scope)
         aux = None
@@ -421,6 +412,7 @@ class GradientCalls(PyTrees, ValuesApart):
             value = y if aux is None else TupleValue([y, aux], node.pos)
             return TupleValue([value, gradient], node.pos)
         return gradient if aux is None else TupleValue([gradient, aux], node.pos)
+
 
 TORCH_DRAWS = {"rand", "randn", "randint", "rand_like", "randn_like", "randint_like", "randperm", "normal",
                "bernoulli", "multinomial", "poisson", "manual_seed", "seed"}

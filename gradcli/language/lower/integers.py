@@ -88,9 +88,10 @@ def integer_refusal(lowering, node: ast.Call, library: str | None, bare: str, op
     if op.name == "power" and len(node.args) == 2 and _negative_integer(node.args[1], lowering) and (
             written_integer(lowering, first) and not (node.symbol is not None and _python_number(first))):
         # (Python's own 2 ** -1 is 0.5; every array library refuses an integer array's)
-        return (f"{node.symbol or written}: integers to a negative integer power are an error in NumPy, PyTorch, "
-                "JAX and TensorFlow (Integers to negative integer powers are not allowed); gradcli computes in "
-                "floating point: write the numbers as floats ([1., 2.]) or the power as one (** -1.0)")
+        return (f"{node.symbol or written}: integers to a negative integer power are an error (NumPy: ValueError, "
+                "PyTorch: RuntimeError, JAX: TypeError, TensorFlow: InvalidArgumentError; Integers to negative "
+                "integer powers are not allowed); gradcli computes in floating point: write the numbers as floats "
+                "([1., 2.]) or the power as one (** -1.0)")
     return None
 
 

@@ -15,6 +15,7 @@ from gradcli.language.lower.values import (
     NONE, AtIndexed, AtRef, Closure, IndexTrick, Literal, NumberPolicy, Scope, Text, TupleValue, float64)
 from gradcli.language.lower.optimizers import OPTIMIZER_VALUES
 from gradcli.language.lower.random_draws import RANDOM_VALUES
+from gradcli.language.lower.torch_autograd import GradMode
 from gradcli.language.lower.transforms import (
     _FINISH, FUNCTION_VALUES, GRADIENT_CALLS, DictValue, Formatted, FunctionRef, Tape, TapeRecording)
 from gradcli.ops import OPS
@@ -28,7 +29,7 @@ _STATEMENT, _SET, _FLOW = 8, 9, 10  # (7 is statements._FINISH)
 _PYTHON_TYPES = ("float", "int", "bool", "complex")
 
 # values a statement computes for its effect (`tape.watch(x)`), and values that are no array
-_SHOWN_NOTHING = FUNCTION_VALUES + (Tape, TapeRecording, Text, Formatted) + OPTIMIZER_VALUES
+_SHOWN_NOTHING = FUNCTION_VALUES + (Tape, TapeRecording, Text, Formatted, GradMode) + OPTIMIZER_VALUES
 _NOT_ARRAYS = FUNCTION_VALUES + (Tape, TapeRecording, DictValue, Distribution) + OPTIMIZER_VALUES + RANDOM_VALUES
 
 
@@ -452,8 +453,8 @@ def _unbound_name(lowering, node: ast.Name, scope: Scope, name: str):
         raise lowering.error(f"'{name}' is used before it is assigned (at line {where.line})", node.pos)
     # a bare name that is also a function (`beta`, `gamma` of a layer norm) is an input;
     # a library's function spelled as a value (`np.sin * 2`) is a slip
-    if "." in name and meaning(bare) is not None:
-        return FunctionRef(name, name, node.pos)
+    if ("." in name or name in self.aliases and "." in self.spelled(name)) and meaning(bare) is not None:
+        return FunctionRef(name, name, node.pos)  # (`from jax.numpy import tanh`: `grad(tanh)`)
     if "." in name and library == "numpy" and bare in numpy_dialect.INDEX_TRICKS:
         return IndexTrick(OPS[numpy_dialect.INDEX_TRICKS[bare]], name, node.pos)
     if name.endswith(("UnconnectedGradients.ZERO", "UnconnectedGradients.NONE")):

@@ -13,7 +13,7 @@ from gradcli.language.lower.pytrees import printed_leaves
 from gradcli.language.lower.transforms import (
     BoundMethod, ClassValue, DictValue, Formatted, FunctionRef, ObjectValue, Tape, TapeRecording)
 from gradcli.language.lower.values import NONE, Literal, Scope, Text, TupleValue
-from gradcli.language.lower.torch_autograd import GradMode
+from gradcli.language.lower.torch_autograd import GradMode, GradModeSet
 from gradcli.ops import OPS
 from gradcli.language.dialects.spelling import Autocast, Distribution
 
@@ -38,7 +38,7 @@ def _uses_none_of(node, defined: set) -> bool:
         work.extend(ast.children(item))
     return True
 VALUE_PRESERVING_DECORATORS = {"jit", "function", "partial", "checkpoint", "remat",
-                               "no_grad", "enable_grad",  # (torch's: torch_autograd.py applies them)
+                               "no_grad", "enable_grad", "inference_mode",  # (torch's: torch_autograd.py applies them)
                                "custom_gradient", "custom_vjp", "custom_jvp"}  # (custom_gradients.py)
 
 
@@ -142,7 +142,8 @@ class ProgramClasses:
                 raise self.error(f"{fn.name} is decorated with @{kinds[0]} and @{kinds[1]}: one of them only",
                                  fn.pos)
         constants = {s.name: self.lower(s.value, top) for s in stmt.body if isinstance(s, ast.Assign)}
-        self.globals[stmt.name] = ClassValue(stmt.name, methods, constants, stmt.pos)
+        bases = tuple(self.spelled(base.id) for base in stmt.bases if isinstance(base, ast.Name))
+        self.globals[stmt.name] = ClassValue(stmt.name, methods, constants, stmt.pos, bases)
 
     def program_method(self, receiver, node: ast.Call, values: list, scope: Scope, work: list):
         """`obj.f(x)`, `Cls.f(x)`: a method of the program's class (method_call), else what an
@@ -198,6 +199,8 @@ class ProgramClasses:
             if kind == "staticmethod":
                 return FunctionRef(fn, name, pos)
             return BoundMethod(obj.cls if kind == "classmethod" else obj, fn, pos)
+        if name in ("trainable_variables", "variables") and "tensorflow.Module" in obj.cls.bases:
+            return TupleValue(module_variables(obj, self.variables), pos)
         raise self.error(f"{obj.cls.name} has no attribute '{name}'", pos)
 
     def raised(self, stmt: ast.Raise) -> GradcliError:
@@ -436,6 +439,8 @@ class Statements(LoopExits, ProgramClasses):
 
     # ------------------------------------------------------------------ with
     def enter(self, context, pos: Pos):
+        if isinstance(context, GradModeSet):  # torch.set_grad_enabled(flag): in force since the call
+            return context
         if isinstance(context, GradMode):  # torch.no_grad() / torch.enable_grad() (torch_autograd.py)
             return self.torch_enter(context)
         if isinstance(context, Autocast):  # torch.autocast(...) (autocast.py)
@@ -619,3 +624,20 @@ class Statements(LoopExits, ProgramClasses):
         if key is None or key not in mapping.keys:
             raise self.error(f"this dict's keys are {', '.join(repr(k) for k in mapping.keys)}", node.pos)
         return mapping.items[mapping.keys.index(key)]
+
+
+def module_variables(obj: ObjectValue, variables) -> list:
+    """A tf.Module's variables in TensorFlow's order: its own, by attribute name (in a list, in the
+    list's order), then each sub-module's, by attribute name, depth first."""
+    found, stack = [], [obj]
+    while stack:  # (no recursion: sub-modules are walked with a stack)
+        module = stack.pop()
+        submodules = []
+        for _, value in sorted(module.attrs.items()):
+            for item in value.items if isinstance(value, TupleValue) else [value]:
+                if type(item) is int and item in variables and item not in found:
+                    found.append(item)
+                elif isinstance(item, ObjectValue) and "tensorflow.Module" in item.cls.bases:
+                    submodules.append(item)
+        stack.extend(reversed(submodules))
+    return found

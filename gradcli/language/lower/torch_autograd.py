@@ -18,7 +18,7 @@ from gradcli.language.lower.values import NONE, Literal, Scope, Text, TupleValue
 from gradcli.language.lower.custom_gradients import DEFVJP
 from gradcli.language.lower.gradcheck import GradCheck
 from gradcli.language.lower.integers import written_integer
-from gradcli.language.lower.transforms import ClassValue, FunctionRef, ObjectValue
+from gradcli.language.lower.transforms import WITH_AUX, ClassValue, FunctionRef, ObjectValue
 from gradcli.records import ValueRecord
 from gradcli.autodiff import depends_on
 from gradcli.language.lower.transforms import FUNCTION_VALUES, JAX_TRANSFORMS, NOT_MINE, Transform, _FINISH
@@ -42,6 +42,11 @@ class GradMode(ValueRecord):
     __slots__ = _fields = ("enabled", "pos")
 
 
+class GradModeSet(GradMode):
+    """`torch.set_grad_enabled(flag)`: in force from the call on, as PyTorch's constructor sets
+    the mode (a statement of its own sets it for what follows); `with` it, restored at the end."""
+
+
 class TorchState:
     """What the program's PyTorch autograd holds: the leaves and their .grad, the equation windows
     made with gradients off, the equations a backward without retain_graph freed."""
@@ -49,7 +54,7 @@ class TorchState:
     def __init__(self):
         self.leaves: dict[int, int | None] = {}  # leaf id -> its .grad id (None: no backward yet)
         self.off_windows: list = []  # [start, end) equation ids made under no_grad
-        self.modes: list = []  # (enabled, first equation id) of the contexts entered
+        self.modes: list = []  # (enabled, first equation id, the context) of the contexts entered
         self.freed: set = set()
         self.retained: dict[int, int | None] = {}  # a non-leaf after .retain_grad() -> its .grad
         self.written_tuples: dict = {}  # id of a top-level tuple kept as one array -> the tuple
@@ -150,10 +155,10 @@ class TorchAutograd(GradCheck):
         bare = spelled.rpartition(".")[2]
         if bare in ("gradcheck", "gradgradcheck"):  # (gradcheck.py)
             return self.torch_gradcheck(bare, node, args, keywords, scope, work)
-        if bare in ("no_grad", "enable_grad") and not args:
-            return GradMode(bare == "enable_grad", node.pos)
+        if bare in ("no_grad", "enable_grad", "inference_mode") and not args and not keywords:
+            return GradMode(bare == "enable_grad", node.pos)  # (inference mode records no gradient either)
         if bare == "set_grad_enabled" and len(args) == 1:
-            return GradMode(bool(self.constant_truth(args[0])), node.pos)
+            return self.torch_enter(GradModeSet(bool(self.constant_truth(args[0])), node.pos))
         if spelled in ("torch.nn.Parameter", "torch.nn.parameter.Parameter") and len(args) == 1:
             flag = keywords.get("requires_grad")  # a Parameter is a leaf, made so even under no_grad
             value = self.materialize(args[0], scope, node.pos)
@@ -178,8 +183,8 @@ class TorchAutograd(GradCheck):
                              "(autograd's transforms take argnum)", node.pos)
         if len(args) > 1:
             raise self.error(f"autograd.{bare}: give argnum once", node.pos)
-        return Transform(bare, args[0], self.static_int(keywords["argnum"], "argnum", node.pos), False, node.pos,
-                         node.func)
+        return Transform(WITH_AUX.get(bare, bare), args[0], self.static_int(keywords["argnum"], "argnum", node.pos),
+                         bare in WITH_AUX, node.pos, node.func)
 
     def torch_leaf_constructor(self, node, values, keywords, scope, work):
         """`torch.tensor(..., requires_grad=True)`: the tensor, made a leaf when the flag is true."""
@@ -271,7 +276,7 @@ class TorchAutograd(GradCheck):
             raise self.error(f"{cls.name}.apply: None as an argument is not supported: leave it out", node.pos)
         xs = [self.materialize(a, scope, node.pos) for a in args]
         needs = [Literal(np.float64(self.requires_grad(x)), node.pos, boolean=True) for x in xs]
-        ctx = ObjectValue(ClassValue(CTX, {}, {}, node.pos), {"needs_input_grad": TupleValue(needs, node.pos)},
+        ctx = ObjectValue(ClassValue(CTX, {}, {}, node.pos, ()), {"needs_input_grad": TupleValue(needs, node.pos)},
                           node.pos)
         named = ast.Call(f"{cls.name}.apply", node.args, node.pos)  # (how check names a wrong rule)
         work.append((_FINISH, ("custom", "function_forward", cls, ctx, xs, named), scope))
@@ -455,22 +460,34 @@ class TorchAutograd(GradCheck):
         return NONE
 
     def torch_enter(self, context: GradMode) -> GradMode:
-        state = self.torch
-        now = len(self.graph.equations)
-        if state.modes and not state.modes[-1][0]:
-            state.off_windows.append((state.modes[-1][1], now))
-        state.modes.append((context.enabled, now))
-        return context
+        return enter_mode(self.torch, context, len(self.graph.equations))
 
     def torch_leave(self, context: GradMode) -> None:
-        state = self.torch
-        now = len(self.graph.equations)
-        enabled, start = state.modes.pop()
-        if not enabled:
-            state.off_windows.append((start, now))
-        if state.modes:
-            state.modes[-1] = (state.modes[-1][0], now)
+        leave_mode(self.torch, context, len(self.graph.equations))
 
+
+def enter_mode(state: TorchState, context: GradMode, now: int) -> GradMode:
+    """Enter a grad mode at equation `now`: an off mode it covers keeps its window up to now."""
+    if state.modes and not state.modes[-1][0]:
+        state.off_windows.append((state.modes[-1][1], now))
+    state.modes.append((context.enabled, now, context))
+    return context
+
+
+def leave_mode(state: TorchState, context: GradMode, now: int) -> None:
+    """Leave `context` at equation `now`: the mode is again the one before it was entered, as
+    PyTorch's __exit__ restores it (a `torch.set_grad_enabled(flag)` statement inside the block ends
+    with it)."""
+    top = True  # (an entry under the top was shut at the entry above it: its window is kept)
+    while state.modes:
+        enabled, start, owner = state.modes.pop()
+        if top and not enabled:
+            state.off_windows.append((start, now))
+        top = False
+        if owner is context:
+            break
+    if state.modes:
+        state.modes[-1] = (state.modes[-1][0], now, state.modes[-1][2])
 
 
 class TorchFunctional:
@@ -511,7 +528,7 @@ class TorchFunctional:
         for decorator in fn.decorators:
             spelled = self.spelled(decorator.func if isinstance(decorator, ast.Call) else
                                    getattr(decorator, "id", ""))
-            if spelled in ("torch.no_grad", "torch.enable_grad"):
+            if spelled in ("torch.no_grad", "torch.enable_grad", "torch.inference_mode"):
                 mode = GradMode(spelled == "torch.enable_grad", decorator.pos)
                 work.append((_FINISH, ("torch_mode", mode), scope))
                 self.torch_enter(mode)

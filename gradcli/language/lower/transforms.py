@@ -183,7 +183,13 @@ class Partial(ValueRecord):
 
 
 FUNCTION_VALUES = (FunctionRef, Transform, Linear, Mapped, Partial)
-JAX_TRANSFORMS = {"grad", "value_and_grad", "jacfwd", "jacrev", "jacobian", "hessian", "elementwise_grad"}
+JAX_TRANSFORMS = {"grad", "value_and_grad", "jacfwd", "jacrev", "jacobian", "hessian", "elementwise_grad",
+                  "grad_and_aux", "vector_jacobian_product", "hessian_tensor_product", "hessian_vector_product"}
+# autograd's transforms that are another's with has_aux: grad_and_aux(f) is grad(f, has_aux=True)
+WITH_AUX = {"grad_and_aux": "grad"}
+# autograd's products, `vector_jacobian_product(f)(x, v)`, `hessian_tensor_product(f)(x, v)`: their
+# last argument is the vector, not one of f's
+VECTOR_PRODUCTS = {"vector_jacobian_product", "hessian_tensor_product", "hessian_vector_product"}
 # calls whose list arguments are lists of values (sources, targets, an optimizer's parameters), not one array
 GRADIENT_CALLS = {"gradient", "gradients", "jacobian", "watch", "grad", "check_grads",  # (grad: torch.autograd.grad)
                   "SGD", "Adam", "AdamW", "RMSprop", "zip", "switch", "list", "tuple"}  # (switch: lax.switch's branches)
@@ -192,9 +198,10 @@ _FINISH = 7  # the lowering's work item after a transformed function's body: its
 
 
 class ClassValue(ValueRecord):
-    """A class of the program: its methods (FuncDefs) and its constants."""
+    """A class of the program: its methods (FuncDefs), its constants, and its bases as spelled
+    (`tensorflow.Module`)."""
 
-    __slots__ = _fields = ("name", "methods", "constants", "pos")
+    __slots__ = _fields = ("name", "methods", "constants", "pos", "bases")
 
 
 class ObjectValue(ValueRecord):
