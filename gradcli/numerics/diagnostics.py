@@ -400,8 +400,8 @@ class NumericsChecker:
         # (in the type the value is held in: a value cast to another type inside the program is
         # said in its own; every other is in the run's dtype)
         held_in = getattr(getattr(value, "dtype", None), "name", None)
-        kind, detail, zero_pole = classify(eq, value, args, mask, has_inf, xp,
-                                           held_in if held_in in FLOAT_NAMES else self.dtype)
+        held_in = held_in if held_in in FLOAT_NAMES else self.dtype
+        kind, detail, zero_pole = classify(eq, value, args, mask, has_inf, xp, held_in)
         if zero_pole is not None:  # a 0 at a pole: say so where it is a nonzero number that underflowed
             self._explain_underflow(eq.inputs[zero_pole], eq)
         if eq.backward is not None:
@@ -417,7 +417,14 @@ class NumericsChecker:
         message = f"{said} is {noun} at {where}" if eq.backward is not None else f"{said} gives {noun} at {where}"
         if detail:
             message += f": {detail}"
-        suggestion = self.suggestions.suggest(i, eq, kind)
+        if eq.backward is not None:
+            # the slopes of one op for each of its arguments (atan2's d/dy and d/dx), or for each
+            # gradient asked: one diagnostic for one cause, reaching all they reach
+            twin = ("slopes", eq.backward, message)
+            if twin in self._origin_of:
+                return self._origin_of[twin]
+            self._origin_of[twin] = len(self.diagnostics)
+        suggestion = self.suggestions.suggest(i, eq, kind, format_of(held_in).largest)
         if kind == "overflow" and self.format.name == "float16":  # (bfloat16 has float32's range)
             suggestion = f"{suggestion}; or run it in bfloat16, whose range is float32's" if suggestion else None
         diag = Diagnostic("warning", kind, label, message, suggestion,

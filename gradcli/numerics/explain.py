@@ -124,8 +124,10 @@ class Suggestions:
     def _op_of(self, j: int):
         return self.graph.equations[j].op
 
-    def suggest(self, i, eq, kind) -> str | None:
-        """The suggestion for a diagnostic of `kind` whose origin is equation i."""
+    def suggest(self, i, eq, kind, largest: float | None = None) -> str | None:
+        """The suggestion for a diagnostic of `kind` whose origin is equation i (`largest`: the
+        largest number of the type the value is held in, where it is not the run's: a float32
+        array of a float64 run overflows at float32's limit)."""
         g = self.graph
         if eq.backward is not None:
             forward = g.equations[eq.backward].op
@@ -143,7 +145,7 @@ class Suggestions:
         hint = hints.suggestions.get(kind)
         if hint is not None:
             if hints.overflows_above is not None:
-                hint = hint.replace("{limit}", str(int(hints.overflows_above(self.largest))))
+                hint = hint.replace("{limit}", str(int(hints.overflows_above(largest or self.largest))))
             return hint
         if kind == "overflow":
             return "the values exceed the floating-point range: rescale them, or compute in log space"

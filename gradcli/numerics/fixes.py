@@ -249,6 +249,9 @@ class _Finder:
             found += rule(i)
         if eq.backward is None:
             found += self._pole_fix(i, kind)
+            # a NaN or an infinity a where discards, whose gradient the where does not (sqrt(-1),
+            # exp(100) in float32): the same rewrite as for the gradient's own origin
+            found += self._where_trap(eq, i)
         return found
 
     def _spelled(self, site: int, form: str, a: str, axis=-1, keepdims: bool = False, ndim: int = 1) -> str | None:
@@ -462,10 +465,22 @@ class _Finder:
     def _gradient(self, forward, f: int) -> list[Candidate]:
         """The where trap: f's value is discarded by a where, its gradient is not: compute f on
         safe inputs in the discarded places. And sqrt at 0, whose slope is infinite."""
+        out = self._where_trap(forward, f)
+        hints = hints_of(forward.op)
+        if hints.slope_fix is not None:
+            call = self._written(f)
+            if call is not None:
+                guard = (f"a guard that sets the gradient of {forward.label} to 0 where its slope is infinite: it "
+                         f"changes the gradient there")
+                out += self._make(f, hints.slope_fix(call), guard)
+        return out
+
+    def _where_trap(self, forward, f: int) -> list[Candidate]:
+        """f's value is discarded by a where, its gradient is not: f computed on safe inputs
+        in the discarded places (the double where)."""
         g = self.graph
         out = []
-        hints = hints_of(forward.op)
-        k = hints.where_trap
+        k = hints_of(forward.op).where_trap
         where, branch = self._reaches_where(f)
         node = self.syntax.node(g, f)
         if where is not None and k is not None and isinstance(node, ast.Call) and len(node.args) > k:
@@ -480,12 +495,6 @@ class _Finder:
                         safe = f"{name}({condition}, {text}, {one})" if branch == 1 else \
                             f"{name}({condition}, {one}, {text})"
                         out.append(Candidate(start, end, safe))
-        if hints.slope_fix is not None:
-            call = self._written(f)
-            if call is not None:
-                guard = (f"a guard that sets the gradient of {forward.label} to 0 where its slope is infinite: it "
-                         f"changes the gradient there")
-                out += self._make(f, hints.slope_fix(call), guard)
         return out
 
     def _where_spelled(self, where: int) -> tuple[str, str] | None:
