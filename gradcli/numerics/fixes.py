@@ -467,7 +467,8 @@ class _Finder:
         safe inputs in the discarded places. And sqrt at 0, whose slope is infinite."""
         out = self._where_trap(forward, f)
         hints = hints_of(forward.op)
-        if hints.slope_fix is not None:
+        # (a sqrt inside another op's rule, a norm's, is not the call written: its text is no sqrt's argument)
+        if hints.slope_fix is not None and forward.label.rsplit(".", 1)[-1] == forward.op.name:
             call = self._written(f)
             if call is not None:
                 guard = (f"a guard that sets the gradient of {forward.label} to 0 where its slope is infinite: it "

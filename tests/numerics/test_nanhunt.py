@@ -142,3 +142,100 @@ def test_acos_at_one_says_its_slope_is_infinite(tmp_path):
     assert (d["kind"], d["line"], d["column"]) == ("nonfinite_gradient", 3, 5)
     assert d["suggestion"].startswith("d acos(u)/du = -1 / sqrt(1 - u^2) is infinite at u = -1 and 1")
     assert "fix" not in d
+
+
+# ----------------------------------------------------------------------------- a fix inside print(...)
+
+def test_a_fix_of_a_printed_expression_is_proven_although_the_print_names_it_anew(tmp_path):
+    # numpy 2.4.6 prints [  0. -inf]; the log-softmax is [0, -800] (log(1 + e^-800) is 0 in float64)
+    program = ("import numpy as np\nz = np.array([0.0, -800.0])\np = np.exp(z) / np.sum(np.exp(z))\n"
+               "print(np.log(p))\n")
+    out = json_of(run_file(tmp_path, "f.py", program, "eval", "--format", "json"))
+    assert out["outputs"]["np.log(p)"]["value"] == [0.0, "-Infinity"]
+    d = next(d for d in out["diagnostics"] if d["kind"] == "divide_by_zero")
+    assert (d["op"], d["line"], d["column"]) == ("log", 4, 7)
+    assert "leaves no value" not in d["suggestion"] and "verified on these inputs" in d["suggestion"]
+    fixed = gradcli("fix", str(tmp_path / "f.py"), cwd=tmp_path)
+    assert fixed.returncode == 0, fixed.stderr
+    (tmp_path / "g.py").write_text(fixed.stdout)
+    again = json_of(gradcli("eval", str(tmp_path / "g.py"), "--format", "json", cwd=tmp_path))
+    [value] = again["outputs"].values()
+    assert value["value"] == [0.0, -800.0]
+
+
+# ----------------------------------------------------------------------------- norms at the zero vector
+
+@pytest.mark.parametrize("program,name,printed", [
+    # tensorflow 2.21.0: tape.gradient(tf.norm(x), x) at x = 0 prints [nan nan nan]
+    ("import tensorflow as tf\nx = tf.zeros([3], dtype=tf.float64)\nwith tf.GradientTape() as tape:\n"
+     "    tape.watch(x)\n    y = tf.norm(x)\ng = tape.gradient(y, x)\n", "g", ["NaN", "NaN", "NaN"]),
+    # jax 0.10.2: jax.grad(lambda x: jnp.linalg.norm(x) ** 2)(jnp.zeros(2)) prints [nan nan]
+    ("import jax\nimport jax.numpy as jnp\ndef f(x):\n    return jnp.linalg.norm(x) ** 2\n"
+     "g = jax.grad(f)(jnp.zeros(2))\n", "g", ["NaN", "NaN"]),
+])
+def test_a_norm_at_zero_is_explained_as_a_norm_and_offers_no_elementwise_sqrt(tmp_path, program, name, printed):
+    out = json_of(run_file(tmp_path, "f.py", program, "eval", "--format", "json"))
+    assert out["outputs"][name]["value"] == printed
+    [d] = out["diagnostics"]
+    assert d["kind"] == "nonfinite_gradient" and d["op"] == "norm"
+    assert d["suggestion"].startswith("a norm has no derivative at the zero vector: its gradient x / norm(x) is 0 / 0")
+    assert "sqrt(where(x > 0" not in d["suggestion"] and "guards" not in d
+    assert d["not_fixed"] == "no rewrite is known for it"
+
+
+# ----------------------------------------------------------------------------- one note for one cause
+
+def test_a_softmax_past_float32_in_a_float64_run_is_noted_once(tmp_path):
+    # tensorflow 2.21.0 (float32): tf.exp(x) / tf.reduce_sum(tf.exp(x)) at [90, 91] prints [nan nan]
+    program = "import tensorflow as tf\nx = tf.constant([90.0, 91.0])\ny = tf.exp(x) / tf.reduce_sum(tf.exp(x))\n"
+    out = json_of(run_file(tmp_path, "f.py", program, "eval", "--format", "json"))
+    assert out["outputs"]["y"]["value"] == [pytest.approx(0.2689414213699951), pytest.approx(0.7310585786300049)]
+    [d] = out["diagnostics"]
+    assert (d["kind"], d["op"], d["line"], d["column"]) == ("float32_overflow", "exp", 3, 5)
+    assert d["also_at"] == [{"line": 3, "column": 31}]
+    f32 = json_of(run_file(tmp_path, "f.py", program, "eval", "--format", "json", "--dtype", "float32"))
+    assert f32["outputs"]["y"]["value"] == ["NaN", "NaN"]
+    assert f32["diagnostics"][0]["fix"]["replacement"] == "tf.nn.softmax(x, axis=-1)"
+
+
+# ----------------------------------------------------------------------------- masked attention rows
+
+@pytest.mark.parametrize("program", [
+    # torch 2.13.0 prints p = [[0.2689, 0.7311], [nan, nan]] and s.grad = [[0., 0.], [0., 0.]]
+    "import torch\ns = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)\n"
+    "m = torch.tensor([[True, True], [False, False]])\ns2 = s.masked_fill(~m, float('-inf'))\n"
+    "p = torch.softmax(s2, dim=-1)\np.sum().backward()\nprint(p, s.grad)\n",
+])
+def test_a_softmax_over_a_row_masked_whole_says_so(tmp_path, program):
+    out = json_of(run_file(tmp_path, "f.py", program, "eval", "--format", "json"))
+    assert out["outputs"]["p"]["value"] == [[pytest.approx(0.2689414213699951), pytest.approx(0.7310585786300049)],
+                                           ["NaN", "NaN"]]
+    assert out["outputs"]["s.grad"]["value"] == [[0.0, 0.0], [0.0, 0.0]]
+    d = next(d for d in out["diagnostics"] if d["kind"] == "invalid")
+    assert (d["op"], d["line"], d["column"]) == ("softmax", 5, 5)
+    assert d["message"] == ("softmax gives NaN at 2 of 4 elements: every element of 1 slice along axis -1 is -inf "
+                            "(a row masked whole): exp gives 0 at each, and softmax divides 0 by their sum, 0")
+    assert d["suggestion"].startswith("a softmax over nothing has no value")
+
+
+# ----------------------------------------------------------------------------- the words of a gradient's NaN
+
+def test_a_gradient_that_turns_an_overflow_into_nan_is_named_as_the_gradient(tmp_path):
+    # jax 0.10.2: jax.grad(lambda x: jnp.sum(jnp.log1p(jnp.exp(x))))(jnp.array([800.0, 1.0])) prints [nan 0.7310586]
+    r = gradcli("grad", "-e", "y = sum(log1p(exp(x)))", "--wrt", "x", "--set", "x=[800.0, 1.0]", cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout.split() == ["x", "nan", "0.7310585786300048"]
+    assert ("exp overflows float64 above 709.78; then the gradient through exp at 1:15 turns the infinities into "
+            "NaN [overflow]") in r.stderr
+    assert "replace 'log1p(exp(x))' at 1:9 with 'softplus(x)' (verified on these inputs" in r.stderr
+
+
+def test_log_of_a_sigmoid_that_underflowed_is_not_said_to_divide(tmp_path):
+    # tensorflow 2.21.0 (float64): log(sigmoid([-800, 0])) sums to -inf, its gradient prints [nan 0.5]
+    program = ("import tensorflow as tf\nx = tf.constant([-800.0, 0.0], dtype=tf.float64)\n"
+               "with tf.GradientTape() as tape:\n    tape.watch(x)\n"
+               "    y = tf.reduce_sum(tf.math.log(tf.sigmoid(x)))\ng = tape.gradient(y, x)\nprint(y, g)\n")
+    out = json_of(run_file(tmp_path, "f.py", program, "eval", "--format", "json"))
+    assert out["outputs"]["y"]["value"] == "-Infinity" and out["outputs"]["g"]["value"] == ["NaN", 0.5]
+    note = next(d for d in out["diagnostics"] if d["kind"] == "underflow")
+    assert note["message"] == "sigmoid underflows to 0 at 1 element, and log at 5:23 then meets it at its pole, 0"
+    assert [d["fix"]["replacement"] for d in out["diagnostics"] if "fix" in d] == ["tf.math.log_sigmoid(x)"] * 2
