@@ -317,9 +317,9 @@ class NumericsChecker:
             if not origins:
                 label = eq.label
                 nans = int(xp.count_nonzero(xp.isnan(value)))
-                why, suggestion = infinities_reason(eq, args, xp)
+                said, why, suggestion = infinities_reason(eq, args, xp)
                 self.diagnostics.append(Diagnostic(
-                    "warning", "invalid", label, f"{label} gives NaN at {nans} of {value.size} "
+                    "warning", "invalid", label, f"{said} NaN at {nans} of {value.size} "
                     f"element{'s' * (value.size != 1)}: {why}", suggestion, eq.pos, eq.stack, nans, value_id=i))
                 self.origins[i] = frozenset({len(self.diagnostics) - 1})
                 return

@@ -374,8 +374,8 @@ class _KeyJudge:
         if left_first is not None:
             k, r, e = left_first
             more = f" (and at {left_count - 1} more)" if left_count > 1 else ""
-            exact = f"the exact value is {e:.6g}" if np.isfinite(e) else \
-                f"an extended-precision evaluation gives {e:.6g} too"
+            # (an extended-precision evaluation, not the exact number: 1 - sigmoid(40) keeps a few digits there)
+            exact = f"an extended-precision evaluation gives {e:.6g}" + ("" if np.isfinite(e) else " too")
             return f"it gives {r:.6g} at {_key_place(self.key, self.shape, k)} where {exact}{more}"
         verdict.beyond += past
         if wrong[0]:

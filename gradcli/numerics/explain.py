@@ -66,18 +66,26 @@ _MASKED = ("a softmax over nothing has no value: leave such rows out, or give ea
            "place of -inf gives a row masked whole equal weights instead of NaN: a choice, not the mathematics)")
 
 
-def infinities_reason(eq, args, xp) -> tuple[str, str | None]:
-    """(why, suggestion) for NaN made from infinities given as inputs: a softmax over a slice
+def infinities_reason(eq, args, xp) -> tuple[str, str, str | None]:
+    """(its subject and verb, why, suggestion) for NaN made from infinities given as inputs: a softmax over a slice
     whose every element is -inf (an attention row masked whole) is 0 / 0, said as such."""
     if eq.op.name in ("softmax", "log_softmax") and args and args[0].ndim:
         axis = eq.params.get("axis", -1)
         whole = xp.all(args[0] == -xp.inf, axis=axis)
         rows = int(xp.count_nonzero(whole))
         if rows:
-            slices = f"{rows} slice{'s' * (rows != 1)} along axis {axis}"
-            return (f"every element of {slices} is -inf (a row masked whole): exp gives 0 at each, and "
-                    f"{eq.op.name} divides 0 by their sum, 0", _MASKED)
-    return _FORMS_OF_INFINITIES, None
+            along = "" if args[0].ndim == 1 else f" along axis {_axis_text(axis)}"
+            slices = "its argument" if args[0].ndim == 1 else f"{rows} slice{'s' * (rows != 1)}{along}"
+            said = f"{eq.label} gives"
+            if eq.label.rsplit(".", 1)[-1] != eq.op.name:  # logsumexp's gradient: the softmax of its argument
+                said = f"the gradient of {eq.label}, the {eq.op.name} of its argument, is"
+            return said, (f"every element of {slices} is -inf (a row masked whole): exp gives 0 at each, and "
+                          f"{eq.op.name} divides 0 by their sum, 0"), _MASKED
+    return f"{eq.label} gives", _FORMS_OF_INFINITIES, None
+
+
+def _axis_text(axis) -> str:
+    return ", ".join(map(str, axis)) if isinstance(axis, tuple) else str(axis)
 
 
 def underflow_met_by(consumer) -> tuple[str, str]:

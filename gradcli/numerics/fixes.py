@@ -142,19 +142,21 @@ _NUMPY_SHIFTED = f"{{m}}.exp({{o}} - {_NUMPY_MAX})"
 LIBRARY_FORMS = {
     "torch": {"softmax": "torch.softmax({a}, dim={k})", "log_softmax": "torch.log_softmax({a}, dim={k})",
               "logsumexp": "torch.logsumexp({a}, dim={k}{kd})", "softplus": "torch.nn.functional.softplus({a})",
-              "log_sigmoid": "torch.nn.functional.logsigmoid({a})", "ones": "torch.ones_like({a})"},
+              "log_sigmoid": "torch.nn.functional.logsigmoid({a})", "ones": "torch.ones_like({a})",
+              "sigmoid": "torch.sigmoid({a})"},
     "tf": {"softmax": "{m}.nn.softmax({a}, axis={k})", "log_softmax": "{m}.nn.log_softmax({a}, axis={k})",
            "logsumexp": "{m}.math.reduce_logsumexp({a}, axis={k}{kd})", "softplus": "{m}.nn.softplus({a})",
-           "log_sigmoid": "{m}.math.log_sigmoid({a})", "ones": "{m}.ones_like({a})"},
+           "log_sigmoid": "{m}.math.log_sigmoid({a})", "ones": "{m}.ones_like({a})", "sigmoid": "{m}.sigmoid({a})"},
     "jax": {"softmax": "jax.nn.softmax({a}, axis={k})", "log_softmax": "jax.nn.log_softmax({a}, axis={k})",
             "logsumexp": "jax.nn.logsumexp({a}, axis={k}{kd})", "softplus": "jax.nn.softplus({a})",
-            "log_sigmoid": "jax.nn.log_sigmoid({a})", "ones": "1.0"},
+            "log_sigmoid": "jax.nn.log_sigmoid({a})", "ones": "1.0", "sigmoid": "jax.nn.sigmoid({a})"},
     "numpy": {"softmax": f"{_NUMPY_SHIFTED} / {{m}}.sum({_NUMPY_SHIFTED}, axis={{k}}, keepdims=True)",
               "log_softmax": f"({{o}} - {_NUMPY_MAX} - {{m}}.log({{m}}.sum({_NUMPY_SHIFTED}, axis={{k}}, "
                              f"keepdims=True)))",
               "logsumexp": f"({{m}}.log({{m}}.sum({_NUMPY_SHIFTED}, axis={{k}}{{kd}})) + "
                            f"{{m}}.max({{a}}, axis={{k}}{{kd}}))",
-              "softplus": "{m}.logaddexp(0, {a})", "log_sigmoid": "-{m}.logaddexp(0, -{o})", "ones": "1.0"},
+              "softplus": "{m}.logaddexp(0, {a})", "log_sigmoid": "-{m}.logaddexp(0, -{o})", "ones": "1.0",
+              "sigmoid": "{m}.exp(-{m}.logaddexp(0, -{o}))"},
 }
 _ALIASES = {"torch": "torch", "F": "torch", "tf": "tf", "tensorflow": "tf", "jax": "jax", "jnp": "jax",
             "np": "numpy", "numpy": "numpy", "scipy": "numpy"}
@@ -245,7 +247,7 @@ class _Finder:
             found = self._gradient(g.equations[eq.backward], eq.backward)
             i = eq.backward
         for rule in (self._softmax, self._log_of_softmax, self._log_of_sum_of_exp, self._log_of_one_plus_exp,
-                     self._stable_forms):
+                     self._stable_forms, self._sigmoid):
             found += rule(i)
         if eq.backward is None:
             found += self._pole_fix(i, kind)
@@ -413,6 +415,22 @@ class _Finder:
                     sites += self.used_by(add, "log")
             for lg in sites:
                 out += self._make(lg, self._spelled(lg, "softplus", a)) + self._make(lg, f"softplus({a})")
+        return out
+
+    # --- 1 / (1 + exp(-a)), the sigmoid spelled out, whose exp overflows at a large negative a -> sigmoid(a)
+    def _sigmoid(self, i: int) -> list[Candidate]:
+        g, out = self.graph, []
+        a = self.syntax.argument(g, i) if self.op(i) == "exp" else None
+        if a is None or not a.startswith("-") or self.op(g.equations[i].inputs[0]) != "negative":
+            return out
+        a = a[1:].strip()
+        for add in self.used_by(i, "add"):
+            other = [j for j in g.equations[add].inputs if j != i]
+            if len(other) == 1 and g.scalar_constant(other[0]) == 1.0:
+                for div in self.used_by(add, "divide"):
+                    one = g.equations[div].inputs[0]
+                    if g.equations[div].inputs[1] == add and g.scalar_constant(one) == 1.0:
+                        out += self._make(div, self._spelled(i, "sigmoid", a)) + self._make(div, f"sigmoid({a})")
         return out
 
     # --- an op's stable_forms (gradcli/numerics/hints.py): log(sigmoid(a)) -> log_sigmoid(a), log(softmax(a)) -> ...

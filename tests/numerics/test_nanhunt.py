@@ -239,3 +239,65 @@ def test_log_of_a_sigmoid_that_underflowed_is_not_said_to_divide(tmp_path):
     note = next(d for d in out["diagnostics"] if d["kind"] == "underflow")
     assert note["message"] == "sigmoid underflows to 0 at 1 element, and log at 5:23 then meets it at its pole, 0"
     assert [d["fix"]["replacement"] for d in out["diagnostics"] if "fix" in d] == ["tf.math.log_sigmoid(x)"] * 2
+
+
+# ----------------------------------------------------------------------------- the sigmoid spelled out
+
+TORCH_SIGMOID = """import torch
+x = torch.tensor([-1000.0, 0.0, 1000.0], dtype=torch.float64, requires_grad=True)
+s = 1 / (1 + torch.exp(-x))
+s.sum().backward()
+print(s, x.grad)
+"""
+
+
+def test_a_sigmoid_spelled_out_gets_the_librarys_sigmoid_proven(tmp_path):
+    # torch 2.13.0 prints s = [0.0000, 0.5000, 1.0000] and x.grad = [   nan, 0.2500, 0.0000];
+    # with torch.sigmoid(x) x.grad = [0.0000, 0.2500, 0.0000] (sigmoid'(-1000) = e^-1000, 0 in float64)
+    out = json_of(run_file(tmp_path, "f.py", TORCH_SIGMOID, "eval", "--format", "json"))
+    assert out["outputs"]["s"]["value"] == [0.0, 0.5, 1.0]
+    assert out["outputs"]["x.grad"]["value"] == ["NaN", 0.25, 0.0]
+    [d] = out["diagnostics"]
+    assert (d["kind"], d["op"], d["line"], d["column"]) == ("overflow", "exp", 3, 14)
+    assert d["fix"] == {"start": [3, 5], "end": [3, 28], "replacement": "torch.sigmoid(x)", "verified": True,
+                        "alternatives": ["sigmoid(x)"]}
+    fixed = gradcli("fix", str(tmp_path / "f.py"), cwd=tmp_path)
+    (tmp_path / "g.py").write_text(fixed.stdout)
+    again = json_of(gradcli("eval", str(tmp_path / "g.py"), "--format", "json", cwd=tmp_path))
+    assert again["outputs"]["x.grad"]["value"] == [0.0, 0.25, 0.0] and again["diagnostics"] == []
+
+
+def test_a_sigmoid_spelled_out_whose_value_is_right_offers_nothing_as_a_fix(tmp_path):
+    # numpy 2.4.6: 1 / (1 + np.exp(-x)) at [-1000, 0, 1000] prints [0.  0.5 1. ], the right numbers
+    program = "import numpy as np\nx = np.array([-1000.0, 0.0, 1000.0])\ns = 1 / (1 + np.exp(-x))\n"
+    out = json_of(run_file(tmp_path, "f.py", program, "eval", "--format", "json"))
+    assert out["outputs"]["s"]["value"] == [0.0, 0.5, 1.0]
+    [d] = out["diagnostics"]
+    assert "fix" not in d and d["not_fixed"] == ("'np.exp(-np.logaddexp(0, -x))' is known for it, but it makes "
+                                                 "nothing finite or exact on these inputs")
+
+
+# ----------------------------------------------------------------------------- logsumexp of nothing
+
+def test_the_gradient_of_logsumexp_over_all_minus_infinity_is_said_as_its_gradient(tmp_path):
+    # torch 2.13.0: torch.logsumexp of [-inf, -inf] prints tensor(-inf), its gradient tensor([nan, nan]);
+    # jax 0.10.2: jax.grad(jax.nn.logsumexp) there prints [nan nan]
+    out = json_of(gradcli("grad", "-e", "y = logsumexp(x)", "--wrt", "x", "--set", "x=[-inf, -inf]", "--format",
+                          "json", cwd=tmp_path))
+    assert out["outputs"]["y"]["value"] == "-Infinity" and out["gradients"]["x"]["value"] == ["NaN", "NaN"]
+    d = next(d for d in out["diagnostics"] if d["kind"] == "invalid")
+    assert d["message"] == ("the gradient of logsumexp, the softmax of its argument, is NaN at 2 of 2 elements: every "
+                            "element of its argument is -inf (a row masked whole): exp gives 0 at each, and softmax "
+                            "divides 0 by their sum, 0")
+
+
+# ----------------------------------------------------------------------------- what "exact" is called
+
+def test_a_guard_is_measured_against_an_extended_precision_evaluation_not_called_exact(tmp_path):
+    # 1 - sigmoid(40) keeps a few digits in long double: the evaluation gives 40.0024 where the
+    # mathematics gives 40 + log1p(e^-40) / 2 = 40.0000...; it must not be called the exact value
+    r = gradcli("grad", "-e", "p = sigmoid(z)\nloss = -mean(t * log(p) + (1 - t) * log(1 - p))", "--wrt", "z",
+                "--set", "z=[40.0, -40.0]", "--set", "t=[0.0, 1.0]", cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout.split() == ["z", "inf", "-0.5"]
+    assert "it gives 33.8155 at loss where an extended-precision evaluation gives 40.0024" in r.stderr
+    assert "exact value is 40.0024" not in r.stderr
