@@ -73,7 +73,8 @@ class _Syntax:
                 pos = item.pos
                 if pos is not None and 0 <= pos.start < pos.end:
                     self.by_span.setdefault((pos.start, pos.end), item)
-                pending.extend(ast.children(item))
+                # (a lambda's body is a def's: its statements hold the calls a rewrite reads)
+                pending.extend(ast.children(item) if not isinstance(item, ast.Lambda) else [item.fn])
             else:  # a statement: its expressions and inner statements (a def's, a tape's block, a loop's)
                 pending.extend(ast.statement_parts(item))
 

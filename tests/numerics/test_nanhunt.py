@@ -301,3 +301,15 @@ def test_a_guard_is_measured_against_an_extended_precision_evaluation_not_called
     assert r.returncode == 0 and r.stdout.split() == ["z", "inf", "-0.5"]
     assert "it gives 33.8155 at loss where an extended-precision evaluation gives 40.0024" in r.stderr
     assert "exact value is 40.0024" not in r.stderr
+
+
+def test_a_lambdas_log1p_of_exp_gets_softplus(tmp_path):
+    # jax 0.10.2 prints inf [      nan 0.7310586]; with jax.nn.softplus: 801.3132617 [1.        0.7310586]
+    program = ("import jax\nimport jax.numpy as jnp\nf = lambda x: jnp.sum(jnp.log1p(jnp.exp(x)))\n"
+               "print(f(jnp.array([800.0, 1.0])), jax.grad(f)(jnp.array([800.0, 1.0])))\n")
+    out = json_of(run_file(tmp_path, "f.py", program, "eval", "--format", "json"))
+    values = [v["value"] for v in out["outputs"].values()]
+    assert values == ["Infinity", ["NaN", pytest.approx(0.7310585786300049)]]
+    assert [d["fix"]["replacement"] for d in out["diagnostics"]] == ["jax.nn.softplus(x)"] * 2
+    fixed = gradcli("fix", str(tmp_path / "f.py"), cwd=tmp_path)
+    assert "f = lambda x: jnp.sum(jax.nn.softplus(x))" in fixed.stdout
