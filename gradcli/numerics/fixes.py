@@ -651,17 +651,21 @@ def prove(graph: Graph, origins: list[tuple[int, str]], reaches: Callable[[], li
 
 
 NONE_KNOWN = "no rewrite is known for it"
+GUARD_PASSED = ("its numbers pass on these inputs, but only against differences taken across the point, which "
+                "average the two sides of a kink: the mathematics has no value there for it to be proven by")
 
 
 def _sites(offered: list[list[Candidate]]):
     """The places to rewrite, in the order found: span -> (its rewrites in order, the origins)."""
     sites: dict[tuple[int, int], tuple[list, set]] = {}
-    for k, candidates in enumerate(offered):
-        for c in candidates:
-            options, owners = sites.setdefault((c.start, c.end), ([], set()))
-            if c.replacement not in [o.replacement for o in options]:
-                options.append(c)
-            owners.add(k)
+    # (the places of rewrites that keep the mathematics first: a guard over the same text, never a
+    # fix, must not take the place of the where trap's rewrite inside it)
+    found = [(k, c) for k, candidates in enumerate(offered) for c in candidates]
+    for k, c in sorted(found, key=lambda kc: kc[1].guard is not None):
+        options, owners = sites.setdefault((c.start, c.end), ([], set()))
+        if c.replacement not in [o.replacement for o in options]:
+            options.append(c)
+        owners.add(k)
     return sites
 
 
@@ -688,6 +692,12 @@ def _prove_sites(prover: Prover, offered, reaches, outcomes: list[Outcome], alte
             choice[(c.start, c.end)] += 1
     final = _final(prover, list(accepted.values()))
     kept = _contributing(prover, final, sites, reaches)
+    passed = [c for c in kept if c.guard is not None]
+    if passed:  # a guard is never a fix, even where its numbers pass (|x| as sqrt(x * x) at 0)
+        for c in passed:
+            refused[(c.start, c.end)].append((c, GUARD_PASSED))
+        kept = [c for c in kept if c.guard is None]
+        final = _final(prover, kept)
     alternative = _alternatives(prover, kept, sites) if alternatives else {}
     _outcomes(prover, sites, kept, alternative, refused, final, outcomes)
 

@@ -313,3 +313,21 @@ def test_a_lambdas_log1p_of_exp_gets_softplus(tmp_path):
     assert [d["fix"]["replacement"] for d in out["diagnostics"]] == ["jax.nn.softplus(x)"] * 2
     fixed = gradcli("fix", str(tmp_path / "f.py"), cwd=tmp_path)
     assert "f = lambda x: jnp.sum(jax.nn.softplus(x))" in fixed.stdout
+
+
+# ----------------------------------------------------------------------------- a guard is never verified
+
+def test_a_guard_whose_numbers_pass_at_a_kink_is_not_called_verified(tmp_path):
+    # |x| written sqrt(x * x): at 0 its gradient is 0 * inf (torch 2.13.0 prints tensor([nan, -1.],
+    # dtype=torch.float64)); the guard's 0 there equals the central difference, the mean of the two
+    # sides of the kink -1 and 1, and proves nothing: the mathematics has no derivative there
+    out = json_of(gradcli("grad", "-e", "y = sum(sqrt(x * x))", "--wrt", "x", "--set", "x=[0.0, -3.0]",
+                          "--format", "json", cwd=tmp_path))
+    assert out["gradients"]["x"]["value"] == ["NaN", -1.0]
+    [d] = out["diagnostics"]
+    assert "fix" not in d and d["not_fixed"] == "no rewrite that keeps the mathematics is known for it, only a guard"
+    [guard] = d["guards"]
+    assert guard["verified"] is False
+    assert guard["reason"].startswith("its numbers pass on these inputs, but only against differences taken across")
+    fixed = gradcli("fix", "-e", "y = sum(sqrt(x * x))", "--wrt", "x", "--set", "x=[0.0, -3.0]", cwd=tmp_path)
+    assert fixed.returncode == 1 and fixed.stdout == "y = sum(sqrt(x * x))\n"
