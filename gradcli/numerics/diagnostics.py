@@ -21,12 +21,12 @@ from gradcli.autodiff import blocked_at
 from gradcli.errors import Pos
 from gradcli.ir import Graph
 from gradcli.ops import scalar as numbers
-from gradcli.numerics.gradient_calls import place, subject, taken_by_json
+from gradcli.numerics.gradient_calls import place, subject, taken_by, taken_by_json
 from gradcli.records import NEW, ValueRecord
 from gradcli.engine.backends import backend_for
 from gradcli.engine.evaluate import run
 from gradcli.numerics.hints import hints_of
-from gradcli.numerics.explain import Suggestions, classify, fmt_number, kink_count, kink_note
+from gradcli.numerics.explain import infinities_reason, underflow_met_by, Suggestions, classify, fmt_number, kink_count, kink_note
 from gradcli.numerics.broadcasts import accidental_broadcasts
 from gradcli.dtypes import NAMES as FLOAT_NAMES
 from gradcli.numerics.formats import format_of, is_half, underflow_threshold
@@ -138,6 +138,30 @@ def _bound_rule(op):
     return None
 
 
+def _place(graph: Graph, i: int, eq) -> str:
+    """Where equation i stands, for "then ... turns the infinities into NaN": a gradient's
+    equation of `grad --wrt` is the gradient through its op, not the op (`exp(x)` is finite
+    where its slope times 0 is NaN)."""
+    if eq.backward is not None and taken_by(graph, i) is None:
+        return f"the gradient through {eq.label} at {eq.pos}"
+    return place(graph, i, eq)
+
+
+def _noted_before(noted: dict, diagnostics: list, i: int, eq, twin: tuple) -> bool:
+    """Whether value i's largeness is already noted: the same computation written again (its place
+    added to the note's), or a value made from a noted one (the sum of an exp noted)."""
+    k = noted.get(twin)
+    if k is not None:
+        d = diagnostics[k]
+        if eq.pos is not None and eq.pos != d.pos and eq.pos not in d.also:
+            d.also.append(eq.pos)
+    else:
+        k = next((noted[j] for j in eq.inputs if j in noted), None)
+    if k is not None:
+        noted[i] = k
+    return k is not None
+
+
 class NumericsChecker:
     """Call it as `check(i, eq, value, args)` after each equation."""
 
@@ -166,6 +190,7 @@ class NumericsChecker:
         self.differentiated = graph.differentiated
         self._seen_ties: set[int] = set()
         self._origin_of: dict[tuple, int] = {}  # (op, inputs, params) -> diagnostic index
+        self._noted_large: dict = {}  # value id or (op, inputs, params) -> its headroom note's index
         self.format = format_of(dtype)  # (float16's headroom factor is its own: numerics/formats.py)
         self.largest = self.format.largest
         self.bound: dict[int, float] = {}  # value id -> a bound on its magnitude, where known
@@ -294,16 +319,16 @@ class NumericsChecker:
             if not origins:
                 label = eq.label
                 nans = int(xp.count_nonzero(xp.isnan(value)))
+                said, why, suggestion = infinities_reason(eq, args, xp)
                 self.diagnostics.append(Diagnostic(
-                    "warning", "invalid", label, f"{label} gives NaN at {nans} element{'s' * (nans != 1)}: "
-                    f"an undefined form of infinities (inf - inf, inf / inf or 0 * inf)", None,
-                    eq.pos, eq.stack, nans, value_id=i))
+                    "warning", "invalid", label, f"{said} NaN at {nans} of {value.size} "
+                    f"element{'s' * (value.size != 1)}: {why}", suggestion, eq.pos, eq.stack, nans, value_id=i))
                 self.origins[i] = frozenset({len(self.diagnostics) - 1})
                 return
             for k in origins:
                 d = self.diagnostics[k]
                 if eq.pos and "turns the infinities into NaN" not in d.message:  # the first place only
-                    d.message += f"; then {place(self.graph, i, eq)} turns the infinities into NaN"
+                    d.message += f"; then {_place(self.graph, i, eq)} turns the infinities into NaN"
         self.origins[i] = origins
 
     def proven(self, i, eq, shape, args) -> bool:
@@ -402,8 +427,8 @@ class NumericsChecker:
         # (in the type the value is held in: a value cast to another type inside the program is
         # said in its own; every other is in the run's dtype)
         held_in = getattr(getattr(value, "dtype", None), "name", None)
-        kind, detail, zero_pole = classify(eq, value, args, mask, has_inf, xp,
-                                           held_in if held_in in FLOAT_NAMES else self.dtype)
+        held_in = held_in if held_in in FLOAT_NAMES else self.dtype
+        kind, detail, zero_pole = classify(eq, value, args, mask, has_inf, xp, held_in)
         if zero_pole is not None:  # a 0 at a pole: say so where it is a nonzero number that underflowed
             self._explain_underflow(eq.inputs[zero_pole], eq)
         if eq.backward is not None:
@@ -419,7 +444,14 @@ class NumericsChecker:
         message = f"{said} is {noun} at {where}" if eq.backward is not None else f"{said} gives {noun} at {where}"
         if detail:
             message += f": {detail}"
-        suggestion = self.suggestions.suggest(i, eq, kind)
+        if eq.backward is not None:
+            # the slopes of one op for each of its arguments (atan2's d/dy and d/dx), or for each
+            # gradient asked: one diagnostic for one cause, reaching all they reach
+            twin = ("slopes", eq.backward, message)
+            if twin in self._origin_of:
+                return self._origin_of[twin]
+            self._origin_of[twin] = len(self.diagnostics)
+        suggestion = self.suggestions.suggest(i, eq, kind, format_of(held_in).largest)
         if kind == "overflow" and self.format.name == "float16":  # (bfloat16 has float32's range)
             suggestion = f"{suggestion}; or run it in bfloat16, whose range is float32's" if suggestion else None
         diag = Diagnostic("warning", kind, label, message, suggestion,
@@ -428,6 +460,18 @@ class NumericsChecker:
         return len(self.diagnostics) - 1
 
     def _check_headroom(self, i, eq, value, args):
+        # one note for one cause: not again for the same computation written twice (exp(x) /
+        # sum(exp(x))), nor for a value made from one already noted (the sum of those exps)
+        noted = self._noted_large
+        twin = (eq.op.name, eq.inputs, repr(sorted(eq.params.items())), eq.backward is None)
+        if _noted_before(noted, self.diagnostics, i, eq, twin):
+            return
+        before = len(self.diagnostics)
+        self._note_headroom(i, eq, value)
+        if len(self.diagnostics) > before:
+            noted[i] = noted[twin] = before
+
+    def _note_headroom(self, i, eq, value):
         xp = self.xp
         if self.lazy:
             top = float(self._stats(i, value)[2])
@@ -482,10 +526,10 @@ class NumericsChecker:
                 low = float(xp.min(xp.broadcast_to(values[producer.inputs[0]], out.shape)[underflowed]))
                 extra = (f" (its argument reaches {fmt_number(low)}; {producer.op.name} underflows below about "
                          f"{below:g} in {self.dtype if self.format.half else 'float64'})")
+            then, suggestion = underflow_met_by(consumer)
             self.diagnostics.append(Diagnostic(
                 "info", "underflow", label, f"{label} underflows to 0 at {count} element{'s' * (count != 1)}"
-                f"{extra}, and {consumer.label} at {consumer.pos} then divides by it",
-                "compute the ratio in log space (subtract logarithms), or rescale before dividing",
+                f"{extra}, and {consumer.label} at {consumer.pos} {then}", suggestion,
                 producer.pos, producer.stack, count, value_id=j))
 
     # ----------------------------------------------------------------- ties and kinks

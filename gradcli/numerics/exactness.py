@@ -266,10 +266,11 @@ def judge(original: dict, rewritten: dict, exact: Exact, dtype: str, identities:
     `identities` (every rewrite computes the same mathematics, only stably), an element that
     is not finite even in the wide float, nor by its differences, is taken by the identity."""
     verdict = Verdict(True, numbers=rewritten)
+    renamed = _renamed(original, rewritten)
     for key, o in original.items():
         if o is None:
             continue
-        r = rewritten.get(key)
+        r = rewritten.get(renamed.get(key, key))
         if r is None:
             return Verdict(False, f"it leaves no value for {key.split(' ', 1)[1]}")
         o, r = np.asarray(o), np.asarray(r)
@@ -279,6 +280,16 @@ def judge(original: dict, rewritten: dict, exact: Exact, dtype: str, identities:
         if why is not None:
             return Verdict(False, why)
     return verdict
+
+
+def _renamed(original: dict, rewritten: dict) -> dict:
+    """Original key -> the rewritten program's key for it, where a rewrite inside `print(...)`
+    changed the printed expression, which names the value: the values missing from the rewritten
+    numbers and those new in them, paired in the order the program prints them (where as many
+    are missing as are new; else none is paired)."""
+    missing = [k for k in original if k.startswith("value ") and k not in rewritten]
+    new = [k for k in rewritten if k.startswith("value ") and k not in original]
+    return dict(zip(missing, new)) if missing and len(missing) == len(new) else {}
 
 
 JUDGED_AT_ONCE = 1 << 18  # elements compared at a time: a few small temporaries, whatever the array's size
@@ -363,8 +374,8 @@ class _KeyJudge:
         if left_first is not None:
             k, r, e = left_first
             more = f" (and at {left_count - 1} more)" if left_count > 1 else ""
-            exact = f"the exact value is {e:.6g}" if np.isfinite(e) else \
-                f"an extended-precision evaluation gives {e:.6g} too"
+            # (an extended-precision evaluation, not the exact number: 1 - sigmoid(40) keeps a few digits there)
+            exact = f"an extended-precision evaluation gives {e:.6g}" + ("" if np.isfinite(e) else " too")
             return f"it gives {r:.6g} at {_key_place(self.key, self.shape, k)} where {exact}{more}"
         verdict.beyond += past
         if wrong[0]:

@@ -61,6 +61,41 @@ def classify(eq, value, args, mask, has_inf, xp, dtype) -> tuple[str | None, str
     return "invalid", hints.invalid_reason, None
 
 
+_FORMS_OF_INFINITIES = "an undefined form of infinities (inf - inf, inf / inf or 0 * inf)"
+_MASKED = ("a softmax over nothing has no value: leave such rows out, or give each row one finite score (-1e9 in "
+           "place of -inf gives a row masked whole equal weights instead of NaN: a choice, not the mathematics)")
+
+
+def infinities_reason(eq, args, xp) -> tuple[str, str, str | None]:
+    """(its subject and verb, why, suggestion) for NaN made from infinities given as inputs: a softmax over a slice
+    whose every element is -inf (an attention row masked whole) is 0 / 0, said as such."""
+    if eq.op.name in ("softmax", "log_softmax") and args and args[0].ndim:
+        axis = eq.params.get("axis", -1)
+        whole = xp.all(args[0] == -xp.inf, axis=axis)
+        rows = int(xp.count_nonzero(whole))
+        if rows:
+            along = "" if args[0].ndim == 1 else f" along axis {_axis_text(axis)}"
+            slices = "its argument" if args[0].ndim == 1 else f"{rows} slice{'s' * (rows != 1)}{along}"
+            said = f"{eq.label} gives"
+            if eq.label.rsplit(".", 1)[-1] != eq.op.name:  # logsumexp's gradient: the softmax of its argument
+                said = f"the gradient of {eq.label}, the {eq.op.name} of its argument, is"
+            return said, (f"every element of {slices} is -inf (a row masked whole): exp gives 0 at each, and "
+                          f"{eq.op.name} divides 0 by their sum, 0"), _MASKED
+    return f"{eq.label} gives", _FORMS_OF_INFINITIES, None
+
+
+def _axis_text(axis) -> str:
+    return ", ".join(map(str, axis)) if isinstance(axis, tuple) else str(axis)
+
+
+def underflow_met_by(consumer) -> tuple[str, str]:
+    """(what the consumer of a value that underflowed to 0 then does, the suggestion)."""
+    if consumer.op.name == "divide":
+        return "then divides by it", "compute the ratio in log space (subtract logarithms), or rescale before dividing"
+    # (log, a power with a negative exponent: its pole at 0)
+    return "then meets it at its pole, 0", "compute it in log space, where it does not underflow"
+
+
 # --------------------------------------------------------------------------- ties and kinks
 
 def kink_count(eq, value, args, xp):
@@ -110,6 +145,11 @@ def consumers_of(graph: Graph) -> dict[int, list[int]]:
     return consumers
 
 
+_NORM_AT_ZERO = ("a norm has no derivative at the zero vector: its gradient x / norm(x) is 0 / 0 there (PyTorch's "
+                 "norm gives 0, JAX and TensorFlow NaN); where the norm is squared, sum(x ** 2) is the same number "
+                 "and its gradient 2 x has no such point")
+
+
 class Suggestions:
     """`suggest(i, eq, kind)` for the equations of one graph."""
 
@@ -124,8 +164,10 @@ class Suggestions:
     def _op_of(self, j: int):
         return self.graph.equations[j].op
 
-    def suggest(self, i, eq, kind) -> str | None:
-        """The suggestion for a diagnostic of `kind` whose origin is equation i."""
+    def suggest(self, i, eq, kind, largest: float | None = None) -> str | None:
+        """The suggestion for a diagnostic of `kind` whose origin is equation i (`largest`: the
+        largest number of the type the value is held in, where it is not the run's: a float32
+        array of a float64 run overflows at float32's limit)."""
         g = self.graph
         if eq.backward is not None:
             forward = g.equations[eq.backward].op
@@ -135,6 +177,8 @@ class Suggestions:
                     return (f"the {w.op.name} at {w.pos} discards this branch's value but not its gradient: "
                             f"compute the branch on safe inputs (where inside the branch as well: the "
                             f"double-where trick)")
+            if forward.name == "sqrt" and "norm" in g.equations[eq.backward].label:
+                return _NORM_AT_ZERO
             return hints_of(forward).suggestions.get("nonfinite_gradient")
         pattern = self._pattern_hint(i, eq, kind)
         if pattern is not None:
@@ -143,7 +187,7 @@ class Suggestions:
         hint = hints.suggestions.get(kind)
         if hint is not None:
             if hints.overflows_above is not None:
-                hint = hint.replace("{limit}", str(int(hints.overflows_above(self.largest))))
+                hint = hint.replace("{limit}", str(int(hints.overflows_above(largest or self.largest))))
             return hint
         if kind == "overflow":
             return "the values exceed the floating-point range: rescale them, or compute in log space"

@@ -73,7 +73,8 @@ class _Syntax:
                 pos = item.pos
                 if pos is not None and 0 <= pos.start < pos.end:
                     self.by_span.setdefault((pos.start, pos.end), item)
-                pending.extend(ast.children(item))
+                # (a lambda's body is a def's: its statements hold the calls a rewrite reads)
+                pending.extend(ast.children(item) if not isinstance(item, ast.Lambda) else [item.fn])
             else:  # a statement: its expressions and inner statements (a def's, a tape's block, a loop's)
                 pending.extend(ast.statement_parts(item))
 
@@ -142,19 +143,21 @@ _NUMPY_SHIFTED = f"{{m}}.exp({{o}} - {_NUMPY_MAX})"
 LIBRARY_FORMS = {
     "torch": {"softmax": "torch.softmax({a}, dim={k})", "log_softmax": "torch.log_softmax({a}, dim={k})",
               "logsumexp": "torch.logsumexp({a}, dim={k}{kd})", "softplus": "torch.nn.functional.softplus({a})",
-              "log_sigmoid": "torch.nn.functional.logsigmoid({a})", "ones": "torch.ones_like({a})"},
+              "log_sigmoid": "torch.nn.functional.logsigmoid({a})", "ones": "torch.ones_like({a})",
+              "sigmoid": "torch.sigmoid({a})"},
     "tf": {"softmax": "{m}.nn.softmax({a}, axis={k})", "log_softmax": "{m}.nn.log_softmax({a}, axis={k})",
            "logsumexp": "{m}.math.reduce_logsumexp({a}, axis={k}{kd})", "softplus": "{m}.nn.softplus({a})",
-           "log_sigmoid": "{m}.math.log_sigmoid({a})", "ones": "{m}.ones_like({a})"},
+           "log_sigmoid": "{m}.math.log_sigmoid({a})", "ones": "{m}.ones_like({a})", "sigmoid": "{m}.sigmoid({a})"},
     "jax": {"softmax": "jax.nn.softmax({a}, axis={k})", "log_softmax": "jax.nn.log_softmax({a}, axis={k})",
             "logsumexp": "jax.nn.logsumexp({a}, axis={k}{kd})", "softplus": "jax.nn.softplus({a})",
-            "log_sigmoid": "jax.nn.log_sigmoid({a})", "ones": "1.0"},
+            "log_sigmoid": "jax.nn.log_sigmoid({a})", "ones": "1.0", "sigmoid": "jax.nn.sigmoid({a})"},
     "numpy": {"softmax": f"{_NUMPY_SHIFTED} / {{m}}.sum({_NUMPY_SHIFTED}, axis={{k}}, keepdims=True)",
               "log_softmax": f"({{o}} - {_NUMPY_MAX} - {{m}}.log({{m}}.sum({_NUMPY_SHIFTED}, axis={{k}}, "
                              f"keepdims=True)))",
               "logsumexp": f"({{m}}.log({{m}}.sum({_NUMPY_SHIFTED}, axis={{k}}{{kd}})) + "
                            f"{{m}}.max({{a}}, axis={{k}}{{kd}}))",
-              "softplus": "{m}.logaddexp(0, {a})", "log_sigmoid": "-{m}.logaddexp(0, -{o})", "ones": "1.0"},
+              "softplus": "{m}.logaddexp(0, {a})", "log_sigmoid": "-{m}.logaddexp(0, -{o})", "ones": "1.0",
+              "sigmoid": "{m}.exp(-{m}.logaddexp(0, -{o}))"},
 }
 _ALIASES = {"torch": "torch", "F": "torch", "tf": "tf", "tensorflow": "tf", "jax": "jax", "jnp": "jax",
             "np": "numpy", "numpy": "numpy", "scipy": "numpy"}
@@ -245,10 +248,13 @@ class _Finder:
             found = self._gradient(g.equations[eq.backward], eq.backward)
             i = eq.backward
         for rule in (self._softmax, self._log_of_softmax, self._log_of_sum_of_exp, self._log_of_one_plus_exp,
-                     self._stable_forms):
+                     self._stable_forms, self._sigmoid):
             found += rule(i)
         if eq.backward is None:
             found += self._pole_fix(i, kind)
+            # a NaN or an infinity a where discards, whose gradient the where does not (sqrt(-1),
+            # exp(100) in float32): the same rewrite as for the gradient's own origin
+            found += self._where_trap(eq, i)
         return found
 
     def _spelled(self, site: int, form: str, a: str, axis=-1, keepdims: bool = False, ndim: int = 1) -> str | None:
@@ -412,6 +418,22 @@ class _Finder:
                 out += self._make(lg, self._spelled(lg, "softplus", a)) + self._make(lg, f"softplus({a})")
         return out
 
+    # --- 1 / (1 + exp(-a)), the sigmoid spelled out, whose exp overflows at a large negative a -> sigmoid(a)
+    def _sigmoid(self, i: int) -> list[Candidate]:
+        g, out = self.graph, []
+        a = self.syntax.argument(g, i) if self.op(i) == "exp" else None
+        if a is None or not a.startswith("-") or self.op(g.equations[i].inputs[0]) != "negative":
+            return out
+        a = a[1:].strip()
+        for add in self.used_by(i, "add"):
+            other = [j for j in g.equations[add].inputs if j != i]
+            if len(other) == 1 and g.scalar_constant(other[0]) == 1.0:
+                for div in self.used_by(add, "divide"):
+                    one = g.equations[div].inputs[0]
+                    if g.equations[div].inputs[1] == add and g.scalar_constant(one) == 1.0:
+                        out += self._make(div, self._spelled(i, "sigmoid", a)) + self._make(div, f"sigmoid({a})")
+        return out
+
     # --- an op's stable_forms (gradcli/numerics/hints.py): log(sigmoid(a)) -> log_sigmoid(a), log(softmax(a)) -> ...
     def _stable_forms(self, i: int) -> list[Candidate]:
         out = []
@@ -462,10 +484,23 @@ class _Finder:
     def _gradient(self, forward, f: int) -> list[Candidate]:
         """The where trap: f's value is discarded by a where, its gradient is not: compute f on
         safe inputs in the discarded places. And sqrt at 0, whose slope is infinite."""
+        out = self._where_trap(forward, f)
+        hints = hints_of(forward.op)
+        # (a sqrt inside another op's rule, a norm's, is not the call written: its text is no sqrt's argument)
+        if hints.slope_fix is not None and forward.label.rsplit(".", 1)[-1] == forward.op.name:
+            call = self._written(f)
+            if call is not None:
+                guard = (f"a guard that sets the gradient of {forward.label} to 0 where its slope is infinite: it "
+                         f"changes the gradient there")
+                out += self._make(f, hints.slope_fix(call), guard)
+        return out
+
+    def _where_trap(self, forward, f: int) -> list[Candidate]:
+        """f's value is discarded by a where, its gradient is not: f computed on safe inputs
+        in the discarded places (the double where)."""
         g = self.graph
         out = []
-        hints = hints_of(forward.op)
-        k = hints.where_trap
+        k = hints_of(forward.op).where_trap
         where, branch = self._reaches_where(f)
         node = self.syntax.node(g, f)
         if where is not None and k is not None and isinstance(node, ast.Call) and len(node.args) > k:
@@ -480,12 +515,6 @@ class _Finder:
                         safe = f"{name}({condition}, {text}, {one})" if branch == 1 else \
                             f"{name}({condition}, {one}, {text})"
                         out.append(Candidate(start, end, safe))
-        if hints.slope_fix is not None:
-            call = self._written(f)
-            if call is not None:
-                guard = (f"a guard that sets the gradient of {forward.label} to 0 where its slope is infinite: it "
-                         f"changes the gradient there")
-                out += self._make(f, hints.slope_fix(call), guard)
         return out
 
     def _where_spelled(self, where: int) -> tuple[str, str] | None:
@@ -622,17 +651,21 @@ def prove(graph: Graph, origins: list[tuple[int, str]], reaches: Callable[[], li
 
 
 NONE_KNOWN = "no rewrite is known for it"
+GUARD_PASSED = ("its numbers pass on these inputs, but only against differences taken across the point, which "
+                "average the two sides of a kink: the mathematics has no value there for it to be proven by")
 
 
 def _sites(offered: list[list[Candidate]]):
     """The places to rewrite, in the order found: span -> (its rewrites in order, the origins)."""
     sites: dict[tuple[int, int], tuple[list, set]] = {}
-    for k, candidates in enumerate(offered):
-        for c in candidates:
-            options, owners = sites.setdefault((c.start, c.end), ([], set()))
-            if c.replacement not in [o.replacement for o in options]:
-                options.append(c)
-            owners.add(k)
+    # (the places of rewrites that keep the mathematics first: a guard over the same text, never a
+    # fix, must not take the place of the where trap's rewrite inside it)
+    found = [(k, c) for k, candidates in enumerate(offered) for c in candidates]
+    for k, c in sorted(found, key=lambda kc: kc[1].guard is not None):
+        options, owners = sites.setdefault((c.start, c.end), ([], set()))
+        if c.replacement not in [o.replacement for o in options]:
+            options.append(c)
+        owners.add(k)
     return sites
 
 
@@ -659,6 +692,12 @@ def _prove_sites(prover: Prover, offered, reaches, outcomes: list[Outcome], alte
             choice[(c.start, c.end)] += 1
     final = _final(prover, list(accepted.values()))
     kept = _contributing(prover, final, sites, reaches)
+    passed = [c for c in kept if c.guard is not None]
+    if passed:  # a guard is never a fix, even where its numbers pass (|x| as sqrt(x * x) at 0)
+        for c in passed:
+            refused[(c.start, c.end)].append((c, GUARD_PASSED))
+        kept = [c for c in kept if c.guard is None]
+        final = _final(prover, kept)
     alternative = _alternatives(prover, kept, sites) if alternatives else {}
     _outcomes(prover, sites, kept, alternative, refused, final, outcomes)
 

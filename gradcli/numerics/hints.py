@@ -100,8 +100,13 @@ AT_ZERO = "its argument is 0"
 _NEAR_ZERO_SLOPE = "the gradient divides by a value that reaches 0: keep it away from 0 with an epsilon"
 _GUARD_DENOMINATOR = "the denominator reaches 0: guard it with a where, or add a small epsilon"
 
+_ARC_SLOPE = ("d {f}(u)/du = {s}1 / sqrt(1 - u^2) is infinite at u = -1 and 1 (and NaN past them): keep u inside "
+              "(-1, 1); a clip of u changes the value there, it is not a fix")
+_ANGLE_AT_ORIGIN = ("atan2(y, x) has no derivative at (0, 0), where its slopes y / (x^2 + y^2) and x / (x^2 + y^2) "
+                    "are 0 / 0: keep the point off the origin (PyTorch's atan2 gives 0 there, JAX and TensorFlow NaN)")
+
 HINTS: dict[str, Hints] = {
-    "exp": Hints(overflows_above=math.log, underflows_below=-745.0, suggestions={
+    "exp": Hints(overflows_above=math.log, underflows_below=-745.0, where_trap=0, suggestions={
         "overflow": "shift the argument so that it stays below {limit}, or compute in log space"}),
     "log": Hints(domain=0.0, pole=(0, AT_ZERO), where_trap=0, pole_fix=_log_off_zero,
                  stable_forms={"sigmoid": "log_sigmoid", "softmax": "log_softmax"}, suggestions={
@@ -117,10 +122,16 @@ HINTS: dict[str, Hints] = {
                     pole_fix=_guarded_division, suggestions={
                         "divide_by_zero": _GUARD_DENOMINATOR, "invalid": _GUARD_DENOMINATOR,
                         "nonfinite_gradient": _NEAR_ZERO_SLOPE}),
-    "power": Hints(pole=(0, AT_ZERO), where_trap=0),
+    "power": Hints(pole=(0, AT_ZERO), where_trap=0,
+                   invalid_reason="a negative base raised to a power that is not an integer (no real number)",
+                   suggestions={"invalid": "a negative number has no real power that is not an integer: check the "
+                                           "sign of the base (for a root of a signed value, sign(x) * abs(x) ** p)",
+                                "nonfinite_gradient": "d x**p/dx = p * x**(p - 1) is infinite at x = 0 for p < 1 "
+                                                      "(and NaN for a negative x): keep the base away from 0"}),
     "where": Hints(selects=(1, 2)),
-    "arcsin": Hints(where_trap=0),
-    "arccos": Hints(where_trap=0),
+    "arcsin": Hints(where_trap=0, suggestions={"nonfinite_gradient": _ARC_SLOPE.format(f="asin", s="")}),
+    "arccos": Hints(where_trap=0, suggestions={"nonfinite_gradient": _ARC_SLOPE.format(f="acos", s="-")}),
+    "arctan2": Hints(suggestions={"nonfinite_gradient": _ANGLE_AT_ORIGIN}),
     "sinh": Hints(overflows_above=_past_half_of),
     "cosh": Hints(overflows_above=_past_half_of),
     "arccosh": Hints(domain=1.0),
