@@ -1,0 +1,179 @@
+"""PyTorch's layers with seeded weights: after `torch.manual_seed(s)`, `nn.Linear(in, out)` holds
+the weight and bias PyTorch 2.13 draws (its reset_parameters: kaiming_uniform_(weight,
+a=sqrt(5)), then the bias uniform in +-1/sqrt(in)), bit for bit, as parameters (leaves with a
+.grad) of a module object; `nn.Sequential(...)` chains modules.
+
+A layer is an ObjectValue whose class is a `LayerClass`: the machinery of the program's own
+nn.Module classes reads it as it is (attributes, `parameters()` and `named_parameters()` in
+PyTorch's order, optimizers' steps rebinding its parameters). Calling a Linear is
+F.linear(x, weight, bias); calling a Sequential calls each module on what the one before gave
+(work items, so a module of the program's own class may stand among them).
+
+The draws: `tensor.uniform_(low, high)` on PyTorch's CPU generator, low and high cast to the
+tensor's type, the span high - low computed in it, then x * span + low with x the generator's
+24 bits (float32) or 53 bits (float64, two outputs) in [0, 1), in double, one fused
+multiply-add, rounded to the tensor's type (checked against PyTorch 2.13.0+cpu on hundreds of
+shapes and seeds). Without a seed a layer is refused: PyTorch's own start is not reproducible."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from gradcli.language import syntax as ast
+from gradcli.language.lower import transforms
+from gradcli.language.lower.random_draws import unseeded
+from gradcli.language.lower.random_streams import _fma64
+from gradcli.language.lower.transforms import _FINISH, FUNCTION_VALUES, ClassValue, FunctionRef, ObjectValue
+from gradcli.language.lower.values import NONE, Literal, Text
+
+# the module methods a layer answers (optimizers.py's module_method), besides forward
+_MODULE_METHODS = ("parameters", "named_parameters", "zero_grad", "train", "eval")
+
+
+class LayerClass(ClassValue):
+    """The class of a library layer (`name`: Linear, Sequential): no methods of the program."""
+
+    __slots__ = ()
+
+
+def is_layer(value) -> bool:
+    return isinstance(value, ObjectValue) and isinstance(value.cls, LayerClass)
+
+
+def uniform_between(generator, count: int, low: float, high: float, dtype) -> np.ndarray:
+    """PyTorch's `tensor.uniform_(low, high)` of `count` elements on its CPU generator."""
+    dtype = np.dtype(dtype)
+    low_t, high_t = dtype.type(low), dtype.type(high)
+    span = float(high_t - low_t)  # (in the tensor's type, as PyTorch's uniform_real computes it)
+    if dtype == np.float32:
+        bits = generator.random(count) & np.uint64(0xFFFFFF)
+        x = bits.astype(np.float64) * 2.0 ** -24  # (24 bits times a float32: exact in double)
+        return (x * span + float(low_t)).astype(np.float32)
+    pairs = generator.random(2 * count).reshape(count, 2)
+    bits = ((pairs[:, 0] << np.uint64(32)) | pairs[:, 1]) & np.uint64((1 << 53) - 1)
+    return _fma64(bits.astype(np.float64) * 2.0 ** -53, np.float64(span), np.float64(low_t))
+
+
+def linear_bounds(fan_in: int) -> tuple[float, float]:
+    """reset_parameters' bounds, computed as PyTorch's Python does: kaiming_uniform_ with
+    a = sqrt(5) (gain sqrt(2 / (1 + a**2)), std gain / sqrt(fan_in), bound sqrt(3) std) for the
+    weight, 1 / sqrt(fan_in) for the bias."""
+    gain = math.sqrt(2.0 / (1 + math.sqrt(5) ** 2))
+    return math.sqrt(3.0) * (gain / math.sqrt(fan_in)), 1 / math.sqrt(fan_in)
+
+
+class TorchLayers:
+    """Part of the lowering (gradcli.language.lower): torch.nn's Linear and Sequential."""
+
+    def torch_layer(self, kind: str, node: ast.Call, values: list, scope, work: list):
+        """`nn.Linear(...)` or `nn.Sequential(...)` (the dialect's constructors)."""
+        if kind == "Sequential":
+            if node.keywords:
+                raise self.error("nn.Sequential(...) takes the modules as positional arguments", node.pos)
+            for k, module in enumerate(values):
+                if not isinstance(module, FUNCTION_VALUES):
+                    raise self.error(f"nn.Sequential(...): argument {k} is not a module (nn.Linear(2, 3), nn.ReLU(), "
+                                     "an object of the program's nn.Module class)", node.args[k].pos)
+            return ObjectValue(LayerClass("Sequential", {}, {}, node.pos),
+                               {str(k): module for k, module in enumerate(values)}, node.pos)
+        return self._linear(node, values, scope, work)
+
+    def _linear(self, node: ast.Call, values: list, scope, work: list):
+        label = f"{node.func}(...)"
+        names = ("in_features", "out_features", "bias", "device", "dtype")
+        given = self.arguments_by_name(node, values, names, required=2)
+        sizes = [self.known_int(given[k], f"{k} of {label}", node.pos) for k in names[:2]]
+        if min(sizes) < 1:
+            raise self.error(f"{label}: gradcli takes in_features and out_features of 1 or more, got {sizes}",
+                             node.pos)
+        with_bias = "bias" not in given or bool(self.constant_truth(given["bias"]))
+        device = given.get("device", NONE)
+        if device is not NONE and not (isinstance(device, Text) and device.value.partition(":")[0] == "cpu"):
+            raise self.error(f"{label}(device=...): gradcli reproduces the CPU generator's draws; make the layer "
+                             "on the CPU (device='cpu')", node.pos)
+        dtype = self._layer_dtype(given.get("dtype", NONE), label, node)
+        generator = getattr(self, "torch_generator", None)
+        if generator is None:
+            raise self.error(unseeded(f"{node.func}(...) (its initial weights)", "torch.manual_seed(0)"), node.pos)
+        self._refuse_replayed(work, node, scope)  # (random_draws.py)
+        n_in, n_out = sizes
+        weight_bound, bias_bound = linear_bounds(n_in)
+        weight = uniform_between(generator, n_in * n_out, -weight_bound, weight_bound, dtype).reshape(n_out, n_in)
+        attrs = {"weight": self._parameter(weight, node, scope)}
+        attrs["bias"] = self._parameter(uniform_between(generator, n_out, -bias_bound, bias_bound, dtype),
+                                        node, scope) if with_bias else NONE
+        attrs["in_features"], attrs["out_features"] = (Literal(np.float64(n), node.pos) for n in sizes)
+        return ObjectValue(LayerClass("Linear", {}, {}, node.pos), attrs, node.pos)
+
+    def _layer_dtype(self, value, label: str, node):
+        if value is NONE:
+            return np.dtype(np.float64 if getattr(self, "torch_default_float", "float32") == "float64" else np.float32)
+        name = value.value if isinstance(value, Text) else None
+        if name in ("float32", "float", "float64", "double"):
+            return np.dtype(np.float64 if name in ("float64", "double") else np.float32)
+        raise self.error(f"{label}(dtype=...): gradcli reproduces float32 and float64 weights", node.pos)
+
+    def _parameter(self, drawn: np.ndarray, node: ast.Call, scope) -> int:
+        """A drawn array as a parameter: a leaf that requires grad (as nn.Parameter makes it)."""
+        leaf = transforms.fresh(self, self._placed(drawn, node, scope, "torch"), node.pos, scope)
+        self.torch.leaves[leaf] = None
+        return leaf
+
+    # ------------------------------------------------------------------ using a layer
+    def apply_function(self, fn, node, values: list, scope, work: list):
+        """`layer(x)`: a Linear's F.linear, a Sequential's chain; else the others' calls."""
+        if type(fn) is ObjectValue and type(fn.cls) is LayerClass:
+            return self.call_layer(fn, node, values, scope, work)
+        return super().apply_function(fn, node, values, scope, work)
+
+    def call_gradient_api(self, node: ast.Call, values: list, scope, work: list):
+        """A layer's methods: forward(x), parameters(), named_parameters(), zero_grad(), train(), eval()."""
+        if node.method and values and is_layer(values[0]):
+            layer = values[0]
+            if node.func == "forward":
+                rest = ast.Call(node.func, node.args[1:], node.pos, node.keywords)
+                return self.call_layer(layer, rest, values[1:], scope, work)
+            if node.func in _MODULE_METHODS:
+                return self.module_method(layer, node, values[1:])
+            raise self.error(f"nn.{layer.cls.name} has no method '{node.func}' that gradcli reads (it reads "
+                             f"forward, {', '.join(_MODULE_METHODS)})", node.pos)
+        return super().call_gradient_api(node, values, scope, work)
+
+    def call_layer(self, layer: ObjectValue, node, values: list, scope, work: list):
+        kind = layer.cls.name
+        if len(values) != 1 or node.keywords:
+            raise self.error(f"nn.{kind}(...)(x) takes one input", node.pos)
+        if kind == "Linear":
+            return self.call_on(FunctionRef("torch.nn.functional.linear", "torch.nn.functional.linear", node.pos),
+                                [values[0], layer.attrs["weight"], layer.attrs["bias"]], node.pos, scope, work)
+        modules = list(layer.attrs.values())
+        if not modules:
+            return values[0]
+        for module in reversed(modules[1:]):  # (each takes what the one before gave: finish_pipe)
+            work.append((_FINISH, ("pipe", module, node.pos), scope))
+        return self.call_on(modules[0], values, node.pos, scope, work)
+
+    def finish(self, item, values: list, scope, work: list) -> None:
+        """A Sequential's next module, called on the value the one before left."""
+        if item[0] != "pipe":
+            return super().finish(item, values, scope, work)
+        _, module, pos = item
+        result = self.call_on(module, [values.pop()], pos, scope, work)
+        if result is not None:
+            values.append(result)
+        return None
+
+    def read_index(self, node: ast.Index, values: list, scope):
+        """`model[0]`: a Sequential's module (negative indices count from the end)."""
+        target = values[0]
+        if not (is_layer(target) and target.cls.name == "Sequential"):
+            return super().read_index(node, values, scope)
+        modules = list(target.attrs.values())
+        if len(values) != 2 or isinstance(node.subscripts[0], ast.Slice):
+            raise self.error("nn.Sequential takes one constant integer index: model[0]", node.pos)
+        k = self.known_int(values[1], "the index of an nn.Sequential", node.pos)
+        if not -len(modules) <= k < len(modules):
+            raise self.error(f"index {k} is out of range for an nn.Sequential of {len(modules)} modules", node.pos)
+        return modules[k]
+
