@@ -22,7 +22,6 @@ import numpy as np
 
 from gradcli.language import syntax as ast
 from gradcli.language.lower import transforms
-from gradcli.language.lower.random_draws import unseeded
 from gradcli.language.lower.random_streams import _fma64
 from gradcli.language.lower.transforms import _FINISH, FUNCTION_VALUES, ClassValue, FunctionRef, ObjectValue
 from gradcli.language.lower.values import NONE, Literal, Text
@@ -95,7 +94,9 @@ class TorchLayers:
         dtype = self._layer_dtype(given.get("dtype", NONE), label, node)
         generator = getattr(self, "torch_generator", None)
         if generator is None:
-            raise self.error(unseeded(f"{node.func}(...) (its initial weights)", "torch.manual_seed(0)"), node.pos)
+            raise self.error(f"{label} draws its initial weights from PyTorch's generator, which the program never "
+                             "seeded: call torch.manual_seed(0) first (gradcli then reproduces PyTorch's draws), or "
+                             "write the weights in the program and call the functional (F.linear(x, W, b))", node.pos)
         self._refuse_replayed(work, node, scope)  # (random_draws.py)
         n_in, n_out = sizes
         weight_bound, bias_bound = linear_bounds(n_in)

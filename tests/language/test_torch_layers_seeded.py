@@ -1,0 +1,218 @@
+"""torch.nn.Linear after torch.manual_seed: PyTorch's initial weights bit for bit (its
+reset_parameters on the CPU generator), the layer as a module of parameters (in a program's
+nn.Module, in nn.Sequential), trained by torch.optim; the refusal without a seed.
+
+References: PyTorch 2.13.0+cpu, each tensor printed with .reshape(-1).tolist() (a float32 value
+printed as the float64 that holds it exactly), the training programs' numbers as .tolist() and
+.item() of the same program run by PyTorch."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from gradcli import api
+
+HEAD = "import torch\nimport torch.nn as nn\n"
+
+
+def outputs(program: str, names: list[str]) -> dict:
+    return api.evaluate(HEAD + program + "".join(f"print({name})\n" for name in names), fixes=False).outputs
+
+
+def gradcli(*args: str, program: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "gradcli", *args], input=HEAD + program, capture_output=True,
+                          text=True)
+
+
+# (seed, in_features, out_features): (weight row by row, bias), float32, as PyTorch 2.13.0+cpu drew them
+FLOAT32_DRAWS = {
+    (0, 3, 2): ([-0.004322517663240433, 0.3097158372402191, -0.4751853346824646, -0.4248946011066437,
+                 -0.2223689705133438, 0.15482072532176971], [-0.011439144611358643, 0.45777493715286255]),
+    (1, 1, 1): ([0.5152631998062134], [-0.44137823581695557]),
+    (42, 5, 3): ([0.34191203117370605, 0.3711908161640167, -0.10476983338594437, 0.41081544756889343,
+                  -0.09798609465360641, 0.09024354070425034, -0.21772818267345428, 0.2626407742500305,
+                  0.3942379653453827, -0.3280884921550751, 0.38871634006500244, 0.08370018005371094,
+                  0.3304053544998169, 0.06056639179587364, 0.2156410664319992],
+                 [-0.06314253807067871, 0.34475061297416687, 0.06610215455293655]),
+    (12345, 4, 7): ([0.48171818256378174, 0.37960654497146606, 0.492143452167511, -0.038932740688323975,
+                     -0.41678404808044434, -0.32156890630722046, -0.13256847858428955, 0.0676497220993042,
+                     -0.16239327192306519, -0.28805339336395264, -0.040556132793426514, 0.3153534531593323,
+                     0.4157174825668335, -0.24686521291732788, -0.28666335344314575, -0.023032307624816895,
+                     0.22009903192520142, 0.22382134199142456, -0.18611198663711548, 0.173179030418396,
+                     -0.08500957489013672, -0.060006022453308105, -0.40547508001327515, 0.35817021131515503,
+                     -0.3525955080986023, 0.124611496925354, -0.2502393126487732, -0.42152678966522217],
+                    [-0.031850457191467285, 0.16590923070907593, -0.45873767137527466, 0.036146581172943115,
+                     -0.18798691034317017, -0.07122629880905151, -0.22296571731567383]),
+    (2 ** 32 + 9, 2, 2): ([0.22031253576278687, -0.27998217940330505, -0.028430746868252754, 0.39226552844047546],
+                          [0.5910907983779907, 0.6095735430717468]),
+    (7, 10, 1): ([0.02208695374429226, -0.19049358367919922, 0.10069431364536285, 0.09922611713409424,
+                  -0.16901642084121704, -0.04739532992243767, -0.18525506556034088, 0.08205248415470123,
+                  -0.08518154174089432, 0.22216160595417023], [0.22448575496673584]),
+}
+# torch.manual_seed(5); nn.Linear(3, 2, dtype=torch.float64): 53-bit draws, a fused multiply-add
+FLOAT64_DRAW = ([0.1639848046113932, -0.2774076646872625, -0.16070242277498706, -0.2134664768990594,
+                 -0.27006466577156346, 0.4057949067101207], [0.09156511008993141, 0.2540875527224693])
+
+
+@pytest.mark.parametrize("seed, n_in, n_out", list(FLOAT32_DRAWS))
+def test_linear_draws_pytorchs_float32_initial_weights_bit_for_bit(seed, n_in, n_out):
+    out = outputs(f"torch.manual_seed({seed})\nlayer = nn.Linear({n_in}, {n_out})\n"
+                  "w = layer.weight\nb = layer.bias\n", ["w", "b"])
+    weight, bias = FLOAT32_DRAWS[(seed, n_in, n_out)]
+    assert np.shape(out["w"]) == (n_out, n_in)
+    assert np.ravel(out["w"]).tolist() == weight
+    assert np.ravel(out["b"]).tolist() == bias
+
+
+@pytest.mark.parametrize("how", ["nn.Linear(3, 2, dtype=torch.float64)",
+                                 "nn.Linear(3, 2)  # after set_default_dtype"])
+def test_a_float64_linear_draws_pytorchs_float64_weights(how):
+    setting = "torch.set_default_dtype(torch.float64)\n" if "default" in how else ""
+    out = outputs(f"{setting}torch.manual_seed(5)\nlayer = {how}\nw = layer.weight\nb = layer.bias\n", ["w", "b"])
+    assert np.ravel(out["w"]).tolist() == FLOAT64_DRAW[0]
+    assert np.ravel(out["b"]).tolist() == FLOAT64_DRAW[1]
+
+
+def test_layers_draw_in_program_order_without_a_bias_and_torch_rand_follows():
+    # PyTorch 2.13.0+cpu: torch.manual_seed(2); nn.Linear(2, 3, bias=False); nn.Linear(3, 1); torch.rand(2)
+    out = outputs("torch.manual_seed(2)\na = nn.Linear(2, 3, bias=False)\nb = nn.Linear(3, 1)\nr = torch.rand(2)\n"
+                  "wa = a.weight\nwb = b.weight\nbb = b.bias\nnone = a.bias is None\n", ["wa", "wb", "bb", "r"])
+    assert np.ravel(out["wa"]).tolist() == [0.1622033268213272, -0.1682732254266739, 0.1939089596271515,
+                                            -0.03611748665571213, 0.3020673096179962, 0.16834285855293274]
+    assert np.ravel(out["wb"]).tolist() == [-0.0663575679063797, -0.4667661786079407, 0.13181737065315247]
+    assert np.ravel(out["bb"]).tolist() == [-0.5111539363861084]
+    assert np.ravel(out["r"]).tolist() == [0.5657140016555786, 0.5332289338111877]
+
+
+def test_torch_rand_draws_in_the_default_dtype_pytorch_was_set_to():
+    # PyTorch 2.13.0+cpu: after set_default_dtype(float64), torch.rand and torch.randn draw float64
+    out = outputs("torch.set_default_dtype(torch.float64)\ntorch.manual_seed(2)\na = torch.rand(3)\n"
+                  "b = torch.randn(2)\n", ["a", "b"])
+    assert out["a"].tolist() == [0.9175606656465919, 0.09691521241229228, 0.7087511767056517]
+    assert out["b"].tolist() == [-2.140873496500361, -0.5534339294787104]
+
+
+def test_calling_a_linear_is_x_at_w_transposed_plus_b():
+    # PyTorch 2.13.0+cpu printed y = [[-0.8219, 0.0526]] (float32); gradcli computes the same
+    # product of the drawn float32 weights in float64
+    out = outputs("torch.manual_seed(0)\nlayer = nn.Linear(3, 2)\nx = torch.tensor([[1.0, 2.0, 3.0]])\n"
+                  "y = layer(x)\nz = layer.forward(x)\n", ["y", "z"])
+    weight, bias = (np.array(v) for v in FLOAT32_DRAWS[(0, 3, 2)])
+    expected = np.array([[1.0, 2.0, 3.0]]) @ weight.reshape(2, 3).T + bias
+    np.testing.assert_allclose(out["y"], expected, rtol=1e-15)
+    np.testing.assert_allclose(out["z"], expected, rtol=1e-15)
+    np.testing.assert_allclose(out["y"], [[-0.8219, 0.0526]], atol=5e-5)
+
+
+NET = """torch.set_default_dtype(torch.float64)
+torch.manual_seed(7)
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(2, 4)
+        self.act = nn.Tanh()
+        self.fc2 = nn.Linear(4, 1)
+    def forward(self, x):
+        return self.fc2(self.act(self.fc1(x)))
+model = Net()
+names = [n for n, p in model.named_parameters()]
+X = torch.tensor([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0], [0.5, -0.5]])
+y = torch.tensor([[1.0], [1.0], [0.0], [0.5]])
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loss_fn = nn.MSELoss()
+for step in range(3):
+    opt.zero_grad()
+    loss = loss_fn(model(X), y)
+    loss.backward()
+    opt.step()
+w1 = model.fc1.weight
+g1 = model.fc1.weight.grad
+b2 = model.fc2.bias
+"""
+
+
+def test_a_programs_module_of_linear_layers_trains_as_pytorch_does():
+    out = outputs(NET, ["w1", "g1", "b2", "loss"])
+    # PyTorch 2.13.0+cpu, the same program (float64): .tolist() and loss.item() after three SGD steps;
+    # named_parameters() gave ['fc1.weight', 'fc1.bias', 'fc2.weight', 'fc2.bias']
+    np.testing.assert_allclose(out["w1"], [[-0.42186102859540264, -0.38853408597059685],
+                                           [0.4434070487344429, 0.17726689314916028],
+                                           [0.47212118626758426, 0.39770829486538234],
+                                           [-0.24624954810458416, 0.12324288937410567]], rtol=1e-13)
+    np.testing.assert_allclose(out["g1"], [[0.17043644403890504, 0.10763154140385175],
+                                           [0.06082025052429978, 0.04649392028028485],
+                                           [0.2116517404395305, 0.14304308884979505],
+                                           [-0.011783891973211462, -0.011499191196323026]], rtol=1e-12)
+    np.testing.assert_allclose(out["b2"], [0.12281860968273046], rtol=1e-13)
+    assert float(out["loss"]) == pytest.approx(0.41947965937570936, rel=1e-13)
+
+
+SEQUENTIAL = """torch.manual_seed(3)
+model = nn.Sequential(nn.Linear(2, 4, dtype=torch.float64), nn.ReLU(), nn.Linear(4, 1, dtype=torch.float64))
+X = torch.tensor([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0], [0.5, -0.5]], dtype=torch.float64)
+y = torch.tensor([[1.0], [1.0], [0.0], [0.5]], dtype=torch.float64)
+w0 = model[0].weight
+opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+for step in range(4):
+    opt.zero_grad()
+    loss = ((model(X) - y) ** 2).mean()
+    loss.backward()
+    opt.step()
+w2 = model[-1].weight
+b0 = model[0].bias
+"""
+
+
+def test_a_sequential_of_linear_layers_trains_as_pytorch_does():
+    out = outputs(SEQUENTIAL, ["w0", "w2", "b0", "loss"])
+    # PyTorch 2.13.0+cpu, the same program: w0 is the first layer's weight, stepped in place
+    np.testing.assert_allclose(out["w0"], [[-0.6588705083095063, -0.301594863679339],
+                                           [0.3394410072883339, -0.4579781813968343],
+                                           [0.383940569313384, 0.17588253813692845],
+                                           [-0.4260641500712474, -0.17964682905234847]], rtol=1e-13)
+    np.testing.assert_allclose(out["w2"], [[-0.052982227527135654, 0.22443179495032292, 0.4734511612595146,
+                                            -0.4073083549400695]], rtol=1e-13)
+    np.testing.assert_allclose(out["b0"], [-0.13457381268450896, 0.33764350448395525, -0.42058632009742103,
+                                           0.048076440807857806], rtol=1e-13)
+    assert float(out["loss"]) == pytest.approx(0.3582173085927763, rel=1e-13)
+
+
+def test_named_parameters_come_in_pytorchs_order_and_names():
+    # PyTorch 2.13.0+cpu: ['0.weight', '0.bias', '2.weight', '2.bias'] for the Sequential,
+    # ['fc1.weight', 'fc1.bias', 'fc2.weight', 'fc2.bias'] for Net
+    program = ("torch.manual_seed(3)\nmodel = nn.Sequential(nn.Linear(2, 4), nn.ReLU(), nn.Linear(4, 1))\n"
+               "names = [n for n, p in model.named_parameters()]\nfirst = names[0] == '0.weight'\n"
+               "last = names[3] == '2.bias'\ncount = len(names)\n")
+    out = outputs(program, ["first", "last", "count"])
+    assert bool(out["first"]) and bool(out["last"]) and float(out["count"]) == 4
+
+
+UNSEEDED = ("nn.Linear(...) draws its initial weights from PyTorch's generator, which the program never seeded: "
+            "call torch.manual_seed(0) first (gradcli then reproduces PyTorch's draws), or write the weights in the "
+            "program and call the functional (F.linear(x, W, b))")
+
+
+def test_a_linear_without_a_seed_is_refused_naming_torch_manual_seed():
+    run = gradcli("eval", "-", program="layer = nn.Linear(3, 2)\ny = layer(torch.ones(3))\n")
+    assert run.returncode == 2
+    assert f"<stdin>:3:9: error: {UNSEEDED}" in run.stderr, run.stderr
+    assert "Traceback" not in run.stderr
+
+
+@pytest.mark.parametrize("program, message", [
+    ("torch.manual_seed(1)\nm = nn.Sequential(nn.Linear(3, 2), nn.ReLU())\nz = m[2]\n",
+     "index 2 is out of range for an nn.Sequential of 2 modules"),
+    ("torch.manual_seed(1)\nlayer = nn.Linear(3, 2)\nz = layer.frobnicate(2)\n",
+     "nn.Linear has no method 'frobnicate' that gradcli reads (it reads forward, parameters, named_parameters, "
+     "zero_grad, train, eval)"),
+    ("torch.manual_seed(1)\nlayer = nn.Linear(0, 2)\n",
+     "nn.Linear(...): gradcli takes in_features and out_features of 1 or more, got [0, 2]"),
+])
+def test_what_a_layer_cannot_do_is_refused_with_one_message(program, message):
+    run = gradcli("eval", "-", program=program)
+    assert run.returncode == 2
+    assert message in run.stderr, run.stderr
+    assert "Traceback" not in run.stderr
