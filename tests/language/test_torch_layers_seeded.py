@@ -216,3 +216,92 @@ def test_what_a_layer_cannot_do_is_refused_with_one_message(program, message):
     assert run.returncode == 2
     assert message in run.stderr, run.stderr
     assert "Traceback" not in run.stderr
+
+
+INIT_PROGRAM = """torch.manual_seed(11)
+a = nn.Linear(5, 4)
+nn.init.xavier_uniform_(a.weight)
+nn.init.zeros_(a.bias)
+b = nn.Linear(4, 3, dtype=torch.float64)
+nn.init.normal_(b.weight, mean=0.1, std=0.02)
+nn.init.constant_(b.bias, 0.1)
+c = nn.Linear(6, 5)
+nn.init.kaiming_normal_(c.weight, nonlinearity='relu')
+nn.init.uniform_(c.bias, -0.3, 0.2)
+d = nn.Linear(20, 3)
+nn.init.normal_(d.weight)
+d.bias.data.fill_(0.1)
+e = nn.Linear(3, 2)
+e.weight.data.normal_(0, 0.5)
+nn.init.kaiming_uniform_(e.weight, a=0.1, mode='fan_out')
+nn.init.xavier_normal_(e.weight, gain=2.0)
+r = torch.rand(2)
+aw = a.weight
+ab = a.bias
+bw = b.weight
+bb = b.bias
+cw = c.weight
+cb = c.bias
+dw = d.weight
+db = d.bias
+ew = e.weight
+"""
+# PyTorch 2.13.0+cpu, the same program: each tensor's .reshape(-1).tolist()
+INIT_DRAWS = {
+    'aw': [0.5543467998504639, -0.7193147540092468, -0.11188064515590668, -0.09396632015705109, -0.3883684277534485, 0.21240465342998505, 0.6164677739143372, -0.5509360432624817, -0.41836559772491455, -0.2642608880996704, 0.6282763481140137, -0.6919770836830139, 0.8002172112464905, -0.49901166558265686, -0.12157384306192398, -0.10089718550443649, -0.32859981060028076, 0.5672296285629272, -0.03512432798743248, -0.5004408359527588],
+    'ab': [0.0, 0.0, 0.0, 0.0],
+    'bw': [0.09206616237026125, 0.11347432729473596, 0.11711836414179758, 0.11250608886955223, 0.09780135368401527, 0.07968241902324752, 0.11021686302769017, 0.10442668957083989, 0.0898997625288047, 0.10259436455594173, 0.09897996668964161, 0.11647326853772927],
+    'bb': [0.1, 0.1, 0.1],
+    'cw': [0.36304667592048645, 0.7887089848518372, -0.4316219091415405, 0.32458916306495667, -0.3112110495567322, -0.22352363169193268, -0.19295024871826172, -0.5759850144386292, -0.6919373273849487, -0.036347925662994385, -0.20371870696544647, 0.4929712116718292, 0.4763887822628021, -0.15651552379131317, -0.791122555732727, 0.07135406136512756, -0.6891903281211853, -0.017194056883454323, -0.09795702248811722, 0.26946207880973816, 0.31739625334739685, 0.40880343317985535, -0.2707616984844208, 0.6056731343269348, -0.20720118284225464, 0.3609018921852112, -0.4751817286014557, -0.07185211777687073, 0.9693331122398376, 0.2096271514892578],
+    'cb': [-0.02890843152999878, 0.15122467279434204, 0.1929628849029541, -0.20352929830551147, 0.16717329621315002],
+    'dw': [1.172045350074768, -0.6841049194335938, -0.0007380637689493597, -0.12506403028964996, -1.2794996500015259, 0.30329886078834534, 2.018378496170044, -2.5452020168304443, 0.12814214825630188, -0.6493532657623291, 1.1176958084106445, -0.36838772892951965, 0.2820141017436981, 1.3759950399398804, -0.7509093880653381, -0.39252668619155884, 1.4879910945892334, -0.18363729119300842, -0.2055925577878952, 1.799381971359253, -0.5468938946723938, -0.760280430316925, 1.9238914251327515, 0.0023316608276218176, 1.5272647142410278, 1.110756516456604, -0.06776305288076401, 0.18837851285934448, -0.646559476852417, -0.7142850756645203, 0.21098686754703522, -0.8477486371994019, -0.5204331874847412, -1.0771592855453491, -0.617609441280365, -1.3957699537277222, 1.3867062330245972, -1.962687611579895, 0.5862203240394592, 0.905278205871582, -1.3986575603485107, -0.12583208084106445, 2.267113208770752, -0.20145663619041443, -0.41847914457321167, -1.3343123197555542, -0.3079227805137634, -0.31654664874076843, -0.8314025402069092, 1.722014307975769, 0.37193313241004944, -0.3664848506450653, -0.6174049377441406, -1.2219007015228271, -0.08131760358810425, -1.1256470680236816, 0.2396416813135147, 1.2797569036483765, 1.1450761556625366, -1.2109113931655884],
+    'db': [0.10000000149011612, 0.10000000149011612, 0.10000000149011612],
+    'ew': [1.6921519041061401, 1.3797764778137207, 1.037164568901062, -2.064352512359619, -0.9730926156044006, 0.4976264238357544],
+    'r': [0.44422173500061035, 0.7569231390953064],
+}
+
+
+def test_nn_init_and_in_place_fills_draw_pytorchs_numbers_into_the_layers():
+    # xavier, kaiming (fan_out, relu's gain), normal_ (16 or more: PyTorch's AVX2 path; float64),
+    # uniform_ of an asymmetric range, constant_, zeros_, .data.fill_ and .data.normal_; then torch.rand
+    out = outputs(INIT_PROGRAM, list(INIT_DRAWS))
+    for name, expected in INIT_DRAWS.items():
+        assert np.ravel(out[name]).tolist() == expected, name
+
+
+def test_parameters_filled_after_the_optimizer_was_made_are_still_stepped():
+    # PyTorch 2.13.0+cpu, the same program (float64): Adam made before nn.init and .data.fill_
+    program = ("torch.set_default_dtype(torch.float64)\ntorch.manual_seed(4)\n"
+               "model = nn.Sequential(nn.Linear(3, 5), nn.Tanh(), nn.Linear(5, 2))\n"
+               "opt = torch.optim.Adam(model.parameters(), lr=0.01)\nnn.init.xavier_uniform_(model[0].weight)\n"
+               "model[2].bias.data.fill_(0.25)\nX = torch.tensor([[0.1, 0.2, 0.3], [1.0, -1.0, 0.5]])\n"
+               "y = torch.tensor([[1.0, 0.0], [0.0, 1.0]])\nfor step in range(3):\n    opt.zero_grad()\n"
+               "    loss = nn.functional.mse_loss(model(X), y)\n    loss.backward()\n    opt.step()\n"
+               "w = model[0].weight\nb = model[2].bias\n")
+    out = outputs(program, ["w", "b", "loss"])
+    np.testing.assert_allclose(np.ravel(out["w"]), [
+        -0.08486473839490778, 0.10865214962470499, -0.8240249827169581, 0.10013064434439112, 0.860588451554249,
+        0.5349493616859121, -0.4406810712136925, 0.5507863451751598, 0.5787671032096801, 0.5151983338552686,
+        0.22187114712740375, 0.09616318386808562, -0.5856943169257092, -0.5109418621708495, -0.32902811962715106],
+        rtol=1e-13)
+    np.testing.assert_allclose(np.ravel(out["b"]), [0.2799024054810026, 0.2793903797605371], rtol=1e-13)
+    assert float(out["loss"]) == pytest.approx(0.1904593804584603, rel=1e-13)
+
+
+@pytest.mark.parametrize("program, message", [
+    ("w = torch.zeros(3, 2, requires_grad=True)\nnn.init.normal_(w)\n",
+     "nn.init.normal_() draws in the tensor's type, which gradcli knows for a layer's parameters only "
+     "(nn.Linear's weight and bias): draw into those, or write the values"),
+    ("w = torch.zeros(3, requires_grad=True)\nnn.init.constant_(w, 0.1)\n",
+     "nn.init.constant_(): 0.1 is rounded by the tensor's type, which gradcli knows for a layer's parameters only"),
+    ("torch.manual_seed(0)\nlayer = nn.Linear(3, 2)\nlayer.weight.fill_(1.0)\n",
+     "a leaf Variable that requires grad is being used in an in-place operation (PyTorch: RuntimeError): write "
+     "layer.weight.data.fill_(...) or call it inside `with torch.no_grad():`"),
+    ("torch.manual_seed(0)\nlayer = nn.Linear(3, 2)\nnn.init.xavier_uniform_(layer.bias)\n",
+     "Fan in and fan out can not be computed for tensor with fewer than 2 dimensions (PyTorch: ValueError)"),
+])
+def test_what_nn_init_cannot_do_is_refused(program, message):
+    run = gradcli("eval", "-", program=program)
+    assert run.returncode == 2
+    assert message in run.stderr, run.stderr
+    assert "Traceback" not in run.stderr

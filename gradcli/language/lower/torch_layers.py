@@ -22,7 +22,7 @@ import numpy as np
 
 from gradcli.language import syntax as ast
 from gradcli.language.lower import transforms
-from gradcli.language.lower.random_streams import _fma64
+from gradcli.language.lower.torch_init import TENSOR_METHODS, TorchInit, uniform_between, written_data
 from gradcli.language.lower.transforms import _FINISH, FUNCTION_VALUES, ClassValue, FunctionRef, ObjectValue
 from gradcli.language.lower.values import NONE, Literal, Text
 
@@ -40,20 +40,6 @@ def is_layer(value) -> bool:
     return isinstance(value, ObjectValue) and isinstance(value.cls, LayerClass)
 
 
-def uniform_between(generator, count: int, low: float, high: float, dtype) -> np.ndarray:
-    """PyTorch's `tensor.uniform_(low, high)` of `count` elements on its CPU generator."""
-    dtype = np.dtype(dtype)
-    low_t, high_t = dtype.type(low), dtype.type(high)
-    span = float(high_t - low_t)  # (in the tensor's type, as PyTorch's uniform_real computes it)
-    if dtype == np.float32:
-        bits = generator.random(count) & np.uint64(0xFFFFFF)
-        x = bits.astype(np.float64) * 2.0 ** -24  # (24 bits times a float32: exact in double)
-        return (x * span + float(low_t)).astype(np.float32)
-    pairs = generator.random(2 * count).reshape(count, 2)
-    bits = ((pairs[:, 0] << np.uint64(32)) | pairs[:, 1]) & np.uint64((1 << 53) - 1)
-    return _fma64(bits.astype(np.float64) * 2.0 ** -53, np.float64(span), np.float64(low_t))
-
-
 def linear_bounds(fan_in: int) -> tuple[float, float]:
     """reset_parameters' bounds, computed as PyTorch's Python does: kaiming_uniform_ with
     a = sqrt(5) (gain sqrt(2 / (1 + a**2)), std gain / sqrt(fan_in), bound sqrt(3) std) for the
@@ -62,8 +48,9 @@ def linear_bounds(fan_in: int) -> tuple[float, float]:
     return math.sqrt(3.0) * (gain / math.sqrt(fan_in)), 1 / math.sqrt(fan_in)
 
 
-class TorchLayers:
-    """Part of the lowering (gradcli.language.lower): torch.nn's Linear and Sequential."""
+class TorchLayers(TorchInit):
+    """Part of the lowering (gradcli.language.lower): torch.nn's Linear and Sequential (and, from
+    its base, nn.init's functions: torch_init.py)."""
 
     def torch_layer(self, kind: str, node: ast.Call, values: list, scope, work: list):
         """`nn.Linear(...)` or `nn.Sequential(...)` (the dialect's constructors)."""
@@ -101,9 +88,9 @@ class TorchLayers:
         n_in, n_out = sizes
         weight_bound, bias_bound = linear_bounds(n_in)
         weight = uniform_between(generator, n_in * n_out, -weight_bound, weight_bound, dtype).reshape(n_out, n_in)
-        attrs = {"weight": self._parameter(weight, node, scope)}
+        attrs = {"weight": self._parameter(weight, dtype, node, scope)}
         attrs["bias"] = self._parameter(uniform_between(generator, n_out, -bias_bound, bias_bound, dtype),
-                                        node, scope) if with_bias else NONE
+                                        dtype, node, scope) if with_bias else NONE
         attrs["in_features"], attrs["out_features"] = (Literal(np.float64(n), node.pos) for n in sizes)
         return ObjectValue(LayerClass("Linear", {}, {}, node.pos), attrs, node.pos)
 
@@ -115,10 +102,14 @@ class TorchLayers:
             return np.dtype(np.float64 if name in ("float64", "double") else np.float32)
         raise self.error(f"{label}(dtype=...): gradcli reproduces float32 and float64 weights", node.pos)
 
-    def _parameter(self, drawn: np.ndarray, node: ast.Call, scope) -> int:
-        """A drawn array as a parameter: a leaf that requires grad (as nn.Parameter makes it)."""
+    def _parameter(self, drawn: np.ndarray, dtype, node: ast.Call, scope) -> int:
+        """A drawn array as a parameter: a leaf that requires grad (as nn.Parameter makes it),
+        whose type nn.init's draws follow (`layer_dtypes`)."""
         leaf = transforms.fresh(self, self._placed(drawn, node, scope, "torch"), node.pos, scope)
         self.torch.leaves[leaf] = None
+        if not hasattr(self, "layer_dtypes"):
+            self.layer_dtypes = {}
+        self.layer_dtypes[leaf] = dtype
         return leaf
 
     # ------------------------------------------------------------------ using a layer
@@ -139,7 +130,18 @@ class TorchLayers:
                 return self.module_method(layer, node, values[1:])
             raise self.error(f"nn.{layer.cls.name} has no method '{node.func}' that gradcli reads (it reads "
                              f"forward, {', '.join(_MODULE_METHODS)})", node.pos)
+        if node.method and values and type(values[0]) is int and node.func in TENSOR_METHODS \
+                and self._filled_leaf(values[0], node) in getattr(self._torch_state, "leaves", ()):
+            return self.tensor_fill(node, values, scope, work)  # (torch_init.py)
         return super().call_gradient_api(node, values, scope, work)
+
+    def _filled_leaf(self, receiver: int, node: ast.Call) -> int:
+        """The tensor a fill_ writes: `w.data`'s w, else the receiver."""
+        written = node.args[0]
+        equation = self.graph.equations[receiver]
+        if written_data(written) and equation.op.name == "stop_gradient":
+            return equation.inputs[0]
+        return receiver
 
     def call_layer(self, layer: ObjectValue, node, values: list, scope, work: list):
         kind = layer.cls.name
