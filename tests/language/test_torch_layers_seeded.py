@@ -305,3 +305,24 @@ def test_what_nn_init_cannot_do_is_refused(program, message):
     assert run.returncode == 2
     assert message in run.stderr, run.stderr
     assert "Traceback" not in run.stderr
+
+
+def test_double_and_to_float64_make_the_layers_later_draws_float64():
+    # PyTorch 2.13.0+cpu: the float32 weight held exactly; the later init draws in float64
+    out = outputs("torch.manual_seed(9)\nlayer = nn.Linear(4, 3).double()\nnn.init.uniform_(layer.bias, -0.3, 0.2)\n"
+                  "m = nn.Sequential(nn.Linear(2, 2)).to(torch.float64)\nnn.init.normal_(m[0].weight, 0.0, 0.5)\n"
+                  "w = layer.weight\nb = layer.bias\nv = m[0].weight\n", ["w", "b", "v"])
+    assert np.ravel(out["w"]).tolist() == [
+        0.1557844877243042, -0.19797730445861816, -0.0201035737991333, 0.27737361192703247, 0.4179643392562866,
+        0.4310336112976074, -0.23963958024978638, 0.4534238576889038, -0.11956042051315308, -0.0895652174949646,
+        0.45102059841156006, 0.06862950325012207]
+    assert np.ravel(out["b"]).tolist() == [0.1399988851689467, 0.08711293828455036, -0.273777492814934]
+    assert np.ravel(out["v"]).tolist() == [-0.09452047943062204, 0.8535639645926191, -0.3696453513595574,
+                                           0.5041093925617911]
+
+
+def test_float_of_a_float64_layer_is_refused():
+    run = gradcli("eval", "-", program="torch.manual_seed(9)\nlayer = nn.Linear(4, 3, dtype=torch.float64).float()\n")
+    assert run.returncode == 2
+    assert ("model.float() would round float64 parameters to float32, which gradcli does not do (it computes in "
+            "float64): leave it out") in run.stderr, run.stderr

@@ -128,8 +128,10 @@ class TorchLayers(TorchInit):
                 return self.call_layer(layer, rest, values[1:], scope, work)
             if node.func in _MODULE_METHODS:
                 return self.module_method(layer, node, values[1:])
+            if node.func in ("double", "float", "to"):
+                return self.layer_cast(layer, node, values[1:])
             raise self.error(f"nn.{layer.cls.name} has no method '{node.func}' that gradcli reads (it reads "
-                             f"forward, {', '.join(_MODULE_METHODS)})", node.pos)
+                             f"forward, {', '.join(_MODULE_METHODS)}, double, float, to)", node.pos)
         if node.method and values and type(values[0]) is int and node.func in TENSOR_METHODS \
                 and self._filled_leaf(values[0], node) in getattr(self._torch_state, "leaves", ()):
             return self.tensor_fill(node, values, scope, work)  # (torch_init.py)
@@ -142,6 +144,30 @@ class TorchLayers(TorchInit):
         if written_data(written) and equation.op.name == "stop_gradient":
             return equation.inputs[0]
         return receiver
+
+    def layer_cast(self, layer: ObjectValue, node: ast.Call, args: list):
+        """`model.double()`, `model.float()`, `model.to(torch.float64)` / `.to('cpu')`: the module
+        itself, its parameters now of that type (float32 to float64 is exact; float64 to float32
+        would round, and is refused)."""
+        name = {"double": "float64", "float": "float32"}.get(node.func)
+        if node.func == "to":
+            given = args[0] if len(args) == 1 and not node.keywords else None
+            text = given.value if isinstance(given, Text) else None
+            if text is not None and text.partition(":")[0] == "cpu":
+                return layer
+            if text not in ("float32", "float", "float64", "double"):
+                raise self.error("model.to(...): gradcli reads a floating type (torch.float64) or 'cpu'", node.pos)
+            name = "float64" if text in ("float64", "double") else "float32"
+        elif args or node.keywords:
+            raise self.error(f"model.{node.func}() takes no arguments", node.pos)
+        types = getattr(self, "layer_dtypes", {})
+        params = self.module_method(layer, ast.Call("parameters", [], node.pos, method=True), []).items
+        if name == "float32" and any(types.get(p) != np.dtype(np.float32) for p in params):
+            raise self.error(f"model.{node.func}() would round float64 parameters to float32, which gradcli does "
+                             "not do (it computes in float64): leave it out", node.pos)
+        for p in params:
+            types[p] = np.dtype(np.float64 if name == "float64" else np.float32)
+        return layer
 
     def call_layer(self, layer: ObjectValue, node, values: list, scope, work: list):
         kind = layer.cls.name
