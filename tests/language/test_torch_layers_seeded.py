@@ -207,7 +207,7 @@ def test_a_linear_without_a_seed_is_refused_naming_torch_manual_seed():
      "index 2 is out of range for an nn.Sequential of 2 modules"),
     ("torch.manual_seed(1)\nlayer = nn.Linear(3, 2)\nz = layer.frobnicate(2)\n",
      "nn.Linear has no method 'frobnicate' that gradcli reads (it reads forward, parameters, named_parameters, "
-     "zero_grad, train, eval)"),
+     "zero_grad, train, eval, double, float, to)"),
     ("torch.manual_seed(1)\nlayer = nn.Linear(0, 2)\n",
      "nn.Linear(...): gradcli takes in_features and out_features of 1 or more, got [0, 2]"),
 ])
