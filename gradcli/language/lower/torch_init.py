@@ -98,7 +98,7 @@ class TorchInit:
             raise self.error(f"{label}: gradcli fills a parameter (a leaf tensor that requires grad, as "
                              "layer.weight)", node.pos)
         if given.get("generator", NONE) is not NONE:
-            raise self.error(f"{label}(generator=...): gradcli reproduces the default generator's draws", node.pos)
+            raise self.error(f"{label.removesuffix('()')}(generator=...): gradcli reproduces the default generator's draws", node.pos)
         shape = self.graph.shapes[tensor]
         dtype = getattr(self, "layer_dtypes", {}).get(tensor)
         options = {**INIT_FUNCTIONS.get(name, {}), **{k: self._init_option(k, v, label, node)
