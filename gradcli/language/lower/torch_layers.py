@@ -61,7 +61,7 @@ class TorchLayers(TorchInit):
                 if not isinstance(module, FUNCTION_VALUES):
                     raise self.error(f"nn.Sequential(...): argument {k} is not a module (nn.Linear(2, 3), nn.ReLU(), "
                                      "an object of the program's nn.Module class)", node.args[k].pos)
-            return ObjectValue(LayerClass("Sequential", {}, {}, node.pos),
+            return ObjectValue(LayerClass("Sequential", {}, {}, node.pos, ("torch.nn.Module",)),
                                {str(k): module for k, module in enumerate(values)}, node.pos)
         return self._linear(node, values, scope, work)
 
@@ -92,7 +92,7 @@ class TorchLayers(TorchInit):
         attrs["bias"] = self._parameter(uniform_between(generator, n_out, -bias_bound, bias_bound, dtype),
                                         dtype, node, scope) if with_bias else NONE
         attrs["in_features"], attrs["out_features"] = (Literal(np.float64(n), node.pos) for n in sizes)
-        return ObjectValue(LayerClass("Linear", {}, {}, node.pos), attrs, node.pos)
+        return ObjectValue(LayerClass("Linear", {}, {}, node.pos, ("torch.nn.Module",)), attrs, node.pos)
 
     def _layer_dtype(self, value, label: str, node):
         if value is NONE:
