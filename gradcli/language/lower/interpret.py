@@ -453,7 +453,7 @@ def _unbound_name(lowering, node: ast.Name, scope: Scope, name: str):
         raise lowering.error(f"'{name}' is used before it is assigned (at line {where.line})", node.pos)
     # a bare name that is also a function (`beta`, `gamma` of a layer norm) is an input;
     # a library's function spelled as a value (`np.sin * 2`) is a slip
-    if ("." in name or name in self.aliases and "." in self.spelled(name)) and meaning(bare) is not None:
+    if ("." in name or name in lowering.aliases and "." in lowering.spelled(name)) and meaning(bare) is not None:
         return FunctionRef(name, name, node.pos)  # (`from jax.numpy import tanh`: `grad(tanh)`)
     if "." in name and library == "numpy" and bare in numpy_dialect.INDEX_TRICKS:
         return IndexTrick(OPS[numpy_dialect.INDEX_TRICKS[bare]], name, node.pos)
