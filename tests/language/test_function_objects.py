@@ -139,7 +139,7 @@ def test_a_half_type_setting_is_refused_naming_dtype_with_exit_2():
                                   'float64 unless --dtype says otherwise; leave this line out and give --dtype float16')
 
 
-@pytest.mark.parametrize("module", ["nn.Linear(3, 2)", "nn.Conv2d(1, 4, 3)", "nn.Embedding(10, 3)", "nn.LSTM(4, 8)"])
+@pytest.mark.parametrize("module", ["nn.Bilinear(2, 3, 4)", "nn.Conv2d(1, 4, 3)", "nn.Embedding(10, 3)", "nn.LSTM(4, 8)"])
 def test_a_module_with_weights_of_its_own_is_refused_naming_the_functional(module):
     with pytest.raises(GradcliError, match=r"draws its weights at random \(a new draw at each run\), so it has no one "
                                            r"value or gradient: write the weights in the program"):

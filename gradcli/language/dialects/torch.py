@@ -323,6 +323,23 @@ def _weighted_module(lowering, node, values, scope):
                          "functional (F.linear(x, W, b), F.conv2d(x, W, b))", node.pos)
 
 
+def _layer(lowering, node, values, scope, work):
+    """nn.Linear(in, out) with the weights PyTorch draws after torch.manual_seed; nn.Sequential
+    (lower/torch_layers.py)."""
+    return lowering.torch_layer(node.func.rpartition(".")[2], node, values, scope, work)
+
+
+_layer.calls_functions = True  # (it reads the work stack: a draw in a body JAX traces once is refused)
+
+
+def _init(lowering, node, values, scope, work):
+    """nn.init.zeros_(w) and its kin on a layer's parameters (lower/torch_init.py)."""
+    return lowering.torch_init(node.func.rpartition(".")[2], node, values, scope, work)
+
+
+_init.calls_functions = True
+
+
 def _hinge_embedding_loss(lowering, node, values, scope):
     """F.hinge_embedding_loss(input, target, margin=1.0, reduction='mean'), PyTorch's formula: x where
     the target is not -1, plus clamp_min(margin - x, 0) where it is not 1, reduced."""
@@ -373,7 +390,10 @@ MODULES = {
     **{f"optim.lr_scheduler.{kind}": _scheduler(kind)
        for kind in ("StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR", "LambdaLR", "ConstantLR",
                     "LinearLR")},
-    **{name: _weighted_module for name in ("Linear", "Bilinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
+    "Linear": _layer, "Sequential": _layer,
+    **{f"init.{name}": _init for name in ("zeros_", "ones_", "constant_", "uniform_", "normal_", "xavier_uniform_",
+                                          "xavier_normal_", "kaiming_uniform_", "kaiming_normal_")},
+    **{name: _weighted_module for name in ("Bilinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
                                            "ConvTranspose2d", "Embedding", "RNN", "LSTM", "GRU", "MultiheadAttention")},
     "MSELoss": _module("mse_loss"), "L1Loss": _module("l1_loss"), "SmoothL1Loss": _module("smooth_l1_loss"),
     "HuberLoss": _module("huber_loss", "reduction", "delta"), "BCELoss": _module("binary_cross_entropy", "weight"),

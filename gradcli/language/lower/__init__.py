@@ -29,6 +29,7 @@ from gradcli.language.lower.gradient_calls import GradientCalls
 from gradcli.language.lower.statements import Statements
 from gradcli.language.lower.subscripts import Subscripts
 from gradcli.language.lower.torch_autograd import TorchAutograd, TorchFunctional
+from gradcli.language.lower.torch_layers import TorchLayers
 from gradcli.language.lower.custom_gradients import CustomGradients
 from gradcli.language.lower.values import NumberPolicy
 from gradcli.ir import Graph
@@ -39,7 +40,7 @@ MAX_LOWERING_STEPS = 1_000_000           # expansion steps of a short program (s
 LOWERING_STEPS_PER_CHARACTER = 8         # ... and more for a longer text (a 50 MB program)
 
 
-class _Lowering(RandomDraws, PythonArguments, Interpreter, Statements, Flow, GradientCalls, TorchAutograd, TorchFunctional, CustomGradients, Resolution,
+class _Lowering(TorchLayers, RandomDraws, PythonArguments, Interpreter, Statements, Flow, GradientCalls, TorchAutograd, TorchFunctional, CustomGradients, Resolution,
                 Binding, Subscripts, Constants, AutocastRegions, FunctionValues,
                 LibrarySettings, TorchOptimizers, OptaxOptimizers, KerasOptimizers, ListMethods, PythonOperators):
     """One program's lowering: its parts' methods on one object, which holds the graph being built."""

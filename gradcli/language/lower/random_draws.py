@@ -156,8 +156,8 @@ class TorchDraws:
                             node, scope, "torch")
 
     def _torch_dtype(self, value, label: str, node):
-        if value is None or value is NONE:
-            return np.dtype(np.float32)
+        if value is None or value is NONE:  # PyTorch's default type (torch.set_default_dtype: settings.py)
+            return np.dtype(np.float64 if getattr(self, "torch_default_float", "float32") == "float64" else np.float32)
         name = value.value if isinstance(value, Text) else None
         if name in ("float32", "float", "float64", "double"):
             return np.dtype(np.float64 if name in ("float64", "double") else np.float32)

@@ -38,6 +38,8 @@ class LibrarySettings:
                              f"leave this line out and give --dtype {'float16' if name == 'half' else name}", node.pos)
         if name not in FLOAT_DTYPES:
             raise self.error(f"{node.func}() takes a floating type (float32 or float64)", node.pos)
+        if node.func.endswith("set_default_dtype"):  # the type PyTorch's layers draw in (torch_layers.py)
+            self.torch_default_float = "float64" if name in ("float64", "double") else "float32"
         if node.func.endswith("set_floatx"):  # Keras' optimizers hold their learning rate in it (optimizers.py)
             self.keras_floatx = "float64" if name in ("float64", "double") else "float32"
         return NONE
