@@ -33,7 +33,7 @@ REFUSED = {
     "jax_r4_21": (8, "an index must be a constant integer (or list, or mask) written in the program"),
     "pytorch_r4_22": (4, "an index must be a constant integer (or list, or mask) written in the program"),
     # a module with weights of its own draws them at random
-    "pytorch_r4_14": (4, "nn.Linear(...) draws its weights at random"),
+    "pytorch_r4_14": (4, "nn.Linear(...) draws its initial weights from PyTorch's generator, which the program never seeded"),
     "tensorflow_r4_02": (3, "unknown function 'tf.constant_initializer'"),
     "tensorflow_r4_10": (6, "unknown function 'keras.Input'"),
     # the variables' names are not numbers

@@ -120,7 +120,7 @@ class TorchLayers(TorchInit):
         return super().apply_function(fn, node, values, scope, work)
 
     def call_gradient_api(self, node: ast.Call, values: list, scope, work: list):
-        """A layer's methods: forward(x), parameters(), named_parameters(), zero_grad(), train(), eval()."""
+        """A layer's methods: forward(x), parameters(), named_parameters(), zero_grad(), and the train and evaluation mode switches."""
         if node.method and values and is_layer(values[0]):
             layer = values[0]
             if node.func == "forward":
