@@ -24,42 +24,53 @@ _INTEGER_TEXT = re.compile(r"[0-9][0-9_]*")
 _STEPS = 10_000  # nodes looked at for one value (a literal of many items is read item by item)
 
 
-def written_integer(lowering, node) -> bool:
-    """Whether the library holds the value `node` writes as integers (every item integer-written;
-    a float item, a float dtype, or anything computed makes it not)."""
-    text = lowering.source.text
+def every_written(lowering, node, look) -> bool:
+    """Whether every part the program writes for `node` passes `look`, which says of a node True
+    (it passes), False (it fails: so does the whole) or the nodes it stands for (its items, its
+    argument); a name stands for what the top level assigned it before (none, or the same name
+    met again: it fails)."""
     pending, seen = [node], set()
     for _ in range(_STEPS):
         if not pending:
             return True
         n = pending.pop()
-        if isinstance(n, ast.Number):
-            if n.boolean or n.pos.start < 0 or not _INTEGER_TEXT.fullmatch(text[n.pos.start:n.pos.end]):
+        if isinstance(n, ast.Name):
+            assigned = _assigned_before(lowering.module, n)
+            if assigned is None or (n.id, n.pos.start) in seen:  # (`x = tf.Variable(x)`: its own x again)
                 return False
-        elif isinstance(n, (ast.Array, ast.Tuple)) and n.items:
-            pending.extend(n.items)
-        elif isinstance(n, ast.Call) and n.symbol == "-" and len(n.args) == 1:
-            pending.append(n.args[0])
-        elif isinstance(n, ast.Call) and not n.method and n.args and (
+            seen.add((n.id, n.pos.start))
+            pending.append(assigned)
+            continue
+        found = look(n)
+        if found is False:
+            return False
+        if found is not True:
+            pending.extend(found)
+    return False
+
+
+def written_integer(lowering, node) -> bool:
+    """Whether the library holds the value `node` writes as integers (every item integer-written;
+    a float item, a float dtype, or anything computed makes it not)."""
+    text = lowering.source.text
+
+    def look(n):
+        if isinstance(n, ast.Number):
+            return not n.boolean and n.pos.start >= 0 and bool(_INTEGER_TEXT.fullmatch(text[n.pos.start:n.pos.end]))
+        if isinstance(n, (ast.Array, ast.Tuple)) and n.items:
+            return n.items
+        if isinstance(n, ast.Call) and n.symbol == "-" and len(n.args) == 1:
+            return n.args
+        if isinstance(n, ast.Call) and not n.method and n.args and (
                 (callee := lowering.spelled(n.func).rpartition(".")[2]) in CONSTRUCTORS or _tf_range(lowering, n)):
             dtype = next((k.value for k in n.keywords if k.name == "dtype"), None)
             if dtype is None and len(n.args) > 1 and callee in dialects.DTYPE_SECOND_ARGUMENT:
                 dtype = n.args[1]  # `tf.constant([1, 2], tf.float32)`, `np.array([1, 2], float)`
             if dtype is not None:
-                written = text[dtype.pos.start:dtype.pos.end] if dtype.pos.start >= 0 else ""
-                if "int" not in written:
-                    return False
-                continue
-            pending.extend(n.args if n.func.endswith(("arange", "range")) else n.args[:1])
-        elif isinstance(n, ast.Name) and n.id not in seen:
-            seen.add(n.id)
-            value = _assigned_before(lowering.module, n)
-            if value is None:
-                return False
-            pending.append(value)
-        else:
-            return False
-    return False
+                return dtype.pos.start >= 0 and "int" in text[dtype.pos.start:dtype.pos.end]
+            return n.args if n.func.endswith(("arange", "range")) else n.args[:1]
+        return False
+    return every_written(lowering, node, look)
 
 
 def _tf_range(lowering, node: ast.Call) -> bool:

@@ -19,7 +19,7 @@ import numpy as np
 from gradcli.errors import Pos
 from gradcli.language import syntax as ast
 from gradcli.language.ast_builder import BINARY_OPS
-from gradcli.language.lower.integers import CONSTRUCTORS, _assigned_before, written_integer
+from gradcli.language.lower.integers import CONSTRUCTORS, every_written, written_integer
 from gradcli.language.lower.transforms import DictValue
 from gradcli.language.lower.values import Literal, Scope, Text, TupleValue
 from gradcli.ops import OPS
@@ -34,7 +34,6 @@ _SPELLED = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^", "left_shi
 _EXACT_INTEGERS = 2 ** 53  # the integers float64 holds exactly (gradcli computes in float64)
 # the operators whose result on integers is an integer (`n = n & 3`, `k = 2 * n + 1`)
 _INTEGER_CLOSED = frozenset({"&", "|", "^", "<<", ">>", "~", "+", "-", "*", "//", "%"})
-_STEPS = 10_000  # nodes looked at for one operand
 _COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
             "!=": operator.ne}
 
@@ -288,50 +287,26 @@ class PythonOperators:
 def _boolean_written(lowering, node) -> bool:
     """Whether the program writes `node` as booleans: True/False items (`m = np.array([True, False])`,
     `torch.tensor(...)` of them), through the top level's names."""
-    pending, seen = [node], set()
-    for _ in range(_STEPS):
-        if not pending:
-            return True
-        n = pending.pop()
+    def look(n):
         if isinstance(n, ast.Number):
-            if not n.boolean:
-                return False
-        elif isinstance(n, (ast.Array, ast.Tuple)) and n.items:
-            pending.extend(n.items)
-        elif isinstance(n, ast.Call) and not n.method and n.args and not n.keywords and \
+            return n.boolean
+        if isinstance(n, (ast.Array, ast.Tuple)) and n.items:
+            return n.items
+        if isinstance(n, ast.Call) and not n.method and n.args and not n.keywords and \
                 n.func.rpartition(".")[2] in CONSTRUCTORS - {"arange"}:
-            pending.append(n.args[0])
-        elif isinstance(n, ast.Name) and (n.id, n.pos.start) not in seen:
-            seen.add((n.id, n.pos.start))
-            assigned = _assigned_before(lowering.module, n)
-            if assigned is None:
-                return False
-            pending.append(assigned)
-        else:
-            return False
-    return False
+            return n.args[:1]
+        return False
+    return every_written(lowering, node, look)
 
 
 def _integer_written(lowering, node) -> bool:
     """Whether the program writes `node` as an integer (integers.written_integer), through the
     operators that keep integers and the top level's names assigned them (`n = 6; n &= 3; n | 8`)."""
-    pending, seen = [node], set()
-    for _ in range(_STEPS):
-        if not pending:
-            return True
-        n = pending.pop()
+    def look(n):
         if isinstance(n, ast.Call) and n.symbol in _INTEGER_CLOSED and not n.method:
-            pending.extend(n.args)
-        elif isinstance(n, ast.Name):
-            if (n.id, n.pos.start) not in seen:
-                seen.add((n.id, n.pos.start))
-                assigned = _assigned_before(lowering.module, n)
-                if assigned is None:
-                    return False
-                pending.append(assigned)
-        elif not written_integer(lowering, n):
-            return False
-    return False
+            return n.args
+        return written_integer(lowering, n)
+    return every_written(lowering, node, look)
 
 
 class PythonArguments:
