@@ -29,9 +29,8 @@ SNIPPETS = sorted(HERE.glob("*.json"))
 
 # what gradcli leaves out, by snippet: (the line refused, words of the reason)
 REFUSED = {
-    # an index array bound to a top-level name is an input (--set can change it): write it in the subscript
-    "jax_r4_21": (8, "an index must be a constant integer (or list, or mask) written in the program"),
-    "pytorch_r4_22": (4, "an index must be a constant integer (or list, or mask) written in the program"),
+    # .at[idx].set with a repeated index: JAX leaves which update wins unspecified
+    "jax_r4_21": (11, "set() with a repeated index: JAX leaves which update wins unspecified"),
     # a module with weights of its own draws them at random
     "pytorch_r4_14": (4, "nn.Linear(...) draws its initial weights from PyTorch's generator, which the program never seeded"),
     "tensorflow_r4_02": (3, "unknown function 'tf.constant_initializer'"),

@@ -10,7 +10,7 @@ import numpy as np
 
 from gradcli.errors import GradcliError, OptionError, Pos, ShapeError
 from gradcli.language import syntax as ast
-from gradcli.language.lower.integers import INTEGER_SENSITIVE, integer_refusal
+from gradcli.language.lower.integers import INTEGER_SENSITIVE, integer_refusal, written_indices
 from gradcli.language.lower.transforms import FUNCTION_VALUES, NOT_MINE, ObjectValue
 from gradcli.language.lower.values import (
     NONE, AtIndexed, AtRef, Closure, Literal, Scope, Text, TupleValue, TypeName)
@@ -32,8 +32,6 @@ MAX_CONSTANT_ELEMENTS = 100_000_000      # an array a constructor (`zeros`, `eye
 INTEGER_ARRAY_PARAMS = {"indices", "index", "repeats", "reps", "pad_width", "paddings", "pad", "shift", "shifts",
                         "start_indices", "limit_indices", "strides", "slice_sizes", "indices_or_sections",
                         "num_or_size_splits", "split_size_or_sections", "sections", "begin", "size"}
-
-
 _ARRAY = ast.Array
 
 
@@ -791,6 +789,8 @@ class Binding:
                              f"'{value.value}'", value.pos)
         if isinstance(value, Text):
             return value.value
+        if type(value) is int and pname in INTEGER_ARRAY_PARAMS:
+            value = written_indices(self, value, pos)
         if not isinstance(value, Literal):
             raise self.error(f"{label}(): '{pname}' must be a constant, written in the program", pos)
         arr = value.value

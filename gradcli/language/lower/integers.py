@@ -73,6 +73,31 @@ def written_integer(lowering, node) -> bool:
     return every_written(lowering, node, look)
 
 
+def written_boolean(lowering, node) -> bool:
+    """Whether the program writes `node` as booleans: True/False items (`m = np.array([True, False])`,
+    `torch.tensor(...)` of them), through the top level's names."""
+    def look(n):
+        if isinstance(n, ast.Number):
+            return n.boolean
+        if isinstance(n, (ast.Array, ast.Tuple)) and n.items:
+            return n.items
+        if isinstance(n, ast.Call) and not n.method and n.args and not n.keywords and \
+                n.func.rpartition(".")[2] in CONSTRUCTORS - {"arange"}:
+            return n.args[:1]
+        return False
+    return every_written(lowering, node, look)
+
+
+def written_indices(lowering, value: int, pos):
+    """An index array the program binds to a name and writes with integers (`idx = jnp.array([0, 2])`,
+    then `jnp.take(x, idx)`): its values, known before evaluation (a Literal), unless given from
+    outside; any other value as it is."""
+    eq = lowering.graph.equations[value]
+    if eq.op.name != "input" or not written_integer(lowering, ast.Name(eq.params["name"], pos)):
+        return value
+    return lowering.known_or_given(value)
+
+
 def _tf_range(lowering, node: ast.Call) -> bool:
     """`tf.range(4)`: int32 where its bounds are integers (PyTorch's deprecated torch.range is float)."""
     return dialects.split_spelling(lowering.spelled(node.func)) == ("tensorflow", "range")

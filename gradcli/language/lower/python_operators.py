@@ -19,7 +19,7 @@ import numpy as np
 from gradcli.errors import Pos
 from gradcli.language import syntax as ast
 from gradcli.language.ast_builder import BINARY_OPS
-from gradcli.language.lower.integers import CONSTRUCTORS, every_written, written_integer
+from gradcli.language.lower.integers import every_written, written_boolean, written_integer
 from gradcli.language.lower.transforms import DictValue
 from gradcli.language.lower.values import Literal, Scope, Text, TupleValue
 from gradcli.ops import OPS
@@ -114,7 +114,7 @@ class PythonOperators:
         one, or a number that Python's loops and len() give); a float is refused as NumPy refuses it."""
         if isinstance(value, Literal) and value.boolean or type(value) is int and self.graph.equations[value].op.boolean:
             return "boolean"
-        if type(value) is int and _boolean_written(self, arg):  # `m = torch.tensor([True, False])`: an input
+        if type(value) is int and written_boolean(self, arg):  # `m = torch.tensor([True, False])`: an input
             return "boolean"
         if isinstance(value, Literal) and value.value.ndim == 0 and float(value.value).is_integer() and not (
                 isinstance(arg, ast.Number) and not written_integer(self, arg)):
@@ -282,21 +282,6 @@ class PythonOperators:
             raise self.error("range() arg 3 must not be zero (Python's ValueError)", node.args[3].pos)
         found = number.is_integer() and int(number) in range(*bounds)
         return Literal(np.float64(found != (node.symbol == "not in")), node.pos, True)
-
-
-def _boolean_written(lowering, node) -> bool:
-    """Whether the program writes `node` as booleans: True/False items (`m = np.array([True, False])`,
-    `torch.tensor(...)` of them), through the top level's names."""
-    def look(n):
-        if isinstance(n, ast.Number):
-            return n.boolean
-        if isinstance(n, (ast.Array, ast.Tuple)) and n.items:
-            return n.items
-        if isinstance(n, ast.Call) and not n.method and n.args and not n.keywords and \
-                n.func.rpartition(".")[2] in CONSTRUCTORS - {"arange"}:
-            return n.args[:1]
-        return False
-    return every_written(lowering, node, look)
 
 
 def _integer_written(lowering, node) -> bool:

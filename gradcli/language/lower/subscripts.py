@@ -8,6 +8,7 @@ import numpy as np
 from gradcli.errors import Pos, ShapeError
 from gradcli.language import syntax as ast
 from gradcli.language.dialects import ReadingError, torch as torch_dialect
+from gradcli.language.lower.integers import written_boolean, written_integer
 from gradcli.language.lower.transforms import DictValue
 from gradcli.language.lower.values import NONE, AtIndexed, AtRef, IndexTrick, Literal, Scope, Text, TupleValue
 from gradcli.ops import OPS
@@ -53,7 +54,7 @@ class Subscripts:
                 index.append(Ellipsis)
             else:
                 value = next(rest)
-                index.append(None if value is NONE else self.static_index(value, getattr(sub, "pos", node.pos)))
+                index.append(None if value is NONE else self.static_index(value, getattr(sub, "pos", node.pos), sub))
         if isinstance(target, AtRef):  # JAX's `x.at[idx]`: the update follows
             return AtIndexed(target.target, self.checked_index(target.target, tuple(index), node.pos), node.pos)
         if isinstance(target, TupleValue) and len(index) == 1 and isinstance(index[0], tuple):
@@ -98,12 +99,19 @@ class Subscripts:
         arrays = tuple(self.materialize(item, scope) for item in items)
         return self.emit(trick.op, arrays, {}, node.pos, trick.spelled, scope)
 
-    def static_index(self, value, pos: Pos | None):
+    def static_index(self, value, pos: Pos | None, written=None):
         """One subscript: an int, or an IndexArray (a constant integer array, a boolean mask); a
-        mask computed from values the program writes (`mask = div != 0`) is known before evaluation."""
+        mask computed from values the program writes (`mask = div != 0`) is known before evaluation,
+        and so is an array the program binds to a name and writes with integers or True/False
+        (`idx = jnp.array([0, 2])`, `m = torch.tensor([True, False])`), unless given from outside."""
         value = self.constant_value(value)
         if type(value) is int and self.graph.equations[value].op.boolean and self.graph.shapes[value]:
             value = self.known_or_given(value)
+        elif type(value) is int and isinstance(written, ast.Name) and self.graph.shapes[value]:
+            boolean = written_boolean(self, written)
+            if boolean or written_integer(self, written):
+                known = self.known_or_given(value)
+                value = known if type(known) is int else Literal(known.value, known.pos, boolean)
         if isinstance(value, Literal) and value.value.ndim > 0:
             arr = value.value
             if value.boolean:
