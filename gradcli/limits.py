@@ -9,6 +9,8 @@ from gradcli.errors import OptionError
 
 
 MIN_MEMORY_LIMIT = 1 << 10
+# the elements of an array the lowering makes itself (a constructor's `zeros`, `eye`; a random draw)
+MAX_CONSTANT_ELEMENTS = 100_000_000
 
 
 def default_memory_limit() -> int:

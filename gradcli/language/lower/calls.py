@@ -10,6 +10,7 @@ import numpy as np
 
 from gradcli.errors import GradcliError, OptionError, Pos, ShapeError
 from gradcli.language import syntax as ast
+from gradcli.limits import MAX_CONSTANT_ELEMENTS
 from gradcli.language.lower.integers import INTEGER_SENSITIVE, integer_refusal, written_indices
 from gradcli.language.lower.transforms import FUNCTION_VALUES, NOT_MINE, ObjectValue
 from gradcli.language.lower.values import (
@@ -26,7 +27,6 @@ from gradcli.ops.shapes import nested_ints
 # Beside the reductions, the calls whose `dtype=` is the type they compute in (their arguments are
 # cast to it); any other call's `dtype=` is its result's
 _COMPUTE_IN_DTYPE = frozenset({"softmax", "log_softmax", "softmin", "cumsum", "cumprod", "cumlogsumexp"})
-MAX_CONSTANT_ELEMENTS = 100_000_000      # an array a constructor (`zeros`, `eye`) makes while lowering
 
 # Static parameters that are integers or (nested) lists of integers: constant indices, widths
 INTEGER_ARRAY_PARAMS = {"indices", "index", "repeats", "reps", "pad_width", "paddings", "pad", "shift", "shifts",

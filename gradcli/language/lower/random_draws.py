@@ -23,8 +23,18 @@ from gradcli.language.dialects import split_spelling
 from gradcli.language.lower import random_streams as streams
 from gradcli.language.lower.transforms import _FINISH
 from gradcli.language.lower.values import NONE, Literal, Text, TupleValue
+from gradcli.limits import MAX_CONSTANT_ELEMENTS
 from gradcli.ops import OPS
 
+
+
+def bounded(lowering, shape, label: str, node) -> None:
+    """Refuse a draw of more elements than the lowering makes for a constant (MAX_CONSTANT_ELEMENTS),
+    before any is drawn."""
+    count = math.prod(shape) if isinstance(shape, tuple) else shape
+    if count > MAX_CONSTANT_ELEMENTS:
+        raise lowering.error(f"{label}(): a draw of {count:,} numbers is more than the {MAX_CONSTANT_ELEMENTS:,} "
+                             "gradcli makes while it reads a program: draw fewer, or give the values as a file", node.pos)
 
 class NumpyGenerator:
     """A NumPy generator of the program: a RandomState (`legacy`) or a Generator, with its state."""
@@ -142,10 +152,12 @@ class TorchDraws:
             mean, std, shape = self._torch_normal_arguments(args, keywords, label, node)
         elif name == "randperm":
             n = self.known_int(args[0] if args else keywords.get("n", NONE), f"n of {label}()", node.pos)
+            bounded(self, n, label, node)
             return self._placed(generator.permutation(n), node, scope, "torch")
         else:
             shape = self._torch_size(args or [keywords.get("size", TupleValue([], node.pos))], label, node)
         count = math.prod(shape)
+        bounded(self, count, label, node)
         if name == "rand":
             drawn = generator.uniform(count, dtype)
         elif name == "randint":
@@ -328,6 +340,7 @@ class RandomDraws(TorchDraws):
             if keywords:
                 raise self.error(f"{label}() takes the sizes of its axes by position", node.pos)
             dims = [self.known_int(a, f"the size of {label}()", node.pos) for a in args]
+            bounded(self, math.prod(dims), label, node)
             return self._placed(self._numpy_call(generator.generator, name, dims, {}, label, node), node, scope, "numpy")
         params = table[name]
         if len(args) > len(params):
@@ -353,6 +366,9 @@ class RandomDraws(TorchDraws):
                 read[key] = shape[0]
             else:
                 read[key] = self._argument(value, key, kinds[key], label, node)
+        for key, value in read.items():
+            if kinds[key] == "size" and value is not None or name == "permutation" and isinstance(value, int):
+                bounded(self, value if isinstance(value, tuple) else (value,), label, node)
         drawn = self._numpy_call(generator.generator, name, [], read, label, node)
         if pool is None:
             return self._placed(drawn, node, scope, "numpy")
@@ -482,6 +498,7 @@ class RandomDraws(TorchDraws):
              else self.shape_of(pool)[0] if self.shape_of(pool) else None)
         if n is None or n <= 0:
             raise self.error(f"{label}(): give a positive integer or an array of at least one axis", node.pos)
+        bounded(self, n, label, node)
         if name == "permutation":
             index = streams.shuffled_indices(key.data, n)
         else:
@@ -512,7 +529,9 @@ class RandomDraws(TorchDraws):
             raise self.error(f"{label}(): the shape must be a tuple of integers written in the program (JAX: "
                              "shapes are sequences of concrete integers)", node.pos)
         size = self._argument(value, "shape", "size", label, node)
-        return (size,) if isinstance(size, int) else tuple(size)
+        shape = (size,) if isinstance(size, int) else tuple(size)
+        bounded(self, shape, label, node)
+        return shape
 
     def _jax_dtype(self, value, label: str, node, x64: bool):
         if value is None or value is NONE:

@@ -22,6 +22,7 @@ import numpy as np
 
 from gradcli.language import syntax as ast
 from gradcli.language.lower import transforms
+from gradcli.language.lower.random_draws import bounded
 from gradcli.language.lower.torch_init import TENSOR_METHODS, TorchInit, uniform_between, written_data
 from gradcli.language.lower.transforms import _FINISH, FUNCTION_VALUES, ClassValue, FunctionRef, ObjectValue
 from gradcli.language.lower.values import NONE, Literal, Text
@@ -73,6 +74,7 @@ class TorchLayers(TorchInit):
         if min(sizes) < 1:
             raise self.error(f"{label}: gradcli takes in_features and out_features of 1 or more, got {sizes}",
                              node.pos)
+        bounded(self, sizes[0] * (sizes[1] + 1), node.func, node)
         with_bias = "bias" not in given or bool(self.constant_truth(given["bias"]))
         device = given.get("device", NONE)
         if device is not NONE and not (isinstance(device, Text) and device.value.partition(":")[0] == "cpu"):
