@@ -120,6 +120,13 @@ class TorchDraws:
     """Part of the lowering (through RandomDraws): PyTorch's CPU generator, once the program calls
     torch.manual_seed (`torch_generator`, None before), and its draws."""
 
+    # the generators' state as the program sets it (the last two by settings.py: torch.set_default_dtype,
+    # jax.config.update("jax_enable_x64", True)); RandomDraws' numpy_global too
+    torch_generator = None
+    numpy_global = None
+    torch_default_float = "float32"
+    jax_x64 = False
+
     def torch_random(self, name: str, node, values: list, scope, work: list):
         """torch.manual_seed and the CPU generator's draws (random_streams.TorchGenerator)."""
         label = f"torch.{name}"
@@ -129,7 +136,7 @@ class TorchDraws:
             raise self.error(f"{label}() takes no '{unknown[0]}' here (gradcli reproduces the default generator's "
                              "draws on the CPU)", node.pos)
         device = keywords.get("device", NONE)
-        if device is not NONE and not (isinstance(device, Text) and device.value.partition(":")[0] == "cpu"):
+        if not on_cpu(device):
             raise self.error(f"{label}(device=...): gradcli reproduces the CPU generator's draws (a GPU's generator "
                              "is another, Philox); draw on the CPU (device='cpu')", node.pos)
         if name == "manual_seed":
@@ -138,7 +145,7 @@ class TorchDraws:
                 raise self.error(f"{label}(): gradcli reproduces seeds from 0 to 2**64 - 1, got {seed}", node.pos)
             self.torch_generator = streams.TorchGenerator(seed)
             return NONE
-        generator = getattr(self, "torch_generator", None)
+        generator = self.torch_generator
         if generator is None:
             raise self.error(unseeded(label, "torch.manual_seed(0)"), node.pos)
         self._refuse_replayed(work, node, scope)
@@ -167,13 +174,13 @@ class TorchDraws:
         return self._placed(np.asarray(drawn).astype(dtype if name != "randint" else np.float64).reshape(shape),
                             node, scope, "torch")
 
-    def _torch_dtype(self, value, label: str, node):
+    def _torch_dtype(self, value, label: str, node, made: str = "draws"):
         if value is None or value is NONE:  # PyTorch's default type (torch.set_default_dtype: settings.py)
-            return np.dtype(np.float64 if getattr(self, "torch_default_float", "float32") == "float64" else np.float32)
+            return np.dtype(np.float64 if self.torch_default_float == "float64" else np.float32)
         name = value.value if isinstance(value, Text) else None
         if name in ("float32", "float", "float64", "double"):
             return np.dtype(np.float64 if name in ("float64", "double") else np.float32)
-        raise self.error(f"{label}(dtype=...): gradcli reproduces float32 and float64 draws", node.pos)
+        raise self.error(f"{label}(dtype=...): gradcli reproduces float32 and float64 {made}", node.pos)
 
     def _torch_size(self, given: list, label: str, node) -> tuple:
         """The sizes written apart (`torch.randn(2, 3)`) or as one tuple (`torch.randn((2, 3))`)."""
@@ -248,7 +255,7 @@ class RandomDraws(TorchDraws):
             seed = self._seed(args[0] if args else keywords.get("seed", NONE), node)
             made = np.random.RandomState(seed) if name == "RandomState" else np.random.default_rng(seed)
             return NumpyGenerator(made, name == "RandomState", node.pos)
-        generator = getattr(self, "numpy_global", None)
+        generator = self.numpy_global
         if generator is None:
             raise self.error(unseeded(f"np.random.{name}", "np.random.seed(0)"), node.pos)
         if name == "shuffle":
@@ -328,7 +335,7 @@ class RandomDraws(TorchDraws):
         return NONE
 
     def numpy_sample(self, generator: NumpyGenerator, name: str, node, args: list, keywords: dict, scope, work):
-        label = f"np.random.{name}" if generator is getattr(self, "numpy_global", None) else f"{node.func}"
+        label = f"np.random.{name}" if generator is self.numpy_global else f"{node.func}"
         table = _LEGACY if generator.legacy else _GENERATOR
         if name not in table and not (generator.legacy and name in _DIMS):
             kind = "RandomState" if generator.legacy else "Generator"
@@ -433,7 +440,7 @@ class RandomDraws(TorchDraws):
             raise self.error(f"{label}() is not reproduced by gradcli (it reproduces jax.random's "
                              f"{', '.join(sorted(_JAX_PARAMS))}): write the values, or give them with --set", node.pos)
         given = self.arguments_by_name(node, values, params, required=_JAX_REQUIRED.get(name, 1))
-        x64 = bool(getattr(self, "jax_x64", False))
+        x64 = bool(self.jax_x64)
         for option, allowed in (("impl", ("threefry2x32",)), ("mode", ("low", "high")), ("dtype", ("float32", "float64"))):
             chosen = given.get(option, NONE)
             if chosen is not NONE and not (isinstance(chosen, Text) and chosen.value in allowed and name != "randint"):
@@ -546,6 +553,11 @@ class RandomDraws(TorchDraws):
         if value is None or value is NONE:
             return np.asarray(default, dtype)
         return np.asarray(self._argument(value, key, "float", label, node), dtype)
+
+
+def on_cpu(device) -> bool:
+    """Whether a `device=` left out or given is the CPU, whose generator gradcli reproduces."""
+    return device is NONE or isinstance(device, Text) and device.value.partition(":")[0] == "cpu"
 
 
 def unseeded(spelled: str, seeding: str) -> str:

@@ -117,7 +117,7 @@ class TorchInit:
         if dtype is None:
             raise self.error(f"{label} draws in the tensor's type, which gradcli knows for a layer's parameters "
                              "only (nn.Linear's weight and bias): draw into those, or write the values", node.pos)
-        generator = getattr(self, "torch_generator", None)
+        generator = self.torch_generator
         if generator is None:
             raise self.error(f"{label} draws from PyTorch's generator, which the program never seeded: call "
                              "torch.manual_seed(0) first (gradcli then reproduces PyTorch's draws)", node.pos)

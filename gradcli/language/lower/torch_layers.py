@@ -22,7 +22,7 @@ import numpy as np
 
 from gradcli.language import syntax as ast
 from gradcli.language.lower import transforms
-from gradcli.language.lower.random_draws import bounded
+from gradcli.language.lower.random_draws import bounded, on_cpu
 from gradcli.language.lower.torch_init import TENSOR_METHODS, TorchInit, uniform_between, written_data
 from gradcli.language.lower.transforms import _FINISH, FUNCTION_VALUES, ClassValue, FunctionRef, ObjectValue
 from gradcli.language.lower.values import NONE, Literal, Text
@@ -77,11 +77,11 @@ class TorchLayers(TorchInit):
         bounded(self, sizes[0] * (sizes[1] + 1), node.func, node)
         with_bias = "bias" not in given or bool(self.constant_truth(given["bias"]))
         device = given.get("device", NONE)
-        if device is not NONE and not (isinstance(device, Text) and device.value.partition(":")[0] == "cpu"):
+        if not on_cpu(device):
             raise self.error(f"{label}(device=...): gradcli reproduces the CPU generator's draws; make the layer "
                              "on the CPU (device='cpu')", node.pos)
-        dtype = self._layer_dtype(given.get("dtype", NONE), label, node)
-        generator = getattr(self, "torch_generator", None)
+        dtype = self._torch_dtype(given.get("dtype", NONE), label, node, "weights")  # (random_draws.py)
+        generator = self.torch_generator
         if generator is None:
             raise self.error(f"{label} draws its initial weights from PyTorch's generator, which the program never "
                              "seeded: call torch.manual_seed(0) first (gradcli then reproduces PyTorch's draws), or "
@@ -95,14 +95,6 @@ class TorchLayers(TorchInit):
                                         dtype, node, scope) if with_bias else NONE
         attrs["in_features"], attrs["out_features"] = (Literal(np.float64(n), node.pos) for n in sizes)
         return ObjectValue(LayerClass("Linear", {}, {}, node.pos, ("torch.nn.Module",)), attrs, node.pos)
-
-    def _layer_dtype(self, value, label: str, node):
-        if value is NONE:
-            return np.dtype(np.float64 if getattr(self, "torch_default_float", "float32") == "float64" else np.float32)
-        name = value.value if isinstance(value, Text) else None
-        if name in ("float32", "float", "float64", "double"):
-            return np.dtype(np.float64 if name in ("float64", "double") else np.float32)
-        raise self.error(f"{label}(dtype=...): gradcli reproduces float32 and float64 weights", node.pos)
 
     def _parameter(self, drawn: np.ndarray, dtype, node: ast.Call, scope) -> int:
         """A drawn array as a parameter: a leaf that requires grad (as nn.Parameter makes it),
